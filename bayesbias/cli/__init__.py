@@ -1,0 +1,83 @@
+"""The ``bayesbias`` command line.
+
+Each sub-command lives in its own module of this package and exposes
+``register(subparsers)``; :data:`COMMANDS` lists them in help order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from ..errors import BayesbiasError
+
+__all__ = ["main", "build_parser"]
+
+#: Sub-command modules, in the order ``--help`` lists them.
+COMMANDS = [
+    "report",
+    "wordlists",
+    "distances",
+    "weat",
+    "mac",
+    "simulate",
+    "fit",
+    "compare",
+    "debias",
+    "classifier",
+    "bbu",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Parser with every available sub-command registered."""
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="bayesbias",
+        description="Bias in word embeddings and classifiers, with honest uncertainty.",
+        epilog="Run 'bayesbias COMMAND --help' for the options and examples of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"bayesbias {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and debug logging")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue  # sub-command not shipped in this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the command line; return the exit code (0 ok, 2 bad input, 3 failed checks)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.DEBUG if args.debug else (logging.ERROR if args.quiet else logging.WARNING)
+    logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except BayesbiasError as exc:
+        if args.debug:
+            raise
+        print(f"bayesbias {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # unexpected: short message unless --debug
+        if args.debug:
+            raise
+        print(f"bayesbias {args.command}: unexpected error: {type(exc).__name__}: {exc}\n"
+              "(run with --debug for the traceback)", file=sys.stderr)
+        return 1

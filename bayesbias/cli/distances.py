@@ -1,0 +1,54 @@
+"""``bayesbias distances``: the long table of cosine distances."""
+
+from __future__ import annotations
+
+from ..distances import distance_table, read_distance_table, write_distance_table
+from ..embeddings import load_embedding
+from ..wordlists import load_wordlist
+from ._common import add_embedding_options, add_json, add_parser, emit
+
+
+def register(sub) -> None:
+    p = add_parser(
+        sub, "distances", "build the table of cosine distances for a word list",
+        "  bayesbias distances --embedding default --wordlist gender -o gender.csv\n"
+        "  bayesbias distances --embedding vectors.txt --wordlist my_topic.toml -o t.parquet\n"
+        "  bayesbias distances --table published.csv --json   # summarise an existing table",
+    )
+    add_embedding_options(p)
+    p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
+    p.add_argument("--table", help="summarise an existing table (ours or the published format)")
+    p.add_argument("-o", "--output", help="write the table (.csv or .parquet)")
+    add_json(p)
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    if args.table:
+        table = read_distance_table(args.table)
+    else:
+        wl = load_wordlist(args.wordlist)
+        emb = load_embedding(args.embedding, wl.all_words, format=args.format,
+                             trust_pickle=args.trust_pickle)
+        table = distance_table(emb, wl, on_missing=args.on_missing)
+    if args.output:
+        write_distance_table(table, args.output)
+    summary = (table.groupby("connection", observed=True)["cosine_distance"]
+               .agg(["count", "mean", "std"]))
+    payload = {
+        "rows": len(table),
+        "protected_words": int(table["protected_word"].nunique()),
+        "attributes": int(table["attribute"].nunique()),
+        "missing": table.attrs.get("missing", {}),
+        "by_connection": summary.reset_index(),
+        "output": args.output,
+    }
+    lines = [f"{len(table)} rows: {payload['protected_words']} protected words x "
+             f"{payload['attributes']} attributes", summary.round(4).to_string()]
+    if payload["missing"]:
+        lines.append("dropped (not in embedding): " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in payload["missing"].items()))
+    if args.output:
+        lines.append(f"wrote {args.output}")
+    emit(args, payload, "\n".join(lines))
+    return 0

@@ -1,0 +1,291 @@
+"""The long table of cosine distances between protected words and attributes.
+
+One row per (protected word, attribute) pair with columns :data:`COLUMNS`. ``connection``
+is ``associated`` (a stereotype of the word's own class), ``different`` (a stereotype of
+another class), ``human`` (control: neutral human attribute) or ``none`` (control: neutral
+word). ``attribute_class`` is the stereotype's class name, or ``human`` / ``none``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .config import CONNECTIONS
+from .embeddings import Embedding, lookup
+from .errors import DistanceTableError
+from .io import atomic_path
+from .wordlists import WordList, load_wordlist
+
+__all__ = [
+    "COLUMNS",
+    "cosine_similarity_matrix",
+    "distance_table",
+    "read_distance_table",
+    "read_published_table",
+    "write_distance_table",
+    "to_xarray",
+]
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "protected_word",
+    "protected_class",
+    "attribute",
+    "attribute_class",
+    "connection",
+    "cosine_distance",
+    "cosine_similarity",
+)
+PUBLISHED_SENTINEL = -100.0
+
+
+def cosine_similarity_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every row of `a` with every row of `b` (float64)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    return np.clip(a @ b.T, -1.0, 1.0)
+
+
+def _attribute_labels(wordlist: WordList) -> tuple[list[str], list[str]]:
+    attrs, classes = [], []
+    for c in wordlist.classes:
+        for w in c.stereotypes:
+            if w not in attrs:
+                attrs.append(w)
+                classes.append(c.name)
+    for group in ("human", "none"):
+        for w in wordlist.controls.get(group, ()):
+            if w not in attrs:
+                attrs.append(w)
+                classes.append(group)
+    return attrs, classes
+
+
+def distance_table(embedding: Embedding, wordlist, on_missing: str = "error") -> pd.DataFrame:
+    """Build the long distance table of `wordlist` on `embedding`.
+
+    Parameters
+    ----------
+    embedding : Embedding
+    wordlist : WordList or str
+        A word list or the name/path of one.
+    on_missing : {"error", "drop"}
+        What to do with words not in the embedding; dropped words are listed in
+        ``table.attrs["missing"]`` (per word-list part) and logged.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`COLUMNS`, one row per (protected word, attribute).
+    """
+    wordlist = load_wordlist(wordlist)
+    kept_parts, missing = lookup(embedding, wordlist.parts(), on_missing)
+    keep = {w for words in kept_parts.values() for w in words}
+    wl = wordlist.restrict(keep) if any(missing.values()) else wordlist
+    protected = list(wl.protected_words)
+    attrs, attr_classes = _attribute_labels(wl)
+    if not protected or not attrs:
+        raise DistanceTableError(
+            f"no protected words or no attributes of {wordlist.name!r} are in {embedding.source}"
+        )
+    sim = cosine_similarity_matrix(embedding.matrix(protected), embedding.matrix(attrs))
+    p_class = np.array([wl.class_of(w) for w in protected], dtype=object)
+    a_class = np.array(attr_classes, dtype=object)
+    pc = np.repeat(p_class, len(attrs))
+    ac = np.tile(a_class, len(protected))
+    connection = np.where(
+        np.isin(ac, ["human", "none"]), ac, np.where(ac == pc, "associated", "different")
+    )
+    table = pd.DataFrame({
+        "protected_word": np.repeat(np.array(protected, dtype=object), len(attrs)),
+        "protected_class": pc,
+        "attribute": np.tile(np.array(attrs, dtype=object), len(protected)),
+        "attribute_class": ac,
+        "connection": connection,
+        "cosine_distance": 1.0 - sim.ravel(),
+        "cosine_similarity": sim.ravel(),
+    })
+    table = _categorical(table)
+    table.attrs.update(
+        wordlist=wordlist.name, embedding=embedding.source,
+        missing={k: v for k, v in missing.items() if v},
+    )
+    return table
+
+
+def _categorical(table: pd.DataFrame) -> pd.DataFrame:
+    table["connection"] = pd.Categorical(table["connection"], categories=list(CONNECTIONS))
+    for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
+        table[col] = table[col].astype(str)
+    return table
+
+
+def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
+    missing_cols = [c for c in COLUMNS if c not in table.columns]
+    if missing_cols:
+        raise DistanceTableError(
+            f"{source}: missing column(s) {', '.join(missing_cols)}; a distance table needs "
+            f"{', '.join(COLUMNS)}"
+        )
+    table = table.loc[:, list(COLUMNS)].copy()
+    bad = sorted(set(table["connection"].astype(str)) - set(CONNECTIONS))
+    if bad:
+        raise DistanceTableError(
+            f"{source}: unknown connection value(s) {', '.join(bad)}; valid: {', '.join(CONNECTIONS)}"
+        )
+    for col in ("cosine_distance", "cosine_similarity"):
+        values = pd.to_numeric(table[col], errors="coerce")
+        bad_rows = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
+        if bad_rows.size:
+            raise DistanceTableError(
+                f"{source}: column {col} has {bad_rows.size} non-numeric or missing value(s), "
+                f"first at data row {bad_rows[0] + 1}"
+            )
+        table[col] = values.astype(float)
+    if not np.allclose(table["cosine_distance"], 1 - table["cosine_similarity"], atol=1e-6):
+        raise DistanceTableError(f"{source}: cosine_distance is not 1 - cosine_similarity")
+    if (table["cosine_distance"] < -1e-9).any() or (table["cosine_distance"] > 2 + 1e-9).any():
+        raise DistanceTableError(f"{source}: cosine_distance outside [0, 2]")
+    return _categorical(table)
+
+
+def _dedupe(table: pd.DataFrame, duplicates: str, source: str) -> pd.DataFrame:
+    key = ["protected_word", "attribute"]
+    dup = table.duplicated(key, keep=False)
+    if not dup.any() or duplicates == "keep":
+        return table
+    if duplicates == "error":
+        first = table.loc[dup, key].iloc[0].tolist()
+        raise DistanceTableError(f"{source}: repeated pair(s), first {first}")
+    spread = table.loc[dup].groupby(key)["cosine_distance"].agg(lambda s: s.max() - s.min())
+    if (spread > 1e-9).any():
+        pair = spread[spread > 1e-9].index[0]
+        raise DistanceTableError(f"{source}: pair {pair} repeats with different distances")
+    n = int(table.duplicated(key).sum())
+    log.info("%s: dropped %d repeated (protected word, attribute) rows", source, n)
+    out = table.drop_duplicates(key).reset_index(drop=True)
+    out.attrs = dict(table.attrs, repeats_dropped=n)
+    return out
+
+
+def read_published_table(path, duplicates: str = "drop", missing: str = "drop") -> pd.DataFrame:
+    """Read a table in the published format of Dobrzeniecka & Urbaniak.
+
+    Parameters
+    ----------
+    path : path-like
+        CSV with columns ``protected_word, word_to_compare, word_class, cosine_distance,
+        cosine_similarity, connection``.
+    duplicates : {"drop", "keep", "error"}
+        Repeated (protected word, attribute) pairs (the race tables repeat pairs because
+        protected words recur across Manzini's definite sets). ``"drop"`` keeps one row per
+        pair after checking that the repeats agree, so no pair is counted twice.
+    missing : {"drop", "error"}
+        Rows with the ``-100`` sentinel (a word missing from the embedding). ``"drop"``
+        removes them and lists the missing words in ``table.attrs["missing"]``.
+    """
+    path = Path(path)
+    try:
+        raw = pd.read_csv(path, index_col=0)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DistanceTableError(f"{path}: cannot read as CSV: {exc}") from None
+    needed = ["protected_word", "word_to_compare", "word_class", "cosine_distance",
+              "cosine_similarity", "connection"]
+    absent = [c for c in needed if c not in raw.columns]
+    if absent:
+        raise DistanceTableError(f"{path}: not in the published format; missing {absent}")
+    sentinel = (raw["cosine_distance"] == PUBLISHED_SENTINEL) | (
+        raw["cosine_similarity"] == PUBLISHED_SENTINEL)
+    missing_words: dict[str, list[str]] = {}
+    if sentinel.any():
+        if missing == "error":
+            raise DistanceTableError(f"{path}: {int(sentinel.sum())} rows hold the -100 sentinel")
+        # A word is missing if all its rows are sentinels.
+        for col, part in (("protected_word", "protected"), ("word_to_compare", "attribute")):
+            frac = sentinel.groupby(raw[col]).mean()
+            missing_words[part] = sorted(frac.index[frac == 1.0])
+        log.info("%s: dropped %d rows with the -100 sentinel", path, int(sentinel.sum()))
+        raw = raw.loc[~sentinel]
+    assoc = raw.loc[raw["connection"] == "associated"]
+    pclass = assoc.groupby("protected_word")["word_class"].first().str.removesuffix("_stereotype")
+    table = pd.DataFrame({
+        "protected_word": raw["protected_word"].astype(str),
+        "protected_class": raw["protected_word"].map(pclass).fillna("unknown").astype(str),
+        "attribute": raw["word_to_compare"].astype(str),
+        "attribute_class": raw["word_class"].astype(str).str.removesuffix("_stereotype")
+        .replace({"neutral": "none"}),
+        "connection": raw["connection"],
+        "cosine_distance": raw["cosine_distance"],
+        "cosine_similarity": raw["cosine_similarity"],
+    }).reset_index(drop=True)
+    table = _validate(table, str(path))
+    table.attrs.update(source=str(path), missing={k: v for k, v in missing_words.items() if v},
+                       sentinel_rows_dropped=int(sentinel.sum()))
+    return _dedupe(table, duplicates, str(path))
+
+
+def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
+    """Read a distance table: our CSV/Parquet format, or the published CSV format."""
+    path = Path(path)
+    if not path.is_file():
+        raise DistanceTableError(f"{path}: no such file")
+    if path.suffix in (".parquet", ".pq"):
+        try:
+            table = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise DistanceTableError(f"{path}: cannot read as Parquet: {exc}") from None
+    else:
+        try:
+            head = pd.read_csv(path, nrows=0)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError,
+                UnicodeDecodeError) as exc:
+            raise DistanceTableError(f"{path}: cannot read as CSV: {exc}") from None
+        if "word_to_compare" in head.columns:
+            return read_published_table(path, duplicates=duplicates)
+        table = pd.read_csv(path)
+    table = _validate(table, str(path))
+    table.attrs["source"] = str(path)
+    return _dedupe(table, duplicates, str(path))
+
+
+def write_distance_table(table: pd.DataFrame, path) -> Path:
+    """Write `table` as CSV or Parquet (by suffix), atomically."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        if path.suffix in (".parquet", ".pq"):
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False, float_format="%.10g")
+    return path
+
+
+def to_xarray(table: pd.DataFrame) -> xr.Dataset:
+    """The table as a Dataset with dims ``(protected_word, attribute)``.
+
+    Coordinates carry the classes; ``connection`` is a 2-d variable. Pairs absent from the
+    table are NaN.
+    """
+    idx = table.set_index(["protected_word", "attribute"])
+    if idx.index.has_duplicates:
+        raise DistanceTableError("to_xarray needs one row per (protected word, attribute)")
+    ds = xr.Dataset.from_dataframe(idx[["cosine_distance", "cosine_similarity"]])
+    conn = idx["connection"].astype(str).unstack()
+    ds["connection"] = (("protected_word", "attribute"),
+                        conn.reindex(index=ds.protected_word.values,
+                                     columns=ds.attribute.values).to_numpy())
+    pclass = table.groupby("protected_word")["protected_class"].first()
+    aclass = table.groupby("attribute")["attribute_class"].first()
+    ds = ds.assign_coords(
+        protected_class=("protected_word", pclass.reindex(ds.protected_word.values).to_numpy()),
+        attribute_class=("attribute", aclass.reindex(ds.attribute.values).to_numpy()),
+    )
+    ds.attrs.update({k: str(v) for k, v in table.attrs.items()})
+    return ds

@@ -1,0 +1,307 @@
+"""Word lists: protected classes, their stereotype attributes, and control groups.
+
+A word list ("topic") is a TOML file::
+
+    name = "religion"
+    description = "..."
+    definite_sets = [["judaism", "christianity", "islam"], ...]   # optional
+
+    [provenance]
+    source = "Manzini et al. (2019) ..."
+
+    [classes.jew]
+    protected_words = ["jew", "judaism", ...]
+    stereotypes = ["greedy", "cheap", ...]
+    attribute_label = "jew stereotypes"        # optional, for display
+
+    [controls]
+    human = "default"      # the shipped 85 human attributes, or a list of words
+    none = "default"       # the shipped 226 neutral words, or a list of words
+
+Two-class lists double as WEAT tests: X and Y are the protected words of the first and
+second class, A and B their stereotypes.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import WordListError
+from .io import shipped_dir
+
+__all__ = [
+    "ProtectedClass",
+    "WordList",
+    "WeatSets",
+    "load_wordlist",
+    "available_wordlists",
+    "default_controls",
+]
+
+CONTROL_GROUPS = ("human", "none")
+
+
+@dataclass(frozen=True)
+class ProtectedClass:
+    """One protected class: its protected words and its stereotype attributes."""
+
+    name: str
+    protected_words: tuple[str, ...]
+    stereotypes: tuple[str, ...]
+    attribute_label: str | None = None
+
+
+@dataclass(frozen=True)
+class WeatSets:
+    """The four word sets of a WEAT test: targets X, Y and attributes A, B."""
+
+    X: tuple[str, ...]
+    Y: tuple[str, ...]
+    A: tuple[str, ...]
+    B: tuple[str, ...]
+    names: tuple[str, str, str, str] = ("X", "Y", "A", "B")
+
+
+@dataclass(frozen=True)
+class WordList:
+    """A validated bias topic. Build it with :func:`load_wordlist` or directly."""
+
+    name: str
+    classes: tuple[ProtectedClass, ...]
+    controls: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    definite_sets: tuple[tuple[str, ...], ...] = ()
+    description: str = ""
+    provenance: dict = field(default_factory=dict)
+    path: str | None = None
+
+    def __post_init__(self):
+        _validate(self)
+
+    # -- views ---------------------------------------------------------------
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Names of the protected classes, in file order."""
+        return tuple(c.name for c in self.classes)
+
+    @property
+    def protected_words(self) -> tuple[str, ...]:
+        """All protected words, in class order."""
+        return tuple(w for c in self.classes for w in c.protected_words)
+
+    @property
+    def stereotypes(self) -> tuple[str, ...]:
+        """All stereotype attributes (unique, in class order)."""
+        return tuple(dict.fromkeys(w for c in self.classes for w in c.stereotypes))
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """Stereotypes, then human controls, then neutral controls (unique)."""
+        words = list(self.stereotypes)
+        for group in CONTROL_GROUPS:
+            words.extend(self.controls.get(group, ()))
+        return tuple(dict.fromkeys(words))
+
+    @property
+    def all_words(self) -> tuple[str, ...]:
+        """Every word the list needs from an embedding."""
+        return tuple(dict.fromkeys(self.protected_words + self.attributes))
+
+    def class_of(self, protected_word: str) -> str:
+        """Return the protected class of `protected_word`."""
+        for c in self.classes:
+            if protected_word in c.protected_words:
+                return c.name
+        raise WordListError(f"{protected_word!r} is not a protected word of {self.name!r}")
+
+    def parts(self) -> dict[str, tuple[str, ...]]:
+        """Every named part of the list (``protected:<class>``, ``stereotypes:<class>``, controls)."""
+        out = {}
+        for c in self.classes:
+            out[f"protected:{c.name}"] = c.protected_words
+            out[f"stereotypes:{c.name}"] = c.stereotypes
+        for group, words in self.controls.items():
+            out[f"control:{group}"] = words
+        return out
+
+    def weat_sets(self) -> WeatSets:
+        """X, Y (protected words) and A, B (stereotypes) of a two-class list."""
+        if len(self.classes) != 2:
+            raise WordListError(
+                f"word list {self.name!r} has {len(self.classes)} classes; WEAT needs exactly 2"
+            )
+        c1, c2 = self.classes
+        return WeatSets(
+            c1.protected_words,
+            c2.protected_words,
+            c1.stereotypes,
+            c2.stereotypes,
+            names=(c1.name, c2.name, c1.attribute_label or f"{c1.name} attributes",
+                   c2.attribute_label or f"{c2.name} attributes"),
+        )
+
+    def restrict(self, keep: set[str]) -> WordList:
+        """Return a copy without the words not in `keep` (e.g. after dropping OOV words)."""
+        classes = tuple(
+            ProtectedClass(
+                c.name,
+                tuple(w for w in c.protected_words if w in keep),
+                tuple(w for w in c.stereotypes if w in keep),
+                c.attribute_label,
+            )
+            for c in self.classes
+        )
+        controls = {g: tuple(w for w in ws if w in keep) for g, ws in self.controls.items()}
+        sets = tuple(tuple(s) for s in self.definite_sets if all(w in keep for w in s))
+        return WordList(self.name, classes, controls, sets, self.description,
+                        dict(self.provenance), self.path)
+
+    def summary(self) -> dict:
+        """Counts per part, for listings."""
+        return {
+            "name": self.name,
+            "classes": {c.name: {"protected_words": len(c.protected_words),
+                                 "stereotypes": len(c.stereotypes)} for c in self.classes},
+            "controls": {g: len(w) for g, w in self.controls.items()},
+            "definite_sets": len(self.definite_sets),
+            "description": self.description,
+            "path": self.path,
+        }
+
+
+def _validate(wl: WordList) -> None:
+    where = wl.path or wl.name
+    if not wl.classes:
+        raise WordListError(f"{where}: a word list needs at least one protected class")
+    seen_protected: dict[str, str] = {}
+    seen_stereo: dict[str, str] = {}
+    for c in wl.classes:
+        if not c.protected_words:
+            raise WordListError(f"{where}: class {c.name!r} has no protected words")
+        for w in c.protected_words:
+            if w in seen_protected:
+                raise WordListError(
+                    f"{where}: protected word {w!r} is in classes {seen_protected[w]!r} "
+                    f"and {c.name!r}"
+                )
+            seen_protected[w] = c.name
+        for w in c.stereotypes:
+            if w in seen_stereo and seen_stereo[w] != c.name:
+                raise WordListError(
+                    f"{where}: stereotype {w!r} is in classes {seen_stereo[w]!r} and {c.name!r}"
+                )
+            seen_stereo[w] = c.name
+    for group, words in wl.controls.items():
+        if group not in CONTROL_GROUPS:
+            raise WordListError(
+                f"{where}: unknown control group {group!r}; valid: {', '.join(CONTROL_GROUPS)}"
+            )
+        clash = sorted(set(words) & set(seen_stereo))
+        if clash:
+            raise WordListError(
+                f"{where}: control group {group!r} repeats stereotype(s) {', '.join(clash)}"
+            )
+    if set(wl.controls.get("human", ())) & set(wl.controls.get("none", ())):
+        both = sorted(set(wl.controls["human"]) & set(wl.controls["none"]))
+        raise WordListError(f"{where}: word(s) in both control groups: {', '.join(both)}")
+    for s in wl.definite_sets:
+        if len(s) < 2:
+            raise WordListError(f"{where}: definite set {list(s)} needs at least two words")
+        unknown = [w for w in s if w not in seen_protected]
+        if unknown:
+            raise WordListError(
+                f"{where}: definite set {list(s)} has word(s) that are not protected words: "
+                f"{', '.join(unknown)}"
+            )
+
+
+# -- files -----------------------------------------------------------------------
+def _word_tuple(value, where: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(w, str) and w.strip() for w in value):
+        raise WordListError(f"{where}: {key} must be a list of non-empty strings")
+    dupes = sorted({w for w in value if value.count(w) > 1})
+    if dupes:
+        raise WordListError(f"{where}: {key} repeats word(s) {', '.join(dupes)}")
+    return tuple(w.strip() for w in value)
+
+
+def default_controls() -> dict[str, tuple[str, ...]]:
+    """The shipped control groups of Dobrzeniecka & Urbaniak (85 human, 226 neutral)."""
+    path = shipped_dir("wordlists") / "controls.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {g: _word_tuple(data[g], str(path), g) for g in CONTROL_GROUPS}
+
+
+def _from_mapping(data: dict, where: str) -> WordList:
+    known = {"name", "description", "provenance", "classes", "controls", "definite_sets"}
+    unknown = set(data) - known
+    if unknown:
+        raise WordListError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(known))}"
+        )
+    classes_raw = data.get("classes")
+    if not isinstance(classes_raw, dict) or not classes_raw:
+        raise WordListError(f"{where}: needs a [classes.<name>] table for each protected class")
+    classes = []
+    for cname, spec in classes_raw.items():
+        if not isinstance(spec, dict) or "protected_words" not in spec:
+            raise WordListError(f"{where}: class {cname!r} needs 'protected_words'")
+        extra = set(spec) - {"protected_words", "stereotypes", "attribute_label"}
+        if extra:
+            raise WordListError(f"{where}: class {cname!r} has unknown key(s) {sorted(extra)}")
+        classes.append(ProtectedClass(
+            cname,
+            _word_tuple(spec["protected_words"], where, f"classes.{cname}.protected_words"),
+            _word_tuple(spec.get("stereotypes", []), where, f"classes.{cname}.stereotypes"),
+            spec.get("attribute_label"),
+        ))
+    controls = {}
+    raw_controls = data.get("controls", {})
+    if not isinstance(raw_controls, dict):
+        raise WordListError(f"{where}: [controls] must be a table")
+    shipped = None
+    for group, value in raw_controls.items():
+        if value == "default":
+            shipped = shipped or default_controls()
+            if group not in shipped:
+                raise WordListError(f"{where}: no shipped control group {group!r}")
+            controls[group] = shipped[group]
+        else:
+            controls[group] = _word_tuple(value, where, f"controls.{group}")
+    sets = tuple(
+        _word_tuple(s, where, "definite_sets") for s in data.get("definite_sets", [])
+    )
+    return WordList(
+        name=str(data.get("name") or Path(where).stem),
+        classes=tuple(classes),
+        controls=controls,
+        definite_sets=sets,
+        description=str(data.get("description", "")),
+        provenance=dict(data.get("provenance", {})),
+        path=where,
+    )
+
+
+def available_wordlists() -> dict[str, Path]:
+    """Shipped word lists by name (the controls file is not a topic)."""
+    root = shipped_dir("wordlists")
+    return {p.stem: p for p in sorted(root.glob("*.toml")) if p.stem != "controls"}
+
+
+def load_wordlist(name_or_path) -> WordList:
+    """Load a shipped word list by name (e.g. ``"religion"``) or a TOML file by path."""
+    if isinstance(name_or_path, WordList):
+        return name_or_path
+    shipped = available_wordlists()
+    path = shipped.get(str(name_or_path)) or Path(name_or_path)
+    if not path.is_file():
+        raise WordListError(
+            f"word list {str(name_or_path)!r} is neither a shipped list "
+            f"({', '.join(shipped)}) nor an existing file"
+        )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise WordListError(f"{path}: not valid TOML: {exc}") from None
+    return _from_mapping(data, str(path))
