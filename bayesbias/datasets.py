@@ -1,0 +1,60 @@
+"""Real published data shipped with the package (no downloads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .distances import read_published_table
+
+__all__ = ["published_table", "published_tables", "madlibs", "DATA_DIR"]
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+EMBEDDINGS = ("reddit", "google", "glove", "debiased_reddit")
+TOPICS = ("religion", "race", "gender", "weat_1", "weat_7")
+
+
+def _published_path(topic: str, embedding: str) -> Path:
+    if topic not in TOPICS:
+        raise ValueError(f"topic must be one of {', '.join(TOPICS)}, got {topic!r}")
+    if embedding not in EMBEDDINGS:
+        raise ValueError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
+    if embedding == "debiased_reddit":
+        if topic not in ("religion", "race", "gender"):
+            raise ValueError(f"no debiased table for {topic!r}")
+        name = f"debiased_{topic}_reddit.csv.gz"
+    elif topic.startswith("weat"):
+        name = f"{topic}_{embedding}.csv.gz"
+    else:
+        name = f"{topic}_group_{embedding}_dataset.csv.gz"
+    return DATA_DIR / "published" / name
+
+
+def published_table(topic: str, embedding: str = "reddit", **kwargs) -> pd.DataFrame:
+    """A published distance table of Dobrzeniecka & Urbaniak, in our column format.
+
+    Parameters
+    ----------
+    topic : {"religion", "race", "gender", "weat_1", "weat_7"}
+    embedding : {"reddit", "google", "glove", "debiased_reddit"}
+    **kwargs
+        Passed to :func:`bayesbias.distances.read_published_table` (``duplicates``,
+        ``missing``): by default repeated race pairs are kept once and ``-100`` sentinel
+        rows are dropped with a report in ``table.attrs["missing"]``.
+    """
+    table = read_published_table(_published_path(topic, embedding), **kwargs)
+    table.attrs.update(topic=topic, embedding=embedding)
+    return table
+
+
+def published_tables() -> list[tuple[str, str]]:
+    """Every (topic, embedding) pair that has a shipped table."""
+    pairs = [(t, e) for t in TOPICS for e in EMBEDDINGS
+             if e != "debiased_reddit" or t in ("religion", "race", "gender")]
+    return [(t, e) for t, e in pairs if _published_path(t, e).exists()]
+
+
+def madlibs() -> pd.DataFrame:
+    """The scored toxicity madlibs (30,240 rows; see ``data/madlibs/README.md``)."""
+    return pd.read_csv(DATA_DIR / "madlibs" / "intersectional_madlibs_scored.csv.gz")
