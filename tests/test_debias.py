@@ -343,3 +343,48 @@ def test_debiasing_shipped_glove_reproduces_the_signature(glove, topic):
     assert report.passed
     assert abs(_gap(before)) > 0.03
     assert abs(_gap(after)) < 1e-6
+
+
+# -- writing and the command line --------------------------------------------------------
+@pytest.mark.parametrize("name, binary", [("out.bin", True), ("out.txt", False),
+                                          ("out.txt.gz", False)])
+def test_cli_writes_a_file_the_toolkit_and_gensim_read(fake_embedding, tmp_path, capsys,
+                                                       name, binary):
+    import json
+
+    from bayesbias.cli import main
+    from bayesbias.embeddings import load_embedding, save_embedding
+
+    src = save_embedding(fake_embedding, tmp_path / "in.bin", binary=True)
+    out = tmp_path / name
+    code = main(["debias", "--embedding", str(src), "--wordlist", "religion", "-k", "2",
+                 "-o", str(out), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 0 and payload["passed"] and payload["k"] == 2
+    assert payload["output_format"] == ("word2vec-binary" if binary else "word2vec")
+    means = {r["connection"]: r for r in payload["mean_cosine_distance"]}
+    # Random vectors: debiasing makes associated and different exactly equal here too.
+    assert abs(means["associated"]["after"] - means["different"]["after"]) < 1e-6
+    back = load_embedding(out)
+    expected, _ = hard_debias(fake_embedding, "religion", k=2)
+    assert back.words == expected.words
+    np.testing.assert_array_equal(back.vectors, expected.vectors)  # float32 round trip
+    gensim = pytest.importorskip("gensim")
+    kv = gensim.models.KeyedVectors.load_word2vec_format(str(out), binary=binary)
+    np.testing.assert_array_equal(kv["jew"], expected.matrix(["jew"])[0].astype(np.float32))
+
+
+def test_cli_errors_are_clean(fake_embedding, tmp_path, capsys):
+    from bayesbias.cli import main
+    from bayesbias.embeddings import save_embedding
+
+    src = str(save_embedding(fake_embedding, tmp_path / "in.txt"))
+    assert main(["debias", "--embedding", src, "--wordlist", "religion", "-k", "11"]) == 2
+    assert "at most 10" in capsys.readouterr().err
+    assert main(["debias", "--embedding", src, "--wordlist", "weat1"]) == 2
+    assert "no definite_sets" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["debias", "--embedding", src, "-k", "0"])
+    assert "positive integer" in capsys.readouterr().err
+    code = main(["debias", "--embedding", src, "--neutralize", "extra1,extra2", "--json"])
+    assert code == 0 and '"neutralize": "custom"' in capsys.readouterr().out

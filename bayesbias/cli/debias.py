@@ -1,0 +1,137 @@
+"""``bayesbias debias``: hard-debias an embedding for a word list and write it out."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from ..debias import NEUTRALIZE_CHOICES, hard_debias
+from ..distances import distance_table
+from ..embeddings import load_embedding, save_embedding
+from ..errors import InputDataError, WordListError
+from ..wordlists import load_wordlist
+from ._common import add_embedding_options, add_json, add_parser, emit
+
+DESCRIPTION = """\
+Hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et al. 2019). The bias subspace
+is the first K principal directions of the word list's definite sets, each centred on its
+mean. The neutralised words (default: every stereotype attribute of the list) lose their
+component in it; each definite set is then equalised (its words share one off-subspace
+part). Only those words change: every other row is written unchanged, unless
+--normalize-all scales every row to unit length.
+
+The whole embedding is loaded and written (every word, changed rows replaced): memory
+grows with the file (the shipped default is ~20-30k words; a 3M-word 300-d file needs
+several GB). Exit code 3 if a check fails (a neutralised word keeps a projection above
+1e-6, or a definite set that shares no word with a later set is not symmetric)."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def register(sub) -> None:
+    p = add_parser(
+        sub, "debias", "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
+        "  bayesbias debias --embedding default --wordlist religion -o glove-religion.bin\n"
+        "  bayesbias debias --wordlist gender -k 2 --neutralize attributes -o g.txt --text\n"
+        "  bayesbias debias --embedding vectors.txt --wordlist my_topic.toml --json"
+        "   # report only\n"
+        "  bayesbias debias --wordlist race --neutralize doctor,nurse,teacher -o r.bin",
+        description=DESCRIPTION,
+    )
+    add_embedding_options(p)
+    p.add_argument("--wordlist", default="religion",
+                   help="shipped list name or TOML file; it must have definite_sets")
+    p.add_argument("-k", type=_positive_int, default=1,
+                   help="bias directions (default 1; at most the sum over definite sets of "
+                        "set size minus one)")
+    p.add_argument("--neutralize", default="stereotypes",
+                   help="words to neutralise: 'stereotypes' (default, as Manzini et al.), "
+                        "'attributes' (stereotypes + human and neutral controls), 'none', "
+                        "or a comma-separated list of words")
+    p.add_argument("--no-equalize", dest="equalize", action="store_false",
+                   help="do not equalise the definite sets")
+    p.add_argument("--normalize-all", action="store_true",
+                   help="also scale every unchanged row to unit length (cosines unchanged)")
+    p.add_argument("-o", "--output",
+                   help="write the debiased embedding (word2vec; '.gz' compresses); "
+                        "without it only the report is printed")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--binary", dest="binary", action="store_true", default=None,
+                     help="word2vec binary (default for a .bin output)")
+    fmt.add_argument("--text", dest="binary", action="store_false",
+                     help="word2vec text (default for other suffixes)")
+    add_json(p)
+    p.set_defaults(run=run)
+
+
+def _neutralize_arg(value: str):
+    if value in NEUTRALIZE_CHOICES:
+        return value
+    if value == "none":
+        return None
+    words = [w.strip() for w in value.split(",") if w.strip()]
+    if not words:
+        raise InputDataError(
+            f"--neutralize: give {', '.join(NEUTRALIZE_CHOICES)}, none, or a list of words")
+    return words
+
+
+def _connection_means(embedding, wordlist) -> tuple[pd.Series, dict]:
+    """Mean distance per connection, over the word-list words in `embedding`."""
+    quiet = logging.getLogger("bayesbias.embeddings")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # dropped words are reported once, below
+    try:
+        table = distance_table(embedding, wordlist, on_missing="drop")
+    finally:
+        quiet.setLevel(level)
+    means = table.groupby("connection", observed=True)["cosine_distance"].mean()
+    return means, table.attrs.get("missing", {})
+
+
+def run(args) -> int:
+    wl = load_wordlist(args.wordlist)
+    neutralize = _neutralize_arg(args.neutralize)
+    if not wl.definite_sets:  # fail before loading a possibly large file
+        raise WordListError(f"word list {wl.name!r} ({wl.path}) has no definite_sets; "
+                            "hard debiasing needs them")
+    emb = load_embedding(args.embedding, format=args.format, trust_pickle=args.trust_pickle)
+    debiased, report = hard_debias(emb, wl, k=args.k, neutralize=neutralize,
+                                   equalize=args.equalize, on_missing=args.on_missing,
+                                   normalize_all=args.normalize_all)
+    before, dropped = _connection_means(emb, wl)
+    after, _ = _connection_means(debiased, wl)
+    means = pd.DataFrame({"before": before, "after": after})
+    means["change"] = means["after"] - means["before"]
+    binary = None
+    if args.output:
+        out = Path(args.output)
+        suffix = out.suffixes[-2] if out.suffix == ".gz" and len(out.suffixes) > 1 else out.suffix
+        binary = args.binary if args.binary is not None else suffix == ".bin"
+        save_embedding(debiased, out, binary=binary)
+    payload = dict(report.to_dict(), output=args.output,
+                   output_format=None if binary is None else
+                   ("word2vec-binary" if binary else "word2vec"),
+                   mean_cosine_distance=means.reset_index(),
+                   mean_cosine_distance_dropped=dropped)
+    lines = [report.summary(), "",
+             "mean cosine distance by connection (word-list words in the embedding):",
+             means.round(4).to_string()]
+    if dropped:
+        lines.append("  (not in the embedding, left out of these means: " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in dropped.items()) + ")")
+    if args.output:
+        lines.append(f"wrote {args.output} ({payload['output_format']}, {len(debiased)} words)")
+    emit(args, payload, "\n".join(lines))
+    return 0 if report.passed else 3
