@@ -1,0 +1,599 @@
+"""The Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017), done right.
+
+Two layers. The array layer works on cosine similarities: :func:`association` gives
+s(w, A, B) for every target word, :func:`effect_size` and :func:`test_statistic` summarise
+them, :func:`permutation_test` re-partitions X ∪ Y without replacement (exactly when the
+number of splits is small enough, otherwise by seeded Monte Carlo with the +1 correction),
+and :func:`bootstrap_effect_size` resamples targets and attributes. The functions accept
+leading batch axes, which the null simulations use.
+
+The word layer, :func:`weat`, takes an :class:`~bayesbias.embeddings.Embedding` and a two-class
+word list (or explicit X, Y, A, B), reports out-of-vocabulary words instead of silently
+shrinking the sets, and returns a :class:`WeatResult` that states every convention used.
+:func:`weat_from_table` runs the same test on a long distance table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..config import defaults, validate_ci_prob
+from ..distances import cosine_similarity_matrix
+from ..embeddings import Embedding, lookup
+from ..errors import DistanceTableError, WordListError
+from ..wordlists import WeatSets, WordList, load_wordlist
+
+__all__ = [
+    "ALTERNATIVES",
+    "SD_CONVENTIONS",
+    "association",
+    "effect_size",
+    "test_statistic",
+    "mean_difference",
+    "n_splits",
+    "split_indicators",
+    "permutation_test",
+    "PermutationTest",
+    "bootstrap_effect_size",
+    "WeatResult",
+    "weat_from_similarities",
+    "weat",
+    "weat_from_table",
+    "resolve_weat_sets",
+]
+
+log = logging.getLogger(__name__)
+
+#: Alternatives of the permutation test. ``"greater"`` is Caliskan et al.'s one-sided test
+#: (X more associated with A than Y is); ``"two-sided"`` uses the absolute difference.
+ALTERNATIVES = ("greater", "less", "two-sided")
+#: Standard-deviation conventions of the effect size and their ``ddof``.
+SD_CONVENTIONS = {"sample": 1, "population": 0}
+_SD_LABEL = {"sample": "sample sd (n - 1 denominator)",
+             "population": "population sd (n denominator, as WEFE and Caliskan's code)"}
+_CHUNK = 20_000  # permutations per vectorised block (bounds memory)
+
+
+# --------------------------------------------------------------------------------------
+# Array layer
+# --------------------------------------------------------------------------------------
+def association(sim_a, sim_b) -> np.ndarray:
+    """s(w, A, B): mean similarity of each word to A minus its mean similarity to B.
+
+    Parameters
+    ----------
+    sim_a, sim_b : array_like, shape (..., n_words, n_A) and (..., n_words, n_B)
+        Cosine similarities of the target words with the attributes of A and of B.
+
+    Returns
+    -------
+    ndarray, shape (..., n_words)
+    """
+    sim_a = np.asarray(sim_a, dtype=np.float64)
+    sim_b = np.asarray(sim_b, dtype=np.float64)
+    if sim_a.shape[-1] == 0 or sim_b.shape[-1] == 0:
+        raise ValueError("attribute sets A and B must not be empty")
+    return sim_a.mean(axis=-1) - sim_b.mean(axis=-1)
+
+
+def _check_s(s_x, s_y):
+    s_x = np.asarray(s_x, dtype=np.float64)
+    s_y = np.asarray(s_y, dtype=np.float64)
+    if s_x.shape[-1] == 0 or s_y.shape[-1] == 0:
+        raise ValueError("target sets X and Y must not be empty")
+    if np.isnan(s_x).any() or np.isnan(s_y).any():
+        raise ValueError("association values contain NaN")
+    return s_x, s_y
+
+
+def test_statistic(s_x, s_y) -> np.ndarray:
+    """Caliskan's test statistic: sum of s over X minus sum of s over Y (last axis)."""
+    s_x, s_y = _check_s(s_x, s_y)
+    return s_x.sum(axis=-1) - s_y.sum(axis=-1)
+
+
+test_statistic.__test__ = False  # not a pytest test when imported into a test module
+
+
+def mean_difference(s_x, s_y) -> np.ndarray:
+    """Mean of s over X minus mean of s over Y (last axis)."""
+    s_x, s_y = _check_s(s_x, s_y)
+    return s_x.mean(axis=-1) - s_y.mean(axis=-1)
+
+
+def effect_size(s_x, s_y, sd: str = "sample") -> np.ndarray:
+    """WEAT effect size: mean difference over the sd of s on X ∪ Y (last axis).
+
+    Parameters
+    ----------
+    s_x, s_y : array_like, shape (..., n_X) and (..., n_Y)
+        Association values of the two target sets.
+    sd : {"sample", "population"}
+        Denominator of the standard deviation: n - 1 (default) or n.
+
+    Returns
+    -------
+    ndarray
+        NaN where the pooled sd is zero.
+    """
+    ddof = _ddof(sd)
+    s_x, s_y = _check_s(s_x, s_y)
+    both = np.concatenate([s_x, s_y], axis=-1)
+    if both.shape[-1] - ddof < 1:
+        raise ValueError("need at least two target words for a sample sd")
+    scale = both.std(axis=-1, ddof=ddof)
+    diff = s_x.mean(axis=-1) - s_y.mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), np.nan)
+
+
+def _ddof(sd: str) -> int:
+    try:
+        return SD_CONVENTIONS[sd]
+    except KeyError:
+        raise ValueError(
+            f"sd must be one of {', '.join(SD_CONVENTIONS)}, got {sd!r}") from None
+
+
+def n_splits(n_x: int, n_y: int) -> int:
+    """Number of ways to re-partition X ∪ Y into sets of sizes n_x and n_y."""
+    return math.comb(n_x + n_y, n_x)
+
+
+def split_indicators(n_x: int, n_y: int, *, n_permutations: int | None = None,
+                     exact_limit: int | None = None, rng=None, chunk: int = _CHUNK):
+    """Yield 0/1 matrices whose rows mark the X members of re-partitions of X ∪ Y.
+
+    All ``n_splits(n_x, n_y)`` splits when that number is at most `exact_limit`, else
+    `n_permutations` uniformly random splits (drawn without replacement within a split).
+
+    Yields
+    ------
+    ndarray of float64, shape (k, n_x + n_y)
+    """
+    n = n_x + n_y
+    exact_limit = defaults.exact_permutation_limit if exact_limit is None else exact_limit
+    n_permutations = defaults.n_permutations if n_permutations is None else n_permutations
+    total = n_splits(n_x, n_y)
+    if total <= exact_limit:
+        combos = itertools.combinations(range(n), n_x)
+        done = 0
+        while done < total:
+            k = min(chunk, total - done)
+            idx = np.fromiter(itertools.chain.from_iterable(itertools.islice(combos, k)),
+                              dtype=np.intp, count=k * n_x).reshape(k, n_x)
+            ind = np.zeros((k, n))
+            np.put_along_axis(ind, idx, 1.0, axis=1)
+            done += k
+            yield ind
+        return
+    if n_permutations < 1:
+        raise ValueError("n_permutations must be at least 1")
+    rng = np.random.default_rng(rng)
+    done = 0
+    while done < n_permutations:
+        k = min(chunk, n_permutations - done)
+        keys = rng.random((k, n))
+        idx = np.argpartition(keys, n_x - 1, axis=1)[:, :n_x] if n_x < n else None
+        ind = np.zeros((k, n))
+        if idx is None:
+            ind[:] = 1.0
+        else:
+            np.put_along_axis(ind, idx, 1.0, axis=1)
+        done += k
+        yield ind
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """Outcome of a permutation test (arrays when run over a batch)."""
+
+    p_value: np.ndarray | float
+    n_permutations: int
+    exact: bool
+    alternative: str
+
+
+def permutation_test(s_x, s_y, *, alternative: str = "greater",
+                     n_permutations: int | None = None, exact_limit: int | None = None,
+                     seed=None) -> PermutationTest:
+    """Permutation p-value of the WEAT statistic, re-partitioning X ∪ Y without replacement.
+
+    The statistic is the mean difference of s between the two sets; for the one-sided
+    alternatives it orders splits exactly as Caliskan's sum statistic does, and for equal set
+    sizes the two-sided test equals the test on ``|statistic|``. (With unequal sizes the sum
+    statistic is not centred under re-partition, so the mean difference is the right one.)
+
+    Parameters
+    ----------
+    s_x, s_y : array_like, shape (..., n_X) and (..., n_Y)
+        Association values; leading axes are a batch sharing the same splits.
+    alternative : {"greater", "less", "two-sided"}
+    n_permutations : int, optional
+        Monte Carlo splits when the exact count exceeds `exact_limit`
+        (default ``defaults.n_permutations``).
+    exact_limit : int, optional
+        Largest number of splits enumerated exactly (default
+        ``defaults.exact_permutation_limit``).
+    seed : int or numpy.random.Generator, optional
+        Seed of the Monte Carlo splits.
+
+    Returns
+    -------
+    PermutationTest
+        Exact: fraction of all splits at least as extreme (the observed split is one of them).
+        Monte Carlo: ``(1 + #extreme) / (1 + n_permutations)``, so p is never 0.
+    """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
+                         f"got {alternative!r}")
+    s_x, s_y = _check_s(s_x, s_y)
+    n_x, n_y = s_x.shape[-1], s_y.shape[-1]
+    batch = np.broadcast_shapes(s_x.shape[:-1], s_y.shape[:-1])
+    s_x = np.broadcast_to(s_x, batch + (n_x,))
+    s_y = np.broadcast_to(s_y, batch + (n_y,))
+    s = np.concatenate([s_x, s_y], axis=-1)
+    total = s.sum(axis=-1, keepdims=True)
+    observed = s_x.mean(axis=-1) - s_y.mean(axis=-1)
+    # tolerance so that the observed split counts as "at least as extreme" despite rounding
+    tol = 1e-9 * (np.abs(s).max(axis=-1) + 1e-300)
+    count = np.zeros(observed.shape)
+    exact_limit = defaults.exact_permutation_limit if exact_limit is None else exact_limit
+    exact = n_splits(n_x, n_y) <= exact_limit
+    drawn = 0
+    for ind in split_indicators(n_x, n_y, n_permutations=n_permutations,
+                                exact_limit=exact_limit, rng=seed):
+        sum_x = s @ ind.T  # (..., k)
+        diff = sum_x / n_x - (total - sum_x) / n_y
+        if alternative == "greater":
+            hit = diff >= observed[..., None] - tol[..., None]
+        elif alternative == "less":
+            hit = diff <= observed[..., None] + tol[..., None]
+        else:
+            hit = np.abs(diff) >= np.abs(observed)[..., None] - tol[..., None]
+        count += hit.sum(axis=-1)
+        drawn += ind.shape[0]
+    p = count / drawn if exact else (count + 1.0) / (drawn + 1.0)
+    if p.ndim == 0:
+        p = float(p)
+    return PermutationTest(p, int(drawn), bool(exact), alternative)
+
+
+def bootstrap_effect_size(sim_a, sim_b, n_x: int, *, n_bootstrap: int = 2000,
+                          sd: str = "sample", seed=None, chunk: int = 2000) -> np.ndarray:
+    """Bootstrap draws of the effect size, resampling targets and attributes.
+
+    Parameters
+    ----------
+    sim_a, sim_b : array_like, shape (n_X + n_Y, n_A) and (n_X + n_Y, n_B)
+        Similarities of the targets (X first, then Y) with A and with B.
+    n_x : int
+        Number of X words (the first rows).
+    n_bootstrap : int
+    sd : {"sample", "population"}
+    seed : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    ndarray, shape (n_bootstrap,)
+        NaN for resamples whose pooled sd is zero (e.g. one word drawn every time).
+    """
+    sim_a = np.asarray(sim_a, dtype=np.float64)
+    sim_b = np.asarray(sim_b, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    n, n_a = sim_a.shape
+    n_b = sim_b.shape[1]
+    n_y = n - n_x
+    if n_x < 1 or n_y < 1:
+        raise ValueError("both target sets need at least one word")
+    out = np.empty(n_bootstrap)
+    done = 0
+    while done < n_bootstrap:
+        k = min(chunk, n_bootstrap - done)
+        w_a = rng.multinomial(n_a, np.full(n_a, 1.0 / n_a), size=k) / n_a  # (k, n_A)
+        w_b = rng.multinomial(n_b, np.full(n_b, 1.0 / n_b), size=k) / n_b
+        s = w_a @ sim_a.T - w_b @ sim_b.T  # (k, n)
+        ix = rng.integers(0, n_x, size=(k, n_x))
+        iy = rng.integers(n_x, n, size=(k, n_y))
+        out[done:done + k] = effect_size(np.take_along_axis(s, ix, axis=1),
+                                         np.take_along_axis(s, iy, axis=1), sd=sd)
+        done += k
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Result
+# --------------------------------------------------------------------------------------
+@dataclass
+class WeatResult:
+    """A WEAT result that states every convention behind its numbers."""
+
+    effect_size: float
+    statistic: float
+    mean_difference: float
+    p_value: float
+    alternative: str
+    sd_convention: str
+    n_permutations: int
+    permutation: str  # "exact" or "monte-carlo"
+    seed: int | None
+    sizes: dict
+    names: dict
+    association: dict = field(default_factory=dict)
+    ci: tuple[float, float] | None = None
+    ci_prob: float | None = None
+    ci_kind: str | None = None
+    n_bootstrap: int = 0
+    n_bootstrap_degenerate: int = 0
+    dropped: dict = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def exact(self) -> bool:
+        """Whether the p-value enumerates every split."""
+        return self.permutation == "exact"
+
+    def to_dict(self) -> dict:
+        """Plain-Python dict (JSON-ready)."""
+        d = asdict(self)
+        d["ci"] = list(self.ci) if self.ci is not None else None
+        d["sd_description"] = _SD_LABEL[self.sd_convention]
+        d["statistic_description"] = ("sum of s(x, A, B) over X minus sum of s(y, A, B) "
+                                      "over Y (Caliskan et al. 2017)")
+        d["p_value_description"] = self.p_value_description
+        return d
+
+    @property
+    def p_value_description(self) -> str:
+        """One sentence on how the p-value was obtained."""
+        how = (f"exact over all {self.n_permutations} splits of X ∪ Y" if self.exact else
+               f"Monte Carlo over {self.n_permutations} random splits of X ∪ Y without "
+               f"replacement, (1 + hits) / (1 + n), seed {self.seed}")
+        return f"{self.alternative} permutation test, {how}"
+
+    def __str__(self) -> str:
+        n = self.names
+        lines = [
+            f"WEAT {n.get('X', 'X')} vs {n.get('Y', 'Y')} / {n.get('A', 'A')} vs "
+            f"{n.get('B', 'B')} ({self.sizes['X']}+{self.sizes['Y']} targets, "
+            f"{self.sizes['A']}+{self.sizes['B']} attributes)",
+            f"  effect size d = {self.effect_size:.4f} ({_SD_LABEL[self.sd_convention]})",
+            f"  statistic     = {self.statistic:.6f}",
+            f"  p-value       = {self.p_value:.4g} ({self.p_value_description})",
+        ]
+        if self.ci is not None:
+            lines.append(f"  {self.ci_prob:.0%} bootstrap interval for d: "
+                         f"[{self.ci[0]:.3f}, {self.ci[1]:.3f}] ({self.n_bootstrap} resamples of "
+                         "targets and attributes"
+                         + (f", {self.n_bootstrap_degenerate} degenerate dropped"
+                            if self.n_bootstrap_degenerate else "") + ")")
+        dropped = {k: v for k, v in self.dropped.items() if v}
+        if dropped:
+            lines.append("  dropped (not in embedding): " + "; ".join(
+                f"{k}: {', '.join(v)}" for k, v in dropped.items()))
+        return "\n".join(lines)
+
+
+def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str = "greater",
+                           sd: str = "sample", n_permutations: int | None = None,
+                           exact_limit: int | None = None, seed: int | None = None,
+                           bootstrap: int = 0, ci_prob: float | None = None,
+                           words: Mapping[str, Sequence[str]] | None = None,
+                           names: Mapping[str, str] | None = None,
+                           dropped: Mapping | None = None, source: str = "") -> WeatResult:
+    """WEAT from the four blocks of cosine similarities.
+
+    Parameters
+    ----------
+    sim_xa, sim_xb, sim_ya, sim_yb : array_like
+        Similarities of X with A (n_X, n_A), X with B, Y with A and Y with B.
+    alternative : {"greater", "less", "two-sided"}
+    sd : {"sample", "population"}
+    n_permutations, exact_limit : int, optional
+        See :func:`permutation_test`.
+    seed : int, optional
+        Seed of the Monte Carlo splits and the bootstrap (default ``defaults.seed``).
+    bootstrap : int
+        Number of bootstrap resamples for an interval on the effect size (0: none).
+    ci_prob : float, optional
+        Probability of the equal-tailed bootstrap interval (default ``defaults.ci_prob``).
+    words, names, dropped, source
+        Labels carried into the result.
+    """
+    _ddof(sd)
+    sim_xa, sim_xb, sim_ya, sim_yb = (np.asarray(m, dtype=np.float64)
+                                      for m in (sim_xa, sim_xb, sim_ya, sim_yb))
+    for label, m in (("X-A", sim_xa), ("X-B", sim_xb), ("Y-A", sim_ya), ("Y-B", sim_yb)):
+        if m.ndim != 2 or 0 in m.shape:
+            raise ValueError(f"similarity block {label} must be a non-empty 2-d array")
+        if not np.isfinite(m).all():
+            raise ValueError(f"similarity block {label} has non-finite values")
+    seed = defaults.seed if seed is None else int(seed)
+    s_x = association(sim_xa, sim_xb)
+    s_y = association(sim_ya, sim_yb)
+    ss = np.random.SeedSequence(seed)
+    perm_seed, boot_seed = ss.spawn(2)
+    test = permutation_test(s_x, s_y, alternative=alternative, n_permutations=n_permutations,
+                            exact_limit=exact_limit, seed=np.random.default_rng(perm_seed))
+    d = float(effect_size(s_x, s_y, sd=sd))
+    ci = None
+    n_degenerate = 0
+    if bootstrap:
+        ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
+        draws = bootstrap_effect_size(np.vstack([sim_xa, sim_ya]), np.vstack([sim_xb, sim_yb]),
+                                      len(s_x), n_bootstrap=int(bootstrap), sd=sd,
+                                      seed=np.random.default_rng(boot_seed))
+        n_degenerate = int(np.isnan(draws).sum())
+        ok = draws[~np.isnan(draws)]
+        if ok.size:
+            lo, hi = np.quantile(ok, [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
+            ci = (float(lo), float(hi))
+    words = words or {}
+    assoc = {}
+    for key, vals in (("X", s_x), ("Y", s_y)):
+        labels = words.get(key) or [f"{key}{i}" for i in range(len(vals))]
+        assoc.update({str(w): float(v) for w, v in zip(labels, vals, strict=True)})
+    return WeatResult(
+        effect_size=d,
+        statistic=float(test_statistic(s_x, s_y)),
+        mean_difference=float(mean_difference(s_x, s_y)),
+        p_value=float(test.p_value),
+        alternative=alternative,
+        sd_convention=sd,
+        n_permutations=test.n_permutations,
+        permutation="exact" if test.exact else "monte-carlo",
+        seed=None if test.exact and not bootstrap else seed,
+        sizes={"X": sim_xa.shape[0], "Y": sim_ya.shape[0], "A": sim_xa.shape[1],
+               "B": sim_xb.shape[1]},
+        names=dict(names or {"X": "X", "Y": "Y", "A": "A", "B": "B"}),
+        association=assoc,
+        ci=ci,
+        ci_prob=ci_prob if bootstrap else None,
+        ci_kind="equal-tailed percentile bootstrap over targets and attributes"
+        if bootstrap else None,
+        n_bootstrap=int(bootstrap),
+        n_bootstrap_degenerate=n_degenerate,
+        dropped={k: list(v) for k, v in (dropped or {}).items()},
+        source=source,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Word layer
+# --------------------------------------------------------------------------------------
+def resolve_weat_sets(wordlist_or_sets) -> WeatSets:
+    """Turn a word list, its name, a :class:`WeatSets`, a mapping or a 4-tuple into sets.
+
+    Raises
+    ------
+    WordListError
+        Empty sets, words repeated within a set, or words in both X and Y.
+    """
+    obj = wordlist_or_sets
+    if isinstance(obj, str):
+        key = obj.replace("_", "").replace("-", "").lower()
+        obj = load_wordlist(key if key.startswith("weat") else obj)
+    if isinstance(obj, WordList):
+        sets = obj.weat_sets()
+    elif isinstance(obj, WeatSets):
+        sets = obj
+    elif isinstance(obj, Mapping):
+        try:
+            sets = WeatSets(*(tuple(obj[k]) for k in "XYAB"))
+        except KeyError as exc:
+            raise WordListError(f"WEAT sets need keys X, Y, A, B; missing {exc}") from None
+    elif isinstance(obj, Sequence) and len(obj) == 4:
+        sets = WeatSets(*(tuple(s) for s in obj))
+    else:
+        raise WordListError("give a two-class WordList, its name, WeatSets, a mapping with "
+                            f"keys X, Y, A, B or four word sequences; got {type(obj).__name__}")
+    for key in "XYAB":
+        words = getattr(sets, key)
+        if isinstance(words, str):
+            raise WordListError(f"set {key} must be a sequence of words, not a string")
+        if not words:
+            raise WordListError(f"WEAT set {key} is empty")
+        dupes = sorted({w for w in words if words.count(w) > 1})
+        if dupes:
+            raise WordListError(f"WEAT set {key} repeats word(s) {', '.join(dupes)}")
+    both = sorted(set(sets.X) & set(sets.Y))
+    if both:
+        raise WordListError(f"word(s) in both target sets X and Y: {', '.join(both)}")
+    return sets
+
+
+def weat(embedding: Embedding, wordlist_or_sets, *, on_missing: str = "error",
+         alternative: str = "greater", sd: str = "sample", n_permutations: int | None = None,
+         exact_limit: int | None = None, seed: int | None = None, bootstrap: int = 0,
+         ci_prob: float | None = None) -> WeatResult:
+    """Run WEAT on an embedding.
+
+    Parameters
+    ----------
+    embedding : Embedding
+    wordlist_or_sets : WordList, str, WeatSets, mapping or 4-tuple
+        A two-class word list (X, Y = protected words, A, B = stereotypes of the two
+        classes), the name of a shipped one (``"weat7"``) or explicit X, Y, A, B.
+    on_missing : {"error", "drop"}
+        Words not in the embedding: raise :class:`~bayesbias.errors.OutOfVocabularyError`,
+        or drop them and list them in ``result.dropped``.
+    alternative, sd, n_permutations, exact_limit, seed, bootstrap, ci_prob
+        See :func:`weat_from_similarities`.
+
+    Returns
+    -------
+    WeatResult
+    """
+    sets = resolve_weat_sets(wordlist_or_sets)
+    parts = {"X": sets.X, "Y": sets.Y, "A": sets.A, "B": sets.B}
+    kept, missing = lookup(embedding, parts, on_missing)
+    empty = [k for k, v in kept.items() if not v]
+    if empty:
+        raise WordListError(f"WEAT set(s) {', '.join(empty)} empty after dropping words "
+                            f"missing from {embedding.source}")
+    targets = list(kept["X"]) + list(kept["Y"])
+    t = embedding.matrix(targets)
+    sim_a = cosine_similarity_matrix(t, embedding.matrix(kept["A"]))
+    sim_b = cosine_similarity_matrix(t, embedding.matrix(kept["B"]))
+    n_x = len(kept["X"])
+    names = dict(zip("XYAB", sets.names, strict=True))
+    return weat_from_similarities(
+        sim_a[:n_x], sim_b[:n_x], sim_a[n_x:], sim_b[n_x:], alternative=alternative, sd=sd,
+        n_permutations=n_permutations, exact_limit=exact_limit, seed=seed,
+        bootstrap=bootstrap, ci_prob=ci_prob, words=kept, names=names,
+        dropped={k: v for k, v in missing.items() if v}, source=embedding.source)
+
+
+def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, **kwargs
+                    ) -> WeatResult:
+    """Run WEAT on a long distance table (e.g. the published ``weat_1`` / ``weat_7`` tables).
+
+    X and Y are the protected words of the two classes, A and B the attributes whose
+    ``attribute_class`` is the first and second class (connections associated/different).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns of :data:`bayesbias.distances.COLUMNS`.
+    classes : pair of str, optional
+        The two protected classes in X, Y order (default: order of first appearance).
+    **kwargs
+        Passed to :func:`weat_from_similarities`.
+    """
+    stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
+    found = list(dict.fromkeys(stereo["protected_class"].astype(str)))
+    classes = list(classes) if classes is not None else found
+    if len(classes) != 2 or not set(classes) <= set(found):
+        raise DistanceTableError(
+            f"WEAT needs two protected classes; the table has {', '.join(found) or 'none'}"
+            + (f", asked for {', '.join(classes)}" if classes != found else ""))
+    sim = stereo.pivot_table(index="protected_word", columns="attribute",
+                             values="cosine_similarity", aggfunc="first")
+    pw_class = stereo.groupby("protected_word")["protected_class"].first()
+    at_class = stereo.groupby("attribute")["attribute_class"].first()
+    x = [w for w in dict.fromkeys(stereo["protected_word"]) if pw_class[w] == classes[0]]
+    y = [w for w in dict.fromkeys(stereo["protected_word"]) if pw_class[w] == classes[1]]
+    a = [w for w in dict.fromkeys(stereo["attribute"]) if at_class[w] == classes[0]]
+    b = [w for w in dict.fromkeys(stereo["attribute"]) if at_class[w] == classes[1]]
+    block = sim.loc[x + y, a + b]
+    if block.isna().any().any():
+        gaps = block.isna().stack()
+        first = gaps[gaps].index[0]
+        raise DistanceTableError(
+            f"distance table lacks {int(gaps.sum())} (protected word, attribute) pair(s) "
+            f"needed for WEAT, first {list(first)}")
+    m = block.to_numpy(dtype=np.float64)
+    n_x, n_a = len(x), len(a)
+    kwargs.setdefault("names", {"X": classes[0], "Y": classes[1],
+                                "A": f"{classes[0]} attributes", "B": f"{classes[1]} attributes"})
+    kwargs.setdefault("dropped", table.attrs.get("missing", {}))
+    kwargs.setdefault("source", str(table.attrs.get("source", "<table>")))
+    return weat_from_similarities(m[:n_x, :n_a], m[:n_x, n_a:], m[n_x:, :n_a], m[n_x:, n_a:],
+                                  words={"X": x, "Y": y, "A": a, "B": b}, **kwargs)
