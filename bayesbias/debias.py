@@ -35,11 +35,13 @@ only if the offsets from the mean have equal lengths, which is not true in gener
 and one at ``-r``). What holds for every ``n`` is (a) and (b), hence equal cosines with
 every neutralised word; that is the symmetry the tests check.
 
-Definite sets that share words (the race list) are equalised one after another in file
-order, as in Manzini et al.'s code; a word in several sets ends symmetric with respect to
-the last of them only. The report lists the residual asymmetry of each set. The published
-debiased Reddit race table shows the same residual (associated and different means differ
-by 0.012 there, but by < 1e-15 for religion and gender, whose sets are disjoint).
+Definite sets that share words (the race list) are by default equalised one after
+another in file order, as in Manzini et al.'s code; a word in several sets ends symmetric
+with respect to the last of them only. The report lists the residual asymmetry of each
+set. The published debiased Reddit race table shows such a residual (associated and
+different means differ by 0.012 there, but by < 1e-15 for religion and gender, whose sets
+are disjoint). ``overlapping="merge"`` instead equalises each group of sets linked by
+shared words as one set, so that every set ends symmetric.
 """
 
 from __future__ import annotations
@@ -63,12 +65,15 @@ __all__ = [
     "equalize",
     "hard_debias",
     "NEUTRALIZE_CHOICES",
+    "OVERLAPPING_CHOICES",
 ]
 
 log = logging.getLogger(__name__)
 
 #: Named word groups `hard_debias` can neutralise.
 NEUTRALIZE_CHOICES = ("stereotypes", "attributes")
+#: Ways to equalise definite sets that share words.
+OVERLAPPING_CHOICES = ("sequential", "merge")
 
 _DEGENERATE = 1e-10
 
@@ -262,6 +267,9 @@ class DebiasReport:
         ``symmetric`` (both spreads < `tolerance`).
     normalize_all : bool
         Whether every row of the output was scaled to unit length.
+    overlapping : {"sequential", "merge"}
+        How definite sets that share words were equalised (then `equalized` lists the
+        merged groups).
     """
 
     wordlist: str
@@ -277,6 +285,7 @@ class DebiasReport:
     max_projection_after: float
     set_checks: list[dict] = field(default_factory=list)
     normalize_all: bool = False
+    overlapping: str = "sequential"
     n_words: int = 0
     tolerance: float = 1e-6
 
@@ -290,7 +299,8 @@ class DebiasReport:
     def passed(self) -> bool:
         """Neutralised words have no projection and disjoint sets are symmetric."""
         return self.max_projection_after < self.tolerance and all(
-            c["symmetric"] for c in self.set_checks if not c["shares_words_with_later_set"])
+            c["symmetric"] for c in self.set_checks
+            if self.overlapping == "merge" or not c["shares_words_with_later_set"])
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready), with `changed_words` and `passed`."""
@@ -308,13 +318,16 @@ class DebiasReport:
             f"(explained variance ratio {evr})",
             f"neutralised ({self.neutralize}, {len(self.neutralized)}): "
             + ", ".join(self.neutralized),
-            f"equalised ({len(self.equalized)} sets): "
+            f"equalised ({len(self.equalized)} "
+            f"{'merged groups' if self.overlapping == 'merge' else 'sets'}): "
             + "; ".join("/".join(s) for s in self.equalized),
             f"max |projection| of neutralised words: {self.max_projection_before:.4f} before, "
             f"{self.max_projection_after:.2e} after",
         ]
         for c in self.set_checks:
-            note = " (shares words with a later set)" if c["shares_words_with_later_set"] else ""
+            note = (" (shares words with a later set)"
+                    if c["shares_words_with_later_set"] and self.overlapping == "sequential"
+                    else "")
             lines.append(
                 f"  set {'/'.join(c['words'])}: off-subspace spread {c['offsubspace_spread']:.2e}, "
                 f"norm spread {c['norm_spread']:.2e}, projection sum {c['projection_sum']:.3f}, "
@@ -352,6 +365,21 @@ def _neutralize_words(wordlist: WordList, neutralize) -> tuple[str, tuple[str, .
     return "custom", words
 
 
+def _merge_overlapping(sets) -> list[tuple[str, ...]]:
+    """Union of the sets that share words (transitively), in first-appearance order."""
+    groups: list[list[str]] = []
+    for s in sets:
+        touching = [g for g in groups if set(g) & set(s)]
+        merged = [w for g in touching for w in g]
+        merged += [w for w in s if w not in merged]
+        groups = [g for g in groups if g not in touching]
+        groups.append(merged)
+    first: dict[str, int] = {}
+    for w in (w for s in sets for w in s):
+        first.setdefault(w, len(first))
+    return sorted((tuple(sorted(g, key=first.get)) for g in groups), key=lambda g: first[g[0]])
+
+
 def _set_checks(sets, vectors_by_set, basis, tol) -> list[dict]:
     checks = []
     for i, (words, v) in enumerate(zip(sets, vectors_by_set, strict=True)):
@@ -381,6 +409,7 @@ def hard_debias(
     equalize: bool = True,
     on_missing: str = "error",
     normalize_all: bool = False,
+    overlapping: str = "sequential",
     tolerance: float = 1e-6,
 ) -> tuple[Embedding, DebiasReport]:
     """Hard-debias `embedding` for the protected classes of `wordlist`.
@@ -404,6 +433,11 @@ def hard_debias(
         or are dropped and listed in the report.
     normalize_all : bool, default False
         Also scale every untouched row to unit length (changed rows are always unit length).
+    overlapping : {"sequential", "merge"}, default "sequential"
+        Definite sets that share words: equalise them one after another in file order, as
+        Manzini et al.'s code does (a shared word ends symmetric within the last set only),
+        or merge sets that share words into one group and equalise each group (every set
+        ends symmetric; words of one class in a group are equalised against each other too).
     tolerance : float, default 1e-6
         Tolerance of the report's checks.
 
@@ -420,6 +454,9 @@ def hard_debias(
     OutOfVocabularyError
         Words missing with ``on_missing="error"``.
     """
+    if overlapping not in OVERLAPPING_CHOICES:
+        raise ValueError(f"overlapping must be one of {', '.join(OVERLAPPING_CHOICES)}, "
+                         f"got {overlapping!r}")
     wl = load_wordlist(wordlist)
     if not wl.definite_sets:
         raise WordListError(
@@ -463,9 +500,10 @@ def hard_debias(
         original = _unit(embedding.vectors[rows])
         before = float(np.abs(project(original, basis)).max())
         out[rows] = _neutralize(original, basis)
+    groups = _merge_overlapping(sets) if overlapping == "merge" else sets
     if equalize:
-        for s in sets:
-            rows = [index[w] for w in s]
+        for group in groups:
+            rows = [index[w] for w in group]
             out[rows] = _equalize(out[rows], basis)
     after = (float(np.abs(project(out[[index[w] for w in to_neutralize]], basis)).max())
              if to_neutralize else 0.0)
@@ -478,13 +516,14 @@ def hard_debias(
         explained_variance_ratio=tuple(float(x) for x in subspace.explained_variance_ratio),
         neutralize=mode,
         neutralized=to_neutralize,
-        equalized=tuple(tuple(s) for s in sets) if equalize else (),
+        equalized=tuple(tuple(g) for g in groups) if equalize else (),
         missing={p: list(v) for p, v in missing.items() if v},
         skipped=skipped,
         max_projection_before=before,
         max_projection_after=after,
         set_checks=checks,
         normalize_all=normalize_all,
+        overlapping=overlapping,
         n_words=len(embedding),
         tolerance=tolerance,
     )

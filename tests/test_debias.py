@@ -388,3 +388,38 @@ def test_cli_errors_are_clean(fake_embedding, tmp_path, capsys):
     assert "positive integer" in capsys.readouterr().err
     code = main(["debias", "--embedding", src, "--neutralize", "extra1,extra2", "--json"])
     assert code == 0 and '"neutralize": "custom"' in capsys.readouterr().out
+
+
+# -- definite sets that share words (the race list) ----------------------------------------
+@pytest.fixture(scope="module")
+def race_embedding():
+    race = load_wordlist("race")
+    rng = np.random.default_rng(30)
+    words = list(race.all_words) + ["extra0"]
+    return Embedding(words, rng.normal(size=(len(words), 16)), "fake-race")
+
+
+def test_sequential_equalisation_leaves_earlier_overlapping_sets_asymmetric(race_embedding):
+    _, report = hard_debias(race_embedding, "race")
+    by_set = {tuple(c["words"]): c for c in report.set_checks}
+    # Manzini's order: a set sharing words with a later one is overwritten by it.
+    assert not by_set[("black", "caucasian", "asian")]["symmetric"]
+    assert by_set[("black", "white", "asian")]["symmetric"]
+    assert by_set[("africa", "europe", "asia")]["symmetric"]
+    assert report.passed  # the check only requires sets not overwritten later
+
+
+def test_merged_equalisation_makes_every_set_symmetric(race_embedding):
+    out, report = hard_debias(race_embedding, "race", overlapping="merge")
+    assert report.equalized == (("black", "caucasian", "asian", "african", "white"),
+                                ("africa", "america", "asia", "china", "europe"))
+    assert all(c["symmetric"] for c in report.set_checks) and report.passed
+    basis = out.meta["basis"]
+    for group in report.equalized:
+        _, off = _parts(out.matrix(group), basis)
+        np.testing.assert_allclose(off, np.broadcast_to(off[0], off.shape), atol=1e-10)
+
+
+def test_bad_overlapping_choice_lists_the_valid_ones(race_embedding):
+    with pytest.raises(ValueError, match="sequential, merge"):
+        hard_debias(race_embedding, "race", overlapping="joint")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..debias import NEUTRALIZE_CHOICES, hard_debias
+from ..debias import NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, hard_debias
 from ..distances import distance_table
 from ..embeddings import load_embedding, save_embedding
 from ..errors import InputDataError, WordListError
@@ -61,6 +61,10 @@ def register(sub) -> None:
                         "or a comma-separated list of words")
     p.add_argument("--no-equalize", dest="equalize", action="store_false",
                    help="do not equalise the definite sets")
+    p.add_argument("--overlapping", default="sequential", choices=list(OVERLAPPING_CHOICES),
+                   help="definite sets sharing words (race): equalise one after another as "
+                        "Manzini et al. (default; a shared word is symmetric within its last "
+                        "set only), or merge them into one group each")
     p.add_argument("--normalize-all", action="store_true",
                    help="also scale every unchanged row to unit length (cosines unchanged)")
     p.add_argument("-o", "--output",
@@ -109,7 +113,8 @@ def run(args) -> int:
     emb = load_embedding(args.embedding, format=args.format, trust_pickle=args.trust_pickle)
     debiased, report = hard_debias(emb, wl, k=args.k, neutralize=neutralize,
                                    equalize=args.equalize, on_missing=args.on_missing,
-                                   normalize_all=args.normalize_all)
+                                   normalize_all=args.normalize_all,
+                                   overlapping=args.overlapping)
     before, dropped = _connection_means(emb, wl)
     after, _ = _connection_means(debiased, wl)
     means = pd.DataFrame({"before": before, "after": after})
