@@ -212,6 +212,37 @@ per_word.groupby("topic")[["gap_reddit", "gap_debiased"]].describe().T.round(3)
 # the classes have different numbers of stereotypes.
 
 # %% [markdown]
+# ### MAC with Manzini et al.'s paired t-test
+#
+# Manzini et al. evaluated debiasing by the Mean Average Cosine distance (MAC: the mean,
+# over protected words and stereotype classes, of the mean distance of the word to the
+# class's stereotypes) and a paired t-test of those per-(word, class) values between the
+# two embeddings. Targets are counted as often as they appear in the definite sets, as in
+# their evaluation. MAC mixes a word's own stereotypes with the others', so it says how
+# far stereotypes moved overall, not whether associated and different became alike.
+
+# %%
+from bayesbias.comparators.mac import mac, mac_from_table, mac_ttest
+
+rows = []
+for topic in TOPICS:
+    deb, _ = hard_debias(glove, topic, k=1)
+    pairs = {
+        "GloVe vs debiased GloVe": (mac(glove, topic, targets="definite_sets"),
+                                    mac(deb, topic, targets="definite_sets")),
+        "Reddit vs debiased Reddit (published)": (
+            mac_from_table(published_table(topic, "reddit"), targets="definite_sets",
+                           wordlist=topic),
+            mac_from_table(published_table(topic, "debiased_reddit"),
+                           targets="definite_sets", wordlist=topic)),
+    }
+    for name, (a, b) in pairs.items():
+        t = mac_ttest(a, b)
+        rows.append({"topic": topic, "comparison": name, "MAC before": t.mac_a,
+                     "MAC after": t.mac_b, "t": t.statistic, "df": t.df, "p": t.p_value})
+pd.DataFrame(rows).set_index(["topic", "comparison"])
+
+# %% [markdown]
 # ## 3. Bayesian comparison (uses `bayesbias.models` when it is available)
 #
 # The hierarchical model of Dobrzeniecka & Urbaniak, fitted to each table, gives
