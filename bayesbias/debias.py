@@ -252,7 +252,8 @@ class DebiasReport:
     neutralized : tuple of str
         Words neutralised (present in the embedding).
     equalized : tuple of tuple of str
-        Definite sets equalised, in order (present words only).
+        Definite sets equalised, in order (present words only); with
+        ``overlapping="merge"`` the merged groups.
     missing : dict of {str: list of str}
         Words of each part not in the embedding (dropped with ``on_missing="drop"``).
     skipped : tuple of str
@@ -453,6 +454,8 @@ def hard_debias(
         No definite sets, a definite set left with fewer than two words, or `k` too large.
     OutOfVocabularyError
         Words missing with ``on_missing="error"``.
+    ValueError
+        An unknown `neutralize`, `overlapping` or `on_missing` choice, or a bad `k`.
     """
     if overlapping not in OVERLAPPING_CHOICES:
         raise ValueError(f"overlapping must be one of {', '.join(OVERLAPPING_CHOICES)}, "
