@@ -365,7 +365,7 @@ def _dask_client(client, n_workers, processes):
     from dask.distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
-                           dashboard_address=None)
+                           dashboard_address=None, silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 
@@ -459,7 +459,7 @@ def summarize(ds: xr.Dataset, *, thresholds: Sequence[float] = (0.5, 0.8, 1.27),
     Returns
     -------
     xarray.Dataset
-        ``quantiles`` (statistic, quantile, ...), ``mean`` and ``sd`` (statistic, ...),
+        ``quantiles`` (statistic, quantile, ...), ``mean`` and ``std`` (statistic, ...),
         ``exceedance`` (effect, threshold, ...): fraction of replications with
         |effect| >= threshold, and ``false_positive_rate`` (test, ...): fraction with
         p <= alpha (boolean extras: fraction True).
@@ -469,7 +469,7 @@ def summarize(ds: xr.Dataset, *, thresholds: Sequence[float] = (0.5, 0.8, 1.27),
     out = xr.Dataset({
         "quantiles": arr.quantile(list(quantiles), dim="replication", skipna=True),
         "mean": arr.mean("replication", skipna=True),
-        "sd": arr.std("replication", ddof=1, skipna=True),
+        "std": arr.std("replication", ddof=1, skipna=True),
         "nan_fraction": arr.isnull().mean("replication"),
     })
     effects = [k for k in EFFECTS if k in ds]
@@ -501,7 +501,7 @@ def summary_dict(summary: xr.Dataset) -> dict:
             for s in summary.statistic.values},
         "mean": {str(s): float(summary["mean"].sel(statistic=s)) for s in
                  summary.statistic.values},
-        "sd": {str(s): float(summary["sd"].sel(statistic=s)) for s in summary.statistic.values},
+        "std": {str(s): float(summary["std"].sel(statistic=s)) for s in summary.statistic.values},
         "alpha": summary.attrs.get("alpha"),
     }
     if "exceedance" in summary:

@@ -1,0 +1,131 @@
+"""``bayesbias weat``: the Word Embedding Association Test with an honest p-value."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS, resolve_weat_sets, weat
+from ..config import defaults
+from ..embeddings import load_embedding
+from ..errors import WordListError
+from ..wordlists import WeatSets
+from ._common import add_embedding_options, add_json, add_parser, emit
+
+DESCRIPTION = """\
+WEAT (Caliskan et al. 2017): s(w, A, B) = mean cos(w, A) - mean cos(w, B) for every
+target word, the test statistic sum_X s - sum_Y s, and the effect size
+(mean_X s - mean_Y s) / sd of s over X and Y (sample sd, n - 1, by default; the
+existing toolkits use the population sd: --sd-convention population).
+
+The p-value re-partitions X and Y without replacement: exactly over all splits when there
+are at most --exact-limit of them, else over --permutations random splits with the +1
+correction (p is never 0). --bootstrap N adds an interval for the effect size resampling
+targets and attributes. Words missing from the embedding stop the run unless
+--on-missing drop, which drops and lists them."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(float(text))
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(float(text))
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def register(sub) -> None:
+    p = add_parser(
+        sub, "weat", "Word Embedding Association Test (exact/Monte Carlo permutation p)",
+        "  bayesbias weat --embedding default --test weat7 --json\n"
+        "  bayesbias weat --test weat7 --bootstrap 5000 --alternative two-sided\n"
+        "  bayesbias weat --x math,algebra,geometry --y poetry,art,dance \\\n"
+        "                 --a male,man,boy --b female,woman,girl\n"
+        "  bayesbias weat --embedding vectors.txt --x x.txt --y y.txt --a a.txt --b b.txt\n"
+        "  bayesbias weat --table weat_7_reddit.csv   # from a distance table",
+        description=DESCRIPTION,
+    )
+    add_embedding_options(p)
+    p.add_argument("--test", default=None,
+                   help="two-class word list: a shipped name (weat1, weat6, weat7, gender, ...) "
+                        "or a TOML file; default weat7 unless --x/--y/--a/--b are given")
+    for name in ("x", "y", "a", "b"):
+        p.add_argument(f"--{name}", default=None,
+                       help=f"set {name.upper()}: comma-separated words or a file with one "
+                            "word per line")
+    p.add_argument("--table", default=None,
+                   help="run on a distance table (ours or the published format) instead")
+    p.add_argument("--permutations", type=_positive_int, default=defaults.n_permutations,
+                   help=f"Monte Carlo splits (default {defaults.n_permutations})")
+    p.add_argument("--exact-limit", type=_nonneg_int,
+                   default=defaults.exact_permutation_limit,
+                   help="enumerate all splits when there are at most this many "
+                        f"(default {defaults.exact_permutation_limit})")
+    p.add_argument("--alternative", choices=ALTERNATIVES, default="greater",
+                   help="greater (Caliskan's one-sided test, default), less, or two-sided")
+    p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample",
+                   help="sd of the effect size: sample (n - 1, default) or population (n)")
+    p.add_argument("--bootstrap", type=_nonneg_int, default=0,
+                   help="bootstrap resamples for an effect-size interval (default 0: none)")
+    p.add_argument("--ci-prob", type=float, default=None,
+                   help=f"probability of the interval (default {defaults.ci_prob})")
+    p.add_argument("--seed", type=int, default=None,
+                   help=f"seed of the Monte Carlo splits and bootstrap (default {defaults.seed})")
+    add_json(p)
+    p.set_defaults(run=run)
+
+
+def _words(text: str, name: str) -> tuple[str, ...]:
+    path = Path(text)
+    if path.is_file():
+        raw = path.read_text(encoding="utf-8").splitlines()
+        words = [w.strip() for line in raw for w in line.split(",")]
+    else:
+        words = [w.strip() for w in text.split(",")]
+    words = [w for w in words if w and not w.startswith("#")]
+    if not words:
+        raise WordListError(f"--{name}: no words in {text!r}")
+    return tuple(words)
+
+
+def _sets(args):
+    given = {k: getattr(args, k) for k in "xyab"}
+    if any(given.values()):
+        if args.test:
+            raise WordListError("give either --test or --x/--y/--a/--b, not both")
+        absent = [f"--{k}" for k, v in given.items() if not v]
+        if absent:
+            raise WordListError(f"explicit sets need all of --x --y --a --b; missing "
+                                f"{' '.join(absent)}")
+        return resolve_weat_sets(WeatSets(*(_words(given[k], k) for k in "xyab")))
+    return resolve_weat_sets(args.test or "weat7")
+
+
+def run(args) -> int:
+    options = dict(alternative=args.alternative, sd=args.sd_convention,
+                   n_permutations=args.permutations, exact_limit=args.exact_limit,
+                   seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)
+    if args.table:
+        from ..comparators.weat import weat_from_table
+        from ..distances import read_distance_table
+
+        result = weat_from_table(read_distance_table(args.table), **options)
+    else:
+        sets = _sets(args)
+        words = set(sets.X) | set(sets.Y) | set(sets.A) | set(sets.B)
+        emb = load_embedding(args.embedding, words, format=args.format,
+                             trust_pickle=args.trust_pickle)
+        result = weat(emb, sets, on_missing=args.on_missing, **options)
+    emit(args, result.to_dict(), str(result))
+    return 0
