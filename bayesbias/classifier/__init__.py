@@ -1,0 +1,55 @@
+"""Bias in a classifier's predictions, measured on a sample, with honest uncertainty.
+
+- :mod:`.data`: validation of score tables; identity groups recovered from templated text.
+- :mod:`.bernstein`: Bernstein-bounded unfairness (Ethayarajh 2020) with Bayesian and
+  bootstrap intervals side by side.
+- :mod:`.auc`: the nuanced AUC metrics of Borkan et al. (2019) for many overlapping groups
+  (sort once), with DeLong intervals.
+- :mod:`.generalized`: PCM / BCM / VBCM / MCM of Czarnowska et al. (2021) and a registry of
+  the named metrics from the literature.
+"""
+
+from .auc import AUC_METRICS, nuanced_auc_baseline, nuanced_auc_metrics, nuanced_auc_table
+from .bernstein import (
+    CRITERIA,
+    BBUResult,
+    bbu_by_group,
+    bernstein_half_width,
+    bernstein_min_n,
+    disparity_intervals,
+    groupwise_disparity,
+    smallest_claimable_delta,
+)
+from .data import (
+    MADLIBS_REFERENCE_TERMS,
+    ClassifierData,
+    counterfactual_frames,
+    identity_groups,
+    identity_terms,
+    intersect_groups,
+    madlibs_data,
+    validate_classifier_data,
+)
+from .generalized import (
+    METRICS,
+    FairnessResult,
+    bcm,
+    compute_metric,
+    list_metrics,
+    mcm,
+    pcm,
+    vbcm,
+)
+
+__all__ = [
+    # data
+    "ClassifierData", "validate_classifier_data", "identity_terms", "identity_groups",
+    "intersect_groups", "counterfactual_frames", "madlibs_data", "MADLIBS_REFERENCE_TERMS",
+    # Bernstein-bounded unfairness
+    "bernstein_half_width", "bernstein_min_n", "smallest_claimable_delta",
+    "groupwise_disparity", "disparity_intervals", "bbu_by_group", "BBUResult", "CRITERIA",
+    # nuanced AUC metrics
+    "nuanced_auc_metrics", "nuanced_auc_table", "nuanced_auc_baseline", "AUC_METRICS",
+    # generalized metrics
+    "pcm", "bcm", "vbcm", "mcm", "compute_metric", "list_metrics", "METRICS", "FairnessResult",
+]

@@ -1,0 +1,678 @@
+"""Generalized fairness metrics of Czarnowska et al. (2021): PCM, BCM, VBCM and MCM.
+
+Every metric is a scoring function phi (a number or a set of numbers computed on a subset of
+examples) and a comparison function d:
+
+- Pairwise Comparison Metric (PCM): sum over unordered group pairs of d(phi(S_i), phi(S_j)),
+  divided by N (corrected normalisation: the number of pairs).
+- Background Comparison Metric (BCM): sum over groups of d(phi(background_t), phi(S_t)) / N
+  (N = number of groups); the background is all examples or the examples outside the group.
+- Vector-valued BCM (VBCM): the per-group terms of the BCM, not summed.
+- Multi-group Comparison Metric (MCM): d(phi(S_1), ..., phi(S_T)) with a multivariate d.
+
+Counterfactual versions apply the same comparison within each source example (the
+variations of one template / sentence that differ only in the identity term) and average over
+the source examples. Per-group scores are always returned next to the aggregate.
+
+Comparison functions take the background (or first group) first: ``ratio(x, y) = y / x``
+(so the FPR ratio is group over background), ``aeg(X, Y) = 1/2 - MWU(X, Y) / (|X||Y|)`` with
+MWU(X, Y) the number of pairs with x > y (ties one half), the Average Equality Gap of
+Borkan et al. (2019): positive when the group scores higher than the background.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..config import defaults
+from ..errors import InputDataError
+
+__all__ = [
+    "SCORING_FUNCTIONS",
+    "COMPARISONS",
+    "MULTI_COMPARISONS",
+    "NamedMetric",
+    "METRICS",
+    "FairnessResult",
+    "pcm",
+    "bcm",
+    "vbcm",
+    "mcm",
+    "compute_metric",
+    "list_metrics",
+]
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- scoring functions
+def _rate(num, den):
+    return float(num.sum() / den.sum()) if den.sum() else np.nan
+
+
+def _tpr(y, p, s):
+    return _rate(p & y, y)
+
+
+def _tnr(y, p, s):
+    return _rate(~p & ~y, ~y)
+
+
+def _fpr(y, p, s):
+    return _rate(p & ~y, ~y)
+
+
+def _fnr(y, p, s):
+    return _rate(~p & y, y)
+
+
+def _acc(y, p, s):
+    return float((p == y).mean()) if len(y) else np.nan
+
+
+def _f1(y, p, s):
+    tp, fp, fn = (p & y).sum(), (p & ~y).sum(), (~p & y).sum()
+    return float(2 * tp / (2 * tp + fp + fn)) if (2 * tp + fp + fn) else np.nan
+
+
+def _precision(y, p, s):
+    return _rate(p & y, p)
+
+
+def _pos_rate(y, p, s):
+    return float(p.mean()) if len(p) else np.nan
+
+
+def _mean_prob(y, p, s):
+    return float(s.mean()) if len(s) else np.nan
+
+
+def _mean_true(y, p, s):
+    return float(np.where(y, s, 1 - s).mean()) if len(s) else np.nan
+
+
+@dataclass(frozen=True)
+class ScoringFunction:
+    """phi: a score computed on a subset of examples.
+
+    Attributes
+    ----------
+    name : str
+    fn : callable (y, pred, prob) -> float or ndarray
+    kind : {"scalar", "set"}
+    needs : {"pred", "prob"}
+    description : str
+    """
+
+    name: str
+    fn: Callable
+    kind: str
+    needs: str
+    description: str
+
+
+SCORING_FUNCTIONS: dict[str, ScoringFunction] = {s.name: s for s in [
+    ScoringFunction("tpr", _tpr, "scalar", "pred", "true positive rate (recall)"),
+    ScoringFunction("recall", _tpr, "scalar", "pred", "recall (= true positive rate)"),
+    ScoringFunction("tnr", _tnr, "scalar", "pred", "true negative rate"),
+    ScoringFunction("fpr", _fpr, "scalar", "pred", "false positive rate"),
+    ScoringFunction("fnr", _fnr, "scalar", "pred", "false negative rate"),
+    ScoringFunction("accuracy", _acc, "scalar", "pred",
+                    "accuracy |{x in A: yhat(x) = y(x)}| / |A|"),
+    ScoringFunction("f1", _f1, "scalar", "pred", "F1 of the positive class"),
+    ScoringFunction("precision", _precision, "scalar", "pred", "precision"),
+    ScoringFunction("positive_rate", _pos_rate, "scalar", "pred",
+                    "rate of positive predictions (demographic parity)"),
+    ScoringFunction("mean_prob", _mean_prob, "scalar", "prob",
+                    "mean probability of the positive class, mean({F(x,1) | x in A})"),
+    ScoringFunction("mean_prob_true_class", _mean_true, "scalar", "prob",
+                    "mean probability of the gold class, mean(F(x, y(x)))"),
+    ScoringFunction("probs", lambda y, p, s: s, "set", "prob",
+                    "set of positive-class probabilities {F(x,1) | x in A}"),
+    ScoringFunction("probs_pos", lambda y, p, s: s[y], "set", "prob",
+                    "positive-class probabilities of gold positives {F(x,1) | x in A, y(x)=1}"),
+    ScoringFunction("probs_neg", lambda y, p, s: s[~y], "set", "prob",
+                    "positive-class probabilities of gold negatives {F(x,1) | x in A, y(x)=0}"),
+    ScoringFunction("probs_true_class", lambda y, p, s: np.where(y, s, 1 - s), "set", "prob",
+                    "gold-class probabilities {F(x, y(x)) | x in A}"),
+]}
+
+
+# --------------------------------------------------------------------------- comparisons
+def _aeg(x, y):
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) == 0 or len(y) == 0:
+        return np.nan
+    return 0.5 - stats.mannwhitneyu(x, y).statistic / (len(x) * len(y))
+
+
+def _w1(x, y):
+    if len(x) == 0 or len(y) == 0:
+        return np.nan
+    return float(stats.wasserstein_distance(x, y))
+
+
+def _ratio(x, y):
+    return float(y / x) if x else (np.nan if y == 0 else np.inf)
+
+
+COMPARISONS: dict[str, tuple[Callable, bool, str, str]] = {
+    # name: (function, commutative, input kind, description)
+    "difference": (lambda x, y: float(x - y), False, "scalar", "x - y"),
+    "abs_difference": (lambda x, y: float(abs(x - y)), True, "scalar", "|x - y|"),
+    "ratio": (_ratio, False, "scalar", "y / x (second over first: group over background)"),
+    "wasserstein1": (_w1, True, "set", "Wasserstein-1 distance W1(X, Y)"),
+    "aeg": (_aeg, False, "set", "1/2 - MWU(X, Y) / (|X| |Y|) (Average Equality Gap)"),
+}
+
+MULTI_COMPARISONS: dict[str, tuple[Callable, str]] = {
+    "std": (lambda v: float(np.std(v)), "population standard deviation of the group scores"),
+    "range": (lambda v: float(np.max(v) - np.min(v)), "max - min of the group scores"),
+}
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class FairnessResult:
+    """A generalized fairness metric with per-group results (MetricFrame-like).
+
+    Attributes
+    ----------
+    name : str
+        Metric name (registry name or a description of the parametrisation).
+    value : float
+        Aggregate (NaN for a vector-valued BCM, whose result is ``by_group['comparison']``).
+    by_group : DataFrame
+        Per group: ``n`` (examples), ``score`` (scalar phi of the group; NaN for set phi),
+        ``comparison`` (BCM / VBCM: d(background, group)), and interval columns.
+    pairs : DataFrame or None
+        PCM: one row per pair with ``value`` (and intervals).
+    overall : float
+        Scalar phi on all examples (NaN for set phi).
+    difference : float
+        max - min of the per-group scalar scores.
+    lower, upper : float
+        Bootstrap interval of `value` (NaN when not computed).
+    ci_prob : float or None
+    info : dict
+        The parametrisation (generalized metric, version, phi, d, normalisation, background,
+        bootstrap method, skipped sources ...).
+    """
+
+    name: str
+    value: float
+    by_group: pd.DataFrame
+    pairs: pd.DataFrame | None = None
+    overall: float = np.nan
+    difference: float = np.nan
+    lower: float = np.nan
+    upper: float = np.nan
+    ci_prob: float | None = None
+    info: dict = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: one row for the aggregate, one per group (and per pair)."""
+        rows = [{"metric": self.name, "level": "aggregate", "group": "", "value": self.value,
+                 "lower": self.lower, "upper": self.upper, "n": int(self.by_group["n"].sum())}]
+        col = "comparison" if "comparison" in self.by_group else "score"
+        for g, r in self.by_group.iterrows():
+            rows.append({"metric": self.name, "level": "group", "group": g, "value": r[col],
+                         "lower": r.get(f"{col}_lower", np.nan),
+                         "upper": r.get(f"{col}_upper", np.nan), "n": int(r["n"])})
+        if self.pairs is not None:
+            for _, r in self.pairs.iterrows():
+                rows.append({"metric": self.name, "level": "pair",
+                             "group": f"{r['group_a']} | {r['group_b']}", "value": r["value"],
+                             "lower": r.get("lower", np.nan), "upper": r.get("upper", np.nan),
+                             "n": np.nan})
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        ci = (f" [{self.lower:.4g}, {self.upper:.4g}] ({self.ci_prob:.0%} bootstrap)"
+              if self.ci_prob and np.isfinite(self.lower) else "")
+        return (f"FairnessResult({self.name} = {self.value:.4g}{ci}; "
+                f"{len(self.by_group)} groups)")
+
+
+# --------------------------------------------------------------------------- engine
+@dataclass
+class _Data:
+    y: np.ndarray
+    pred: np.ndarray | None
+    prob: np.ndarray | None
+    groups: np.ndarray  # (n, T) bool
+    names: list[str]
+    source: np.ndarray | None = None
+
+
+def _prepare(y, groups, pred, prob, source, phi: ScoringFunction) -> _Data:
+    y = np.asarray(y)
+    if y.dtype != bool:
+        u = set(np.unique(y).tolist())
+        if not u <= {0, 1}:
+            raise InputDataError(f"labels must be binary (0/1 or bool), found {sorted(u)[:10]}")
+        y = y.astype(bool)
+    if isinstance(groups, pd.Series):  # categorical
+        if groups.isna().any():
+            raise InputDataError("the group column has missing values")
+        g = pd.get_dummies(groups.astype(str), dtype=bool)
+    elif isinstance(groups, pd.DataFrame):
+        g = groups.astype(bool)
+    else:
+        raise InputDataError("groups must be a DataFrame of boolean columns or a categorical "
+                             "Series")
+    if len(g) != len(y):
+        raise InputDataError(f"groups have {len(g)} rows, labels {len(y)}")
+    if g.shape[1] < 1:
+        raise InputDataError("no groups")
+    if pred is not None:
+        pred = np.asarray(pred).astype(bool)
+    if prob is not None:
+        prob = np.asarray(prob, dtype=float)
+        if not np.isfinite(prob).all():
+            raise InputDataError("probabilities contain NaN or inf")
+    if phi.needs == "pred" and pred is None:
+        raise InputDataError(f"scoring function {phi.name!r} needs predicted labels "
+                             "(pred=, or a score with a threshold)")
+    if phi.needs == "prob" and prob is None:
+        raise InputDataError(f"scoring function {phi.name!r} needs probabilities (prob=)")
+    if pred is None:
+        pred = np.zeros(len(y), bool)
+    if prob is None:
+        prob = np.zeros(len(y))
+    src = None
+    if source is not None:
+        src = pd.Series(source).reset_index(drop=True)
+    return _Data(y, pred, prob, g.to_numpy(dtype=bool), [str(c) for c in g.columns], src)
+
+
+def _nan(fn, *args, **kwargs):
+    """Call a NaN-aware numpy reduction without its all-NaN warnings (NaN is the answer)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(*args, **kwargs)
+
+
+def _phi(phi: ScoringFunction, d: _Data, rows) -> float | np.ndarray:
+    return phi.fn(d.y[rows], d.pred[rows], d.prob[rows])
+
+
+def _norm(normalization, n_terms: int) -> float:
+    if isinstance(normalization, (int, float)) and not isinstance(normalization, bool):
+        return float(normalization)
+    if normalization == "none":
+        return 1.0
+    if normalization in ("pairs", "groups"):
+        return float(n_terms)
+    raise ValueError(f"normalization must be 'pairs', 'groups', 'none' or a number, "
+                     f"got {normalization!r}")
+
+
+def _pair_list(names, commutative: bool):
+    if not commutative and len(names) != 2:
+        raise InputDataError(
+            f"a non-commutative comparison is defined for exactly two groups; got "
+            f"{len(names)} ({', '.join(names[:6])}{'...' if len(names) > 6 else ''})")
+    return list(itertools.combinations(range(len(names)), 2))
+
+
+def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None):
+    """Aggregate and per-group / per-pair values on the given rows (indices into d)."""
+    idx = np.arange(len(d.y)) if rows is None else rows
+    member = d.groups[idx]
+    T = len(d.names)
+    scores = [_phi(phi, d, idx[member[:, t]]) for t in range(T)]
+    if kind == "pcm":
+        fn, commutative, _, _ = COMPARISONS[comp]
+        pairs = _pair_list(d.names, commutative)
+        vals = np.array([fn(scores[i], scores[j]) for i, j in pairs])
+        N = _norm(normalization, len(pairs) if normalization == "pairs" else T)
+        return float(np.sum(vals) / N), scores, None, vals
+    if kind in ("bcm", "vbcm"):
+        fn = COMPARISONS[comp][0]
+        comps = []
+        for t in range(T):
+            if background == "all":
+                b = _phi(phi, d, idx)
+            elif background == "rest":
+                b = _phi(phi, d, idx[~member[:, t]])
+            else:
+                raise ValueError(f"background must be 'all' or 'rest', got {background!r}")
+            comps.append(fn(b, scores[t]))
+        comps = np.array(comps, dtype=float)
+        value = np.nan if kind == "vbcm" else float(np.sum(comps) / _norm(normalization, T))
+        return value, scores, comps, None
+    if kind == "mcm":
+        fn = MULTI_COMPARISONS[comp][0]
+        return fn(np.asarray(scores, dtype=float)), scores, None, None
+    raise ValueError(f"unknown generalized metric {kind!r}")
+
+
+def _cf_eval(kind, d: _Data, phi, comp, background, normalization):
+    """Per-source values of a counterfactual metric (sources with every group only)."""
+    codes, uniques = pd.factorize(d.source, use_na_sentinel=True)
+    T = len(d.names)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    per_source, per_group, per_pair, skipped = [], [], [], 0
+    for j in range(len(uniques)):
+        rows = order[bounds[j]:bounds[j + 1]]
+        member = d.groups[rows]
+        if not member.any(axis=0).all():
+            skipped += 1
+            continue
+        v, scores, comps, pv = _group_eval(kind, d, phi, comp, background, normalization, rows)
+        per_source.append(v)
+        per_group.append(comps if comps is not None else
+                         np.array([s if np.ndim(s) == 0 else np.nan for s in scores], float))
+        per_pair.append(pv)
+    if not per_source:
+        raise InputDataError(
+            "no source example has variations for every group; check the source column")
+    return (np.array(per_source, float), np.array(per_group, float),
+            None if per_pair[0] is None else np.array(per_pair, float), skipped)
+
+
+def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all",
+         normalization=None, version="group", source=None, ci_prob=None, n_boot=200,
+         seed=None, info=None) -> FairnessResult:
+    phi_f = SCORING_FUNCTIONS.get(phi) if isinstance(phi, str) else phi
+    if phi_f is None:
+        raise ValueError(f"unknown scoring function {phi!r}; choose from "
+                         f"{', '.join(SCORING_FUNCTIONS)}")
+    table = MULTI_COMPARISONS if kind == "mcm" else COMPARISONS
+    if d not in table:
+        raise ValueError(f"unknown comparison {d!r} for {kind}; choose from {', '.join(table)}")
+    if kind != "mcm" and COMPARISONS[d][2] != phi_f.kind:
+        raise ValueError(f"comparison {d!r} takes {COMPARISONS[d][2]} scores but phi "
+                         f"{phi_f.name!r} gives {phi_f.kind} scores")
+    if kind == "mcm" and phi_f.kind != "scalar":
+        raise ValueError("MCM comparisons (std, range) need a scalar phi")
+    if normalization is None:
+        normalization = {"pcm": "pairs", "bcm": "groups"}.get(kind, "none")
+    if version not in ("group", "counterfactual"):
+        raise ValueError(f"version must be 'group' or 'counterfactual', got {version!r}")
+    if version == "counterfactual" and source is None:
+        raise InputDataError("a counterfactual metric needs source= (the source example / "
+                             "template id of each row)")
+    data = _prepare(y, groups, pred, prob, source, phi_f)
+    rng = np.random.default_rng(defaults.seed if seed is None else seed)
+    n_per_group = data.groups.sum(axis=0)
+    info = dict(info or {})
+    info.update(generalized=kind, version=version, phi=phi_f.name, d=d,
+                normalization=normalization, background=background if kind in ("bcm", "vbcm")
+                else None)
+    q = None if ci_prob is None else ((1 - ci_prob) / 2, (1 + ci_prob) / 2)
+    pairs_df = None
+    if version == "group":
+        value, scores, comps, pvals = _group_eval(kind, data, phi_f, d, background,
+                                                  normalization)
+        scal = np.array([s if np.ndim(s) == 0 else np.nan for s in scores], float)
+        by = pd.DataFrame({"n": n_per_group, "score": scal}, index=pd.Index(data.names,
+                                                                          name="group"))
+        if comps is not None:
+            by["comparison"] = comps
+        if pvals is not None:
+            pairs = _pair_list(data.names, COMPARISONS[d][1])
+            pairs_df = pd.DataFrame({"group_a": [data.names[i] for i, _ in pairs],
+                                     "group_b": [data.names[j] for _, j in pairs],
+                                     "value": pvals})
+        lo = hi = np.nan
+        if q is not None and n_boot:
+            n = len(data.y)
+            bv, bs, bc, bp = [], [], [], []
+            for _ in range(n_boot):
+                rows = rng.integers(0, n, n)
+                v, s, c, p = _group_eval(kind, data, phi_f, d, background, normalization, rows)
+                bv.append(v)
+                bs.append([x if np.ndim(x) == 0 else np.nan for x in s])
+                bc.append(c if c is not None else [np.nan] * len(s))
+                bp.append(p if p is not None else [np.nan])
+            bv, bs, bc, bp = map(lambda a: np.asarray(a, float), (bv, bs, bc, bp))
+            if kind != "vbcm":
+                lo, hi = _nan(np.nanquantile, bv, q)
+            by["score_lower"], by["score_upper"] = _nan(np.nanquantile, bs, q, axis=0)
+            if comps is not None:
+                by["comparison_lower"], by["comparison_upper"] = _nan(np.nanquantile, bc, q, axis=0)
+            if pairs_df is not None:
+                pairs_df["lower"], pairs_df["upper"] = _nan(np.nanquantile, bp, q, axis=0)
+            info["ci_method"] = f"percentile bootstrap over examples, {n_boot} resamples"
+        all_rows = np.arange(len(data.y))
+        overall = _phi(phi_f, data, all_rows)
+        overall = float(overall) if np.ndim(overall) == 0 else np.nan
+    else:
+        per_source, per_group, per_pair, skipped = _cf_eval(kind, data, phi_f, d, background,
+                                                            normalization)
+        value = np.nan if kind == "vbcm" else float(np.mean(per_source))
+        col = "comparison" if kind in ("bcm", "vbcm") else "score"
+        by = pd.DataFrame({"n": n_per_group, col: _nan(np.nanmean, per_group, axis=0)},
+                          index=pd.Index(data.names, name="group"))
+        if per_pair is not None:
+            pairs = _pair_list(data.names, COMPARISONS[d][1])
+            pairs_df = pd.DataFrame({"group_a": [data.names[i] for i, _ in pairs],
+                                     "group_b": [data.names[j] for _, j in pairs],
+                                     "value": per_pair.mean(axis=0)})
+        info.update(sources=len(per_source), sources_skipped=skipped)
+        lo = hi = np.nan
+        if q is not None and n_boot:
+            J = len(per_source)
+            idx = rng.integers(0, J, (n_boot, J))
+            if kind != "vbcm":
+                lo, hi = np.quantile(per_source[idx].mean(axis=1), q)
+            bg = _nan(np.nanmean, per_group[idx], axis=1)
+            by[f"{col}_lower"], by[f"{col}_upper"] = _nan(np.nanquantile, bg, q, axis=0)
+            if pairs_df is not None:
+                bp = per_pair[idx].mean(axis=1)
+                pairs_df["lower"], pairs_df["upper"] = np.quantile(bp, q, axis=0)
+            info["ci_method"] = f"percentile bootstrap over source examples, {n_boot} resamples"
+        overall = np.nan
+    scal = by["score"] if "score" in by else pd.Series(dtype=float)
+    diff = float(scal.max() - scal.min()) if scal.notna().any() else np.nan
+    return FairnessResult(name=name or f"{version} {kind.upper()}({phi_f.name}, {d})",
+                          value=value, by_group=by, pairs=pairs_df, overall=overall,
+                          difference=diff, lower=float(lo), upper=float(hi), ci_prob=ci_prob,
+                          info=info)
+
+
+def pcm(y, groups, *, phi: str, d: str = "abs_difference", normalization="pairs", **kw
+        ) -> FairnessResult:
+    """Pairwise Comparison Metric: sum of d over group pairs / N (default N = #pairs).
+
+    Parameters
+    ----------
+    y : array of bool
+        Gold labels.
+    groups : DataFrame of bool or categorical Series
+        Group membership.
+    phi : str
+        Scoring function (see :data:`SCORING_FUNCTIONS`).
+    d : str
+        Comparison (see :data:`COMPARISONS`); non-commutative ones need exactly two groups.
+    normalization : {"pairs", "groups", "none"} or float
+        N: number of pairs (corrected), number of groups, or 1.
+    **kw
+        ``pred``, ``prob``, ``version`` ("group" / "counterfactual"), ``source`` (source
+        example id per row, counterfactual), ``ci_prob``, ``n_boot``, ``seed``, ``name``.
+    """
+    return _run("pcm", kw.pop("name", None), y, groups, phi=phi, d=d,
+                normalization=normalization, **kw)
+
+
+def bcm(y, groups, *, phi: str, d: str = "abs_difference", background: str = "all",
+        normalization="groups", **kw) -> FairnessResult:
+    """Background Comparison Metric: sum over groups of d(phi(background), phi(group)) / N.
+
+    `background` is ``"all"`` (every example) or ``"rest"`` (examples outside the group).
+    Other arguments as :func:`pcm`.
+    """
+    return _run("bcm", kw.pop("name", None), y, groups, phi=phi, d=d, background=background,
+                normalization=normalization, **kw)
+
+
+def vbcm(y, groups, *, phi: str, d: str = "abs_difference", background: str = "rest",
+         **kw) -> FairnessResult:
+    """Vector-valued BCM: the per-group d(phi(background), phi(group)), in ``by_group``."""
+    return _run("vbcm", kw.pop("name", None), y, groups, phi=phi, d=d, background=background,
+                **kw)
+
+
+def mcm(y, groups, *, phi: str, d: str = "std", **kw) -> FairnessResult:
+    """Multi-group Comparison Metric: d(phi(S_1), ..., phi(S_T)) with d in std / range."""
+    return _run("mcm", kw.pop("name", None), y, groups, phi=phi, d=d, **kw)
+
+
+# --------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class NamedMetric:
+    """A metric from the literature as a parametrisation of a generalized metric.
+
+    Attributes
+    ----------
+    name : str
+        Short name (registry key).
+    title : str
+    generalized : {"pcm", "bcm", "vbcm", "mcm"}
+    version : {"group", "counterfactual"}
+    phi, d : str
+    background : {"all", "rest"} or None
+    normalization : str or None
+    source : str
+        Who defined it.
+    description : str
+        What it measures, and the normalisation remark of Czarnowska et al. where relevant.
+    two_groups_only : bool
+        Defined for two groups only (non-commutative d).
+    """
+
+    name: str
+    title: str
+    generalized: str
+    version: str
+    phi: str
+    d: str
+    background: str | None
+    normalization: str | None
+    source: str
+    description: str
+    two_groups_only: bool = False
+
+
+_M = NamedMetric
+METRICS: dict[str, NamedMetric] = {m.name: m for m in [
+    _M("fped", "False Positive Equality Difference (original)", "bcm", "group", "fpr",
+       "abs_difference", "all", "none", "Dixon et al. 2018",
+       "sum over groups of |FPR(all) - FPR(group)|; no normalisation, so it grows with the "
+       "number of groups (Czarnowska et al. 2021: incorrectly normalised)"),
+    _M("fped*", "False Positive Equality Difference (corrected)", "bcm", "group", "fpr",
+       "abs_difference", "all", "groups", "Czarnowska et al. 2021",
+       "FPED divided by the number of groups"),
+    _M("fned", "False Negative Equality Difference (original)", "bcm", "group", "fnr",
+       "abs_difference", "all", "none", "Dixon et al. 2018",
+       "sum over groups of |FNR(all) - FNR(group)|; no normalisation"),
+    _M("fned*", "False Negative Equality Difference (corrected)", "bcm", "group", "fnr",
+       "abs_difference", "all", "groups", "Czarnowska et al. 2021",
+       "FNED divided by the number of groups"),
+    _M("avggf", "Average Group Fairness", "bcm", "group", "probs", "wasserstein1", "all",
+       "groups", "Huang et al. 2020",
+       "mean over groups of W1 between the positive-class probabilities of all examples and "
+       "of the group (targets demographic parity)"),
+    _M("pos_avggf", "Average Group Fairness, true class positive (TC)", "bcm", "group",
+       "probs_pos", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
+       "AvgGF on gold positives only (targets equality of opportunity)"),
+    _M("neg_avggf", "Average Group Fairness, true class negative (TC)", "bcm", "group",
+       "probs_neg", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
+       "AvgGF on gold negatives only"),
+    _M("fpr_ratio", "FPR Ratio", "vbcm", "group", "fpr", "ratio", "rest", None,
+       "Beutel et al. 2019", "per group FPR(group) / FPR(rest); relative, can amplify small "
+       "differences between small rates"),
+    _M("pos_aeg", "Positive Average Equality Gap", "vbcm", "group", "probs_pos", "aeg", "rest",
+       None, "Borkan et al. 2019",
+       "per group 1/2 - P(background positive scores above group positive); signed"),
+    _M("neg_aeg", "Negative Average Equality Gap", "vbcm", "group", "probs_neg", "aeg", "rest",
+       None, "Borkan et al. 2019",
+       "per group 1/2 - P(background negative scores above group negative); signed"),
+    _M("disparity_score", "Disparity Score (original)", "pcm", "group", "f1", "abs_difference",
+       None, "groups", "Gaut et al. 2020",
+       "sum over group pairs of |F1_i - F1_j| divided by the number of groups (Czarnowska et "
+       "al. 2021: incorrectly normalised, should divide by the number of pairs)"),
+    _M("disparity_score*", "Disparity Score (corrected)", "pcm", "group", "f1",
+       "abs_difference", None, "pairs", "Czarnowska et al. 2021",
+       "mean over group pairs of |F1_i - F1_j|"),
+    _M("tpr_gap", "TPR Gap", "pcm", "group", "tpr", "abs_difference", None, "pairs",
+       "Beutel et al. 2017; Prost et al. 2019", "mean over pairs of |TPR_i - TPR_j|"),
+    _M("tnr_gap", "TNR Gap", "pcm", "group", "tnr", "abs_difference", None, "pairs",
+       "Prost et al. 2019", "mean over pairs of |TNR_i - TNR_j|"),
+    _M("parity_gap", "Parity Gap", "pcm", "group", "accuracy", "abs_difference", None,
+       "pairs", "Beutel et al. 2017",
+       "mean over pairs of |phi_i - phi_j| with phi(A) = |{x in A: yhat = y}| / |A| as "
+       "written in Czarnowska et al.'s Table 2"),
+    _M("accuracy_difference", "Accuracy Difference", "pcm", "group", "accuracy", "difference",
+       None, "none", "Blodgett & O'Connor 2017", "accuracy_1 - accuracy_2", True),
+    _M("tpr_difference", "TPR Difference", "pcm", "group", "tpr", "difference", None, "none",
+       "De-Arteaga et al. 2019", "TPR_1 - TPR_2", True),
+    _M("f1_difference", "F1 Difference", "pcm", "group", "f1", "difference", None, "none",
+       "Stanovsky et al. 2019", "F1_1 - F1_2", True),
+    _M("recall_difference", "Recall Difference", "pcm", "group", "recall", "difference",
+       None, "none", "Bamman et al. 2019", "recall_1 - recall_2", True),
+    _M("f1_ratio", "F1 Ratio", "pcm", "group", "f1", "ratio", None, "none",
+       "Webster et al. 2018", "F1_2 / F1_1 (second group over first)", True),
+    _M("cfgap", "Counterfactual Token Fairness Gap (as PCM)", "pcm", "counterfactual",
+       "mean_prob", "abs_difference", None, "pairs", "Garg et al. 2019",
+       "mean over source examples and group pairs of |F(x_i,1) - F(x_j,1)| (converted to a "
+       "PCM for templated data, as in Czarnowska et al.)"),
+    _M("pertss", "Perturbation Score Sensitivity (as PCM)", "pcm", "counterfactual",
+       "mean_prob_true_class", "abs_difference", None, "pairs", "Prabhakaran et al. 2019",
+       "mean over source examples and group pairs of |F(x_i, y) - F(x_j, y)| (gold class)"),
+    _M("pertsd", "Perturbation Score Deviation", "mcm", "counterfactual",
+       "mean_prob_true_class", "std", None, None, "Prabhakaran et al. 2019",
+       "mean over source examples of the std of the gold-class probability across groups"),
+    _M("pertsr", "Perturbation Score Range", "mcm", "counterfactual", "mean_prob_true_class",
+       "range", None, None, "Prabhakaran et al. 2019",
+       "mean over source examples of max - min of the gold-class probability across groups"),
+    _M("avgif", "Average Individual Fairness", "pcm", "counterfactual", "probs",
+       "wasserstein1", None, "pairs", "Huang et al. 2020",
+       "mean over source examples and group pairs of W1 between the groups' positive-class "
+       "probabilities"),
+    _M("avg_score_difference", "Average Score Difference", "pcm", "counterfactual",
+       "mean_prob", "difference", None, "none", "Huang et al. 2020",
+       "mean over source examples of mean F(x,1) in group 1 minus group 2", True),
+]}
+
+
+def list_metrics() -> pd.DataFrame:
+    """The registry as a table."""
+    return pd.DataFrame([m.__dict__ for m in METRICS.values()]).set_index("name")
+
+
+def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
+                   ci_prob: float | None = None, n_boot: int = 200,
+                   seed: int | None = None) -> FairnessResult:
+    """Compute a named metric of :data:`METRICS`.
+
+    Parameters
+    ----------
+    name : str
+        Registry name (e.g. ``"fped"``, ``"fped*"``, ``"avgif"``).
+    y, groups, pred, prob, source, ci_prob, n_boot, seed
+        As :func:`pcm`.
+    """
+    try:
+        m = METRICS[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
+    kw = dict(pred=pred, prob=prob, version=m.version, source=source, ci_prob=ci_prob,
+              n_boot=n_boot, seed=seed,
+              info={"title": m.title, "source": m.source, "description": m.description})
+    if m.generalized in ("bcm", "vbcm"):
+        kw["background"] = m.background
+    if m.generalized in ("pcm", "bcm"):
+        kw["normalization"] = m.normalization
+    return _run(m.generalized, m.name, y, groups, phi=m.phi, d=m.d, **kw)
