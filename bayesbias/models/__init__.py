@@ -1,0 +1,41 @@
+"""Bayesian models of cosine distances with control groups.
+
+Specs are data (``models/*.toml``); :func:`fit_model` fits one to a distance table with the
+exact sufficient-statistic likelihood and returns a :class:`Fit` with diagnostics, tables
+with ArviZ intervals, posterior predictive checks, LOO, forest plots and netCDF save/load.
+:func:`compare_fits` compares two fits of the same spec (e.g. original vs debiased).
+"""
+
+from .cells import Cells, cells_from_table
+from .compare import Comparison, compare_fits, loo_compare
+from .fit import (
+    CONTRASTS,
+    Diagnostics,
+    Fit,
+    SamplerWarning,
+    fit_model,
+    load_fit,
+)
+from .spec import ModelSpec, Prior, available_models, load_spec
+
+__all__ = [
+    # specs
+    "ModelSpec",
+    "Prior",
+    "load_spec",
+    "available_models",
+    # fitting
+    "fit_model",
+    "Fit",
+    "Diagnostics",
+    "SamplerWarning",
+    "load_fit",
+    "CONTRASTS",
+    # data
+    "Cells",
+    "cells_from_table",
+    # comparing
+    "compare_fits",
+    "Comparison",
+    "loo_compare",
+]

@@ -1,0 +1,157 @@
+"""Per-cell sufficient statistics of a distance table and the exact Normal log-likelihood.
+
+A cell is a (unit, connection) pair, where the unit is a protected word or a protected class.
+For a Normal likelihood whose mean and sd depend only on the cell, the log-density of the rows
+of a cell is exactly
+
+    -n/2 log(2 pi) - n log(sigma) - (ss + n (ybar - mu)^2) / (2 sigma^2)
+
+with n the count, ybar the mean and ss the sum of squared deviations from ybar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..config import CONNECTIONS
+from ..errors import DistanceTableError
+
+__all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows", "UNIT_DIMS"]
+
+#: The name of the unit dimension for each level.
+UNIT_DIMS = {"word": "protected_word", "class": "protected_class"}
+_NEEDED = ("protected_word", "protected_class", "connection", "cosine_distance")
+_LOG_2PI = float(np.log(2 * np.pi))
+
+
+@dataclass(frozen=True, eq=False)
+class Cells:
+    """Rows of a distance table grouped into (unit, connection) cells.
+
+    Attributes
+    ----------
+    level : {"word", "class"}
+    units : ndarray of str
+        Protected words (or classes), in first-appearance order.
+    unit_class : ndarray of str
+        The protected class of each unit.
+    n, mean, ss : ndarray, shape (n_units, 4)
+        Count, mean and sum of squared deviations of the cosine distances in each cell
+        (mean is NaN and ss 0 in empty cells). Columns follow :data:`CONNECTIONS`.
+    y : ndarray, shape (n_rows,)
+        The cosine distances; ``unit_idx`` and ``conn_idx`` give each row's cell.
+    """
+
+    level: str
+    units: np.ndarray
+    unit_class: np.ndarray
+    n: np.ndarray
+    mean: np.ndarray
+    ss: np.ndarray
+    y: np.ndarray
+    unit_idx: np.ndarray
+    conn_idx: np.ndarray
+
+    @property
+    def unit_dim(self) -> str:
+        """``"protected_word"`` or ``"protected_class"``."""
+        return UNIT_DIMS[self.level]
+
+    @property
+    def observed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Unit and connection indices of the non-empty cells."""
+        return np.nonzero(self.n > 0)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows."""
+        return int(self.y.size)
+
+    def summary(self) -> dict:
+        """Counts and mean distance per connection, for stamping saved fits."""
+        n = self.n.sum(axis=0)
+        tot = np.where(self.n > 0, self.n * np.nan_to_num(self.mean), 0.0).sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = tot / n
+        return {
+            "rows": self.n_rows,
+            "level": self.level,
+            "units": int(self.units.size),
+            "classes": sorted(set(self.unit_class.tolist())),
+            "rows_per_connection": {c: int(k) for c, k in zip(CONNECTIONS, n)},
+            "mean_distance_per_connection": {
+                c: (None if not np.isfinite(m) else round(float(m), 6))
+                for c, m in zip(CONNECTIONS, mean)},
+            "empty_cells": int((self.n == 0).sum()),
+        }
+
+
+def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
+    """Group a distance table into cells and compute their sufficient statistics.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Needs columns ``protected_word, protected_class, connection, cosine_distance``
+        (see :mod:`bayesbias.distances`).
+    level : {"word", "class"}
+    """
+    if level not in UNIT_DIMS:
+        raise ValueError(f"level must be one of {', '.join(UNIT_DIMS)}, got {level!r}")
+    absent = [c for c in _NEEDED if c not in table.columns]
+    if absent:
+        raise DistanceTableError(f"distance table lacks column(s) {', '.join(absent)}; "
+                                 f"the models need {', '.join(_NEEDED)}")
+    if len(table) == 0:
+        raise DistanceTableError("distance table has no rows")
+    y = pd.to_numeric(table["cosine_distance"], errors="coerce").to_numpy(dtype=np.float64)
+    if not np.isfinite(y).all():
+        first = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise DistanceTableError(f"cosine_distance has non-finite values, first at row {first}")
+    conn = table["connection"].astype(str)
+    bad = sorted(set(conn.unique()) - set(CONNECTIONS))
+    if bad:
+        raise DistanceTableError(f"unknown connection value(s) {', '.join(bad)}; valid: "
+                                 f"{', '.join(CONNECTIONS)}")
+    conn_idx = pd.Categorical(conn, categories=list(CONNECTIONS)).codes.astype(np.int32)
+    col = UNIT_DIMS[level]
+    unit_codes, units = pd.factorize(table[col].astype(str), sort=False)
+    unit_idx = unit_codes.astype(np.int32)
+    units = np.asarray(units, dtype=object)
+    classes = table.groupby(table[col].astype(str), sort=False)["protected_class"].agg(
+        lambda s: s.astype(str).unique().tolist())
+    conflicting = [u for u, cs in classes.items() if len(cs) > 1]
+    if conflicting:
+        raise DistanceTableError(f"protected word(s) {', '.join(conflicting[:5])} belong to "
+                                 "more than one protected class")
+    unit_class = np.asarray([classes[u][0] for u in units], dtype=object)
+    shape = (units.size, len(CONNECTIONS))
+    flat = unit_idx.astype(np.int64) * len(CONNECTIONS) + conn_idx
+    size = shape[0] * shape[1]
+    n = np.bincount(flat, minlength=size).reshape(shape)
+    s1 = np.bincount(flat, weights=y, minlength=size).reshape(shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, s1 / n, np.nan)
+    dev = y - mean.ravel()[flat]
+    ss = np.bincount(flat, weights=dev * dev, minlength=size).reshape(shape)
+    return Cells(level=level, units=units, unit_class=unit_class, n=n, mean=mean, ss=ss,
+                 y=y, unit_idx=unit_idx, conn_idx=conn_idx)
+
+
+def normal_logp_cells(mu, sigma, n, mean, ss, xp=np):
+    """Exact Normal log-density of all rows from cell statistics (summed over cells).
+
+    `mu`, `sigma`, `n`, `mean` and `ss` are arrays of the non-empty cells (broadcastable);
+    `xp` is the array module (numpy or ``pytensor.tensor``).
+    """
+    return xp.sum(-0.5 * n * _LOG_2PI - n * xp.log(sigma)
+                  - (ss + n * (mean - mu) ** 2) / (2 * sigma**2))
+
+
+def normal_logp_rows(y, mu, sigma):
+    """Pointwise Normal log-density (numpy)."""
+    z = (y - mu) / sigma
+    return -0.5 * _LOG_2PI - np.log(sigma) - 0.5 * z * z

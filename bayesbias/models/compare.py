@@ -1,0 +1,186 @@
+"""Comparing fits: the same word list on two embeddings, and model variants by LOO."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..config import CONNECTIONS
+from ..errors import ModelSpecError
+from .fit import CONTRASTS, Fit
+from .report import resolve_ci, summarise, to_frame
+
+__all__ = ["Comparison", "compare_fits", "loo_compare", "STEREOTYPE", "NEUTRAL"]
+
+#: Connections that carry stereotypes, and the control connections.
+STEREOTYPE = ("associated", "different")
+NEUTRAL = ("human", "none")
+
+
+def _paired(a: xr.DataArray, b: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
+    """Flatten chains of two independent posteriors and truncate to a common draw count."""
+    def flat(x):
+        x = x.stack(sample=("chain", "draw")).transpose("sample", ...)
+        return x.drop_vars(["sample", "chain", "draw"], errors="ignore")
+
+    fa, fb = flat(a), flat(b)
+    n = min(fa.sizes["sample"], fb.sizes["sample"])
+    def back(x):
+        x = x.isel(sample=slice(0, n)).rename(sample="draw").expand_dims(chain=[0])
+        return x.assign_coords(draw=np.arange(n))
+    return back(fa), back(fb)
+
+
+def _diff_table(a: xr.DataArray, b: xr.DataArray, ci_prob, ci_kind) -> pd.DataFrame:
+    da, db = _paired(a, b)
+    diff = (db - da).rename("difference")
+    frame = to_frame(summarise(diff, ci_prob, ci_kind, zero_check=True))
+    frame = frame.rename(columns={"mean": "diff_mean", "sd": "diff_sd"})
+    dims = [d for d in diff.dims if d not in ("chain", "draw")]
+    ma = a.mean(("chain", "draw")).to_dataframe(name="a_mean").reset_index()
+    mb = b.mean(("chain", "draw")).to_dataframe(name="b_mean").reset_index()
+    attrs = frame.attrs
+    frame = frame.merge(ma[dims + ["a_mean"]], on=dims).merge(mb[dims + ["b_mean"]], on=dims)
+    frame = frame[dims + ["a_mean", "b_mean", "diff_mean", "diff_sd", "lower", "upper",
+                          "excludes_zero"]]
+    frame.attrs = attrs
+    return frame
+
+
+@dataclass
+class Comparison:
+    """Posterior differences ``b - a`` between two fits of the same spec.
+
+    Attributes
+    ----------
+    group_means, contrasts, word_means : pandas.DataFrame
+        ``a_mean, b_mean, diff_mean, diff_sd, lower, upper, excludes_zero`` per connection,
+        per contrast and per (unit, connection) present in both fits.
+    moved : dict
+        ``{"stereotype": [...], "neutral": [...]}``: connections whose group-level mean moved
+        (the interval of the difference excludes 0).
+    only_neutral_moved : bool
+        Control groups moved but neither stereotype connection did, the pattern the paper
+        found for debiasing: an apparent change of bias comes from neutral words moving.
+    verdict : list of str
+        Plain-language reading of the above.
+    """
+
+    labels: tuple[str, str]
+    unit_dim: str
+    spec_hash: str
+    group_means: pd.DataFrame
+    contrasts: pd.DataFrame
+    word_means: pd.DataFrame
+    moved: dict
+    only_neutral_moved: bool
+    verdict: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON."""
+        return {"a": self.labels[0], "b": self.labels[1], "difference": "b - a",
+                "spec_hash": self.spec_hash, "ci_prob": self.group_means.attrs["ci_prob"],
+                "ci_kind": self.group_means.attrs["ci_kind"],
+                "group_means": self.group_means, "contrasts": self.contrasts,
+                "word_means": self.word_means, "moved": self.moved,
+                "only_neutral_moved": self.only_neutral_moved, "verdict": self.verdict,
+                **self.extra}
+
+    def plot_forest(self, path):
+        """Forest plot of the differences, saved as PNG."""
+        from .plots import plot_comparison_forest
+
+        return plot_comparison_forest(self, path)
+
+    def __str__(self) -> str:
+        iv = self.group_means.attrs["interval"]
+        cols = ["a_mean", "b_mean", "diff_mean", "lower", "upper", "excludes_zero"]
+        return "\n".join([
+            f"{self.labels[1]} - {self.labels[0]} ({iv} of the difference)",
+            "group-level means:", self.group_means.set_index("connection")[cols]
+            .round(4).to_string(),
+            "contrasts:", self.contrasts.set_index("contrast")[cols].round(4).to_string(),
+            *self.verdict])
+
+
+def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
+                 labels: tuple[str, str] = ("a", "b")) -> Comparison:
+    """Posterior differences (b - a) of group-level means, contrasts and per-word means.
+
+    The two posteriors are independent (different data), so draws are paired by position
+    after flattening chains.
+
+    Raises
+    ------
+    ModelSpecError
+        If the fits were made with different specs.
+    """
+    ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+    if a.spec.hash != b.spec.hash:
+        raise ModelSpecError(f"cannot compare fits of different specs: {a.spec.name!r} "
+                             f"(hash {a.spec.hash}) vs {b.spec.name!r} (hash {b.spec.hash})")
+    unit = a.unit_dim
+    groups = _diff_table(a.group_mean_draws(), b.group_mean_draws(), ci_prob, ci_kind)
+    contrasts = _diff_table(a.contrast_draws(), b.contrast_draws(), ci_prob, ci_kind)
+    common = [u for u in a.cells.units if u in set(b.cells.units)]
+    if not common:
+        raise ModelSpecError("the two fits share no protected words")
+    wa = a.word_mean_draws().sel({unit: common})
+    wb = b.word_mean_draws().sel({unit: common})
+    words = _diff_table(wa, wb, ci_prob, ci_kind)
+    na = a._n().sel({unit: common})
+    nb = b._n().sel({unit: common})
+    both = ((na > 0) & (nb > 0)).to_dataframe(name="ok").reset_index()
+    words = words.merge(both, on=[unit, "connection"])
+    words = words.loc[words.pop("ok")].reset_index(drop=True)
+    words.attrs = groups.attrs
+
+    moved_rows = groups.set_index("connection")
+    moved = {"stereotype": [c for c in STEREOTYPE if moved_rows.loc[c, "excludes_zero"]],
+             "neutral": [c for c in NEUTRAL if moved_rows.loc[c, "excludes_zero"]]}
+    only_neutral = bool(moved["neutral"]) and not moved["stereotype"]
+    iv = groups.attrs["interval"]
+    verdict = []
+    for c in CONNECTIONS:
+        r = moved_rows.loc[c]
+        if r["excludes_zero"]:
+            way = "closer to" if r["diff_mean"] < 0 else "further from"
+            verdict.append(f"{c} attributes moved {way} the protected words "
+                           f"({r['diff_mean']:+.4f}; {iv} {r['lower']:+.4f} to "
+                           f"{r['upper']:+.4f})")
+    if only_neutral:
+        verdict.append("only the control groups (" + ", ".join(moved["neutral"]) + ") moved; "
+                       "the stereotype distances did not change credibly, so any change in a "
+                       "bias score comes from neutral words moving")
+    crow = contrasts.set_index("contrast")
+    for lab in ("associated - none", "associated - different"):
+        r = crow.loc[lab]
+        verdict.append(f"bias contrast {lab}: {r['a_mean']:+.4f} -> {r['b_mean']:+.4f} "
+                       + ("(credible change)" if r["excludes_zero"] else
+                          f"(change within the {iv} includes 0)"))
+    if not any(moved.values()):
+        verdict.insert(0, f"no group-level mean moved credibly ({iv} of every difference "
+                          "includes 0)")
+    return Comparison(labels=tuple(labels), unit_dim=unit, spec_hash=a.spec.hash,
+                      group_means=groups, contrasts=contrasts, word_means=words, moved=moved,
+                      only_neutral_moved=only_neutral, verdict=verdict)
+
+
+def loo_compare(fits: dict[str, Fit]):
+    """Compare model variants fitted to the same rows by PSIS-LOO (``arviz.compare``)."""
+    import arviz as az
+
+    rows = {name: f.cells.n_rows for name, f in fits.items()}
+    if len(set(rows.values())) != 1:
+        raise ModelSpecError(f"LOO comparison needs fits to the same rows; row counts {rows}")
+    ys = [f.cells.y for f in fits.values()]
+    if not all(np.array_equal(ys[0], y) for y in ys[1:]):
+        raise ModelSpecError("LOO comparison needs fits to the same rows; the data differ")
+    return az.compare({name: f.with_log_likelihood() for name, f in fits.items()})
+
+
+CONTRAST_LABELS = [f"{a} - {b}" for a, b in CONTRASTS]

@@ -1,0 +1,544 @@
+"""Fitting a model spec to a distance table, diagnostics, derived quantities, save and load."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..config import CONNECTIONS, defaults
+from ..errors import DiagnosticsError, ModelSpecError
+from ..io import atomic_path
+from .base import LIKELIHOODS, build_model
+from .cells import Cells, cells_from_table, normal_logp_rows
+from .report import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
+from .spec import ModelSpec, load_spec
+
+__all__ = [
+    "Fit",
+    "Diagnostics",
+    "SamplerWarning",
+    "fit_model",
+    "load_fit",
+    "CONTRASTS",
+    "SAMPLERS",
+    "RHAT_MAX",
+    "ESS_PER_CHAIN_MIN",
+]
+
+log = logging.getLogger(__name__)
+
+#: The contrasts reported by default, as (minuend, subtrahend) connections.
+CONTRASTS = (("associated", "none"), ("associated", "different"), ("different", "none"),
+             ("human", "none"))
+SAMPLERS = ("auto", "nutpie", "pymc")
+#: Largest acceptable rank-normalised split r-hat.
+RHAT_MAX = 1.01
+#: Smallest acceptable bulk and tail ESS per chain (so 400 for 4 chains).
+ESS_PER_CHAIN_MIN = 100
+
+
+class SamplerWarning(UserWarning):
+    """Sampler diagnostics failed (r-hat, ESS or divergences); the message names parameters."""
+
+
+def _contrast_label(a: str, b: str) -> str:
+    return f"{a} - {b}"
+
+
+@dataclass
+class Diagnostics:
+    """Convergence diagnostics of a fit.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per scalar parameter: ``parameter, rhat, ess_bulk, ess_tail``.
+    divergences : int
+    chains, draws : int
+    problems : list of str
+        Human-readable failures, each naming the parameters at fault (empty when ok).
+    """
+
+    table: pd.DataFrame
+    divergences: int
+    chains: int
+    draws: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every check passed."""
+        return not self.problems
+
+    def to_dict(self) -> dict:
+        """Plain summary for JSON."""
+        t = self.table
+        return {"ok": self.ok, "problems": self.problems, "divergences": self.divergences,
+                "chains": self.chains, "draws": self.draws,
+                "max_rhat": float(t["rhat"].max()), "min_ess_bulk": float(t["ess_bulk"].min()),
+                "min_ess_tail": float(t["ess_tail"].min())}
+
+    def __str__(self) -> str:
+        d = self.to_dict()
+        head = (f"diagnostics: max r-hat {d['max_rhat']:.3f}, min bulk ESS "
+                f"{d['min_ess_bulk']:.0f}, min tail ESS {d['min_ess_tail']:.0f}, "
+                f"{self.divergences} divergence(s) ({self.chains} chains x {self.draws} draws)")
+        return head + ("" if self.ok else "\n  " + "\n  ".join(self.problems))
+
+
+def _flat_names(da: xr.DataArray) -> list[str]:
+    if da.ndim == 0:
+        return [str(da.name)]
+    idx = pd.MultiIndex.from_product([da[d].values for d in da.dims]) if da.ndim > 1 else \
+        [(v,) for v in da[da.dims[0]].values]
+    return [f"{da.name}[{', '.join(map(str, i))}]" for i in idx]
+
+
+def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
+             rhat_max: float = RHAT_MAX, ess_per_chain_min: float = ESS_PER_CHAIN_MIN) \
+        -> Diagnostics:
+    """r-hat, bulk/tail ESS of every posterior variable and the number of divergences."""
+    import arviz as az
+
+    rhat = az.rhat(posterior)
+    ess_b = az.ess(posterior, method="bulk")
+    ess_t = az.ess(posterior, method="tail")
+    rows = []
+    for name in posterior.data_vars:
+        names = _flat_names(rhat[name].rename(name))
+        rows.append(pd.DataFrame({
+            "parameter": names, "rhat": np.ravel(rhat[name].values),
+            "ess_bulk": np.ravel(ess_b[name].values), "ess_tail": np.ravel(ess_t[name].values)}))
+    table = pd.concat(rows, ignore_index=True)
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    div = int(sample_stats["diverging"].sum()) if sample_stats is not None and \
+        "diverging" in sample_stats else 0
+    problems = []
+    ess_min = ess_per_chain_min * chains
+
+    def _names(mask) -> str:
+        bad = table.loc[mask, "parameter"].tolist()
+        return ", ".join(bad[:8]) + (f" and {len(bad) - 8} more" if len(bad) > 8 else "")
+
+    # NaN r-hat (a constant parameter) counts as a failure only with more than one chain.
+    bad_rhat = (table["rhat"] > rhat_max) | (table["rhat"].isna() & (chains > 1))
+    if bad_rhat.any():
+        problems.append(f"r-hat > {rhat_max} for {_names(bad_rhat)} (max "
+                        f"{table['rhat'].max():.3f})")
+    for col, label in (("ess_bulk", "bulk"), ("ess_tail", "tail")):
+        bad = table[col] < ess_min
+        if bad.any():
+            problems.append(f"{label} ESS < {ess_min:.0f} for {_names(bad)} (min "
+                            f"{table[col].min():.0f})")
+    if div:
+        problems.append(f"{div} divergent transition(s): the posterior geometry is hard for "
+                        "NUTS; try more tune steps or another parametrisation (noncentred)")
+    return Diagnostics(table=table, divergences=div, chains=chains, draws=draws,
+                       problems=problems)
+
+
+class Fit:
+    """A fitted model: posterior draws (``idata``, an ArviZ DataTree), its spec and data.
+
+    Create with :func:`fit_model` or :func:`load_fit`.
+    """
+
+    def __init__(self, idata, spec: ModelSpec, cells: Cells):
+        self.idata = idata
+        self.spec = spec
+        self.cells = cells
+
+    def __repr__(self) -> str:
+        s = self.cells.summary()
+        p = self.idata.posterior
+        return (f"<Fit {self.spec.name!r} ({self.spec.family}, hash {self.spec.hash}) on "
+                f"{s['rows']} rows, {s['units']} {self.cells.unit_dim.replace('_', ' ')}s; "
+                f"{p.sizes['chain']} chains x {p.sizes['draw']} draws>")
+
+    # -- posterior quantities -------------------------------------------------------------
+    @property
+    def posterior(self) -> xr.Dataset:
+        """The posterior group as a Dataset."""
+        return self.idata.posterior.to_dataset()
+
+    @property
+    def unit_dim(self) -> str:
+        """``"protected_word"`` or ``"protected_class"``."""
+        return self.cells.unit_dim
+
+    def _n(self) -> xr.DataArray:
+        return xr.DataArray(self.cells.n, dims=(self.unit_dim, "connection"),
+                            coords={self.unit_dim: self.cells.units.tolist(),
+                                    "connection": list(CONNECTIONS)})
+
+    def group_mean_draws(self) -> xr.DataArray:
+        """Draws of the group-level mean distance per connection.
+
+        ``mu_bar`` for the hierarchical family; for the others the average of the cell means
+        over the units that have rows in that connection.
+        """
+        post = self.posterior
+        if self.spec.family == "hierarchical":
+            out = post["mu_bar"]
+        else:
+            has = self._n() > 0
+            out = post["mu"].where(has).sum(self.unit_dim) / has.sum(self.unit_dim)
+        return out.rename("group_mean")
+
+    def contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
+        """Draws of differences between group-level means, dim ``contrast``."""
+        g = self.group_mean_draws()
+        parts = [g.sel(connection=a, drop=True) - g.sel(connection=b, drop=True)
+                 for a, b in contrasts]
+        labels = [_contrast_label(a, b) for a, b in contrasts]
+        return xr.concat(parts, dim="contrast").assign_coords(contrast=labels).rename("contrast")
+
+    def word_mean_draws(self) -> xr.DataArray:
+        """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``)."""
+        return self.posterior["mu"].rename("mean")
+
+    def word_contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
+        """Per-unit differences between connections, dims ``(..., unit, contrast)``."""
+        mu = self.word_mean_draws()
+        parts = [mu.sel(connection=a, drop=True) - mu.sel(connection=b, drop=True)
+                 for a, b in contrasts]
+        labels = [_contrast_label(a, b) for a, b in contrasts]
+        return xr.concat(parts, dim="contrast").assign_coords(contrast=labels).rename("contrast")
+
+    # -- tables ---------------------------------------------------------------------------
+    def group_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+        """Group-level mean distance per connection with its interval.
+
+        Returns a DataFrame (``connection, mean, sd, lower, upper, rows``) or, with
+        `as_xarray`, the Dataset of :func:`~bayesbias.models.report.summarise`.
+        """
+        ds = summarise(self.group_mean_draws(), ci_prob, ci_kind)
+        ds["rows"] = ("connection", self.cells.n.sum(axis=0))
+        return ds if as_xarray else to_frame(ds)
+
+    def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+        """Differences between group-level means (associated - none, ...), with intervals.
+
+        ``excludes_zero`` says whether the interval lies entirely on one side of 0.
+        """
+        ds = summarise(self.contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        return ds if as_xarray else to_frame(ds)
+
+    def word_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+        """Mean distance per (protected word or class, connection), for cells with rows."""
+        ds = summarise(self.word_mean_draws(), ci_prob, ci_kind)
+        ds["rows"] = self._n()
+        ds = ds.assign_coords(protected_class_of=(self.unit_dim, self.cells.unit_class.tolist()))
+        if as_xarray:
+            return ds
+        frame = to_frame(ds)
+        frame = frame.loc[frame["rows"] > 0].reset_index(drop=True)
+        if self.unit_dim == "protected_word":
+            frame.insert(1, "protected_class", frame.pop("protected_class_of"))
+        else:
+            frame = frame.drop(columns="protected_class_of")
+        return frame
+
+    def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+        """Per-unit contrasts (e.g. associated - none for each protected word)."""
+        ds = summarise(self.word_contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        if as_xarray:
+            return ds
+        frame = to_frame(ds)
+        n = self._n()
+        ok = [bool(n.sel({self.unit_dim: u, "connection": lab.split(" - ")[0]}) > 0
+                   and n.sel({self.unit_dim: u, "connection": lab.split(" - ")[1]}) > 0)
+              for u, lab in zip(frame[self.unit_dim], frame["contrast"])]
+        return frame.loc[ok].reset_index(drop=True)
+
+    def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:
+        """Every named model parameter (not the sampler's auxiliary ones) with intervals."""
+        post = self.posterior
+        names = {"hierarchical": ["mu_bar", "tau", "sigma"], "additive": ["co", "m", "sigma"],
+                 "separate": ["sigma"]}[self.spec.family]
+        frames = []
+        for v in names:
+            f = to_frame(summarise(post[v], ci_prob, ci_kind))
+            dims = [d for d in post[v].dims if d not in SAMPLE_DIMS]
+            f.insert(0, "parameter", [f"{v}[{', '.join(str(r[d]) for d in dims)}]" if dims
+                                      else v for _, r in f.iterrows()])
+            frames.append(f.drop(columns=dims))
+        out = pd.concat(frames, ignore_index=True)
+        out.attrs = frames[0].attrs
+        return out
+
+    # -- checks ---------------------------------------------------------------------------
+    def diagnostics(self, rhat_max: float = RHAT_MAX,
+                    ess_per_chain_min: float = ESS_PER_CHAIN_MIN) -> Diagnostics:
+        """r-hat, bulk/tail ESS and divergences (see :func:`diagnose`)."""
+        ss = self.idata["sample_stats"].to_dataset() if "sample_stats" in self.idata else None
+        return diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
+
+    def _draws_flat(self, da: xr.DataArray) -> np.ndarray:
+        return da.transpose(*SAMPLE_DIMS, ...).values
+
+    def _cell_sigma(self) -> np.ndarray:
+        sig = self._draws_flat(self.posterior["sigma"])
+        if sig.ndim == 2:  # single residual sd
+            sig = np.repeat(sig[..., None], len(CONNECTIONS), axis=-1)
+        return sig  # (chain, draw, connection)
+
+    def log_likelihood(self, dtype=np.float64) -> xr.DataArray:
+        """Pointwise log-likelihood of every row (dims ``chain, draw, row``).
+
+        Computed from the posterior draws after sampling; the sufficient-statistic fit has
+        none of its own.
+        """
+        c = self.cells
+        mu = self._draws_flat(self.posterior["mu"])
+        sig = self._cell_sigma()
+        out = np.empty(mu.shape[:2] + (c.n_rows,), dtype=dtype)
+        step = max(1, 2_000_000 // max(mu.shape[0] * mu.shape[1], 1))
+        for start in range(0, c.n_rows, step):
+            sl = slice(start, start + step)
+            out[..., sl] = normal_logp_rows(c.y[sl], mu[..., c.unit_idx[sl], c.conn_idx[sl]],
+                                            sig[..., c.conn_idx[sl]])
+        post = self.idata.posterior
+        return xr.DataArray(out, dims=("chain", "draw", "row"),
+                            coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                                    "row": np.arange(c.n_rows)}, name="cosine_distance")
+
+    def with_log_likelihood(self):
+        """A copy of ``idata`` with a ``log_likelihood`` group (for ``az.loo`` / ``az.compare``)."""
+        tree = self.idata.copy()
+        tree["log_likelihood"] = xr.DataTree(self.log_likelihood().to_dataset())
+        return tree
+
+    def loo(self):
+        """PSIS-LOO of the rows through ``arviz.loo``."""
+        import arviz as az
+
+        return az.loo(self.with_log_likelihood())
+
+    def ppc(self, probs=(0.89, 0.5), ci_kind: str = "hdi", seed: int | None = None) \
+            -> pd.DataFrame:
+        """Posterior predictive check: share of observed distances inside predictive intervals.
+
+        The predictive distribution of a row depends only on its cell, so one replicate per
+        draw and cell gives every row's predictive interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per connection plus ``all``: ``rows`` and, for each probability p,
+            ``inside_<p>`` (share of rows inside the p predictive interval; ideally about p).
+        """
+        _, ci_kind = resolve_ci(None, ci_kind)
+        c = self.cells
+        rng = np.random.default_rng(defaults.seed if seed is None else seed)
+        mu = self._draws_flat(self.posterior["mu"])
+        sig = self._cell_sigma()[:, :, None, :]
+        rep = mu + sig * rng.standard_normal(mu.shape)
+        rep = xr.DataArray(rep, dims=("chain", "draw", "unit", "connection"))
+        rows = {"connection": list(CONNECTIONS) + ["all"],
+                "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
+        for p in probs:
+            ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound").values
+            lo, hi = ci[c.unit_idx, c.conn_idx, 0], ci[c.unit_idx, c.conn_idx, 1]
+            inside = (c.y >= lo) & (c.y <= hi)
+            per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = per / c.n.sum(axis=0)
+            rows[f"inside_{p:g}"] = list(share) + [float(inside.mean())]
+        frame = pd.DataFrame(rows)
+        frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
+        return frame
+
+    # -- output ---------------------------------------------------------------------------
+    def plot_forest(self, path, ci_prob=None, ci_kind=None):
+        """Forest plots per protected word and per connection, saved as PNG at `path`."""
+        from .plots import plot_fit_forest
+
+        return plot_fit_forest(self, path, ci_prob, ci_kind)
+
+    def summary(self, ci_prob=None, ci_kind=None) -> dict:
+        """Everything a report needs, as plain data (for JSON)."""
+        ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+        return {
+            "model": self.spec.name, "family": self.spec.family, "spec_hash": self.spec.hash,
+            "spec": self.spec.to_dict(), "data": self.cells.summary(),
+            "ci_prob": ci_prob, "ci_kind": ci_kind,
+            "sampler": self.idata.attrs.get("sampler"),
+            "diagnostics": self.diagnostics().to_dict(),
+            "group_means": self.group_means(ci_prob, ci_kind),
+            "contrasts": self.contrasts(ci_prob, ci_kind),
+            "word_means": self.word_means(ci_prob, ci_kind),
+            "parameters": self.parameters(ci_prob, ci_kind),
+        }
+
+    def save(self, path) -> Path:
+        """Write the fit (posterior, data, spec, spec hash, version) to netCDF, atomically."""
+        path = Path(path)
+        tree = self.idata.copy()
+        if "sample_stats" in tree:  # object-typed messages do not serialise
+            ss = tree["sample_stats"].to_dataset()
+            ss = ss.drop_vars([v for v in ss.data_vars if ss[v].dtype == object])
+            tree["sample_stats"] = xr.DataTree(ss)
+        with atomic_path(path, suffix=".nc") as tmp:
+            tree.to_netcdf(tmp)
+        return path
+
+
+def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
+    unit = cells.unit_dim
+    coords = {unit: cells.units.tolist(), "connection": list(CONNECTIONS)}
+    constant = xr.Dataset({
+        "cell_rows": ((unit, "connection"), cells.n.astype(np.int64)),
+        "cell_mean": ((unit, "connection"), cells.mean),
+        "cell_ss": ((unit, "connection"), cells.ss),
+        "unit_class": ((unit,), cells.unit_class.astype(str)),
+        "row_unit": (("row",), cells.unit_idx),
+        "row_connection": (("row",), cells.conn_idx),
+    }, coords=coords)
+    observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
+    return constant, observed
+
+
+def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -> Cells:
+    unit = {"word": "protected_word", "class": "protected_class"}[level]
+    return Cells(level=level, units=np.asarray(constant[unit].values, dtype=object),
+                 unit_class=np.asarray(constant["unit_class"].values, dtype=object),
+                 n=constant["cell_rows"].values.astype(np.int64),
+                 mean=constant["cell_mean"].values, ss=constant["cell_ss"].values,
+                 y=observed["cosine_distance"].values,
+                 unit_idx=constant["row_unit"].values.astype(np.int32),
+                 conn_idx=constant["row_connection"].values.astype(np.int32))
+
+
+def _resolve_sampler(sampler: str) -> str:
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if sampler == "auto":
+        return "nutpie" if importlib.util.find_spec("nutpie") else "pymc"
+    return sampler
+
+
+def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
+              tune: int = 1000, chains: int = 4, cores: int | None = None,
+              seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
+              strict: bool = False, progressbar: bool = False, **spec_overrides) -> Fit:
+    """Fit a model spec to a distance table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A distance table (:mod:`bayesbias.distances`).
+    model : str, path-like or ModelSpec
+        Shipped spec name (``"hierarchical"``, ``"additive"``, ``"separate"``, ...), TOML
+        file or spec; see :func:`~bayesbias.models.spec.load_spec`.
+    draws, tune, chains, cores : int
+        Sampler settings; `cores` defaults to ``min(chains, 2)``.
+    seed : int, optional
+        Random seed (default ``bayesbias.config.defaults.seed``); equal seeds give equal draws.
+    sampler : {"auto", "nutpie", "pymc"}
+        ``"auto"`` uses nutpie when installed, PyMC's NUTS otherwise.
+    likelihood : {"sufficient", "rows"}
+        Exact per-cell sufficient statistics (default; cost independent of the row count) or
+        one term per row.
+    strict : bool
+        Raise :class:`~bayesbias.errors.DiagnosticsError` if the diagnostics fail (they are
+        always checked, and a :class:`SamplerWarning` is issued otherwise).
+    **spec_overrides
+        Passed to the spec (``level``, ``residual_sd``, ``noncentred``, ``priors``).
+    """
+    import pymc as pm
+
+    from .. import __version__
+
+    spec = load_spec(model, **spec_overrides)
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
+    cells = cells_from_table(table, spec.level)
+    seed = defaults.seed if seed is None else int(seed)
+    sampler = _resolve_sampler(sampler)
+    pm_model = build_model(spec, cells, likelihood)
+    cores = min(chains, 2) if cores is None else cores
+    t0 = time.perf_counter()
+    with pm_model:
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
+                          nuts_sampler=sampler, progressbar=progressbar,
+                          compute_convergence_checks=False)
+    wall = time.perf_counter() - t0
+    constant, observed = _data_groups(cells)
+    tree = xr.DataTree(name=None)
+    tree["posterior"] = xr.DataTree(idata.posterior.to_dataset())
+    if "sample_stats" in idata:
+        tree["sample_stats"] = xr.DataTree(idata.sample_stats.to_dataset())
+    tree["constant_data"] = xr.DataTree(constant)
+    tree["observed_data"] = xr.DataTree(observed)
+    source = {k: str(v) for k, v in table.attrs.items()
+              if k in ("source", "topic", "embedding", "wordlist", "repeats_dropped",
+                       "sentinel_rows_dropped", "missing")}
+    tree.attrs.update(
+        bayesbias_version=__version__, spec=spec.to_json(), spec_hash=spec.hash,
+        spec_name=spec.name, data_summary=json.dumps(cells.summary()),
+        table_attrs=json.dumps(source), sampler=sampler, likelihood=likelihood, seed=seed,
+        draws=draws, tune=tune, chains=chains, wall_time_s=round(wall, 3),
+        sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
+    )
+    fit = Fit(tree, spec, cells)
+    log.info("fitted %s in %.1f s", spec.name, wall)
+    check(fit, strict)
+    return fit
+
+
+def check(fit: Fit, strict: bool = False) -> Diagnostics:
+    """Run the diagnostics; warn naming the parameters at fault, or raise if `strict`."""
+    diag = fit.diagnostics()
+    if not diag.ok:
+        msg = f"model {fit.spec.name!r}: " + "; ".join(diag.problems)
+        if strict:
+            raise DiagnosticsError(msg)
+        warnings.warn(msg, SamplerWarning, stacklevel=3)
+        log.warning("%s", msg)
+    return diag
+
+
+def load_fit(path, spec=None) -> Fit:
+    """Load a fit saved with :meth:`Fit.save`.
+
+    Parameters
+    ----------
+    spec : str, path-like or ModelSpec, optional
+        The spec the fit must have been made with; a mismatch raises
+        :class:`~bayesbias.errors.ModelSpecError`. Without it, the stored spec is used after
+        checking that it still hashes to the stored hash.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelSpecError(f"{path}: no such fit file")
+    try:
+        tree = xr.open_datatree(path)
+        tree.load()
+    except (OSError, ValueError) as exc:
+        raise ModelSpecError(f"{path}: not a readable fit file: {exc}") from None
+    attrs = tree.attrs
+    if "spec" not in attrs or "spec_hash" not in attrs:
+        raise ModelSpecError(f"{path}: not a bayesbias fit (no spec in its attributes)")
+    stored = ModelSpec.from_dict(json.loads(attrs["spec"]), f"{path} (stored spec)")
+    if stored.hash != attrs["spec_hash"]:
+        raise ModelSpecError(f"{path}: stored spec hashes to {stored.hash}, file says "
+                             f"{attrs['spec_hash']}; the file was altered")
+    if spec is not None:
+        wanted = load_spec(spec)
+        if wanted.hash != stored.hash:
+            raise ModelSpecError(
+                f"{path}: fitted with spec {stored.name!r} (hash {stored.hash}), which does not "
+                f"match the requested spec {wanted.name!r} (hash {wanted.hash})")
+    cells = _cells_from_groups(tree["constant_data"].to_dataset(),
+                               tree["observed_data"].to_dataset(), stored.level)
+    return Fit(tree, stored, cells)

@@ -1,0 +1,299 @@
+"""Model specs as data: priors and structural choices read from TOML and validated eagerly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import CONNECTIONS
+from ..errors import ModelSpecError
+from ..io import shipped_dir
+
+__all__ = [
+    "Prior",
+    "ModelSpec",
+    "load_spec",
+    "available_models",
+    "FAMILIES",
+    "LEVELS",
+    "RESIDUAL_SDS",
+    "PRIOR_NAMES",
+]
+
+FAMILIES = ("hierarchical", "additive", "separate")
+LEVELS = ("word", "class")
+RESIDUAL_SDS = ("per_connection", "single")
+#: The priors every family needs, in model-card order.
+PRIOR_NAMES = {
+    "hierarchical": ("mu_bar", "tau", "sigma"),
+    "additive": ("m", "co", "sigma"),
+    "separate": ("mu", "sigma"),
+}
+#: Distributions a prior may use, with their parameters (PyMC names) and whether positive.
+DISTRIBUTIONS = {
+    "Normal": (("mu", "sigma"), False),
+    "StudentT": (("nu", "mu", "sigma"), False),
+    "Exponential": (("lam",), True),
+    "HalfNormal": (("sigma",), True),
+    "HalfCauchy": (("beta",), True),
+    "HalfStudentT": (("nu", "sigma"), True),
+    "LogNormal": (("mu", "sigma"), True),
+    "Gamma": (("alpha", "beta"), True),
+}
+#: Priors that must be positive (scales).
+_SCALE_PRIORS = {"tau", "sigma"}
+_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors"}
+
+
+def _choice(value, valid, what: str, source: str):
+    if value not in valid:
+        raise ModelSpecError(f"{source}: {what} must be one of {', '.join(map(str, valid))}, "
+                             f"got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A prior distribution as data: a PyMC distribution name and its parameters."""
+
+    dist: str
+    params: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def from_dict(cls, d: dict, name: str = "prior", source: str = "spec") -> Prior:
+        """Validate a ``{"dist": ..., **params}`` mapping."""
+        if not isinstance(d, dict) or "dist" not in d:
+            raise ModelSpecError(f"{source}: prior {name!r} must be a table with a 'dist' key, "
+                                 f"e.g. {{ dist = \"Normal\", mu = 1.0, sigma = 0.3 }}")
+        dist = _choice(d["dist"], tuple(DISTRIBUTIONS), f"prior {name!r} dist", source)
+        needed, _ = DISTRIBUTIONS[dist]
+        given = {k: v for k, v in d.items() if k != "dist"}
+        if set(given) != set(needed):
+            raise ModelSpecError(f"{source}: prior {name!r} ({dist}) needs parameters "
+                                 f"{', '.join(needed)}, got {', '.join(sorted(given)) or 'none'}")
+        params = []
+        for k in needed:
+            v = given[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ModelSpecError(f"{source}: prior {name!r} parameter {k} must be a number, "
+                                     f"got {v!r}")
+            if k != "mu" and not v > 0:
+                raise ModelSpecError(f"{source}: prior {name!r} parameter {k} must be > 0, got {v}")
+            params.append((k, float(v)))
+        return cls(dist, tuple(params))
+
+    @property
+    def positive(self) -> bool:
+        """Whether the distribution's support is the positive reals."""
+        return DISTRIBUTIONS[self.dist][1]
+
+    def to_dict(self) -> dict:
+        """The prior as a plain mapping (round-trips through :meth:`from_dict`)."""
+        return {"dist": self.dist, **dict(self.params)}
+
+    def create(self, name: str, **kwargs):
+        """Create the PyMC random variable `name` (inside a model context)."""
+        import pymc as pm
+
+        return getattr(pm, self.dist)(name, **dict(self.params), **kwargs)
+
+    def dist_(self):
+        """The unnamed PyMC distribution (for ``pm.logp``)."""
+        import pymc as pm
+
+        return getattr(pm, self.dist).dist(**dict(self.params))
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{k}={v:g}" for k, v in self.params)
+        return f"{self.dist}({args})"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A validated model specification.
+
+    Attributes
+    ----------
+    name : str
+        Label of the spec (not part of the hash).
+    family : {"hierarchical", "additive", "separate"}
+    level : {"word", "class"}
+        Cell means per (protected word, connection) or per (protected class, connection).
+    residual_sd : {"per_connection", "single"}
+    noncentred : tuple of str
+        Hierarchical only: connections whose cell means are sampled non-centred.
+    priors : dict of {str: Prior}
+    description : str
+    """
+
+    name: str
+    family: str
+    level: str = "word"
+    residual_sd: str = "per_connection"
+    noncentred: tuple[str, ...] = ()
+    priors: dict = field(default_factory=dict)
+    description: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "spec") -> ModelSpec:
+        """Validate a spec mapping (as read from TOML); errors list the valid choices."""
+        unknown = sorted(set(d) - _KEYS)
+        if unknown:
+            raise ModelSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: "
+                                 f"{', '.join(sorted(_KEYS))}")
+        family = _choice(d.get("family"), FAMILIES, "family", source)
+        level = _choice(d.get("level", "word"), LEVELS, "level", source)
+        residual_sd = _choice(d.get("residual_sd", "per_connection"), RESIDUAL_SDS,
+                              "residual_sd", source)
+        noncentred = d.get("noncentred", [])
+        if noncentred and family != "hierarchical":
+            raise ModelSpecError(f"{source}: noncentred applies to the hierarchical family only")
+        if isinstance(noncentred, str) or not isinstance(noncentred, (list, tuple)):
+            raise ModelSpecError(f"{source}: noncentred must be a list of connections "
+                                 f"(subset of {', '.join(CONNECTIONS)}), got {noncentred!r}")
+        for c in noncentred:
+            _choice(c, CONNECTIONS, "each noncentred entry", source)
+        raw = d.get("priors", {})
+        needed = PRIOR_NAMES[family]
+        extra = sorted(set(raw) - set(needed))
+        absent = [p for p in needed if p not in raw]
+        if extra or absent:
+            raise ModelSpecError(
+                f"{source}: the {family} family needs priors {', '.join(needed)}"
+                + (f"; unknown: {', '.join(extra)}" if extra else "")
+                + (f"; missing: {', '.join(absent)}" if absent else ""))
+        priors = {p: Prior.from_dict(raw[p], p, source) for p in needed}
+        for p in _SCALE_PRIORS & set(priors):
+            if not priors[p].positive:
+                raise ModelSpecError(
+                    f"{source}: prior {p!r} is a scale and needs a positive distribution "
+                    f"({', '.join(k for k, (_, pos) in DISTRIBUTIONS.items() if pos)}), "
+                    f"got {priors[p].dist}")
+        if family == "additive":
+            for p in ("m", "co"):
+                if priors[p].dist != "Normal":
+                    raise ModelSpecError(
+                        f"{source}: the additive family samples an exact rotation of (m, co) "
+                        f"and needs Normal priors for them; got {p} ~ {priors[p]}")
+        name = str(d.get("name", family))
+        order = [c for c in CONNECTIONS if c in noncentred]
+        return cls(name=name, family=family, level=level, residual_sd=residual_sd,
+                   noncentred=tuple(order), priors=priors,
+                   description=str(d.get("description", "")))
+
+    def to_dict(self) -> dict:
+        """The spec as a plain mapping (round-trips through :meth:`from_dict`)."""
+        d = {"name": self.name, "family": self.family, "description": self.description,
+             "level": self.level, "residual_sd": self.residual_sd,
+             "priors": {k: v.to_dict() for k, v in self.priors.items()}}
+        if self.family == "hierarchical":
+            d["noncentred"] = list(self.noncentred)
+        return d
+
+    def to_json(self) -> str:
+        """JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 (first 16 hex digits) of everything that defines the model.
+
+        The name and description are labels and do not enter the hash.
+        """
+        d = self.to_dict()
+        d.pop("name")
+        d.pop("description")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+    def replace(self, **overrides) -> ModelSpec:
+        """A new validated spec with some fields (or priors, as ``priors={...}``) replaced.
+
+        Prior overrides may be :class:`Prior` objects or mappings and are merged into the
+        existing priors.
+        """
+        unknown = sorted(set(overrides) - (_KEYS - {"family"}))
+        if unknown:
+            raise ModelSpecError(f"unknown spec override(s) {', '.join(unknown)}; valid: "
+                                 f"{', '.join(sorted(_KEYS - {'family'}))}")
+        d = self.to_dict()
+        priors = overrides.pop("priors", None) or {}
+        d["priors"].update({k: v.to_dict() if isinstance(v, Prior) else v
+                            for k, v in priors.items()})
+        d.update(overrides)
+        if "noncentred" in overrides and overrides["noncentred"] is None:
+            d["noncentred"] = []
+        return ModelSpec.from_dict(d, f"spec {self.name!r} with overrides")
+
+    def card(self) -> str:
+        """A readable model card: the likelihood, the priors and the structural choices."""
+        unit = "w" if self.level == "word" else "k"
+        unit_name = "protected word" if self.level == "word" else "protected class"
+        s = "sigma[c]" if self.residual_sd == "per_connection" else "sigma"
+        p = self.priors
+        lines = [f"model {self.name!r} (family {self.family}, spec hash {self.hash})"]
+        if self.description:
+            lines.append(f"  {self.description}")
+        lines.append(f"  i: a row; {unit}: its {unit_name}; c: its connection "
+                     f"({', '.join(CONNECTIONS)})")
+        if self.family == "hierarchical":
+            lines += [f"  distance_i ~ Normal(mu[{unit}, c], {s})",
+                      f"  mu[{unit}, c] ~ Normal(mu_bar[c], tau[c])",
+                      f"  mu_bar[c] ~ {p['mu_bar']}",
+                      f"  tau[c] ~ {p['tau']}"]
+        elif self.family == "additive":
+            lines += [f"  distance_i ~ Normal(m[{unit}] + co[c], {s})",
+                      f"  m[{unit}] ~ {p['m']}",
+                      f"  co[c] ~ {p['co']}"]
+        else:
+            lines += [f"  distance_i ~ Normal(mu[{unit}, c], {s})",
+                      f"  mu[{unit}, c] ~ {p['mu']}"]
+        lines.append(f"  {s} ~ {p['sigma']}")
+        if self.family == "hierarchical":
+            nc = ", ".join(self.noncentred) or "none"
+            lines.append(f"  non-centred connections: {nc}")
+        if self.family == "additive":
+            lines.append("  identified: contrasts co[c] - co[none]; sampled on an exact rotation")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.card()
+
+
+def available_models() -> list[str]:
+    """Names of the shipped model specs (files ``models/*.toml``)."""
+    return sorted(p.stem for p in shipped_dir("models").glob("*.toml"))
+
+
+def load_spec(model="hierarchical", **overrides) -> ModelSpec:
+    """Load and validate a model spec.
+
+    Parameters
+    ----------
+    model : str, path-like or ModelSpec
+        A shipped spec name (see :func:`available_models`), a TOML file, or a spec.
+    **overrides
+        Fields to replace (``level``, ``residual_sd``, ``noncentred``, ``priors``, ``name``).
+    """
+    if isinstance(model, ModelSpec):
+        spec = model
+    else:
+        path = Path(str(model))
+        if path.suffix != ".toml":
+            names = available_models()
+            if str(model) not in names:
+                raise ModelSpecError(f"unknown model {model!r}; shipped models: "
+                                     f"{', '.join(names)} (or give a .toml file)")
+            path = shipped_dir("models") / f"{model}.toml"
+        if not path.is_file():
+            raise ModelSpecError(f"{path}: no such model spec file")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ModelSpecError(f"{path}: not valid TOML: {exc}") from None
+        spec = ModelSpec.from_dict(data, str(path))
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return spec.replace(**overrides) if overrides else spec
+
