@@ -352,22 +352,54 @@ def _detect(path: Path, fh) -> str:
     # text if the first record's line is `dim` numbers
     line = rest.split(b"\n", 1)[0]
     tokens = line.split()[1:]
-    if len(tokens) == dim:
-        try:
-            [float(t) for t in tokens]
-            return "word2vec"
-        except ValueError:
-            pass
     region = rest[word_end + 1:word_end + 1 + 4 * dim]
-    if any(b not in _TEXT_BYTES for b in region):
+    region_is_text = all(b in _TEXT_BYTES for b in region)
+    floats = bool(tokens) and all(map(_is_float, tokens))
+    if floats and (len(tokens) == dim or region_is_text):
+        return "word2vec"  # (a line of numbers of the wrong count is still text)
+    complete = len(probe) < _PROBE_BYTES
+    if _plausible_binary(rest, dim, int(m.group(1)), complete) or not region_is_text:
         return "word2vec-binary"
     return "word2vec"
 
 
+def _plausible_binary(data: bytes, dim: int, count: int, complete: bool,
+                      records: int = 8) -> bool:
+    """Whether `data` (after the header) starts like binary word2vec records.
+
+    `complete` says `data` is the whole rest of the file, so it must end with the last
+    record the header declares.
+    """
+    pos = 0
+    checked = min(count, records)
+    for _ in range(checked):
+        while pos < len(data) and data[pos] in (0x0A, 0x0D):
+            pos += 1
+        if pos >= len(data):
+            return not complete
+        j = data.find(b" ", pos, pos + _MAX_WORD_BYTES + 1)
+        if j < 0:
+            return not complete and len(data) - pos <= _MAX_WORD_BYTES
+        word = data[pos:j]
+        if not word or any(b in word for b in b"\t\n\r"):
+            return False
+        try:
+            word.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        pos = j + 1 + 4 * dim
+        if pos > len(data):
+            return not complete
+    if complete and checked == count:
+        return not data[pos:].strip()
+    return True
+
+
 def _check_vector(path, vec: np.ndarray, word: str, where: dict) -> None:
     if not np.all(np.isfinite(vec)):
-        raise EmbeddingFormatError(path, f"vector of {word!r} has NaN or infinite values",
-                                   **where)
+        raise EmbeddingFormatError(
+            path, f"vector of {word!r} has NaN or infinite values (or beyond float32 range)",
+            **where)
     if not np.any(vec):
         raise EmbeddingFormatError(path, f"vector of {word!r} is all zeros (no direction, "
                                    "cosine undefined)", **where)
@@ -403,7 +435,8 @@ def _parse_vector(path, rest: bytes, dim: int, where: dict, word: str,
         raise EmbeddingFormatError(
             path, f"vector of {word!r} has {len(tokens)} values, expected {dim}", **where)
     try:
-        vec = np.array([float(t) for t in tokens], dtype=np.float32)
+        with np.errstate(over="ignore"):  # beyond float32 range -> inf, rejected below
+            vec = np.array([float(t) for t in tokens], dtype=np.float32)
     except ValueError:
         bad = next(t for t in tokens if not _is_float(t))
         raise EmbeddingFormatError(
@@ -463,7 +496,8 @@ def _read_text(path: Path, fh, wanted, header: bool, auto: bool) -> Embedding:
         try:
             vec = _parse_vector(path, rest, dim, where, word, check_values=keep)
         except EmbeddingFormatError as exc:
-            if n_records == 2 and first_numeric:
+            if count is None and ((n_records == 1 and _is_float(parts[0]))
+                                  or (n_records == 2 and first_numeric)):
                 exc.args = (exc.args[0] + " (is line 1 a malformed header? a word2vec "
                             "header is '<number of words> <dimension>')",)
             raise
@@ -473,8 +507,8 @@ def _read_text(path: Path, fh, wanted, header: bool, auto: bool) -> Embedding:
         keep_words.append(word)
         keep_vecs.append(vec)
     if lineno == 0 or (n_records == 0 and count is None):
-        raise EmbeddingFormatError(path, "empty file: no header and no vectors",
-                                   line=max(lineno, 1))
+        raise EmbeddingFormatError(path, "empty file: no header and no vectors"
+                                   + (" (only blank lines)" if lineno else ""), line=1)
     if count is not None and n_records < count:
         raise EmbeddingFormatError(
             path, f"file ends after {n_records} vectors but the header declares {count} "
