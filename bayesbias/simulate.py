@@ -199,7 +199,7 @@ class NullStudy:
                 "B": self.attributes[1], "none": self.neutral}
 
     def describe(self) -> dict:
-        """The spec as plain data (no pool, callables by name)."""
+        """Return the spec as plain data (no pool, callables by name)."""
         out = {k: getattr(self, k) for k in (
             "null", "targets", "attributes", "sd", "reps", "seed", "statistics", "mean",
             "word_sd", "attribute_sd", "neutral", "alternative", "sd_convention",
@@ -234,7 +234,7 @@ def neutral_pool(table: pd.DataFrame) -> np.ndarray:
 # Drawing
 # --------------------------------------------------------------------------------------
 def _choose(rng, n_rows: int, population: int, k: int) -> np.ndarray:
-    """Indices (n_rows, k): without replacement when possible."""
+    """Draw indices (n_rows, k), without replacement when possible."""
     if k <= population:
         return np.argsort(rng.random((n_rows, population)), axis=1)[:, :k]
     return rng.integers(0, population, size=(n_rows, k))
@@ -258,7 +258,7 @@ def draw_similarities(study: NullStudy, n: int, rng) -> np.ndarray:
 
 
 def replication_table(sim: np.ndarray, study: NullStudy) -> pd.DataFrame:
-    """The long distance table of one replication (for `extra` statistics).
+    """Build the long distance table of one replication (for `extra` statistics).
 
     Protected words ``x0..``, ``y0..`` of classes X, Y; attributes ``a0..`` (class X),
     ``b0..`` (class Y) and ``n0..`` (neutral, connection ``none``).
@@ -491,7 +491,7 @@ def summarize(ds: xr.Dataset, *, thresholds: Sequence[float] = (0.5, 0.8, 1.27),
 
 
 def summary_dict(summary: xr.Dataset) -> dict:
-    """A single-cell summary as nested plain dicts (for JSON and text output)."""
+    """Return a single-cell summary as nested plain dicts (for JSON and text output)."""
     if set(summary.dims) - {"statistic", "quantile", "threshold", "effect", "test"}:
         raise ValueError("summary_dict handles one cell; select a grid cell first")
     out = {

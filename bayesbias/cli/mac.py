@@ -18,6 +18,7 @@ not scaled by any spread: read it as a distance level, not as an effect size."""
 
 
 def register(sub) -> None:
+    """Add the ``mac`` sub-command to `sub`."""
     p = add_parser(
         sub, "mac", "Mean Average Cosine distance (Manzini et al.), paired t-test",
         "  bayesbias mac --embedding default --wordlist religion --json\n"
@@ -55,6 +56,7 @@ def _from_table(args, path):
 
 
 def run(args) -> int:
+    """Run ``bayesbias mac``; return the exit code."""
     if args.distances:
         a = _from_table(args, args.distances)
         b = _from_table(args, args.distances_b) if args.distances_b else None

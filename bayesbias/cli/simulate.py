@@ -50,6 +50,7 @@ def _size_pair(text: str) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def register(sub) -> None:
+    """Add the ``simulate`` sub-command to `sub`."""
     p = add_parser(
         sub, "simulate", "null-simulation study: WEAT and MAC with no bias",
         "  bayesbias simulate --null independent --targets 8 8 --attributes 8 8 --sd 0.08 \\\n"
@@ -103,6 +104,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``bayesbias simulate``; return the exit code."""
     pool = None
     if args.null == "resample":
         if not args.table:

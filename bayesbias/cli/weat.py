@@ -46,6 +46,7 @@ def _nonneg_int(text: str) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``weat`` sub-command to `sub`."""
     p = add_parser(
         sub, "weat", "Word Embedding Association Test (exact/Monte Carlo permutation p)",
         "  bayesbias weat --embedding default --test weat7 --json\n"
@@ -113,6 +114,7 @@ def _sets(args):
 
 
 def run(args) -> int:
+    """Run ``bayesbias weat``; return the exit code."""
     options = dict(alternative=args.alternative, sd=args.sd_convention,
                    n_permutations=args.permutations, exact_limit=args.exact_limit,
                    seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)

@@ -143,7 +143,7 @@ def _ddof(sd: str) -> int:
 
 
 def n_splits(n_x: int, n_y: int) -> int:
-    """Number of ways to re-partition X ∪ Y into sets of sizes n_x and n_y."""
+    """Count the ways to re-partition X ∪ Y into sets of sizes n_x and n_y."""
     return math.comb(n_x + n_y, n_x)
 
 
