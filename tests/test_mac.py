@@ -36,7 +36,8 @@ def religion_emb():
 def test_mac_matches_definition(religion_emb):
     wl = load_wordlist("religion")
     r = mac(religion_emb, wl)
-    v = {w: x / np.linalg.norm(x) for w, x in zip(religion_emb.words, religion_emb.vectors, strict=True)}
+    v = {w: x / np.linalg.norm(x)
+         for w, x in zip(religion_emb.words, religion_emb.vectors, strict=True)}
     values = [np.mean([1 - v[t] @ v[a] for a in c.stereotypes])
               for t in wl.protected_words for c in wl.classes]
     assert r.mac == pytest.approx(np.mean(values), rel=1e-12)
