@@ -54,6 +54,11 @@ class Section:
         self.items.append(("figure", (fig, name, caption)))
         return self
 
+    def figure_from(self, draw, name: str, caption: str = "") -> Section:
+        """Add a figure drawn by ``draw(path)`` into ``figures/<name>.png`` at write time."""
+        self.items.append(("figure", (draw, name, caption)))
+        return self
+
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
@@ -80,10 +85,10 @@ class Report:
         self.sections: list[Section] = []
         self.data: dict = {}
 
-    def section(self, title: str) -> Section:
-        """Start a new section."""
+    def section(self, title: str, first: bool = False) -> Section:
+        """Start a new section (at the end, or before all others with `first`)."""
         sec = Section(title)
-        self.sections.append(sec)
+        self.sections.insert(0 if first else len(self.sections), sec)
         return sec
 
     def choice(self, name: str, value) -> None:
@@ -150,8 +155,12 @@ class Report:
                                            na_rep="", border=0))
                 elif kind == "figure":
                     fig, name, caption = item
-                    fig.savefig(root / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
-                    plt.close(fig)
+                    if callable(fig):
+                        fig(root / "figures" / f"{name}.png")
+                    else:
+                        fig.savefig(root / "figures" / f"{name}.png", dpi=110,
+                                    bbox_inches="tight")
+                        plt.close(fig)
                     md += [f"![{caption or name}](figures/{name}.png)", "", caption, ""]
                     body.append(f'<figure><img src="figures/{name}.png" alt="{html.escape(name)}">'
                                 f"<figcaption>{_inline(caption)}</figcaption></figure>")
