@@ -61,6 +61,7 @@ __all__ = [
     "summary_dict",
     "neutral_pool",
     "weat_bound",
+    "BayesExcludesZero",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,8 +116,9 @@ class NullStudy:
         Mean similarity (independent, hierarchical).
     word_sd, attribute_sd : float
         Random-effect sds of the hierarchical null.
-    neutral : int
-        Neutral attributes (connection ``none``) drawn too; only used by `extra` callables.
+    human, neutral : int
+        Control attributes (connections ``human`` and ``none``) drawn from the same null;
+        only used by `extra` callables (e.g. a Bayesian model with control groups).
     alternative : {"greater", "less", "two-sided"}
         Of the WEAT permutation test.
     sd_convention : {"sample", "population"}
@@ -144,6 +146,7 @@ class NullStudy:
     mean: float = 0.0
     word_sd: float = 0.05
     attribute_sd: float = 0.05
+    human: int = 0
     neutral: int = 0
     alternative: str = "two-sided"
     sd_convention: str = "sample"
@@ -182,8 +185,8 @@ class NullStudy:
         for name in ("sd", "word_sd", "attribute_sd"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.reps < 1 or self.chunk_size < 1 or self.neutral < 0:
-            raise ValueError("reps and chunk_size must be >= 1 and neutral >= 0")
+        if self.reps < 1 or self.chunk_size < 1 or self.neutral < 0 or self.human < 0:
+            raise ValueError("reps and chunk_size must be >= 1; human and neutral >= 0")
         if self.null == "resample":
             if self.pool is None:
                 raise ValueError("null='resample' needs pool=neutral_pool(table)")
@@ -194,15 +197,15 @@ class NullStudy:
 
     @property
     def layout(self) -> dict:
-        """Sizes of X, Y, A, B and the neutral attributes."""
+        """Sizes of X, Y, A, B and the control attributes."""
         return {"X": self.targets[0], "Y": self.targets[1], "A": self.attributes[0],
-                "B": self.attributes[1], "none": self.neutral}
+                "B": self.attributes[1], "human": self.human, "none": self.neutral}
 
     def describe(self) -> dict:
         """Return the spec as plain data (no pool, callables by name)."""
         out = {k: getattr(self, k) for k in (
             "null", "targets", "attributes", "sd", "reps", "seed", "statistics", "mean",
-            "word_sd", "attribute_sd", "neutral", "alternative", "sd_convention",
+            "word_sd", "attribute_sd", "human", "neutral", "alternative", "sd_convention",
             "n_permutations", "exact_limit", "chunk_size")}
         out["targets"], out["attributes"] = list(self.targets), list(self.attributes)
         out["statistics"] = list(self.statistics) + list(self.extra)
@@ -230,6 +233,45 @@ def neutral_pool(table: pd.DataFrame) -> np.ndarray:
     return block.to_numpy(dtype=np.float64)
 
 
+@dataclass(frozen=True)
+class BayesExcludesZero:
+    """Extra statistic: 1.0 when a Bayesian model's interval for `contrast` excludes zero.
+
+    Pass an instance in ``NullStudy(extra={"bayes_excludes_zero": BayesExcludesZero()})``
+    together with ``human`` / ``neutral`` control attributes. Each replication is one model
+    fit (seconds, not microseconds): keep ``reps`` small. :mod:`bayesbias.models` is
+    imported only when the statistic is called.
+
+    Parameters
+    ----------
+    contrast : str
+        Row of ``Fit.contrasts()``, e.g. ``"associated - none"``.
+    model : str
+        Model spec name for :func:`bayesbias.models.fit_model`.
+    ci_prob : float, optional
+        Interval probability (default ``defaults.ci_prob``).
+    fit_kwargs : dict
+        Passed to :func:`bayesbias.models.fit_model` (draws, tune, chains, seed, ...).
+    """
+
+    contrast: str = "associated - none"
+    model: str = "hierarchical"
+    ci_prob: float | None = None
+    fit_kwargs: Mapping = field(default_factory=dict)
+
+    def __call__(self, table: pd.DataFrame) -> float:
+        """Fit the model to one replication's table and check the interval."""
+        from .models import fit_model
+
+        fit = fit_model(table, self.model, **dict(self.fit_kwargs))
+        ct = fit.contrasts(ci_prob=self.ci_prob)
+        row = ct.loc[ct["contrast"] == self.contrast]
+        if row.empty:
+            raise ValueError(f"contrast {self.contrast!r} not in the fit; valid: "
+                             f"{', '.join(ct['contrast'])}")
+        return float(bool(row["excludes_zero"].iloc[0]))
+
+
 # --------------------------------------------------------------------------------------
 # Drawing
 # --------------------------------------------------------------------------------------
@@ -241,10 +283,13 @@ def _choose(rng, n_rows: int, population: int, k: int) -> np.ndarray:
 
 
 def draw_similarities(study: NullStudy, n: int, rng) -> np.ndarray:
-    """Similarities of n replications, shape (n, n_X + n_Y, n_A + n_B + neutral)."""
+    """Draw similarities of n replications, shape (n, n_X + n_Y, n_A + n_B + human + neutral).
+
+    Columns are A, then B, then the human and neutral control attributes.
+    """
     rng = np.random.default_rng(rng)
     n_t = sum(study.targets)
-    n_a = sum(study.attributes) + study.neutral
+    n_a = sum(study.attributes) + study.human + study.neutral
     if study.null == "independent":
         return study.mean + study.sd * rng.standard_normal((n, n_t, n_a))
     if study.null == "hierarchical":
@@ -261,19 +306,20 @@ def replication_table(sim: np.ndarray, study: NullStudy) -> pd.DataFrame:
     """Build the long distance table of one replication (for `extra` statistics).
 
     Protected words ``x0..``, ``y0..`` of classes X, Y; attributes ``a0..`` (class X),
-    ``b0..`` (class Y) and ``n0..`` (neutral, connection ``none``).
+    ``b0..`` (class Y), ``h0..`` (connection ``human``) and ``n0..`` (connection ``none``).
     """
     n_x, n_y = study.targets
     n_a, n_b = study.attributes
     words = [f"x{i}" for i in range(n_x)] + [f"y{i}" for i in range(n_y)]
     wclass = ["X"] * n_x + ["Y"] * n_y
     attrs = ([f"a{i}" for i in range(n_a)] + [f"b{i}" for i in range(n_b)]
-             + [f"n{i}" for i in range(study.neutral)])
-    aclass = ["X"] * n_a + ["Y"] * n_b + ["none"] * study.neutral
+             + [f"h{i}" for i in range(study.human)] + [f"n{i}" for i in range(study.neutral)])
+    aclass = ["X"] * n_a + ["Y"] * n_b + ["human"] * study.human + ["none"] * study.neutral
     pw = np.repeat(words, len(attrs))
     pc = np.repeat(wclass, len(attrs))
     ac = np.tile(aclass, len(words))
-    conn = np.where(ac == "none", "none", np.where(ac == pc, "associated", "different"))
+    conn = np.where(np.isin(ac, ["human", "none"]), ac,
+                    np.where(ac == pc, "associated", "different"))
     flat = np.asarray(sim, dtype=np.float64).ravel()
     return pd.DataFrame({
         "protected_word": pw, "protected_class": pc, "attribute": np.tile(attrs, len(words)),

@@ -150,14 +150,14 @@ def test_extra_statistic_gets_replication_table():
         none = table.loc[table.connection == "none", "cosine_distance"].mean()
         return abs(assoc - none) > 0.05
 
-    study = NullStudy(reps=20, seed=9, neutral=3, targets=(2, 3), attributes=(2, 2),
+    study = NullStudy(reps=20, seed=9, human=1, neutral=3, targets=(2, 3), attributes=(2, 2),
                       statistics=("weat_effect",), extra={"bayes_excludes_zero": excludes_zero})
     ds = run_null_study(study)
     assert ds.bayes_excludes_zero.shape == (20,) and len(seen) == 20
     t = seen[0]
-    assert len(t) == 5 * 7
-    assert t.connection.value_counts().to_dict() == {"none": 15, "different": 10,
-                                                     "associated": 10}
+    assert len(t) == 5 * 8
+    assert t.connection.astype(str).value_counts().to_dict() == {
+        "none": 15, "different": 10, "associated": 10, "human": 5}
     assert "bayes_excludes_zero" in summary_dict(summarize(ds))["false_positive_rate"]
     sim = draw_similarities(study, 1, 0)[0]
     assert replication_table(sim, study).cosine_similarity.to_numpy() == pytest.approx(
