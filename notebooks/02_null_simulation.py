@@ -31,11 +31,9 @@
 # Set `BAYESBIAS_NOTEBOOK_SMALL=1` for a quick run (fewer replications, CI).
 
 # %%
-import math
 import os
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
 from bayesbias.datasets import published_table
@@ -63,8 +61,10 @@ print("replications per study:", REPS)
 # between-set part, and the between-set part is
 # $n_X(\bar s_X - \bar s)^2 + n_Y(\bar s_Y - \bar s)^2 = \frac{n_X n_Y}{N} D^2$. So
 #
-# $$\mathrm{sd}^2 = \frac{SS_\text{total}}{N - \text{ddof}} \ge \frac{n_X n_Y D^2}{N (N - \text{ddof})}
-# \quad\Longrightarrow\quad |d| = \frac{|D|}{\mathrm{sd}} \le \sqrt{\frac{N (N - \text{ddof})}{n_X n_Y}},$$
+# $$\mathrm{sd}^2 = \frac{SS_\text{total}}{N - \text{ddof}}
+#   \ge \frac{n_X n_Y D^2}{N (N - \text{ddof})}
+# \quad\Longrightarrow\quad
+# |d| = \frac{|D|}{\mathrm{sd}} \le \sqrt{\frac{N (N - \text{ddof})}{n_X n_Y}},$$
 #
 # with equality when the words within each set have equal $s$. For $n + n$ words:
 # $|d| \le \sqrt{2(2n-1)/n}$ with the sample sd (ddof = 1) and $|d| \le 2$ with the

@@ -356,3 +356,15 @@ def test_cli_word_files_and_oov(emb_file, tmp_path, capsys):
 def test_cli_needs_all_four_sets(emb_file, capsys):
     assert main(["weat", "--embedding", str(emb_file), "--x", "x1"]) == 2
     assert "--y" in capsys.readouterr().err
+
+
+def test_cli_from_distance_table(tmp_path, capsys):
+    from bayesbias.distances import write_distance_table
+
+    path = tmp_path / "weat7.csv"
+    write_distance_table(published_table("weat_7", "reddit"), path)
+    assert main(["weat", "--table", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sizes"] == {"X": 8, "Y": 8, "A": 8, "B": 8}
+    assert out["effect_size"] == pytest.approx(weat_from_table(
+        published_table("weat_7", "reddit")).effect_size, rel=1e-6)
