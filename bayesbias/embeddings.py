@@ -523,66 +523,6 @@ def _finish(path, words, vecs, dim, n_file) -> Embedding:
                            "kept": len(words)})
 
 
-class _ByteStream:
-    """Chunked reader with an explicit offset, for the binary layout."""
-
-    def __init__(self, fh, chunk: int = 1 << 20):
-        self.fh = fh
-        self.chunk = chunk
-        self.buf = b""
-        self.pos = 0
-        self.offset = 0  # file offset of buf[0]
-
-    @property
-    def tell(self) -> int:
-        return self.offset + self.pos
-
-    def _fill(self) -> bool:
-        more = self.fh.read(self.chunk)
-        if not more:
-            return False
-        self.offset += self.pos
-        self.buf = self.buf[self.pos:] + more
-        self.pos = 0
-        return True
-
-    def skip_newlines(self) -> None:
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in (0x0A, 0x0D):
-                self.pos += 1
-            if self.pos < len(self.buf) or not self._fill():
-                return
-
-    def read_until_space(self, limit: int) -> bytes | None:
-        """Bytes up to the next space (consumed), or None at end of data."""
-        while True:
-            j = self.buf.find(b" ", self.pos, self.pos + limit + 1)
-            if j >= 0:
-                out = self.buf[self.pos:j]
-                self.pos = j + 1
-                return out
-            if len(self.buf) - self.pos > limit or not self._fill():
-                return None
-
-    def read(self, n: int) -> bytes:
-        while len(self.buf) - self.pos < n and self._fill():
-            pass
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += len(out)
-        return out
-
-    def at_end(self) -> bool:
-        return self.pos >= len(self.buf) and not self._fill()
-
-    def remaining_is_whitespace(self) -> bool:
-        while True:
-            if self.buf[self.pos:].strip():
-                return False
-            self.pos = len(self.buf)
-            if not self._fill():
-                return True
-
-
 def _read_binary(path: Path, fh, wanted) -> Embedding:
     first = fh.readline(_PROBE_BYTES)
     if first.startswith(_BOM):
@@ -590,57 +530,68 @@ def _read_binary(path: Path, fh, wanted) -> Embedding:
     if not first.strip():
         raise EmbeddingFormatError(path, "empty file or blank header", line=1)
     count, dim = _parse_header(path, first.rstrip(b"\r\n"))
-    stream = _ByteStream(fh)
-    stream.offset = len(first)
     nbytes = 4 * dim
+    need = _MAX_WORD_BYTES + nbytes + 2  # enough bytes ahead for any whole record
+    chunk = max(1 << 20, 4 * need)
+    buf, pos, base, eof = b"", 0, len(first), False  # base: file offset of buf[0]
     keep_words: list[str] = []
     keep_vecs: list[np.ndarray] = []
     seen: dict[str, int] = {}
     for k in range(1, count + 1):
-        stream.skip_newlines()
-        start = stream.tell
-        where_msg = f"vector {k} of {count} at byte {start}"
-        raw_word = stream.read_until_space(_MAX_WORD_BYTES)
-        if raw_word is None:
-            if stream.at_end():
+        if len(buf) - pos < need and not eof:
+            more = fh.read(chunk)
+            eof = len(more) < chunk
+            base += pos
+            buf, pos = buf[pos:] + more, 0
+        while pos < len(buf) and buf[pos] in b"\n\r":
+            pos += 1
+        j = buf.find(b" ", pos, pos + _MAX_WORD_BYTES + 1)
+        if j < 0:
+            where = f"vector {k} of {count} at byte {base + pos}"
+            if pos >= len(buf):
                 raise EmbeddingFormatError(
-                    path, f"truncated binary file: ends before {where_msg} "
+                    path, f"truncated binary file: ends before {where} "
                     f"({k - 1} of {count} vectors read)")
             raise EmbeddingFormatError(
-                path, f"no word at {where_msg}: no space within {_MAX_WORD_BYTES} bytes "
+                path, f"no word at {where}: no space within {_MAX_WORD_BYTES} bytes "
                 "(not a word2vec binary file, or a wrong header dimension?)")
-        if not raw_word:
-            raise EmbeddingFormatError(path, f"empty word at {where_msg}")
+        raw_word = buf[pos:j]
+        start = pos
+        pos = j + 1 + nbytes
         try:
             word = raw_word.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EmbeddingFormatError(
-                path, f"word bytes {raw_word[:40]!r} at {where_msg} are not valid UTF-8 "
-                f"({exc.reason}; a wrong header dimension also causes this)") from None
-        data = stream.read(nbytes)
-        if len(data) < nbytes:
+                path, f"word bytes {raw_word[:40]!r} at vector {k} of {count} at byte "
+                f"{base + start} are not valid UTF-8 ({exc.reason}; a wrong header "
+                "dimension also causes this)") from None
+        if pos > len(buf):
             raise EmbeddingFormatError(
-                path, f"truncated binary file: the vector of {word!r} ({where_msg}) has "
-                f"{len(data)} of {nbytes} bytes")
+                path, f"truncated binary file: the vector of {word!r} (vector {k} of {count} "
+                f"at byte {base + start}) has {len(buf) - j - 1} of {nbytes} bytes")
+        if not raw_word:
+            raise EmbeddingFormatError(
+                path, f"empty word at vector {k} of {count} at byte {base + start}")
         if wanted is not None and word not in wanted:
             continue
+        where = f"vector {k} of {count} at byte {base + start}"
         if word in seen:
             raise EmbeddingFormatError(
-                path, f"duplicate word {word!r} at {where_msg} (first as vector {seen[word]})")
-        vec = np.frombuffer(data, dtype="<f4").astype(np.float32)
+                path, f"duplicate word {word!r} at {where} (first as vector {seen[word]})")
+        vec = np.frombuffer(buf, dtype="<f4", count=dim, offset=j + 1).astype(np.float32)
         if not np.all(np.isfinite(vec)):
             raise EmbeddingFormatError(
-                path, f"vector of {word!r} ({where_msg}) has NaN or infinite values")
+                path, f"vector of {word!r} ({where}) has NaN or infinite values")
         if not np.any(vec):
             raise EmbeddingFormatError(
-                path, f"vector of {word!r} ({where_msg}) is all zeros (cosine undefined)")
+                path, f"vector of {word!r} ({where}) is all zeros (cosine undefined)")
         seen[word] = k
         keep_words.append(word)
         keep_vecs.append(vec)
-    if not stream.remaining_is_whitespace():
+    if buf[pos:].strip() or (not eof and fh.read(chunk).strip()):
         raise EmbeddingFormatError(
             path, f"data after the last of the {count} vectors the header declares, at byte "
-            f"{stream.tell} (wrong header count?)")
+            f"{base + pos} (wrong header count?)")
     return _finish(path, keep_words, keep_vecs, dim, count)
 
 
