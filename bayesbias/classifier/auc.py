@@ -21,7 +21,8 @@ of all positives and negatives computed once, each group needs only sums over it
 members (and one searchsorted within the group for the Subgroup AUC), so the cost is
 O(n log n + sum of group sizes). Intervals (optional) are DeLong's: the variance of a
 two-sample U statistic from its placement values, with a normal approximation; they need
-per-group cumulative counts over all tie blocks (O(n) per group).
+sums over the background's placement values, which are piecewise constant between the
+group's own tie blocks, so they too cost O(group size) per group.
 """
 
 from __future__ import annotations
@@ -171,8 +172,8 @@ def nuanced_auc_metrics(
         rec["positive_aeg"] = 0.5 - ratio(u_bp_sp, nbp, nsp,
                                           "positive_aeg: no positives in subgroup or background")
         if z is not None:
-            se = _delong_se(rec, kb, yy, spb, snb, c_sp, pk, nk, below_n, above_p, above_n,
-                            k_blocks, nsp, nsn, nbp, nbn)
+            se = _delong_se(spb, snb, c_sp, cp, cn, below_n, above_p, above_n, nsp, nsn,
+                            nbp, nbn)
             for metric in AUC_METRICS:
                 v, e = rec[metric], se[metric]
                 lo, hi = (0.0, 1.0) if metric.endswith("auc") else (-0.5, 0.5)
@@ -198,60 +199,95 @@ def _var(sum_v, sum_v2, count):
     return max(0.0, (sum_v2 - sum_v * sum_v / count) / (count - 1))
 
 
-def _delong_se(rec, kb, yy, spb, snb, c_sp, pk, nk, below_n, above_p, above_n, k_blocks,
-               nsp, nsn, nbp, nbn):
-    """DeLong standard errors of the five metrics for one group."""
-    spk = np.bincount(spb, minlength=k_blocks).astype(float)
-    snk = np.bincount(snb, minlength=k_blocks).astype(float)
-    csp, csn = np.cumsum(spk), np.cumsum(snk)
-    below_sn = csn - 0.5 * snk
-    above_sp = nsp - csp + 0.5 * spk
-    above_sn = nsn - csn + 0.5 * snk
-    below_sp = csp - 0.5 * spk
-    se = {}
+def _mid_below(sorted_blocks: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """#{x < b} + #{x = b}/2 for each block id b in `at`, x in `sorted_blocks`."""
+    lt = np.searchsorted(sorted_blocks, at, "left")
+    return lt + 0.5 * (np.searchsorted(sorted_blocks, at, "right") - lt)
 
-    def combine(a_sum, a_sq, na, b_sum, b_sq, nb):
-        if na < 2 or nb < 2:
-            return np.nan
-        return float(np.sqrt(_var(a_sum, a_sq, na) / na + _var(b_sum, b_sq, nb) / nb))
 
-    # Subgroup AUC: A = SP (placements c_sp / nsn), B = SN (subgroup positives above).
-    if nsp and nsn:
-        va = c_sp / nsn
-        vb = above_sp[snb] / nsp
-        se["subgroup_auc"] = combine(va.sum(), (va ** 2).sum(), nsp, vb.sum(), (vb ** 2).sum(),
-                                     nsn)
-    # BPSN: A = BP (SN below / nsn), B = SN (BP above / nbp).
-    if nbp and nsn:
-        ca_all = (pk * below_sn ** 2).sum()
-        ca_sp = (below_sn[spb] ** 2).sum()
-        a_sum = (pk * below_sn).sum() - below_sn[spb].sum()
-        a_sq = ca_all - ca_sp
-        vb = (above_p[snb] - above_sp[snb]) / nbp
-        se["bpsn_auc"] = combine(a_sum / nsn, a_sq / nsn ** 2, nbp, vb.sum(), (vb ** 2).sum(),
-                                 nsn)
-    # BNSP: A = SP (BN below / nbn), B = BN (SP above / nsp).
-    if nsp and nbn:
-        va = (below_n[spb] - c_sp) / nbn
-        b_all = (nk * above_sp).sum() - above_sp[snb].sum()
-        b_sq = (nk * above_sp ** 2).sum() - (above_sp[snb] ** 2).sum()
-        se["bnsp_auc"] = combine(va.sum(), (va ** 2).sum(), nsp, b_all / nsp, b_sq / nsp ** 2,
-                                 nbn)
-    # Negative AEG: U(BN, SN); A = BN (SN below / nsn), B = SN (BN above / nbn).
-    if nbn and nsn:
-        a_sum = (nk * below_sn).sum() - below_sn[snb].sum()
-        a_sq = (nk * below_sn ** 2).sum() - (below_sn[snb] ** 2).sum()
-        vb = (above_n[snb] - above_sn[snb]) / nbn
-        se["negative_aeg"] = combine(a_sum / nsn, a_sq / nsn ** 2, nbn, vb.sum(),
-                                     (vb ** 2).sum(), nsn)
-    # Positive AEG: U(BP, SP); A = BP (SP below / nsp), B = SP (BP above / nbp).
-    if nbp and nsp:
-        a_sum = (pk * below_sp).sum() - below_sp[spb].sum()
-        a_sq = (pk * below_sp ** 2).sum() - (below_sp[spb] ** 2).sum()
-        vb = (above_p[spb] - above_sp[spb]) / nbp
-        se["positive_aeg"] = combine(a_sum / nsp, a_sq / nsp ** 2, nbp, vb.sum(),
-                                     (vb ** 2).sum(), nsp)
-    return {k: se.get(k, np.nan) for k in AUC_METRICS}
+def _weighted_moments(sorted_blocks: np.ndarray, cum_w: np.ndarray) -> tuple[float, float]:
+    """Sum over all tie blocks k of w_k f(k) and w_k f(k)^2, f = mid-below count of the set.
+
+    `cum_w` is the cumulative weight (e.g. number of positives) over blocks. f is constant
+    between the set's own blocks, so the sums need only O(set size) work.
+    """
+    if len(sorted_blocks) == 0:
+        return 0.0, 0.0
+    start = np.flatnonzero(np.r_[True, sorted_blocks[1:] != sorted_blocks[:-1]])
+    u = sorted_blocks[start]
+    c = np.diff(np.r_[start, len(sorted_blocks)])
+    cum = np.cumsum(c).astype(float)
+    prev_w = np.where(u > 0, cum_w[np.maximum(u - 1, 0)], 0.0)
+    w_at = cum_w[u] - prev_w
+    mid = cum - 0.5 * c
+    nxt = np.append(u[1:], len(cum_w))
+    seg = cum_w[nxt - 1] - cum_w[u]  # weight strictly between this block and the next
+    return (float((w_at * mid).sum() + (seg * cum).sum()),
+            float((w_at * mid ** 2).sum() + (seg * cum ** 2).sum()))
+
+
+def _var(sum_v, sum_v2, count):
+    """Sample variance from the sum and sum of squares."""
+    if count < 2:
+        return np.nan
+    return max(0.0, (sum_v2 - sum_v * sum_v / count) / (count - 1))
+
+
+def _combine(a_sum, a_sq, na, b_sum, b_sq, nb):
+    if na < 2 or nb < 2:
+        return np.nan
+    return float(np.sqrt(_var(a_sum, a_sq, na) / na + _var(b_sum, b_sq, nb) / nb))
+
+
+def _delong_se(spb, snb, c_sp, cp, cn, below_n, above_p, above_n, nsp, nsn, nbp, nbn):
+    """DeLong standard errors of the five metrics for one group.
+
+    For U(A, B) the placements are V_A(a) = (#B below a)/|B| and V_B(b) = (#A above b)/|A|
+    (ties one half); the variance of U/(|A||B|) is var(V_A)/|A| + var(V_B)/|B|. Sums over
+    background sets are totals over all positives / negatives minus the subgroup's part.
+    """
+    n_pos, n_neg = cp[-1], cn[-1]
+    below_sn_sp = c_sp  # subgroup negatives below each subgroup positive
+    below_sn_sn = _mid_below(snb, snb)
+    below_sp_sp = _mid_below(spb, spb)
+    above_sp_sn = nsp - _mid_below(spb, snb)
+    above_sp_sp = nsp - below_sp_sp
+    above_sn_sn = nsn - below_sn_sn
+    p1_sn, p2_sn = _weighted_moments(snb, cp)  # sum over positives of below_SN (and squared)
+    n1_sn, n2_sn = _weighted_moments(snb, cn)  # ... over negatives
+    p1_sp, p2_sp = _weighted_moments(spb, cp)
+    n1_sp, n2_sp = _weighted_moments(spb, cn)
+    se = dict.fromkeys(AUC_METRICS, np.nan)
+    if nsp and nsn:  # Subgroup AUC: A = SP, B = SN
+        va, vb = below_sn_sp / nsn, above_sp_sn / nsp
+        se["subgroup_auc"] = _combine(va.sum(), (va ** 2).sum(), nsp, vb.sum(),
+                                      (vb ** 2).sum(), nsn)
+    if nbp and nsn:  # BPSN: A = BP (SN below / nsn), B = SN (BP above / nbp)
+        a1 = p1_sn - below_sn_sp.sum()
+        a2 = p2_sn - (below_sn_sp ** 2).sum()
+        vb = (above_p[snb] - above_sp_sn) / nbp
+        se["bpsn_auc"] = _combine(a1 / nsn, a2 / nsn ** 2, nbp, vb.sum(), (vb ** 2).sum(), nsn)
+    if nsp and nbn:  # BNSP: A = SP (BN below / nbn), B = BN (SP above / nsp)
+        va = (below_n[spb] - below_sn_sp) / nbn
+        # above_SP = nsp - below_SP, summed over background negatives (all minus subgroup)
+        b1_all = nsp * n_neg - n1_sp
+        b2_all = nsp ** 2 * n_neg - 2 * nsp * n1_sp + n2_sp
+        b1 = b1_all - above_sp_sn.sum()
+        b2 = b2_all - (above_sp_sn ** 2).sum()
+        se["bnsp_auc"] = _combine(va.sum(), (va ** 2).sum(), nsp, b1 / nsp, b2 / nsp ** 2, nbn)
+    if nbn and nsn:  # Negative AEG, U(BN, SN): A = BN (SN below / nsn), B = SN (BN above)
+        a1 = n1_sn - below_sn_sn.sum()
+        a2 = n2_sn - (below_sn_sn ** 2).sum()
+        vb = (above_n[snb] - above_sn_sn) / nbn
+        se["negative_aeg"] = _combine(a1 / nsn, a2 / nsn ** 2, nbn, vb.sum(), (vb ** 2).sum(),
+                                      nsn)
+    if nbp and nsp:  # Positive AEG, U(BP, SP): A = BP (SP below / nsp), B = SP (BP above)
+        a1 = p1_sp - below_sp_sp.sum()
+        a2 = p2_sp - (below_sp_sp ** 2).sum()
+        vb = (above_p[spb] - above_sp_sp) / nbp
+        se["positive_aeg"] = _combine(a1 / nsp, a2 / nsp ** 2, nbp, vb.sum(), (vb ** 2).sum(),
+                                      nsp)
+    return se
 
 
 def nuanced_auc_baseline(y, score, groups) -> pd.DataFrame:

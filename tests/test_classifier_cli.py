@@ -1,0 +1,69 @@
+"""The ``classifier`` and ``bbu`` sub-commands end to end."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from bayesbias.cli import main
+
+
+def _json(capsys):
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bbu_minimum_n(capsys):
+    assert main(["bbu", "--delta", "0.05", "--confidence", "0.95", "--gamma", "0.5",
+                 "--variance", "4", "--json"]) == 0
+    out = _json(capsys)
+    assert out["min_n"] == 11903
+
+
+def test_bbu_with_n(capsys):
+    assert main(["bbu", "--n", "3160", "--confidence", "0.95", "--gamma", "0.5",
+                 "--variance", "4", "--json"]) == 0
+    out = _json(capsys)
+    assert out["smallest_claimable_delta"] == pytest.approx(0.0975, abs=5e-4)
+    assert out["half_width"] == out["smallest_claimable_delta"]
+
+
+def test_bbu_bad_input(capsys):
+    assert main(["bbu", "--n", "10", "--gamma", "0.9"]) == 2
+    assert "gamma" in capsys.readouterr().err
+
+
+def test_classifier_madlibs_table(tmp_path, capsys):
+    out = tmp_path / "table.csv"
+    assert main(["classifier", "--data", "madlibs", "--score", "TOXICITY@6",
+                 "--metrics", "auc,fped*,bbu", "--n-boot", "20", "-o", str(out),
+                 "--json"]) == 0
+    payload = _json(capsys)
+    assert payload["n"] == 30240 and payload["groups"]["black"] == 1596
+    table = pd.read_csv(out)
+    assert set(table["metric"]) >= {"subgroup_auc", "bpsn_auc", "negative_aeg", "fped*",
+                                    "bbu:demographic_parity"}
+    row = table[(table["metric"] == "bpsn_auc") & (table["group"] == "gay")].iloc[0]
+    assert row["value"] == pytest.approx(0.942864549148, abs=1e-9)  # published TOXICITY@6
+    assert row["lower"] < row["value"] < row["upper"] and row["interval"] == "DeLong"
+    assert not list(tmp_path.glob(".table.csv.*"))  # atomic write left no temp file
+
+
+def test_classifier_csv_input_and_errors(tmp_path, capsys):
+    df = pd.DataFrame({"label": [1, 0, 1, 0, 1, 0], "s": [.9, .1, .8, .4, .3, .6],
+                       "g1": [1, 1, 1, 0, 0, 0], "g2": [0, 0, 1, 1, 1, 0]})
+    path = tmp_path / "scores.csv"
+    df.to_csv(path, index=False)
+    assert main(["classifier", "--data", str(path), "--label", "label", "--score", "s",
+                 "--groups", "g1,g2", "--metrics", "auc,tpr_gap", "--n-boot", "0",
+                 "--json"]) == 0
+    out = _json(capsys)
+    assert set(out["metrics"]) == {"auc", "tpr_gap"}
+    assert main(["classifier", "--data", str(path), "--label", "label", "--score", "nope",
+                 "--groups", "g1"]) == 2
+    assert "'nope'" in capsys.readouterr().err
+    df.loc[2, "s"] = None
+    df.to_csv(path, index=False)
+    assert main(["classifier", "--data", str(path), "--label", "label", "--score", "s",
+                 "--groups", "g1"]) == 2
+    assert "missing or non-finite" in capsys.readouterr().err
+    assert main(["classifier", "--data", "madlibs", "--metrics", "nonsense"]) == 2

@@ -1,0 +1,174 @@
+"""Generalized fairness metrics (Czarnowska et al. 2021): hand cases, normalisation, registry."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesbias.classifier.auc import nuanced_auc_metrics
+from bayesbias.classifier.data import counterfactual_frames, identity_groups
+from bayesbias.classifier.generalized import (
+    METRICS,
+    bcm,
+    compute_metric,
+    list_metrics,
+    mcm,
+    pcm,
+    vbcm,
+)
+from bayesbias.datasets import madlibs
+from bayesbias.errors import InputDataError
+
+# Three disjoint groups of four examples; gold / predicted labels chosen so the rates are
+# easy to read off.
+Y = np.array([0, 0, 1, 1,  0, 0, 1, 1,  0, 0, 1, 1], bool)
+P = np.array([1, 0, 1, 1,  0, 0, 1, 0,  1, 1, 0, 0], bool)
+PROB = np.array([.6, .2, .9, .8, .1, .3, .7, .4, .8, .7, .3, .2])
+G = pd.Series(["a"] * 4 + ["b"] * 4 + ["c"] * 4)
+FPR = {"a": 0.5, "b": 0.0, "c": 1.0}
+FNR = {"a": 0.0, "b": 0.5, "c": 1.0}
+FPR_ALL, FNR_ALL = 0.5, 0.5
+
+
+def test_fped_original_and_corrected():
+    r = compute_metric("fped", Y, G, pred=P)
+    want = sum(abs(FPR_ALL - v) for v in FPR.values())
+    assert r.value == pytest.approx(want)
+    assert compute_metric("fped*", Y, G, pred=P).value == pytest.approx(want / 3)
+    np.testing.assert_allclose(r.by_group["score"], [FPR[g] for g in "abc"])
+    assert r.overall == pytest.approx(FPR_ALL)
+    assert r.difference == pytest.approx(1.0)
+    r = compute_metric("fned", Y, G, pred=P)
+    assert r.value == pytest.approx(sum(abs(FNR_ALL - v) for v in FNR.values()))
+
+
+def test_disparity_score_normalisation():
+    orig = compute_metric("disparity_score", Y, G, pred=P).value
+    corr = compute_metric("disparity_score*", Y, G, pred=P).value
+    assert orig / corr == pytest.approx(math.comb(3, 2) / 3)
+    f1 = {"a": 2 * 2 / (2 * 2 + 1 + 0), "b": 2 / (2 + 0 + 1), "c": 0.0}
+    pairs = [abs(f1["a"] - f1["b"]), abs(f1["a"] - f1["c"]), abs(f1["b"] - f1["c"])]
+    assert corr == pytest.approx(np.mean(pairs))
+
+
+def test_vbcm_ratio_and_aeg():
+    r = compute_metric("fpr_ratio", Y, G, pred=P)
+    assert np.isnan(r.value)  # vector-valued: the result is per group
+    # FPR of the rest of a: b and c negatives: 2 of 4 predicted positive
+    assert r.by_group.loc["a", "comparison"] == pytest.approx(0.5 / 0.5)
+    assert r.by_group.loc["b", "comparison"] == pytest.approx(0.0 / 0.75)
+
+
+def test_aeg_agrees_with_the_auc_module():
+    ml = madlibs().iloc[::7]
+    y = (ml["toxicity"] == "toxic").to_numpy()
+    g = identity_groups(ml, ["gay", "straight", "black"])
+    auc = nuanced_auc_metrics(y, ml["TOXICITY@6"], g)
+    for name, col in (("neg_aeg", "negative_aeg"), ("pos_aeg", "positive_aeg")):
+        r = compute_metric(name, y, g, prob=ml["TOXICITY@6"].to_numpy())
+        np.testing.assert_allclose(r.by_group["comparison"], auc[col], atol=1e-12)
+
+
+def test_mcm_std_and_range():
+    r = mcm(Y, G, phi="fpr", d="std", pred=P)
+    assert r.value == pytest.approx(np.std([0.5, 0.0, 1.0]))
+    assert mcm(Y, G, phi="fpr", d="range", pred=P).value == pytest.approx(1.0)
+
+
+def test_set_valued_phi_wasserstein():
+    r = bcm(Y, G, phi="probs", d="wasserstein1", prob=PROB)
+    from scipy.stats import wasserstein_distance as w1
+
+    want = np.mean([w1(PROB, PROB[G == g]) for g in "abc"])
+    assert r.value == pytest.approx(want)
+    assert np.isnan(r.overall)
+
+
+def test_non_commutative_comparison_needs_two_groups():
+    with pytest.raises(InputDataError, match="exactly two groups"):
+        pcm(Y, G, phi="tpr", d="difference", pred=P)
+    two = G.isin(["a", "b"]).to_numpy()
+    r = pcm(Y[two], G[two].reset_index(drop=True), phi="tpr", d="difference", pred=P[two],
+            normalization="none")
+    assert r.value == pytest.approx((1 - FNR["a"]) - (1 - FNR["b"]))
+    # swapping the two groups flips the sign of a signed metric
+    swapped = G[two].map({"a": "z", "b": "a"}).reset_index(drop=True)
+    assert pcm(Y[two], swapped, phi="tpr", d="difference", pred=P[two],
+               normalization="none").value == pytest.approx(-r.value)
+
+
+def test_wrong_phi_for_comparison_and_missing_inputs():
+    with pytest.raises(ValueError, match="set scores"):
+        pcm(Y, G, phi="fpr", d="wasserstein1", pred=P)
+    with pytest.raises(InputDataError, match="needs predicted labels"):
+        pcm(Y, G, phi="fpr")
+    with pytest.raises(InputDataError, match="source="):
+        pcm(Y, G, phi="mean_prob", prob=PROB, version="counterfactual")
+
+
+def test_invariance_to_row_order_and_group_names():
+    rng = np.random.default_rng(0)
+    n = 300
+    y = rng.random(n) < 0.5
+    p = rng.random(n) < 0.5
+    g = pd.Series(rng.choice(["x", "y", "z"], n))
+    base = compute_metric("tpr_gap", y, g, pred=p).value
+    perm = rng.permutation(n)
+    assert compute_metric("tpr_gap", y[perm], g[perm].reset_index(drop=True),
+                          pred=p[perm]).value == pytest.approx(base)
+    renamed = g.map({"x": "q", "y": "r", "z": "s"})
+    assert compute_metric("tpr_gap", y, renamed, pred=p).value == pytest.approx(base)
+
+
+def test_counterfactual_hand_case():
+    # two source sentences, each with one variation per group
+    y = np.array([1, 1, 0, 0], bool)
+    prob = np.array([0.9, 0.6, 0.2, 0.5])
+    g = pd.Series(["a", "b", "a", "b"])
+    src = ["s1", "s1", "s2", "s2"]
+    r = compute_metric("cfgap", y, g, prob=prob, source=src)
+    assert r.value == pytest.approx(np.mean([0.3, 0.3]))
+    r = compute_metric("pertsr", y, g, prob=prob, source=src)
+    # gold-class probabilities: s1 (0.9, 0.6), s2 (0.8, 0.5)
+    assert r.value == pytest.approx(0.3)
+    r = compute_metric("avg_score_difference", y, g, prob=prob, source=src)
+    assert r.value == pytest.approx(np.mean([0.9 - 0.6, 0.2 - 0.5]))
+    assert r.info["sources"] == 2 and r.info["sources_skipped"] == 0
+
+
+def test_counterfactual_on_madlibs_with_bootstrap():
+    ml = madlibs()
+    keep = ml["template"].isin(["being_identity", "being_identity_tox"])
+    ml = ml[keep].reset_index(drop=True)
+    g = identity_groups(ml, ["gay", "straight", "black", "white"])
+    src = counterfactual_frames(ml, g)
+    y = (ml["toxicity"] == "toxic").to_numpy()
+    r = compute_metric("pertsd", y, g, prob=ml["TOXICITY@1"].to_numpy(), source=src,
+                       ci_prob=0.9, n_boot=100, seed=1)
+    assert r.info["sources"] == 32  # 16 adjectives x (nontoxic, toxic)
+    assert r.lower <= r.value <= r.upper
+    assert set(r.to_frame()["level"]) == {"aggregate", "group"}
+
+
+def test_registry_is_documented_and_runs():
+    table = list_metrics()
+    assert {"fped", "fned", "avggf", "fpr_ratio", "pos_aeg", "neg_aeg", "disparity_score",
+            "tpr_gap", "cfgap", "pertss", "pertsd", "pertsr", "avgif"} <= set(table.index)
+    assert table["description"].str.len().min() > 10
+    y = np.tile(Y, 2)
+    g = pd.Series(np.tile(G, 2))
+    for name, m in METRICS.items():
+        gg = g.where(g != "c", "b") if m.two_groups_only else g
+        s = pd.Series([f"{i % 4}" for i in range(24)]) if m.version == "counterfactual" else None
+        r = compute_metric(name, y, gg, pred=np.tile(P, 2), prob=np.tile(PROB, 2), source=s)
+        assert len(r.by_group) == gg.nunique(), name
+        assert r.info["generalized"] == m.generalized
+
+
+def test_bootstrap_interval_group_version():
+    r = compute_metric("tpr_gap", np.tile(Y, 20), pd.Series(np.tile(G, 20)),
+                       pred=np.tile(P, 20), ci_prob=0.9, n_boot=200, seed=3)
+    assert r.lower <= r.value <= r.upper
+    assert {"score_lower", "score_upper"} <= set(r.by_group.columns)
+    assert {"lower", "upper"} <= set(r.pairs.columns)
