@@ -255,6 +255,12 @@ def detect_format(path) -> str:
     path = Path(path)
     if not path.exists():
         raise EmbeddingFormatError(path, "no such file")
+    if _looks_gensim(path):
+        return "gensim"
+    return _guard_io(path, lambda: _detect_file(path))
+
+
+def _detect_file(path: Path) -> str:
     with _open_bytes(path) as (fh, _):
         return _detect(path, fh)
 
@@ -312,8 +318,7 @@ def _load_file(path: Path, wanted, format: str, trust_pickle: bool) -> Embedding
             if fmt == "word2vec-binary":
                 emb = _read_binary(path, fh, wanted)
             else:
-                emb = _read_text(path, fh, wanted, header=fmt in ("word2vec", "fasttext"),
-                                 auto=format == "auto")
+                emb = _read_text(path, fh, wanted, header=fmt in ("word2vec", "fasttext"))
             emb.meta.update(format=fmt, compressed=compressed)
             return emb
 
@@ -324,7 +329,10 @@ def _load_file(path: Path, wanted, format: str, trust_pickle: bool) -> Embedding
 
 
 def _looks_gensim(path: Path) -> bool:
-    if any(sfx in _GENSIM_SUFFIXES for sfx in path.suffixes[-2:]):
+    suffixes = path.suffixes
+    if suffixes and suffixes[-1] in (".gz", ".bz2"):
+        suffixes = suffixes[:-1]
+    if suffixes and suffixes[-1] in _GENSIM_SUFFIXES:
         return True
     with open(path, "rb") as fh:
         head = fh.read(2)
@@ -455,7 +463,7 @@ def _is_float(token: bytes) -> bool:
     return True
 
 
-def _read_text(path: Path, fh, wanted, header: bool, auto: bool) -> Embedding:
+def _read_text(path: Path, fh, wanted, header: bool) -> Embedding:
     count = dim = None
     first_numeric = False  # line 1 of a headerless file is all numbers: a bad header?
     keep_words: list[str] = []

