@@ -111,23 +111,24 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     if not np.isfinite(y).all():
         first = int(np.flatnonzero(~np.isfinite(y))[0])
         raise DistanceTableError(f"cosine_distance has non-finite values, first at row {first}")
-    conn = table["connection"].astype(str)
-    bad = sorted(set(conn.unique()) - set(CONNECTIONS))
+    conn = table["connection"]
+    bad = sorted({str(v) for v in pd.unique(conn)} - set(CONNECTIONS))
     if bad:
         raise DistanceTableError(f"unknown connection value(s) {', '.join(bad)}; valid: "
                                  f"{', '.join(CONNECTIONS)}")
     conn_idx = pd.Categorical(conn, categories=list(CONNECTIONS)).codes.astype(np.int32)
     col = UNIT_DIMS[level]
-    unit_codes, units = pd.factorize(table[col].astype(str), sort=False)
+    unit_codes, units = pd.factorize(table[col], sort=False)
     unit_idx = unit_codes.astype(np.int32)
-    units = np.asarray(units, dtype=object)
-    classes = table.groupby(table[col].astype(str), sort=False)["protected_class"].agg(
-        lambda s: s.astype(str).unique().tolist())
-    conflicting = [u for u, cs in classes.items() if len(cs) > 1]
-    if conflicting:
-        raise DistanceTableError(f"protected word(s) {', '.join(conflicting[:5])} belong to "
+    units = np.asarray([str(u) for u in units], dtype=object)
+    class_codes, class_names = pd.factorize(table["protected_class"], sort=False)
+    pairs = np.unique(np.column_stack([unit_idx, class_codes]), axis=0)
+    if pairs.shape[0] != units.size:
+        dup = np.flatnonzero(np.bincount(pairs[:, 0]) > 1)
+        raise DistanceTableError(f"protected word(s) {', '.join(units[dup[:5]])} belong to "
                                  "more than one protected class")
-    unit_class = np.asarray([classes[u][0] for u in units], dtype=object)
+    unit_class = np.empty(units.size, dtype=object)
+    unit_class[pairs[:, 0]] = [str(class_names[k]) for k in pairs[:, 1]]
     shape = (units.size, len(CONNECTIONS))
     flat = unit_idx.astype(np.int64) * len(CONNECTIONS) + conn_idx
     size = shape[0] * shape[1]

@@ -490,6 +490,8 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
         draws=draws, tune=tune, chains=chains, wall_time_s=round(wall, 3),
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
+    if spec.family == "hierarchical":
+        tree.attrs["noncentred"] = json.dumps(list(getattr(pm_model, "noncentred", ())))
     fit = Fit(tree, spec, cells)
     log.info("fitted %s in %.1f s", spec.name, wall)
     check(fit, strict)

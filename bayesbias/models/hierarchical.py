@@ -2,11 +2,40 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..config import CONNECTIONS
 from .cells import Cells
 from .spec import ModelSpec
 
-__all__ = ["cell_means"]
+__all__ = ["cell_means", "choose_noncentred", "AUTO_RATIO"]
+
+#: Data-to-prior information ratio below which "auto" samples a connection non-centred.
+AUTO_RATIO = 10.0
+
+
+def choose_noncentred(cells: Cells) -> tuple[str, ...]:
+    """Connections whose typical cell is sparse: rows say less than the spread between cells.
+
+    For connection c, with s2 the pooled within-cell variance, n the median cell count and
+    t2 the between-cell variance of the cell means (less their sampling noise), the cell
+    means are sampled non-centred when ``n * t2 / s2 < AUTO_RATIO`` (10; the estimate of t2
+    from few cells is noisy, and non-centring costs little when cells are moderately sparse).
+    """
+    out = []
+    for j, c in enumerate(CONNECTIONS):
+        n = cells.n[:, j]
+        has = n > 0
+        if not has.any():
+            continue
+        s2 = cells.ss[has, j].sum() / max(n[has].sum() - has.sum(), 1)
+        s2 = max(s2, 1e-12)
+        means = cells.mean[has, j]
+        t2 = (np.var(means, ddof=1) - np.mean(s2 / n[has])) if means.size > 1 else 0.0
+        t2 = max(t2, 1e-8)
+        if np.median(n[has]) * t2 / s2 < AUTO_RATIO:
+            out.append(c)
+    return tuple(out)
 
 
 def cell_means(spec: ModelSpec, cells: Cells):
@@ -21,11 +50,13 @@ def cell_means(spec: ModelSpec, cells: Cells):
     unit = cells.unit_dim
     mu_bar = spec.priors["mu_bar"].create("mu_bar", dims="connection")
     tau = spec.priors["tau"].create("tau", dims="connection")
-    nc = [i for i, c in enumerate(CONNECTIONS) if c in spec.noncentred]
-    ce = [i for i, c in enumerate(CONNECTIONS) if c not in spec.noncentred]
+    chosen = choose_noncentred(cells) if spec.noncentred == "auto" else spec.noncentred
+    model = pm.modelcontext(None)
+    model.noncentred = chosen  # recorded in the fit's attributes
+    nc = [i for i, c in enumerate(CONNECTIONS) if c in chosen]
+    ce = [i for i, c in enumerate(CONNECTIONS) if c not in chosen]
     if not nc:
         return pm.Normal("mu", mu_bar, tau, dims=(unit, "connection"))
-    model = pm.modelcontext(None)
     columns = [None] * len(CONNECTIONS)
     model.add_coord("connection_noncentred", [CONNECTIONS[i] for i in nc])
     z = pm.Normal("mu_z", 0.0, 1.0, dims=(unit, "connection_noncentred"))

@@ -123,8 +123,11 @@ class ModelSpec:
     level : {"word", "class"}
         Cell means per (protected word, connection) or per (protected class, connection).
     residual_sd : {"per_connection", "single"}
-    noncentred : tuple of str
-        Hierarchical only: connections whose cell means are sampled non-centred.
+    noncentred : "auto" or tuple of str
+        Hierarchical only: connections whose cell means are sampled non-centred. ``"auto"``
+        chooses per connection from the data: non-centred where a typical cell's rows carry
+        less information about its mean than the spread between cells (sparse cells),
+        centred otherwise. The posterior is the same either way.
     priors : dict of {str: Prior}
     description : str
     """
@@ -133,7 +136,7 @@ class ModelSpec:
     family: str
     level: str = "word"
     residual_sd: str = "per_connection"
-    noncentred: tuple[str, ...] = ()
+    noncentred: tuple[str, ...] | str = ()
     priors: dict = field(default_factory=dict)
     description: str = ""
 
@@ -148,14 +151,16 @@ class ModelSpec:
         level = _choice(d.get("level", "word"), LEVELS, "level", source)
         residual_sd = _choice(d.get("residual_sd", "per_connection"), RESIDUAL_SDS,
                               "residual_sd", source)
-        noncentred = d.get("noncentred", [])
+        noncentred = d.get("noncentred", "auto" if family == "hierarchical" else [])
         if noncentred and family != "hierarchical":
             raise ModelSpecError(f"{source}: noncentred applies to the hierarchical family only")
-        if isinstance(noncentred, str) or not isinstance(noncentred, (list, tuple)):
-            raise ModelSpecError(f"{source}: noncentred must be a list of connections "
-                                 f"(subset of {', '.join(CONNECTIONS)}), got {noncentred!r}")
-        for c in noncentred:
-            _choice(c, CONNECTIONS, "each noncentred entry", source)
+        if noncentred != "auto":
+            if isinstance(noncentred, str) or not isinstance(noncentred, (list, tuple)):
+                raise ModelSpecError(
+                    f"{source}: noncentred must be \"auto\" or a list of connections "
+                    f"(subset of {', '.join(CONNECTIONS)}), got {noncentred!r}")
+            for c in noncentred:
+                _choice(c, CONNECTIONS, "each noncentred entry", source)
         raw = d.get("priors", {})
         needed = PRIOR_NAMES[family]
         extra = sorted(set(raw) - set(needed))
@@ -179,9 +184,10 @@ class ModelSpec:
                         f"{source}: the additive family samples an exact rotation of (m, co) "
                         f"and needs Normal priors for them; got {p} ~ {priors[p]}")
         name = str(d.get("name", family))
-        order = [c for c in CONNECTIONS if c in noncentred]
+        if noncentred != "auto":
+            noncentred = tuple(c for c in CONNECTIONS if c in noncentred)
         return cls(name=name, family=family, level=level, residual_sd=residual_sd,
-                   noncentred=tuple(order), priors=priors,
+                   noncentred=noncentred, priors=priors,
                    description=str(d.get("description", "")))
 
     def to_dict(self) -> dict:
@@ -190,7 +196,8 @@ class ModelSpec:
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
         if self.family == "hierarchical":
-            d["noncentred"] = list(self.noncentred)
+            d["noncentred"] = (self.noncentred if self.noncentred == "auto"
+                               else list(self.noncentred))
         return d
 
     def to_json(self) -> str:
@@ -252,7 +259,8 @@ class ModelSpec:
                       f"  mu[{unit}, c] ~ {p['mu']}"]
         lines.append(f"  {s} ~ {p['sigma']}")
         if self.family == "hierarchical":
-            nc = ", ".join(self.noncentred) or "none"
+            nc = ("chosen from the data (auto)" if self.noncentred == "auto"
+                  else ", ".join(self.noncentred) or "none")
             lines.append(f"  non-centred connections: {nc}")
         if self.family == "additive":
             lines.append("  identified: contrasts co[c] - co[none]; sampled on an exact rotation")
