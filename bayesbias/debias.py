@@ -139,7 +139,8 @@ def bias_subspace(vectors_by_set: Sequence[np.ndarray], k: int = 1) -> BiasSubsp
         raise WordListError("no definite sets: the bias subspace needs at least one set")
     for i, s in enumerate(sets):
         if s.shape[0] < 2:
-            raise WordListError(f"definite set {i} has {s.shape[0]} vector(s); it needs two or more")
+            raise WordListError(
+                f"definite set {i} has {s.shape[0]} vector(s); it needs two or more")
     dims = {s.shape[1] for s in sets}
     if len(dims) != 1:
         raise InputDataError(f"definite sets have vectors of different lengths {sorted(dims)}")
