@@ -71,6 +71,7 @@ _GENSIM_SUFFIXES = (".kv", ".model")
 _HEADER_RE = re.compile(rb"^\s*(\d+)\s+(\d+)\s*$")
 _BOM = b"\xef\xbb\xbf"
 _PROBE_BYTES = 1 << 16
+_BUFFER = 1 << 18  # read size: 256 KiB
 _MAX_WORD_BYTES = 4096
 _TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 
@@ -281,10 +282,10 @@ class _open_bytes:  # noqa: N801 - used like open()
         self.path = path
 
     def __enter__(self):
-        self._file = open(self.path, "rb", buffering=1 << 20)  # noqa: SIM115
+        self._file = open(self.path, "rb", buffering=_BUFFER)  # noqa: SIM115
         compressed = self._file.peek(2)[:2] == b"\x1f\x8b"
         if compressed:
-            fh = io.BufferedReader(gzip.GzipFile(fileobj=self._file, mode="rb"), 1 << 20)
+            fh = io.BufferedReader(gzip.GzipFile(fileobj=self._file, mode="rb"), _BUFFER)
         else:
             fh = self._file
         return fh, compressed
@@ -540,7 +541,7 @@ def _read_binary(path: Path, fh, wanted) -> Embedding:
     count, dim = _parse_header(path, first.rstrip(b"\r\n"))
     nbytes = 4 * dim
     need = _MAX_WORD_BYTES + nbytes + 2  # enough bytes ahead for any whole record
-    chunk = max(1 << 20, 4 * need)
+    chunk = max(_BUFFER, 4 * need)
     buf, pos, base, eof = b"", 0, len(first), False  # base: file offset of buf[0]
     keep_words: list[str] = []
     keep_vecs: list[np.ndarray] = []

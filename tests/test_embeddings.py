@@ -458,3 +458,43 @@ def test_cli_distances_on_a_users_own_word2vec_file(tmp_path, capsys):
     assert main(["distances", "--embedding", str(bad), "--wordlist", "religion"]) == 2
     err = capsys.readouterr().err
     assert "bad.vec, line" in err and "Traceback" not in err
+
+
+def test_full_word2vec_model_file_with_trust(tmp_path):
+    from gensim.models import Word2Vec
+
+    sentences = [["bias", "in", "word", "vectors"], ["word", "vectors", "have", "bias"]] * 5
+    model = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=3, epochs=2)
+    path = tmp_path / "w2v.model"
+    model.save(str(path))
+    emb = load_embedding(path, ["bias", "vectors", "absent"], trust_pickle=True)
+    assert set(emb.words) == {"bias", "vectors"} and emb.dim == 8
+    np.testing.assert_array_equal(emb.matrix(["bias"])[0], model.wv["bias"])
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_streaming_memory_grows_with_kept_words_not_file(tmp_path, binary):
+    """Python allocations while keeping 100 of 100,000 words stay far below the file size."""
+    import tracemalloc
+
+    n, dim = 100_000, 32
+    vec = np.linspace(-1, 1, dim, dtype=np.float32)
+    path = tmp_path / "big"
+    with open(path, "wb") as out:  # same vector for every word: only the size matters here
+        out.write(f"{n} {dim}\n".encode())
+        tail = (b" " + vec.tobytes() + b"\n") if binary else (
+            " " + " ".join(map(str, vec.tolist())) + "\n").encode()
+        out.write(b"".join(f"w{i}".encode() + tail for i in range(n)))
+    keep = [f"w{i}" for i in range(0, n, 1000)]
+    tracemalloc.start()
+    try:
+        emb = load_embedding(path, keep)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(emb) == 100 and emb.meta["file_vocabulary"] == n
+    full_matrix = n * dim * 4
+    # streaming holds one 256 KiB read buffer (a few while refilling) plus the kept rows,
+    # while the file is 14-23 MB and the full float32 matrix alone 12.8 MB
+    assert path.stat().st_size > 13e6
+    assert peak < 3 * 2**20 and peak < 0.25 * full_matrix, peak
