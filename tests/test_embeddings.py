@@ -36,7 +36,7 @@ def small() -> Embedding:
 
 
 def write_text(path, words, vectors, header=True, trailing=""):
-    """An independent writer: word2vec text (header) or GloVe (no header)."""
+    """Write word2vec text (header) or GloVe (no header), independently of ours."""
     lines = [f"{len(words)} {vectors.shape[1]}"] if header else []
     lines += [f"{w} {' '.join(repr(float(v)) for v in vec)}{trailing}"
               for w, vec in zip(words, vectors, strict=True)]
@@ -46,7 +46,7 @@ def write_text(path, words, vectors, header=True, trailing=""):
 
 
 def write_binary(path, words, vectors, newline=True, header=None):
-    """An independent word2vec binary writer."""
+    """Write word2vec binary, independently of ours."""
     out = [(header or f"{len(words)} {vectors.shape[1]}\n").encode()]
     for w, vec in zip(words, vectors, strict=True):
         out.append(w.encode("utf-8") + b" " + struct.pack(f"<{len(vec)}f", *vec)
@@ -498,3 +498,13 @@ def test_streaming_memory_grows_with_kept_words_not_file(tmp_path, binary):
     # while the file is 14-23 MB and the full float32 matrix alone 12.8 MB
     assert path.stat().st_size > 13e6
     assert peak < 3 * 2**20 and peak < 0.25 * full_matrix, peak
+
+
+@pytest.mark.parametrize("content", [
+    b"\xef\xbb\xbf2 2\r\nab 1 2\r\ncd 3 4\r\n",  # BOM and Windows line ends
+    b"ab\t1\t2\ncd 3  4 \n\n",  # tabs, double and trailing spaces, blank last line
+])
+def test_tolerated_text_variants(tmp_path, content):
+    path = tmp_path / "v.txt"
+    path.write_bytes(content)
+    assert_same(load_embedding(path), ["ab", "cd"], [[1, 2], [3, 4]])
