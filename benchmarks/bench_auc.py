@@ -55,6 +55,7 @@ def sklearn_baseline(y, s, m):
 
 
 def timed(fn, *args, repeat=1, **kw):
+    """Best wall time of `repeat` calls, and the result."""
     best, out = np.inf, None
     for _ in range(repeat):
         t = time.perf_counter()
@@ -64,6 +65,7 @@ def timed(fn, *args, repeat=1, **kw):
 
 
 def main(argv=None) -> dict:
+    """Run the comparison; print and return the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--groups", type=int, default=24)

@@ -87,7 +87,7 @@ pd.concat({m: r[list(AUC_METRICS)] for m, r in auc.items()}, axis=1).round(3)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-for ax, metric in zip(axes, ["bpsn_auc", "negative_aeg"]):
+for ax, metric in zip(axes, ["bpsn_auc", "negative_aeg"], strict=True):
     for k, m in enumerate(MODELS):
         r = auc[m]
         pos = np.arange(len(r)) + (k - 0.5) * 0.3

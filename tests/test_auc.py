@@ -13,7 +13,7 @@ from bayesbias.classifier.auc import (
     nuanced_auc_table,
     pairwise_u,
 )
-from bayesbias.classifier.data import identity_groups, intersect_groups, MADLIBS_REFERENCE_TERMS
+from bayesbias.classifier.data import MADLIBS_REFERENCE_TERMS, identity_groups, intersect_groups
 from bayesbias.datasets import madlibs
 
 DATA = Path(__file__).parent / "data"
@@ -24,7 +24,7 @@ PUBLISHED = {"subgroup_auc": "subgroup_auc", "bpsn_auc": "negative_cross_auc",
 
 
 def _direct(y, s, g):
-    """The five metrics by counting every pair (no ranks, no scipy)."""
+    """Compute the five metrics by counting every pair (no ranks, no scipy)."""
     sp, sn, bp, bn = s[g & y], s[g & ~y], s[~g & y], s[~g & ~y]
     r = lambda h, lo: pairwise_u(h, lo) / (len(h) * len(lo))  # noqa: E731
     return {"subgroup_auc": r(sp, sn), "bpsn_auc": r(bp, sn), "bnsp_auc": r(sp, bn),

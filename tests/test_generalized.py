@@ -15,7 +15,6 @@ from bayesbias.classifier.generalized import (
     list_metrics,
     mcm,
     pcm,
-    vbcm,
 )
 from bayesbias.datasets import madlibs
 from bayesbias.errors import InputDataError
@@ -172,3 +171,13 @@ def test_bootstrap_interval_group_version():
     assert r.lower <= r.value <= r.upper
     assert {"score_lower", "score_upper"} <= set(r.by_group.columns)
     assert {"lower", "upper"} <= set(r.pairs.columns)
+
+
+def test_group_with_one_class_gives_nan_with_reason():
+    y = np.array([1, 1, 0, 0, 1, 0], bool)
+    p = np.array([1, 0, 0, 1, 1, 1], bool)
+    g = pd.Series(list("aabbcc"))
+    r = compute_metric("fped*", y, g, pred=p)
+    assert np.isnan(r.value) and "undefined for a" in r.info["note"]
+    assert np.isnan(r.by_group.loc["a", "score"]) and "fpr undefined" in r.by_group.loc["a", "note"]
+    assert r.by_group.loc["b", "score"] == pytest.approx(0.5)

@@ -130,7 +130,7 @@ def nuanced_auc_metrics(
     nk = np.bincount(blk, minlength=k_blocks) - pk
     n_pos, n_neg = float(pk.sum()), float(nk.sum())
     cp, cn = np.cumsum(pk), np.cumsum(nk)
-    below_p, below_n = cp - 0.5 * pk, cn - 0.5 * nk  # mid-count of P / N below a block
+    below_n = cn - 0.5 * nk  # mid-count of negatives below a block
     above_p, above_n = n_pos - cp + 0.5 * pk, n_neg - cn + 0.5 * nk
     ms = m[order]
     z = stats.norm.ppf(0.5 + ci_prob / 2) if ci_prob is not None else None
@@ -156,7 +156,7 @@ def nuanced_auc_metrics(
         rec = {"group": name, "n": len(mem), "n_pos": int(nsp), "n_neg": int(nsn)}
         notes = []
 
-        def ratio(u, a, b, what):
+        def ratio(u, a, b, what, notes=notes):
             if a == 0 or b == 0:
                 notes.append(what)
                 return np.nan
@@ -246,7 +246,7 @@ def _delong_se(spb, snb, c_sp, cp, cn, below_n, above_p, above_n, nsp, nsn, nbp,
     (ties one half); the variance of U/(|A||B|) is var(V_A)/|A| + var(V_B)/|B|. Sums over
     background sets are totals over all positives / negatives minus the subgroup's part.
     """
-    n_pos, n_neg = cp[-1], cn[-1]
+    n_neg = cn[-1]
     below_sn_sp = c_sp  # subgroup negatives below each subgroup positive
     below_sn_sn = _mid_below(snb, snb)
     below_sp_sp = _mid_below(spb, spb)
@@ -291,7 +291,7 @@ def _delong_se(spb, snb, c_sp, cp, cn, below_n, above_p, above_n, nsp, nsn, nbp,
 
 
 def nuanced_auc_baseline(y, score, groups) -> pd.DataFrame:
-    """The five metrics the straightforward way: one Mann-Whitney U call per group and metric.
+    """Compute the five metrics the straightforward way: one Mann-Whitney U per group and metric.
 
     Used as the baseline of the benchmark and as an independent check in tests
     (``scipy.stats.mannwhitneyu``; its U counts ties one half).
@@ -315,7 +315,7 @@ def nuanced_auc_baseline(y, score, groups) -> pd.DataFrame:
 
 
 def nuanced_auc_table(y, scores: dict, groups, *, ci_prob: float | None = None) -> xr.Dataset:
-    """The five metrics for several classifiers as an xarray Dataset.
+    """Compute the five metrics for several classifiers as an xarray Dataset.
 
     Parameters
     ----------

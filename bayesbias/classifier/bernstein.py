@@ -330,7 +330,7 @@ def disparity_intervals(cost, annotation, *, confidence: float = 0.95,
                         gamma: float | None = None, variance: float | str = "estimate",
                         C: float = 1.0, n_draws: int = 4000, n_boot: int = 2000,
                         seed: int | None = None) -> pd.DataFrame:
-    """The groupwise disparity with Bernstein, Bayesian and bootstrap intervals side by side.
+    """Compute the disparity with Bernstein, Bayesian and bootstrap intervals side by side.
 
     Parameters
     ----------

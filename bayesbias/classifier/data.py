@@ -391,7 +391,7 @@ def counterfactual_frames(data: pd.DataFrame, groups: pd.DataFrame, *,
 def madlibs_data(score: str = "TOXICITY@1", *, terms: Sequence[str] | None = None,
                  match: str = "longest", threshold: float | None = 0.5,
                  data: pd.DataFrame | None = None) -> tuple[ClassifierData, pd.DataFrame]:
-    """The shipped madlibs as validated classifier data with identity groups.
+    """Load the shipped madlibs as validated classifier data with identity groups.
 
     Parameters
     ----------

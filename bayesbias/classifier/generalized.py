@@ -369,7 +369,6 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
 def _cf_eval(kind, d: _Data, phi, comp, background, normalization):
     """Per-source values of a counterfactual metric (sources with every group only)."""
     codes, uniques = pd.factorize(d.source, use_na_sentinel=True)
-    T = len(d.names)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
     per_source, per_group, per_pair, skipped = [], [], [], 0
@@ -484,6 +483,14 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
                 pairs_df["lower"], pairs_df["upper"] = np.quantile(bp, q, axis=0)
             info["ci_method"] = f"percentile bootstrap over source examples, {n_boot} resamples"
         overall = np.nan
+    if phi_f.kind == "scalar" and "score" in by:
+        by["note"] = np.where(by["n"] == 0, "no examples in the group",
+                              np.where(by["score"].isna(), f"{phi_f.name} undefined: the "
+                                       "group lacks the examples it needs (e.g. one class "
+                                       "only)", ""))
+        bad = [str(i) for i in by.index[by["note"] != ""]]
+        if bad and kind != "vbcm" and not np.isfinite(value):
+            info["note"] = f"aggregate undefined: {phi_f.name} undefined for {', '.join(bad)}"
     scal = by["score"] if "score" in by else pd.Series(dtype=float)
     diff = float(scal.max() - scal.min()) if scal.notna().any() else np.nan
     return FairnessResult(name=name or f"{version} {kind.upper()}({phi_f.name}, {d})",
@@ -658,7 +665,7 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
 
 
 def list_metrics() -> pd.DataFrame:
-    """The registry as a table."""
+    """Return the registry as a table."""
     return pd.DataFrame([m.__dict__ for m in METRICS.values()]).set_index("name")
 
 

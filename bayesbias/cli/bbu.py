@@ -12,6 +12,7 @@ from ._common import add_json, add_parser, emit
 
 
 def register(sub) -> None:
+    """Add the ``bbu`` sub-command."""
     p = add_parser(
         sub, "bbu", "sample size and interval width for Bernstein-bounded unfairness",
         "  bayesbias bbu --delta 0.05 --confidence 0.95 --gamma 0.5 --variance 4 --json\n"
@@ -38,6 +39,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Print the minimum n and / or the half-width."""
     if args.delta is None and args.n is None:
         raise InputDataError("give --delta (for the minimum n) and/or --n (for the half-width)")
     common = dict(confidence=args.confidence, gamma=args.gamma, variance=args.variance,

@@ -29,6 +29,7 @@ COLUMNS = ["metric", "model", "level", "group", "value", "lower", "upper", "inte
 
 
 def register(sub) -> None:
+    """Add the ``classifier`` sub-command."""
     p = add_parser(
         sub, "classifier", "bias metrics of a classifier's scores across groups, with intervals",
         "  bayesbias classifier --data madlibs --score TOXICITY@1 --metrics bbu,auc,fped --json\n"
@@ -121,6 +122,7 @@ def _groups(args, table: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]
 
 
 def run(args) -> int:
+    """Compute the requested metrics and print / write them."""
     table, dflt = _read(args)
     label = args.label or dflt.get("label")
     score = args.score or dflt.get("score")
