@@ -150,3 +150,40 @@ def test_table_has_named_dims():
     assert ds.attrs["ci_prob"] == 0.9
     lo, hi = ds["bpsn_auc_ci"].sel(ci_bound="lower"), ds["bpsn_auc_ci"].sel(ci_bound="upper")
     assert bool(((lo <= ds["bpsn_auc"]) & (ds["bpsn_auc"] <= hi)).all())
+
+
+def test_overall_auc_in_attrs():
+    y = np.array([1, 0, 1, 0], bool)
+    s = np.array([0.9, 0.5, 0.5, 0.1])
+    r = nuanced_auc_metrics(y, s, np.ones((4, 1), bool))
+    assert r.attrs["overall_auc"] == pytest.approx(pairwise_u(s[y], s[~y]) / 4)
+
+
+@pytest.mark.slow
+def test_delong_interval_coverage():
+    """Binormal scores with known metrics; 95% DeLong intervals should cover ~95%.
+
+    Negatives N(0, 1), positives N(2, 1); subgroup (20%) scores shifted by +0.3 (negatives)
+    and -0.2 (positives). Truths: AUC(mu) = Phi(mu / sqrt(2)).
+    """
+    from scipy.stats import norm
+
+    truth = {"subgroup_auc": norm.cdf((2 - 0.2 - 0.3) / np.sqrt(2)),
+             "bpsn_auc": norm.cdf((2 - 0.3) / np.sqrt(2)),
+             "bnsp_auc": norm.cdf((2 - 0.2) / np.sqrt(2)),
+             "negative_aeg": 0.5 - norm.cdf(-0.3 / np.sqrt(2)),
+             "positive_aeg": 0.5 - norm.cdf(0.2 / np.sqrt(2))}
+    rng = np.random.default_rng(21)
+    reps, n = 800, 3000
+    hits = {m: 0 for m in AUC_METRICS}
+    for _ in range(reps):
+        y = rng.random(n) < 0.4
+        g = rng.random(n) < 0.2
+        s = rng.normal(size=n) + 2 * y + np.where(g, np.where(y, -0.2, 0.3), 0)
+        r = nuanced_auc_metrics(y, s, g[:, None], ci_prob=0.95).iloc[0]
+        for m in AUC_METRICS:
+            hits[m] += r[f"{m}_lower"] <= truth[m] <= r[f"{m}_upper"]
+    coverage = {m: h / reps for m, h in hits.items()}
+    print(coverage)
+    for m, c in coverage.items():  # binomial SE ~ 0.008 at 800 replicates
+        assert abs(c - 0.95) < 0.03, (m, c)

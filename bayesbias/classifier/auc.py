@@ -112,7 +112,8 @@ def nuanced_auc_metrics(
         One row per group: ``n``, ``n_pos``, ``n_neg`` and the five metrics
         (:data:`AUC_METRICS`); with `ci_prob`, ``<metric>_se``, ``<metric>_lower`` and
         ``<metric>_upper``; ``note`` says why a metric is NaN (a class missing in the
-        subgroup or the background). ``attrs`` record the interval method.
+        subgroup or the background). ``attrs`` hold the AUC on all rows (``overall_auc``)
+        and the interval method.
     """
     y, s, m, names = _as_arrays(y, score, groups)
     if group_names is not None:
@@ -183,8 +184,9 @@ def nuanced_auc_metrics(
         rec["note"] = "; ".join(notes)
         rows.append(rec)
     out = pd.DataFrame(rows).set_index("group")
+    overall = float((pk * below_n).sum() / (n_pos * n_neg)) if n_pos and n_neg else np.nan
     out.attrs.update(
-        metrics=list(AUC_METRICS), ties="count one half",
+        overall_auc=overall, metrics=list(AUC_METRICS), ties="count one half",
         background="rows outside the subgroup", reference="Borkan et al. (2019)")
     if ci_prob is not None:
         out.attrs.update(ci_prob=float(ci_prob),
