@@ -105,3 +105,13 @@ def test_nan_scores_and_non_binary_labels_rejected():
     t["y3"] = ["a", "b", "c", "a"]
     with pytest.raises(InputDataError, match="'y3' must be binary"):
         validate_classifier_data(t, "y3", score="s", groups=["a"], positive="a")
+
+
+def test_madlibs_data_helper():
+    from bayesbias.classifier.data import madlibs_data
+
+    cd, full = madlibs_data("TOXICITY@6", terms=["gay", "straight"])
+    assert cd.n == 30240 and cd.group_names == ["gay", "straight"]
+    assert cd.y.sum() == 15120
+    np.testing.assert_array_equal(cd.pred, full["TOXICITY@6"].to_numpy() >= 0.5)
+    assert "group:gay" in full.columns

@@ -181,3 +181,47 @@ def test_group_with_one_class_gives_nan_with_reason():
     assert np.isnan(r.value) and "undefined for a" in r.info["note"]
     assert np.isnan(r.by_group.loc["a", "score"]) and "fpr undefined" in r.by_group.loc["a", "note"]
     assert r.by_group.loc["b", "score"] == pytest.approx(0.5)
+
+
+def _random_case(seed, groups=3):
+    rng = np.random.default_rng(seed)
+    n = 240
+    names = list("xyz")[:groups]
+    src = np.repeat(np.arange(n // groups), groups)
+    g = pd.Series(np.tile(names, n // groups))
+    y = np.repeat(rng.random(n // groups) < 0.5, groups)  # labels constant within a source
+    prob = np.clip(0.5 * y + 0.3 + rng.normal(0, 0.2, n), 0, 1)
+    pred = prob >= 0.5
+    return y, g, pred, prob, pd.Series(src)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_registry_invariant_to_row_order_and_group_labels(name):
+    m = METRICS[name]
+    y, g, pred, prob, src = _random_case(4, 2 if m.two_groups_only else 3)
+    base = compute_metric(name, y, g, pred=pred, prob=prob, source=src)
+    perm = np.random.default_rng(1).permutation(len(y))
+    shuffled = compute_metric(name, y[perm], g[perm].reset_index(drop=True), pred=pred[perm],
+                              prob=prob[perm], source=src[perm].reset_index(drop=True))
+    key = "comparison" if m.generalized == "vbcm" else None
+    if key:
+        np.testing.assert_allclose(shuffled.by_group[key], base.by_group[key], atol=1e-12)
+    else:
+        assert shuffled.value == pytest.approx(base.value, abs=1e-12)
+    # relabel the groups keeping their order: nothing changes
+    relabelled = compute_metric(name, y, g.map({"x": "a", "y": "b", "z": "c"}), pred=pred,
+                                prob=prob, source=src)
+    if key:
+        np.testing.assert_allclose(relabelled.by_group[key].to_numpy(),
+                                   base.by_group[key].to_numpy(), atol=1e-12)
+    else:
+        assert relabelled.value == pytest.approx(base.value, abs=1e-12)
+    # swapping the two groups of a signed two-group metric flips it (difference) or
+    # inverts it (ratio)
+    if m.two_groups_only:
+        swapped = compute_metric(name, y, g.map({"x": "y", "y": "x"}), pred=pred, prob=prob,
+                                 source=src)
+        if m.d == "difference":
+            assert swapped.value == pytest.approx(-base.value, abs=1e-12)
+        else:
+            assert swapped.value == pytest.approx(1 / base.value, rel=1e-12)
