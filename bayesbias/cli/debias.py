@@ -24,7 +24,7 @@ part). Only those words change: every other row is written unchanged, unless
 --normalize-all scales every row to unit length.
 
 The whole embedding is loaded and written (every word, changed rows replaced): memory
-grows with the file (the shipped default is ~20-30k words; a 3M-word 300-d file needs
+grows with the file (the shipped default has 20,162 words; a 3M-word 300-d file needs
 several GB). Exit code 3 if a check fails (a neutralised word keeps a projection above
 1e-6, or a definite set that shares no word with a later set is not symmetric)."""
 
@@ -43,7 +43,8 @@ def register(sub) -> None:
     p = add_parser(
         sub, "debias", "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
         "  bayesbias debias --embedding default --wordlist religion -o glove-religion.bin\n"
-        "  bayesbias debias --wordlist gender -k 2 --neutralize attributes -o g.txt --text\n"
+        "  bayesbias debias --wordlist gender -k 2 --neutralize attributes --on-missing drop "
+        "-o g.txt --text\n"
         "  bayesbias debias --embedding vectors.txt --wordlist my_topic.toml --json"
         "   # report only\n"
         "  bayesbias debias --wordlist race --neutralize doctor,nurse,teacher -o r.bin",
