@@ -72,6 +72,7 @@ _HEADER_RE = re.compile(rb"^\s*(\d+)\s+(\d+)\s*$")
 _BOM = b"\xef\xbb\xbf"
 _PROBE_BYTES = 1 << 16
 _BUFFER = 1 << 18  # read size: 256 KiB
+_MAX_DIM = 1_000_000  # larger header dimensions are taken as corruption
 _MAX_WORD_BYTES = 4096
 _TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 
@@ -431,7 +432,7 @@ def _parse_header(path, line: bytes) -> tuple[int, int]:
             path, f"bad header {shown!r}: expected '<number of words> <dimension>' "
             "(a file without a header is GloVe: use --format glove)", line=1)
     count, dim = int(m.group(1)), int(m.group(2))
-    if count < 1 or dim < 1:
+    if count < 1 or not 1 <= dim <= _MAX_DIM:
         raise EmbeddingFormatError(path, f"bad header: {count} words of dimension {dim}",
                                    line=1)
     return count, dim

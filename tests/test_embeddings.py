@@ -179,6 +179,7 @@ TEXT_CASES = {
     "wrong length glove": (b"a 1 2 3\nb 1 2 3\nc 1 2\n", "glove", 3, "expected 3"),
     "bad header": (b"two 3\na 1 2 3\n", "word2vec", 1, "bad header"),
     "header zero": (b"0 3\na 1 2 3\n", "word2vec", 1, "bad header"),
+    "header huge dim": (b"1 30000000000\na 1 2 3\n", "auto", 1, "bad header"),
     "malformed header auto": (b"2 3 x\na 1 2 3\n", "auto", 1, "malformed header"),
     "malformed header 2": (b"2 3.5\na 1 2 3\n", "auto", 2, "malformed header"),
     "non-numeric": (b"2 3\na 1 2 3\nb 1 x 3\n", "auto", 3, "non-numeric value 'x'"),
