@@ -3,6 +3,8 @@ published signature (associated and different means become equal)."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bayesbias.debias import bias_subspace, equalize, hard_debias, neutralize, project
 from bayesbias.distances import distance_table
@@ -423,3 +425,24 @@ def test_merged_equalisation_makes_every_set_symmetric(race_embedding):
 def test_bad_overlapping_choice_lists_the_valid_ones(race_embedding):
     with pytest.raises(ValueError, match="sequential, merge"):
         hard_debias(race_embedding, "race", overlapping="joint")
+
+
+# -- properties over random shapes ---------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 5), dim=st.integers(4, 12), k=st.integers(1, 3),
+                  seed=st.integers(0, 2**32 - 1))
+def test_equalize_and_neutralize_properties(n, dim, k, seed):
+    """For any set size and k: shared off-subspace part, unit rows, equal cosines with
+    neutralised words, and no projection left on neutralised words."""
+    rng = np.random.default_rng(seed)
+    sets = [rng.normal(size=(n, dim)) for _ in range(3)]
+    k = min(k, dim - 1, 3 * (n - 1))
+    sub = bias_subspace(sets, k=k)
+    out = equalize(rng.normal(size=(n, dim)), sub)
+    inside, off = _parts(out, sub.basis)
+    np.testing.assert_allclose(off, np.broadcast_to(off[0], off.shape), atol=1e-10)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-10)
+    neutral = neutralize(rng.normal(size=(5, dim)), sub)
+    assert np.abs(project(neutral, sub)).max() < 1e-10
+    cos = neutral @ out.T
+    np.testing.assert_allclose(cos, np.broadcast_to(cos[:, :1], cos.shape), atol=1e-10)
