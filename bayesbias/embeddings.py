@@ -23,7 +23,9 @@ Supported formats (the ``format`` argument of :func:`load_embedding`):
 Text and binary files are streamed: with ``words`` given only those words' vectors are
 parsed and kept, so memory grows with the words kept, not with the file. Vectors of
 words not requested are skipped unparsed, and duplicates are detected among the kept
-words only; load without ``words`` to check a whole file.
+words only; load without ``words`` to check a whole file. gensim native files cannot be
+streamed: they are unpickled whole (vectors memory-mapped when gensim stored them in a
+separate ``.npy``), then subset.
 
 Two named embeddings need no file: ``"default"`` is the GloVe 6B 50-d subset shipped
 in ``bayesbias/data/embeddings`` and ``"glove-6b-50d"`` is the complete GloVe 6B 50-d
