@@ -72,8 +72,9 @@ def _tables(settings: ReportSettings, progress) -> list[tuple[str, pd.DataFrame]
         out = []
         for spec in settings.distances:
             _progress(progress, f"reading distance table {spec}")
-            out.append((Path(spec.split(":")[-1]).stem if ":" not in spec else spec,
-                        _read_table(spec)))
+            name = ("_".join(spec.split(":")[1:]) if spec.startswith("published:")
+                    else Path(spec).name.split(".")[0])
+            out.append((name, _read_table(spec)))
         return out
     lists = [load_wordlist(w) for w in settings.wordlists]
     words = list(dict.fromkeys(w for wl in lists for w in wl.all_words))
@@ -160,8 +161,8 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
         "Bias of protected words towards their stereotypes, measured on cosine distances, "
         "with the uncertainty shown: Bayesian intervals from a hierarchical model with control "
         "groups (Dobrzeniecka & Urbaniak 2024) next to WEAT (Caliskan et al. 2017) and MAC "
-        "(Manzini et al. 2019). Distance = 1 - cosine similarity: a *smaller* distance means "
-        "*closer*. A negative `associated - none` contrast means stereotypes are closer to "
+        "(Manzini et al. 2019). Distance = 1 - cosine similarity: a smaller distance means "
+        "closer. A negative `associated - none` contrast means stereotypes are closer to "
         "their protected words than neutral words are.",
     )
     kind_label = {"hdi": "highest-density interval (HDI)",
