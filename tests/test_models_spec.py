@@ -1,0 +1,73 @@
+"""Model specs as data: loading, validation with the valid choices, hashes, model cards."""
+
+import pytest
+
+from bayesbias.errors import ModelSpecError
+from bayesbias.models import ModelSpec, Prior, available_models, load_spec
+
+
+def test_shipped_specs_load_and_print_their_priors():
+    names = available_models()
+    assert {"hierarchical", "additive", "separate"} <= set(names)
+    for name in names:
+        spec = load_spec(name)
+        card = spec.card()
+        assert spec.hash in card
+        for prior in spec.priors.values():
+            assert str(prior) in card
+
+
+def test_default_is_the_published_hierarchical_model():
+    spec = load_spec()
+    assert spec.family == "hierarchical"
+    assert str(spec.priors["mu_bar"]) == "Normal(mu=1, sigma=0.3)"
+    assert str(spec.priors["tau"]) == "Exponential(lam=2)"
+    assert str(spec.priors["sigma"]) == "Exponential(lam=2)"
+    assert str(load_spec("additive").priors["sigma"]) == "HalfCauchy(beta=1)"
+
+
+def test_hash_ignores_labels_but_not_priors():
+    spec = load_spec("hierarchical")
+    assert spec.replace(name="x", description="y").hash == spec.hash
+    changed = spec.replace(priors={"tau": {"dist": "Exponential", "lam": 3.0}})
+    assert changed.hash != spec.hash
+    assert changed.priors["mu_bar"] == spec.priors["mu_bar"]
+    assert load_spec("hierarchical", residual_sd="single").hash == \
+        load_spec("hierarchical_single_sd").hash
+
+
+def test_roundtrip_through_dict_and_toml(tmp_path):
+    spec = load_spec("additive", level="class")
+    assert ModelSpec.from_dict(spec.to_dict()).hash == spec.hash
+    path = tmp_path / "mine.toml"
+    path.write_text('family = "separate"\nresidual_sd = "per_connection"\n[priors]\n'
+                    'mu = { dist = "Normal", mu = 0.9, sigma = 0.2 }\n'
+                    'sigma = { dist = "HalfNormal", sigma = 0.5 }\n')
+    mine = load_spec(path)
+    assert mine.priors["mu"] == Prior("Normal", (("mu", 0.9), ("sigma", 0.2)))
+    assert mine.residual_sd == "per_connection"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"level": "sentence"}, "level must be one of word, class"),
+    ({"residual_sd": "two"}, "residual_sd must be one of per_connection, single"),
+    ({"noncentred": ["bias"]}, "associated, different, human, none"),
+    ({"priors": {"tau": {"dist": "Normal", "mu": 0.0, "sigma": 1.0}}}, "positive distribution"),
+    ({"priors": {"tau": {"dist": "Exponential", "beta": 1.0}}}, "needs parameters lam"),
+    ({"priors": {"tau": {"dist": "Weibull", "lam": 1.0}}}, "Exponential"),
+    ({"priors": {"rho": {"dist": "Normal", "mu": 0.0, "sigma": 1.0}}}, "unknown: rho"),
+    ({"colour": "red"}, "valid"),
+])
+def test_invalid_specs_name_the_valid_choices(overrides, message):
+    with pytest.raises(ModelSpecError, match=message):
+        load_spec("hierarchical", **overrides)
+
+
+def test_unknown_model_and_additive_prior_checks():
+    with pytest.raises(ModelSpecError, match="shipped models: additive"):
+        load_spec("hierarchicl")
+    with pytest.raises(ModelSpecError, match="Normal priors"):
+        load_spec("additive", priors={"co": {"dist": "StudentT", "nu": 3.0, "mu": 0.0,
+                                             "sigma": 1.0}})
+    with pytest.raises(ModelSpecError, match="family must be one of"):
+        ModelSpec.from_dict({"family": "linear", "priors": {}})
