@@ -67,3 +67,22 @@ def test_classifier_csv_input_and_errors(tmp_path, capsys):
                  "--groups", "g1"]) == 2
     assert "missing or non-finite" in capsys.readouterr().err
     assert main(["classifier", "--data", "madlibs", "--metrics", "nonsense"]) == 2
+
+
+def test_classifier_parquet_with_categorical_groups(tmp_path, capsys):
+    df = pd.DataFrame({"gold": ["yes", "no"] * 30, "p": [0.8, 0.3, 0.6, 0.7, 0.4, 0.2] * 10,
+                       "dialect": ["a"] * 20 + ["b"] * 20 + ["c"] * 20})
+    src = tmp_path / "scores.parquet"
+    df.to_parquet(src)
+    out = tmp_path / "tidy.parquet"
+    assert main(["classifier", "--data", str(src), "--label", "gold", "--positive", "yes",
+                 "--score", "p", "--group-column", "dialect", "--metrics", "fned*,pertsd",
+                 "--n-boot", "0", "-o", str(out)]) == 2  # counterfactual needs --source
+    assert "--source" in capsys.readouterr().err
+    assert main(["classifier", "--data", str(src), "--label", "gold", "--positive", "yes",
+                 "--score", "p", "--group-column", "dialect", "--metrics", "fned*,bbu",
+                 "--criterion", "equal_opportunity", "--n-boot", "50", "-o", str(out)]) == 0
+    tidy = pd.read_parquet(out)
+    assert set(tidy["group"]) >= {"a", "b", "c"}
+    assert set(tidy.loc[tidy["metric"] == "bbu:equal_opportunity", "interval"]) == {
+        "bernstein", "bayes", "bootstrap"}
