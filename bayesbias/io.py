@@ -27,6 +27,10 @@ def atomic_path(path, suffix: str | None = None):
     tmp = Path(tmp)
     try:
         yield tmp
+        if tmp.exists():  # mkstemp makes owner-only files; give the usual permissions
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -65,6 +65,9 @@ def main(argv=None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 0
+    if hasattr(args, "on_missing") and args.on_missing is None:
+        shipped = getattr(args, "embedding", None) == "default"
+        args.on_missing = "drop" if shipped else "error"
     try:
         return int(args.run(args) or 0)
     except BayesbiasError as exc:

@@ -40,8 +40,11 @@ def add_embedding_options(parser, required: bool = False) -> None:
     parser.add_argument("--trust-pickle", action="store_true",
                         help="allow loading gensim KeyedVectors files (pickles): only for "
                              "files you trust")
-    parser.add_argument("--on-missing", default="error", choices=["error", "drop"],
-                        help="words not in the embedding: fail (default) or drop and report")
+    parser.add_argument("--on-missing", default=None, choices=["error", "drop"],
+                        help="words not in the embedding: fail, or drop them and list them in "
+                             "the output (default: fail for your own files; drop for the "
+                             "shipped 'default' embedding, which lacks 'literaly', a typo in "
+                             "the published neutral list, and WEAT 1's 'blue-bell', 'gladiola')")
 
 
 def to_jsonable(obj):
