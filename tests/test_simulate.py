@@ -225,3 +225,14 @@ def test_p_values_uniform_under_null(exact):
         # 4 SE either side, plus the granularity of the p-value grid (3432 or 200 splits)
         grid = 1 / 3432 if exact else 1 / 200
         assert abs(rate - alpha) < 4 * se(alpha) + grid, (alpha, rate)
+
+
+@pytest.mark.slow
+def test_identical_with_worker_processes():
+    """Real worker processes (pickled specs, separate interpreters) give the same numbers."""
+    study = NullStudy(reps=400, seed=12, chunk_size=100, targets=(5, 5), attributes=(5, 5),
+                      statistics=("weat_effect", "weat_p"))
+    local = run_grid(study, sds=[0.05, 0.1], use_dask=False)
+    procs = run_grid(study, sds=[0.05, 0.1], n_workers=2, processes=True)
+    for k in local.data_vars:
+        np.testing.assert_array_equal(procs[k].values, local[k].values)
