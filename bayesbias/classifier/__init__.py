@@ -7,6 +7,7 @@
   (sort once), with DeLong intervals.
 - :mod:`.generalized`: PCM / BCM / VBCM / MCM of Czarnowska et al. (2021) and a registry of
   the named metrics from the literature.
+- :mod:`.summary`: :func:`classifier_bias`, several metrics at once as one tidy table.
 """
 
 from .auc import AUC_METRICS, nuanced_auc_baseline, nuanced_auc_metrics, nuanced_auc_table
@@ -40,6 +41,7 @@ from .generalized import (
     pcm,
     vbcm,
 )
+from .summary import ClassifierBias, classifier_bias
 
 __all__ = [
     # data
@@ -50,6 +52,8 @@ __all__ = [
     "groupwise_disparity", "disparity_intervals", "bbu_by_group", "BBUResult", "CRITERIA",
     # nuanced AUC metrics
     "nuanced_auc_metrics", "nuanced_auc_table", "nuanced_auc_baseline", "AUC_METRICS",
+    # everything at once
+    "classifier_bias", "ClassifierBias",
     # generalized metrics
     "pcm", "bcm", "vbcm", "mcm", "compute_metric", "list_metrics", "METRICS", "FairnessResult",
 ]

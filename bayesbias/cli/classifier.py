@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..classifier.auc import AUC_METRICS, nuanced_auc_metrics
-from ..classifier.bernstein import CRITERIA, bbu_by_group
+from ..classifier.auc import AUC_METRICS
+from ..classifier.bernstein import CRITERIA
 from ..classifier.data import (
     MADLIBS_REFERENCE_TERMS,
     counterfactual_frames,
@@ -17,15 +17,13 @@ from ..classifier.data import (
     identity_terms,
     validate_classifier_data,
 )
-from ..classifier.generalized import METRICS, compute_metric
+from ..classifier.generalized import METRICS
+from ..classifier.summary import METRIC_CHOICES, classifier_bias
 from ..errors import InputDataError
 from ..io import atomic_path
 from ._common import add_json, add_parser, emit
 
 log = logging.getLogger(__name__)
-
-COLUMNS = ["metric", "model", "level", "group", "value", "lower", "upper", "interval", "n",
-           "note"]
 
 
 def register(sub) -> None:
@@ -130,10 +128,10 @@ def run(args) -> int:
     if label is None:
         raise InputDataError("give --label (the gold label column)")
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
-    unknown = [m for m in metrics if m not in ("bbu", "auc") and m not in METRICS]
+    unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
-        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from bbu, auc, "
-                             + ", ".join(METRICS))
+        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
+                             + ", ".join(METRIC_CHOICES))
     derived, group_column = _groups(args, table)
     if derived is not None:
         table = pd.concat([table, derived.add_prefix("group:")], axis=1)
@@ -147,7 +145,6 @@ def run(args) -> int:
                                   else None)
     if derived is not None:
         cd.groups.columns = list(derived.columns)
-    model = score or args.pred
     variance = args.variance
     if variance not in ("estimate", "worst"):
         try:
@@ -155,97 +152,67 @@ def run(args) -> int:
         except ValueError:
             raise InputDataError(f"--variance must be 'estimate', 'worst' or a number, got "
                                  f"{args.variance!r}") from None
+    source = None
+    if any(METRICS[m].version == "counterfactual" for m in metrics if m in METRICS):
+        if args.source:
+            if args.source not in table.columns:
+                raise InputDataError(f"source column {args.source!r} not in the table")
+            source = table[args.source]
+        elif args.text in table.columns and args.template in table.columns:
+            source = counterfactual_frames(table, cd.groups, text=args.text,
+                                           template=args.template)
+    model = score or args.pred
+    res = classifier_bias(cd, metrics, confidence=args.confidence, criterion=args.criterion,
+                          gamma=args.gamma, variance=variance, n_boot=args.n_boot,
+                          source=source, seed=args.seed, model=model)
     ci = args.confidence
-    rows: list[dict] = []
     payload: dict = {"data": args.data, "model": model, "n": cd.n,
                      "groups": {g: int(v) for g, v in cd.groups.sum().items()},
                      "confidence": ci, "threshold": cd.threshold, "metrics": {}}
     text: list[str] = [f"{args.data}: {cd.n} rows, {len(cd.group_names)} groups, model {model}"]
     for metric in metrics:
         if metric == "auc":
-            if cd.score is None:
-                raise InputDataError("the auc metrics need --score")
-            r = nuanced_auc_metrics(cd.y, cd.score, cd.groups, ci_prob=ci)
-            for g, rec in r.iterrows():
-                for m in AUC_METRICS:
-                    rows.append({"metric": m, "model": model, "level": "group", "group": g,
-                                 "value": rec[m], "lower": rec[f"{m}_lower"],
-                                 "upper": rec[f"{m}_upper"], "interval": "DeLong",
-                                 "n": rec["n"], "note": rec["note"]})
-            payload["metrics"]["auc"] = r.reset_index()
-            text += ["", f"nuanced AUC metrics (Borkan et al. 2019), {ci:.0%} DeLong intervals:",
+            r = res.auc
+            payload["metrics"]["auc"] = {"overall_auc": r.attrs["overall_auc"],
+                                         "interval": r.attrs.get("ci_kind"),
+                                         "by_group": r.reset_index()}
+            text += ["", f"nuanced AUC metrics (Borkan et al. 2019), {ci:.0%} DeLong intervals "
+                     f"(overall AUC {r.attrs['overall_auc']:.4f}):",
                      r[list(AUC_METRICS)].round(4).to_string()]
         elif metric == "bbu":
-            if cd.pred is None:
-                raise InputDataError("bbu needs predicted labels (--pred or --score with "
-                                     "--threshold)")
-            r = bbu_by_group(cd.y, cd.pred, cd.groups, criterion_name=args.criterion,
-                             confidence=ci, gamma=args.gamma, variance=variance,
-                             intervals=args.n_boot > 0, n_boot=max(args.n_boot, 1),
-                             seed=args.seed)
-            name = f"bbu:{args.criterion}"
-            for g, rec in r.iterrows():
-                kinds = [("bernstein", "lower", "upper")]
-                if "bayes_lower" in rec:
-                    kinds += [("bayes", "bayes_lower", "bayes_upper"),
-                              ("bootstrap", "bootstrap_lower", "bootstrap_upper")]
-                for kind, lo, hi in kinds:
-                    rows.append({"metric": name, "model": model, "level": "group", "group": g,
-                                 "value": rec["disparity"], "lower": rec.get(lo, np.nan),
-                                 "upper": rec.get(hi, np.nan), "interval": kind,
-                                 "n": rec["n_a"], "note": rec["note"]})
+            r = res.bbu
             payload["metrics"]["bbu"] = {"criterion": args.criterion,
                                          "description": CRITERIA[args.criterion].description,
                                          "by_group": r.reset_index()}
             cols = [c for c in ("disparity", "lower", "upper", "bayes_lower", "bayes_upper",
                                 "bootstrap_lower", "bootstrap_upper", "claims_bias")
                     if c in r]
-            text += ["", f"Bernstein-bounded unfairness ({args.criterion}), {ci:.0%} intervals "
+            text += ["", f"Bernstein-bounded unfairness ({args.criterion}: "
+                     f"{CRITERIA[args.criterion].description}), {ci:.0%} intervals "
                      "(Bernstein | Bayes HDI | bootstrap):", r[cols].round(4).to_string()]
         else:
-            m = METRICS[metric]
-            groups = cd.groups
-            source = None
-            if m.version == "counterfactual":
-                if args.source:
-                    if args.source not in table.columns:
-                        raise InputDataError(f"source column {args.source!r} not in the table")
-                    source = table[args.source].reset_index(drop=True)
-                elif args.text in table.columns and args.template in table.columns:
-                    source = counterfactual_frames(table, cd.groups, text=args.text,
-                                                   template=args.template)
-                    source = source.reset_index(drop=True)
-                else:
-                    raise InputDataError(f"{metric} is counterfactual: give --source")
-            if m.two_groups_only and groups.shape[1] != 2:
-                raise InputDataError(f"{metric} is defined for two groups; give exactly two "
-                                     f"(got {groups.shape[1]}: e.g. --terms black,white)")
-            res = compute_metric(metric, cd.y, groups, pred=cd.pred, prob=cd.score,
-                                 source=source, ci_prob=ci if args.n_boot > 0 else None,
-                                 n_boot=args.n_boot, seed=args.seed)
-            for rec in res.to_frame().to_dict("records"):
-                rows.append({**rec, "model": model, "interval": "bootstrap"
-                             if args.n_boot > 0 else "", "note": ""})
+            m, r = METRICS[metric], res.generalized[metric]
             payload["metrics"][metric] = {
-                "value": res.value, "lower": res.lower, "upper": res.upper, **res.info,
-                "by_group": res.by_group.reset_index(),
-                "pairs": res.pairs if res.pairs is not None else []}
-            val = (f"{res.value:.4g}" + (f" [{res.lower:.4g}, {res.upper:.4g}]"
-                                         if np.isfinite(res.lower) else "")
-                   if np.isfinite(res.value) else "(vector-valued: per group)")
-            col = "comparison" if "comparison" in res.by_group else "score"
+                "value": r.value, "lower": r.lower, "upper": r.upper, **r.info,
+                "by_group": r.by_group.reset_index(),
+                "pairs": r.pairs if r.pairs is not None else []}
+            val = (f"{r.value:.4g}" + (f" [{r.lower:.4g}, {r.upper:.4g}]"
+                                       if np.isfinite(r.lower) else "")
+                   if np.isfinite(r.value) else "(per group)")
+            col = "comparison" if "comparison" in r.by_group else "score"
             text += ["", f"{m.title} ({metric}) = {val}  -- {m.description}",
-                     res.by_group[[c for c in res.by_group.columns
-                                   if c.startswith(col) or c == "n"]].round(4).to_string()]
-    tidy = pd.DataFrame(rows, columns=COLUMNS)
+                     r.by_group[[c for c in r.by_group.columns
+                                 if c.startswith(col) or c == "n"]].round(4).to_string()]
+            if r.info.get("note"):
+                text.append(r.info["note"])
     if args.output:
         out = Path(args.output)
         with atomic_path(out) as tmp:
             if out.suffix.lower() in (".parquet", ".pq"):
-                tidy.to_parquet(tmp, index=False)
+                res.table.to_parquet(tmp, index=False)
             else:
-                tidy.to_csv(tmp, index=False)
+                res.table.to_csv(tmp, index=False)
         payload["output"] = str(out)
-        text.append(f"\nwrote {len(tidy)} rows to {out}")
+        text.append(f"\nwrote {len(res.table)} rows to {out}")
     emit(args, payload, "\n".join(text))
     return 0

@@ -1,0 +1,153 @@
+"""One call for several classifier bias metrics: a tidy table plus the detailed results."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputDataError
+from .auc import AUC_METRICS, nuanced_auc_metrics
+from .bernstein import CRITERIA, bbu_by_group
+from .data import ClassifierData
+from .generalized import METRICS, FairnessResult, compute_metric
+
+__all__ = ["ClassifierBias", "classifier_bias", "TIDY_COLUMNS", "METRIC_CHOICES"]
+
+log = logging.getLogger(__name__)
+
+#: Columns of the tidy table, in order.
+TIDY_COLUMNS = ["metric", "model", "level", "group", "value", "lower", "upper", "interval",
+                "n", "note"]
+#: Accepted metric names: ``bbu``, ``auc`` and the generalized-metric registry.
+METRIC_CHOICES = ("bbu", "auc", *METRICS)
+
+
+@dataclass
+class ClassifierBias:
+    """Results of :func:`classifier_bias`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        Tidy: one row per metric, group (or aggregate / pair) and interval kind, with
+        columns :data:`TIDY_COLUMNS`. ``interval`` names the method (DeLong, bernstein,
+        bayes, bootstrap).
+    auc : DataFrame or None
+        :func:`~bayesbias.classifier.auc.nuanced_auc_metrics` output.
+    bbu : DataFrame or None
+        :func:`~bayesbias.classifier.bernstein.bbu_by_group` output.
+    generalized : dict of {str: FairnessResult}
+        Registry metrics by name.
+    confidence : float
+        Coverage of every interval.
+    model : str
+        Name of the score / prediction column.
+    """
+
+    table: pd.DataFrame
+    auc: pd.DataFrame | None = None
+    bbu: pd.DataFrame | None = None
+    generalized: dict[str, FairnessResult] = field(default_factory=dict)
+    confidence: float = 0.95
+    model: str = ""
+
+
+def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"), *,
+                    confidence: float = 0.95, criterion: str = "demographic_parity",
+                    gamma: float | None = None, variance: float | str = "estimate",
+                    n_boot: int = 200, source=None, seed: int | None = None,
+                    model: str | None = None) -> ClassifierBias:
+    """Compute several bias metrics of one classifier for every group.
+
+    Parameters
+    ----------
+    cd : ClassifierData
+        From :func:`~bayesbias.classifier.data.validate_classifier_data` or
+        :func:`~bayesbias.classifier.data.madlibs_data`.
+    metrics : list of str
+        ``"bbu"`` (Bernstein-bounded disparity of each group against the rest, with Bayesian
+        and bootstrap intervals), ``"auc"`` (the five nuanced AUC metrics, DeLong intervals)
+        and names of :data:`~bayesbias.classifier.generalized.METRICS` (bootstrap intervals).
+    confidence : float
+        Coverage of every interval.
+    criterion : str
+        Cost / annotation of ``bbu`` (see :data:`~bayesbias.classifier.bernstein.CRITERIA`).
+    gamma, variance
+        Passed to :func:`~bayesbias.classifier.bernstein.bbu_by_group`.
+    n_boot : int
+        Bootstrap resamples (0: no bootstrap intervals).
+    source : array, optional
+        Source-example id per row, needed by counterfactual metrics.
+    seed : int, optional
+        Random seed.
+    model : str, optional
+        Label of the classifier in the table (default: the score column name).
+    """
+    metrics = [m.strip().lower() for m in metrics if m.strip()]
+    unknown = [m for m in metrics if m not in METRIC_CHOICES]
+    if unknown:
+        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
+                             + ", ".join(METRIC_CHOICES))
+    if criterion not in CRITERIA:
+        raise InputDataError(f"unknown criterion {criterion!r}; choose from "
+                             + ", ".join(CRITERIA))
+    model = model or cd.score_column or "classifier"
+    rows: list[dict] = []
+    out = ClassifierBias(table=pd.DataFrame(columns=TIDY_COLUMNS), confidence=confidence,
+                         model=model)
+    for metric in metrics:
+        if metric == "auc":
+            if cd.score is None:
+                raise InputDataError("the auc metrics need scores")
+            r = nuanced_auc_metrics(cd.y, cd.score, cd.groups, ci_prob=confidence)
+            out.auc = r
+            for g, rec in r.iterrows():
+                for m in AUC_METRICS:
+                    rows.append({"metric": m, "model": model, "level": "group", "group": g,
+                                 "value": rec[m], "lower": rec[f"{m}_lower"],
+                                 "upper": rec[f"{m}_upper"], "interval": "DeLong",
+                                 "n": rec["n"], "note": rec["note"]})
+        elif metric == "bbu":
+            if cd.pred is None:
+                raise InputDataError("bbu needs predicted labels (a prediction column, or "
+                                     "scores with a threshold)")
+            r = bbu_by_group(cd.y, cd.pred, cd.groups, criterion_name=criterion,
+                             confidence=confidence, gamma=gamma, variance=variance,
+                             intervals=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
+            out.bbu = r
+            for g, rec in r.iterrows():
+                kinds = [("bernstein", "lower", "upper")]
+                if "bayes_lower" in rec:
+                    kinds += [("bayes", "bayes_lower", "bayes_upper"),
+                              ("bootstrap", "bootstrap_lower", "bootstrap_upper")]
+                for kind, lo, hi in kinds:
+                    rows.append({"metric": f"bbu:{criterion}", "model": model,
+                                 "level": "group", "group": g, "value": rec["disparity"],
+                                 "lower": rec.get(lo, np.nan), "upper": rec.get(hi, np.nan),
+                                 "interval": kind, "n": rec["n_a"], "note": rec["note"]})
+        else:
+            m = METRICS[metric]
+            if m.version == "counterfactual" and source is None:
+                raise InputDataError(f"{metric} is a counterfactual metric: it needs the "
+                                     "source example of each row (source= / --source)")
+            if m.two_groups_only and cd.groups.shape[1] != 2:
+                raise InputDataError(f"{metric} is defined for exactly two groups, got "
+                                     f"{cd.groups.shape[1]}")
+            res = compute_metric(metric, cd.y, cd.groups, pred=cd.pred, prob=cd.score,
+                                 source=None if source is None else
+                                 pd.Series(source).reset_index(drop=True),
+                                 ci_prob=confidence if n_boot > 0 else None, n_boot=n_boot,
+                                 seed=seed)
+            out.generalized[metric] = res
+            note = res.info.get("note", "")
+            for rec in res.to_frame().to_dict("records"):
+                rows.append({**rec, "model": model,
+                             "interval": "bootstrap" if n_boot > 0 else "",
+                             "note": note if rec["level"] == "aggregate" else ""})
+    out.table = pd.DataFrame(rows, columns=TIDY_COLUMNS)
+    out.table.attrs.update(confidence=confidence, model=model)
+    return out
