@@ -368,3 +368,30 @@ def test_cli_from_distance_table(tmp_path, capsys):
     assert out["sizes"] == {"X": 8, "Y": 8, "A": 8, "B": 8}
     assert out["effect_size"] == pytest.approx(weat_from_table(
         published_table("weat_7", "reddit")).effect_size, rel=1e-6)
+
+
+def test_property_bound_sign_and_p_range():
+    """For any finite association values: |d| within the bound, sign flips, 0 < p <= 1."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    # cosine-like values on a 1e-6 grid (no subnormals whose squares underflow)
+    values = st.integers(-10**6, 10**6).map(lambda v: v / 10**6)
+
+    @settings(max_examples=150, deadline=None)
+    @given(arrays(np.float64, st.integers(1, 6), elements=values),
+           arrays(np.float64, st.integers(1, 6), elements=values),
+           st.sampled_from(["sample", "population"]),
+           st.sampled_from(["greater", "less", "two-sided"]))
+    def check(sx, sy, sd, alternative):
+        hypothesis.assume(sx.size + sy.size >= 2)
+        d = float(effect_size(sx, sy, sd=sd))
+        if np.isfinite(d):
+            assert abs(d) <= weat_bound(sx.size, sy.size, sd) + 1e-9
+            assert float(effect_size(sy, sx, sd=sd)) == pytest.approx(-d, abs=1e-9)
+        p = permutation_test(sx, sy, alternative=alternative).p_value
+        assert 0 < p <= 1
+
+    check()
