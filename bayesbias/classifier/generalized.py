@@ -247,6 +247,9 @@ class FairnessResult:
     def __repr__(self) -> str:
         ci = (f" [{self.lower:.4g}, {self.upper:.4g}] ({self.ci_prob:.0%} bootstrap)"
               if self.ci_prob and np.isfinite(self.lower) else "")
+        if self.info.get("generalized") == "vbcm":
+            per = ", ".join(f"{g}: {v:.3g}" for g, v in self.by_group["comparison"].items())
+            return f"FairnessResult({self.name}, per group: {per})"
         return (f"FairnessResult({self.name} = {self.value:.4g}{ci}; "
                 f"{len(self.by_group)} groups)")
 
