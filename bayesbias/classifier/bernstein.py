@@ -49,11 +49,11 @@ log = logging.getLogger(__name__)
 
 def _check(confidence: float, gamma: float, C: float) -> float:
     if not 0 <= confidence < 1:
-        raise ValueError(f"confidence must be in [0, 1), got {confidence}")
+        raise InputDataError(f"confidence must be in [0, 1), got {confidence}")
     if not 0 < gamma <= 0.5:
-        raise ValueError(f"gamma = min(gamma_A, gamma_B) must be in (0, 0.5], got {gamma}")
+        raise InputDataError(f"gamma = min(gamma_A, gamma_B) must be in (0, 0.5], got {gamma}")
     if not C > 0:
-        raise ValueError(f"the maximum cost C must be positive, got {C}")
+        raise InputDataError(f"the maximum cost C must be positive, got {C}")
     return math.log(0.5 * (1.0 - confidence))  # negative
 
 
@@ -62,7 +62,7 @@ def _variance(variance, gamma, C):
     if variance is None:
         return worst
     if variance < 0:
-        raise ValueError(f"variance must be >= 0, got {variance}")
+        raise InputDataError(f"variance must be >= 0, got {variance}")
     return float(variance)
 
 
@@ -90,7 +90,7 @@ def bernstein_half_width(n: int, confidence: float = 0.95, gamma: float = 0.5,
         L = log((1 - rho) / 2).
     """
     if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+        raise InputDataError(f"n must be >= 1, got {n}")
     L = _check(confidence, gamma, C)
     s2 = _variance(variance, gamma, C)
     B = -(2.0 * C / (3.0 * gamma)) * L
@@ -108,7 +108,7 @@ def bernstein_min_n(delta: float, confidence: float = 0.95, gamma: float = 0.5,
         ``min_n``: the smallest integer above it; and the inputs.
     """
     if not delta > 0:
-        raise ValueError(f"delta must be positive, got {delta}")
+        raise InputDataError(f"delta must be positive, got {delta}")
     L = _check(confidence, gamma, C)
     s2 = _variance(variance, gamma, C)
     bound = (2.0 * s2 + 2.0 * C * delta / (3.0 * gamma)) * (-L) / delta ** 2
