@@ -115,3 +115,13 @@ def test_cli_embedding(religion_emb, tmp_path, capsys):
     assert main(["mac", "--embedding", str(path), "--wordlist", "religion", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["a"]["mac"] == pytest.approx(mac(religion_emb, "religion").mac, rel=1e-6)
+
+
+def test_cli_published_spec(capsys):
+    assert main(["mac", "--distances", "published:religion:reddit", "--distances-b",
+                 "published:religion:debiased_reddit", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["a"]["mac"] == pytest.approx(0.8614, abs=1e-4)
+    assert out["paired_ttest"]["n_pairs"] == 45
+    assert main(["mac", "--distances", "published:nope:reddit"]) == 2
+    assert "topic must be one of" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..comparators.mac import mac, mac_from_table, mac_ttest
 from ..distances import read_distance_table
 from ..embeddings import load_embedding
+from ..errors import DistanceTableError
 from ..wordlists import load_wordlist
 from ._common import add_embedding_options, add_json, add_parser, emit
 
@@ -17,12 +18,30 @@ MAC makes no difference between a target's own stereotypes and other classes' an
 not scaled by any spread: read it as a distance level, not as an effect size."""
 
 
+def read_table_spec(spec: str):
+    """Read a distance table from a file or ``published:TOPIC:EMBEDDING``."""
+    if spec.startswith("published:"):
+        from ..datasets import published_table
+
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise DistanceTableError(f"{spec!r}: write published:TOPIC:EMBEDDING, e.g. "
+                                     "published:religion:reddit")
+        try:
+            return published_table(parts[1], parts[2])
+        except ValueError as exc:
+            raise DistanceTableError(f"{spec!r}: {exc}") from None
+    return read_distance_table(spec)
+
+
 def register(sub) -> None:
     """Add the ``mac`` sub-command to `sub`."""
     p = add_parser(
         sub, "mac", "Mean Average Cosine distance (Manzini et al.), paired t-test",
         "  bayesbias mac --embedding default --wordlist religion --json\n"
         "  bayesbias mac --distances religion_reddit.csv\n"
+        "  bayesbias mac --distances published:race:reddit --distances-b "
+        "published:race:debiased_reddit\n"
         "  bayesbias mac --distances biased.csv --distances-b debiased.csv --json\n"
         "  bayesbias mac --wordlist race --targets definite_sets --embedding v.txt "
         "--embedding-b debiased.txt",
@@ -33,7 +52,8 @@ def register(sub) -> None:
     p.add_argument("--embedding-b", default=None,
                    help="second embedding (e.g. debiased) for the paired t-test")
     p.add_argument("--distances", default=None,
-                   help="distance table (ours or the published format) instead of an embedding")
+                   help="distance table (ours or the published format, or "
+                        "published:TOPIC:EMBEDDING for a shipped one) instead of an embedding")
     p.add_argument("--distances-b", default=None,
                    help="second distance table for the paired t-test")
     p.add_argument("--targets", choices=["unique", "definite_sets"], default="unique",
@@ -52,7 +72,7 @@ def _from_embedding(args, path):
 
 def _from_table(args, path):
     wordlist = args.wordlist if args.targets == "definite_sets" else None
-    return mac_from_table(read_distance_table(path), targets=args.targets, wordlist=wordlist)
+    return mac_from_table(read_table_spec(path), targets=args.targets, wordlist=wordlist)
 
 
 def run(args) -> int:

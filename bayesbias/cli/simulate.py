@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
-from ..distances import read_distance_table
 from ..errors import InputDataError
 from ..io import atomic_path
 from ..simulate import (
@@ -58,7 +57,7 @@ def register(sub) -> None:
         "  bayesbias simulate --targets 2 2 --attributes 5 5 --sd 0.05 "
         "--sd-convention population\n"
         "  bayesbias simulate --null hierarchical --word-sd 0.1 --attribute-sd 0.05\n"
-        "  bayesbias simulate --null resample --table religion_reddit.csv --reps 2000\n"
+        "  bayesbias simulate --null resample --table published:religion:reddit --reps 2000\n"
         "  bayesbias simulate --grid 2,2x5,5 8,8x8,8 16,16x16,16 --sd 0.05 0.08 "
         "--workers 2 -o grid.nc",
         description=DESCRIPTION,
@@ -76,7 +75,9 @@ def register(sub) -> None:
     p.add_argument("--word-sd", type=float, default=0.05, help="hierarchical: word-effect sd")
     p.add_argument("--attribute-sd", type=float, default=0.05,
                    help="hierarchical: attribute-effect sd")
-    p.add_argument("--table", default=None, help="resample: distance table with 'none' rows")
+    p.add_argument("--table", default=None,
+                   help="resample: distance table with 'none' rows (a file or "
+                        "published:TOPIC:EMBEDDING)")
     p.add_argument("--reps", type=int, default=10_000, help="replications (default 10000)")
     p.add_argument("--seed", type=int, default=None,
                    help=f"seed (default {defaults.seed})")
@@ -110,7 +111,9 @@ def run(args) -> int:
         if not args.table:
             raise InputDataError("--null resample needs --table (a distance table with "
                                  "'none' rows)")
-        pool = neutral_pool(read_distance_table(args.table))
+        from .mac import read_table_spec
+
+        pool = neutral_pool(read_table_spec(args.table))
     try:
         study = NullStudy(
             null=args.null, targets=tuple(args.targets), attributes=tuple(args.attributes),

@@ -54,7 +54,7 @@ def register(sub) -> None:
         "  bayesbias weat --x math,algebra,geometry --y poetry,art,dance \\\n"
         "                 --a male,man,boy --b female,woman,girl\n"
         "  bayesbias weat --embedding vectors.txt --x x.txt --y y.txt --a a.txt --b b.txt\n"
-        "  bayesbias weat --table weat_7_reddit.csv   # from a distance table",
+        "  bayesbias weat --table published:weat_7:reddit   # from a distance table",
         description=DESCRIPTION,
     )
     add_embedding_options(p)
@@ -66,7 +66,8 @@ def register(sub) -> None:
                        help=f"set {name.upper()}: comma-separated words or a file with one "
                             "word per line")
     p.add_argument("--table", default=None,
-                   help="run on a distance table (ours or the published format) instead")
+                   help="run on a distance table (ours or the published format, or "
+                        "published:weat_7:reddit for a shipped one) instead")
     p.add_argument("--permutations", type=_positive_int, default=defaults.n_permutations,
                    help=f"Monte Carlo splits (default {defaults.n_permutations})")
     p.add_argument("--exact-limit", type=_nonneg_int,
@@ -120,9 +121,9 @@ def run(args) -> int:
                    seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)
     if args.table:
         from ..comparators.weat import weat_from_table
-        from ..distances import read_distance_table
+        from .mac import read_table_spec
 
-        result = weat_from_table(read_distance_table(args.table), **options)
+        result = weat_from_table(read_table_spec(args.table), **options)
     else:
         sets = _sets(args)
         words = set(sets.X) | set(sets.Y) | set(sets.A) | set(sets.B)
