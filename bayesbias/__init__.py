@@ -15,7 +15,10 @@ from .distances import (
     to_xarray,
     write_distance_table,
 )
-from .embeddings import Embedding, load_embedding
+from .comparators.mac import mac, mac_from_table, mac_ttest
+from .comparators.weat import weat, weat_from_table
+from .debias import hard_debias
+from .embeddings import Embedding, load_embedding, save_embedding
 from .errors import *  # noqa: F403
 from .wordlists import WordList, available_wordlists, load_wordlist
 
@@ -23,6 +26,7 @@ __all__ = [
     # data path: embeddings -> word lists -> distance table
     "Embedding",
     "load_embedding",
+    "save_embedding",
     "WordList",
     "load_wordlist",
     "available_wordlists",
@@ -31,6 +35,16 @@ __all__ = [
     "read_published_table",
     "write_distance_table",
     "to_xarray",
+    # comparators (bayesbias.comparators, bayesbias.simulate for null studies)
+    "weat",
+    "weat_from_table",
+    "mac",
+    "mac_from_table",
+    "mac_ttest",
+    # debiasing
+    "hard_debias",
+    # Bayesian models live in bayesbias.models (imports PyMC); classifier metrics in
+    # bayesbias.classifier.
     # configuration
     "defaults",
     "CONNECTIONS",
