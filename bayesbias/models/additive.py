@@ -50,6 +50,7 @@ def cell_means(spec: ModelSpec, cells: Cells):
     model = pm.modelcontext(None)
     model.add_coord("rotated", np.arange(n_u + len(CONNECTIONS)))
     w = pm.Normal("w", 0.0, 1.0, dims="rotated")
+    mu0, s, v = pm.Data("prior_mean", mu0), pm.Data("prior_sd", s), pm.Data("rotation", v)
     theta = mu0 + s * pm.math.dot(v, w)
     m = pm.Deterministic("m", theta[:n_u], dims=unit)
     co = pm.Deterministic("co", theta[n_u:], dims="connection")

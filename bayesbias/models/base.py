@@ -8,7 +8,7 @@ from ..config import CONNECTIONS
 from .cells import Cells, normal_logp_cells
 from .spec import ModelSpec
 
-__all__ = ["build_model", "LIKELIHOODS"]
+__all__ = ["build_model", "cell_data", "model_data", "structure_key", "LIKELIHOODS"]
 
 LIKELIHOODS = ("sufficient", "rows")
 
@@ -17,6 +17,34 @@ def _family_module(family: str):
     from . import additive, hierarchical, separate
 
     return {"hierarchical": hierarchical, "additive": additive, "separate": separate}[family]
+
+
+def cell_data(cells: Cells) -> dict[str, np.ndarray]:
+    """Counts, means and sums of squares of the non-empty cells (the model's data)."""
+    ui, ci = cells.observed
+    return {"cell_n": cells.n[ui, ci].astype(np.float64), "cell_mean": cells.mean[ui, ci],
+            "cell_ss": cells.ss[ui, ci]}
+
+
+def model_data(spec: ModelSpec, cells: Cells) -> dict[str, np.ndarray]:
+    """Values of every ``pm.Data`` of the sufficient-statistic model (for reusing a build)."""
+    out = cell_data(cells)
+    if spec.family == "additive":
+        from .additive import rotation
+
+        mu0, s, v = rotation(spec, cells)
+        out.update(prior_mean=mu0, prior_sd=s, rotation=v)
+    return out
+
+
+def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
+    """What fixes the compiled model apart from its data: spec, shapes, non-empty cells."""
+    extra = ()
+    if spec.family == "hierarchical" and spec.noncentred == "auto":
+        from .hierarchical import choose_noncentred
+
+        extra = choose_noncentred(cells)
+    return (spec.hash, cells.level, cells.units.size, (cells.n > 0).tobytes(), extra)
 
 
 def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
@@ -54,10 +82,12 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
             sigma_col = sigma
         if likelihood == "sufficient":
             ui, ci = cells.observed
+            stats = cell_data(cells)
+            n = pm.Data("cell_n", stats["cell_n"])
+            mean = pm.Data("cell_mean", stats["cell_mean"])
+            ss = pm.Data("cell_ss", stats["cell_ss"])
             sig = (sigma_col * pm.math.ones_like(mu))[ui, ci]
-            pm.Potential("loglik", normal_logp_cells(
-                mu[ui, ci], sig, cells.n[ui, ci].astype(np.float64), cells.mean[ui, ci],
-                cells.ss[ui, ci], xp=pm.math))
+            pm.Potential("loglik", normal_logp_cells(mu[ui, ci], sig, n, mean, ss, xp=pm.math))
         else:
             sig = (sigma_col * pm.math.ones_like(mu))[cells.unit_idx, cells.conn_idx]
             pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx], sig, observed=cells.y)

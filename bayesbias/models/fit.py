@@ -7,6 +7,7 @@ import json
 import logging
 import time
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import xarray as xr
 from ..config import CONNECTIONS, defaults
 from ..errors import DiagnosticsError, ModelSpecError
 from ..io import atomic_path
-from .base import LIKELIHOODS, build_model
+from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import Cells, cells_from_table, normal_logp_rows
 from .report import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
 from .spec import ModelSpec, load_spec
@@ -419,6 +420,39 @@ def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -
                  conn_idx=constant["row_connection"].values.astype(np.int32))
 
 
+#: Compiled nutpie models by structure (see :func:`~bayesbias.models.base.structure_key`):
+#: fits of the same spec to tables of the same shape reuse the compiled model with new data.
+_COMPILED: OrderedDict = OrderedDict()
+_COMPILED_MAX = 16
+
+
+def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar):
+    import nutpie
+
+    key = structure_key(spec, cells)
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        compiled, noncentred = _COMPILED[key]
+        compiled = compiled.with_data(**model_data(spec, cells))
+        log.debug("reusing the compiled model for %s", spec.name)
+    else:
+        pm_model = build_model(spec, cells, "sufficient")
+        noncentred = tuple(getattr(pm_model, "noncentred", ()))
+        compiled = nutpie.compile_pymc_model(pm_model)
+        _COMPILED[key] = (compiled, noncentred)
+        if len(_COMPILED) > _COMPILED_MAX:
+            _COMPILED.popitem(last=False)
+    tree = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
+                         seed=seed, save_warmup=False, progress_bar=progressbar)
+    post = tree.posterior.to_dataset()
+    post = post.assign_coords({cells.unit_dim: cells.units.tolist()})
+    out = xr.DataTree()
+    out["posterior"] = xr.DataTree(post)
+    out["sample_stats"] = xr.DataTree(tree.sample_stats.to_dataset())
+    out.posterior.attrs.update(tree.posterior.attrs)
+    return out, noncentred
+
+
 def _resolve_sampler(sampler: str) -> str:
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
@@ -465,13 +499,18 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
     cells = cells_from_table(table, spec.level)
     seed = defaults.seed if seed is None else int(seed)
     sampler = _resolve_sampler(sampler)
-    pm_model = build_model(spec, cells, likelihood)
     cores = min(chains, 2) if cores is None else cores
     t0 = time.perf_counter()
-    with pm_model:
-        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                          nuts_sampler=sampler, progressbar=progressbar,
-                          compute_convergence_checks=False)
+    if sampler == "nutpie" and likelihood == "sufficient":
+        idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
+                                           progressbar)
+    else:
+        pm_model = build_model(spec, cells, likelihood)
+        noncentred = getattr(pm_model, "noncentred", ())
+        with pm_model:
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores,
+                              random_seed=seed, nuts_sampler=sampler, progressbar=progressbar,
+                              compute_convergence_checks=False)
     wall = time.perf_counter() - t0
     constant, observed = _data_groups(cells)
     tree = xr.DataTree(name=None)
@@ -491,7 +530,7 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
     if spec.family == "hierarchical":
-        tree.attrs["noncentred"] = json.dumps(list(getattr(pm_model, "noncentred", ())))
+        tree.attrs["noncentred"] = json.dumps(list(noncentred))
     fit = Fit(tree, spec, cells)
     log.info("fitted %s in %.1f s", spec.name, wall)
     check(fit, strict)
