@@ -11,7 +11,7 @@ import xarray as xr
 
 from .config import CONNECTIONS, defaults
 
-__all__ = ["simulate_table", "design", "REALISTIC"]
+__all__ = ["simulate_table", "design", "coverage_study", "REALISTIC"]
 
 #: Parameter values close to the published religion/Reddit fit (cosine distances).
 REALISTIC = {
@@ -55,10 +55,7 @@ def design(n_classes: int = 3, words_per_class: int = 5, stereotypes_per_class: 
 
 
 def _draw(prior, rng, size=None):
-    import pymc as pm
-
-    return np.asarray(pm.draw(prior.dist_(), draws=1 if size is None else size,
-                              random_seed=rng)).reshape(() if size is None else size)
+    return np.asarray(prior.draw(rng, size), dtype=float)
 
 
 def simulate_table(model="hierarchical", *, params="realistic", seed: int | None = None,
@@ -154,3 +151,53 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     ds.attrs.update(model=spec.name, spec_hash=spec.hash, params=str(params),
                     seed=-1 if seed is None else seed)
     return table, ds
+
+
+def coverage_study(model="hierarchical", n_sims: int = 50, *, ci_prob: float | None = None,
+                   ci_kind: str | None = None, params="prior", draws: int = 300,
+                   tune: int = 300, chains: int = 2, seed: int = 0, **design_kwargs):
+    """How often the credible intervals contain the true value, over repeated simulations.
+
+    Each simulation draws a table with :func:`simulate_table` (parameters from the prior by
+    default, so that the nominal rate is exact for a correct sampler) and fits the same spec.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per quantity (group-level means, contrasts, residual sds): ``quantity``,
+        ``covered`` (share of simulations whose interval contains the truth), ``n_sims``;
+        ``attrs`` hold the overall rate, ``ci_prob``, ``ci_kind`` and the divergent fits.
+    """
+    import warnings
+
+    from .models import fit_model
+    from .models.report import resolve_ci, summarise, to_frame
+
+    ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+    hits: dict[str, list[bool]] = {}
+    divergent = 0
+    for i in range(n_sims):
+        table, truth = simulate_table(model, params=params, seed=seed + i, **design_kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_model(table, model, draws=draws, tune=tune, chains=chains,
+                            seed=seed + 10_000 + i)
+        divergent += fit.diagnostics().divergences > 0
+        checks = {
+            "group_mean": (fit.group_mean_draws(), truth["group_mean"], "connection"),
+            "contrast": (fit.contrast_draws(), truth["contrasts"], "contrast"),
+        }
+        if truth["sigma"].ndim:
+            checks["sigma"] = (fit.posterior["sigma"], truth["sigma"], "connection")
+        for name, (draws_, true, dim) in checks.items():
+            f = to_frame(summarise(draws_, ci_prob, ci_kind)).set_index(dim)
+            for label in f.index:
+                t = float(true.sel({dim: label}))
+                hits.setdefault(f"{name}[{label}]", []).append(
+                    bool(f.loc[label, "lower"] <= t <= f.loc[label, "upper"]))
+    out = pd.DataFrame({"quantity": list(hits), "covered": [np.mean(v) for v in hits.values()],
+                        "n_sims": n_sims})
+    out.attrs.update(overall=float(np.mean([x for v in hits.values() for x in v])),
+                     ci_prob=ci_prob, ci_kind=ci_kind, model=str(model), params=str(params),
+                     fits_with_divergences=int(divergent))
+    return out

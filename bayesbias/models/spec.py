@@ -106,6 +106,26 @@ class Prior:
 
         return getattr(pm, self.dist).dist(**dict(self.params))
 
+    def draw(self, rng, size=None):
+        """Random draws from the prior with a NumPy generator (no PyTensor compilation)."""
+        p = dict(self.params)
+        d = self.dist
+        if d == "Normal":
+            return rng.normal(p["mu"], p["sigma"], size)
+        if d == "StudentT":
+            return p["mu"] + p["sigma"] * rng.standard_t(p["nu"], size)
+        if d == "Exponential":
+            return rng.exponential(1.0 / p["lam"], size)
+        if d == "HalfNormal":
+            return abs(rng.normal(0.0, p["sigma"], size))
+        if d == "HalfCauchy":
+            return abs(p["beta"] * rng.standard_cauchy(size))
+        if d == "HalfStudentT":
+            return abs(p["sigma"] * rng.standard_t(p["nu"], size))
+        if d == "LogNormal":
+            return rng.lognormal(p["mu"], p["sigma"], size)
+        return rng.gamma(p["alpha"], 1.0 / p["beta"], size)  # Gamma(alpha, rate beta)
+
     def __str__(self) -> str:
         args = ", ".join(f"{k}={v:g}" for k, v in self.params)
         return f"{self.dist}({args})"
