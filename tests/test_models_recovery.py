@@ -31,9 +31,9 @@ def test_hierarchical_recovers_known_parameters_from_half_a_million_rows():
         warnings.simplefilter("ignore")
         fit = fit_model(table, draws=500, tune=500, chains=2, seed=1)
     mu = fit.word_means(as_xarray=True)
-    err = np.abs(mu["mean"] - truth["mu"].rename({"protected_word": "protected_word"}))
-    # cell means are estimated from thousands of rows: within 4 posterior sds and 0.01
+    err = np.abs(mu["mean"] - truth["mu"])
+    # 200 to 30,000 rows per cell (sigma ~0.2): sds below 0.02, errors within 4 sds
+    assert float(mu["sd"].max()) < 0.02
     assert float((err / mu["sd"]).max()) < 4
-    assert float(err.max()) < 0.01
     sig = fit.posterior["sigma"].mean(("chain", "draw"))
     assert np.allclose(sig.values, truth["sigma"].values, rtol=0.01)
