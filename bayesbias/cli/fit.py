@@ -74,7 +74,7 @@ def register(sub) -> None:
 
 
 def load_table(source: str | None, args):
-    """A distance table from a file, ``published:TOPIC:EMBEDDING``, or an embedding."""
+    """Read a distance table from a file, ``published:TOPIC:EMBEDDING``, or an embedding."""
     from ..datasets import published_table
     from ..distances import distance_table, read_distance_table
 

@@ -20,7 +20,7 @@ def _family_module(family: str):
 
 
 def cell_data(cells: Cells) -> dict[str, np.ndarray]:
-    """Counts, means and sums of squares of the non-empty cells (the model's data)."""
+    """Return counts, means and sums of squares of the non-empty cells (the model data)."""
     ui, ci = cells.observed
     return {"cell_n": cells.n[ui, ci].astype(np.float64), "cell_mean": cells.mean[ui, ci],
             "cell_ss": cells.ss[ui, ci]}
@@ -38,7 +38,7 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict[str, np.ndarray]:
 
 
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
-    """What fixes the compiled model apart from its data: spec, shapes, non-empty cells."""
+    """Return what fixes a compiled model apart from its data (spec, shapes, cells)."""
     extra = ()
     if spec.family == "hierarchical" and spec.noncentred == "auto":
         from .hierarchical import choose_noncentred
@@ -48,7 +48,7 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
 
 
 def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
-    """The PyMC model of `spec` on `cells`.
+    """Build the PyMC model of `spec` on `cells`.
 
     Parameters
     ----------

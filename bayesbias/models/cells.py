@@ -71,7 +71,7 @@ class Cells:
         return int(self.y.size)
 
     def summary(self) -> dict:
-        """Counts and mean distance per connection, for stamping saved fits."""
+        """Return counts and mean distance per connection, for stamping saved fits."""
         n = self.n.sum(axis=0)
         tot = np.where(self.n > 0, self.n * np.nan_to_num(self.mean), 0.0).sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -81,10 +81,10 @@ class Cells:
             "level": self.level,
             "units": int(self.units.size),
             "classes": sorted(set(self.unit_class.tolist())),
-            "rows_per_connection": {c: int(k) for c, k in zip(CONNECTIONS, n)},
+            "rows_per_connection": {c: int(k) for c, k in zip(CONNECTIONS, n, strict=True)},
             "mean_distance_per_connection": {
                 c: (None if not np.isfinite(m) else round(float(m), 6))
-                for c, m in zip(CONNECTIONS, mean)},
+                for c, m in zip(CONNECTIONS, mean, strict=True)},
             "empty_cells": int((self.n == 0).sum()),
         }
 

@@ -10,7 +10,7 @@ import xarray as xr
 
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
-from .fit import CONTRASTS, Fit
+from .fit import Fit
 from .report import resolve_ci, summarise, to_frame
 
 __all__ = ["Comparison", "compare_fits", "loo_compare", "STEREOTYPE", "NEUTRAL"]
@@ -182,5 +182,3 @@ def loo_compare(fits: dict[str, Fit]):
         raise ModelSpecError("LOO comparison needs fits to the same rows; the data differ")
     return az.compare({name: f.with_log_likelihood() for name, f in fits.items()})
 
-
-CONTRAST_LABELS = [f"{a} - {b}" for a, b in CONTRASTS]

@@ -258,7 +258,7 @@ class Fit:
         n = self._n()
         ok = [bool(n.sel({self.unit_dim: u, "connection": lab.split(" - ")[0]}) > 0
                    and n.sel({self.unit_dim: u, "connection": lab.split(" - ")[1]}) > 0)
-              for u, lab in zip(frame[self.unit_dim], frame["contrast"])]
+              for u, lab in zip(frame[self.unit_dim], frame["contrast"], strict=True)]
         return frame.loc[ok].reset_index(drop=True)
 
     def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:
@@ -314,7 +314,7 @@ class Fit:
                                     "row": np.arange(c.n_rows)}, name="cosine_distance")
 
     def with_log_likelihood(self):
-        """A copy of ``idata`` with a ``log_likelihood`` group (for ``az.loo`` / ``az.compare``)."""
+        """Return ``idata`` plus a ``log_likelihood`` group (for ``az.loo`` / ``az.compare``)."""
         tree = self.idata.copy()
         tree["log_likelihood"] = xr.DataTree(self.log_likelihood().to_dataset())
         return tree
@@ -442,14 +442,16 @@ def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar):
         _COMPILED[key] = (compiled, noncentred)
         if len(_COMPILED) > _COMPILED_MAX:
             _COMPILED.popitem(last=False)
+    t0 = time.perf_counter()
     tree = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
                          seed=seed, save_warmup=False, progress_bar=progressbar)
+    sampling_time = time.perf_counter() - t0
     post = tree.posterior.to_dataset()
     post = post.assign_coords({cells.unit_dim: cells.units.tolist()})
     out = xr.DataTree()
     out["posterior"] = xr.DataTree(post)
     out["sample_stats"] = xr.DataTree(tree.sample_stats.to_dataset())
-    out.posterior.attrs.update(tree.posterior.attrs)
+    out.posterior.attrs.update(tree.posterior.attrs, sampling_time=sampling_time)
     return out, noncentred
 
 

@@ -15,7 +15,7 @@ AUTO_RATIO = 10.0
 
 
 def choose_noncentred(cells: Cells) -> tuple[str, ...]:
-    """Connections whose typical cell is sparse: rows say less than the spread between cells.
+    """Choose the connections whose typical cell is sparse (sampled non-centred).
 
     For connection c, with s2 the pooled within-cell variance, n the median cell count and
     t2 the between-cell variance of the cell means (less their sampling noise), the cell

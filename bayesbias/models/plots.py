@@ -29,7 +29,7 @@ def forest_axes(ax, labels, mean, lower, upper, colours=None, zero: bool = False
     """Draw a forest (point and interval per row, first row on top) on `ax`."""
     y = np.arange(len(labels))[::-1]
     colours = colours or ["k"] * len(labels)
-    for yi, m, lo, hi, col in zip(y, mean, lower, upper, colours):
+    for yi, m, lo, hi, col in zip(y, mean, lower, upper, colours, strict=True):
         ax.plot([lo, hi], [yi, yi], color=col, lw=2)
         ax.plot([m], [yi], "o", color=col, ms=4)
     ax.set_yticks(y)
@@ -61,10 +61,12 @@ def plot_fit_forest(fit, path, ci_prob=None, ci_kind=None) -> Path:
     fig = plt.figure(figsize=(11, height))
     gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1])
     ax_w = fig.add_subplot(gs[:, 0])
-    words = words.sort_values([unit, "connection"], key=lambda s: s.map(
-        {c: i for i, c in enumerate(CONNECTIONS)}) if s.name == "connection" else s,
-        kind="stable")
-    forest_axes(ax_w, [f"{u} · {c}" for u, c in zip(words[unit], words["connection"])],
+    order = {c: i for i, c in enumerate(CONNECTIONS)}
+    words = words.assign(_c=words["connection"].map(order))
+    keys = (["protected_class"] if "protected_class" in words else []) + [unit, "_c"]
+    words = words.sort_values(keys, kind="stable")
+    labels = [f"{u} · {c}" for u, c in zip(words[unit], words["connection"], strict=True)]
+    forest_axes(ax_w, labels,
                 words["mean"], words["lower"], words["upper"],
                 [COLOURS[c] for c in words["connection"]],
                 title=f"mean cosine distance per {unit.replace('_', ' ')} ({label})",
@@ -91,7 +93,7 @@ def plot_comparison_forest(comparison, path) -> Path:
     fig = plt.figure(figsize=(11, height))
     gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1])
     ax_w = fig.add_subplot(gs[:, 0])
-    forest_axes(ax_w, [f"{u} · {k}" for u, k in zip(w[unit], w["connection"])],
+    forest_axes(ax_w, [f"{u} · {k}" for u, k in zip(w[unit], w["connection"], strict=True)],
                 w["diff_mean"], w["lower"], w["upper"], [COLOURS[k] for k in w["connection"]],
                 zero=True, title=f"per-word change, {comparison.labels[1]} - "
                 f"{comparison.labels[0]} ({label})", xlabel="change in cosine distance")

@@ -6,7 +6,6 @@ result carries ``ci_prob`` and ``ci_kind`` attrs and keeps ArviZ's ``ci_bound`` 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -68,7 +67,7 @@ def summarise(draws: xr.DataArray, ci_prob: float | None = None, ci_kind: str | 
 
 
 def to_frame(summary: xr.Dataset) -> pd.DataFrame:
-    """A :func:`summarise` result as a flat table (columns ``lower``/``upper`` for the interval).
+    """Flatten a :func:`summarise` result to a table (``lower``/``upper`` for the interval).
 
     The table's attrs carry ``ci_prob`` and ``ci_kind``; the interval columns are also named
     in ``attrs["interval"]`` (e.g. ``"89% HDI"``).
@@ -89,6 +88,3 @@ def to_frame(summary: xr.Dataset) -> pd.DataFrame:
                        interval=f"{ci_prob:.0%} {ci_kind.upper()}")
     return frame
 
-
-def _stack(draws: xr.DataArray) -> np.ndarray:  # (sample, ...)
-    return draws.transpose(*SAMPLE_DIMS, ...).values.reshape((-1,) + draws.shape[2:])

@@ -91,7 +91,7 @@ class Prior:
         return DISTRIBUTIONS[self.dist][1]
 
     def to_dict(self) -> dict:
-        """The prior as a plain mapping (round-trips through :meth:`from_dict`)."""
+        """Return the prior as a plain mapping (round-trips through :meth:`from_dict`)."""
         return {"dist": self.dist, **dict(self.params)}
 
     def create(self, name: str, **kwargs):
@@ -101,7 +101,7 @@ class Prior:
         return getattr(pm, self.dist)(name, **dict(self.params), **kwargs)
 
     def dist_(self):
-        """The unnamed PyMC distribution (for ``pm.logp``)."""
+        """Return the unnamed PyMC distribution (for ``pm.logp``)."""
         import pymc as pm
 
         return getattr(pm, self.dist).dist(**dict(self.params))
@@ -211,7 +211,7 @@ class ModelSpec:
                    description=str(d.get("description", "")))
 
     def to_dict(self) -> dict:
-        """The spec as a plain mapping (round-trips through :meth:`from_dict`)."""
+        """Return the spec as a plain mapping (round-trips through :meth:`from_dict`)."""
         d = {"name": self.name, "family": self.family, "description": self.description,
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
@@ -236,7 +236,7 @@ class ModelSpec:
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
     def replace(self, **overrides) -> ModelSpec:
-        """A new validated spec with some fields (or priors, as ``priors={...}``) replaced.
+        """Return a new validated spec with fields (or priors, ``priors={...}``) replaced.
 
         Prior overrides may be :class:`Prior` objects or mappings and are merged into the
         existing priors.
@@ -255,7 +255,7 @@ class ModelSpec:
         return ModelSpec.from_dict(d, f"spec {self.name!r} with overrides")
 
     def card(self) -> str:
-        """A readable model card: the likelihood, the priors and the structural choices."""
+        """Return a readable model card: likelihood, priors and structural choices."""
         unit = "w" if self.level == "word" else "k"
         unit_name = "protected word" if self.level == "word" else "protected class"
         s = "sigma[c]" if self.residual_sd == "per_connection" else "sigma"
