@@ -27,6 +27,7 @@
 # Set `BAYESBIAS_NOTEBOOK_SMALL=1` for a quick run (fewer tables, shorter chains).
 
 # %%
+import logging
 import os
 import tempfile
 import warnings
@@ -44,6 +45,7 @@ SETTINGS = (dict(draws=300, tune=300, chains=2) if SMALL
 OUT = Path(tempfile.mkdtemp(prefix="bayesbias-nb01-"))
 pd.set_option("display.width", 160, "display.precision", 4)
 warnings.filterwarnings("ignore", category=UserWarning)  # diagnostics are shown explicitly
+logging.getLogger("bayesbias").setLevel(logging.ERROR)
 print(load_spec("hierarchical").card())
 
 # %% [markdown]

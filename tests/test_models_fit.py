@@ -161,3 +161,11 @@ def test_compare_refuses_different_specs(religion_fit):
                 religion_fit.cells)
     with pytest.raises(ModelSpecError, match="different specs"):
         compare_fits(religion_fit, other)
+
+
+def test_compare_list_means_shift_exactly(religion_fit):
+    comp = compare_fits(religion_fit, _shifted(religion_fit, "none", 0.05))
+    lm = comp.list_means.set_index("connection")
+    assert lm.loc["none", "diff_mean"] == pytest.approx(0.05, abs=1e-9)
+    assert lm.loc["none", "excludes_zero"] and not lm.loc["human", "excludes_zero"]
+    assert "averages over the shared words" in str(comp)

@@ -59,6 +59,10 @@ class Comparison:
     group_means, contrasts, word_means : pandas.DataFrame
         ``a_mean, b_mean, diff_mean, diff_sd, lower, upper, excludes_zero`` per connection,
         per contrast and per (unit, connection) present in both fits.
+    list_means : pandas.DataFrame
+        The same per connection for the average of the cell means over the words both fits
+        share: the change for this word list, without the between-word uncertainty of the
+        group-level (population) means.
     moved : dict
         ``{"stereotype": [...], "neutral": [...]}``: connections whose group-level mean moved
         (the interval of the difference excludes 0).
@@ -75,6 +79,7 @@ class Comparison:
     group_means: pd.DataFrame
     contrasts: pd.DataFrame
     word_means: pd.DataFrame
+    list_means: pd.DataFrame
     moved: dict
     only_neutral_moved: bool
     verdict: list[str] = field(default_factory=list)
@@ -86,7 +91,8 @@ class Comparison:
                 "spec_hash": self.spec_hash, "ci_prob": self.group_means.attrs["ci_prob"],
                 "ci_kind": self.group_means.attrs["ci_kind"],
                 "group_means": self.group_means, "contrasts": self.contrasts,
-                "word_means": self.word_means, "moved": self.moved,
+                "word_means": self.word_means, "list_means": self.list_means,
+                "moved": self.moved,
                 "only_neutral_moved": self.only_neutral_moved, "verdict": self.verdict,
                 **self.extra}
 
@@ -104,6 +110,8 @@ class Comparison:
             "group-level means:", self.group_means.set_index("connection")[cols]
             .round(4).to_string(),
             "contrasts:", self.contrasts.set_index("contrast")[cols].round(4).to_string(),
+            "averages over the shared words:",
+            self.list_means.set_index("connection")[cols].round(4).to_string(),
             *self.verdict])
 
 
@@ -138,6 +146,13 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
     words = words.merge(both, on=[unit, "connection"])
     words = words.loc[words.pop("ok")].reset_index(drop=True)
     words.attrs = groups.attrs
+    # The same words in both fits: the average of their cell means is compared directly,
+    # without the between-word (population) uncertainty that the group-level means carry.
+    both_da = (na > 0) & (nb > 0)
+    avg_a = wa.where(both_da).sum(unit) / both_da.sum(unit)
+    avg_b = wb.where(both_da).sum(unit) / both_da.sum(unit)
+    list_means = _diff_table(avg_a.rename("list_mean"), avg_b.rename("list_mean"), ci_prob,
+                             ci_kind)
 
     moved_rows = groups.set_index("connection")
     moved = {"stereotype": [c for c in STEREOTYPE if moved_rows.loc[c, "excludes_zero"]],
@@ -166,7 +181,8 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
         verdict.insert(0, f"no group-level mean moved credibly ({iv} of every difference "
                           "includes 0)")
     return Comparison(labels=tuple(labels), unit_dim=unit, spec_hash=a.spec.hash,
-                      group_means=groups, contrasts=contrasts, word_means=words, moved=moved,
+                      group_means=groups, contrasts=contrasts, word_means=words,
+                      list_means=list_means, moved=moved,
                       only_neutral_moved=only_neutral, verdict=verdict)
 
 
