@@ -69,6 +69,8 @@ class Comparison:
     only_neutral_moved : bool
         Control groups moved but neither stereotype connection did, the pattern the paper
         found for debiasing: an apparent change of bias comes from neutral words moving.
+    moved_list : dict
+        As `moved`, for the averages over the shared words (``list_means``).
     verdict : list of str
         Plain-language reading of the above.
     """
@@ -81,6 +83,7 @@ class Comparison:
     word_means: pd.DataFrame
     list_means: pd.DataFrame
     moved: dict
+    moved_list: dict
     only_neutral_moved: bool
     verdict: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
@@ -92,7 +95,7 @@ class Comparison:
                 "ci_kind": self.group_means.attrs["ci_kind"],
                 "group_means": self.group_means, "contrasts": self.contrasts,
                 "word_means": self.word_means, "list_means": self.list_means,
-                "moved": self.moved,
+                "moved": self.moved, "moved_list": self.moved_list,
                 "only_neutral_moved": self.only_neutral_moved, "verdict": self.verdict,
                 **self.extra}
 
@@ -180,9 +183,21 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
     if not any(moved.values()):
         verdict.insert(0, f"no group-level mean moved credibly ({iv} of every difference "
                           "includes 0)")
+    lrows = list_means.set_index("connection")
+    moved_list = {"stereotype": [c for c in STEREOTYPE if lrows.loc[c, "excludes_zero"]],
+                  "neutral": [c for c in NEUTRAL if lrows.loc[c, "excludes_zero"]]}
+    for c in CONNECTIONS:
+        r = lrows.loc[c]
+        if r["excludes_zero"]:
+            way = "closer to" if r["diff_mean"] < 0 else "further from"
+            verdict.append(f"for these words, {c} attributes moved {way} them on average "
+                           f"({r['diff_mean']:+.4f}; {iv} {r['lower']:+.4f} to "
+                           f"{r['upper']:+.4f})")
+    if moved_list["neutral"] and not moved_list["stereotype"]:
+        verdict.append("for these words, only the controls moved")
     return Comparison(labels=tuple(labels), unit_dim=unit, spec_hash=a.spec.hash,
                       group_means=groups, contrasts=contrasts, word_means=words,
-                      list_means=list_means, moved=moved,
+                      list_means=list_means, moved=moved, moved_list=moved_list,
                       only_neutral_moved=only_neutral, verdict=verdict)
 
 
