@@ -17,7 +17,7 @@ sampler diagnostics. The input is a distance table (--distances), a shipped publ
 (--distances published:TOPIC:EMBEDDING), or an embedding plus a word list."""
 
 
-def add_table_source(p, letter: str = "") -> None:
+def add_table_source(p) -> None:
     """Options that select a distance table or an embedding + word list."""
     add_embedding_options(p)
     p.add_argument("--wordlist", default=None,
