@@ -169,3 +169,9 @@ def test_compare_list_means_shift_exactly(religion_fit):
     assert lm.loc["none", "diff_mean"] == pytest.approx(0.05, abs=1e-9)
     assert lm.loc["none", "excludes_zero"] and not lm.loc["human", "excludes_zero"]
     assert "averages over the shared words" in str(comp)
+
+
+def test_text_report_names_interval_and_diagnostics(religion_fit):
+    text = religion_fit.to_text(ci_prob=0.5, ci_kind="eti")
+    assert "50% ETI" in text and "diagnostics:" in text and "associated - none" in text
+    assert "Normal(mu=1, sigma=0.3)" in text

@@ -133,24 +133,9 @@ def run(args) -> int:
         fit.save(args.output)
     if args.plot:
         fit.plot_forest(args.plot, args.ci_prob, args.ci_kind)
-    diag = fit.diagnostics()
-    iv = summary["group_means"].attrs["interval"]
-    cols = ["mean", "sd", "lower", "upper"]
-    lines = [fit.spec.card(), "",
-             f"data: {fit.cells.n_rows} rows, {fit.cells.units.size} "
-             f"{fit.unit_dim.replace('_', ' ')}s; sampler {fit.idata.attrs['sampler']}, "
-             f"{args.chains} chains x {args.draws} draws, seed {args.seed}, "
-             f"{fit.idata.attrs['wall_time_s']:.1f} s",
-             str(diag), "",
-             f"group-level mean cosine distance per connection ({iv}; lower/upper):",
-             summary["group_means"].set_index("connection")[cols + ["rows"]].round(4)
-             .to_string(), "",
-             f"contrasts ({iv}):",
-             summary["contrasts"].set_index("contrast")[cols + ["excludes_zero"]].round(4)
-             .to_string(), "",
+    lines = [fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
              "posterior predictive check (share of observed distances inside the "
-             "predictive HDI):",
-             ppc.set_index("connection").round(3).to_string()]
+             "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
     if args.loo:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "

@@ -366,6 +366,32 @@ class Fit:
 
         return plot_fit_forest(self, path, ci_prob, ci_kind)
 
+    def to_text(self, ci_prob=None, ci_kind=None, ppc: bool = True) -> str:
+        """Return a plain-text report: model card, data, diagnostics, means, contrasts, PPC."""
+        ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+        groups = self.group_means(ci_prob, ci_kind)
+        contrasts = self.contrasts(ci_prob, ci_kind)
+        iv = groups.attrs["interval"]
+        cols = ["mean", "sd", "lower", "upper"]
+        a = self.idata.attrs
+        post = self.idata.posterior
+        lines = [self.spec.card(), "",
+                 f"data: {self.cells.n_rows} rows, {self.cells.units.size} "
+                 f"{self.unit_dim.replace('_', ' ')}s; sampler {a.get('sampler')}, "
+                 f"{post.sizes['chain']} chains x {post.sizes['draw']} draws, seed "
+                 f"{a.get('seed')}, {float(a.get('wall_time_s', np.nan)):.1f} s",
+                 str(self.diagnostics()), "",
+                 f"group-level mean cosine distance per connection ({iv}):",
+                 groups.set_index("connection")[cols + ["rows"]].round(4).to_string(), "",
+                 f"contrasts ({iv}):",
+                 contrasts.set_index("contrast")[cols + ["excludes_zero"]].round(4)
+                 .to_string()]
+        if ppc:
+            lines += ["", "posterior predictive check (share of observed distances inside "
+                      "the predictive HDI):",
+                      self.ppc().set_index("connection").round(3).to_string()]
+        return "\n".join(lines)
+
     def summary(self, ci_prob=None, ci_kind=None) -> dict:
         """Everything a report needs, as plain data (for JSON)."""
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
