@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
 from bayesbias.testing import simulate_table
@@ -40,10 +38,15 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     assert out["data"]["rows"] == len(table)
     assert 0.7 < out["ppc"][-1]["inside_0.89"] <= 1
     assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
+    # Same table shape: the compiled model is reused, so this costs no compilation.
+    # 2 chains x 15 draws cannot reach a bulk ESS of 200: --strict must exit with 3.
+    rc = main(["fit", "--distances", str(csv), "--draws", "15", "--tune", "15", "--chains", "2",
+               "--strict"])
+    assert rc == 3
+    assert "ESS < 200" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_compare_and_strict_cli(tmp_path, capsys):
+def test_compare_cli(tmp_path, capsys):
     a, _ = simulate_table(seed=1, words_per_class=3, n_human=15, n_none=30)
     b = a.copy()
     human = b["connection"] == "human"
@@ -58,7 +61,3 @@ def test_compare_and_strict_cli(tmp_path, capsys):
     assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
     assert out["mac_ttest"] is not None
     assert (tmp_path / "d.png").exists()
-    rc = main(["fit", "--distances", str(pa), "--draws", "15", "--tune", "15", "--chains", "2",
-               "--strict"])
-    assert rc == 3
-    assert "r-hat" in capsys.readouterr().err or True
