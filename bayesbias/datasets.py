@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .distances import read_published_table
+from .distances import read_distance_table, read_published_table
+from .errors import DistanceTableError
 
-__all__ = ["published_table", "published_tables", "madlibs", "DATA_DIR"]
+__all__ = ["published_table", "published_tables", "read_table", "madlibs", "DATA_DIR"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 EMBEDDINGS = ("reddit", "google", "glove", "debiased_reddit")
@@ -32,7 +33,7 @@ def _published_path(topic: str, embedding: str) -> Path:
 
 
 def published_table(topic: str, embedding: str = "reddit", **kwargs) -> pd.DataFrame:
-    """A published distance table of Dobrzeniecka & Urbaniak, in our column format.
+    """Return a published distance table of Dobrzeniecka & Urbaniak, in our column format.
 
     Parameters
     ----------
@@ -56,5 +57,20 @@ def published_tables() -> list[tuple[str, str]]:
 
 
 def madlibs() -> pd.DataFrame:
-    """The scored toxicity madlibs (30,240 rows; see ``data/madlibs/README.md``)."""
+    """Return the scored toxicity madlibs (30,240 rows; see ``data/madlibs/README.md``)."""
     return pd.read_csv(DATA_DIR / "madlibs" / "intersectional_madlibs_scored.csv.gz")
+
+
+def read_table(spec) -> pd.DataFrame:
+    """Read a distance table from a file, or a shipped one as ``published:TOPIC:EMBEDDING``."""
+    spec = str(spec)
+    if not spec.startswith("published:"):
+        return read_distance_table(spec)
+    parts = spec.split(":")
+    if len(parts) != 3:
+        raise DistanceTableError(f"{spec!r}: write published:TOPIC:EMBEDDING, e.g. "
+                                 "published:religion:reddit")
+    try:
+        return published_table(parts[1], parts[2])
+    except ValueError as exc:
+        raise DistanceTableError(f"{spec!r}: {exc}") from None

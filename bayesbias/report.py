@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .config import defaults, validate_ci_prob
-from .distances import distance_table, read_distance_table
+from .datasets import read_table
+from .distances import distance_table
 from .embeddings import load_embedding
 from .reporting import Report
 from .wordlists import load_wordlist
@@ -74,7 +75,7 @@ def _tables(settings: ReportSettings, progress) -> list[tuple[str, pd.DataFrame]
             _progress(progress, f"reading distance table {spec}")
             name = ("_".join(spec.split(":")[1:]) if spec.startswith("published:")
                     else Path(spec).name.split(".")[0])
-            out.append((name, _read_table(spec)))
+            out.append((name, read_table(spec)))
         return out
     lists = [load_wordlist(w) for w in settings.wordlists]
     words = list(dict.fromkeys(w for wl in lists for w in wl.all_words))
@@ -86,15 +87,6 @@ def _tables(settings: ReportSettings, progress) -> list[tuple[str, pd.DataFrame]
         table = distance_table(emb, wl, on_missing=settings.on_missing)
         out.append((wl.name, table))
     return out
-
-
-def _read_table(spec: str) -> pd.DataFrame:
-    if spec.startswith("published:"):
-        from .datasets import published_table
-
-        _, topic, embedding = spec.split(":")
-        return published_table(topic, embedding)
-    return read_distance_table(spec)
 
 
 def _connection_means(table: pd.DataFrame) -> pd.DataFrame:

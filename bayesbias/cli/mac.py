@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from ..comparators.mac import mac, mac_from_table, mac_ttest
-from ..distances import read_distance_table
+from ..datasets import read_table
 from ..embeddings import load_embedding
-from ..errors import DistanceTableError
 from ..wordlists import load_wordlist
 from ._common import add_embedding_options, add_json, add_parser, emit
 
@@ -16,22 +15,6 @@ embedding (--embedding-b) or table (--distances-b), a paired t-test on the match
 (scipy.stats.ttest_rel), as Manzini et al. compare biased and debiased embeddings.
 MAC makes no difference between a target's own stereotypes and other classes' and is
 not scaled by any spread: read it as a distance level, not as an effect size."""
-
-
-def read_table_spec(spec: str):
-    """Read a distance table from a file or ``published:TOPIC:EMBEDDING``."""
-    if spec.startswith("published:"):
-        from ..datasets import published_table
-
-        parts = spec.split(":")
-        if len(parts) != 3:
-            raise DistanceTableError(f"{spec!r}: write published:TOPIC:EMBEDDING, e.g. "
-                                     "published:religion:reddit")
-        try:
-            return published_table(parts[1], parts[2])
-        except ValueError as exc:
-            raise DistanceTableError(f"{spec!r}: {exc}") from None
-    return read_distance_table(spec)
 
 
 def register(sub) -> None:
@@ -72,7 +55,7 @@ def _from_embedding(args, path):
 
 def _from_table(args, path):
     wordlist = args.wordlist if args.targets == "definite_sets" else None
-    return mac_from_table(read_table_spec(path), targets=args.targets, wordlist=wordlist)
+    return mac_from_table(read_table(path), targets=args.targets, wordlist=wordlist)
 
 
 def run(args) -> int:

@@ -111,9 +111,9 @@ def run(args) -> int:
         if not args.table:
             raise InputDataError("--null resample needs --table (a distance table with "
                                  "'none' rows)")
-        from .mac import read_table_spec
+        from ..datasets import read_table
 
-        pool = neutral_pool(read_table_spec(args.table))
+        pool = neutral_pool(read_table(args.table))
     try:
         study = NullStudy(
             null=args.null, targets=tuple(args.targets), attributes=tuple(args.attributes),

@@ -121,9 +121,9 @@ def run(args) -> int:
                    seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)
     if args.table:
         from ..comparators.weat import weat_from_table
-        from .mac import read_table_spec
+        from ..datasets import read_table
 
-        result = weat_from_table(read_table_spec(args.table), **options)
+        result = weat_from_table(read_table(args.table), **options)
     else:
         sets = _sets(args)
         words = set(sets.X) | set(sets.Y) | set(sets.A) | set(sets.B)
