@@ -44,6 +44,9 @@ def add_model_options(p) -> None:
     p.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
                    help="NUTS implementation (auto: nutpie if installed)")
+    p.add_argument("--target-accept", type=float, default=0.8,
+                   help="NUTS target acceptance rate (default 0.8); raise to 0.95-0.99 if "
+                        "there are divergences")
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 if r-hat, ESS or divergences fail")
 
@@ -108,7 +111,8 @@ def fit_from_args(table, args):
         warnings.simplefilter("ignore")  # the diagnostics are printed by the command
         return fit_model(table, args.model, draws=args.draws, tune=args.tune,
                          chains=args.chains, seed=args.seed, sampler=args.sampler,
-                         strict=args.strict, level=args.level, residual_sd=args.residual_sd)
+                         strict=args.strict, level=args.level, residual_sd=args.residual_sd,
+                         target_accept=args.target_accept)
 
 
 def run(args) -> int:

@@ -142,7 +142,8 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
                             f"{table[col].min():.0f})")
     if div:
         problems.append(f"{div} divergent transition(s): the posterior geometry is hard for "
-                        "NUTS; try more tune steps or another parametrisation (noncentred)")
+                        "NUTS; raise target_accept (CLI --target-accept 0.95), tune longer or "
+                        "change which connections are non-centred")
     return Diagnostics(table=table, divergences=div, chains=chains, draws=draws,
                        problems=problems)
 
@@ -452,7 +453,7 @@ _COMPILED: OrderedDict = OrderedDict()
 _COMPILED_MAX = 16
 
 
-def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar):
+def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar, target_accept):
     import nutpie
 
     key = structure_key(spec, cells)
@@ -470,7 +471,8 @@ def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar):
             _COMPILED.popitem(last=False)
     t0 = time.perf_counter()
     tree = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
-                         seed=seed, save_warmup=False, progress_bar=progressbar)
+                         seed=seed, save_warmup=False, progress_bar=progressbar,
+                         target_accept=target_accept)
     sampling_time = time.perf_counter() - t0
     post = tree.posterior.to_dataset()
     post = post.assign_coords({cells.unit_dim: cells.units.tolist()})
@@ -492,7 +494,8 @@ def _resolve_sampler(sampler: str) -> str:
 def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
               tune: int = 1000, chains: int = 4, cores: int | None = None,
               seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
-              strict: bool = False, progressbar: bool = False, **spec_overrides) -> Fit:
+              strict: bool = False, progressbar: bool = False, target_accept: float = 0.8,
+              **spec_overrides) -> Fit:
     """Fit a model spec to a distance table.
 
     Parameters
@@ -511,6 +514,8 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.
+    target_accept : float
+        NUTS target acceptance rate; raise it (e.g. 0.95) if there are divergences.
     strict : bool
         Raise :class:`~bayesbias.errors.DiagnosticsError` if the diagnostics fail (they are
         always checked, and a :class:`SamplerWarning` is issued otherwise).
@@ -531,14 +536,14 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
     t0 = time.perf_counter()
     if sampler == "nutpie" and likelihood == "sufficient":
         idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
-                                           progressbar)
+                                           progressbar, target_accept)
     else:
         pm_model = build_model(spec, cells, likelihood)
         noncentred = getattr(pm_model, "noncentred", ())
         with pm_model:
             idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores,
                               random_seed=seed, nuts_sampler=sampler, progressbar=progressbar,
-                              compute_convergence_checks=False)
+                              compute_convergence_checks=False, target_accept=target_accept)
     wall = time.perf_counter() - t0
     constant, observed = _data_groups(cells)
     tree = xr.DataTree(name=None)
@@ -554,7 +559,8 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
         bayesbias_version=__version__, spec=spec.to_json(), spec_hash=spec.hash,
         spec_name=spec.name, data_summary=json.dumps(cells.summary()),
         table_attrs=json.dumps(source), sampler=sampler, likelihood=likelihood, seed=seed,
-        draws=draws, tune=tune, chains=chains, wall_time_s=round(wall, 3),
+        draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+        wall_time_s=round(wall, 3),
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
     if spec.family == "hierarchical":
