@@ -78,20 +78,11 @@ def register(sub) -> None:
 
 def load_table(source: str | None, args):
     """Read a distance table from a file, ``published:TOPIC:EMBEDDING``, or an embedding."""
-    from ..datasets import published_table
-    from ..distances import distance_table, read_distance_table
+    from ..datasets import read_table
+    from ..distances import distance_table
 
-    if source and source.startswith("published:"):
-        parts = source.split(":")
-        if len(parts) != 3:
-            raise DistanceTableError(f"{source!r}: write published:TOPIC:EMBEDDING, e.g. "
-                                     "published:religion:reddit")
-        try:
-            return published_table(parts[1], parts[2])
-        except ValueError as exc:
-            raise DistanceTableError(f"{source!r}: {exc}") from None
     if source:
-        return read_distance_table(source)
+        return read_table(source)
     from ..embeddings import load_embedding
     from ..wordlists import load_wordlist
 
