@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,7 +144,7 @@ def _null_figure(null, observed: dict, title: str):
 def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
     """Run the whole analysis and write the report folder; return the results as data."""
     from .comparators.mac import mac_from_table
-    from .models import fit_model
+    from .models import SamplerWarning, fit_model
 
     settings = settings or ReportSettings()
     t0 = time.perf_counter()
@@ -232,8 +233,10 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
 
         _progress(progress, f"{name}: fitting the {settings.model} model "
                             f"({settings.chains} chains x {settings.draws} draws)")
-        fit = fit_model(table, settings.model, draws=settings.draws, tune=settings.tune,
-                        chains=settings.chains, seed=settings.seed, strict=settings.strict)
+        with warnings.catch_warnings():  # failed diagnostics are logged and shown in the report
+            warnings.simplefilter("ignore", SamplerWarning)
+            fit = fit_model(table, settings.model, draws=settings.draws, tune=settings.tune,
+                            chains=settings.chains, seed=settings.seed, strict=settings.strict)
         diag = fit.diagnostics()
         gm = fit.group_means(settings.ci_prob, settings.ci_kind)
         con = fit.contrasts(settings.ci_prob, settings.ci_kind)
