@@ -7,7 +7,10 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
+from .comparators.mac import mac, mac_from_table, mac_ttest
+from .comparators.weat import weat, weat_from_table
 from .config import CONNECTIONS, defaults
+from .debias import hard_debias
 from .distances import (
     distance_table,
     read_distance_table,
@@ -15,9 +18,6 @@ from .distances import (
     to_xarray,
     write_distance_table,
 )
-from .comparators.mac import mac, mac_from_table, mac_ttest
-from .comparators.weat import weat, weat_from_table
-from .debias import hard_debias
 from .embeddings import Embedding, load_embedding, save_embedding
 from .errors import *  # noqa: F403
 from .wordlists import WordList, available_wordlists, load_wordlist

@@ -313,7 +313,7 @@ class DebiasReport:
         return out
 
     def summary(self) -> str:
-        """A few lines for people."""
+        """Summarise the report in a few lines for people."""
         evr = ", ".join(f"{v:.3f}" for v in self.explained_variance_ratio)
         lines = [
             f"hard debiasing of {self.source} for {self.wordlist!r}: k={self.k} "

@@ -139,7 +139,8 @@ def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
     bad = sorted(set(table["connection"].astype(str)) - set(CONNECTIONS))
     if bad:
         raise DistanceTableError(
-            f"{source}: unknown connection value(s) {', '.join(bad)}; valid: {', '.join(CONNECTIONS)}"
+            f"{source}: unknown connection value(s) {', '.join(bad)}; "
+            f"valid: {', '.join(CONNECTIONS)}"
         )
     for col in ("cosine_distance", "cosine_similarity"):
         values = pd.to_numeric(table[col], errors="coerce")
@@ -268,7 +269,7 @@ def write_distance_table(table: pd.DataFrame, path) -> Path:
 
 
 def to_xarray(table: pd.DataFrame) -> xr.Dataset:
-    """The table as a Dataset with dims ``(protected_word, attribute)``.
+    """Return the table as a Dataset with dims ``(protected_word, attribute)``.
 
     Coordinates carry the classes; ``connection`` is a 2-d variable. Pairs absent from the
     table are NaN.

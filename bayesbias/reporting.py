@@ -61,7 +61,8 @@ class Section:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;
+margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #345;padding-bottom:.2em}h2{margin-top:2em;color:#234}
 table{border-collapse:collapse;margin:.6em 0 1.4em;font-size:.9em}

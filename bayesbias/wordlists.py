@@ -116,7 +116,7 @@ class WordList:
         raise WordListError(f"{protected_word!r} is not a protected word of {self.name!r}")
 
     def parts(self) -> dict[str, tuple[str, ...]]:
-        """Every named part of the list (``protected:<class>``, ``stereotypes:<class>``, controls)."""
+        """Return every named part (``protected:<class>``, ``stereotypes:<class>``, controls)."""
         out = {}
         for c in self.classes:
             out[f"protected:{c.name}"] = c.protected_words
@@ -158,7 +158,7 @@ class WordList:
                         dict(self.provenance), self.path)
 
     def summary(self) -> dict:
-        """Counts per part, for listings."""
+        """Return counts per part, for listings."""
         return {
             "name": self.name,
             "classes": {c.name: {"protected_words": len(c.protected_words),
@@ -227,7 +227,7 @@ def _word_tuple(value, where: str, key: str) -> tuple[str, ...]:
 
 
 def default_controls() -> dict[str, tuple[str, ...]]:
-    """The shipped control groups of Dobrzeniecka & Urbaniak (85 human, 226 neutral)."""
+    """Return the shipped control groups of Dobrzeniecka & Urbaniak (85 human, 226 neutral)."""
     path = shipped_dir("wordlists") / "controls.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     return {g: _word_tuple(data[g], str(path), g) for g in CONTROL_GROUPS}
@@ -238,7 +238,8 @@ def _from_mapping(data: dict, where: str) -> WordList:
     unknown = set(data) - known
     if unknown:
         raise WordListError(
-            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; valid: {', '.join(sorted(known))}"
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}; "
+            f"valid: {', '.join(sorted(known))}"
         )
     classes_raw = data.get("classes")
     if not isinstance(classes_raw, dict) or not classes_raw:

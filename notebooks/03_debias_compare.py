@@ -155,7 +155,7 @@ fig.tight_layout()
 
 # %%
 def paired(topic):
-    """The original and debiased Reddit tables of `topic`, joined by pair."""
+    """Return the original and debiased Reddit tables of `topic`, joined by pair."""
     a = published_table(topic, "reddit")
     b = published_table(topic, "debiased_reddit")
     key = ["protected_word", "attribute"]

@@ -1,5 +1,7 @@
-"""Hard debiasing: geometry of the array layer, the embedding layer, errors, and the
-published signature (associated and different means become equal)."""
+"""Hard debiasing: array-layer geometry, embedding layer, errors, published signature.
+
+The published signature: associated and different means become equal.
+"""
 
 import numpy as np
 import pytest
@@ -432,8 +434,11 @@ def test_bad_overlapping_choice_lists_the_valid_ones(race_embedding):
 @given(n=st.integers(2, 5), dim=st.integers(4, 12), k=st.integers(1, 3),
                   seed=st.integers(0, 2**32 - 1))
 def test_equalize_and_neutralize_properties(n, dim, k, seed):
-    """For any set size and k: shared off-subspace part, unit rows, equal cosines with
-    neutralised words, and no projection left on neutralised words."""
+    """Equalise and neutralise keep their guarantees for any set size and k.
+
+    Shared off-subspace part, unit rows, equal cosines with neutralised words, and no
+    projection left on neutralised words.
+    """
     rng = np.random.default_rng(seed)
     sets = [rng.normal(size=(n, dim)) for _ in range(3)]
     k = min(k, dim - 1, 3 * (n - 1))

@@ -29,7 +29,7 @@ def test_table_matches_independent_computation(emb):
     table = distance_table(emb, "religion")
     assert list(table.columns) == list(COLUMNS)
     assert len(table) == 15 * (11 + 85 + 226)
-    vec = dict(zip(emb.words, emb.vectors))
+    vec = dict(zip(emb.words, emb.vectors, strict=True))
     for _, row in table.sample(200, random_state=0).iterrows():
         a, b = vec[row.protected_word], vec[row.attribute]
         cos = a @ b / np.sqrt((a @ a) * (b @ b))

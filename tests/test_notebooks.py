@@ -1,6 +1,5 @@
 """Execute every notebook in notebooks/ with small settings (slow: run in CI with -m slow)."""
 
-import os
 from pathlib import Path
 
 import pytest

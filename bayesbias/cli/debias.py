@@ -40,6 +40,7 @@ def _positive_int(text: str) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``debias`` sub-command to `sub`."""
     p = add_parser(
         sub, "debias", "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
         "  bayesbias debias --embedding default --wordlist religion -o glove-religion.bin\n"
@@ -106,6 +107,7 @@ def _connection_means(embedding, wordlist) -> tuple[pd.Series, dict]:
 
 
 def run(args) -> int:
+    """Run ``bayesbias debias``; return the exit code."""
     wl = load_wordlist(args.wordlist)
     neutralize = _neutralize_arg(args.neutralize)
     if not wl.definite_sets:  # fail before loading a possibly large file

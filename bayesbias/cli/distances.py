@@ -9,6 +9,7 @@ from ._common import add_embedding_options, add_json, add_parser, emit
 
 
 def register(sub) -> None:
+    """Add the ``distances`` sub-command to `sub`."""
     p = add_parser(
         sub, "distances", "build the table of cosine distances for a word list",
         "  bayesbias distances --embedding default --wordlist gender -o gender.csv\n"
@@ -24,6 +25,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``bayesbias distances``; return the exit code."""
     if args.table:
         table = read_distance_table(args.table)
     else:

@@ -11,6 +11,7 @@ from ._common import add_embedding_options, add_json, add_parser, emit
 
 
 def register(sub) -> None:
+    """Add the ``report`` sub-command to `sub`."""
     p = add_parser(
         sub, "report",
         "run everything (distances, WEAT, MAC, null distributions, Bayesian fit) into a report",
@@ -48,6 +49,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``bayesbias report``; return the exit code."""
     settings = ReportSettings(
         embedding=args.embedding, wordlists=tuple(args.wordlists or DEFAULT_WORDLISTS),
         distances=tuple(args.distances or ()), output=args.output, on_missing=args.on_missing,

@@ -7,6 +7,7 @@ from ._common import add_json, add_parser, emit
 
 
 def register(sub) -> None:
+    """Add the ``wordlists`` sub-command to `sub`."""
     p = add_parser(sub, "wordlists", "list shipped word lists with counts, or show one",
                    "  bayesbias wordlists\n  bayesbias wordlists religion --json\n"
                    "  bayesbias wordlists my_topic.toml")
@@ -16,6 +17,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Run ``bayesbias wordlists``; return the exit code."""
     if args.name:
         wl = load_wordlist(args.name)
         payload = dict(wl.summary(), words={k: list(v) for k, v in wl.parts().items()},
