@@ -8,7 +8,6 @@ resampled neutral-word similarities of the same table, and the Bayesian hierarch
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import time
@@ -96,20 +95,11 @@ def _connection_means(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _weat_rows(table: pd.DataFrame, settings: ReportSettings):
-    from .comparators.weat import weat_from_table
+    from .comparators.weat import weat_class_pairs
 
-    stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
-    classes = list(dict.fromkeys(stereo["protected_class"].astype(str)))
-    results = []
-    for x, y in itertools.combinations(classes, 2):
-        pair = table.loc[table["protected_class"].isin([x, y])
-                         & table["attribute_class"].isin([x, y])]
-        res = weat_from_table(pair, classes=(x, y), alternative="two-sided",
-                              sd=settings.sd_convention, n_permutations=settings.n_permutations,
-                              seed=settings.seed, bootstrap=settings.n_bootstrap,
-                              ci_prob=settings.ci_prob)
-        results.append(((x, y), res))
-    return results
+    return weat_class_pairs(table, alternative="two-sided", sd=settings.sd_convention,
+                            n_permutations=settings.n_permutations, seed=settings.seed,
+                            bootstrap=settings.n_bootstrap, ci_prob=settings.ci_prob)
 
 
 def _null(table: pd.DataFrame, pair_result, settings: ReportSettings):

@@ -395,3 +395,20 @@ def test_property_bound_sign_and_p_range():
         assert 0 < p <= 1
 
     check()
+
+
+def test_weat_class_pairs_on_a_three_class_table():
+    from bayesbias.comparators.weat import weat_class_pairs, weat_from_table
+    from bayesbias.datasets import published_table
+
+    table = published_table("religion", "reddit")
+    pairs = weat_class_pairs(table, alternative="two-sided", seed=1)
+    assert [p for p, _ in pairs] == [("jew", "christian"), ("jew", "muslim"),
+                                     ("christian", "muslim")]
+    (x, y), first = pairs[0]
+    assert first.sizes == {"X": 5, "Y": 5, "A": 4, "B": 3}
+    sub = table.loc[table["protected_class"].isin([x, y]) & table["attribute_class"].isin([x, y])]
+    # Relabelling the two classes swaps X with Y and A with B: d is unchanged.
+    swapped = weat_from_table(sub, classes=(y, x), alternative="two-sided", seed=1)
+    assert swapped.effect_size == pytest.approx(first.effect_size, abs=1e-12)
+    assert swapped.p_value == pytest.approx(first.p_value)

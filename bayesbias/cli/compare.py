@@ -58,6 +58,22 @@ def _mac(ta, tb):
         return {"error": str(exc)}
 
 
+def _weat(ta, tb, seed):
+    """WEAT (two-sided, exact or Monte Carlo p) per pair of classes on both sides."""
+    from ..comparators.weat import weat_class_pairs
+    from ..errors import BayesbiasError
+
+    rows = []
+    try:
+        for tag, table in (("a", ta), ("b", tb)):
+            for (x, y), r in weat_class_pairs(table, alternative="two-sided", seed=seed):
+                rows.append({"side": tag, "X": x, "Y": y, "effect_size": r.effect_size,
+                             "p_value": r.p_value, "permutation": r.permutation})
+    except BayesbiasError as exc:
+        return {"error": str(exc)}
+    return rows
+
+
 def run(args) -> int:
     """Run ``bayesbias compare``; return the exit code."""
     from pathlib import Path
@@ -72,6 +88,8 @@ def run(args) -> int:
     payload = comp.to_dict()
     payload["diagnostics"] = {"a": fa.diagnostics().to_dict(), "b": fb.diagnostics().to_dict()}
     payload["mac_ttest"] = mac
+    weat = _weat(ta, tb, args.seed)
+    payload["weat"] = weat
     payload["model"] = fa.spec.name
     lines = [f"model {fa.spec.name!r} (hash {fa.spec.hash}); a = {labels[0]}, b = {labels[1]}",
              f"a: {fa.diagnostics()}", f"b: {fb.diagnostics()}", "", str(comp)]
@@ -79,6 +97,11 @@ def run(args) -> int:
         lines.append(f"MAC a = {mac['mac_a']:.4f}, b = {mac['mac_b']:.4f}; Manzini's paired "
                      f"t-test: t = {mac['statistic']:.3f}, p = {mac['p_value']:.4g} "
                      f"({mac['n_pairs']} pairs)")
+    if isinstance(weat, list) and weat:
+        import pandas as pd
+
+        lines.append("WEAT per pair of classes (sample sd, two-sided permutation p):")
+        lines.append(pd.DataFrame(weat).round(4).to_string(index=False))
     if args.plot:
         comp.plot_forest(args.plot)
         lines.append(f"wrote {args.plot}")

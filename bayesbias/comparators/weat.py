@@ -46,6 +46,7 @@ __all__ = [
     "weat_from_similarities",
     "weat",
     "weat_from_table",
+    "weat_class_pairs",
     "resolve_weat_sets",
 ]
 
@@ -597,3 +598,19 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
     kwargs.setdefault("source", str(table.attrs.get("source", "<table>")))
     return weat_from_similarities(m[:n_x, :n_a], m[:n_x, n_a:], m[n_x:, :n_a], m[n_x:, n_a:],
                                   words={"X": x, "Y": y, "A": a, "B": b}, **kwargs)
+
+
+def weat_class_pairs(table: pd.DataFrame, **kwargs) -> list[tuple[tuple[str, str], WeatResult]]:
+    """WEAT for every pair of protected classes of a distance table.
+
+    For classes (x, y), X and Y are their protected words and A and B their stereotypes; a
+    two-class table gives one result. `kwargs` go to :func:`weat_from_similarities`.
+    """
+    stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
+    classes = list(dict.fromkeys(stereo["protected_class"].astype(str)))
+    results = []
+    for x, y in itertools.combinations(classes, 2):
+        pair = table.loc[table["protected_class"].isin([x, y])
+                         & table["attribute_class"].isin([x, y])]
+        results.append(((x, y), weat_from_table(pair, classes=(x, y), **kwargs)))
+    return results
