@@ -48,6 +48,7 @@ import numpy as np
 
 from .errors import EmbeddingFormatError, OutOfVocabularyError, UntrustedPickleError
 from .io import atomic_path
+from .progress import EVERY_LINES, progress
 
 __all__ = [
     "DEFAULT_EMBEDDING",
@@ -476,6 +477,9 @@ def _read_text(path: Path, fh, wanted, header: bool) -> Embedding:
     n_records = 0
     lineno = 0
     for lineno, line in enumerate(fh, start=1):
+        if lineno % EVERY_LINES == 0:
+            progress.info("%s: %d lines scanned, %d words kept", path.name, lineno,
+                          len(keep_words))
         if lineno == 1 and line.startswith(_BOM):
             line = line[len(_BOM):]
         parts = line.split(None, 1)
@@ -550,6 +554,8 @@ def _read_binary(path: Path, fh, wanted) -> Embedding:
     keep_vecs: list[np.ndarray] = []
     seen: dict[str, int] = {}
     for k in range(1, count + 1):
+        if k % EVERY_LINES == 0:
+            progress.info("%s: %d of %d vectors scanned", path.name, k, count)
         if len(buf) - pos < need and not eof:
             more = fh.read(chunk)
             eof = len(more) < chunk

@@ -22,6 +22,7 @@ from .config import defaults, validate_ci_prob
 from .datasets import read_table
 from .distances import distance_table
 from .embeddings import load_embedding
+from .progress import progress
 from .reporting import Report
 from .wordlists import load_wordlist
 
@@ -62,24 +63,18 @@ class ReportSettings:
             raise ValueError(f"ci_kind must be 'hdi' or 'eti', got {self.ci_kind!r}")
 
 
-def _progress(callback, message: str) -> None:
-    log.info(message)
-    if callback is not None:
-        callback(message)
-
-
-def _tables(settings: ReportSettings, progress) -> list[tuple[str, pd.DataFrame]]:
+def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
     if settings.distances:
         out = []
         for spec in settings.distances:
-            _progress(progress, f"reading distance table {spec}")
+            progress.info(f"reading distance table {spec}")
             name = ("_".join(spec.split(":")[1:]) if spec.startswith("published:")
                     else Path(spec).name.split(".")[0])
             out.append((name, read_table(spec)))
         return out
     lists = [load_wordlist(w) for w in settings.wordlists]
     words = list(dict.fromkeys(w for wl in lists for w in wl.all_words))
-    _progress(progress, f"reading {len(words)} words from embedding {settings.embedding}")
+    progress.info(f"reading {len(words)} words from embedding {settings.embedding}")
     emb = load_embedding(settings.embedding, words, format=settings.format,
                          trust_pickle=settings.trust_pickle)
     out = []
@@ -131,7 +126,7 @@ def _null_figure(null, observed: dict, title: str):
     return fig
 
 
-def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
+def run_report(settings: ReportSettings | None = None) -> dict:
     """Run the whole analysis and write the report folder; return the results as data."""
     from .comparators.mac import mac_from_table
     from .models import SamplerWarning, fit_model
@@ -168,7 +163,7 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
                                         "neutral-word similarities of the same table")
     report.choice("missing words", f"on_missing={settings.on_missing}")
     results: dict = {"settings": settings.__dict__.copy(), "wordlists": {}}
-    tables = _tables(settings, progress)
+    tables = _tables(settings)
     fits_dir = {}
     overview = []
     for name, table in tables:
@@ -187,7 +182,7 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
                   "(descriptive; no uncertainty)")
         res["raw_means"] = raw
 
-        _progress(progress, f"{name}: WEAT permutation tests and bootstrap")
+        progress.info(f"{name}: WEAT permutation tests and bootstrap")
         weats = _weat_rows(table, settings)
         weat_df = pd.DataFrame([{
             "X": x, "Y": y, "effect_size": r.effect_size,
@@ -204,7 +199,7 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
                  f"own; compare it with the null distribution below and with the neutral-word "
                  f"means above.")
 
-        _progress(progress, f"{name}: null distribution ({settings.null_reps} replications)")
+        progress.info(f"{name}: null distribution ({settings.null_reps} replications)")
         (x, y), first = weats[0]
         null = _null(table, first, settings)
         pair_table = table.loc[table["protected_class"].isin([x, y])
@@ -221,7 +216,7 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
         res["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
                        "mac_95": q["mac"].tolist(), "weat_95": q["weat_effect"].tolist()}
 
-        _progress(progress, f"{name}: fitting the {settings.model} model "
+        progress.info(f"{name}: fitting the {settings.model} model "
                             f"({settings.chains} chains x {settings.draws} draws)")
         with warnings.catch_warnings():  # failed diagnostics are logged and shown in the report
             warnings.simplefilter("ignore", SamplerWarning)
@@ -279,7 +274,7 @@ def run_report(settings: ReportSettings | None = None, progress=None) -> dict:
         for n, f in fits_dir.items():
             f.save(folder / f"{n}.nc")
 
-    _progress(progress, f"writing report to {out_dir}")
+    progress.info(f"writing report to {out_dir}")
     report.write(out_dir, extra_files={"fits": write_fits})
     results["output"] = str(out_dir)
     log.info("report done in %.0f s", results["elapsed_s"])

@@ -48,6 +48,7 @@ from .comparators.weat import (
 )
 from .config import defaults
 from .errors import DistanceTableError
+from .progress import progress
 
 __all__ = [
     "NULLS",
@@ -419,12 +420,18 @@ def _run_cells(cells: list[tuple[int, NullStudy]], client=None, n_workers=None,
                processes=True, use_dask=True) -> list[list[dict]]:
     tasks = [(ci, study, chunk, n) for ci, study in cells for chunk, n in _chunks(study)]
     if not use_dask:
-        results = [_run_chunk(study, ci, chunk, n) for ci, study, chunk, n in tasks]
+        results = []
+        for i, (ci, study, chunk, n) in enumerate(tasks, start=1):
+            results.append(_run_chunk(study, ci, chunk, n))
+            if len(tasks) > 1:
+                progress.info("null study: %d of %d chunks done", i, len(tasks))
     else:
         own_client, cluster = _dask_client(client, n_workers, processes)
         try:
             futures = [own_client.submit(_run_chunk, study, ci, chunk, n, pure=False)
                        for ci, study, chunk, n in tasks]
+            progress.info("null study: %d chunks submitted to Dask (%s)", len(tasks),
+                          own_client.dashboard_link or "no dashboard")
             results = own_client.gather(futures)
         finally:
             if cluster is not None:

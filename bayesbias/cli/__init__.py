@@ -10,6 +10,7 @@ import argparse
 import importlib
 import logging
 import sys
+import time
 
 from ..errors import BayesbiasError
 
@@ -56,12 +57,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Elapsed(logging.Formatter):
+    def __init__(self):
+        super().__init__()
+        self.start = time.perf_counter()
+
+    def format(self, record):
+        return f"[{time.perf_counter() - self.start:6.1f}s] {record.getMessage()}"
+
+
+def _show_progress(show: bool) -> None:
+    """Print progress records (``bayesbias.progress``) on stderr unless quiet."""
+    logger = logging.getLogger("bayesbias.progress")
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    if show:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_Elapsed())
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO if show else logging.WARNING)
+
+
 def main(argv=None) -> int:
     """Run the command line; return the exit code (0 ok, 2 bad input, 3 failed checks)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.DEBUG if args.debug else (logging.ERROR if args.quiet else logging.WARNING)
     logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
+    _show_progress(not args.quiet)
     if not getattr(args, "run", None):
         parser.print_help()
         return 0

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import time
-
 from ..config import defaults
 from ..report import DEFAULT_WORDLISTS, ReportSettings, run_report
 from ._common import add_embedding_options, add_json, add_parser, emit
@@ -58,14 +55,7 @@ def run(args) -> int:
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict)
-    start = time.perf_counter()
-
-    def progress(message):
-        if not args.quiet:
-            print(f"[{time.perf_counter() - start:6.1f}s] {message}", file=sys.stderr,
-                  flush=True)
-
-    results = run_report(settings, progress=progress)
+    results = run_report(settings)
     over = results["overview"]
     text = [f"report written to {results['output']}/index.html "
             f"({results['elapsed_s']:.0f} s)", over.round(3).to_string(index=False)]

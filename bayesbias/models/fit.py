@@ -18,6 +18,7 @@ import xarray as xr
 from ..config import CONNECTIONS, defaults
 from ..errors import DiagnosticsError, ModelSpecError
 from ..io import atomic_path
+from ..progress import progress
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import Cells, cells_from_table, normal_logp_rows
 from .report import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
@@ -533,6 +534,9 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
     seed = defaults.seed if seed is None else int(seed)
     sampler = _resolve_sampler(sampler)
     cores = min(chains, 2) if cores is None else cores
+    progress.info("sampling %s with %s: %d chains x (%d tune + %d draws), %d rows in %d cells",
+                  spec.name, sampler, chains, tune, draws, cells.n_rows,
+                  int((cells.n > 0).sum()))
     t0 = time.perf_counter()
     if sampler == "nutpie" and likelihood == "sufficient":
         idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
