@@ -133,7 +133,7 @@ def bias_subspace(vectors_by_set: Sequence[np.ndarray], k: int = 1) -> BiasSubsp
         ``sum(n_i - 1)`` dimensions the centred vectors can span (or their numerical rank).
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InputDataError(f"k must be a positive integer, got {k!r}")
     sets = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in vectors_by_set]
     if not sets:
         raise WordListError("no definite sets: the bias subspace needs at least one set")
@@ -359,7 +359,7 @@ def _neutralize_words(wordlist: WordList, neutralize) -> tuple[str, tuple[str, .
             return neutralize, wordlist.stereotypes
         if neutralize == "attributes":
             return neutralize, wordlist.attributes
-        raise ValueError(
+        raise InputDataError(
             f"neutralize must be one of {', '.join(NEUTRALIZE_CHOICES)} or a list of words, "
             f"got {neutralize!r}"
         )
@@ -459,7 +459,7 @@ def hard_debias(
         An unknown `neutralize`, `overlapping` or `on_missing` choice, or a bad `k`.
     """
     if overlapping not in OVERLAPPING_CHOICES:
-        raise ValueError(f"overlapping must be one of {', '.join(OVERLAPPING_CHOICES)}, "
+        raise InputDataError(f"overlapping must be one of {', '.join(OVERLAPPING_CHOICES)}, "
                          f"got {overlapping!r}")
     wl = load_wordlist(wordlist)
     if not wl.definite_sets:

@@ -22,6 +22,7 @@ from .config import defaults, validate_ci_prob
 from .datasets import read_table
 from .distances import distance_table
 from .embeddings import load_embedding
+from .errors import DistanceTableError, InputDataError
 from .progress import progress
 from .reporting import Report
 from .wordlists import load_wordlist
@@ -201,20 +202,27 @@ def run_report(settings: ReportSettings | None = None) -> dict:
 
         progress.info(f"{name}: null distribution ({settings.null_reps} replications)")
         (x, y), first = weats[0]
-        null = _null(table, first, settings)
-        pair_table = table.loc[table["protected_class"].isin([x, y])
-                               & table["attribute_class"].isin([x, y])]
-        observed = {"weat_effect": first.effect_size, "mac": mac_from_table(pair_table).mac}
-        q = {k: np.nanquantile(null[k].values, [0.025, 0.975]) for k in observed}
-        share = float(np.mean(np.abs(null["weat_effect"].values) >= abs(first.effect_size)))
-        sec.figure(_null_figure(null, observed, f"{name}: {x} vs {y}, null from resampled "
-                                                "neutral-word similarities"),
-                   f"{name}_null", f"Null distributions of WEAT d and MAC for {x} vs {y} "
-                   f"(same list sizes) with the observed values (red). {share:.1%} of null "
-                   f"replications have |d| at least the observed {abs(first.effect_size):.2f}; "
-                   f"95% of null MAC values lie in [{q['mac'][0]:.3f}, {q['mac'][1]:.3f}].")
-        res["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
-                       "mac_95": q["mac"].tolist(), "weat_95": q["weat_effect"].tolist()}
+        try:
+            null = _null(table, first, settings)
+        except (InputDataError, DistanceTableError) as exc:
+            null = None
+            sec.text(f"No null distribution for this table: {exc}.")
+            res["null"] = {"skipped": str(exc)}
+        if null is not None:
+            pair_table = table.loc[table["protected_class"].isin([x, y])
+                                   & table["attribute_class"].isin([x, y])]
+            observed = {"weat_effect": first.effect_size, "mac": mac_from_table(pair_table).mac}
+            q = {k: np.nanquantile(null[k].values, [0.025, 0.975]) for k in observed}
+            share = float(np.mean(np.abs(null["weat_effect"].values) >= abs(first.effect_size)))
+            sec.figure(_null_figure(null, observed, f"{name}: {x} vs {y}, null from resampled "
+                                                    "neutral-word similarities"),
+                       f"{name}_null", f"Null distributions of WEAT d and MAC for {x} vs {y} "
+                       f"(same list sizes) with the observed values (red). {share:.1%} of null "
+                       f"replications have |d| at least the observed "
+                       f"{abs(first.effect_size):.2f}; 95% of null MAC values lie in "
+                       f"[{q['mac'][0]:.3f}, {q['mac'][1]:.3f}].")
+            res["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
+                           "mac_95": q["mac"].tolist(), "weat_95": q["weat_effect"].tolist()}
 
         progress.info(f"{name}: fitting the {settings.model} model "
                             f"({settings.chains} chains x {settings.draws} draws)")

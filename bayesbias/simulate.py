@@ -47,7 +47,7 @@ from .comparators.weat import (
     test_statistic,
 )
 from .config import defaults
-from .errors import DistanceTableError
+from .errors import DistanceTableError, InputDataError
 from .progress import progress
 
 __all__ = [
@@ -162,38 +162,45 @@ class NullStudy:
         object.__setattr__(self, "attributes", tuple(int(v) for v in self.attributes))
         object.__setattr__(self, "statistics", tuple(self.statistics))
         if self.null not in NULLS:
-            raise ValueError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
+            raise InputDataError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
         if len(self.targets) != 2 or min(self.targets) < 1:
-            raise ValueError(f"targets must be two sizes >= 1, got {self.targets}")
+            raise InputDataError(f"targets must be two sizes >= 1, got {self.targets}")
         if len(self.attributes) != 2 or min(self.attributes) < 1:
-            raise ValueError(f"attributes must be two sizes >= 1, got {self.attributes}")
+            raise InputDataError(f"attributes must be two sizes >= 1, got {self.attributes}")
         if sum(self.targets) - SD_CONVENTIONS.get(self.sd_convention, 1) < 1:
-            raise ValueError("need at least two target words in total")
+            raise InputDataError("need at least two target words in total")
         unknown = [s for s in self.statistics if s not in STATISTICS]
         if unknown:
-            raise ValueError(f"unknown statistic(s) {', '.join(unknown)}; valid: "
+            raise InputDataError(f"unknown statistic(s) {', '.join(unknown)}; valid: "
                              f"{', '.join(STATISTICS)}")
         clash = set(self.extra) & set(STATISTICS)
         if clash:
-            raise ValueError(f"extra statistic name(s) {sorted(clash)} clash with built-ins")
+            raise InputDataError(f"extra statistic name(s) {sorted(clash)} clash with built-ins")
         for name, fn in self.extra.items():
             if not callable(fn):
-                raise ValueError(f"extra statistic {name!r} is not callable")
+                raise InputDataError(f"extra statistic {name!r} is not callable")
         if self.alternative not in ALTERNATIVES:
-            raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}")
+            raise InputDataError(f"alternative must be one of {', '.join(ALTERNATIVES)}")
         if self.sd_convention not in SD_CONVENTIONS:
-            raise ValueError(f"sd_convention must be one of {', '.join(SD_CONVENTIONS)}")
+            raise InputDataError(f"sd_convention must be one of {', '.join(SD_CONVENTIONS)}")
         for name in ("sd", "word_sd", "attribute_sd"):
             if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+                raise InputDataError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.reps < 1 or self.chunk_size < 1 or self.neutral < 0 or self.human < 0:
-            raise ValueError("reps and chunk_size must be >= 1; human and neutral >= 0")
+            raise InputDataError("reps and chunk_size must be >= 1; human and neutral >= 0")
         if self.null == "resample":
             if self.pool is None:
-                raise ValueError("null='resample' needs pool=neutral_pool(table)")
+                raise InputDataError("null='resample' needs pool=neutral_pool(table)")
             pool = np.asarray(self.pool, dtype=np.float64)
             if pool.ndim != 2 or pool.shape[0] < 2 or pool.shape[1] < 2 or np.isnan(pool).any():
-                raise ValueError("pool must be a complete 2-d block of similarities")
+                raise InputDataError("pool must be a complete 2-d block of similarities")
+            n_attr = sum(self.attributes) + self.human + self.neutral
+            if sum(self.targets) > pool.shape[0] or n_attr > pool.shape[1]:
+                raise InputDataError(
+                    f"the resampling pool has {pool.shape[0]} protected words and "
+                    f"{pool.shape[1]} neutral attributes; a replication needs "
+                    f"{sum(self.targets)} and {n_attr} distinct ones (lower --targets or "
+                    "--attributes)")
             object.__setattr__(self, "pool", pool)
 
     @property
@@ -268,7 +275,7 @@ class BayesExcludesZero:
         ct = fit.contrasts(ci_prob=self.ci_prob)
         row = ct.loc[ct["contrast"] == self.contrast]
         if row.empty:
-            raise ValueError(f"contrast {self.contrast!r} not in the fit; valid: "
+            raise InputDataError(f"contrast {self.contrast!r} not in the fit; valid: "
                              f"{', '.join(ct['contrast'])}")
         return float(bool(row["excludes_zero"].iloc[0]))
 
@@ -546,7 +553,7 @@ def summarize(ds: xr.Dataset, *, thresholds: Sequence[float] = (0.5, 0.8, 1.27),
 def summary_dict(summary: xr.Dataset) -> dict:
     """Return a single-cell summary as nested plain dicts (for JSON and text output)."""
     if set(summary.dims) - {"statistic", "quantile", "threshold", "effect", "test"}:
-        raise ValueError("summary_dict handles one cell; select a grid cell first")
+        raise InputDataError("summary_dict handles one cell; select a grid cell first")
     out = {
         "quantiles": {str(s): {f"{q:g}": float(v) for q, v in zip(
             summary.coords["quantile"].values,

@@ -241,7 +241,8 @@ def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
         elif variance == "worst":
             s2, vk = (C / g) ** 2, "worst case"
         else:
-            raise ValueError(f"variance must be 'estimate', 'worst' or a number, got {variance!r}")
+            raise InputDataError(
+                f"variance must be 'estimate', 'worst' or a number, got {variance!r}")
     else:
         s2, vk = float(variance), "given"
     t = bernstein_half_width(n, confidence, g, s2, C)
@@ -304,7 +305,8 @@ def criterion(name: str) -> FairnessCriterion:
     try:
         return CRITERIA[name]
     except KeyError:
-        raise ValueError(f"unknown criterion {name!r}; choose from {', '.join(CRITERIA)}") from None
+        raise InputDataError(
+            f"unknown criterion {name!r}; choose from {', '.join(CRITERIA)}") from None
 
 
 def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:

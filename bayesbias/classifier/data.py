@@ -321,7 +321,7 @@ def identity_groups(data: pd.DataFrame, terms: Sequence[str] | None = None, *,
         Same index as `data`, one column per term (in the order of `terms`).
     """
     if match not in ("longest", "word"):
-        raise ValueError(f"match must be 'longest' or 'word', got {match!r}")
+        raise InputDataError(f"match must be 'longest' or 'word', got {match!r}")
     _require_columns(data, [text])
     if terms is None:
         terms = identity_terms(data, text=text, template=template)

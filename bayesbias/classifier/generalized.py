@@ -324,7 +324,7 @@ def _norm(normalization, n_terms: int) -> float:
         return 1.0
     if normalization in ("pairs", "groups"):
         return float(n_terms)
-    raise ValueError(f"normalization must be 'pairs', 'groups', 'none' or a number, "
+    raise InputDataError(f"normalization must be 'pairs', 'groups', 'none' or a number, "
                      f"got {normalization!r}")
 
 
@@ -358,7 +358,7 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
             elif background == "rest":
                 b = _phi(phi, d, idx[~member[:, t]])
             else:
-                raise ValueError(f"background must be 'all' or 'rest', got {background!r}")
+                raise InputDataError(f"background must be 'all' or 'rest', got {background!r}")
             comps.append(fn(b, scores[t]))
         comps = np.array(comps, dtype=float)
         value = np.nan if kind == "vbcm" else float(np.sum(comps) / _norm(normalization, T))
@@ -366,7 +366,7 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
     if kind == "mcm":
         fn = MULTI_COMPARISONS[comp][0]
         return fn(np.asarray(scores, dtype=float)), scores, None, None
-    raise ValueError(f"unknown generalized metric {kind!r}")
+    raise InputDataError(f"unknown generalized metric {kind!r}")
 
 
 def _cf_eval(kind, d: _Data, phi, comp, background, normalization):
@@ -398,20 +398,20 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
          seed=None, info=None) -> FairnessResult:
     phi_f = SCORING_FUNCTIONS.get(phi) if isinstance(phi, str) else phi
     if phi_f is None:
-        raise ValueError(f"unknown scoring function {phi!r}; choose from "
+        raise InputDataError(f"unknown scoring function {phi!r}; choose from "
                          f"{', '.join(SCORING_FUNCTIONS)}")
     table = MULTI_COMPARISONS if kind == "mcm" else COMPARISONS
     if d not in table:
-        raise ValueError(f"unknown comparison {d!r} for {kind}; choose from {', '.join(table)}")
+        raise InputDataError(f"unknown comparison {d!r} for {kind}; choose from {', '.join(table)}")
     if kind != "mcm" and COMPARISONS[d][2] != phi_f.kind:
-        raise ValueError(f"comparison {d!r} takes {COMPARISONS[d][2]} scores but phi "
+        raise InputDataError(f"comparison {d!r} takes {COMPARISONS[d][2]} scores but phi "
                          f"{phi_f.name!r} gives {phi_f.kind} scores")
     if kind == "mcm" and phi_f.kind != "scalar":
-        raise ValueError("MCM comparisons (std, range) need a scalar phi")
+        raise InputDataError("MCM comparisons (std, range) need a scalar phi")
     if normalization is None:
         normalization = {"pcm": "pairs", "bcm": "groups"}.get(kind, "none")
     if version not in ("group", "counterfactual"):
-        raise ValueError(f"version must be 'group' or 'counterfactual', got {version!r}")
+        raise InputDataError(f"version must be 'group' or 'counterfactual', got {version!r}")
     if version == "counterfactual" and source is None:
         raise InputDataError("a counterfactual metric needs source= (the source example / "
                              "template id of each row)")
@@ -687,7 +687,7 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
     try:
         m = METRICS[name.lower()]
     except KeyError:
-        raise ValueError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
+        raise InputDataError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
     kw = dict(pred=pred, prob=prob, version=m.version, source=source, ci_prob=ci_prob,
               n_boot=n_boot, seed=seed,
               info={"title": m.title, "source": m.source, "description": m.description})

@@ -62,13 +62,14 @@ def class_scores(distances, attribute_class, n_classes: int | None = None) -> np
     d = np.asarray(distances, dtype=np.float64)
     codes = np.asarray(attribute_class, dtype=np.intp)
     if codes.ndim != 1 or codes.shape[0] != d.shape[-1]:
-        raise ValueError("attribute_class needs one class index per attribute column")
+        raise InputDataError("attribute_class needs one class index per attribute column")
     n_classes = int(codes.max()) + 1 if n_classes is None else n_classes
     onehot = np.zeros((codes.shape[0], n_classes))
     onehot[np.arange(codes.shape[0]), codes] = 1.0
     counts = onehot.sum(axis=0)
     if (counts == 0).any():
-        raise ValueError(f"attribute class(es) {np.flatnonzero(counts == 0).tolist()} are empty")
+        raise InputDataError(
+            f"attribute class(es) {np.flatnonzero(counts == 0).tolist()} are empty")
     return (d @ onehot) / counts
 
 
@@ -162,7 +163,7 @@ class MacTTest:
 # --------------------------------------------------------------------------------------
 def _target_weights(words: Sequence[str], targets: str, wordlist: WordList | None) -> dict:
     if targets not in TARGET_MODES:
-        raise ValueError(f"targets must be one of {', '.join(TARGET_MODES)}, got {targets!r}")
+        raise InputDataError(f"targets must be one of {', '.join(TARGET_MODES)}, got {targets!r}")
     if targets == "unique":
         return dict.fromkeys(words, 1)
     if wordlist is None or not wordlist.definite_sets:
@@ -256,8 +257,15 @@ def mac_from_table(table: pd.DataFrame, *, targets: str = "unique",
         # Missing pairs: average what is there, per class, and say so.
         log.warning("distance table lacks %d stereotype pairs; S averages the rest",
                     int(np.isnan(d).sum()))
-        S = np.column_stack([np.nanmean(d[:, np.asarray(codes) == j], axis=1)
-                             for j in range(len(classes))])
+        blocks = [d[:, np.asarray(codes) == j] for j in range(len(classes))]
+        for j, blk in enumerate(blocks):
+            empty = np.flatnonzero(np.isnan(blk).all(axis=1))
+            if empty.size:
+                raise DistanceTableError(
+                    f"protected word {block.index[empty[0]]!r} has no distance to any "
+                    f"attribute of class {classes[j]!r}; S(t, A_j) is undefined (drop the word "
+                    "or the class from the table)")
+        S = np.column_stack([np.nanmean(blk, axis=1) for blk in blocks])
     else:
         S = class_scores(d, codes, len(classes))
     words = list(block.index)

@@ -27,8 +27,8 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
-from ..errors import DistanceTableError, WordListError
-from ..wordlists import WeatSets, WordList, load_wordlist
+from ..errors import DistanceTableError, InputDataError, WordListError
+from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
 
 __all__ = [
     "ALTERNATIVES",
@@ -80,7 +80,7 @@ def association(sim_a, sim_b) -> np.ndarray:
     sim_a = np.asarray(sim_a, dtype=np.float64)
     sim_b = np.asarray(sim_b, dtype=np.float64)
     if sim_a.shape[-1] == 0 or sim_b.shape[-1] == 0:
-        raise ValueError("attribute sets A and B must not be empty")
+        raise InputDataError("attribute sets A and B must not be empty")
     return sim_a.mean(axis=-1) - sim_b.mean(axis=-1)
 
 
@@ -88,9 +88,9 @@ def _check_s(s_x, s_y):
     s_x = np.asarray(s_x, dtype=np.float64)
     s_y = np.asarray(s_y, dtype=np.float64)
     if s_x.shape[-1] == 0 or s_y.shape[-1] == 0:
-        raise ValueError("target sets X and Y must not be empty")
+        raise InputDataError("target sets X and Y must not be empty")
     if np.isnan(s_x).any() or np.isnan(s_y).any():
-        raise ValueError("association values contain NaN")
+        raise InputDataError("association values contain NaN")
     return s_x, s_y
 
 
@@ -128,7 +128,7 @@ def effect_size(s_x, s_y, sd: str = "sample") -> np.ndarray:
     s_x, s_y = _check_s(s_x, s_y)
     both = np.concatenate([s_x, s_y], axis=-1)
     if both.shape[-1] - ddof < 1:
-        raise ValueError("need at least two target words for a sample sd")
+        raise InputDataError("need at least two target words for a sample sd")
     scale = both.std(axis=-1, ddof=ddof)
     diff = s_x.mean(axis=-1) - s_y.mean(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -139,7 +139,7 @@ def _ddof(sd: str) -> int:
     try:
         return SD_CONVENTIONS[sd]
     except KeyError:
-        raise ValueError(
+        raise InputDataError(
             f"sd must be one of {', '.join(SD_CONVENTIONS)}, got {sd!r}") from None
 
 
@@ -176,7 +176,7 @@ def split_indicators(n_x: int, n_y: int, *, n_permutations: int | None = None,
             yield ind
         return
     if n_permutations < 1:
-        raise ValueError("n_permutations must be at least 1")
+        raise InputDataError("n_permutations must be at least 1")
     rng = np.random.default_rng(rng)
     done = 0
     while done < n_permutations:
@@ -233,7 +233,7 @@ def permutation_test(s_x, s_y, *, alternative: str = "greater",
         Monte Carlo: ``(1 + #extreme) / (1 + n_permutations)``, so p is never 0.
     """
     if alternative not in ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
+        raise InputDataError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
                          f"got {alternative!r}")
     s_x, s_y = _check_s(s_x, s_y)
     n_x, n_y = s_x.shape[-1], s_y.shape[-1]
@@ -293,7 +293,7 @@ def bootstrap_effect_size(sim_a, sim_b, n_x: int, *, n_bootstrap: int = 2000,
     n_b = sim_b.shape[1]
     n_y = n - n_x
     if n_x < 1 or n_y < 1:
-        raise ValueError("both target sets need at least one word")
+        raise InputDataError("both target sets need at least one word")
     out = np.empty(n_bootstrap)
     done = 0
     while done < n_bootstrap:
@@ -413,9 +413,9 @@ def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str =
                                       for m in (sim_xa, sim_xb, sim_ya, sim_yb))
     for label, m in (("X-A", sim_xa), ("X-B", sim_xb), ("Y-A", sim_ya), ("Y-B", sim_yb)):
         if m.ndim != 2 or 0 in m.shape:
-            raise ValueError(f"similarity block {label} must be a non-empty 2-d array")
+            raise InputDataError(f"similarity block {label} must be a non-empty 2-d array")
         if not np.isfinite(m).all():
-            raise ValueError(f"similarity block {label} has non-finite values")
+            raise InputDataError(f"similarity block {label} has non-finite values")
     seed = defaults.seed if seed is None else int(seed)
     s_x = association(sim_xa, sim_xb)
     s_y = association(sim_ya, sim_yb)
@@ -480,7 +480,7 @@ def resolve_weat_sets(wordlist_or_sets) -> WeatSets:
     obj = wordlist_or_sets
     if isinstance(obj, str):
         key = obj.replace("_", "").replace("-", "").lower()
-        obj = load_wordlist(key if key.startswith("weat") else obj)
+        obj = load_wordlist(key if key in available_wordlists() else obj)
     if isinstance(obj, WordList):
         sets = obj.weat_sets()
     elif isinstance(obj, WeatSets):
@@ -583,6 +583,11 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
     y = [w for w in dict.fromkeys(stereo["protected_word"]) if pw_class[w] == classes[1]]
     a = [w for w in dict.fromkeys(stereo["attribute"]) if at_class[w] == classes[0]]
     b = [w for w in dict.fromkeys(stereo["attribute"]) if at_class[w] == classes[1]]
+    empty = [k for k, v in zip("XYAB", (x, y, a, b), strict=True) if not v]
+    if empty:
+        raise DistanceTableError(
+            f"WEAT set(s) {', '.join(empty)} of classes {classes[0]!r} / {classes[1]!r} have no "
+            "words in the distance table (X, Y: protected words; A, B: stereotypes)")
     block = sim.loc[x + y, a + b]
     if block.isna().any().any():
         gaps = block.isna().stack()
