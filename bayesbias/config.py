@@ -12,9 +12,11 @@ CONNECTIONS: tuple[str, ...] = ("associated", "different", "human", "none")
 
 def validate_ci_prob(ci_prob: float) -> float:
     """Return `ci_prob` as a float in (0, 1) or raise ValueError naming it."""
+    from .errors import InputDataError
+
     ci_prob = float(ci_prob)
     if not 0 < ci_prob < 1:
-        raise ValueError(f"ci_prob must be in (0, 1), got {ci_prob}")
+        raise InputDataError(f"ci_prob must be in (0, 1), got {ci_prob}")
     return ci_prob
 
 

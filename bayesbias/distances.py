@@ -251,7 +251,10 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
             raise DistanceTableError(f"{path}: cannot read as CSV: {exc}") from None
         if "word_to_compare" in head.columns:
             return read_published_table(path, duplicates=duplicates)
-        table = pd.read_csv(path)
+        try:
+            table = pd.read_csv(path)
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise DistanceTableError(f"{path}: cannot read as CSV: {exc}") from None
     table = _validate(table, str(path))
     table.attrs["source"] = str(path)
     return _dedupe(table, duplicates, str(path))

@@ -24,7 +24,7 @@ from .distances import distance_table
 from .embeddings import load_embedding
 from .errors import DistanceTableError, InputDataError
 from .progress import progress
-from .reporting import Report
+from .reporting import Report, check_replaceable
 from .wordlists import load_wordlist
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
@@ -71,6 +71,8 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
             progress.info(f"reading distance table {spec}")
             name = ("_".join(spec.split(":")[1:]) if spec.startswith("published:")
                     else Path(spec).name.split(".")[0])
+            while name in {n for n, _ in out}:
+                name += "_2"
             out.append((name, read_table(spec)))
         return out
     lists = [load_wordlist(w) for w in settings.wordlists]
@@ -135,6 +137,7 @@ def run_report(settings: ReportSettings | None = None) -> dict:
     settings = settings or ReportSettings()
     t0 = time.perf_counter()
     out_dir = Path(settings.output)
+    check_replaceable(out_dir)  # fail before the work, not after
     report = Report(
         "bayesbias report",
         "Bias of protected words towards their stereotypes, measured on cosine distances, "
@@ -158,8 +161,8 @@ def run_report(settings: ReportSettings | None = None) -> dict:
                           f"two-sided permutation test, exact if at most "
                           f"{defaults.exact_permutation_limit:,} splits else "
                           f"{settings.n_permutations:,} Monte Carlo splits (seed {settings.seed}); "
-                          f"{settings.ci_prob:.0%} bootstrap interval over words "
-                          f"({settings.n_bootstrap} resamples)")
+                          f"{settings.ci_prob:.0%} equal-tailed percentile bootstrap interval "
+                          f"over words ({settings.n_bootstrap} resamples)")
     report.choice("null distributions", f"{settings.null_reps} replications resampling real "
                                         "neutral-word similarities of the same table")
     report.choice("missing words", f"on_missing={settings.on_missing}")
@@ -190,8 +193,13 @@ def run_report(settings: ReportSettings | None = None) -> dict:
             "ci_lower": r.ci[0] if r.ci else np.nan, "ci_upper": r.ci[1] if r.ci else np.nan,
             "p_value": r.p_value, "permutation": r.permutation, "n_permutations": r.n_permutations,
         } for (x, y), r in weats])
-        sec.table(weat_df, f"{name}_weat", f"WEAT per pair of classes (X targets with their "
-                  f"stereotypes A vs Y with B); {settings.ci_prob:.0%} bootstrap interval of d")
+        if weats:
+            sec.table(weat_df, f"{name}_weat", f"WEAT per pair of classes (X targets with their "
+                      f"stereotypes A vs Y with B); {settings.ci_prob:.0%} equal-tailed "
+                      "percentile bootstrap interval of d")
+        else:
+            sec.text("WEAT and its null distribution need two protected classes with "
+                     "stereotypes; this table has fewer, so they are skipped.")
         res["weat"] = weat_df
         mac = mac_from_table(table)
         res["mac"] = mac.mac
@@ -201,9 +209,9 @@ def run_report(settings: ReportSettings | None = None) -> dict:
                  f"means above.")
 
         progress.info(f"{name}: null distribution ({settings.null_reps} replications)")
-        (x, y), first = weats[0]
+        (x, y), first = weats[0] if weats else ((None, None), None)
         try:
-            null = _null(table, first, settings)
+            null = _null(table, first, settings) if first is not None else None
         except (InputDataError, DistanceTableError) as exc:
             null = None
             sec.text(f"No null distribution for this table: {exc}.")
@@ -245,7 +253,7 @@ def run_report(settings: ReportSettings | None = None) -> dict:
             "of the mean distance per protected word and connection, and of the group-level "
             "means")
         sec.table(ppc, f"{name}_ppc", "Posterior predictive check: share of observed distances "
-                  "inside the 89% and 50% predictive intervals (ideally about 0.89 and 0.5)")
+                  "inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
         d = diag.to_dict()
         sec.text(f"Sampler diagnostics ({fit.idata.attrs.get('sampler')}): "
                  f"{'all checks passed' if diag.ok else '; '.join(diag.problems)} "
@@ -261,7 +269,9 @@ def run_report(settings: ReportSettings | None = None) -> dict:
             "excludes zero": bool(an["excludes_zero"]),
             "associated - different": key.loc["associated - different", "mean"],
             "human - none": key.loc["human - none", "mean"],
-            "WEAT pair": f"{x} vs {y}", "WEAT d": first.effect_size, "WEAT p": first.p_value,
+            "WEAT pair": f"{x} vs {y}" if first else "",
+            "WEAT d": first.effect_size if first else np.nan,
+            "WEAT p": first.p_value if first else np.nan,
             "MAC": mac.mac,
         })
         results["wordlists"][name] = res

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -15,7 +16,25 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["Report", "Section", "markdown_table"]
+from .errors import InputDataError
+
+__all__ = ["Report", "Section", "markdown_table", "check_replaceable", "MARKER"]
+
+#: Marker file of a report folder: only such folders (or empty ones) are replaced.
+MARKER = ".bayesbias-report"
+
+
+def check_replaceable(folder) -> None:
+    """Raise InputDataError unless `folder` is absent, empty, or an earlier report."""
+    folder = Path(folder)
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise InputDataError(f"{folder}: exists and is not a folder; choose another -o")
+    if any(folder.iterdir()) and not (folder / MARKER).exists():
+        raise InputDataError(
+            f"{folder}: exists and is not a bayesbias report folder; refusing to replace it "
+            "(choose another -o, or remove the folder yourself)")
 
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".3f") -> str:
@@ -97,11 +116,20 @@ class Report:
         self.choices[name] = str(value)
 
     def write(self, folder, extra_files: dict | None = None) -> Path:
-        """Write the report folder atomically; `extra_files` maps names to writer callables."""
+        """Write the report folder atomically; `extra_files` maps names to writer callables.
+
+        An existing folder is replaced only if it is empty or an earlier bayesbias report
+        (it holds the marker file :data:`MARKER`); anything else is refused.
+        """
         folder = Path(folder)
+        check_replaceable(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes owner-only folders
         try:
+            (tmp / MARKER).write_text("written by bayesbias report\n", encoding="utf-8")
             (tmp / "tables").mkdir()
             (tmp / "figures").mkdir()
             md, body = self._render(tmp)

@@ -251,6 +251,8 @@ def _from_mapping(data: dict, where: str) -> WordList:
         extra = set(spec) - {"protected_words", "stereotypes", "attribute_label"}
         if extra:
             raise WordListError(f"{where}: class {cname!r} has unknown key(s) {sorted(extra)}")
+        if not isinstance(spec.get("attribute_label", ""), str):
+            raise WordListError(f"{where}: classes.{cname}.attribute_label must be a string")
         classes.append(ProtectedClass(
             cname,
             _word_tuple(spec["protected_words"], where, f"classes.{cname}.protected_words"),
@@ -273,6 +275,11 @@ def _from_mapping(data: dict, where: str) -> WordList:
     sets = tuple(
         _word_tuple(s, where, "definite_sets") for s in data.get("definite_sets", [])
     )
+    if not isinstance(data.get("provenance", {}), dict):
+        raise WordListError(f"{where}: [provenance] must be a table of key = \"text\" lines")
+    for key in ("name", "description"):
+        if not isinstance(data.get(key, ""), str):
+            raise WordListError(f"{where}: {key} must be a string")
     return WordList(
         name=str(data.get("name") or Path(where).stem),
         classes=tuple(classes),

@@ -39,3 +39,25 @@ def test_failed_report_leaves_nothing(tmp_path):
                                   model="no-such-model", null_reps=50, n_bootstrap=0,
                                   n_permutations=100))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_report_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path):
+    from bayesbias.errors import InputDataError
+    from bayesbias.report import ReportSettings, run_report
+
+    precious = tmp_path / "project"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(InputDataError, match="not a bayesbias report folder"):
+        run_report(ReportSettings(distances=("published:religion:reddit",),
+                                  output=str(precious)))
+    assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_cli_rejects_bad_numbers_before_any_work(capsys):
+    for argv in (["report", "--ci-prob", "1.5"], ["fit", "--draws", "0"],
+                 ["weat", "--ci-prob", "0"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+    assert "must be" in capsys.readouterr().err

@@ -90,7 +90,10 @@ def main(argv=None) -> int:
         parser.print_help()
         return 0
     if hasattr(args, "on_missing") and args.on_missing is None:
-        shipped = getattr(args, "embedding", None) == "default"
+        sources = [getattr(args, "embedding", None)]
+        if args.command == "compare" and getattr(args, "wordlist", None):
+            sources = [args.a, args.b]  # compare's embeddings are --a and --b
+        shipped = all(s == "default" for s in sources)
         args.on_missing = "drop" if shipped else "error"
     try:
         return int(args.run(args) or 0)

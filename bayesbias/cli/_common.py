@@ -11,7 +11,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable"]
+__all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable",
+           "positive_int", "probability"]
+
+
+def positive_int(text: str) -> int:
+    """Argparse type: an integer >= 1 (``1000`` or ``1e3``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value < 1 or value != int(value):
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(value)
+
+
+def probability(text: str) -> float:
+    """Argparse type: a probability strictly between 0 and 1 (e.g. ``0.89``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1), got {text!r}")
+    return value
 
 
 def add_parser(subparsers, name: str, help: str, examples: str, description: str = ""):

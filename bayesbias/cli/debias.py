@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from ..distances import distance_table
 from ..embeddings import load_embedding, save_embedding
 from ..errors import InputDataError, WordListError
 from ..wordlists import load_wordlist
-from ._common import add_embedding_options, add_json, add_parser, emit
+from ._common import add_embedding_options, add_json, add_parser, emit, positive_int
 
 DESCRIPTION = """\
 Hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et al. 2019). The bias subspace
@@ -28,15 +27,6 @@ grows with the file (the shipped default has 20,162 words; a 3M-word 300-d file 
 several GB). Exit code 3 if a check fails (a neutralised word keeps a projection above
 1e-6, or a definite set that shares no word with a later set is not symmetric)."""
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
 def register(sub) -> None:
@@ -54,7 +44,7 @@ def register(sub) -> None:
     add_embedding_options(p)
     p.add_argument("--wordlist", default="religion",
                    help="shipped list name or TOML file; it must have definite_sets")
-    p.add_argument("-k", type=_positive_int, default=1,
+    p.add_argument("-k", type=positive_int, default=1,
                    help="bias directions (default 1; at most the sum over definite sets of "
                         "set size minus one)")
     p.add_argument("--neutralize", default="stereotypes",

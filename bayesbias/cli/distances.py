@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..distances import distance_table, read_distance_table, write_distance_table
+from ..datasets import read_table
+from ..distances import distance_table, write_distance_table
 from ..embeddings import load_embedding
 from ..wordlists import load_wordlist
 from ._common import add_embedding_options, add_json, add_parser, emit
@@ -18,7 +19,8 @@ def register(sub) -> None:
     )
     add_embedding_options(p)
     p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
-    p.add_argument("--table", help="summarise an existing table (ours or the published format)")
+    p.add_argument("--table", help="summarise an existing table (ours, the published format, or "
+                        "published:TOPIC:EMBEDDING)")
     p.add_argument("-o", "--output", help="write the table (.csv or .parquet)")
     add_json(p)
     p.set_defaults(run=run)
@@ -27,7 +29,7 @@ def register(sub) -> None:
 def run(args) -> int:
     """Run ``bayesbias distances``; return the exit code."""
     if args.table:
-        table = read_distance_table(args.table)
+        table = read_table(args.table)
     else:
         wl = load_wordlist(args.wordlist)
         emb = load_embedding(args.embedding, wl.all_words, format=args.format,

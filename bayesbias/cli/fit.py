@@ -6,7 +6,7 @@ import warnings
 
 from ..config import defaults
 from ..errors import DistanceTableError
-from ._common import add_embedding_options, add_json, add_parser, emit
+from ._common import add_embedding_options, add_json, add_parser, emit, positive_int, probability
 
 DESCRIPTION = """\
 Fit a Bayesian model (default: the hierarchical model of Dobrzeniecka & Urbaniak) to the
@@ -34,17 +34,19 @@ def add_model_options(p) -> None:
                    help="override the spec: means per protected word or per protected class")
     p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
                    help="override the spec: residual sd per connection or a single one")
-    p.add_argument("--ci-prob", type=float, default=defaults.ci_prob,
+    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
                    help="credible interval probability (default %(default)s)")
     p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind,
                    help="highest-density (hdi, default) or equal-tailed (eti) intervals")
-    p.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
-    p.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
-    p.add_argument("--chains", type=int, default=4, help="chains (default 4)")
+    p.add_argument("--draws", type=positive_int, default=1000,
+                   help="draws per chain (default 1000)")
+    p.add_argument("--tune", type=positive_int, default=1000,
+                   help="tuning steps per chain (default 1000)")
+    p.add_argument("--chains", type=positive_int, default=4, help="chains (default 4)")
     p.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
                    help="NUTS implementation (auto: nutpie if installed)")
-    p.add_argument("--target-accept", type=float, default=0.8,
+    p.add_argument("--target-accept", type=probability, default=0.8,
                    help="NUTS target acceptance rate (default 0.8); raise to 0.95-0.99 if "
                         "there are divergences")
     p.add_argument("--strict", action="store_true",

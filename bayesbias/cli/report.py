@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import defaults
 from ..report import DEFAULT_WORDLISTS, ReportSettings, run_report
-from ._common import add_embedding_options, add_json, add_parser, emit
+from ._common import add_embedding_options, add_json, add_parser, emit, positive_int, probability
 
 
 def register(sub) -> None:
@@ -20,7 +20,6 @@ def register(sub) -> None:
                     "report.md, tables/*.csv, figures/*.png, fits/*.nc, results.json.",
     )
     add_embedding_options(p)
-    p.set_defaults(on_missing="drop")
     p.add_argument("--wordlist", action="append", dest="wordlists",
                    help=f"word list name or TOML file; repeat for several "
                         f"(default: {', '.join(DEFAULT_WORDLISTS)})")
@@ -29,15 +28,17 @@ def register(sub) -> None:
                         "format, or published:TOPIC:EMBEDDING for a shipped published table)")
     p.add_argument("-o", "--output", default="bayesbias-report", help="report folder")
     p.add_argument("--model", default="hierarchical", help="model spec (name or TOML file)")
-    p.add_argument("--ci-prob", type=float, default=defaults.ci_prob)
+    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
+                   help="interval probability (default %(default)s)")
     p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind)
-    p.add_argument("--draws", type=int, default=1000)
-    p.add_argument("--tune", type=int, default=1000)
-    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--draws", type=positive_int, default=1000)
+    p.add_argument("--tune", type=positive_int, default=1000)
+    p.add_argument("--chains", type=positive_int, default=4)
     p.add_argument("--seed", type=int, default=defaults.seed)
-    p.add_argument("--permutations", type=int, default=100_000)
-    p.add_argument("--bootstrap", type=int, default=2000)
-    p.add_argument("--null-reps", type=int, default=5000)
+    p.add_argument("--permutations", type=positive_int, default=100_000)
+    p.add_argument("--bootstrap", type=int, default=2000,
+                   help="bootstrap resamples for the WEAT interval (0: none)")
+    p.add_argument("--null-reps", type=positive_int, default=5000)
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample")
     p.add_argument("--strict", action="store_true",
                    help="exit with code 3 if sampler diagnostics fail")

@@ -10,7 +10,14 @@ from ..config import defaults
 from ..embeddings import load_embedding
 from ..errors import WordListError
 from ..wordlists import WeatSets
-from ._common import add_embedding_options, add_json, add_parser, emit
+from ._common import (
+    add_embedding_options,
+    add_json,
+    add_parser,
+    emit,
+    positive_int,
+    probability,
+)
 
 DESCRIPTION = """\
 WEAT (Caliskan et al. 2017): s(w, A, B) = mean cos(w, A) - mean cos(w, B) for every
@@ -24,15 +31,6 @@ correction (p is never 0). --bootstrap N adds an interval for the effect size re
 targets and attributes. Words missing from the embedding stop the run unless
 --on-missing drop, which drops and lists them."""
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(float(text))
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
 
 
 def _nonneg_int(text: str) -> int:
@@ -68,7 +66,7 @@ def register(sub) -> None:
     p.add_argument("--table", default=None,
                    help="run on a distance table (ours or the published format, or "
                         "published:weat_7:reddit for a shipped one) instead")
-    p.add_argument("--permutations", type=_positive_int, default=defaults.n_permutations,
+    p.add_argument("--permutations", type=positive_int, default=defaults.n_permutations,
                    help=f"Monte Carlo splits (default {defaults.n_permutations})")
     p.add_argument("--exact-limit", type=_nonneg_int,
                    default=defaults.exact_permutation_limit,
@@ -80,7 +78,7 @@ def register(sub) -> None:
                    help="sd of the effect size: sample (n - 1, default) or population (n)")
     p.add_argument("--bootstrap", type=_nonneg_int, default=0,
                    help="bootstrap resamples for an effect-size interval (default 0: none)")
-    p.add_argument("--ci-prob", type=float, default=None,
+    p.add_argument("--ci-prob", type=probability, default=None,
                    help=f"probability of the interval (default {defaults.ci_prob})")
     p.add_argument("--seed", type=int, default=None,
                    help=f"seed of the Monte Carlo splits and bootstrap (default {defaults.seed})")
