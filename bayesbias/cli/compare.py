@@ -88,11 +88,17 @@ def run(args) -> int:
     payload = comp.to_dict()
     payload["diagnostics"] = {"a": fa.diagnostics().to_dict(), "b": fb.diagnostics().to_dict()}
     payload["mac_ttest"] = mac
+    payload["dropped_words"] = {"a": ta.attrs.get("missing", {}),
+                                "b": tb.attrs.get("missing", {})}
     weat = _weat(ta, tb, args.seed)
     payload["weat"] = weat
     payload["model"] = fa.spec.name
     lines = [f"model {fa.spec.name!r} (hash {fa.spec.hash}); a = {labels[0]}, b = {labels[1]}",
              f"a: {fa.diagnostics()}", f"b: {fb.diagnostics()}", "", str(comp)]
+    for tag, table in (("a", ta), ("b", tb)):
+        if table.attrs.get("missing"):
+            lines.append(f"dropped on side {tag}: " + "; ".join(
+                f"{k}: {', '.join(v)}" for k, v in table.attrs["missing"].items()))
     if mac and "error" not in mac:
         lines.append(f"MAC a = {mac['mac_a']:.4f}, b = {mac['mac_b']:.4f}; Manzini's paired "
                      f"t-test: t = {mac['statistic']:.3f}, p = {mac['p_value']:.4g} "

@@ -121,7 +121,13 @@ def run(args) -> int:
     fit = fit_from_args(table, args)
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
-    payload = dict(summary, ppc=ppc, output=args.output, plot=args.plot)
+    missing = table.attrs.get("missing", {})
+    run_attrs = ("seed", "draws", "tune", "chains", "sampler", "likelihood", "bayesbias_version",
+                 "wall_time_s", "noncentred")
+    payload = dict(summary, ppc=ppc, output=args.output, plot=args.plot,
+                   dropped_words=missing,
+                   run={k: fit.idata.attrs.get(k) for k in run_attrs},
+                   target_accept=args.target_accept)
     if args.loo:
         loo = fit.loo()
         payload["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p": float(loo.p),
@@ -133,6 +139,9 @@ def run(args) -> int:
     lines = [fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
              "posterior predictive check (share of observed distances inside the "
              "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
+    if missing:
+        lines.append("dropped (not in the embedding or the table): " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in missing.items()))
     if args.loo:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "

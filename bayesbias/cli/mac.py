@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..comparators.mac import mac, mac_from_table, mac_ttest
 from ..datasets import read_table
 from ..embeddings import load_embedding
+from ..errors import InputDataError
 from ..wordlists import load_wordlist
 from ._common import add_embedding_options, add_json, add_parser, emit
 
@@ -60,6 +61,11 @@ def _from_table(args, path):
 
 def run(args) -> int:
     """Run ``bayesbias mac``; return the exit code."""
+    if args.distances_b and not args.distances:
+        raise InputDataError("--distances-b needs --distances (the first table)")
+    if args.distances and args.embedding_b:
+        raise InputDataError("give the second side as --distances-b when the first is "
+                             "--distances (--embedding-b pairs with --embedding)")
     if args.distances:
         a = _from_table(args, args.distances)
         b = _from_table(args, args.distances_b) if args.distances_b else None
