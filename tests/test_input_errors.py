@@ -44,3 +44,15 @@ def test_user_file_named_like_a_shipped_test(tmp_path, monkeypatch):
     assert resolve_weat_sets("weat_7").A[0] == "male"
     with pytest.raises(WordListError):
         resolve_weat_sets("weat_none.toml")
+
+
+def test_group_flags_with_missing_values_are_refused():
+    import pandas as pd
+
+    from bayesbias.classifier import nuanced_auc_metrics
+
+    y = np.array([0, 1, 0, 1, 0, 1])
+    score = np.linspace(0, 1, 6)
+    flags = pd.DataFrame({"g": [True, np.nan, False, True, False, True]})
+    with pytest.raises(InputDataError, match="'g' has missing values"):
+        nuanced_auc_metrics(y, score, flags)

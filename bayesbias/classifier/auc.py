@@ -36,6 +36,7 @@ import xarray as xr
 from scipy import stats
 
 from ..errors import InputDataError
+from .data import check_boolean_flags
 
 __all__ = ["nuanced_auc_metrics", "nuanced_auc_table", "pairwise_u", "AUC_METRICS",
            "nuanced_auc_baseline"]
@@ -71,7 +72,7 @@ def _as_arrays(y, score, groups):
         raise InputDataError(f"scores contain {int((~np.isfinite(s)).sum())} NaN/inf values")
     if isinstance(groups, pd.DataFrame):
         names = [str(c) for c in groups.columns]
-        m = groups.to_numpy(dtype=bool)
+        m = check_boolean_flags(groups).to_numpy(dtype=bool)
     else:
         m = np.asarray(groups, dtype=bool)
         if m.ndim == 1:
@@ -192,13 +193,6 @@ def nuanced_auc_metrics(
         out.attrs.update(ci_prob=float(ci_prob),
                          ci_kind="DeLong variance, normal approximation, clipped to range")
     return out
-
-
-def _var(sum_v, sum_v2, count):
-    """Sample variance from the sum and sum of squares."""
-    if count < 2:
-        return np.nan
-    return max(0.0, (sum_v2 - sum_v * sum_v / count) / (count - 1))
 
 
 def _mid_below(sorted_blocks: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -99,6 +99,17 @@ class ClassifierData:
         return [str(c) for c in self.groups.columns]
 
 
+def check_boolean_flags(groups: pd.DataFrame) -> pd.DataFrame:
+    """Return `groups` as booleans; raise InputDataError for missing or non-0/1 values."""
+    for c in groups.columns:
+        v = groups[c]
+        if v.isna().any():
+            raise InputDataError(f"group column {c!r} has missing values")
+        if v.dtype != bool and not set(pd.unique(v).tolist()) <= {0, 1}:
+            raise InputDataError(f"group column {c!r} must be boolean (True/False or 0/1)")
+    return groups.astype(bool)
+
+
 def _require_columns(data: pd.DataFrame, columns: Sequence[str]) -> None:
     missing = [c for c in columns if c not in data.columns]
     if missing:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..config import defaults
 from ..errors import InputDataError
+from .data import check_boolean_flags
 
 __all__ = [
     "SCORING_FUNCTIONS",
@@ -277,7 +278,7 @@ def _prepare(y, groups, pred, prob, source, phi: ScoringFunction) -> _Data:
             raise InputDataError("the group column has missing values")
         g = pd.get_dummies(groups.astype(str), dtype=bool)
     elif isinstance(groups, pd.DataFrame):
-        g = groups.astype(bool)
+        g = check_boolean_flags(groups)
     else:
         raise InputDataError("groups must be a DataFrame of boolean columns or a categorical "
                              "Series")
