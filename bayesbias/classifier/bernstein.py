@@ -235,7 +235,12 @@ def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
         g, gk = min(n_a, n_b) / n, "estimated"
     else:
         g, gk = float(gamma), "given"
-    if isinstance(variance, str):
+        observed = min(n_a, n_b) / n
+        if observed < g:
+            log.warning("gamma = %g is larger than the observed smaller-group share %.4g: the "
+                        "amortized costs can exceed C/gamma and the Bernstein bound does not "
+                        "hold for this sample; pass gamma=None to use the observed share",
+                        g, observed)
         if variance == "estimate":
             s2, vk = float(amort.var(ddof=1)) if n > 1 else (C / g) ** 2, "estimated"
         elif variance == "worst":
