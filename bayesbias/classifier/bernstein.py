@@ -241,6 +241,7 @@ def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
                         "amortized costs can exceed C/gamma and the Bernstein bound does not "
                         "hold for this sample; pass gamma=None to use the observed share",
                         g, observed)
+    if isinstance(variance, str):
         if variance == "estimate":
             s2, vk = float(amort.var(ddof=1)) if n > 1 else (C / g) ** 2, "estimated"
         elif variance == "worst":
