@@ -19,7 +19,8 @@ def register(sub) -> None:
     )
     add_embedding_options(p)
     p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
-    p.add_argument("--table", help="summarise an existing table (ours, the published format, or "
+    p.add_argument("--table", "--distances", dest="table",
+                   help="summarise an existing table (ours, the published format, or "
                         "published:TOPIC:EMBEDDING)")
     p.add_argument("-o", "--output", help="write the table (.csv or .parquet)")
     add_json(p)

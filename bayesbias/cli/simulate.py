@@ -75,7 +75,7 @@ def register(sub) -> None:
     p.add_argument("--word-sd", type=float, default=0.05, help="hierarchical: word-effect sd")
     p.add_argument("--attribute-sd", type=float, default=0.05,
                    help="hierarchical: attribute-effect sd")
-    p.add_argument("--table", default=None,
+    p.add_argument("--table", "--distances", dest="table", default=None,
                    help="resample: distance table with 'none' rows (a file or "
                         "published:TOPIC:EMBEDDING)")
     p.add_argument("--reps", type=int, default=10_000, help="replications (default 10000)")

@@ -63,7 +63,7 @@ def register(sub) -> None:
         p.add_argument(f"--{name}", default=None,
                        help=f"set {name.upper()}: comma-separated words or a file with one "
                             "word per line")
-    p.add_argument("--table", default=None,
+    p.add_argument("--table", "--distances", dest="table", default=None,
                    help="run on a distance table (ours or the published format, or "
                         "published:weat_7:reddit for a shipped one) instead")
     p.add_argument("--permutations", type=positive_int, default=defaults.n_permutations,
