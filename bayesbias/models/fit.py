@@ -97,6 +97,14 @@ class Diagnostics:
         return head + ("" if self.ok else "\n  " + "\n  ".join(self.problems))
 
 
+def _differences(draws: xr.DataArray, contrasts) -> xr.DataArray:
+    """Differences between connections of `draws`, along a new ``contrast`` dim."""
+    parts = [draws.sel(connection=a, drop=True) - draws.sel(connection=b, drop=True)
+             for a, b in contrasts]
+    labels = [_contrast_label(a, b) for a, b in contrasts]
+    return xr.concat(parts, dim="contrast").assign_coords(contrast=labels).rename("contrast")
+
+
 def _flat_names(da: xr.DataArray) -> list[str]:
     if da.ndim == 0:
         return [str(da.name)]
@@ -199,11 +207,7 @@ class Fit:
 
     def contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
         """Draws of differences between group-level means, dim ``contrast``."""
-        g = self.group_mean_draws()
-        parts = [g.sel(connection=a, drop=True) - g.sel(connection=b, drop=True)
-                 for a, b in contrasts]
-        labels = [_contrast_label(a, b) for a, b in contrasts]
-        return xr.concat(parts, dim="contrast").assign_coords(contrast=labels).rename("contrast")
+        return _differences(self.group_mean_draws(), contrasts)
 
     def word_mean_draws(self) -> xr.DataArray:
         """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``)."""
@@ -211,11 +215,7 @@ class Fit:
 
     def word_contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
         """Per-unit differences between connections, dims ``(..., unit, contrast)``."""
-        mu = self.word_mean_draws()
-        parts = [mu.sel(connection=a, drop=True) - mu.sel(connection=b, drop=True)
-                 for a, b in contrasts]
-        labels = [_contrast_label(a, b) for a, b in contrasts]
-        return xr.concat(parts, dim="contrast").assign_coords(contrast=labels).rename("contrast")
+        return _differences(self.word_mean_draws(), contrasts)
 
     # -- tables ---------------------------------------------------------------------------
     def group_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
