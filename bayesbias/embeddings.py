@@ -161,7 +161,14 @@ def lookup(embedding: Embedding, parts: dict, on_missing: str = "error"):
         missing[name] = [w for w in words if w not in embedding]
     if any(missing.values()):
         if on_missing == "error":
-            raise OutOfVocabularyError(missing, embedding.source)
+            exc = OutOfVocabularyError(missing, embedding.source)
+            n_file = embedding.meta.get("file_vocabulary")
+            if isinstance(n_file, int) and n_file > len(embedding):
+                exc.args = (exc.args[0] + f" Note: this embedding was loaded with only "
+                            f"{len(embedding):,} of the file's {n_file:,} words (the `words` "
+                            "argument of load_embedding); load it with these words too, "
+                            "or without `words` to keep all.",)
+            raise exc
         for name, words in missing.items():
             if words:
                 log.warning("dropped %d word(s) of %s not in %s: %s", len(words), name,
