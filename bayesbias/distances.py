@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._atomic import atomic_path, check_output
 from .config import CONNECTIONS
 from .embeddings import Embedding, lookup
 from .errors import DistanceTableError, OutputPathError
-from ._atomic import atomic_path, check_output
 from .wordlists import WordList, load_wordlist
 
 __all__ = [

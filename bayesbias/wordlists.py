@@ -31,8 +31,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import WordListError
 from ._atomic import shipped_dir
+from .errors import WordListError
 
 __all__ = [
     "ProtectedClass",

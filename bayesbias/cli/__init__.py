@@ -55,7 +55,7 @@ _FLAGS = {"--debug", "--quiet", "--version", "-h", "--help"}
 
 
 def _chosen(argv) -> str | None:
-    """The command named in `argv` (the first word that is not a global flag)."""
+    """Return the command named in `argv` (the first word that is not a global flag)."""
     for token in argv:
         if token == "--":
             return None
@@ -84,8 +84,7 @@ def build_parser(argv=None):
     appear in ``--help`` with their one-line summary. Without `argv`, every command is
     registered (slower: imports every command module).
     """
-    from .. import __version__
-    from ._common import ArgumentParser, add_global_options
+    from ._common import ArgumentParser, VersionAction, add_global_options
 
     parser = ArgumentParser(
         prog="bayesbias",
@@ -93,7 +92,7 @@ def build_parser(argv=None):
         epilog="Run 'bayesbias COMMAND --help' for the options and examples of a command. "
                "--debug and --quiet also work after COMMAND.",
     )
-    parser.add_argument("--version", action="version", version=f"bayesbias {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _chosen(argv) if argv is not None else None

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_path
 from ..classifier.auc import AUC_METRICS
 from ..classifier.bernstein import CRITERIA
 from ..classifier.data import (
@@ -20,7 +21,6 @@ from ..classifier.data import (
 from ..classifier.generalized import METRICS
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
 from ..errors import InputDataError
-from .._atomic import atomic_path
 from ._common import add_json, add_parser, emit
 
 log = logging.getLogger(__name__)

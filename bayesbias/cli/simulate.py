@@ -6,10 +6,10 @@ import argparse
 import logging
 from pathlib import Path
 
+from .._atomic import atomic_path
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
 from ..errors import InputDataError
-from .._atomic import atomic_path
 from ..simulate import (
     DEFAULT_STATISTICS,
     NULLS,
