@@ -212,6 +212,52 @@ def _report_exception(command: str, exc: BaseException) -> int:
     return 1
 
 
+#: Limits every command's options of these names obey (checked after parsing, so a
+#: command whose option still has a plain ``type=int`` is covered too).
+_INT_LIMITS = {
+    "seed": (0, 2**32 - 1),
+    "draws": (1, 1_000_000),
+    "tune": (1, 1_000_000),
+    "chains": (1, 64),
+    "permutations": (1, 10**9),
+    "null_reps": (1, 10**8),
+    "reps": (1, 10**8),
+    "bootstrap": (0, 10**8),
+    "n_boot": (0, 10**8),
+    "workers": (1, 1024),
+    "k": (1, 10_000),
+}
+_PROBABILITIES = ("ci_prob", "confidence", "alpha", "target_accept")
+
+
+def _flag(dest: str) -> str:
+    return ("-" if len(dest) == 1 else "--") + dest.replace("_", "-")
+
+
+def _check_common(args) -> None:
+    """Refuse non-finite numbers and out-of-range counts in any command's options."""
+    import math
+    import numbers
+
+    from ..errors import InvalidArgumentError
+    from ..validation import validate_int, validate_probability
+
+    for dest, value in vars(args).items():
+        if value is None or isinstance(value, bool) or dest in ("run", "command"):
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InvalidArgumentError(f"{_flag(dest)} must be a finite number, got {v!r}")
+        if dest in _INT_LIMITS and all(isinstance(v, numbers.Real) for v in values):
+            low, high = _INT_LIMITS[dest]
+            for v in values:
+                validate_int(v, _flag(dest), low=low, high=high)
+        if dest in _PROBABILITIES and all(isinstance(v, numbers.Real) for v in values):
+            for v in values:
+                validate_probability(v, _flag(dest))
+
+
 def _run(parser, args) -> int:
     level = logging.DEBUG if args.debug else (logging.ERROR if args.quiet else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
@@ -221,6 +267,7 @@ def _run(parser, args) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 0
+    _check_common(args)
     if getattr(args, "validate", False) is True:
         from .. import embeddings
 
