@@ -80,8 +80,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         message = message.replace("value must", "must")
-        self.exit(2, f"{self.prog}: error: {printable(message)}\n"
-                     f"(see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
 
 
 class VersionAction(argparse.Action):
