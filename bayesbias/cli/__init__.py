@@ -145,9 +145,11 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-def _install_signals() -> object | None:
+def _install_signals() -> dict | None:
+    """Ctrl-C -> KeyboardInterrupt, SIGTERM -> Terminated; return the previous handlers."""
     try:
-        return signal.signal(signal.SIGTERM, _on_sigterm)
+        return {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm),
+                signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler)}
     except ValueError:  # not the main thread (e.g. main() called from a worker thread)
         return None
 
@@ -186,8 +188,9 @@ def main(argv=None) -> int:
             raise
         return _report_exception(command, exc)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in (previous or {}).items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 def _report_exception(command: str, exc: BaseException) -> int:
