@@ -35,7 +35,7 @@ def _interrupt(args, cwd, sig, delay):
 
 
 def _python_startup(code, err) -> bool:
-    """The signal hit the interpreter's own start-up, before any bayesbias code ran."""
+    """Tell whether the signal hit the interpreter's start-up, before bayesbias code ran."""
     return code in (-signal.SIGINT, -signal.SIGTERM, 1) and "bayesbias" not in err and (
         not err or "Fatal Python error" in err or "site" in err)
 
@@ -90,7 +90,8 @@ def test_signal_at_many_moments(tmp_path, sig):
 
 
 def _modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sys.modules))"],
+    probe = code + "\nimport sys\nprint(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe],
                          capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, MPLBACKEND="Agg"))
     assert out.returncode == 0, out.stderr
