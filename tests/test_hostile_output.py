@@ -120,3 +120,27 @@ def test_unrelated_oserror_is_not_relabelled(tmp_path):
         with atomic_path(tmp_path / "t.csv"):
             open(tmp_path / "missing-input.txt")  # noqa: SIM115
     assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["fit", "--distances", "published:religion:reddit", "-o", "file.txt/fit.nc"], "is a file"),
+    (["fit", "--distances", "published:religion:reddit", "--plot", "/dev/null"], "device"),
+    (["simulate", "-o", "folder"], "folder"),
+    (["report", "-o", "."], "give a file or folder name"),
+    (["report", "-o", ""], "empty output path"),
+    (["report", "-o", "file.txt"], "not a folder"),
+    (["compare", "--a", "published:religion:reddit", "--b", "published:religion:glove",
+      "-o", "link.csv"], "symbolic link"),
+], ids=["fit-under-file", "fit-plot-device", "simulate-folder", "report-dot", "report-empty",
+        "report-file", "compare-symlink"])
+def test_every_command_checks_output_first(tmp_path, capsys, monkeypatch, argv, words):
+    """The CLI checks -o / --plot of any command before running it."""
+    from bayesbias import datasets
+
+    monkeypatch.chdir(tmp_path)
+    _targets(tmp_path)
+    monkeypatch.setattr(datasets, "read_table", lambda *a, **k: pytest.fail("computed"))
+    before = listing(tmp_path)
+    code, _, err = run_main(capsys, argv)
+    assert_clean_error(code, err, words)
+    assert listing(tmp_path) == before

@@ -261,6 +261,18 @@ def _check_common(args) -> None:
                 validate_probability(v, _flag(dest))
 
 
+def _check_outputs(args) -> None:
+    """Refuse a bad ``-o`` / ``--plot`` target before any computation (every command)."""
+    from .._atomic import check_output
+
+    output = getattr(args, "output", None)
+    if isinstance(output, str):
+        check_output(output, what="-o", folder=args.command == "report")
+    plot = getattr(args, "plot", None)
+    if isinstance(plot, str):
+        check_output(plot, what="--plot")
+
+
 def _run(parser, args) -> int:
     level = logging.DEBUG if args.debug else (logging.ERROR if args.quiet else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
@@ -271,6 +283,7 @@ def _run(parser, args) -> int:
         parser.print_help()
         return 0
     _check_common(args)
+    _check_outputs(args)
     if getattr(args, "validate", False) is True:
         from .. import embeddings
 
