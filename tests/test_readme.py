@@ -53,7 +53,7 @@ def _params(slow: bool):
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    """A folder with the README's placeholder files, made from shipped data."""
+    """Make a folder with the README's placeholder files from shipped data."""
     import bayesbias as bb
     from bayesbias.cli import main
 
