@@ -29,6 +29,8 @@ COMMANDS = [
     "debias",
     "classifier",
     "bbu",
+    "design",
+    "calibrate",
 ]
 
 
