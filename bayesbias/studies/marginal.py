@@ -115,12 +115,22 @@ class MarginalPosterior:
         mhat = (self.m0 / self.s0**2 + (inv * y).sum(-1)) / prec
         return mhat, 1.0 / np.sqrt(prec)
 
-    def draw(self, rng, n_draws: int = 4000, words: bool = False) -> dict[str, np.ndarray]:
+    def draw(self, rng, n_draws: int = 4000, words: bool = False,
+             common: bool = False) -> dict[str, np.ndarray]:
         """Posterior draws: ``mu_bar``, ``tau``, ``sigma`` (B, D, C), and ``mu`` (B, D, W, C).
 
-        ``mu`` (per-word cell means; NaN for empty cells) only with `words`.
+        ``mu`` (per-word cell means; NaN for empty cells) only with `words`. With `common`,
+        every batch member uses the same underlying random numbers (common random numbers:
+        differences between members then reflect their data, not Monte Carlo noise).
         """
         B, C = self.batch, self.log_tau.shape[1]
+
+        def rand(shape, normal=False):
+            if common:
+                shape = (1,) + shape[1:]
+            x = rng.standard_normal(shape) if normal else rng.random(shape)
+            return np.broadcast_to(x, (B,) + shape[1:])
+
         T, S = self.log_tau.shape[2], self.log_sigma.shape[2]
         out = {k: np.empty((B, n_draws, C)) for k in ("mu_bar", "tau", "sigma")}
         if words:
@@ -128,19 +138,19 @@ class MarginalPosterior:
         for c in range(C):
             w = self.weights[:, c].reshape(B, T * S)
             cdf = np.cumsum(w, axis=1)
-            u = rng.random((B, n_draws)) * cdf[:, -1:]
+            u = rand((B, n_draws)) * cdf[:, -1:]
             idx = np.minimum(np.array([np.searchsorted(cdf[b], u[b]) for b in range(B)]),
                              T * S - 1)
             it, js = np.divmod(idx, S)
             dt = np.diff(self.log_tau[:, c], axis=1).mean(axis=1)[:, None]
             ds = np.diff(self.log_sigma[:, c], axis=1).mean(axis=1)[:, None]
-            lt = np.take_along_axis(self.log_tau[:, c], it, 1) + dt * (rng.random(it.shape)
+            lt = np.take_along_axis(self.log_tau[:, c], it, 1) + dt * (rand(it.shape)
                                                                         - 0.5)
-            ls = np.take_along_axis(self.log_sigma[:, c], js, 1) + ds * (rng.random(js.shape)
+            ls = np.take_along_axis(self.log_sigma[:, c], js, 1) + ds * (rand(js.shape)
                                                                           - 0.5)
             tau, sigma = np.exp(lt), np.exp(ls)
             mhat, sd = self._cond_mu_bar(tau, sigma, c)
-            mu_bar = mhat + sd * rng.standard_normal(mhat.shape)
+            mu_bar = mhat + sd * rand(mhat.shape, normal=True)
             out["mu_bar"][..., c], out["tau"][..., c], out["sigma"][..., c] = mu_bar, tau, sigma
             if words:
                 n = self.n[:, None, :, c]
@@ -148,7 +158,7 @@ class MarginalPosterior:
                 prec = np.where(has, n, 0.0) / sigma[..., None] ** 2 + 1.0 / tau[..., None] ** 2
                 num = (np.where(has, n * np.nan_to_num(self.mean[:, None, :, c]), 0.0)
                        / sigma[..., None] ** 2 + mu_bar[..., None] / tau[..., None] ** 2)
-                mu = num / prec + rng.standard_normal(prec.shape) / np.sqrt(prec)
+                mu = num / prec + rand(prec.shape, normal=True) / np.sqrt(prec)
                 out["mu"][..., c] = np.where(has, mu, np.nan)
         return out
 
