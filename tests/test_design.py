@@ -1,9 +1,6 @@
 """Design studies, the exact marginal posterior and the seeded task engine."""
 
 import json
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -137,30 +134,29 @@ def test_partial_results_kept_on_interrupt():
     assert not res.complete and res.done == [(0,), (1,), (2,)]
 
 
-def test_cli_design_json(tmp_path):
+def test_cli_design_json(tmp_path, capsys):
+    from bayesbias.cli import main
+
     out = tmp_path / "d.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bayesbias", "--quiet", "design", "--distances",
-         "published:religion:reddit", "--words", "5,10", "--human", "20", "--none", "40",
-         "--reps", "20", "-o", str(out), "--plot", str(tmp_path / "d.png"), "--json"],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+    code = main(["--quiet", "design", "--distances", "published:religion:reddit", "--words",
+                 "5,10", "--human", "20", "--none", "40", "--reps", "20", "-o", str(out),
+                 "--plot", str(tmp_path / "d.png"), "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
     assert len(data["designs"]) == 2 and data["smallest"]["verdict"] == "associated - human"
     assert json.loads(out.read_text())["settings"]["reps"] == 20
     assert (tmp_path / "d.png").stat().st_size > 1000
 
 
-def test_cli_design_bad_input(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "bayesbias", "design", "--distances",
-         "published:religion:reddit", "--words", "5,x"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "--words" in proc.stderr
-    proc = subprocess.run(
-        [sys.executable, "-m", "bayesbias", "design", "--distances",
-         "published:religion:reddit", "--words", "5", "--null", "bogus - none"],
-        capture_output=True, text=True)
-    assert proc.returncode == 2 and "bogus" in proc.stderr
+def test_cli_design_bad_input(capsys):
+    from bayesbias.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["design", "--distances", "published:religion:reddit", "--words", "5,x"])
+    assert exc.value.code == 2 and "--words" in capsys.readouterr().err
+    assert main(["design", "--distances", "published:religion:reddit", "--words", "5",
+                 "--null", "bogus - none"]) == 2
+    assert "bogus" in capsys.readouterr().err
 
 
 @pytest.mark.slow

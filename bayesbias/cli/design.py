@@ -7,8 +7,8 @@ import json
 
 from ..config import defaults
 from ..errors import InputDataError
-from ..io import atomic_path
-from ._common import add_json, add_parser, emit, positive_int, probability
+from .._atomic import atomic_path
+from ._common import add_json, add_parser, add_seed, emit, positive_int, probability
 
 DESCRIPTION = """\
 Plan a study from a pilot. The pilot (a distance table, an embedding plus a word list, or a
@@ -94,7 +94,7 @@ def register(sub) -> None:
     p.add_argument("--method", choices=["exact", "nuts"], default="exact",
                    help="posterior of each simulated study: exact marginal (default, fast) "
                         "or full NUTS fits (slow; for checking)")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
+    add_seed(p, default=defaults.seed)
     add_parallel_options(p)
     p.add_argument("--plot", default=None, help="save the power curves (PNG)")
     p.add_argument("-o", "--output", default=None, help="write the results as JSON")
@@ -120,6 +120,11 @@ def run(args) -> int:
     """Run ``bayesbias design``; return the exit code."""
     from ..studies.design import VERDICTS, designs_grid, run_design
 
+    from .._atomic import check_output
+
+    for path, what in ((args.plot, "--plot"), (args.output, "-o")):
+        if path:
+            check_output(path, what=what)
     for label in filter(None, (args.null,)):
         if label not in VERDICTS and " - " not in label:
             raise InputDataError(f"--null {label!r}: write e.g. 'associated - human'")

@@ -477,7 +477,7 @@ class DesignResult:
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        from ..io import atomic_path
+        from .._atomic import atomic_path
 
         f = self.to_frame()
         fig, ax = plt.subplots(figsize=(7, 4.2))

@@ -30,7 +30,7 @@ from ..parallel import chunks, run_tasks
 from .design import VERDICTS, _contrast_index, _hdi, verdict_holds
 from .marginal import marginal_posterior, supports
 
-__all__ = ["Sensitivity", "sensitivity", "METHOD"]
+__all__ = ["Sensitivity", "sensitivity", "check_model", "METHOD"]
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ class Sensitivity:
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
 
-        from ..io import atomic_path
+        from .._atomic import atomic_path
 
         top = self.influential(k)
         fig, ax = plt.subplots(figsize=(7, 0.32 * len(top) + 1.6))
@@ -231,6 +231,15 @@ class Sensitivity:
             fig.savefig(tmp, dpi=120, format="png")
         plt.close(fig)
         return path
+
+
+def check_model(spec):
+    """Return `spec` if sensitivity refits support it, else raise ModelSpecError."""
+    if not supports(spec) or spec.level != "word":
+        raise ModelSpecError(f"model {spec.name!r}: sensitivity refits are exact only for the "
+                             "hierarchical spec at level word with residual_sd "
+                             "per_connection (other specs are not supported)")
+    return spec
 
 
 def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | None = None,
@@ -257,10 +266,7 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
     from ..models import load_spec
     from ..models.report import resolve_ci
 
-    spec = load_spec(model)
-    if not supports(spec) or spec.level != "word":
-        raise ModelSpecError(f"model {spec.name!r}: sensitivity refits need the hierarchical "
-                             "spec at level word with residual_sd per_connection")
+    spec = check_model(load_spec(model))
     ci_prob, _ = resolve_ci(ci_prob, "hdi")
     seed = defaults.seed if seed is None else int(seed)
     rows = _Rows.from_table(table)
