@@ -45,7 +45,7 @@ def _check(spec) -> None:
     if not supports(spec):
         raise ModelSpecError(
             f"model {spec.name!r}: the exact marginal method needs the hierarchical family "
-            "with residual_sd = per_connection and a Normal mu_bar prior; use method='nuts'")
+            "with residual_sd = per_connection and a Normal mu_bar prior; use method='nuts' (CLI: --method nuts)")
 
 
 def prior_logpdf(prior, x):
