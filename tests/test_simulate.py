@@ -12,7 +12,7 @@ import pytest
 
 from bayesbias.cli import main
 from bayesbias.datasets import published_table
-from bayesbias.simulate import (
+from bayesbias.comparators.null import (
     NullStudy,
     draw_similarities,
     neutral_pool,

@@ -23,6 +23,7 @@ COMMANDS = [
     "distances",
     "weat",
     "mac",
+    "metric",
     "simulate",
     "fit",
     "compare",

@@ -12,18 +12,56 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable",
-           "positive_int", "probability"]
+           "positive_int", "nonneg_int", "seed_int", "finite_float", "probability"]
 
 
-def positive_int(text: str) -> int:
-    """Argparse type: an integer >= 1 (``1000`` or ``1e3``)."""
+#: Largest count a counting flag accepts (draws, permutations, resamples, ...).
+MAX_COUNT = 10**9
+
+
+def _integer(text: str, lo: int, hi: int, what: str) -> int:
     try:
         value = float(text)
     except ValueError:
-        value = 0.0
-    if value < 1 or value != int(value):
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        value = math.nan
+    if not math.isfinite(value) or value != int(value) or not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"must be {what} ({lo} to {hi}), got {text!r}")
     return int(value)
+
+
+def positive_int(text: str) -> int:
+    """Argparse type: an integer >= 1 (``1000`` or ``1e3``), at most :data:`MAX_COUNT`."""
+    return _integer(text, 1, MAX_COUNT, "a positive integer")
+
+
+def nonneg_int(text: str) -> int:
+    """Argparse type: an integer >= 0, at most :data:`MAX_COUNT`."""
+    return _integer(text, 0, MAX_COUNT, "a non-negative integer")
+
+
+def seed_int(text: str) -> int:
+    """Argparse type: a seed, an integer in [0, 2**32 - 1]."""
+    return _integer(text, 0, 2**32 - 1, "a seed, an integer")
+
+
+def finite_float(lo: float = -math.inf, hi: float = math.inf, *, lo_open: bool = False,
+                 hi_open: bool = False):
+    """Argparse type factory: a finite number in [lo, hi] (open ends where asked)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        ok = (math.isfinite(value) and (value > lo if lo_open else value >= lo)
+              and (value < hi if hi_open else value <= hi))
+        if not ok:
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}"
+                f"{')' if hi_open else ']'}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 def probability(text: str) -> float:
@@ -32,7 +70,7 @@ def probability(text: str) -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value < 1:
+    if not 0 < value < 1:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be a probability in (0, 1), got {text!r}")
     return value
 

@@ -10,7 +10,7 @@ from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
 from ..errors import InputDataError
 from ..io import atomic_path
-from ..simulate import (
+from ..comparators.null import (
     DEFAULT_STATISTICS,
     NULLS,
     STATISTICS,
