@@ -142,10 +142,10 @@ def test_parity_readings_and_match_word(tmp_path, capsys):
     assert code["avggf_code"]["background"] == "rest"
     assert paper["avggf"]["background"] == "all"
     # Borkan's published grouping: whole-word match ('american' in 'african american')
-    assert main(["--quiet", "classifier", "--data", "madlibs", "--terms", "american,african american",
-                 "--metrics", "auc", "--match", "word", "--json"]) == 0
+    assert main(["--quiet", "classifier", "--data", "madlibs", "--terms",
+                 "american,african american", "--metrics", "auc", "--match", "word", "--json"]) == 0
     word = json.loads(capsys.readouterr().out)
-    assert main(["--quiet", "classifier", "--data", "madlibs", "--terms", "american,african american",
-                 "--metrics", "auc", "--json"]) == 0
+    assert main(["--quiet", "classifier", "--data", "madlibs", "--terms",
+                 "american,african american", "--metrics", "auc", "--json"]) == 0
     longest = json.loads(capsys.readouterr().out)
     assert word["groups"]["american"] > longest["groups"]["american"]

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from bayesbias.cli import main
-from bayesbias.datasets import published_table
 from bayesbias.comparators.null import (
     NullStudy,
     draw_similarities,
@@ -23,6 +22,7 @@ from bayesbias.comparators.null import (
     summary_dict,
     weat_bound,
 )
+from bayesbias.datasets import published_table
 
 
 def test_spec_validation():

@@ -20,13 +20,13 @@ from bayesbias.comparators.weat import (
     resolve_weat_sets,
     sum_statistic,
     weat,
+    weat_bound,
     weat_from_similarities,
     weat_from_table,
 )
 from bayesbias.datasets import published_table
 from bayesbias.embeddings import Embedding, save_embedding
 from bayesbias.errors import OutOfVocabularyError, WordListError
-from bayesbias.comparators.weat import weat_bound
 
 # A hand-computable case: one attribute per set, so s(w) = sim(w, a) - sim(w, b).
 SIM_XA = np.array([[0.5], [0.3]])

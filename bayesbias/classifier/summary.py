@@ -67,7 +67,7 @@ class ClassifierBias:
     model: str = ""
 
     def to_frame(self) -> pd.DataFrame:
-        """The tidy table (a copy)."""
+        """Return the tidy table (a copy)."""
         return self.table.copy()
 
     def to_dict(self) -> dict:

@@ -8,7 +8,7 @@ from ..classifier.bernstein import (
     smallest_claimable_delta,
 )
 from ..errors import InputDataError
-from ._common import add_json, add_parser, emit, finite_float, positive_int, probability
+from ._common import add_json, add_parser, emit, float_range, positive_int, probability
 
 
 def register(sub) -> None:
@@ -25,17 +25,18 @@ def register(sub) -> None:
                     "confidence interval (formula 3), which is also the smallest disparity "
                     "that can be claimed.",
     )
-    p.add_argument("--delta", type=finite_float(1e-6, 2.0),
+    p.add_argument("--delta", type=float_range(1e-6, 2.0),
                    help="sample disparity to be claimed (1e-6 to 2)")
     p.add_argument("--n", type=positive_int, help="number of annotated examples available")
     p.add_argument("--ci-prob", "--confidence", dest="confidence", type=probability, default=0.95,
                    help="confidence rho of the interval (default 0.95)")
-    p.add_argument("--gamma", type=finite_float(0.0, 0.5, lo_open=True), default=0.5,
+    p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=0.5,
                    help="lower bound on the smaller group proportion, in (0, 0.5] (default 0.5)")
-    p.add_argument("--variance", type=finite_float(0.0, 1e12, lo_open=True), default=None,
+    p.add_argument("--variance", type=float_range(0.0, 1e12, low_open=True), default=None,
                    help="variance sigma^2 of the amortized disparity (default: worst case "
                         "(C/gamma)^2)")
-    p.add_argument("--max-cost", type=finite_float(0.0, 1e6, lo_open=True), default=1.0, help="maximum cost C (default 1)")
+    p.add_argument("--max-cost", type=float_range(0.0, 1e6, low_open=True), default=1.0,
+                   help="maximum cost C (default 1)")
     add_json(p)
     p.set_defaults(run=run)
 

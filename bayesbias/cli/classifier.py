@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_path
 from ..classifier.auc import AUC_METRICS
 from ..classifier.bernstein import CRITERIA
 from ..classifier.data import (
@@ -20,15 +21,17 @@ from ..classifier.data import (
 from ..classifier.generalized import METRICS, PARITY_CODE
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
 from ..errors import InputDataError
-from ..io import atomic_path
 from ._common import (
     add_json,
     add_parser,
     emit,
     finite_float,
+    float_range,
     nonneg_int,
     probability,
-    seed_int,
+)
+from ._common import (
+    seed as seed_type,
 )
 
 log = logging.getLogger(__name__)
@@ -59,7 +62,7 @@ def register(sub) -> None:
     p.add_argument("--score", default=None, help="score column (madlibs: TOXICITY@1)")
     p.add_argument("--pred", default=None, help="predicted label column (else score >= "
                    "--threshold)")
-    p.add_argument("--threshold", type=finite_float(), default=0.5,
+    p.add_argument("--threshold", type=finite_float, default=0.5,
                    help="threshold turning scores into labels (default 0.5)")
     p.add_argument("--groups", default=None,
                    help="comma-separated boolean group columns (may overlap)")
@@ -83,14 +86,14 @@ def register(sub) -> None:
                    help="cost/annotation for bbu (default demographic_parity)")
     p.add_argument("--ci-prob", "--confidence", dest="ci_prob", type=probability,
                    default=0.95, help="probability of every interval (default 0.95)")
-    p.add_argument("--gamma", type=finite_float(0.0, 0.5, lo_open=True), default=None,
+    p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=None,
                    help="bbu: lower bound on group proportions (default: estimated)")
     p.add_argument("--variance", default="estimate",
                    help="bbu: 'estimate', 'worst' or a number (default estimate)")
     p.add_argument("--bootstrap", "--n-boot", dest="bootstrap", type=nonneg_int, default=200,
                    help="bootstrap resamples for the generalized metrics and bbu "
                         "(default 200; 0 = no intervals)")
-    p.add_argument("--seed", type=seed_int, default=None, help="random seed")
+    p.add_argument("--seed", type=seed_type, default=None, help="random seed")
     p.add_argument("--parity", choices=["paper", "code"], default="paper",
                    help="Czarnowska et al.'s Parity Gap and Average Group Fairness: 'paper' "
                         "(Table 2: accuracy; group vs all rows, default) or 'code' (the "

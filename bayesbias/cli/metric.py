@@ -7,10 +7,12 @@ from ._common import (
     add_json,
     add_parser,
     emit,
-    finite_float,
+    float_range,
     nonneg_int,
     probability,
-    seed_int,
+)
+from ._common import (
+    seed as seed_type,
 )
 
 NAMES = ("weat_es", "rnd", "rnsb", "ect", "ripa", "direct_bias", "indirect_bias", "all")
@@ -73,19 +75,19 @@ def register(sub) -> None:
                    help="nulls, comma-separated, of: " + ", ".join(NULLS) + " ('' for none)")
     p.add_argument("--null-reps", type=nonneg_int, default=500,
                    help="draws per null (default 500; 0: none)")
-    p.add_argument("--seed", type=seed_int, default=None, help="seed (default 20240101)")
+    p.add_argument("--seed", type=seed_type, default=None, help="seed (default 20240101)")
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
                    help="weat_es: sd with n - 1 (default) or n (WEFE's)")
     p.add_argument("--distance", choices=["euclidean", "cosine"], default="euclidean",
                    help="rnd: Euclidean norm (paper, default) or cosine distance (variant)")
     p.add_argument("--splits", type=nonneg_int, default=100,
                    help="rnsb: seeded training splits averaged (default 100)")
-    p.add_argument("--test-size", type=finite_float(0.0, 1.0, hi_open=True), default=0.2,
+    p.add_argument("--test-size", type=float_range(0.0, 1.0, high_open=True), default=0.2,
                    help="rnsb: share of attribute words held out of training (default 0.2; "
                         "0 trains on all, one run)")
     p.add_argument("--ripa-variant", choices=["paper", "pairwise"], default="paper",
                    help="ripa: principal relation vector (paper) or mean over pairs (WEFE)")
-    p.add_argument("--strictness", "-c", type=finite_float(0.0, 100.0), default=1.0,
+    p.add_argument("--strictness", "-c", type=float_range(0.0, 100.0), default=1.0,
                    help="direct_bias: strictness c (default 1)")
     add_json(p)
     p.set_defaults(run=run)

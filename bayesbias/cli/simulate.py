@@ -6,10 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
-from ..config import defaults
-from ..errors import InputDataError
-from ..io import atomic_path
+from .._atomic import atomic_path
 from ..comparators.null import (
     DEFAULT_STATISTICS,
     NULLS,
@@ -22,15 +19,20 @@ from ..comparators.null import (
     summary_dict,
     weat_bound,
 )
+from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
+from ..config import defaults
+from ..errors import InputDataError
 from ._common import (
     add_json,
     add_parser,
     emit,
-    finite_float,
+    float_range,
     nonneg_int,
     positive_int,
     probability,
-    seed_int,
+)
+from ._common import (
+    seed as seed_type,
 )
 
 DESCRIPTION = """\
@@ -78,17 +80,19 @@ def register(sub) -> None:
                    help="sizes of the attribute sets A and B (default 8 8)")
     p.add_argument("--grid", type=_size_pair, nargs="+", default=None,
                    help="grid of sizes, each NX,NYxNA,NB (overrides --targets/--attributes)")
-    p.add_argument("--sd", type=finite_float(0.0, 10.0, lo_open=True), nargs="+", default=[0.08],
+    p.add_argument("--sd", type=float_range(0.0, 10.0, low_open=True), nargs="+", default=[0.08],
                    help="similarity sd; several values make a grid (default 0.08)")
-    p.add_argument("--mean", type=finite_float(-1.0, 1.0), default=0.0, help="mean similarity (default 0)")
-    p.add_argument("--word-sd", type=finite_float(0.0, 10.0), default=0.05, help="hierarchical: word-effect sd")
-    p.add_argument("--attribute-sd", type=finite_float(0.0, 10.0), default=0.05,
+    p.add_argument("--mean", type=float_range(-1.0, 1.0), default=0.0,
+                   help="mean similarity (default 0)")
+    p.add_argument("--word-sd", type=float_range(0.0, 10.0), default=0.05,
+                   help="hierarchical: word-effect sd")
+    p.add_argument("--attribute-sd", type=float_range(0.0, 10.0), default=0.05,
                    help="hierarchical: attribute-effect sd")
     p.add_argument("--table", "--distances", dest="table", default=None,
                    help="resample: distance table with 'none' rows (a file or "
                         "published:TOPIC:EMBEDDING)")
     p.add_argument("--reps", type=positive_int, default=10_000, help="replications (default 10000)")
-    p.add_argument("--seed", type=seed_int, default=None,
+    p.add_argument("--seed", type=seed_type, default=None,
                    help=f"seed (default {defaults.seed})")
     p.add_argument("--statistics", nargs="+", choices=list(STATISTICS),
                    default=list(DEFAULT_STATISTICS), help="statistics to compute")
@@ -100,7 +104,8 @@ def register(sub) -> None:
                    help="Monte Carlo splits per replication when not exact (default 999)")
     p.add_argument("--exact-limit", type=nonneg_int, default=20_000,
                    help="exact permutation test up to this many splits (default 20000)")
-    p.add_argument("--thresholds", type=finite_float(0.0, 100.0, lo_open=True), nargs="+", default=[0.5, 0.8, 1.27],
+    p.add_argument("--thresholds", type=float_range(0.0, 100.0, low_open=True), nargs="+",
+                   default=[0.5, 0.8, 1.27],
                    help="report the fraction of |WEAT d| >= each (default 0.5 0.8 1.27)")
     p.add_argument("--alpha", type=probability, default=0.05, help="test level (default 0.05)")
     p.add_argument("--workers", type=positive_int, default=None,

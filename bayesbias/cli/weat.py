@@ -17,7 +17,9 @@ from ._common import (
     nonneg_int,
     positive_int,
     probability,
-    seed_int,
+)
+from ._common import (
+    seed as seed_type,
 )
 
 DESCRIPTION = """\
@@ -71,7 +73,7 @@ def register(sub) -> None:
                    help="bootstrap resamples for an effect-size interval (default 0: none)")
     p.add_argument("--ci-prob", type=probability, default=None,
                    help=f"probability of the interval (default {defaults.ci_prob})")
-    p.add_argument("--seed", type=seed_int, default=None,
+    p.add_argument("--seed", type=seed_type, default=None,
                    help=f"seed of the Monte Carlo splits and bootstrap (default {defaults.seed})")
     add_json(p)
     p.set_defaults(run=run)

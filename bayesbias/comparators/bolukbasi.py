@@ -32,7 +32,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def bias_direction(x, y) -> np.ndarray:
-    """Unit bias direction g from the definitional pairs (x_i, y_i) (rows of x and y).
+    """Return the unit bias direction g from the definitional pairs (x_i, y_i) (rows of x and y).
 
     First principal component of the pair-centred unit vectors, signed so that the mean
     of x_i - y_i projects positively.

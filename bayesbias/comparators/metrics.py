@@ -32,7 +32,7 @@ from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
 from ..errors import InputDataError, WordListError
 from ..wordlists import WordList, default_controls, load_wordlist
-from . import bolukbasi, ect, rnd, ripa, rnsb
+from . import bolukbasi, ect, ripa, rnd, rnsb
 from .null import VECTOR_NULLS, VectorNull
 from .resampling import bootstrap_indices, percentile_interval
 from .weat import SD_CONVENTIONS, association, effect_size
@@ -73,7 +73,8 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in (
                "negative: attributes nearer X; positive: nearer Y; 0 = no bias", 0.0),
     MetricInfo("rnsb", "Relative negative sentiment bias", "Sweeney & Najafian 2019",
                "KL divergence from uniform of p_i / sum p, p_i = P(B | t_i) of a logistic "
-               "regression trained on A (0) vs B (1) (all words; the spread over random held-out splits is shown), over targets t in X ∪ Y",
+               "regression trained on A (0) vs B (1) (all words; the spread over random "
+               "held-out splits is shown), over targets t in X ∪ Y",
                ">= 0; larger: targets differ in P(B); 0 = no bias (unsigned)", 0.0),
     MetricInfo("ect", "Embedding coherence test", "Dev & Phillips 2019",
                "Spearman correlation over attributes a of cos(a, mean X) and cos(a, mean Y)",
@@ -490,8 +491,11 @@ def _per_word_frame(name: str, sets: MetricSets, per: np.ndarray) -> pd.DataFram
 
 
 def _pools(embedding: Embedding, sets: MetricSets, wl: WordList | None):
-    """Vectors for the resampled-neutral null: targets from the study's target words,
-    attributes from the word list's control words (the shipped controls otherwise)."""
+    """Return the pools of the resampled-neutral null.
+
+    Targets come from the study's target words, attributes from the word list's control
+    words (the shipped controls otherwise).
+    """
     targets = list(dict.fromkeys([*sets.X, *sets.Y, *(w for p in sets.pairs for w in p)]))
     controls = wl.controls if (wl is not None and wl.controls) else default_controls()
     neutral = list(dict.fromkeys(w for g in controls.values() for w in g))
@@ -611,7 +615,7 @@ class MetricTable:
                 "results": [r.to_dict() for r in self.results]}
 
     def to_markdown(self) -> str:
-        """A Markdown table: value, bootstrap interval, null ranges, direction."""
+        """Return a Markdown table: value, bootstrap interval, null ranges, direction."""
         if not self.results:
             return "(no metrics)"
         nulls = list(dict.fromkeys(k for r in self.results for k in r.null))

@@ -15,7 +15,7 @@ __all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_means", "percentil
 
 
 def ordered_subsets(rng, n_rows: int, population: int, k: int) -> np.ndarray:
-    """Indices (n_rows, k): each row a uniformly random ordered draw without replacement.
+    """Return indices (n_rows, k), each row a uniformly random ordered draw without replacement.
 
     Row i is the first `k` entries of a random permutation of ``range(population)``; the set
     of a row is therefore a uniformly random k-subset and its order uniformly random too.
@@ -27,7 +27,7 @@ def ordered_subsets(rng, n_rows: int, population: int, k: int) -> np.ndarray:
 
 
 def bootstrap_indices(rng, n: int, size=None) -> np.ndarray:
-    """Indices of bootstrap resamples of n items: shape ``size + (n,)`` (with replacement)."""
+    """Return bootstrap indices of n items, shape ``size + (n,)`` (with replacement)."""
     if n < 1:
         raise InputDataError("cannot resample an empty set")
     rng = np.random.default_rng(rng)

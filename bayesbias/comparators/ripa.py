@@ -34,7 +34,7 @@ def _pairs(x, y):
 
 
 def relation_vector(x, y) -> np.ndarray:
-    """Unit relation vector of the pairs (x_i, y_i): first principal direction of x_i - y_i.
+    """Return the unit relation vector: first principal direction of the x_i - y_i.
 
     The direction is that of the largest singular value of the (uncentred) difference
     matrix, signed so that the mean difference projects positively.

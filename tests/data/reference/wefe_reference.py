@@ -50,7 +50,7 @@ def sets_for(name, classes, vocab):
         if len(px) == 1 and len(py) == 1 and px[0] in vocab and py[0] in vocab:
             pairs.append([px[0], py[0]])
     if not pairs and len(x) == len(y):
-        pairs = [list(p) for p in zip(x, y)]
+        pairs = [list(p) for p in zip(x, y, strict=True)]
     return {"X": x, "Y": y, "A": a, "B": b, "pairs": pairs}
 
 
