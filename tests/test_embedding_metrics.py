@@ -258,3 +258,27 @@ def test_cli_metric_bad_flags(argv, capsys):
 def test_cli_metric_bad_null(capsys):
     assert main(["metric", "rnd", "--null", "bogus"]) == 2
     assert "unknown null" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- responsibly 0.1.3 agreement
+# Reference: tests/data/reference/responsibly_reference.py run with responsibly 0.1.3
+# (Python 3.8) on the same vectors and sets; its PCA direction is Bolukbasi et al.'s.
+# Tolerance 1e-6 (both double precision; observed agreement ~1e-15).
+RESP = json.loads((Path(__file__).parent / "data" / "reference" /
+                   "responsibly_reference.json").read_text())
+
+
+@pytest.mark.parametrize("case", RESP["cases"], ids=[c["wordlist"] for c in RESP["cases"]])
+def test_agrees_with_responsibly(glove, case):
+    v = _vectors(glove, case["sets"])
+    r = case["responsibly"]
+    g = bolukbasi.bias_direction(v.px, v.py)
+    assert np.abs(g @ np.asarray(r["direction"])) == pytest.approx(1.0, abs=1e-6)
+    assert compute_metric("direct_bias", v, {"c": 1.0})[0] == pytest.approx(
+        r["direct_bias_c1"], abs=1e-6)
+    assert compute_metric("direct_bias", v, {"c": 0.5})[0] == pytest.approx(
+        r["direct_bias_c0.5"], abs=1e-6)
+    value, per = compute_metric("indirect_bias", v)
+    expected = np.array(list(r["indirect_bias"].values()))
+    assert per == pytest.approx(expected, abs=1e-6)
+    assert value == pytest.approx(np.nanmean(expected), abs=1e-6)
