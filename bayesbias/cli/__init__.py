@@ -32,6 +32,8 @@ COMMANDS = [
     "debias",
     "classifier",
     "bbu",
+    "design",
+    "calibrate",
 ]
 
 #: One-line help of each command, shown by ``bayesbias --help`` without importing the
