@@ -116,7 +116,7 @@ class MacResult:
         }
 
     def to_frame(self) -> pd.DataFrame:
-        """The tidy S(t, A_j) scores (one row per target and attribute class)."""
+        """Return the tidy S(t, A_j) scores (one row per target and attribute class)."""
         return self.scores.copy()
 
     def __str__(self) -> str:
