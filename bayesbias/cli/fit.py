@@ -21,36 +21,94 @@ def add_table_source(p) -> None:
     """Options that select a distance table or an embedding + word list."""
     add_embedding_options(p)
     p.add_argument("--wordlist", default=None,
-                   help="shipped list name or TOML file (with --embedding)")
+                   help="shipped list name or TOML file, with --embedding (default: none)")
 
 
-def add_model_options(p) -> None:
-    """Model and sampler options shared by ``fit`` and ``compare``."""
+def nonnegative_int(text: str) -> int:
+    """Argparse type: an integer >= 0."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (0 <= value < 1e12) or value != int(value):
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return int(value)
+
+
+def rope_value(text: str) -> float:
+    """Argparse type: a ROPE half-width, a finite number >= 0."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def add_rope(p) -> None:
+    """Add ``--rope``."""
+    p.add_argument("--rope", type=rope_value, default=None, metavar="HALF_WIDTH",
+                   help="region of practical equivalence around 0 for the verdict contrasts, "
+                        "e.g. 0.02 (default: none); the share of the posterior inside it is "
+                        "shown")
+
+
+def add_global_flags(p) -> None:
+    """Accept ``--quiet`` and ``--debug`` after the command name too.
+
+    The values land on the same attributes as the top-level flags (``SUPPRESS`` keeps the
+    top-level value when the flag is not repeated here).
+    """
+    import argparse
+
+    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                   help="no progress output (also accepted before the command)")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show tracebacks and debug logging (also accepted before the command)")
+
+
+def add_model_options(p, command: str = "fit") -> None:
+    """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
     from ..models import available_models
 
     p.add_argument("--model", default="hierarchical",
-                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file")
-    p.add_argument("--level", choices=["word", "class"], default=None,
-                   help="override the spec: means per protected word or per protected class")
-    p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
-                   help="override the spec: residual sd per connection or a single one")
+                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
+                        "(default %(default)s)")
+    if command != "report":
+        p.add_argument("--level", choices=["word", "class"], default=None,
+                       help="override the spec: means per protected word or per protected "
+                            "class (default: the spec's)")
+        p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
+                       help="override the spec: residual sd per connection or a single one "
+                            "(default: the spec's)")
     p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
                    help="credible interval probability (default %(default)s)")
     p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind,
-                   help="highest-density (hdi, default) or equal-tailed (eti) intervals")
+                   help="highest-density (hdi) or equal-tailed (eti) intervals "
+                        "(default %(default)s)")
     p.add_argument("--draws", type=positive_int, default=1000,
-                   help="draws per chain (default 1000)")
+                   help="draws per chain (default %(default)s)")
     p.add_argument("--tune", type=positive_int, default=1000,
-                   help="tuning steps per chain (default 1000)")
-    p.add_argument("--chains", type=positive_int, default=4, help="chains (default 4)")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
+                   help="tuning steps per chain (default %(default)s)")
+    p.add_argument("--chains", type=positive_int, default=4,
+                   help="chains (default %(default)s)")
+    p.add_argument("--seed", type=nonnegative_int, default=defaults.seed,
+                   help="random seed (default %(default)s)")
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
-                   help="NUTS implementation (auto: nutpie if installed)")
+                   help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
     p.add_argument("--target-accept", type=probability, default=0.8,
-                   help="NUTS target acceptance rate (default 0.8); raise to 0.95-0.99 if "
-                        "there are divergences")
+                   help="NUTS target acceptance rate (default %(default)s); raise to "
+                        "0.95-0.99 if there are divergences")
     p.add_argument("--strict", action="store_true",
-                   help="exit with status 3 if r-hat, ESS or divergences fail")
+                   help="exit with status 3 if r-hat, ESS or divergences fail "
+                        "(default: warn only)")
+    add_global_flags(p)
 
 
 def register(sub) -> None:
@@ -66,14 +124,18 @@ def register(sub) -> None:
     )
     p.add_argument("--distances", default=None,
                    help="distance table (CSV/Parquet, ours or the published format), or "
-                        "published:TOPIC:EMBEDDING for a shipped table")
+                        "published:TOPIC:EMBEDDING for a shipped table (default: none, use "
+                        "--embedding with --wordlist)")
     add_table_source(p)
     add_model_options(p)
-    p.add_argument("-o", "--output", default=None, help="save the fit as netCDF (.nc)")
-    p.add_argument("--plot", default=None, help="save a forest plot (PNG)")
-    p.add_argument("--loo", action="store_true", help="also report PSIS-LOO (elpd)")
+    add_rope(p)
+    p.add_argument("-o", "--output", default=None,
+                   help="save the fit as netCDF (.nc) (default: not saved)")
+    p.add_argument("--plot", default=None, help="save a forest plot (PNG) (default: none)")
+    p.add_argument("--loo", action="store_true",
+                   help="also report PSIS-LOO (elpd) (default: off)")
     p.add_argument("--show-model", action="store_true",
-                   help="print the model card (priors) and exit")
+                   help="print the model card (priors) and exit (default: off)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -108,9 +170,23 @@ def fit_from_args(table, args):
                          target_accept=args.target_accept)
 
 
+def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:
+    """The verdict of `fit` and the lines that lead the text output."""
+    from ..report.sections import coverage_warning
+    from ..verdicts import verdict_from_fit
+
+    v = verdict_from_fit(fit, name, args.ci_prob, args.ci_kind, getattr(args, "rope", None))
+    lines = [str(v), f"  {v.rule}"]
+    warn = coverage_warning(fit)
+    if warn:
+        lines.append(f"  warning: {warn}")
+    return v, lines
+
+
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
     from ..models import load_spec
+    from ..report.sections import coverage_warning, diagnostic_advice
 
     if args.show_model:
         spec = load_spec(args.model, level=args.level, residual_sd=args.residual_sd)
@@ -121,11 +197,14 @@ def run(args) -> int:
     fit = fit_from_args(table, args)
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
+    verdict, head = verdict_lines(fit, args, args.distances or args.wordlist or "")
+    diag = fit.diagnostics()
     missing = table.attrs.get("missing", {})
     run_attrs = ("seed", "draws", "tune", "chains", "sampler", "likelihood", "bayesbias_version",
                  "wall_time_s", "noncentred")
-    payload = dict(summary, ppc=ppc, output=args.output, plot=args.plot,
-                   dropped_words=missing,
+    payload = dict(verdict=verdict.to_dict(), **summary, ppc=ppc, output=args.output,
+                   plot=args.plot, dropped_words=missing,
+                   coverage_warning=coverage_warning(fit, ppc),
                    run={k: fit.idata.attrs.get(k) for k in run_attrs},
                    target_accept=args.target_accept)
     if args.loo:
@@ -136,9 +215,11 @@ def run(args) -> int:
         fit.save(args.output)
     if args.plot:
         fit.plot_forest(args.plot, args.ci_prob, args.ci_kind)
-    lines = [fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
-             "posterior predictive check (share of observed distances inside the "
-             "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
+    lines = head + ["", fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
+                    "posterior predictive check (share of observed distances inside the "
+                    "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
+    if not diag.ok:
+        lines.append(diagnostic_advice(diag.problems, "fit"))
     if missing:
         lines.append("dropped (not in the embedding or the table): " + "; ".join(
             f"{k}: {', '.join(v)}" for k, v in missing.items()))
