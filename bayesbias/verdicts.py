@@ -135,6 +135,9 @@ class ContrastEvidence:
         what = {"associated": "stereotypes", "human": "human attributes"}.get(a, a)
         other = {"none": "neutral words", "human": "neutral human attributes",
                  "different": "other classes' stereotypes"}.get(b, b)
+        if self.status == "undecided" and (self.upper < 0 or self.lower > 0):
+            way = "closer" if self.upper < 0 else "further"
+            return (f"{what} are {way} than {other}, but not clearly by more than the ROPE")
         return {"below": f"{what} are closer than {other}",
                 "above": f"{what} are further than {other}",
                 "equivalent": f"{what} are practically as close as {other}",

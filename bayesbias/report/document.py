@@ -91,6 +91,8 @@ def check_replaceable(folder) -> None:
         st = folder.lstat()
     except FileNotFoundError:
         return
+    except NotADirectoryError:
+        raise InputDataError(f"{folder}: a path under a file; choose another -o") from None
     if stat.S_ISLNK(st.st_mode):
         raise InputDataError(f"{folder}: is a symbolic link; give the real folder as -o")
     if not stat.S_ISDIR(st.st_mode):
@@ -136,9 +138,11 @@ def check_output(folder) -> Path:
         probe = probe.parent
     if not probe.is_dir():
         raise InputDataError(f"-o {text!r}: {probe} is a file, not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InputDataError(f"-o {text!r}: cannot write in {probe} (read-only or no "
-                             "permission)")
+    try:  # a real probe: permission bits do not stop root, a read-only file system does
+        os.rmdir(tempfile.mkdtemp(prefix=".bayesbias-probe.", dir=probe))
+    except OSError as exc:
+        raise InputDataError(f"-o {text!r}: cannot write in {probe} "
+                             f"({exc.strerror or exc})") from None
     return folder
 
 

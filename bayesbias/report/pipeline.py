@@ -122,12 +122,10 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
     for c in contexts:
         row = {"word list": c.name, "verdict": c.verdict.code}
         for ev in c.verdict.contrasts:
-            row[ev.contrast] = ev.mean
-            row[f"{ev.contrast} lower"] = ev.lower
-            row[f"{ev.contrast} upper"] = ev.upper
-            row[f"P({ev.contrast} < 0)"] = ev.prob_below_zero
-            if settings.rope is not None:
-                row[f"{ev.contrast} in ROPE"] = ev.share_in_rope
+            row[f"{ev.contrast} [{iv}]"] = (
+                "no data" if ev.status == "no data" else
+                f"{ev.mean:+.3f} [{ev.lower:+.3f}, {ev.upper:+.3f}] P(<0)={ev.prob_below_zero:.2f}"
+                + (f" in ROPE {ev.share_in_rope:.0%}" if settings.rope is not None else ""))
         weats = c.weats if "weats" in c.__dict__ else []
         (x, y), first = weats[0] if weats else (("", ""), None)
         row.update({"WEAT pair": f"{x} vs {y}" if first else "",
@@ -144,8 +142,9 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
              f"`human - none` is the control's own effect: how much closer any human "
              f"attribute is than a neutral word. {explain}. {glossary('different')}. "
              "WEAT and MAC are the frequentist comparators.")
-    sec.table(over, "overview", f"One row per word list: the verdict contrasts ({iv}) and the "
-              "comparators")
+    sec.table(over, "overview", f"One row per word list: each verdict contrast as mean [{iv}] "
+              "and P(< 0); the numbers are in each word list's verdict table and in "
+              "results.json. WEAT and MAC are the comparators")
     return over
 
 
