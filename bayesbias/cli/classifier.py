@@ -20,7 +20,7 @@ from ..classifier.data import (
 from ..classifier.generalized import METRICS
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
 from ..errors import InputDataError
-from ..io import atomic_path
+from .._atomic import atomic_path
 from ._common import add_json, add_parser, emit
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
 from ..errors import InputDataError
-from ..io import atomic_path
+from .._atomic import atomic_path
 from ..simulate import (
     DEFAULT_STATISTICS,
     NULLS,
