@@ -6,7 +6,18 @@ import warnings
 
 from ..config import defaults
 from ..errors import DistanceTableError
-from ._common import add_embedding_options, add_json, add_parser, emit, positive_int, probability
+from ._common import (
+    add_ci_prob,
+    add_distances,
+    add_embedding_options,
+    add_json,
+    add_parser,
+    add_sampling_options,
+    add_seed,
+    emit,
+    float_range,
+    probability,
+)
 
 DESCRIPTION = """\
 Fit a Bayesian model (default: the hierarchical model of Dobrzeniecka & Urbaniak) to the
@@ -24,31 +35,8 @@ def add_table_source(p) -> None:
                    help="shipped list name or TOML file, with --embedding (default: none)")
 
 
-def nonnegative_int(text: str) -> int:
-    """Argparse type: an integer >= 0."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (0 <= value < 1e12) or value != int(value):
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return int(value)
-
-
-def rope_value(text: str) -> float:
-    """Argparse type: a ROPE half-width, a finite number >= 0."""
-    import argparse
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+#: A ROPE half-width: a finite number >= 0.
+rope_value = float_range(0.0, None, name="rope")
 
 
 def add_rope(p) -> None:
@@ -57,20 +45,6 @@ def add_rope(p) -> None:
                    help="region of practical equivalence around 0 for the verdict contrasts, "
                         "e.g. 0.02 (default: none); the share of the posterior inside it is "
                         "shown")
-
-
-def add_global_flags(p) -> None:
-    """Accept ``--quiet`` and ``--debug`` after the command name too.
-
-    The values land on the same attributes as the top-level flags (``SUPPRESS`` keeps the
-    top-level value when the flag is not repeated here).
-    """
-    import argparse
-
-    p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
-                   help="no progress output (also accepted before the command)")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="show tracebacks and debug logging (also accepted before the command)")
 
 
 def add_model_options(p, command: str = "fit") -> None:
@@ -87,19 +61,13 @@ def add_model_options(p, command: str = "fit") -> None:
         p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
                        help="override the spec: residual sd per connection or a single one "
                             "(default: the spec's)")
-    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
-                   help="credible interval probability (default %(default)s)")
+    add_ci_prob(p, defaults.ci_prob, "credible interval probability in (0, 1) "
+                                     f"(default {defaults.ci_prob})")
     p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind,
                    help="highest-density (hdi) or equal-tailed (eti) intervals "
                         "(default %(default)s)")
-    p.add_argument("--draws", type=positive_int, default=1000,
-                   help="draws per chain (default %(default)s)")
-    p.add_argument("--tune", type=positive_int, default=1000,
-                   help="tuning steps per chain (default %(default)s)")
-    p.add_argument("--chains", type=positive_int, default=4,
-                   help="chains (default %(default)s)")
-    p.add_argument("--seed", type=nonnegative_int, default=defaults.seed,
-                   help="random seed (default %(default)s)")
+    add_sampling_options(p)
+    add_seed(p, defaults.seed)
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
                    help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
     p.add_argument("--target-accept", type=probability, default=0.8,
@@ -108,7 +76,6 @@ def add_model_options(p, command: str = "fit") -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 if r-hat, ESS or divergences fail "
                         "(default: warn only)")
-    add_global_flags(p)
 
 
 def register(sub) -> None:
@@ -122,10 +89,9 @@ def register(sub) -> None:
         "  bayesbias fit --show-model --model separate   # print the model card only",
         description=DESCRIPTION,
     )
-    p.add_argument("--distances", default=None,
-                   help="distance table (CSV/Parquet, ours or the published format), or "
-                        "published:TOPIC:EMBEDDING for a shipped table (default: none, use "
-                        "--embedding with --wordlist)")
+    add_distances(p, help="distance table (CSV/Parquet, ours or the published format), or "
+                          "published:TOPIC:EMBEDDING for a shipped table (default: none, use "
+                          "--embedding with --wordlist)")
     add_table_source(p)
     add_model_options(p)
     add_rope(p)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..report import DEFAULT_WORDLISTS, ReportSettings, run_report
-from ._common import add_embedding_options, add_json, add_parser, emit, positive_int
-from .fit import add_model_options, add_rope, nonnegative_int
+from ._common import add_bootstrap, add_embedding_options, add_json, add_parser, emit, int_range
+from .fit import add_model_options, add_rope
 
 
 def register(sub) -> None:
@@ -32,13 +32,12 @@ def register(sub) -> None:
                         "(default %(default)s)")
     add_model_options(p, "report")
     add_rope(p)
-    p.add_argument("--permutations", type=positive_int, default=100_000,
+    p.add_argument("--permutations", type=int_range(1, 10**9, "permutations"), default=100_000,
                    help="Monte Carlo permutations for WEAT's p when exact enumeration is too "
                         "large (default %(default)s)")
-    p.add_argument("--bootstrap", type=nonnegative_int, default=2000,
-                   help="bootstrap resamples for the WEAT interval, 0 for none "
-                        "(default %(default)s)")
-    p.add_argument("--null-reps", type=positive_int, default=5000,
+    add_bootstrap(p, 2000, "bootstrap resamples for the WEAT interval, 0 for none "
+                           "(default 2000)")
+    p.add_argument("--null-reps", type=int_range(1, 10**8, "null-reps"), default=5000,
                    help="replications of the null distribution (default %(default)s)")
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
                    help="sd in WEAT's effect size: sample (n - 1) or population (n) "

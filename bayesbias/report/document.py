@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import InputDataError
+from .._atomic import check_output as _check_path
+from ..errors import OutputPathError
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
            "safe_name", "unique_names", "MARKER", "REPORT_FILES"]
@@ -81,7 +82,7 @@ def _foreign_entries(folder: Path) -> list[str]:
 
 
 def check_replaceable(folder) -> None:
-    """Raise InputDataError unless `folder` is absent, empty, or an earlier report.
+    """Raise OutputPathError unless `folder` is absent, empty, or an earlier report.
 
     An earlier report is a folder with the marker file :data:`MARKER` holding only the
     files a report writes; a user's own file in it makes it irreplaceable.
@@ -92,20 +93,20 @@ def check_replaceable(folder) -> None:
     except FileNotFoundError:
         return
     except NotADirectoryError:
-        raise InputDataError(f"{folder}: a path under a file; choose another -o") from None
+        raise OutputPathError(f"{folder}: a path under a file; choose another -o") from None
     if stat.S_ISLNK(st.st_mode):
-        raise InputDataError(f"{folder}: is a symbolic link; give the real folder as -o")
+        raise OutputPathError(f"{folder}: is a symbolic link; give the real folder as -o")
     if not stat.S_ISDIR(st.st_mode):
-        raise InputDataError(f"{folder}: exists and is not a folder; choose another -o")
+        raise OutputPathError(f"{folder}: exists and is not a folder; choose another -o")
     if not any(folder.iterdir()):
         return
     if not (folder / MARKER).is_file():
-        raise InputDataError(
+        raise OutputPathError(
             f"{folder}: exists and is not a bayesbias report folder; refusing to replace it "
             "(choose another -o, or remove the folder yourself)")
     foreign = _foreign_entries(folder)
     if foreign:
-        raise InputDataError(
+        raise OutputPathError(
             f"{folder}: a bayesbias report folder that also holds files a report does not "
             f"write ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); refusing "
             "to replace it (move them out or choose another -o)")
@@ -114,35 +115,20 @@ def check_replaceable(folder) -> None:
 def check_output(folder) -> Path:
     """Check, before any work, that a report can be written at `folder`; return it.
 
-    Refuses an empty name, ``.``/``..`` or the current folder (or one above it), a path
-    under a file, a non-folder (file, device node, FIFO, symbolic link), a folder that is not
-    an earlier report, and a read-only or non-writable parent.
+    Refuses (:class:`~bayesbias.errors.OutputPathError`) everything
+    :func:`bayesbias._atomic.check_output` refuses for a folder (an empty name, ``.``/``..``,
+    a path under a file, a non-folder such as a file, device node, FIFO or symbolic link,
+    a read-only or full file system), the current folder or one above it, and a folder that
+    is not an earlier report (:func:`check_replaceable`).
     """
-    text = os.fspath(folder)
-    if not str(text).strip():
-        raise InputDataError("-o/--output is empty; name the report folder")
-    folder = Path(text)
-    if folder.name in ("", ".", ".."):
-        raise InputDataError(f"-o {text!r}: name a new report folder, not '.' or '..'")
+    text = os.fspath(folder) if folder is not None else ""
+    folder = _check_path(text, what="-o", folder=True)
     absolute = Path(os.path.abspath(folder))
     cwd = Path.cwd()
     if absolute == cwd or absolute in cwd.parents:
-        raise InputDataError(f"-o {text!r} is the current folder or one above it; name a "
-                             "report folder inside it")
+        raise OutputPathError(f"-o {text!r} is the current folder or one above it; name a "
+                              "report folder inside it")
     check_replaceable(folder)
-    parent = absolute.parent
-    probe = parent
-    while not probe.exists():
-        if probe.is_symlink():  # dangling link on the way
-            raise InputDataError(f"-o {text!r}: {probe} is a broken symbolic link")
-        probe = probe.parent
-    if not probe.is_dir():
-        raise InputDataError(f"-o {text!r}: {probe} is a file, not a folder")
-    try:  # a real probe: permission bits do not stop root, a read-only file system does
-        os.rmdir(tempfile.mkdtemp(prefix=".bayesbias-probe.", dir=probe))
-    except OSError as exc:
-        raise InputDataError(f"-o {text!r}: cannot write in {probe} "
-                             f"({exc.strerror or exc})") from None
     return folder
 
 
@@ -286,7 +272,7 @@ def _put_in_place(tmp: Path, folder: Path) -> None:
             raise
         shutil.rmtree(aside, ignore_errors=True)
         return
-    raise InputDataError(f"{folder}: could not put the report in place (too many concurrent "
+    raise OutputPathError(f"{folder}: could not put the report in place (too many concurrent "
                          "writers)")
 
 
