@@ -393,6 +393,7 @@ class Report:
 
 
 def _inline(text: str) -> str:
-    """Escape text (also quotes), turning `code` spans into <code>."""
+    """Escape text (also quotes), turning `code` spans into <code> and **x** into <b>."""
     parts = html.escape(str(text), quote=True).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    out = "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
