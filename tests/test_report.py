@@ -18,7 +18,7 @@ from bayesbias.errors import ModelSpecError, OutputPathError
 from bayesbias.report.document import Report, check_output, safe_name, unique_names
 from bayesbias.verdicts import contrast_evidence, verdict_changes, verdict_from_draws
 
-SMALL = ["--draws", "100", "--tune", "150", "--chains", "2", "--permutations", "500",
+SMALL = ["--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
          "--bootstrap", "0", "--null-reps", "100", "--quiet"]
 
 
@@ -183,10 +183,13 @@ def hostile_run(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("hostile")
     table = published_table("religion", "reddit")
-    evil = write_distance_table(table, root / 'x" onerror="alert(1).csv')
+    evil = 'x" onerror="alert(1).csv'
+    (root / "a").mkdir()
+    (root / "b").mkdir()
+    first = write_distance_table(table, root / "a" / evil)
+    second = write_distance_table(table, root / "b" / evil)  # the same name again
     out = root / "rep"
-    code = main(["report", "--distances", "published:religion:reddit",
-                 "--distances", "published:religion:reddit", "--distances", str(evil),
+    code = main(["report", "--distances", str(first), "--distances", str(second),
                  "-o", str(out), "--json", "--rope", "0.02", *SMALL])
     assert isinstance(table, pd.DataFrame)
     return root, out, code
@@ -206,8 +209,7 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
         assert md.count(term) == 1, term
     assert "distance_i ~ Normal(" in md  # model card
     data = json.loads((out / "results.json").read_text())
-    assert [v["name"] for v in data["verdicts"]] == ["religion_reddit", "religion_reddit",
-                                                     'x" onerror="alert(1)']
+    assert [v["name"] for v in data["verdicts"]] == ['x" onerror="alert(1)'] * 2
     v = data["verdicts"][0]
     assert v["rope"] == 0.02 and "AND than neutral human attributes" in v["rule"]
     assert {c["contrast"] for c in v["contrasts"]} == {
@@ -217,7 +219,7 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
     # reddit religion (published): associated - none below 0, human - none below 0
     an = v["contrasts"][0]
     assert an["mean"] < 0 and an["lower"] <= an["mean"] <= an["upper"]
-    wl = data["wordlists"]["religion_reddit"]
+    wl = data["wordlists"]["x_onerror_alert_1"]
     assert wl["word_contrasts"][0]["contrast"] == "associated - none"
     means = [r["mean"] for r in wl["word_contrasts"] if r["contrast"] == "associated - none"]
     assert means == sorted(means)
@@ -229,12 +231,12 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
 def test_duplicate_names_keep_every_result(hostile_run):
     root, out, code = hostile_run
     data = json.loads((out / "results.json").read_text())
-    assert set(data["wordlists"]) == {"religion_reddit", "religion_reddit_2",
-                                      "x_onerror_alert_1"}
+    assert list(data["wordlists"]) == ["x_onerror_alert_1", "x_onerror_alert_1_2"]
     fits = sorted(p.name for p in (out / "fits").iterdir())
-    assert fits == ["religion_reddit.nc", "religion_reddit_2.nc", "x_onerror_alert_1.nc"]
+    assert fits == ["x_onerror_alert_1.nc", "x_onerror_alert_1_2.nc"]
     figs = {p.name for p in (out / "figures").iterdir()}
-    assert {"religion_reddit_2_forest.png", "x_onerror_alert_1_null.png"} <= figs
+    assert {"x_onerror_alert_1_2_forest.png", "x_onerror_alert_1_null.png"} <= figs
+    assert sorted(p.name for p in root.iterdir()) == ["a", "b", "rep"]
 
 
 def test_html_escapes_input_in_text_and_attributes(hostile_run):
@@ -341,3 +343,22 @@ def test_quiet_and_debug_after_the_command_name():
         args = parser.parse_args(["--quiet", cmd, *extra])
         assert args.quiet is True and args.debug is False
         assert parser.parse_args([cmd, *extra]).quiet is False
+
+
+def test_coverage_warning_hook_and_fallback():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bayesbias.report.sections import coverage_warning
+
+    def ppc(share):
+        return pd.DataFrame({"connection": ["none", "all"], "inside_0.89": [share, share]})
+
+    narrow = SimpleNamespace(ppc=lambda: ppc(0.62))
+    assert "too narrow" in coverage_warning(narrow)
+    assert coverage_warning(SimpleNamespace(ppc=lambda: ppc(0.88))) is None
+    check = SimpleNamespace(code="ppc_coverage", ok=False, message="62% inside: too narrow")
+    assert coverage_warning(SimpleNamespace(checks=[check])) == "62% inside: too narrow"
+    ok = SimpleNamespace(code="ppc_coverage", ok=True, message="fine")
+    assert coverage_warning(SimpleNamespace(checks=[ok])) is None

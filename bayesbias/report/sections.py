@@ -46,8 +46,8 @@ class Glossary:
         "hdi": "{iv}: the narrowest interval holding {p} of the posterior probability; "
                "with this model and data the quantity lies inside it with that probability",
         "eti": "{iv}: the interval from the {lo:.1%} to the {hi:.1%} posterior quantile",
-        "different": "`different`: stereotypes listed for another protected class (for "
-                     "'jew', a stereotype of christians or muslims); `associated - different` "
+        "different": "`different`: stereotypes listed for another protected class (for a "
+                     "religion word such as 'jew', a stereotype of christians or muslims); `associated - different` "
                      "asks whether a word is closer to its own class's stereotypes than to "
                      "the other classes'",
         "tau": "tau[c]: the between-word sd of the mean distance in connection c (how much "
@@ -90,13 +90,14 @@ def diagnostic_advice(problems: list[str], command: str = "report") -> str:
 def coverage_warning(fit, ppc: pd.DataFrame | None = None) -> str | None:
     """The posterior-predictive coverage warning of a fit, or None when coverage is fine.
 
-    Uses the models layer's own check when the fit offers one
-    (``fit.coverage_warning()``); otherwise reads the 89% coverage of :meth:`Fit.ppc`.
+    Uses the models layer's own check when the fit has one (``fit.checks``, the failed
+    ``"ppc_coverage"`` check); otherwise reads the 89% coverage of :meth:`Fit.ppc` with the
+    same tolerance (0.05).
     """
-    own = getattr(fit, "coverage_warning", None)
-    if own is not None:  # hook: the models layer's check, once it exists
-        out = own() if callable(own) else own
-        return str(out) if out else None
+    checks = getattr(fit, "checks", None)
+    if checks is not None:  # the models layer's check
+        bad = [c for c in checks if getattr(c, "code", "") == "ppc_coverage" and not c.ok]
+        return bad[0].message if bad else None
     ppc = fit.ppc() if ppc is None else ppc
     col = "inside_0.89"
     if col not in ppc:
