@@ -1,5 +1,6 @@
-"""Verdicts from the control groups: is a stereotype closer than neutral words *and* than
-ordinary human attributes?
+"""Verdicts from the control groups.
+
+Is a stereotype closer than neutral words *and* than ordinary human attributes?
 
 Dobrzeniecka & Urbaniak's point is that a stereotype counts as evidence of bias only when it
 sits closer to its protected words than the controls do. A verdict reads four posterior
@@ -338,7 +339,7 @@ def _rows_per_connection(fit) -> dict[str, int]:
 
 def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
                      ci_kind: str | None = None, rope: float | None = None) -> Verdict:
-    """The :class:`Verdict` of a fitted model (:class:`~bayesbias.models.Fit`).
+    """Return the :class:`Verdict` of a fitted model (:class:`~bayesbias.models.Fit`).
 
     A contrast whose connections lack rows in the table is marked "no data" rather than
     read from the prior.

@@ -137,7 +137,7 @@ def fit_from_args(table, args):
 
 
 def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:
-    """The verdict of `fit` and the lines that lead the text output."""
+    """Return the verdict of `fit` and the lines that lead the text output."""
     from ..report.sections import coverage_warning
     from ..verdicts import verdict_from_fit
 

@@ -112,7 +112,7 @@ class Comparison:
             **self.extra}, default=str))
 
     def to_frame(self) -> pd.DataFrame:
-        """The contrast differences as a tidy table (``contrast, a_mean, b_mean, ...``)."""
+        """Return the contrast differences as a tidy table (``contrast, a_mean, b_mean, ...``)."""
         return self.contrasts.copy()
 
     def plot_forest(self, path):

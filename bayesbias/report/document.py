@@ -42,7 +42,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def safe_name(name: str, fallback: str = "wordlist") -> str:
-    """A file-name stem from user data: ``[A-Za-z0-9._-]`` only, no leading dot, <= 80 chars.
+    """Return a file-name stem from user data: ``[A-Za-z0-9._-]`` only, no leading dot, <= 80 chars.
 
     ``"/tmp/x"`` -> ``"tmp_x"``, ``"../../../x"`` -> ``"x"``; the result never names a folder
     or leaves the report folder.

@@ -47,7 +47,8 @@ class Glossary:
                "with this model and data the quantity lies inside it with that probability",
         "eti": "{iv}: the interval from the {lo:.1%} to the {hi:.1%} posterior quantile",
         "different": "`different`: stereotypes listed for another protected class (for a "
-                     "religion word such as 'jew', a stereotype of christians or muslims); `associated - different` "
+                     "religion word such as 'jew', a stereotype of christians or muslims); "
+                     "`associated - different` "
                      "asks whether a word is closer to its own class's stereotypes than to "
                      "the other classes'",
         "tau": "tau[c]: the between-word sd of the mean distance in connection c (how much "
@@ -64,7 +65,7 @@ class Glossary:
         self.used: set[str] = set()
 
     def __call__(self, term: str) -> str:
-        """The explanation the first time `term` is asked for, else ``""``."""
+        """Return the explanation the first time `term` is asked for, else ``""``."""
         if term in self.used:
             return ""
         self.used.add(term)
@@ -74,7 +75,7 @@ class Glossary:
 
 
 def diagnostic_advice(problems: list[str], command: str = "report") -> str:
-    """What to do about failed sampler diagnostics, naming options of `command`."""
+    """Say what to do about failed sampler diagnostics, naming options of `command`."""
     if not problems:
         return ""
     text = " ".join(problems)
@@ -88,7 +89,7 @@ def diagnostic_advice(problems: list[str], command: str = "report") -> str:
 
 
 def coverage_warning(fit, ppc: pd.DataFrame | None = None) -> str | None:
-    """The posterior-predictive coverage warning of a fit, or None when coverage is fine.
+    """Return the posterior-predictive coverage warning of a fit, or None when coverage is fine.
 
     Uses the models layer's own check when the fit has one (``fit.checks``, the failed
     ``"ppc_coverage"`` check); otherwise reads the 89% coverage of :meth:`Fit.ppc` with the
@@ -189,7 +190,7 @@ class WordListContext:
 # -- builders -------------------------------------------------------------------------------
 
 def verdict_section(ctx: WordListContext) -> None:
-    """The verdict in plain words, its contrasts, and the coverage warning."""
+    """Add the verdict in plain words, its contrasts, and the coverage warning."""
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
@@ -233,7 +234,8 @@ def bayes_section(ctx: WordListContext) -> None:
     sec.table(con, f"{ctx.key}_contrasts", "All contrasts between connections: an interval "
               "that excludes zero is a difference the data support")
     params = fit.parameters(s.ci_prob, s.ci_kind)
-    explain = "; ".join(x for x in (g("tau"), g("sigma")) if x)
+    names = {str(n).split("[")[0] for n in params["parameter"]}
+    explain = "; ".join(g(t) for t in ("tau", "sigma") if t in names and t not in g.used)
     sec.table(params, f"{ctx.key}_parameters", "Model parameters" + (f" ({explain})"
                                                                       if explain else ""))
     sec.figure_from(
