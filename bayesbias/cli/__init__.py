@@ -25,12 +25,15 @@ COMMANDS = [
     "distances",
     "weat",
     "mac",
+    "metric",
     "simulate",
     "fit",
     "compare",
     "debias",
     "classifier",
     "bbu",
+    "design",
+    "calibrate",
 ]
 
 #: One-line help of each command, shown by ``bayesbias --help`` without importing the
@@ -43,6 +46,7 @@ SUMMARIES = {
     "distances": "build the table of cosine distances for a word list",
     "weat": "Word Embedding Association Test (exact/Monte Carlo permutation p)",
     "mac": "Mean Average Cosine distance (Manzini et al.), paired t-test",
+    "metric": "RND, RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES with intervals",
     "simulate": "null-simulation study: WEAT and MAC with no bias",
     "fit": "fit a Bayesian model of cosine distances (HDIs, contrasts, PPC)",
     "compare": "posterior differences between two embeddings (b - a)",
