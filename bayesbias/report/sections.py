@@ -348,7 +348,7 @@ SECTIONS = [verdict_section, drivers_section, bayes_section, comparators_section
 # -- helpers ----------------------------------------------------------------------------------
 
 def _null(table: pd.DataFrame, pair_result, settings):
-    from ..simulate import NullStudy, neutral_pool, run_null_study
+    from ..comparators.null import NullStudy, neutral_pool, run_null_study
 
     sizes = pair_result.sizes
     study = NullStudy(null="resample", targets=(sizes["X"], sizes["Y"]),
