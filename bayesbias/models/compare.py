@@ -127,9 +127,7 @@ class Comparison:
         lead = []
         if self.verdicts:
             lead = ["verdicts from the control groups:",
-                    *(f"  {line}" for line in self.verdicts.get("changes", [])),
-                    f"  {self.labels[0]}: {self.verdicts['a'].headline}",
-                    f"  {self.labels[1]}: {self.verdicts['b'].headline}", ""]
+                    *(f"  {line}" for line in self.verdicts.get("changes", [])), ""]
         return "\n".join([
             *lead,
             f"{self.labels[1]} - {self.labels[0]} ({iv} of the difference)",
