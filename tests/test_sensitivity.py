@@ -19,7 +19,7 @@ def table():
 
 @pytest.fixture(scope="module")
 def sens(table):
-    return sensitivity(table, n_resamples=40, n_draws=2000, seed=4)
+    return sensitivity(table, n_resamples=40, n_draws=1000, seed=4)
 
 
 def test_leave_one_out_equals_a_refit_without_the_word(table, sens):
@@ -33,7 +33,7 @@ def test_leave_one_out_equals_a_refit_without_the_word(table, sens):
     for word, col in (("torah", "protected_word"), ("cheap", "attribute")):
         small = table.loc[table[col] != word]
         c = cells_from_table(small, "word")
-        d = marginal_posterior(c.n, c.mean, c.ss, spec).draw(np.random.default_rng(4), 2000,
+        d = marginal_posterior(c.n, c.mean, c.ss, spec).draw(np.random.default_rng(4), 1000,
                                                              common=True)["mu_bar"][0]
         mean = float((d[:, 0] - d[:, 2]).mean())
         row = sens.leave_one_out.query("word == @word and contrast == 'associated - human'")
@@ -57,7 +57,7 @@ def test_sensitivity_tables(sens):
 
 
 def test_sensitivity_reproducible_and_plot(table, sens, tmp_path):
-    again = sensitivity(table, n_resamples=40, n_draws=2000, seed=4)
+    again = sensitivity(table, n_resamples=40, n_draws=1000, seed=4)
     assert again.leave_one_out.equals(sens.leave_one_out)
     assert again.resampled.equals(sens.resampled)
     sens.plot(tmp_path / "s.png")
@@ -75,3 +75,16 @@ def test_fit_sensitivity_refuses_before_sampling(capsys):
     assert main(["fit", "--distances", "published:religion:reddit", "--model", "separate",
                  "--sensitivity"]) == 2
     assert "sensitivity" in capsys.readouterr().err
+
+
+def test_report_section(sens, tmp_path):
+    from bayesbias.reporting import Report
+    from bayesbias.studies.sensitivity import report_section
+
+    report = Report("t", "intro")
+    data = report_section(report.section("religion"), sens, "religion")
+    report.write(tmp_path / "rep")
+    md = next((tmp_path / "rep").glob("*.md")).read_text()
+    assert "most influential words" in md and "exact refit" in md
+    assert (tmp_path / "rep" / "figures" / "religion_sensitivity.png").exists()
+    assert data["most_influential"]
