@@ -102,7 +102,8 @@ def add_seed(parser, default=None, help: str | None = None) -> None:
 
 def add_distances(parser, help: str | None = None, **kwargs) -> None:
     """Add ``--distances`` (alias ``--table``): a distance table file or
-    ``published:TOPIC:EMBEDDING``."""
+    ``published:TOPIC:EMBEDDING``.
+    """
     kwargs.setdefault("default", None)
     parser.add_argument(
         "--distances", "--table", dest=kwargs.pop("dest", "distances"), metavar="TABLE",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from .._atomic import check_output
 from ..debias import NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, hard_debias
 from ..distances import distance_table
 from ..embeddings import load_embedding, save_embedding
-from .._atomic import check_output
 from ..errors import InvalidArgumentError, WordListError
 from ..wordlists import load_wordlist
 from ._common import add_embedding_options, add_json, add_parser, emit, int_range
