@@ -53,6 +53,8 @@ SUMMARIES = {
     "debias": "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
     "classifier": "bias metrics of a classifier's scores across groups, with intervals",
     "bbu": "sample size and interval width for Bernstein-bounded unfairness",
+    "design": "plan a study: assurance of the verdicts and WEAT/MAC power per design",
+    "calibrate": "simulation-based calibration of a model (rank histograms)",
 }
 
 _FLAGS = {"--debug", "--quiet", "--version", "-h", "--help"}
