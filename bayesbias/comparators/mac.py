@@ -114,6 +114,10 @@ class MacResult:
             "source": self.source,
         }
 
+    def to_frame(self) -> pd.DataFrame:
+        """Return the tidy S(t, A_j) scores (one row per target and attribute class)."""
+        return self.scores.copy()
+
     def __str__(self) -> str:
         wide = self.scores.drop_duplicates(["protected_word", "attribute_class"]).pivot(
             index="protected_word", columns="attribute_class", values="S")
@@ -150,6 +154,11 @@ class MacTTest:
                     "the attribute-level variation",
             "unmatched": self.unmatched,
         }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        return pd.DataFrame([{k: v for k, v in self.to_dict().items()
+                              if k not in ("unmatched", "test")}])
 
     def __str__(self) -> str:
         return (f"MAC a = {self.mac_a:.4f}, MAC b = {self.mac_b:.4f}; paired t-test over "
