@@ -3,10 +3,9 @@
 Lines are collected from README.md when the tests are collected, so new README lines are
 picked up automatically. They run with the installed CLI in one scratch folder, in README
 order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec``,
-``my_topic.toml``, ``my_table.csv``) were made from shipped data. Lines that sample a
-Bayesian model (``report``, ``fit``, ``compare``) or run null-simulation grids are in the
-slow run (CI runs it too); the others in the default run. The Python snippet runs in
-the slow run.
+``my_topic.toml``, ``my_table.csv``, ``scores.csv``) were made from shipped data. Lines of
+commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the slow run
+(CI runs it too); the others in the default run. The Python snippet runs in the slow run.
 """
 
 from __future__ import annotations
@@ -19,7 +18,8 @@ import pytest
 from hostile import run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SLOW_COMMANDS = {"report", "fit", "compare", "simulate"}
+SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "metric", "classifier", "design",
+                 "calibrate"}
 
 
 def _blocks(lang: str) -> list[str]:
@@ -31,6 +31,7 @@ def readme_commands() -> list[list[str]]:
     """Argument lists of every line starting with ``bayesbias `` in a code block."""
     out = []
     for block in _blocks(r"\w*"):
+        block = re.sub(r"\\[ \t]*\n", " ", block)  # shell line continuations
         for line in block.splitlines():
             line = line.strip()
             if line.startswith("bayesbias "):
@@ -69,6 +70,13 @@ def workdir(tmp_path_factory):
     emb = bb.load_embedding("default")
     bb.write_distance_table(bb.distance_table(emb, "gender", on_missing="drop"),
                             root / "my_table.csv")
+    # scores.csv: the shipped toxicity madlibs as label y, score p, group column dialect
+    from bayesbias.datasets import madlibs
+
+    data = madlibs()
+    pd = __import__("pandas")
+    pd.DataFrame({"y": (data["toxicity"] == "toxic").astype(int), "p": data["TOXICITY@1"],
+                  "dialect": data["template"]}).to_csv(root / "scores.csv", index=False)
     assert main(["--quiet", "debias", "--wordlist", "religion",
                  "-o", str(root / "glove-religion-debiased.bin")]) == 0
     return root
