@@ -63,7 +63,8 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
         raise OutputPathError(f"{what}: empty output path")
     path = Path(path)
     if path.name in ("", ".", ".."):
-        raise OutputPathError(f"{what} {str(path)!r}: give a file or folder name")
+        raise OutputPathError(f"{what} {str(path)!r}: give a file or folder name, not "
+                              f"{path.name or str(path)!r}")
     try:
         st = os.lstat(path)
     except FileNotFoundError:

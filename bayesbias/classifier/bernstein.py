@@ -209,6 +209,8 @@ class BBUResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd
+
         return pd.DataFrame([{**{k: getattr(self, k) for k in self.__dataclass_fields__},
                               "claims_bias": self.claims_bias, "ci_prob": self.ci_prob,
                               "ci_kind": self.ci_kind}])
