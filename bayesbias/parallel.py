@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def task_rng(seed: int, key: Sequence[int]) -> np.random.Generator:
-    """The generator of task `key` (a tuple of non-negative ints) under `seed`."""
+    """Return the generator of task `key` (a tuple of non-negative ints) under `seed`."""
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=tuple(
         int(k) for k in key)))
 

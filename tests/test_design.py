@@ -1,12 +1,13 @@
 """Design studies, the exact marginal posterior and the seeded task engine."""
 
 import json
+
 import numpy as np
 import pytest
 
 from bayesbias.datasets import published_table
 from bayesbias.errors import InputDataError, ModelSpecError
-from bayesbias.models import cells_from_table, load_spec
+from bayesbias.models import load_spec
 from bayesbias.parallel import chunks, run_tasks
 from bayesbias.studies.design import Design, Pilot, designs_grid, run_design
 from bayesbias.studies.marginal import marginal_posterior
