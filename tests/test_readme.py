@@ -4,7 +4,8 @@ Lines are collected from README.md when the tests are collected, so new README l
 picked up automatically. They run with the installed CLI in one scratch folder, in README
 order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec``,
 ``my_topic.toml``, ``my_table.csv``) were made from shipped data. Lines that sample a
-Bayesian model (``report``, ``fit``, ``compare``) or run null-simulation grids are in the
+Bayesian model (``report``, ``fit``, ``compare``), run null-simulation grids or design and
+calibration studies (``design``, ``calibrate``) are in the
 slow run (CI runs it too); the others in the default run. The Python snippet runs in
 the slow run.
 """
@@ -19,7 +20,7 @@ import pytest
 from hostile import run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SLOW_COMMANDS = {"report", "fit", "compare", "simulate"}
+SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "design", "calibrate"}
 
 
 def _blocks(lang: str) -> list[str]:
