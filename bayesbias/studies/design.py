@@ -36,8 +36,8 @@ from ..errors import InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks, task_rng
 from .marginal import marginal_posterior, supports
 
-__all__ = ["Design", "Pilot", "DesignResult", "run_design", "simulate_study", "VERDICTS",
-           "METHODS", "verdict_holds"]
+__all__ = ["Design", "Pilot", "DesignResult", "run_design", "designs_grid", "simulate_study",
+           "VERDICTS", "METHODS", "verdict_holds"]
 
 log = logging.getLogger(__name__)
 
