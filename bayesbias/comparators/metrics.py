@@ -172,9 +172,9 @@ def metric_sets(wordlist_or_sets, classes: Sequence[str] | None = None) -> Metri
         names = [c.name for c in wl.classes]
         classes = list(classes) if classes is not None else names
         if len(classes) != 2 or not set(classes) <= set(names):
-            raise WordListError(f"word list {wl.name!r} has classes {', '.join(names)}; "
-                                "give two of them (classes=...)" if len(names) != 2 else
-                                f"classes must be two of {', '.join(names)}, got {classes}")
+            raise WordListError(
+                f"word list {wl.name!r} has classes {', '.join(names)}; give two of them "
+                f"(--classes a,b; classes=(a, b) in Python), got {', '.join(classes)}")
         c1, c2 = (next(c for c in wl.classes if c.name == k) for k in classes)
         pairs = _pairs_for(wl, c1.protected_words, c2.protected_words)
         sets = MetricSets(c1.protected_words, c2.protected_words, c1.stereotypes,
