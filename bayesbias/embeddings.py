@@ -56,13 +56,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ._atomic import atomic_path
 from .errors import (
     EmbeddingFormatError,
     InvalidArgumentError,
     OutOfVocabularyError,
     UntrustedPickleError,
 )
-from ._atomic import atomic_path
 from .progress import EVERY_LINES, progress
 from .validation import validate_choice
 

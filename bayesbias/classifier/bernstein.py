@@ -22,9 +22,12 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts without it
+    import pandas as pd
 
 from ..comparators.resampling import bootstrap_means
 from ..config import defaults
@@ -377,6 +380,8 @@ def disparity_intervals(cost, annotation, *, confidence: float = 0.95,
         it is NaN with a reason for other costs. ``attrs['confidence']`` is the common
         coverage of all three.
     """
+    import pandas as pd
+
     rng = np.random.default_rng(defaults.seed if seed is None else seed)
     c = np.asarray(cost, dtype=float)
     f = np.asarray(annotation)
@@ -431,6 +436,8 @@ def bbu_by_group(y, pred, groups: pd.DataFrame, *, criterion_name: str = "demogr
         One row per group: disparity, Bernstein half-width and interval, n_a, n_b, gamma,
         variance, claims_bias; with `intervals`, the Bayesian and bootstrap intervals too.
     """
+    import pandas as pd
+
     crit = criterion(criterion_name)
     y = np.asarray(y).astype(int)
     p = np.asarray(pred).astype(int)
@@ -470,6 +477,8 @@ def interval_coverage(p_a: float = 0.30, p_b: float = 0.25, prop_a: float = 0.3,
         Per interval kind: ``coverage`` (share of replicates containing the truth),
         ``mean_width``, ``reps``, ``n``, ``truth``.
     """
+    import pandas as pd
+
     rng = np.random.default_rng(defaults.seed if seed is None else seed)
     truth = p_a - p_b
     hits: dict[str, list] = {"bernstein": [], "bayes": [], "bootstrap": []}

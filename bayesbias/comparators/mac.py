@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
@@ -307,6 +306,8 @@ def mac_ttest(a: MacResult, b: MacResult) -> MacTTest:
     reps = la["weight"].to_numpy(dtype=int)
     xa = np.repeat(la["S"].to_numpy(), reps)
     xb = np.repeat(right.loc[common, "S"].to_numpy(), reps)
+    from scipy import stats  # imported here: keeps `bayesbias weat` start-up short
+
     res = stats.ttest_rel(xa, xb)
     return MacTTest(mac_a=a.mac, mac_b=b.mac, statistic=float(res.statistic),
                     p_value=float(res.pvalue), df=int(xa.size - 1), n_pairs=int(xa.size),

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._atomic import atomic_path
 from ..config import CONNECTIONS, defaults
 from ..errors import DiagnosticsError, ModelSpecError
-from .._atomic import atomic_path
 from ..progress import progress
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import Cells, cells_from_table, normal_logp_rows

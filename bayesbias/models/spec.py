@@ -8,9 +8,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._atomic import shipped_dir
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
-from .._atomic import shipped_dir
 
 __all__ = [
     "Prior",
