@@ -674,8 +674,8 @@ def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | Non
 # Report section
 # --------------------------------------------------------------------------------------
 #: Report caps: the metric table's bootstrap and null draws (each metric, class pair, null).
-REPORT_BOOTSTRAP = 500
-REPORT_NULL_REPS = 200
+REPORT_BOOTSTRAP = 300
+REPORT_NULL_REPS = 150
 
 
 def _report_wordlist(ctx) -> WordList | None:
@@ -704,7 +704,7 @@ def metrics_section(ctx) -> None:
 
     s, sec = ctx.settings, ctx.section
     sec.heading("Embedding-bias metrics of other toolkits (with intervals and null ranges)")
-    wl = _report_wordlist(ctx)
+    wl = None if getattr(s, "distances", ()) else _report_wordlist(ctx)
     if getattr(s, "embedding", None) is None or wl is None:
         sec.text("RND, RNSB, ECT, RIPA and Bolukbasi's direct and indirect bias need word "
                  "vectors; this section was built from a distance table only, so they are "
