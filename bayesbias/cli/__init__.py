@@ -29,6 +29,7 @@ COMMANDS = [
     "debias",
     "classifier",
     "bbu",
+    "contextual",
 ]
 
 
@@ -89,6 +90,10 @@ def main(argv=None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 0
+    if getattr(args, "encoder", None):  # --encoder: word vectors from a sentence encoder
+        from ..encoders.options import use_encoder
+
+        use_encoder(parser, args)
     if hasattr(args, "on_missing") and args.on_missing is None:
         sources = [getattr(args, "embedding", None)]
         if args.command == "compare" and getattr(args, "wordlist", None):

@@ -52,7 +52,8 @@ def add_json(parser) -> None:
 
 
 def add_embedding_options(parser, required: bool = False) -> None:
-    """Add ``--embedding``, ``--format``, ``--trust-pickle`` and ``--on-missing``."""
+    """Add ``--embedding``, ``--format``, ``--trust-pickle``, ``--on-missing`` and the
+    encoder options (``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``)."""
     parser.add_argument("--embedding", default=None if required else "default",
                         required=required,
                         help="embedding file, or 'default' for the shipped GloVe subset")
@@ -68,6 +69,9 @@ def add_embedding_options(parser, required: bool = False) -> None:
                              "the output (default: fail for your own files; drop for the "
                              "shipped 'default' embedding, which lacks 'literaly', a typo in "
                              "the published neutral list, and WEAT 1's 'blue-bell', 'gladiola')")
+    from ..encoders.options import add_encoder_options
+
+    add_encoder_options(parser)
 
 
 def to_jsonable(obj):
