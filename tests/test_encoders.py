@@ -9,6 +9,7 @@ installed (the optional extra ``bayesbias[contextual]``).
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import os
 import sys
@@ -45,8 +46,8 @@ def _vocab():
         words |= {w.lower() for w in wl.protected_words + wl.stereotypes}
     words.discard("hairstylist")  # kept out: must be split into sub-word tokens
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-    return (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words) + letters
-            + [f"##{c}" for c in letters])
+    return list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(words)
+                              + letters + [f"##{c}" for c in letters]))
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +58,26 @@ def tiny_dirs(tmp_path_factory):
         pytest.skip("optional extra [contextual] absent")
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers import models as st_models
+
+    try:
+        import sentence_transformers.sentence_transformer.modules as st_models
+    except ImportError:  # sentence-transformers < 6
+        from sentence_transformers import models as st_models
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     root = tmp_path_factory.mktemp("tiny-encoder")
     hf = root / "hf"
     hf.mkdir()
-    vocab = root / "vocab.txt"
-    vocab.write_text("\n".join(_vocab()) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
+    words = _vocab()
+    if "vocab" in inspect.signature(BertTokenizerFast.__init__).parameters:  # transformers 5
+        tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)
+    else:  # transformers 4
+        vocab = root / "vocab.txt"
+        vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
+        tok = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
+    assert tok.tokenize("Math nurse") == ["math", "nurse"]
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2,
+    config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=64,
                         max_position_embeddings=64)
     BertModel(config).eval().save_pretrained(hf, safe_serialization=True)
@@ -77,7 +87,7 @@ def tiny_dirs(tmp_path_factory):
     model = SentenceTransformer(modules=[transformer,
                                          st_models.Pooling(32, pooling_mode="mean"),
                                          st_models.Normalize()], device="cpu")
-    model.save(str(st))
+    model.save(str(st), create_model_card=False)
     return hf, st
 
 
@@ -133,9 +143,9 @@ def test_token_vectors_are_the_mean_of_the_words_subword_tokens(tiny_dirs, cache
     tok = AutoTokenizer.from_pretrained(hf, local_files_only=True)
     ids = tok(sentence, return_tensors="pt")
     pieces = tok.convert_ids_to_tokens(ids["input_ids"][0])
-    word = [i for i, p in enumerate(pieces) if p == "h"][0]
     n_pieces = len(tok.tokenize("hairstylist"))
     assert n_pieces > 1  # split into sub-words
+    word = pieces.index("caring") + 1
     model = AutoModel.from_pretrained(hf, local_files_only=True).eval()
     with torch.no_grad():
         hidden = model(**ids).last_hidden_state[0].numpy()
@@ -195,23 +205,34 @@ def test_pickle_weights_refused(tiny_dirs, tmp_path):
 
 
 # -- templates ----------------------------------------------------------------------------
+def _subsequence(short, long):
+    it = iter(long)
+    return all(any(x == y for y in it) for x in short)
+
+
 def test_seat_rule_reproduces_the_shipped_seat_sentences():
-    """SEAT's templates and rule regenerate May et al.'s sentences for WEAT 6 and 7."""
+    """SEAT's templates and rule regenerate May et al.'s sentences for WEAT 6 and 7.
+
+    The authors cut the larger target set to the size of the smaller by removing sentences
+    at random, so a cut set is an ordered subset of the regenerated one.
+    """
     from bayesbias.comparators.seat import load_seat_test
 
     t = Templates.shipped()
-    w7 = load_wordlist("weat7").weat_sets()
-    seat7 = load_seat_test("seat7")
-    for key in "XYAB":
-        made = [s for w in getattr(w7, key) for s in t.seat_sentences(w)]
-        assert made == list(seat7.sets[key]), key
-    w6 = load_wordlist("weat6").weat_sets()
-    seat6 = load_seat_test("seat6")
-    for key in "XYAB":
-        words = [w.capitalize() if key in "XY" else w for w in getattr(w6, key)]
-        made = [s for w in words for s in t.seat_sentences(w)]
-        assert made == list(seat6.sets[key]), key
-    assert seat7.sizes() == {"X": 72, "Y": 72, "A": 80, "B": 80}
+    for n, capitalise in ((7, False), (6, True)):
+        sets = load_wordlist(f"weat{n}").weat_sets()
+        shipped = load_seat_test(f"seat{n}")
+        for key in "XYAB":
+            words = [w.capitalize() if capitalise and key in "XY" else w
+                     for w in getattr(sets, key)]
+            made = [s for w in words for s in t.seat_sentences(w)]
+            got = list(shipped.sets[key])
+            if len(made) == len(got):
+                assert made == got, (n, key)
+            else:
+                assert key in "XY" and _subsequence(got, made), (n, key)
+                assert len(shipped.sets["X"]) == len(shipped.sets["Y"])
+    assert load_seat_test("seat7").sizes() == {"X": 72, "Y": 72, "A": 80, "B": 80}
 
 
 def test_user_templates_in_the_word_list(tmp_path):
@@ -302,8 +323,9 @@ def test_cli_weat_and_report_options_accept_an_encoder(tiny_dirs, capsys, tmp_pa
     assert code == 0, err
     data = json.loads(out)  # nothing but JSON on stdout
     assert "encoder" in data["source"] and np.isfinite(data["effect_size"])
-    code, _, err = _cli(capsys, "weat", "--encoder", str(hf), "--embedding", "x.txt")
-    assert code == 2 or "not both" in err
+    with pytest.raises(SystemExit) as exc:
+        _cli(capsys, "weat", "--encoder", str(hf), "--embedding", "x.txt")
+    assert exc.value.code == 2 and "not both" in capsys.readouterr().err
 
 
 def test_cli_encoder_errors_exit_2(capsys, tmp_path):

