@@ -370,6 +370,12 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
         raise EncoderError(
             f"{root}: no .safetensors weights; bayesbias reads only safetensors (pickled "
             "PyTorch .bin weights can run code when loaded)")
+    try:  # our own progress records replace the libraries' progress bars
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
     with contextlib.redirect_stdout(sys.stderr), _quiet_hf():
         try:
             model = st.SentenceTransformer(str(root), device="cpu", local_files_only=True,
