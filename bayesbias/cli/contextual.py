@@ -94,6 +94,14 @@ def register(sub) -> None:
     p.add_argument("--on-missing", choices=["error", "drop"], default="drop",
                    help="words with no context in the corpus: drop and list them (default) "
                         "or fail")
+    p.add_argument("--fit", action="store_true",
+                   help="also fit the context model (models/context.toml) and print its "
+                        "intervals per connection")
+    p.add_argument("--model", default="context", help="context model spec (name or TOML)")
+    p.add_argument("--fit-draws", type=positive_int, default=1000,
+                   help="posterior draws per chain (default %(default)s)")
+    p.add_argument("--chains", type=positive_int, default=4)
+    p.add_argument("--ci-prob", type=probability, default=None)
     add_json(p)
     p.set_defaults(run=run_contexts)
 
@@ -151,7 +159,15 @@ def run_contexts(args) -> int:
         table.to_csv(tmp, index=False)
     payload = {"output": args.output, "rows": len(table), "draws": args.draws,
                "contexts_per_word": args.contexts, "dropped": dropped, "source": str(src)}
-    emit(args, payload, f"wrote {len(table)} rows ({args.draws} context draws) to "
-                        f"{args.output}" + (f"; dropped (no context): {dropped}"
-                                            if any(dropped.values()) else ""))
+    text = (f"wrote {len(table)} rows ({args.draws} context draws) to {args.output}"
+            + (f"; dropped (no context): {dropped}" if any(dropped.values()) else ""))
+    if args.fit:
+        from ..models.context import fit_context_model
+
+        fit = fit_context_model(table, args.model, draws=args.fit_draws,
+                                tune=args.fit_draws, chains=args.chains, seed=src.seed,
+                                ci_prob=args.ci_prob)
+        payload["fit"] = fit.to_dict()
+        text += "\n" + str(fit)
+    emit(args, payload, text)
     return 0
