@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
 from ..errors import BayesbiasError
 from ._common import add_json, add_parser, emit, positive_int, probability
+
+ALTERNATIVES = ("greater", "less", "two-sided")  # as comparators.weat (not imported: --help)
+SD_CONVENTIONS = ("sample", "population")
 
 SEAT_DESCRIPTION = """\
 SEAT (May et al. 2019): WEAT whose members are sentence embeddings. Each word of X, Y, A,
@@ -95,7 +97,7 @@ def register(sub) -> None:
                    help="words with no context in the corpus: drop and list them (default) "
                         "or fail")
     p.add_argument("--fit", action="store_true",
-                   help="also fit the context model (models/context.toml) and print its "
+                   help="also fit the context model (models/contextual/context.toml) and print its "
                         "intervals per connection")
     p.add_argument("--model", default="context", help="context model spec (name or TOML)")
     p.add_argument("--fit-draws", type=positive_int, default=1000,
@@ -146,7 +148,7 @@ def run_ceat(args) -> int:
 def run_contexts(args) -> int:
     """Run ``bayesbias contexts``; return the exit code."""
     from ..encoders.contexts import context_distance_table
-    from ..io import atomic_path
+    from .._atomic import atomic_path
     from ..wordlists import load_wordlist
 
     src = _source(args, "contexts")

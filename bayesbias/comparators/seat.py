@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..distances import cosine_similarity_matrix
 from ..errors import WordListError
-from ..io import shipped_dir
+from .._atomic import shipped_dir
 from .weat import WeatResult, resolve_weat_sets, weat_from_similarities
 
 __all__ = ["SeatTest", "available_seat_tests", "load_seat_test", "seat_test_from_words",

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..config import defaults
 from ..embeddings import Embedding
-from ..io import shipped_dir
+from .._atomic import shipped_dir
 from ..progress import progress
 from .model import Encoder, EncoderError, load_encoder
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..config import CONNECTIONS, defaults, validate_ci_prob
 from ..errors import DistanceTableError, ModelSpecError
-from ..io import shipped_dir
+from .._atomic import shipped_dir
 from .spec import Prior
 
 __all__ = ["ContextSpec", "load_context_spec", "context_cells", "cell_loglik",
@@ -40,7 +40,7 @@ _SCALES = ("tau_word", "tau_context", "sigma")
 
 @dataclass(frozen=True)
 class ContextSpec:
-    """Priors of the context model (``models/context.toml``)."""
+    """Priors of the context model (``models/contextual/context.toml``)."""
 
     name: str
     priors: dict
@@ -52,7 +52,8 @@ def load_context_spec(name_or_path="context") -> ContextSpec:
     """The shipped ``context`` spec, or a TOML file with the same ``[priors]`` keys."""
     path = Path(name_or_path)
     if not path.is_file():
-        path = shipped_dir("models") / f"{name_or_path}.toml"
+        # kept in a sub-folder: the other families' spec loader reads models/*.toml
+        path = shipped_dir("models") / "contextual" / f"{name_or_path}.toml"
     if not path.is_file():
         raise ModelSpecError(f"context model spec {str(name_or_path)!r} not found")
     try:

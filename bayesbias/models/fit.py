@@ -17,7 +17,7 @@ import xarray as xr
 
 from ..config import CONNECTIONS, defaults
 from ..errors import DiagnosticsError, ModelSpecError
-from ..io import atomic_path
+from .._atomic import atomic_path
 from ..progress import progress
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import Cells, cells_from_table, normal_logp_rows

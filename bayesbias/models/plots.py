@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import CONNECTIONS
-from ..io import atomic_path
+from .._atomic import atomic_path
 
 __all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes"]
 

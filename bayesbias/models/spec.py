@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
-from ..io import shipped_dir
+from .._atomic import shipped_dir
 
 __all__ = [
     "Prior",
