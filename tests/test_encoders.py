@@ -52,8 +52,7 @@ def _vocab():
 
 @pytest.fixture(scope="module")
 def tiny_dirs(tmp_path_factory):
-    """(hf_dir, st_dir): a random 2-layer BERT saved as a transformers folder and as a
-    sentence-transformers folder (mean pooling + normalisation)."""
+    """Build a random 2-layer BERT as a transformers and a sentence-transformers folder."""
     if not HAVE_EXTRA:
         pytest.skip("optional extra [contextual] absent")
     import torch

@@ -1,5 +1,7 @@
-"""The real all-MiniLM-L6-v2 (optional extra): our loading and pooling against
-sentence-transformers' own output. Slow: loads a 90 MB model."""
+"""The real all-MiniLM-L6-v2 (optional extra) against sentence-transformers' own output.
+
+Slow: loads a 90 MB model.
+"""
 
 from __future__ import annotations
 
@@ -41,8 +43,7 @@ def test_sentence_embedding_matches_sentence_transformers(pair):
 
 @needs_model
 def test_word_token_vector_matches_sentence_transformers_tokens(pair):
-    """Mean of the word's sub-word token embeddings, from sentence-transformers' own
-    token output, equals our contextual vector of the word."""
+    """Our contextual vector of a word equals sentence-transformers' token embedding."""
     enc, st = pair
     tokens = st.encode([SENTENCE], output_value="token_embeddings")[0]
     tokens = np.asarray(tokens.cpu() if hasattr(tokens, "cpu") else tokens)

@@ -23,7 +23,7 @@ class HashEncoder:
 
     name = "hash"
 
-    def encode(self, texts):
+    def encode(self, texts):  # noqa: D102
         return np.vstack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=8)
                           for t in texts])
 

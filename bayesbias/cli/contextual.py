@@ -147,8 +147,8 @@ def run_ceat(args) -> int:
 
 def run_contexts(args) -> int:
     """Run ``bayesbias contexts``; return the exit code."""
-    from ..encoders.contexts import context_distance_table
     from .._atomic import atomic_path
+    from ..encoders.contexts import context_distance_table
     from ..wordlists import load_wordlist
 
     src = _source(args, "contexts")

@@ -170,7 +170,7 @@ class CeatResult:
             f"tau^2 = {self.tau2:.4g}, Q = {self.q:.1f} on {self.n_draws - 1} df",
             f"  per-draw effect sizes: median {q[0.5]:.3f}, 90% of draws in "
             f"[{q[0.05]:.3f}, {q[0.95]:.3f}]",
-        ] + ([f"  dropped (no context): " + "; ".join(
+        ] + (["  dropped (no context): " + "; ".join(
             f"{k}: {', '.join(v)}" for k, v in self.dropped.items() if v)]
              if any(self.dropped.values()) else []))
 

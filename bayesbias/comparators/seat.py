@@ -12,9 +12,9 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 
+from .._atomic import shipped_dir
 from ..distances import cosine_similarity_matrix
 from ..errors import WordListError
-from .._atomic import shipped_dir
 from .weat import WeatResult, resolve_weat_sets, weat_from_similarities
 
 __all__ = ["SeatTest", "available_seat_tests", "load_seat_test", "seat_test_from_words",
@@ -42,7 +42,7 @@ def available_seat_tests() -> dict:
 
 
 def load_seat_test(name_or_path) -> SeatTest:
-    """A shipped SEAT test by name or a TOML file with ``[sets.X] sentences = [...]`` etc."""
+    """Load a shipped SEAT test by name, or a TOML file with ``[sets.X] sentences = [...]``."""
     from pathlib import Path
 
     shipped = available_seat_tests()
@@ -71,7 +71,7 @@ def load_seat_test(name_or_path) -> SeatTest:
 
 
 def seat_test_from_words(wordlist_or_sets, templates=None) -> SeatTest:
-    """A SEAT test made from a two-class word list (or X, Y, A, B) and templates.
+    """Make a SEAT test from a two-class word list (or X, Y, A, B) and templates.
 
     Parameters
     ----------

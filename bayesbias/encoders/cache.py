@@ -49,7 +49,7 @@ class VectorCache:
         return hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest()
 
     def get_many(self, keys, dim: int) -> dict[str, np.ndarray]:
-        """Cached vectors of `keys` (missing keys are absent from the result)."""
+        """Return the cached vectors of `keys` (missing keys are absent from the result)."""
         if not self.enabled or not keys:
             return {}
         unique = list(dict.fromkeys(keys))

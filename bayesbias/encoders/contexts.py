@@ -19,7 +19,7 @@ CONTEXT_COLUMN = "context"
 
 def context_distance_table(source, wordlist, *, n_draws: int = 10, on_missing: str = "drop",
                            seed: int | None = None) -> tuple[pd.DataFrame, dict]:
-    """The distance table of `wordlist` over `n_draws` random draws of corpus contexts.
+    """Build the distance table of `wordlist` over `n_draws` random draws of corpus contexts.
 
     In each draw every word (protected words and attributes) gets one of its contextual
     vectors at random (as a CEAT draw); the draw's rows are the usual distance table.

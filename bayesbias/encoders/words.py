@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import shipped_dir
 from ..config import defaults
 from ..embeddings import Embedding
-from .._atomic import shipped_dir
 from ..progress import progress
 from .model import Encoder, EncoderError, load_encoder
 
@@ -101,8 +101,7 @@ class Templates:
 
     @classmethod
     def from_wordlists(cls, wordlists) -> Templates:
-        """Shipped templates with the ``[templates]`` tables of several word lists merged
-        (a later list's choices win)."""
+        """Shipped templates with the ``[templates]`` of several word lists (later wins)."""
         from ..wordlists import load_wordlist
 
         out = cls.shipped()
@@ -252,7 +251,7 @@ def read_corpus(path) -> list[str]:
 
 
 def _word_rng(seed: int, word: str) -> np.random.Generator:
-    """A stream per (seed, word): a word's draws do not depend on the other words."""
+    """Return a stream per (seed, word): a word's draws do not depend on the others."""
     return np.random.default_rng([int(seed), zlib.crc32(word.encode("utf-8"))])
 
 
@@ -356,8 +355,10 @@ class EncoderSource:
         return self._encoder
 
     def sentences(self) -> list[str]:
-        """The corpus sentences (read once); ``corpus="madlibs"`` is the shipped
-        demonstration corpus (the 30,240 toxicity madlibs sentences)."""
+        """Return the corpus sentences (read once).
+
+        ``corpus="madlibs"`` is the shipped demonstration corpus (the toxicity madlibs).
+        """
         if self._corpus is None:
             if self.corpus == MADLIBS:
                 from ..datasets import madlibs
@@ -372,8 +373,11 @@ class EncoderSource:
         return find_contexts(self.sentences(), list(words), int(self.contexts), self.seed)
 
     def context_vectors(self, words) -> dict[str, np.ndarray]:
-        """Contextual vectors of each word, one row per drawn context (words without any
-        context, or whose every context is cut off by the model's length, map to 0 rows)."""
+        """Return the contextual vectors of each word, one row per drawn context.
+
+        Words without a context (or whose contexts are all cut off by the model's maximum
+        length) map to an empty array.
+        """
         ctx = self.word_contexts(words)
         flat = [(w, s, sp) for w in words for s, sp in ctx[w]]
         vecs = self.encoder.token_vectors([s for _, s, _ in flat], [sp for _, _, sp in flat])
@@ -385,7 +389,7 @@ class EncoderSource:
                 for w, v in out.items()}
 
     def word_vectors(self, words) -> Embedding:
-        """An :class:`~bayesbias.embeddings.Embedding` of `words` from the encoder.
+        """Return an :class:`~bayesbias.embeddings.Embedding` of `words` from the encoder.
 
         Words without a vector (``how="contexts"``: no sentence of the corpus contains
         them) are left out, so :func:`~bayesbias.embeddings.lookup` reports them.

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._atomic import shipped_dir
 from ..config import CONNECTIONS, defaults, validate_ci_prob
 from ..errors import DistanceTableError, ModelSpecError
-from .._atomic import shipped_dir
 from .spec import Prior
 
 __all__ = ["ContextSpec", "load_context_spec", "context_cells", "cell_loglik",
@@ -49,7 +49,7 @@ class ContextSpec:
 
 
 def load_context_spec(name_or_path="context") -> ContextSpec:
-    """The shipped ``context`` spec, or a TOML file with the same ``[priors]`` keys."""
+    """Load the shipped ``context`` spec, or a TOML file with the same ``[priors]`` keys."""
     path = Path(name_or_path)
     if not path.is_file():
         # kept in a sub-folder: the other families' spec loader reads models/*.toml
@@ -75,8 +75,10 @@ def load_context_spec(name_or_path="context") -> ContextSpec:
 
 
 def context_cells(table: pd.DataFrame) -> pd.DataFrame:
-    """Cells (protected word, connection, context) with row count, mean and within-cell sum
-    of squares of ``cosine_distance``."""
+    """Group a table into (protected word, connection, context) cells.
+
+    Returns each cell's row count, mean and within-cell sum of squares of the distances.
+    """
     need = ["protected_word", "connection", "context", "cosine_distance"]
     absent = [c for c in need if c not in table.columns]
     if absent:
