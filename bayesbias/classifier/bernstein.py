@@ -29,7 +29,6 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts without it
     import pandas as pd
 
-from ..comparators.resampling import bootstrap_means
 from ..config import defaults
 from ..errors import InputDataError
 
@@ -351,7 +350,14 @@ def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-_boot_means = bootstrap_means  # one bootstrap for the package (comparators.resampling)
+def _boot_means(*args, **kwargs):
+    """Bootstrap means with the package's one bootstrap (comparators.resampling).
+
+    Imported when used, so that `bayesbias bbu` starts without the comparators package.
+    """
+    from ..comparators.resampling import bootstrap_means
+
+    return bootstrap_means(*args, **kwargs)
 
 
 def disparity_intervals(cost, annotation, *, confidence: float = 0.95,

@@ -350,8 +350,15 @@ def data_section(ctx: WordListContext) -> None:
 
 #: Section builders in display order. Add one with ``SECTIONS.insert(i, builder)`` (see the
 #: package docstring).
+def embedding_metrics_section(ctx: WordListContext) -> None:
+    """RND, RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES with intervals and null ranges."""
+    from ..comparators.metrics import metrics_section
+
+    metrics_section(ctx)
+
+
 SECTIONS = [verdict_section, drivers_section, sensitivity_section, bayes_section,
-            comparators_section, data_section]
+            comparators_section, embedding_metrics_section, data_section]
 
 
 # -- helpers ----------------------------------------------------------------------------------
