@@ -29,9 +29,9 @@ import numpy as np
 if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts without it
     import pandas as pd
 
-from ..comparators.resampling import bootstrap_means
 from ..config import defaults
 from ..errors import InputDataError
+from ..resampling import bootstrap_means
 
 __all__ = [
     "bernstein_half_width",
@@ -210,6 +210,8 @@ class BBUResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd
+
         return pd.DataFrame([{**{k: getattr(self, k) for k in self.__dataclass_fields__},
                               "claims_bias": self.claims_bias, "ci_prob": self.ci_prob,
                               "ci_kind": self.ci_kind}])
@@ -351,7 +353,7 @@ def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-_boot_means = bootstrap_means  # one bootstrap for the package (comparators.resampling)
+_boot_means = bootstrap_means  # one bootstrap for the package (bayesbias.resampling)
 
 
 def disparity_intervals(cost, annotation, *, confidence: float = 0.95,
