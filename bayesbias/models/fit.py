@@ -847,19 +847,23 @@ def _refuse_external(path: Path) -> None:
         raise FitFileError(f"{path}: not a readable fit file: {exc}") from None
     bad = []
 
-    def visit(name, link):
-        if isinstance(link, (h5py.ExternalLink, h5py.SoftLink)):
-            bad.append(f"{name} (a link)")
-            return
-        obj = f.get(name, getlink=False)
-        if isinstance(obj, h5py.Dataset):
-            if obj.is_virtual:
+    def walk(group, prefix):
+        for key in group.keys():
+            name = f"{prefix}/{key}"
+            link = group.get(key, getlink=True)
+            if isinstance(link, (h5py.ExternalLink, h5py.SoftLink)):
+                bad.append(f"{name} (a link)")
+                continue
+            obj = group[key]
+            if isinstance(obj, h5py.Group):
+                walk(obj, name)
+            elif obj.is_virtual:
                 bad.append(f"{name} (a virtual dataset)")
             elif obj.id.get_create_plist().get_external_count() > 0:
                 bad.append(f"{name} (external storage)")
 
     with f:
-        f.visit_links(visit)
+        walk(f, "")
     if bad:
         raise FitFileError(f"{path}: refused: the file reads data from elsewhere through "
                            f"{', '.join(bad[:3])}; a saved fit never does")
