@@ -1,7 +1,7 @@
 """Benchmark (run by hand): the main job's wall time, today's code against a baseline commit.
 
-Measured in the same run, in fresh processes, for the working tree and for a baseline commit
-(default ``7f4b1cd``, the code before issue 11) checked out in a temporary worktree:
+Measured in the same run, in fresh processes, for this tree's HEAD and a baseline commit
+(default ``7f4b1cd``, the code before issue 11), each checked out in a temporary worktree:
 
 - ``bayesbias report --distances published:...`` for religion, race and gender (the report's
   three word lists, on the shipped published tables): cold (empty PyTensor and numba
@@ -106,8 +106,8 @@ def _result(stdout: str):
     return json.loads(stdout.split("RESULT", 1)[1])
 
 
-def measure(root: Path | None, label: str, sizes, work: Path) -> dict:
-    """Times of one tree (``root`` None: the working tree)."""
+def measure(root: Path, label: str, sizes, work: Path) -> dict:
+    """Times of the tree checked out at `root`."""
     out = {}
     cache = work / f"cache-{label}"
     env = _env(root, cache)
@@ -135,27 +135,32 @@ def measure(root: Path | None, label: str, sizes, work: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", default="7f4b1cd", help="commit to compare with")
+    ap.add_argument("--current", default="HEAD",
+                    help="commit measured as 'this tree' (checked out too, so that edits made "
+                         "while the benchmark runs do not leak in)")
     ap.add_argument("--quick", action="store_true", help="sizes 5k and 50k only")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     sizes = SIZES[:2] if args.quick else SIZES
     with tempfile.TemporaryDirectory(prefix="bench_report_") as tmp:
         work = Path(tmp)
-        base = work / "baseline"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(base),
-                        args.baseline], check=True)
+        base, cur = work / "baseline", work / "current"
+        for path, commit in ((base, args.baseline), (cur, args.current)):
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q",
+                            str(path), commit], check=True)
         try:
             print(f"baseline {args.baseline}:", flush=True)
             old = measure(base, "baseline", sizes, work)
             print("this tree:", flush=True)
-            new = measure(None, "current", sizes, work)
+            new = measure(cur, "current", sizes, work)
             _, q_new = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "full"],
-                            _env(None, work / "cache-current"), work)
+                            _env(cur, work / "cache-current"), work)
             _, q_old = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "means"],
                             _env(base, work / "cache-baseline"), work)
         finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)],
-                           check=False)
+            for path in (base, cur):
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
+                                str(path)], check=False)
     q_new, q_old = _result(q_new), _result(q_old)
     print(f"\n{'what':45s} {'baseline s':>11s} {'this s':>8s} {'ratio':>7s}")
     for k in new:
