@@ -1,5 +1,10 @@
-"""bayesbias: bias in NLP with honest uncertainty."""
+"""bayesbias: bias in NLP with honest uncertainty.
 
+The names below are imported on first use (PEP 562), so ``import bayesbias`` is quick and
+pulls in neither PyMC nor ArviZ; the Bayesian models live in :mod:`bayesbias.models`.
+"""
+
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
 try:
@@ -7,45 +12,46 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.1.0"
 
-from .comparators.mac import mac, mac_from_table, mac_ttest
-from .comparators.weat import weat, weat_from_table
-from .config import CONNECTIONS, defaults
-from .debias import hard_debias
-from .distances import (
-    distance_table,
-    read_distance_table,
-    read_published_table,
-    to_xarray,
-    write_distance_table,
-)
-from .embeddings import Embedding, load_embedding, save_embedding
-from .errors import *  # noqa: F403
-from .wordlists import WordList, available_wordlists, load_wordlist
+from .errors import *  # noqa: F403, E402  (light: no dependencies)
+from .errors import __all__ as _errors_all  # noqa: E402
 
-__all__ = [
+#: Public name -> module that defines it.
+_LAZY = {
     # data path: embeddings -> word lists -> distance table
-    "Embedding",
-    "load_embedding",
-    "save_embedding",
-    "WordList",
-    "load_wordlist",
-    "available_wordlists",
-    "distance_table",
-    "read_distance_table",
-    "read_published_table",
-    "write_distance_table",
-    "to_xarray",
-    # comparators (bayesbias.comparators, bayesbias.simulate for null studies)
-    "weat",
-    "weat_from_table",
-    "mac",
-    "mac_from_table",
-    "mac_ttest",
+    "Embedding": "embeddings",
+    "load_embedding": "embeddings",
+    "save_embedding": "embeddings",
+    "WordList": "wordlists",
+    "load_wordlist": "wordlists",
+    "available_wordlists": "wordlists",
+    "distance_table": "distances",
+    "read_distance_table": "distances",
+    "read_published_table": "distances",
+    "write_distance_table": "distances",
+    "to_xarray": "distances",
+    # comparators (bayesbias.comparators; null studies in bayesbias.simulate)
+    "weat": "comparators.weat",
+    "weat_from_table": "comparators.weat",
+    "mac": "comparators.mac",
+    "mac_from_table": "comparators.mac",
+    "mac_ttest": "comparators.mac",
     # debiasing
-    "hard_debias",
-    # Bayesian models live in bayesbias.models (imports PyMC); classifier metrics in
-    # bayesbias.classifier.
+    "hard_debias": "debias",
     # configuration
-    "defaults",
-    "CONNECTIONS",
-]
+    "defaults": "config",
+    "CONNECTIONS": "config",
+}
+
+__all__ = [*_LAZY, *_errors_all]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bayesbias' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

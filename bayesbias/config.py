@@ -4,20 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .validation import validate_ci_kind, validate_ci_prob
+
 __all__ = ["defaults", "Defaults", "validate_ci_prob", "CONNECTIONS"]
 
 #: The four connections of an attribute to a protected word, in reporting order.
 CONNECTIONS: tuple[str, ...] = ("associated", "different", "human", "none")
-
-
-def validate_ci_prob(ci_prob: float) -> float:
-    """Return `ci_prob` as a float in (0, 1) or raise ValueError naming it."""
-    from .errors import InputDataError
-
-    ci_prob = float(ci_prob)
-    if not 0 < ci_prob < 1:
-        raise InputDataError(f"ci_prob must be in (0, 1), got {ci_prob}")
-    return ci_prob
 
 
 @dataclass
@@ -37,8 +29,8 @@ class Defaults:
     def __setattr__(self, name, value):
         if name == "ci_prob":
             value = validate_ci_prob(value)
-        if name == "ci_kind" and value not in ("hdi", "eti"):
-            raise ValueError(f"ci_kind must be 'hdi' or 'eti', got {value!r}")
+        if name == "ci_kind":
+            value = validate_ci_kind(value)
         super().__setattr__(name, value)
 
 

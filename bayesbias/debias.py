@@ -53,7 +53,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .embeddings import Embedding, lookup
-from .errors import InputDataError, WordListError
+from .errors import InputDataError, InvalidArgumentError, WordListError
+from .validation import validate_choice
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "neutralize",
     "equalize",
     "hard_debias",
+    "needed_k",
     "NEUTRALIZE_CHOICES",
     "OVERLAPPING_CHOICES",
 ]
@@ -133,7 +135,7 @@ def bias_subspace(vectors_by_set: Sequence[np.ndarray], k: int = 1) -> BiasSubsp
         ``sum(n_i - 1)`` dimensions the centred vectors can span (or their numerical rank).
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputDataError(f"k must be a positive integer, got {k!r}")
+        raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
     sets = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in vectors_by_set]
     if not sets:
         raise WordListError("no definite sets: the bias subspace needs at least one set")
@@ -290,6 +292,8 @@ class DebiasReport:
     overlapping: str = "sequential"
     n_words: int = 0
     tolerance: float = 1e-6
+    needed_k: int = 1
+    allow_merge: bool = False
 
     @property
     def changed_words(self) -> tuple[str, ...]:
@@ -298,17 +302,25 @@ class DebiasReport:
                                                             for w in s)))
 
     @property
+    def merged_words(self) -> list[tuple[str, str]]:
+        """Pairs of equalised words left with identical vectors."""
+        return [tuple(p) for c in self.set_checks for p in c.get("coinciding", ())]
+
+    @property
     def passed(self) -> bool:
-        """Neutralised words have no projection and disjoint sets are symmetric."""
-        return self.max_projection_after < self.tolerance and all(
+        """Neutralised words have no projection, disjoint sets are symmetric, and no two
+        equalised words coincide (unless merging was allowed)."""
+        return (self.max_projection_after < self.tolerance and all(
             c["symmetric"] for c in self.set_checks
             if self.overlapping == "merge" or not c["shares_words_with_later_set"])
+            and (self.allow_merge or not self.merged_words))
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready), with `changed_words` and `passed`."""
         out = asdict(self)
         out["equalized"] = [list(s) for s in self.equalized]
         out["changed_words"] = list(self.changed_words)
+        out["merged_words"] = [list(p) for p in self.merged_words]
         out["passed"] = self.passed
         return out
 
@@ -317,7 +329,8 @@ class DebiasReport:
         evr = ", ".join(f"{v:.3f}" for v in self.explained_variance_ratio)
         lines = [
             f"hard debiasing of {self.source} for {self.wordlist!r}: k={self.k} "
-            f"(explained variance ratio {evr})",
+            f"(explained variance ratio {evr}; definite sets of up to {self.needed_k + 1} "
+            f"words need k >= {self.needed_k} to stay distinct)",
             f"neutralised ({self.neutralize}, {len(self.neutralized)}): "
             + ", ".join(self.neutralized),
             f"equalised ({len(self.equalized)} "
@@ -335,6 +348,10 @@ class DebiasReport:
                 f"norm spread {c['norm_spread']:.2e}, projection sum {c['projection_sum']:.3f}, "
                 f"{'symmetric' if c['symmetric'] else 'NOT symmetric'}{note}"
             )
+        if self.merged_words:
+            lines.append(("merged (allowed): " if self.allow_merge else "MERGED: ")
+                         + ", ".join(f"{a} = {b}" for a, b in self.merged_words)
+                         + f" have identical vectors (k={self.k} < {self.needed_k})")
         if self.skipped:
             lines.append("not neutralised (in a definite set, equalised instead): "
                          + ", ".join(self.skipped))
@@ -359,7 +376,7 @@ def _neutralize_words(wordlist: WordList, neutralize) -> tuple[str, tuple[str, .
             return neutralize, wordlist.stereotypes
         if neutralize == "attributes":
             return neutralize, wordlist.attributes
-        raise InputDataError(
+        raise InvalidArgumentError(
             f"neutralize must be one of {', '.join(NEUTRALIZE_CHOICES)} or a list of words, "
             f"got {neutralize!r}"
         )
@@ -391,6 +408,9 @@ def _set_checks(sets, vectors_by_set, basis, tol) -> list[dict]:
         lengths = np.linalg.norm(inside, axis=-1)
         spread = max(float(np.linalg.norm(a - b)) for j, a in enumerate(off) for b in off[j + 1:])
         later = {w for s in sets[i + 1:] for w in s}
+        coinciding = [(words[a], words[b]) for a in range(len(words))
+                      for b in range(a + 1, len(words))
+                      if np.linalg.norm(v[a] - v[b]) < max(tol, 1e-5)]
         checks.append({
             "words": list(words),
             "offsubspace_spread": spread,
@@ -398,15 +418,29 @@ def _set_checks(sets, vectors_by_set, basis, tol) -> list[dict]:
             "projection_sum": float(np.linalg.norm(inside.sum(axis=0))),
             "symmetric": bool(spread < tol and lengths.max() - lengths.min() < tol),
             "shares_words_with_later_set": bool(later & set(words)),
+            "coinciding": coinciding,
+            "distinct": not coinciding,
         })
     return checks
+
+
+def needed_k(definite_sets) -> int:
+    """Smallest `k` that keeps the words of every definite set distinct: ``max(m) - 1``.
+
+    Equalising `m` words gives each the same off-subspace part, so they can differ only
+    inside the k-dimensional bias subspace, where their m unit offsets must be distinct:
+    with ``k = 1`` there are only two sides (+r, -r), so three words always put two on
+    one side and make them identical. ``k >= m - 1`` leaves room for all m.
+    """
+    return max((len(s) for s in definite_sets), default=2) - 1
 
 
 def hard_debias(
     embedding: Embedding,
     wordlist,
     *,
-    k: int = 1,
+    k: int | None = None,
+    allow_merge: bool = False,
     neutralize="stereotypes",
     equalize: bool = True,
     on_missing: str = "error",
@@ -422,8 +456,15 @@ def hard_debias(
         The whole embedding; every word is kept in the output.
     wordlist : WordList or str
         A word list with ``definite_sets`` (or the name/path of one).
-    k : int, default 1
-        Bias directions (principal components of the centred definite sets).
+    k : int, optional
+        Bias directions (principal components of the centred definite sets). Default:
+        :func:`needed_k`, the largest definite set's size minus one (1 for pairs, 2 for
+        the three-word religion and race sets), capped by what the sets span.
+    allow_merge : bool, default False
+        A `k` below :func:`needed_k` makes words of a definite set identical after
+        equalising (e.g. ``jew`` and ``christian`` with ``k=1``). It raises
+        :class:`~bayesbias.errors.InvalidArgumentError` unless ``allow_merge=True``;
+        then a warning names the merged words and the report lists them.
     neutralize : {"stereotypes", "attributes"}, sequence of str or None
         Words to neutralise: the stereotype attributes of every class (default, as Manzini
         et al.), those plus the human and neutral control words, your own list, or none.
@@ -458,9 +499,7 @@ def hard_debias(
     ValueError
         An unknown `neutralize`, `overlapping` or `on_missing` choice, or a bad `k`.
     """
-    if overlapping not in OVERLAPPING_CHOICES:
-        raise InputDataError(f"overlapping must be one of {', '.join(OVERLAPPING_CHOICES)}, "
-                         f"got {overlapping!r}")
+    validate_choice(overlapping, OVERLAPPING_CHOICES, "overlapping")
     wl = load_wordlist(wordlist)
     if not wl.definite_sets:
         raise WordListError(
@@ -482,6 +521,17 @@ def hard_debias(
                 "or more words"
             )
         sets.append(present)
+    groups = _merge_overlapping(sets) if overlapping == "merge" else sets
+    need = needed_k(groups) if equalize else 1
+    span = sum(len(s) - 1 for s in sets)
+    if k is None:
+        k = min(need, span, embedding.dim)
+    elif equalize and k < need:
+        if not allow_merge:
+            raise InvalidArgumentError(
+                f"k={k} would make words of a definite set identical: equalising {need + 1} "
+                f"words needs k >= {need} (the default). Pass allow_merge=True "
+                "(CLI: --allow-merge) to merge them anyway")
     set_words = {w for s in sets for w in s}
     skipped = tuple(w for w in kept[f"neutralize:{mode}"] if w in set_words)
     if skipped:
@@ -504,7 +554,6 @@ def hard_debias(
         original = _unit(embedding.vectors[rows])
         before = float(np.abs(project(original, basis)).max())
         out[rows] = _neutralize(original, basis)
-    groups = _merge_overlapping(sets) if overlapping == "merge" else sets
     if equalize:
         for group in groups:
             rows = [index[w] for w in group]
@@ -513,6 +562,10 @@ def hard_debias(
              if to_neutralize else 0.0)
     checks = _set_checks(sets, [out[[index[w] for w in s]] for s in sets], basis,
                          tolerance) if equalize else []
+    merged = [pair for c in checks for pair in c["coinciding"]]
+    if merged:
+        log.warning("k=%d merged equalised words (identical vectors): %s", subspace.k,
+                    ", ".join(f"{a}={b}" for a, b in merged))
     report = DebiasReport(
         wordlist=wl.name,
         source=embedding.source,
@@ -530,6 +583,8 @@ def hard_debias(
         overlapping=overlapping,
         n_words=len(embedding),
         tolerance=tolerance,
+        needed_k=need,
+        allow_merge=allow_merge,
     )
     if not report.passed:
         log.warning("hard debiasing checks failed: %s", report.summary())

@@ -9,22 +9,23 @@ word). ``attribute_class`` is the stereotype's class name, or ``human`` / ``none
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
 from .config import CONNECTIONS
 from .embeddings import Embedding, lookup
-from .errors import DistanceTableError
-from .io import atomic_path
+from .errors import DistanceTableError, OutputPathError
+from ._atomic import atomic_path, check_output
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
     "COLUMNS",
     "cosine_similarity_matrix",
     "distance_table",
+    "lookup_parts",
     "read_distance_table",
     "read_published_table",
     "write_distance_table",
@@ -78,7 +79,9 @@ def distance_table(embedding: Embedding, wordlist, on_missing: str = "error") ->
     wordlist : WordList or str
         A word list or the name/path of one.
     on_missing : {"error", "drop"}
-        What to do with words not in the embedding; dropped words are listed in
+        What to do with protected words and stereotypes not in the embedding. Control
+        words (``control:human``, ``control:none``) are a sample of neutral words: those
+        not in the embedding are always dropped. Dropped words are listed in
         ``table.attrs["missing"]`` (per word-list part) and logged.
 
     Returns
@@ -87,7 +90,7 @@ def distance_table(embedding: Embedding, wordlist, on_missing: str = "error") ->
         Columns :data:`COLUMNS`, one row per (protected word, attribute).
     """
     wordlist = load_wordlist(wordlist)
-    kept_parts, missing = lookup(embedding, wordlist.parts(), on_missing)
+    kept_parts, missing = lookup_parts(embedding, wordlist.parts(), on_missing)
     keep = {w for words in kept_parts.values() for w in words}
     wl = wordlist.restrict(keep) if any(missing.values()) else wordlist
     protected = list(wl.protected_words)
@@ -119,6 +122,24 @@ def distance_table(embedding: Embedding, wordlist, on_missing: str = "error") ->
         missing={k: v for k, v in missing.items() if v},
     )
     return table
+
+
+def lookup_parts(embedding: Embedding, parts: dict, on_missing: str = "error"):
+    """:func:`~bayesbias.embeddings.lookup` with the word-list policy for missing words.
+
+    Protected words and stereotypes follow `on_missing`; control-group parts
+    (``control:...``) missing from the embedding are dropped and listed, since the
+    controls are a sample of neutral words (the shipped neutral list holds ``literaly``,
+    a typo of the published tables that almost no embedding has).
+    """
+    controls = {k: v for k, v in parts.items() if k.startswith("control:")}
+    others = {k: v for k, v in parts.items() if k not in controls}
+    kept, missing = lookup(embedding, others, on_missing)
+    kept_c, missing_c = lookup(embedding, controls, "drop")
+    order = list(parts)
+    kept.update(kept_c)
+    missing.update(missing_c)
+    return ({k: kept[k] for k in order}, {k: missing[k] for k in order})
 
 
 def _categorical(table: pd.DataFrame) -> pd.DataFrame:
@@ -155,7 +176,38 @@ def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
         raise DistanceTableError(f"{source}: cosine_distance is not 1 - cosine_similarity")
     if (table["cosine_distance"] < -1e-9).any() or (table["cosine_distance"] > 2 + 1e-9).any():
         raise DistanceTableError(f"{source}: cosine_distance outside [0, 2]")
+    for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
+        empty = table[col].isna() | (table[col].astype(str).str.strip() == "")
+        if empty.any():
+            raise DistanceTableError(f"{source}: column {col} is empty at data row "
+                                     f"{int(np.flatnonzero(empty.to_numpy())[0]) + 1}")
+    _check_labels(table, source)
     return _categorical(table)
+
+
+def _check_labels(table: pd.DataFrame, source: str) -> None:
+    """One class per protected word, and connections that follow from the classes."""
+    words = table["protected_word"].astype(str)
+    pclass = table["protected_class"].astype(str)
+    n_classes = pclass.groupby(words).nunique()
+    if (n_classes > 1).any():
+        word = n_classes.index[n_classes > 1][0]
+        classes = sorted(set(pclass[words == word]))
+        raise DistanceTableError(
+            f"{source}: protected word {word!r} is under {len(classes)} protected classes "
+            f"({', '.join(classes)})")
+    aclass = table["attribute_class"].astype(str)
+    conn = table["connection"].astype(str).to_numpy()
+    expected = np.where(aclass.isin(["human", "none"]), aclass,
+                        np.where(aclass == pclass, "associated", "different"))
+    bad = (pclass != "unknown").to_numpy() & (conn != expected)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DistanceTableError(
+            f"{source}: data row {i + 1} ({words.iloc[i]!r}, {table['attribute'].iloc[i]!r}) "
+            f"has connection {conn[i]!r}, but its classes ({pclass.iloc[i]!r} word, "
+            f"{aclass.iloc[i]!r} attribute) make it {expected[i]!r}"
+            + (f"; {int(bad.sum())} such rows" if bad.sum() > 1 else ""))
 
 
 def _dedupe(table: pd.DataFrame, duplicates: str, source: str) -> pd.DataFrame:
@@ -236,8 +288,12 @@ def read_published_table(path, duplicates: str = "drop", missing: str = "drop") 
 def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
     """Read a distance table: our CSV/Parquet format, or the published CSV format."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise DistanceTableError(f"{path}: no such file")
+    if not path.is_file():
+        raise DistanceTableError(f"{path}: not a regular file (a folder, device or FIFO)")
+    if not os.access(path, os.R_OK):
+        raise DistanceTableError(f"{path}: no permission to read")
     if path.suffix in (".parquet", ".pq"):
         try:
             table = pd.read_parquet(path)
@@ -260,23 +316,39 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
     return _dedupe(table, duplicates, str(path))
 
 
-def write_distance_table(table: pd.DataFrame, path) -> Path:
-    """Write `table` as CSV or Parquet (by suffix), atomically."""
+#: Output suffixes of :func:`write_distance_table`.
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def check_table_path(path, what: str = "output") -> Path:
+    """Refuse a table output whose suffix is not CSV or Parquet, or a bad target."""
     path = Path(path)
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        raise OutputPathError(
+            f"{what} {path}: unsupported table suffix {path.suffix or '(none)'!r}; "
+            f"use {', '.join(TABLE_SUFFIXES)}")
+    return check_output(path, what=what)
+
+
+def write_distance_table(table: pd.DataFrame, path) -> Path:
+    """Write `table` as CSV or Parquet (by suffix: ``.csv``, ``.parquet``/``.pq``), atomically."""
+    path = check_table_path(path)
     with atomic_path(path) as tmp:
-        if path.suffix in (".parquet", ".pq"):
+        if path.suffix.lower() in (".parquet", ".pq"):
             table.to_parquet(tmp, index=False)
         else:
             table.to_csv(tmp, index=False, float_format="%.10g")
     return path
 
 
-def to_xarray(table: pd.DataFrame) -> xr.Dataset:
+def to_xarray(table: pd.DataFrame) -> xr.Dataset:  # noqa: F821
     """Return the table as a Dataset with dims ``(protected_word, attribute)``.
 
     Coordinates carry the classes; ``connection`` is a 2-d variable. Pairs absent from the
     table are NaN.
     """
+    import xarray as xr
+
     idx = table.set_index(["protected_word", "attribute"])
     if idx.index.has_duplicates:
         raise DistanceTableError("to_xarray needs one row per (protected word, attribute)")

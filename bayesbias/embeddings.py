@@ -21,9 +21,17 @@ Supported formats (the ``format`` argument of :func:`load_embedding`):
     word); no header -> ``glove``. gzip-compressed files (``.gz``) are read transparently.
 
 Text and binary files are streamed: with ``words`` given only those words' vectors are
-parsed and kept, so memory grows with the words kept, not with the file. Vectors of
-words not requested are skipped unparsed, and duplicates are detected among the kept
-words only; load without ``words`` to check a whole file. gensim native files cannot be
+parsed and kept, so memory grows with the words kept, not with the file.
+
+What is checked. Always: the header, the first two records in full, the record count
+(header vs file; binary: exact byte layout), UTF-8 of every word of a binary file, and
+every check below for the requested words. Records of words *not* requested are
+skipped unparsed (this keeps extraction fast), so a short vector, a non-number, a NaN,
+a duplicate or bad UTF-8 on such a line goes unnoticed unless ``validate=True`` (CLI:
+``--validate``) or ``words`` is omitted: then every record is parsed and checked
+(vector length, numbers, finite, not all zero, unique words, UTF-8). Only regular files
+are read (not devices or pipes) and a text line longer than 64 MiB is refused, so
+memory stays bounded. gensim native files cannot be
 streamed: they are unpickled whole (vectors memory-mapped when gensim stored them in a
 separate ``.npy``), then subset.
 
@@ -38,7 +46,9 @@ from __future__ import annotations
 import gzip
 import io
 import logging
+import os
 import re
+import stat
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,9 +56,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import EmbeddingFormatError, OutOfVocabularyError, UntrustedPickleError
-from .io import atomic_path
+from .errors import (
+    EmbeddingFormatError,
+    InvalidArgumentError,
+    OutOfVocabularyError,
+    UntrustedPickleError,
+)
+from ._atomic import atomic_path
 from .progress import EVERY_LINES, progress
+from .validation import validate_choice
 
 __all__ = [
     "DEFAULT_EMBEDDING",
@@ -62,6 +78,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: Default of ``load_embedding(validate=...)``; the CLI's ``--validate`` sets it to True.
+VALIDATE = False
 
 #: Values accepted by the ``format`` argument (and the CLI's ``--format``).
 FORMATS = ("auto", "word2vec", "word2vec-binary", "glove", "fasttext", "gensim")
@@ -77,6 +96,7 @@ _PROBE_BYTES = 1 << 16
 _BUFFER = 1 << 18  # read size: 256 KiB
 _MAX_DIM = 1_000_000  # larger header dimensions are taken as corruption
 _MAX_WORD_BYTES = 4096
+_MAX_LINE_BYTES = 64 << 20  # one text record: 1M dims x 64 bytes
 _TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}
 
 
@@ -134,15 +154,21 @@ def lookup(embedding: Embedding, parts: dict, on_missing: str = "error"):
     missing : dict of {str: list of str}
         Missing words per part (empty lists included), the report to show the user.
     """
-    if on_missing not in ("error", "drop"):
-        raise ValueError(f"on_missing must be 'error' or 'drop', got {on_missing!r}")
+    validate_choice(on_missing, ("error", "drop"), "on_missing")
     kept, missing = {}, {}
     for name, words in parts.items():
         kept[name] = tuple(w for w in words if w in embedding)
         missing[name] = [w for w in words if w not in embedding]
     if any(missing.values()):
         if on_missing == "error":
-            raise OutOfVocabularyError(missing, embedding.source)
+            exc = OutOfVocabularyError(missing, embedding.source)
+            n_file = embedding.meta.get("file_vocabulary")
+            if isinstance(n_file, int) and n_file > len(embedding):
+                exc.args = (exc.args[0] + f" Note: this embedding was loaded with only "
+                            f"{len(embedding):,} of the file's {n_file:,} words (the `words` "
+                            "argument of load_embedding); load it with these words too, "
+                            "or without `words` to keep all.",)
+            raise exc
         for name, words in missing.items():
             if words:
                 log.warning("dropped %d word(s) of %s not in %s: %s", len(words), name,
@@ -157,7 +183,7 @@ def default_embedding_path() -> Path:
 
 
 def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "auto",
-                   trust_pickle: bool = False) -> Embedding:
+                   trust_pickle: bool = False, validate: bool | None = None) -> Embedding:
     """Read an embedding file, keeping only `words` if given.
 
     Parameters
@@ -174,6 +200,12 @@ def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "a
         File format; ``"auto"`` guesses it from the file (see the module docs).
     trust_pickle : bool
         Allow reading gensim native files, which are pickles and can run code.
+    validate : bool, optional
+        Check every record of a text or binary file (vector length, numbers, NaN or
+        infinite values, zero vectors, duplicate words, UTF-8), not only the records of
+        `words`; about as fast as loading every word. Default: :data:`VALIDATE` (False;
+        the CLI's ``--validate`` sets it). Without it, see the module notes for what is
+        checked.
 
     Returns
     -------
@@ -189,21 +221,17 @@ def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "a
     UntrustedPickleError
         A gensim native file was given without ``trust_pickle=True``.
     """
-    if format not in FORMATS:
-        raise ValueError(f"unknown embedding format {format!r}; valid: {', '.join(FORMATS)}")
+    validate_choice(format, FORMATS, "format")
+    validate = VALIDATE if validate is None else bool(validate)
     wanted = _wanted(words)
     if isinstance(path, str) and path == "default":
-        emb = _load_file(default_embedding_path(), wanted, "word2vec-binary", False)
+        emb = _load_file(default_embedding_path(), wanted, "word2vec-binary", False, validate)
         emb.source = "default (GloVe 6B 50-d subset)"
         return emb
     if isinstance(path, str) and path == FULL_GLOVE:
         return _load_kumo(wanted)
-    path = Path(path)
-    if not path.exists():
-        raise EmbeddingFormatError(path, "no such file")
-    if path.is_dir():
-        raise EmbeddingFormatError(path, "is a directory, not an embedding file")
-    return _load_file(path, wanted, format, trust_pickle)
+    path = _regular_file(path)
+    return _load_file(path, wanted, format, trust_pickle, validate)
 
 
 def save_embedding(embedding: Embedding, path, binary: bool = False) -> Path:
@@ -228,13 +256,14 @@ def save_embedding(embedding: Embedding, path, binary: bool = False) -> Path:
     path = Path(path)
     vectors = np.asarray(embedding.vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[0] != len(embedding.words) or vectors.shape[1] < 1:
-        raise ValueError(f"vectors of shape {vectors.shape} do not fit "
-                         f"{len(embedding.words)} words")
+        raise InvalidArgumentError(f"vectors of shape {vectors.shape} do not fit "
+                                   f"{len(embedding.words)} words")
     bad = [w for w in embedding.words if not w or any(ch.isspace() for ch in w)]
     if bad:
-        raise ValueError(f"words must be non-empty and without whitespace: {bad[:5]!r}")
+        raise InvalidArgumentError(
+            f"words must be non-empty and without whitespace: {bad[:5]!r}")
     if len(set(embedding.words)) != len(embedding.words):
-        raise ValueError("words must be unique")
+        raise InvalidArgumentError("words must be unique")
     n, dim = vectors.shape
     opener = gzip.open if path.suffix == ".gz" else open
     with atomic_path(path) as tmp, opener(tmp, "wb") as out:
@@ -257,9 +286,7 @@ def save_embedding(embedding: Embedding, path, binary: bool = False) -> Path:
 
 def detect_format(path) -> str:
     """Guess the format of an embedding file (one of :data:`FORMATS` except ``auto``)."""
-    path = Path(path)
-    if not path.exists():
-        raise EmbeddingFormatError(path, "no such file")
+    path = _regular_file(path)
     if _looks_gensim(path):
         return "gensim"
     return _guard_io(path, lambda: _detect_file(path))
@@ -311,7 +338,27 @@ def _guard_io(path: Path, fn):
         raise EmbeddingFormatError(path, f"cannot read file ({exc})") from None
 
 
-def _load_file(path: Path, wanted, format: str, trust_pickle: bool) -> Embedding:
+def _regular_file(path) -> Path:
+    """`path` as a Path if it is a readable regular file, else EmbeddingFormatError."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise EmbeddingFormatError(path, "no such file") from None
+    except OSError as exc:
+        raise EmbeddingFormatError(path, f"cannot read file ({exc.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise EmbeddingFormatError(path, "is a directory, not an embedding file")
+    if not stat.S_ISREG(mode):
+        raise EmbeddingFormatError(
+            path, "is not a regular file (a device, named pipe or socket); give a file")
+    if not os.access(path, os.R_OK):
+        raise EmbeddingFormatError(path, "cannot read file (permission denied)")
+    return path
+
+
+def _load_file(path: Path, wanted, format: str, trust_pickle: bool,
+               validate: bool = False) -> Embedding:
     if format == "gensim" or (format == "auto" and _looks_gensim(path)):
         return _load_gensim(path, wanted, trust_pickle)
 
@@ -321,9 +368,10 @@ def _load_file(path: Path, wanted, format: str, trust_pickle: bool) -> Embedding
             if fmt == "gensim":
                 return _load_gensim(path, wanted, trust_pickle)
             if fmt == "word2vec-binary":
-                emb = _read_binary(path, fh, wanted)
+                emb = _read_binary(path, fh, wanted, validate)
             else:
-                emb = _read_text(path, fh, wanted, header=fmt in ("word2vec", "fasttext"))
+                emb = _read_text(path, fh, wanted, header=fmt in ("word2vec", "fasttext"),
+                                 validate=validate)
             emb.meta.update(format=fmt, compressed=compressed)
             return emb
 
@@ -468,7 +516,20 @@ def _is_float(token: bytes) -> bool:
     return True
 
 
-def _read_text(path: Path, fh, wanted, header: bool) -> Embedding:
+def _lines(fh, path):
+    """Lines of `fh`, refusing a line longer than :data:`_MAX_LINE_BYTES` (memory bound)."""
+    readline = fh.readline
+    while True:
+        line = readline(_MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > _MAX_LINE_BYTES:
+            raise EmbeddingFormatError(
+                path, f"a line longer than {_MAX_LINE_BYTES >> 20} MiB; not an embedding file")
+        yield line
+
+
+def _read_text(path: Path, fh, wanted, header: bool, validate: bool = False) -> Embedding:
     count = dim = None
     first_numeric = False  # line 1 of a headerless file is all numbers: a bad header?
     keep_words: list[str] = []
@@ -476,7 +537,8 @@ def _read_text(path: Path, fh, wanted, header: bool) -> Embedding:
     seen: dict[str, int] = {}
     n_records = 0
     lineno = 0
-    for lineno, line in enumerate(fh, start=1):
+    check_all = validate or wanted is None
+    for lineno, line in enumerate(_lines(fh, path), start=1):
         if lineno % EVERY_LINES == 0:
             progress.info("%s: %d lines scanned, %d words kept", path.name, lineno,
                           len(keep_words))
@@ -503,14 +565,15 @@ def _read_text(path: Path, fh, wanted, header: bool) -> Embedding:
             dim = len(tokens)
             first_numeric = _is_float(parts[0]) and all(map(_is_float, tokens))
         # the first two records are always checked in full, the rest only if kept
-        if n_records > 2 and wanted is not None and word not in wanted:
+        # (every record with validate=True)
+        if n_records > 2 and not check_all and word not in wanted:
             continue
         if word in seen:
             raise EmbeddingFormatError(
                 path, f"duplicate word {word!r} (first on line {seen[word]})", **where)
         keep = wanted is None or word in wanted
         try:
-            vec = _parse_vector(path, rest, dim, where, word, check_values=keep)
+            vec = _parse_vector(path, rest, dim, where, word, check_values=keep or validate)
         except EmbeddingFormatError as exc:
             if count is None and ((n_records == 1 and _is_float(parts[0]))
                                   or (n_records == 2 and first_numeric)):
@@ -518,6 +581,8 @@ def _read_text(path: Path, fh, wanted, header: bool) -> Embedding:
                             "header is '<number of words> <dimension>')",)
             raise
         if not keep:
+            if validate:
+                seen[word] = lineno
             continue
         seen[word] = lineno
         keep_words.append(word)
@@ -539,7 +604,7 @@ def _finish(path, words, vecs, dim, n_file) -> Embedding:
                            "kept": len(words)})
 
 
-def _read_binary(path: Path, fh, wanted) -> Embedding:
+def _read_binary(path: Path, fh, wanted, validate: bool = False) -> Embedding:
     first = fh.readline(_PROBE_BYTES)
     if first.startswith(_BOM):
         first = first[len(_BOM):]
@@ -590,7 +655,8 @@ def _read_binary(path: Path, fh, wanted) -> Embedding:
         if not raw_word:
             raise EmbeddingFormatError(
                 path, f"empty word at vector {k} of {count} at byte {base + start}")
-        if wanted is not None and word not in wanted:
+        keep = wanted is None or word in wanted
+        if not keep and not validate:
             continue
         where = f"vector {k} of {count} at byte {base + start}"
         if word in seen:
@@ -604,6 +670,8 @@ def _read_binary(path: Path, fh, wanted) -> Embedding:
             raise EmbeddingFormatError(
                 path, f"vector of {word!r} ({where}) is all zeros (cosine undefined)")
         seen[word] = k
+        if not keep:
+            continue
         keep_words.append(word)
         keep_vecs.append(vec)
     if buf[pos:].strip() or (not eof and fh.read(chunk).strip()):

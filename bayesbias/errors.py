@@ -14,6 +14,8 @@ __all__ = [
     "OutOfVocabularyError",
     "DistanceTableError",
     "InputDataError",
+    "InvalidArgumentError",
+    "OutputPathError",
     "ModelSpecError",
     "DiagnosticsError",
 ]
@@ -73,6 +75,20 @@ class DistanceTableError(BayesbiasError, ValueError):
 
 class InputDataError(BayesbiasError, ValueError):
     """A data table (e.g. classifier scores) is malformed for the requested metric."""
+
+
+class InvalidArgumentError(BayesbiasError, ValueError):
+    """An argument (Python keyword or CLI flag) has a value outside what it accepts.
+
+    The message names the argument, the value given and what is valid.
+    """
+
+
+class OutputPathError(BayesbiasError, OSError):
+    """An output target cannot be written (not a regular file, no permission, no space).
+
+    Raised before any computation when the target can be checked up front.
+    """
 
 
 class ModelSpecError(BayesbiasError, ValueError):

@@ -24,12 +24,15 @@ second class, A and B their stereotypes.
 
 from __future__ import annotations
 
+import os
+import stat
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import WordListError
-from .io import shipped_dir
+from ._atomic import shipped_dir
 
 __all__ = [
     "ProtectedClass",
@@ -202,6 +205,22 @@ def _validate(wl: WordList) -> None:
             raise WordListError(
                 f"{where}: control group {group!r} repeats stereotype(s) {', '.join(clash)}"
             )
+    for group, words in wl.controls.items():
+        clash = sorted(set(words) & set(seen_protected))
+        if clash:
+            raise WordListError(
+                f"{where}: control group {group!r} repeats protected word(s) "
+                f"{', '.join(clash)} (a word compared with itself has distance 0)"
+            )
+    clash = sorted(set(seen_stereo) & set(seen_protected))
+    if clash:
+        w = clash[0]
+        raise WordListError(
+            f"{where}: {w!r} is a protected word of class {seen_protected[w]!r} and a "
+            f"stereotype of class {seen_stereo[w]!r}"
+            + (f" (and {len(clash) - 1} more: {', '.join(clash[1:6])})" if len(clash) > 1 else "")
+            + "; a word compared with itself has distance 0"
+        )
     if set(wl.controls.get("human", ())) & set(wl.controls.get("none", ())):
         both = sorted(set(wl.controls["human"]) & set(wl.controls["none"]))
         raise WordListError(f"{where}: word(s) in both control groups: {', '.join(both)}")
@@ -220,10 +239,18 @@ def _validate(wl: WordList) -> None:
 def _word_tuple(value, where: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(w, str) and w.strip() for w in value):
         raise WordListError(f"{where}: {key} must be a list of non-empty strings")
-    dupes = sorted({w for w in value if value.count(w) > 1})
+    words = [w.strip() for w in value]
+    inner = [w for w in words if any(ch.isspace() for ch in w)]
+    if inner:
+        raise WordListError(f"{where}: {key} has word(s) with whitespace inside: "
+                            f"{', '.join(map(repr, inner[:5]))} (an embedding word has none)")
+    counts = Counter(words)  # linear: 500k words in well under a second
+    dupes = sorted(w for w, n in counts.items() if n > 1)
     if dupes:
-        raise WordListError(f"{where}: {key} repeats word(s) {', '.join(dupes)}")
-    return tuple(w.strip() for w in value)
+        raise WordListError(f"{where}: {key} repeats word(s) {', '.join(map(repr, dupes[:20]))}"
+                            + (f" and {len(dupes) - 20} more" if len(dupes) > 20 else "")
+                            + " (after removing surrounding whitespace)")
+    return tuple(words)
 
 
 def default_controls() -> dict[str, tuple[str, ...]]:
@@ -303,13 +330,37 @@ def load_wordlist(name_or_path) -> WordList:
         return name_or_path
     shipped = available_wordlists()
     path = shipped.get(str(name_or_path)) or Path(name_or_path)
-    if not path.is_file():
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is None or stat.S_ISDIR(mode):
         raise WordListError(
             f"word list {str(name_or_path)!r} is neither a shipped list "
             f"({', '.join(shipped)}) nor an existing file"
         )
+    if not stat.S_ISREG(mode):
+        raise WordListError(f"{path}: not a regular file (a device, FIFO or socket)")
+    if os.stat(path).st_size > _MAX_TOML_BYTES:
+        raise WordListError(f"{path}: larger than {_MAX_TOML_BYTES >> 20} MiB; not a word list")
+    return _from_mapping(read_toml(path, WordListError), str(path))
+
+
+#: Largest word-list or spec file read (a 500k-word list is about 10 MB).
+_MAX_TOML_BYTES = 256 << 20
+
+
+def read_toml(path, error=WordListError) -> dict:
+    """Read a TOML file; any failure (decoding, syntax, nesting, permission) raises `error`."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise WordListError(f"{path}: not valid TOML: {exc}") from None
-    return _from_mapping(data, str(path))
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{path}: not valid TOML: nested too deeply") from None

@@ -135,7 +135,7 @@ def main(argv=None) -> int:
         return 0
     import pandas as pd
 
-    from bayesbias.io import atomic_path
+    from bayesbias._atomic import atomic_path
     from bayesbias.models import cells_from_table
     from bayesbias.testing import simulate_table
 

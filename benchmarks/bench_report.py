@@ -107,7 +107,7 @@ def _result(stdout: str):
 
 
 def measure(root: Path, label: str, sizes, work: Path) -> dict:
-    """Times of the tree checked out at `root`."""
+    """Time the tree checked out at `root`."""
     out = {}
     cache = work / f"cache-{label}"
     env = _env(root, cache)

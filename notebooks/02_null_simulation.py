@@ -37,7 +37,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from bayesbias.datasets import published_table
-from bayesbias.simulate import (
+from bayesbias.comparators.null import (
     NullStudy,
     neutral_pool,
     run_grid,
@@ -246,7 +246,7 @@ plt.tight_layout()
 # %%
 try:
     from bayesbias import models  # noqa: F401
-    from bayesbias.simulate import BayesExcludesZero
+    from bayesbias.comparators.null import BayesExcludesZero
 
     HAVE_MODELS = hasattr(models, "fit_model")
 except ImportError:

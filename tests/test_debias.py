@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from bayesbias.debias import bias_subspace, equalize, hard_debias, neutralize, project
 from bayesbias.distances import distance_table
-from bayesbias.embeddings import Embedding
+from bayesbias.embeddings import Embedding, load_embedding
 from bayesbias.errors import OutOfVocabularyError, WordListError
 from bayesbias.wordlists import ProtectedClass, WordList, load_wordlist
+from bayesbias.cli import main
 
 # float64 arithmetic on unit vectors: errors are a few ulps times the dimension.
 TOL64 = 1e-12
@@ -299,7 +300,7 @@ def test_report_is_json_ready(fake_embedding, religion):
 
     _, report = hard_debias(fake_embedding, religion)
     payload = json.loads(json.dumps(report.to_dict()))
-    assert payload["passed"] and payload["k"] == 1
+    assert payload["passed"] and payload["k"] == 2 and payload["needed_k"] == 2
     assert len(payload["changed_words"]) == 11 + 15
     assert "neutralised (stereotypes, 11)" in report.summary()
 
@@ -389,7 +390,7 @@ def test_cli_errors_are_clean(fake_embedding, tmp_path, capsys):
     assert "no definite_sets" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["debias", "--embedding", src, "-k", "0"])
-    assert "positive integer" in capsys.readouterr().err
+    assert "-k: must be >= 1" in capsys.readouterr().err
     code = main(["debias", "--embedding", src, "--neutralize", "extra1,extra2", "--json"])
     assert code == 0 and '"neutralize": "custom"' in capsys.readouterr().out
 
@@ -451,3 +452,51 @@ def test_equalize_and_neutralize_properties(n, dim, k, seed):
     assert np.abs(project(neutral, sub)).max() < 1e-10
     cos = neutral @ out.T
     np.testing.assert_allclose(cos, np.broadcast_to(cos[:, :1], cos.shape), atol=1e-10)
+
+
+# -- issue 10 section 3: debiasing must not merge words ---------------------------------
+def test_default_k_keeps_three_word_sets_distinct(fake_embedding, religion):
+    from bayesbias.debias import needed_k
+
+    assert needed_k(religion.definite_sets) == 2
+    debiased, report = hard_debias(fake_embedding, religion)
+    assert report.k == 2 and report.passed and not report.merged_words
+    for s in report.equalized:
+        m = debiased.matrix(s)
+        gaps = [np.linalg.norm(m[i] - m[j]) for i in range(len(s)) for j in range(i + 1, len(s))]
+        assert min(gaps) > 1e-3
+
+
+def test_smaller_k_refused_unless_allowed(fake_embedding, religion):
+    from bayesbias.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="allow_merge"):
+        hard_debias(fake_embedding, religion, k=1)
+    _, report = hard_debias(fake_embedding, religion, k=1, allow_merge=True)
+    assert report.merged_words and report.passed  # allowed: listed, not a failure
+    assert "merged (allowed)" in report.summary()
+
+
+def test_shipped_religion_not_merged(tmp_path):
+    """`bayesbias debias --embedding default --wordlist religion` keeps jew != christian."""
+    out = tmp_path / "r.bin"
+    assert main(["--quiet", "debias", "--embedding", "default", "--wordlist", "religion",
+                 "-o", str(out)]) == 0
+    emb = load_embedding(out, ["jew", "christian", "church", "synagogue", "rabbi", "priest",
+                               "bible", "torah"])
+    for a, b in [("jew", "christian"), ("church", "synagogue"), ("rabbi", "priest"),
+                 ("bible", "torah")]:
+        x, y = emb.matrix([a, b])
+        assert x @ y / np.linalg.norm(x) / np.linalg.norm(y) < 0.99
+
+
+def test_failed_check_writes_nothing_without_force(tmp_path, monkeypatch):
+    from bayesbias import debias as debias_mod
+
+    monkeypatch.setattr(debias_mod.DebiasReport, "passed", property(lambda self: False))
+    out = tmp_path / "r.bin"
+    assert main(["--quiet", "debias", "--wordlist", "religion", "-o", str(out)]) == 3
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert main(["--quiet", "debias", "--wordlist", "religion", "-o", str(out),
+                 "--force"]) == 3
+    assert out.exists()

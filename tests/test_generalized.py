@@ -147,7 +147,7 @@ def test_counterfactual_on_madlibs_with_bootstrap():
                        ci_prob=0.9, n_boot=100, seed=1)
     assert r.info["sources"] == 32  # 16 adjectives x (nontoxic, toxic)
     assert r.lower <= r.value <= r.upper
-    assert set(r.to_frame()["level"]) == {"aggregate", "group"}
+    assert set(r.to_frame()["level"]) == {"aggregate", "group", "difference"}
 
 
 def test_registry_is_documented_and_runs():
@@ -225,3 +225,20 @@ def test_registry_invariant_to_row_order_and_group_labels(name):
             assert swapped.value == pytest.approx(-base.value, abs=1e-12)
         else:
             assert swapped.value == pytest.approx(1 / base.value, rel=1e-12)
+
+
+def test_counterfactual_term_combinations_vs_groups_first():
+    # one source; group a has two terms (0.2, 0.6), group b one (0.4)
+    import pandas as pd
+
+    from bayesbias.classifier.generalized import compute_metric as cm
+
+    groups = pd.DataFrame({"a": [True, True, False], "b": [False, False, True]})
+    y = np.array([True, True, True])
+    prob = np.array([0.2, 0.6, 0.4])
+    src = pd.Series(["s", "s", "s"])
+    within = cm("cfgap", y, groups, prob=prob, source=src, n_boot=0)
+    combos = cm("cfgap", y, groups, prob=prob, source=src, n_boot=0, cf_average="terms")
+    assert within.value == pytest.approx(0.0)  # |mean(0.2, 0.6) - 0.4|
+    assert combos.value == pytest.approx(0.2)  # mean(|0.2 - 0.4|, |0.6 - 0.4|)
+    assert combos.info["cf_average"] == "terms"

@@ -263,7 +263,7 @@ def test_load_fit_refuses_external_links_and_damaged_files(religion_fit, tmp_pat
 
 def test_hostile_tables_and_settings_are_refused_up_front():
     from bayesbias.datasets import published_table
-    from bayesbias.errors import DistanceTableError, InputDataError
+    from bayesbias.errors import DistanceTableError, InvalidArgumentError
     from bayesbias.models import fit_model
 
     table = published_table("religion", "reddit")
@@ -274,7 +274,7 @@ def test_hostile_tables_and_settings_are_refused_up_front():
     for kw, what in ((dict(draws=1e12), "draws"), (dict(draws=float("inf")), "draws"),
                      (dict(tune=-1), "tune"), (dict(chains=0), "chains"),
                      (dict(target_accept=1.5), "target_accept")):
-        with pytest.raises(InputDataError, match=what):
+        with pytest.raises(InvalidArgumentError, match=what):
             fit_model(table, **kw)
-    with pytest.raises(InputDataError, match="exceeds the limit"):
+    with pytest.raises(InvalidArgumentError, match="exceeds the limit"):
         fit_model(table, draws=1_000_000, chains=64)

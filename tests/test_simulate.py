@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from bayesbias.cli import main
-from bayesbias.datasets import published_table
-from bayesbias.simulate import (
+from bayesbias.comparators.null import (
     NullStudy,
     draw_similarities,
     neutral_pool,
@@ -23,6 +22,7 @@ from bayesbias.simulate import (
     summary_dict,
     weat_bound,
 )
+from bayesbias.datasets import published_table
 
 
 def test_spec_validation():
@@ -236,3 +236,33 @@ def test_identical_with_worker_processes():
     procs = run_grid(study, sds=[0.05, 0.1], n_workers=2, processes=True)
     for k in local.data_vars:
         np.testing.assert_array_equal(procs[k].values, local[k].values)
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--workers", "0"],
+    ["simulate", "--workers", "-1"],
+    ["simulate", "--sd", "0"],
+    ["simulate", "--sd", "nan"],
+    ["simulate", "--alpha", "2"],
+    ["simulate", "--alpha", "nan"],
+    ["simulate", "--permutations", "inf"],
+    ["simulate", "--reps", "inf"],
+    ["simulate", "--seed", "-1"],
+    ["simulate", "--targets", "0", "3"],
+    ["simulate", "--thresholds", "inf"],
+    ["weat", "--permutations", "inf"],
+    ["weat", "--bootstrap", "-1"],
+    ["weat", "--seed", "-1"],
+    ["weat", "--exact-limit", "inf"],
+])
+def test_numeric_flags_refused_at_parse_time(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error:" in err
+
+
+def test_mac_accepts_table_alias(capsys):
+    assert main(["--quiet", "mac", "--table", "published:religion:reddit", "--json"]) == 0
+    assert '"mac"' in capsys.readouterr().out

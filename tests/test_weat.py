@@ -18,15 +18,15 @@ from bayesbias.comparators.weat import (
     n_splits,
     permutation_test,
     resolve_weat_sets,
-    test_statistic,
+    sum_statistic,
     weat,
+    weat_bound,
     weat_from_similarities,
     weat_from_table,
 )
 from bayesbias.datasets import published_table
 from bayesbias.embeddings import Embedding, save_embedding
 from bayesbias.errors import OutOfVocabularyError, WordListError
-from bayesbias.simulate import weat_bound
 
 # A hand-computable case: one attribute per set, so s(w) = sim(w, a) - sim(w, b).
 SIM_XA = np.array([[0.5], [0.3]])
@@ -103,7 +103,7 @@ REGISTRY = {
         association(b[0], b[1]), association(b[2], b[3]))), True),
     "weat_effect_population": (lambda *b: float(effect_size(
         association(b[0], b[1]), association(b[2], b[3]), sd="population")), True),
-    "weat_statistic": (lambda *b: float(test_statistic(
+    "weat_statistic": (lambda *b: float(sum_statistic(
         association(b[0], b[1]), association(b[2], b[3]))), True),
     "weat_mean_difference": (lambda *b: float(mean_difference(
         association(b[0], b[1]), association(b[2], b[3]))), True),

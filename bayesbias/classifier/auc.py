@@ -15,7 +15,9 @@ Ties count one half everywhere. The AEGs follow the published code (the Mann-Whi
 the background over the subgroup, normalised by the number of pairs), so a positive AEG
 means the subgroup's scores are shifted up relative to the background.
 
-Algorithm: the scores are sorted once and replaced by tie-block ids. Every metric is a
+Hand-written for speed (measured by ``benchmarks/bench_auc.py`` against the per-group
+baseline :func:`nuanced_auc_baseline` and scikit-learn's ``roc_auc_score``): the scores are
+sorted once and replaced by tie-block ids. Every metric is a
 pair count U(A, B) = #{a > b} + #{a = b}/2 between two disjoint sets; with per-block counts
 of all positives and negatives computed once, each group needs only sums over its own
 members (and one searchsorted within the group for the Subgroup AUC), so the cost is
@@ -39,13 +41,29 @@ from ..errors import InputDataError
 from .data import check_boolean_flags
 
 __all__ = ["nuanced_auc_metrics", "nuanced_auc_table", "pairwise_u", "AUC_METRICS",
-           "nuanced_auc_baseline"]
+           "nuanced_auc_baseline", "average_equality_gap"]
 
 log = logging.getLogger(__name__)
 
 #: Metric names in reporting order.
 AUC_METRICS: tuple[str, ...] = ("subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg",
                                 "positive_aeg")
+
+
+def average_equality_gap(background, group) -> float:
+    """Average Equality Gap: 1/2 - U(background, group) / (|background| |group|).
+
+    U counts the pairs with the background score above the group score (ties one half);
+    positive when the group's scores are shifted up. The positive (negative) AEG of
+    :func:`nuanced_auc_metrics` is this on the positives (negatives); NaN when a side is empty.
+    """
+    x, y = np.asarray(background, float), np.asarray(group, float)
+    if len(x) == 0 or len(y) == 0:
+        return np.nan
+    xs = np.sort(x)
+    left, right = np.searchsorted(xs, y, "left"), np.searchsorted(xs, y, "right")
+    u = (len(xs) - right).sum() + 0.5 * (right - left).sum()
+    return float(0.5 - u / (len(x) * len(y)))
 
 
 def pairwise_u(high: np.ndarray, low: np.ndarray) -> float:
@@ -191,7 +209,8 @@ def nuanced_auc_metrics(
         background="rows outside the subgroup", reference="Borkan et al. (2019)")
     if ci_prob is not None:
         out.attrs.update(ci_prob=float(ci_prob),
-                         ci_kind="DeLong variance, normal approximation, clipped to range")
+                         ci_kind="delong",
+                         ci_method="DeLong variance, normal approximation, clipped to range")
     return out
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..comparators.resampling import bootstrap_means
 from ..config import defaults
 from ..errors import InputDataError
 
@@ -322,16 +323,7 @@ def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _boot_means(x: np.ndarray, n_boot: int, rng) -> np.ndarray:
-    """Means of `n_boot` resamples of `x` with replacement."""
-    if np.isin(x, (0.0, 1.0)).all():  # 0-1 values: the resampled count is Binomial
-        return rng.binomial(len(x), x.mean(), n_boot) / len(x)
-    out = np.empty(n_boot)
-    step = max(1, 2_000_000 // len(x))
-    for i in range(0, n_boot, step):
-        k = min(step, n_boot - i)
-        out[i:i + k] = x[rng.integers(0, len(x), (k, len(x)))].mean(axis=1)
-    return out
+_boot_means = bootstrap_means  # one bootstrap for the package (comparators.resampling)
 
 
 def disparity_intervals(cost, annotation, *, confidence: float = 0.95,

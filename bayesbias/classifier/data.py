@@ -238,8 +238,30 @@ def validate_classifier_data(
     else:
         raise InputDataError("give boolean group columns (groups=) or a categorical "
                              "group column (group_column=)")
+    _check_shape(y, g, label)
     return ClassifierData(y=y, score=s, pred=p, groups=g, label_column=label,
                           score_column=score, threshold=threshold)
+
+
+def _check_shape(y: np.ndarray, g: pd.DataFrame, label: str) -> None:
+    """Refuse tables on which every group metric is undefined; warn on one label class."""
+    if len(y) < 2:
+        raise InputDataError(f"the table has {len(y)} row(s); group metrics need at least two")
+    if g.shape[1] == 0:
+        raise InputDataError("no groups")
+    sizes = g.sum(axis=0)
+    empty = [str(c) for c in sizes.index[sizes == 0]]
+    if empty:
+        raise InputDataError(f"group(s) {', '.join(empty)} have no rows; drop them or check "
+                             "the group column / terms")
+    full = [str(c) for c in sizes.index[sizes == len(y)]]
+    if full:
+        raise InputDataError(f"group(s) {', '.join(full)} contain every row: there is no "
+                             "background to compare them with")
+    if y.all() or not y.any():
+        log.warning("label column %r has one class only (%s): AUCs, rates conditioned on the "
+                    "missing class and the metrics built on them are undefined (NaN)",
+                    label, "all positive" if y.all() else "all negative")
 
 
 def _tokens(text: str) -> list[str]:

@@ -30,9 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.stats import wasserstein_distance
 
+from ..comparators.resampling import bootstrap_indices
 from ..config import defaults
 from ..errors import InputDataError
+from .auc import average_equality_gap
 from .data import check_boolean_flags
 
 __all__ = [
@@ -48,6 +51,8 @@ __all__ = [
     "mcm",
     "compute_metric",
     "list_metrics",
+    "PARITY_CODE",
+    "CF_AVERAGES",
 ]
 
 log = logging.getLogger(__name__)
@@ -147,27 +152,11 @@ SCORING_FUNCTIONS: dict[str, ScoringFunction] = {s.name: s for s in [
 
 
 # --------------------------------------------------------------------------- comparisons
-def _aeg(x, y):
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) == 0 or len(y) == 0:
-        return np.nan
-    xs = np.sort(x)
-    left, right = np.searchsorted(xs, y, "left"), np.searchsorted(xs, y, "right")
-    u = (len(xs) - right).sum() + 0.5 * (right - left).sum()  # pairs with x > y, ties 1/2
-    return float(0.5 - u / (len(x) * len(y)))
-
-
 def _w1(x, y):
-    """Wasserstein-1 distance of two samples: the integral of |F_x - F_y|."""
+    """Wasserstein-1 distance of two samples (NaN when one is empty)."""
     if len(x) == 0 or len(y) == 0:
         return np.nan
-    x = np.sort(np.asarray(x, float))
-    y = np.sort(np.asarray(y, float))
-    v = np.concatenate([x, y])
-    v.sort()
-    fx = np.searchsorted(x, v[:-1], "right") / len(x)
-    fy = np.searchsorted(y, v[:-1], "right") / len(y)
-    return float(np.sum(np.abs(fx - fy) * np.diff(v)))
+    return float(wasserstein_distance(x, y))
 
 
 def _ratio(x, y):
@@ -180,7 +169,9 @@ COMPARISONS: dict[str, tuple[Callable, bool, str, str]] = {
     "abs_difference": (lambda x, y: float(abs(x - y)), True, "scalar", "|x - y|"),
     "ratio": (_ratio, False, "scalar", "y / x (second over first: group over background)"),
     "wasserstein1": (_w1, True, "set", "Wasserstein-1 distance W1(X, Y)"),
-    "aeg": (_aeg, False, "set", "1/2 - MWU(X, Y) / (|X| |Y|) (Average Equality Gap)"),
+    "aeg": (average_equality_gap, False, "set",
+            "1/2 - MWU(X, Y) / (|X| |Y|) (Average Equality Gap, the definition of "
+            "classifier.auc)"),
 }
 
 MULTI_COMPARISONS: dict[str, tuple[Callable, str]] = {
@@ -237,6 +228,14 @@ class FairnessResult:
             rows.append({"metric": self.name, "level": "group", "group": g, "value": r[col],
                          "lower": r.get(f"{col}_lower", np.nan),
                          "upper": r.get(f"{col}_upper", np.nan), "n": int(r["n"])})
+        if np.isfinite(self.overall):
+            rows.append({"metric": self.name, "level": "overall", "group": "",
+                         "value": self.overall, "lower": np.nan, "upper": np.nan,
+                         "n": np.nan})
+        if np.isfinite(self.difference):
+            rows.append({"metric": self.name, "level": "difference", "group": "max - min",
+                         "value": self.difference, "lower": np.nan, "upper": np.nan,
+                         "n": np.nan})
         if self.pairs is not None:
             for _, r in self.pairs.iterrows():
                 rows.append({"metric": self.name, "level": "pair",
@@ -244,6 +243,36 @@ class FairnessResult:
                              "lower": r.get("lower", np.nan), "upper": r.get("upper", np.nan),
                              "n": np.nan})
         return pd.DataFrame(rows)
+
+    @property
+    def ci_kind(self) -> str | None:
+        """``"bootstrap"`` when an interval was computed, else None."""
+        return "bootstrap" if self.ci_prob else None
+
+    def to_dict(self) -> dict:
+        """Plain JSON data (NaN as null)."""
+        def clean(v):
+            if isinstance(v, (float, np.floating)):
+                return float(v) if np.isfinite(v) else None
+            if isinstance(v, np.generic):
+                return v.item()
+            return v
+
+        by = [{k: clean(v) for k, v in r.items()}
+              for r in self.by_group.reset_index().to_dict("records")]
+        pairs = ([{k: clean(v) for k, v in r.items()} for r in self.pairs.to_dict("records")]
+                 if self.pairs is not None else [])
+        return {"name": self.name, "value": clean(self.value), "overall": clean(self.overall),
+                "difference": clean(self.difference), "lower": clean(self.lower),
+                "upper": clean(self.upper), "ci_prob": self.ci_prob, "ci_kind": self.ci_kind,
+                "by_group": by, "pairs": pairs,
+                "info": {k: clean(v) for k, v in self.info.items()}}
+
+    def __str__(self) -> str:
+        head = repr(self)
+        col = "comparison" if "comparison" in self.by_group else "score"
+        cols = [c for c in self.by_group.columns if c.startswith(col) or c == "n"]
+        return head + "\n" + self.by_group[cols].round(4).to_string()
 
     def __repr__(self) -> str:
         ci = (f" [{self.lower:.4g}, {self.upper:.4g}] ({self.ci_prob:.0%} bootstrap)"
@@ -370,8 +399,42 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
     raise InputDataError(f"unknown generalized metric {kind!r}")
 
 
-def _cf_eval(kind, d: _Data, phi, comp, background, normalization):
-    """Per-source values of a counterfactual metric (sources with every group only)."""
+#: Averaging of counterfactual metrics when a group has several identity terms.
+CF_AVERAGES = ("groups", "terms")
+_MAX_COMBINATIONS = 100_000
+
+
+def _source_values(kind, d, phi, comp, background, normalization, rows, cf_average):
+    """One source's value: on its rows (groups), or averaged over term combinations."""
+    if cf_average == "groups":
+        return _group_eval(kind, d, phi, comp, background, normalization, rows)
+    member = d.groups[rows]
+    per_group_rows = [rows[member[:, t]] for t in range(member.shape[1])]
+    total = int(np.prod([len(r) for r in per_group_rows], dtype=float))
+    if total > _MAX_COMBINATIONS:
+        raise InputDataError(f"a source example has {total} term combinations (more than "
+                             f"{_MAX_COMBINATIONS}); use cf_average='groups'")
+    out = [_group_eval(kind, d, phi, comp, background, normalization, np.array(c))
+           for c in itertools.product(*per_group_rows)]
+    v = float(np.mean([o[0] for o in out]))
+    scores = [float(np.mean([o[1][t] for o in out])) if np.ndim(out[0][1][t]) == 0 else np.nan
+              for t in range(member.shape[1])]
+    comps = None if out[0][2] is None else np.mean([o[2] for o in out], axis=0)
+    pv = None if out[0][3] is None else np.mean([o[3] for o in out], axis=0)
+    return v, scores, comps, pv
+
+
+def _cf_eval(kind, d: _Data, phi, comp, background, normalization, cf_average="groups"):
+    """Per-source values of a counterfactual metric (sources with every group only).
+
+    With several identity terms (rows) per group in a source, ``cf_average="groups"`` scores
+    each group on all its rows (averaging within groups first); ``"terms"`` evaluates every
+    combination of one row per group and averages over the combinations (the authors' code
+    of Czarnowska et al. 2021).
+    """
+    if cf_average not in CF_AVERAGES:
+        raise InputDataError(f"cf_average must be one of {', '.join(CF_AVERAGES)}, got "
+                             f"{cf_average!r}")
     codes, uniques = pd.factorize(d.source, use_na_sentinel=True)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
@@ -382,7 +445,8 @@ def _cf_eval(kind, d: _Data, phi, comp, background, normalization):
         if not member.any(axis=0).all():
             skipped += 1
             continue
-        v, scores, comps, pv = _group_eval(kind, d, phi, comp, background, normalization, rows)
+        v, scores, comps, pv = _source_values(kind, d, phi, comp, background, normalization,
+                                              rows, cf_average)
         per_source.append(v)
         per_group.append(comps if comps is not None else
                          np.array([s if np.ndim(s) == 0 else np.nan for s in scores], float))
@@ -396,7 +460,7 @@ def _cf_eval(kind, d: _Data, phi, comp, background, normalization):
 
 def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all",
          normalization=None, version="group", source=None, ci_prob=None, n_boot=200,
-         seed=None, info=None) -> FairnessResult:
+         seed=None, info=None, cf_average="groups") -> FairnessResult:
     phi_f = SCORING_FUNCTIONS.get(phi) if isinstance(phi, str) else phi
     if phi_f is None:
         raise InputDataError(f"unknown scoring function {phi!r}; choose from "
@@ -443,7 +507,7 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
             n = len(data.y)
             bv, bs, bc, bp = [], [], [], []
             for _ in range(n_boot):
-                rows = rng.integers(0, n, n)
+                rows = bootstrap_indices(rng, n)
                 v, s, c, p = _group_eval(kind, data, phi_f, d, background, normalization, rows)
                 bv.append(v)
                 bs.append([x if np.ndim(x) == 0 else np.nan for x in s])
@@ -463,7 +527,8 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
         overall = float(overall) if np.ndim(overall) == 0 else np.nan
     else:
         per_source, per_group, per_pair, skipped = _cf_eval(kind, data, phi_f, d, background,
-                                                            normalization)
+                                                            normalization, cf_average)
+        info["cf_average"] = cf_average
         value = np.nan if kind == "vbcm" else float(np.mean(per_source))
         col = "comparison" if kind in ("bcm", "vbcm") else "score"
         by = pd.DataFrame({"n": n_per_group, col: _nan(np.nanmean, per_group, axis=0)},
@@ -477,7 +542,7 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
         lo = hi = np.nan
         if q is not None and n_boot:
             J = len(per_source)
-            idx = rng.integers(0, J, (n_boot, J))
+            idx = bootstrap_indices(rng, J, n_boot)
             if kind != "vbcm":
                 lo, hi = np.quantile(per_source[idx].mean(axis=1), q)
             bg = _nan(np.nanmean, per_group[idx], axis=1)
@@ -611,15 +676,27 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
     _M("neg_avggf", "Average Group Fairness, true class negative (TC)", "bcm", "group",
        "probs_neg", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
        "AvgGF on gold negatives only"),
+    _M("avggf_code", "Average Group Fairness (authors' code)", "bcm", "group", "probs",
+       "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
+       "as avggf but each group against the OTHER groups' examples, as the authors' code "
+       "does (avggf, the paper's reading, compares with all examples)"),
+    _M("pos_avggf_code", "Average Group Fairness TC positive (authors' code)", "bcm", "group",
+       "probs_pos", "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
+       "pos_avggf against the other groups (authors' code)"),
+    _M("neg_avggf_code", "Average Group Fairness TC negative (authors' code)", "bcm", "group",
+       "probs_neg", "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
+       "neg_avggf against the other groups (authors' code)"),
     _M("fpr_ratio", "FPR Ratio", "vbcm", "group", "fpr", "ratio", "rest", None,
        "Beutel et al. 2019", "per group FPR(group) / FPR(rest); relative, can amplify small "
        "differences between small rates"),
     _M("pos_aeg", "Positive Average Equality Gap", "vbcm", "group", "probs_pos", "aeg", "rest",
        None, "Borkan et al. 2019",
-       "per group 1/2 - P(background positive scores above group positive); signed"),
+       "per group 1/2 - P(background positive scores above group positive); signed; the "
+       "positive_aeg of the auc metrics (one definition), here with a bootstrap interval"),
     _M("neg_aeg", "Negative Average Equality Gap", "vbcm", "group", "probs_neg", "aeg", "rest",
        None, "Borkan et al. 2019",
-       "per group 1/2 - P(background negative scores above group negative); signed"),
+       "per group 1/2 - P(background negative scores above group negative); signed; the "
+       "negative_aeg of the auc metrics (one definition), here with a bootstrap interval"),
     _M("disparity_score", "Disparity Score (original)", "pcm", "group", "f1", "abs_difference",
        None, "groups", "Gaut et al. 2020",
        "sum over group pairs of |F1_i - F1_j| divided by the number of groups (Czarnowska et "
@@ -635,6 +712,10 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
        "pairs", "Beutel et al. 2017",
        "mean over pairs of |phi_i - phi_j| with phi(A) = |{x in A: yhat = y}| / |A| as "
        "written in Czarnowska et al.'s Table 2"),
+    _M("parity_gap_code", "Parity Gap (authors' code)", "pcm", "group", "positive_rate",
+       "abs_difference", None, "pairs", "Czarnowska et al. 2021, code",
+       "mean over pairs of |phi_i - phi_j| with phi the positive-prediction rate, as the "
+       "authors' code computes it (the paper's Table 2 reads accuracy: parity_gap)"),
     _M("accuracy_difference", "Accuracy Difference", "pcm", "group", "accuracy", "difference",
        None, "none", "Blodgett & O'Connor 2017", "accuracy_1 - accuracy_2", True),
     _M("tpr_difference", "TPR Difference", "pcm", "group", "tpr", "difference", None, "none",
@@ -668,6 +749,11 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
 ]}
 
 
+#: Paper reading -> authors' code reading, where Czarnowska et al.'s text and code differ.
+PARITY_CODE = {"parity_gap": "parity_gap_code", "avggf": "avggf_code",
+               "pos_avggf": "pos_avggf_code", "neg_avggf": "neg_avggf_code"}
+
+
 def list_metrics() -> pd.DataFrame:
     """Return the registry as a table."""
     return pd.DataFrame([m.__dict__ for m in METRICS.values()]).set_index("name")
@@ -675,7 +761,7 @@ def list_metrics() -> pd.DataFrame:
 
 def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
                    ci_prob: float | None = None, n_boot: int = 200,
-                   seed: int | None = None) -> FairnessResult:
+                   seed: int | None = None, cf_average: str = "groups") -> FairnessResult:
     """Compute a named metric of :data:`METRICS`.
 
     Parameters
@@ -684,13 +770,16 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
         Registry name (e.g. ``"fped"``, ``"fped*"``, ``"avgif"``).
     y, groups, pred, prob, source, ci_prob, n_boot, seed
         As :func:`pcm`.
+    cf_average : {"groups", "terms"}
+        Counterfactual metrics with several terms per group: average within groups first,
+        or over term combinations (the authors' code).
     """
     try:
         m = METRICS[name.lower()]
     except KeyError:
         raise InputDataError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
     kw = dict(pred=pred, prob=prob, version=m.version, source=source, ci_prob=ci_prob,
-              n_boot=n_boot, seed=seed,
+              n_boot=n_boot, seed=seed, cf_average=cf_average,
               info={"title": m.title, "source": m.source, "description": m.description})
     if m.generalized in ("bcm", "vbcm"):
         kw["background"] = m.background

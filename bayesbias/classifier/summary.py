@@ -9,19 +9,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..config import validate_ci_prob
 from ..errors import InputDataError
 from .auc import AUC_METRICS, nuanced_auc_metrics
 from .bernstein import CRITERIA, bbu_by_group
 from .data import ClassifierData
 from .generalized import METRICS, FairnessResult, compute_metric
 
-__all__ = ["ClassifierBias", "classifier_bias", "TIDY_COLUMNS", "METRIC_CHOICES"]
+__all__ = ["ClassifierBias", "classifier_bias", "TIDY_COLUMNS", "METRIC_CHOICES", "CI_KINDS"]
 
 log = logging.getLogger(__name__)
 
 #: Columns of the tidy table, in order.
-TIDY_COLUMNS = ["metric", "model", "level", "group", "value", "lower", "upper", "interval",
-                "n", "note"]
+TIDY_COLUMNS = ["metric", "model", "level", "group", "value", "lower", "upper", "ci_prob",
+                "ci_kind", "n", "note"]
+#: Interval kinds (``ci_kind`` codes) of the classifier metrics.
+CI_KINDS = {"delong": "DeLong variance, normal approximation (nuanced AUCs)",
+            "bernstein": "Bernstein bound (Ethayarajh 2020)",
+            "hdi": "highest-density interval of a Beta-Binomial posterior",
+            "bootstrap": "percentile bootstrap"}
 #: Accepted metric names: ``bbu``, ``auc`` and the generalized-metric registry.
 METRIC_CHOICES = ("bbu", "auc", *METRICS)
 
@@ -34,33 +40,61 @@ class ClassifierBias:
     ----------
     table : DataFrame
         Tidy: one row per metric, group (or aggregate / pair) and interval kind, with
-        columns :data:`TIDY_COLUMNS`. ``interval`` names the method (DeLong, bernstein,
-        bayes, bootstrap).
+        columns :data:`TIDY_COLUMNS`. ``ci_kind`` is a code of :data:`CI_KINDS`
+        (delong, bernstein, hdi, bootstrap).
     auc : DataFrame or None
         :func:`~bayesbias.classifier.auc.nuanced_auc_metrics` output.
     bbu : DataFrame or None
         :func:`~bayesbias.classifier.bernstein.bbu_by_group` output.
     generalized : dict of {str: FairnessResult}
         Registry metrics by name.
-    confidence : float
-        Coverage of every interval.
+    ci_prob : float
+        Probability of every interval.
     model : str
         Name of the score / prediction column.
+
+    Every metric has the same shape in :attr:`table` (fairlearn's MetricFrame): an overall
+    value where the metric has one (level ``aggregate``), one row per group, the
+    difference between groups (level ``difference``, for scalar per-group scores), and the
+    interval of each (lower, upper, ci_prob, ci_kind).
     """
 
     table: pd.DataFrame
     auc: pd.DataFrame | None = None
     bbu: pd.DataFrame | None = None
     generalized: dict[str, FairnessResult] = field(default_factory=dict)
-    confidence: float = 0.95
+    ci_prob: float = 0.95
     model: str = ""
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the tidy table (a copy)."""
+        return self.table.copy()
+
+    def to_dict(self) -> dict:
+        """Plain JSON data: settings and the tidy rows (NaN as null)."""
+        rows = []
+        for rec in self.table.to_dict("records"):
+            rows.append({k: (None if isinstance(v, float) and not np.isfinite(v) else
+                             (v.item() if isinstance(v, np.generic) else v))
+                         for k, v in rec.items()})
+        return {"model": self.model, "ci_prob": self.ci_prob,
+                "ci_kinds": {k: CI_KINDS[k] for k in dict.fromkeys(self.table["ci_kind"])
+                             if k in CI_KINDS},
+                "rows": rows}
+
+    def __str__(self) -> str:
+        if self.table.empty:
+            return f"classifier bias of {self.model}: no metrics"
+        cols = ["metric", "level", "group", "value", "lower", "upper", "ci_kind"]
+        return (f"classifier bias of {self.model} ({self.ci_prob:.0%} intervals)\n"
+                + self.table[cols].round(4).to_string(index=False))
 
 
 def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"), *,
-                    confidence: float = 0.95, criterion: str = "demographic_parity",
+                    ci_prob: float = 0.95, criterion: str = "demographic_parity",
                     gamma: float | None = None, variance: float | str = "estimate",
                     n_boot: int = 200, source=None, seed: int | None = None,
-                    model: str | None = None) -> ClassifierBias:
+                    model: str | None = None, cf_average: str = "groups") -> ClassifierBias:
     """Compute several bias metrics of one classifier for every group.
 
     Parameters
@@ -72,8 +106,8 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
         ``"bbu"`` (Bernstein-bounded disparity of each group against the rest, with Bayesian
         and bootstrap intervals), ``"auc"`` (the five nuanced AUC metrics, DeLong intervals)
         and names of :data:`~bayesbias.classifier.generalized.METRICS` (bootstrap intervals).
-    confidence : float
-        Coverage of every interval.
+    ci_prob : float
+        Probability of every interval (default 0.95).
     criterion : str
         Cost / annotation of ``bbu`` (see :data:`~bayesbias.classifier.bernstein.CRITERIA`).
     gamma, variance
@@ -86,6 +120,9 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
         Random seed.
     model : str, optional
         Label of the classifier in the table (default: the score column name).
+    cf_average : {"groups", "terms"}
+        Counterfactual metrics with several terms per group: within groups first, or over
+        term combinations (Czarnowska et al.'s code).
     """
     metrics = [m.strip().lower() for m in metrics if m.strip()]
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
@@ -97,38 +134,43 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
                              + ", ".join(CRITERIA))
     model = model or cd.score_column or "classifier"
     rows: list[dict] = []
-    out = ClassifierBias(table=pd.DataFrame(columns=TIDY_COLUMNS), confidence=confidence,
+    ci_prob = validate_ci_prob(ci_prob)
+    if int(n_boot) < 0:
+        raise InputDataError(f"n_boot must be >= 0, got {n_boot}")
+    out = ClassifierBias(table=pd.DataFrame(columns=TIDY_COLUMNS), ci_prob=ci_prob,
                          model=model)
     for metric in metrics:
         if metric == "auc":
             if cd.score is None:
                 raise InputDataError("the auc metrics need scores")
-            r = nuanced_auc_metrics(cd.y, cd.score, cd.groups, ci_prob=confidence)
+            r = nuanced_auc_metrics(cd.y, cd.score, cd.groups, ci_prob=ci_prob)
             out.auc = r
             for g, rec in r.iterrows():
                 for m in AUC_METRICS:
                     rows.append({"metric": m, "model": model, "level": "group", "group": g,
                                  "value": rec[m], "lower": rec[f"{m}_lower"],
-                                 "upper": rec[f"{m}_upper"], "interval": "DeLong",
+                                 "upper": rec[f"{m}_upper"], "ci_prob": ci_prob,
+                                 "ci_kind": "delong",
                                  "n": rec["n"], "note": rec["note"]})
         elif metric == "bbu":
             if cd.pred is None:
                 raise InputDataError("bbu needs predicted labels (a prediction column, or "
                                      "scores with a threshold)")
             r = bbu_by_group(cd.y, cd.pred, cd.groups, criterion_name=criterion,
-                             confidence=confidence, gamma=gamma, variance=variance,
+                             confidence=ci_prob, gamma=gamma, variance=variance,
                              intervals=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
             out.bbu = r
             for g, rec in r.iterrows():
                 kinds = [("bernstein", "lower", "upper")]
                 if "bayes_lower" in rec:
-                    kinds += [("bayes", "bayes_lower", "bayes_upper"),
+                    kinds += [("hdi", "bayes_lower", "bayes_upper"),
                               ("bootstrap", "bootstrap_lower", "bootstrap_upper")]
                 for kind, lo, hi in kinds:
                     rows.append({"metric": f"bbu:{criterion}", "model": model,
                                  "level": "group", "group": g, "value": rec["disparity"],
                                  "lower": rec.get(lo, np.nan), "upper": rec.get(hi, np.nan),
-                                 "interval": kind, "n": rec["n_a"], "note": rec["note"]})
+                                 "ci_prob": ci_prob, "ci_kind": kind, "n": rec["n_a"],
+                                 "note": rec["note"]})
         else:
             m = METRICS[metric]
             if m.version == "counterfactual" and source is None:
@@ -140,14 +182,15 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
             res = compute_metric(metric, cd.y, cd.groups, pred=cd.pred, prob=cd.score,
                                  source=None if source is None else
                                  pd.Series(source).reset_index(drop=True),
-                                 ci_prob=confidence if n_boot > 0 else None, n_boot=n_boot,
-                                 seed=seed)
+                                 ci_prob=ci_prob if n_boot > 0 else None, n_boot=n_boot,
+                                 seed=seed, cf_average=cf_average)
             out.generalized[metric] = res
             note = res.info.get("note", "")
             for rec in res.to_frame().to_dict("records"):
                 rows.append({**rec, "model": model,
-                             "interval": "bootstrap" if n_boot > 0 else "",
+                             "ci_prob": ci_prob if n_boot > 0 else np.nan,
+                             "ci_kind": "bootstrap" if n_boot > 0 else "",
                              "note": note if rec["level"] == "aggregate" else ""})
     out.table = pd.DataFrame(rows, columns=TIDY_COLUMNS)
-    out.table.attrs.update(confidence=confidence, model=model)
+    out.table.attrs.update(ci_prob=ci_prob, model=model)
     return out

@@ -2,19 +2,21 @@
 
 Each sub-command lives in its own module of this package and exposes
 ``register(subparsers)``; :data:`COMMANDS` lists them in help order.
+
+Start-up is kept short: only the module of the command being run is imported (``--help``
+alone imports none of them, using :data:`SUMMARIES`), and command modules import their
+heavy dependencies (PyMC, ArviZ, matplotlib) where they use them.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import logging
+import signal
 import sys
 import time
 
-from ..errors import BayesbiasError
-
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "COMMANDS", "SUMMARIES"]
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = [
@@ -23,38 +25,97 @@ COMMANDS = [
     "distances",
     "weat",
     "mac",
+    "metric",
     "simulate",
     "fit",
     "compare",
     "debias",
     "classifier",
     "bbu",
+    "design",
+    "calibrate",
 ]
 
+#: One-line help of each command, shown by ``bayesbias --help`` without importing the
+#: command's module (a test checks they equal the modules' own). A command missing here
+#: is imported to get its help.
+SUMMARIES = {
+    "report": "run everything (distances, WEAT, MAC, null distributions, Bayesian fit) "
+              "into a report",
+    "wordlists": "list shipped word lists with counts, or show one",
+    "distances": "build the table of cosine distances for a word list",
+    "weat": "Word Embedding Association Test (exact/Monte Carlo permutation p)",
+    "mac": "Mean Average Cosine distance (Manzini et al.), paired t-test",
+    "metric": "RND, RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES with intervals",
+    "simulate": "null-simulation study: WEAT and MAC with no bias",
+    "fit": "fit a Bayesian model of cosine distances (HDIs, contrasts, PPC)",
+    "compare": "posterior differences between two embeddings (b - a)",
+    "debias": "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
+    "classifier": "bias metrics of a classifier's scores across groups, with intervals",
+    "bbu": "sample size and interval width for Bernstein-bounded unfairness",
+}
 
-def build_parser() -> argparse.ArgumentParser:
-    """Parser with every available sub-command registered."""
+_FLAGS = {"--debug", "--quiet", "--version", "-h", "--help"}
+
+
+def _chosen(argv) -> str | None:
+    """The command named in `argv` (the first word that is not a global flag)."""
+    for token in argv:
+        if token == "--":
+            return None
+        if not token.startswith("-"):
+            return token
+        if token not in _FLAGS:
+            return None  # an unknown option: let argparse report it
+    return None
+
+
+def _register(sub, name: str) -> bool:
+    try:
+        module = importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{name}":
+            return False  # sub-command not shipped in this build
+        raise
+    module.register(sub)
+    return True
+
+
+def build_parser(argv=None):
+    """Parser with the sub-commands registered.
+
+    With `argv`, only the command it names is imported and fully registered; the others
+    appear in ``--help`` with their one-line summary. Without `argv`, every command is
+    registered (slower: imports every command module).
+    """
     from .. import __version__
+    from ._common import ArgumentParser, add_global_options
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="bayesbias",
         description="Bias in word embeddings and classifiers, with honest uncertainty.",
-        epilog="Run 'bayesbias COMMAND --help' for the options and examples of a command.",
+        epilog="Run 'bayesbias COMMAND --help' for the options and examples of a command. "
+               "--debug and --quiet also work after COMMAND.",
     )
     parser.add_argument("--version", action="version", version=f"bayesbias {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks and debug logging")
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = _chosen(argv) if argv is not None else None
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # sub-command not shipped in this build
-            raise
-        module.register(sub)
+        if argv is None or name == chosen or name not in SUMMARIES:
+            _register(sub, name)
+        else:
+            sub.add_parser(name, help=SUMMARIES[name], add_help=False)
     return parser
+
+
+class _Printable(logging.Formatter):
+    """Log lines with terminal control characters from words or file names escaped."""
+
+    def format(self, record):
+        from ._common import printable
+
+        return printable(super().format(record))
 
 
 class _Elapsed(logging.Formatter):
@@ -63,7 +124,9 @@ class _Elapsed(logging.Formatter):
         self.start = time.perf_counter()
 
     def format(self, record):
-        return f"[{time.perf_counter() - self.start:6.1f}s] {record.getMessage()}"
+        from ._common import printable
+
+        return f"[{time.perf_counter() - self.start:6.1f}s] {printable(record.getMessage())}"
 
 
 def _show_progress(show: bool) -> None:
@@ -79,40 +142,98 @@ def _show_progress(show: bool) -> None:
     logger.setLevel(logging.INFO if show else logging.WARNING)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every clean-up (temporary files) runs."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _install_signals() -> object | None:
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (e.g. main() called from a worker thread)
+        return None
+
+
 def main(argv=None) -> int:
-    """Run the command line; return the exit code (0 ok, 2 bad input, 3 failed checks)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the command line; return the exit code.
+
+    0 ok, 2 bad input (one line naming the file, word, column or flag), 3 failed checks,
+    130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+    """
+    previous = _install_signals()
+    command = "bayesbias"
+    debug = False
+    try:
+        argv = sys.argv[1:] if argv is None else list(argv)
+        debug = "--debug" in argv
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        debug = args.debug
+        command = f"bayesbias {args.command}" if args.command else command
+        return _run(parser, args)
+    except KeyboardInterrupt as exc:
+        if debug:
+            raise
+        terminated = isinstance(exc, Terminated)
+        print(f"{command}: {'terminated' if terminated else 'interrupted'}; "
+              "no output written", file=sys.stderr)
+        return 143 if terminated else 130
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:
+        if debug:
+            raise
+        return _report_exception(command, exc)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _report_exception(command: str, exc: BaseException) -> int:
+    from ..errors import BayesbiasError
+    from ._common import printable
+
+    if isinstance(exc, BayesbiasError):
+        print(f"{command}: error: {printable(exc)}", file=sys.stderr)
+        return exc.exit_code
+    if isinstance(exc, OSError) and exc.filename:  # an input or output path of the user
+        print(f"{command}: error: {printable(exc.filename)}: "
+              f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
+        return 2
+    if isinstance(exc, RecursionError):
+        print(f"{command}: error: input nested too deeply to read", file=sys.stderr)
+        return 2
+    if isinstance(exc, MemoryError):
+        print(f"{command}: error: out of memory", file=sys.stderr)
+        return 2
+    print(f"{command}: unexpected error: {type(exc).__name__}: {printable(exc)}\n"
+          "(run with --debug for the traceback)", file=sys.stderr)
+    return 1
+
+
+def _run(parser, args) -> int:
     level = logging.DEBUG if args.debug else (logging.ERROR if args.quiet else logging.WARNING)
-    logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Printable("%(levelname)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     _show_progress(not args.quiet)
     if not getattr(args, "run", None):
         parser.print_help()
         return 0
+    if getattr(args, "validate", False) is True:
+        from .. import embeddings
+
+        embeddings.VALIDATE = True
     if hasattr(args, "on_missing") and args.on_missing is None:
         sources = [getattr(args, "embedding", None)]
         if args.command == "compare" and getattr(args, "wordlist", None):
             sources = [args.a, args.b]  # compare's embeddings are --a and --b
         shipped = all(s == "default" for s in sources)
         args.on_missing = "drop" if shipped else "error"
-    try:
-        return int(args.run(args) or 0)
-    except BayesbiasError as exc:
-        if args.debug:
-            raise
-        print(f"bayesbias {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except Exception as exc:  # unexpected: short message unless --debug
-        if args.debug:
-            raise
-        print(f"bayesbias {args.command}: unexpected error: {type(exc).__name__}: {exc}\n"
-              "(run with --debug for the traceback)", file=sys.stderr)
-        return 1
+    return int(args.run(args) or 0)

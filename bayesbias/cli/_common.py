@@ -1,4 +1,12 @@
-"""Helpers shared by the sub-commands: JSON output, common options."""
+"""Helpers shared by the sub-commands: the option vocabulary, validated argparse types,
+JSON output.
+
+One definition per option used by several commands (``--distances``, ``--ci-prob``,
+``--bootstrap``, ``--seed``, ``--draws``/``--tune``/``--chains``, the embedding options),
+and argparse types that reject what makes no sense at parse time (``inf``, ``nan``,
+negative counts, probabilities outside (0, 1)) with one line naming the flag. The types
+call :mod:`bayesbias.validation`, so Python and the CLI accept the same values.
+"""
 
 from __future__ import annotations
 
@@ -8,42 +16,144 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+from ..errors import InvalidArgumentError
+from ..validation import MAX_SEED, validate_float, validate_int
 
 __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable",
-           "positive_int", "probability"]
+           "int_range", "float_range", "positive_int", "nonneg_int", "probability",
+           "positive_float", "finite_float", "seed", "add_seed", "add_distances",
+           "add_ci_prob", "add_bootstrap", "add_sampling_options", "add_global_options",
+           "printable", "MAX_DRAWS", "MAX_CHAINS", "MAX_RESAMPLES"]
+
+#: Upper limits of counts, far above any useful value but below what exhausts memory
+#: or overflows the sampler (``--draws 1e12`` aborted inside nutpie).
+MAX_DRAWS = 1_000_000
+MAX_CHAINS = 64
+MAX_RESAMPLES = 100_000_000
 
 
-def positive_int(text: str) -> int:
-    """Argparse type: an integer >= 1 (``1000`` or ``1e3``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if value < 1 or value != int(value):
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return int(value)
+class _Type:
+    """An argparse type with a readable name (argparse shows ``__name__`` on failure)."""
+
+    def __init__(self, fn, name: str):
+        self.fn = fn
+        self.__name__ = name
+
+    def __call__(self, text):
+        try:
+            return self.fn(text)
+        except InvalidArgumentError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    def __repr__(self) -> str:
+        return self.__name__
 
 
-def probability(text: str) -> float:
-    """Argparse type: a probability strictly between 0 and 1 (e.g. ``0.89``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1), got {text!r}")
-    return value
+def int_range(low: int | None = 1, high: int | None = None, name: str = "int") -> _Type:
+    """Argparse type: a whole number in ``[low, high]`` (``1000`` or ``1e3``)."""
+    return _Type(lambda t: validate_int(t, "value", low=low, high=high), name)
+
+
+def float_range(low: float | None = None, high: float | None = None, *,
+                low_open: bool = False, high_open: bool = False,
+                name: str = "float") -> _Type:
+    """Argparse type: a finite number within the bounds (``inf`` and ``nan`` refused)."""
+    return _Type(lambda t: validate_float(t, "value", low=low, high=high, low_open=low_open,
+                                          high_open=high_open), name)
+
+
+#: A whole number >= 1 (``1000`` or ``1e3``), at most 10**9.
+positive_int = int_range(1, 10**9, "positive_int")
+#: A whole number >= 0, at most 10**9.
+nonneg_int = int_range(0, 10**9, "nonneg_int")
+#: A probability strictly between 0 and 1 (e.g. ``0.89``).
+probability = float_range(0.0, 1.0, low_open=True, high_open=True, name="probability")
+#: A finite number > 0.
+positive_float = float_range(0.0, None, low_open=True, name="positive_float")
+#: Any finite number.
+finite_float = float_range(name="finite_float")
+#: A seed in [0, 2**32 - 1].
+seed = int_range(0, MAX_SEED, "seed")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse parser whose errors are one line: ``bayesbias CMD: error: ...``."""
+
+    def error(self, message):
+        message = message.replace("value must", "must")
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n"
+                     f"(see '{self.prog} --help')\n")
+
+
+def add_global_options(parser, suppress: bool = False) -> None:
+    """Add ``--debug`` and ``--quiet`` (also accepted after the command name)."""
+    default = argparse.SUPPRESS if suppress else False
+    parser.add_argument("--debug", action="store_true", default=default,
+                        help="show tracebacks and debug logging")
+    parser.add_argument("--quiet", action="store_true", default=default,
+                        help="no progress output")
+
+
+def add_seed(parser, default=None, help: str | None = None) -> None:
+    """Add ``--seed`` (0 to 2**32 - 1)."""
+    parser.add_argument("--seed", type=seed, default=default,
+                        help=help or f"random seed, 0 to {MAX_SEED} (default {default})")
+
+
+def add_distances(parser, help: str | None = None, **kwargs) -> None:
+    """Add ``--distances`` (alias ``--table``): a distance table file or
+    ``published:TOPIC:EMBEDDING``.
+    """
+    kwargs.setdefault("default", None)
+    parser.add_argument(
+        "--distances", "--table", dest=kwargs.pop("dest", "distances"), metavar="TABLE",
+        help=help or "distance table: a CSV/Parquet file (ours or the published format) "
+                     "or published:TOPIC:EMBEDDING (e.g. published:religion:reddit)",
+        **kwargs)
+
+
+def add_ci_prob(parser, default: float | None = 0.89, help: str | None = None) -> None:
+    """Add ``--ci-prob``: interval probability in (0, 1)."""
+    shown = "package default, 0.89" if default is None else default
+    parser.add_argument("--ci-prob", type=probability, default=default, metavar="P",
+                        help=help or f"interval probability in (0, 1) (default {shown})")
+
+
+def add_bootstrap(parser, default: int = 0, help: str | None = None) -> None:
+    """Add ``--bootstrap N`` (resamples; 0 = none), alias ``--n-boot``."""
+    parser.add_argument("--bootstrap", "--n-boot", dest="bootstrap", metavar="N",
+                        type=int_range(0, MAX_RESAMPLES, "resamples"), default=default,
+                        help=help or f"bootstrap resamples (default {default})")
+
+
+def add_sampling_options(parser, draws: int = 1000, tune: int = 1000, chains: int = 4) -> None:
+    """Add ``--draws``, ``--tune`` and ``--chains`` with their limits."""
+    parser.add_argument("--draws", type=int_range(1, MAX_DRAWS, "draws"), default=draws,
+                        help=f"posterior draws per chain, 1 to {MAX_DRAWS:,} (default {draws})")
+    parser.add_argument("--tune", type=int_range(1, MAX_DRAWS, "tune"), default=tune,
+                        help=f"tuning steps per chain, 1 to {MAX_DRAWS:,} (default {tune})")
+    parser.add_argument("--chains", type=int_range(1, MAX_CHAINS, "chains"), default=chains,
+                        help=f"chains, 1 to {MAX_CHAINS} (default {chains})")
+
+
+def printable(text) -> str:
+    """`text` with control characters (terminal escape codes) shown escaped."""
+    text = str(text)
+    if text.isprintable() or all(ch.isprintable() or ch in "\n\t" for ch in text):
+        return text
+    return "".join(ch if ch.isprintable() or ch in "\n\t"
+                   else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def add_parser(subparsers, name: str, help: str, examples: str, description: str = ""):
     """Add a sub-command parser whose ``--help`` ends with examples."""
-    return subparsers.add_parser(
+    p = subparsers.add_parser(
         name, help=help, description=description or help,
         epilog="examples:\n" + examples,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_global_options(p, suppress=True)
+    return p
 
 
 def add_json(parser) -> None:
@@ -63,15 +173,23 @@ def add_embedding_options(parser, required: bool = False) -> None:
     parser.add_argument("--trust-pickle", action="store_true",
                         help="allow loading gensim KeyedVectors files (pickles): only for "
                              "files you trust")
+    parser.add_argument("--validate", action="store_true",
+                        help="check every line of the embedding file, not only the lines "
+                             "of the words used (slower; see README 'Embedding files')")
     parser.add_argument("--on-missing", default=None, choices=["error", "drop"],
-                        help="words not in the embedding: fail, or drop them and list them in "
-                             "the output (default: fail for your own files; drop for the "
-                             "shipped 'default' embedding, which lacks 'literaly', a typo in "
-                             "the published neutral list, and WEAT 1's 'blue-bell', 'gladiola')")
+                        help="protected words and stereotypes not in the embedding: fail, or "
+                             "drop them and list them in the output (default: fail for your "
+                             "own files; drop for the shipped 'default' embedding, which "
+                             "lacks WEAT 1's 'blue-bell', 'gladiola'). Control-group words "
+                             "(human, none) missing from the embedding are always dropped "
+                             "and listed")
 
 
 def to_jsonable(obj):
     """Convert numpy / pandas / xarray values to plain JSON types (NaN -> null)."""
+    import numpy as np
+    import pandas as pd
+
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -99,4 +217,4 @@ def emit(args, payload: dict, text: str) -> None:
         json.dump(to_jsonable(payload), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(text)
+        print(printable(text))

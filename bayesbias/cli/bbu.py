@@ -8,16 +8,16 @@ from ..classifier.bernstein import (
     smallest_claimable_delta,
 )
 from ..errors import InputDataError
-from ._common import add_json, add_parser, emit
+from ._common import add_json, add_parser, emit, float_range, positive_int, probability
 
 
 def register(sub) -> None:
     """Add the ``bbu`` sub-command."""
     p = add_parser(
         sub, "bbu", "sample size and interval width for Bernstein-bounded unfairness",
-        "  bayesbias bbu --delta 0.05 --confidence 0.95 --gamma 0.5 --variance 4 --json\n"
+        "  bayesbias bbu --delta 0.05 --ci-prob 0.95 --gamma 0.5 --variance 4 --json\n"
         "      # minimum n to claim a 0.05 disparity (paper: n > 11903)\n"
-        "  bayesbias bbu --n 3160 --confidence 0.95 --gamma 0.5 --variance 4\n"
+        "  bayesbias bbu --n 3160 --ci-prob 0.95 --gamma 0.5 --variance 4\n"
         "      # half-width and smallest claimable disparity with WinoBias's 3160 examples\n",
         description="Planning calculator for Bernstein-bounded unfairness (Ethayarajh 2020): "
                     "with --delta, the smallest number of annotated examples needed to claim "
@@ -25,15 +25,18 @@ def register(sub) -> None:
                     "confidence interval (formula 3), which is also the smallest disparity "
                     "that can be claimed.",
     )
-    p.add_argument("--delta", type=float, help="sample disparity to be claimed (> 0)")
-    p.add_argument("--n", type=int, help="number of annotated examples available")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence rho (default 0.95)")
-    p.add_argument("--gamma", type=float, default=0.5,
+    p.add_argument("--delta", type=float_range(1e-6, 2.0),
+                   help="sample disparity to be claimed (1e-6 to 2)")
+    p.add_argument("--n", type=positive_int, help="number of annotated examples available")
+    p.add_argument("--ci-prob", "--confidence", dest="confidence", type=probability, default=0.95,
+                   help="confidence rho of the interval (default 0.95)")
+    p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=0.5,
                    help="lower bound on the smaller group proportion, in (0, 0.5] (default 0.5)")
-    p.add_argument("--variance", type=float, default=None,
+    p.add_argument("--variance", type=float_range(0.0, 1e12, low_open=True), default=None,
                    help="variance sigma^2 of the amortized disparity (default: worst case "
                         "(C/gamma)^2)")
-    p.add_argument("--max-cost", type=float, default=1.0, help="maximum cost C (default 1)")
+    p.add_argument("--max-cost", type=float_range(0.0, 1e6, low_open=True), default=1.0,
+                   help="maximum cost C (default 1)")
     add_json(p)
     p.set_defaults(run=run)
 

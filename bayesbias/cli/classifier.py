@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_path
 from ..classifier.auc import AUC_METRICS
 from ..classifier.bernstein import CRITERIA
 from ..classifier.data import (
@@ -17,11 +18,21 @@ from ..classifier.data import (
     identity_terms,
     validate_classifier_data,
 )
-from ..classifier.generalized import METRICS
+from ..classifier.generalized import METRICS, PARITY_CODE
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
 from ..errors import InputDataError
-from ..io import atomic_path
-from ._common import add_json, add_parser, emit
+from ._common import (
+    add_json,
+    add_parser,
+    emit,
+    finite_float,
+    float_range,
+    nonneg_int,
+    probability,
+)
+from ._common import (
+    seed as seed_type,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +62,7 @@ def register(sub) -> None:
     p.add_argument("--score", default=None, help="score column (madlibs: TOXICITY@1)")
     p.add_argument("--pred", default=None, help="predicted label column (else score >= "
                    "--threshold)")
-    p.add_argument("--threshold", type=float, default=0.5,
+    p.add_argument("--threshold", type=finite_float, default=0.5,
                    help="threshold turning scores into labels (default 0.5)")
     p.add_argument("--groups", default=None,
                    help="comma-separated boolean group columns (may overlap)")
@@ -59,7 +70,12 @@ def register(sub) -> None:
     p.add_argument("--terms", default="reference",
                    help="madlibs groups: 'reference' (the 12 terms of the published tables), "
                         "'all' (every recovered identity term) or comma-separated terms")
-    p.add_argument("--text", default="phrase", help="text column for identity groups")
+    p.add_argument("--text-column", default="phrase",
+                   help="text column for identity groups (default phrase)")
+    p.add_argument("--match", choices=["longest", "word"], default="longest",
+                   help="madlibs groups: 'longest' (a phrase's longest identity term only, "
+                        "default) or 'word' (every whole-word match, so 'american' also matches "
+                        "'african american', as the published Borkan tables group)")
     p.add_argument("--template", default="template", help="template column")
     p.add_argument("--source", default=None,
                    help="source-example column for counterfactual metrics (madlibs: derived)")
@@ -68,16 +84,23 @@ def register(sub) -> None:
                         "(default bbu,auc)")
     p.add_argument("--criterion", default="demographic_parity", choices=list(CRITERIA),
                    help="cost/annotation for bbu (default demographic_parity)")
-    p.add_argument("--confidence", type=float, default=0.95,
-                   help="coverage of every interval (default 0.95)")
-    p.add_argument("--gamma", type=float, default=None,
+    p.add_argument("--ci-prob", "--confidence", dest="ci_prob", type=probability,
+                   default=0.95, help="probability of every interval (default 0.95)")
+    p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=None,
                    help="bbu: lower bound on group proportions (default: estimated)")
     p.add_argument("--variance", default="estimate",
                    help="bbu: 'estimate', 'worst' or a number (default estimate)")
-    p.add_argument("--n-boot", type=int, default=200,
+    p.add_argument("--bootstrap", "--n-boot", dest="bootstrap", type=nonneg_int, default=200,
                    help="bootstrap resamples for the generalized metrics and bbu "
                         "(default 200; 0 = no intervals)")
-    p.add_argument("--seed", type=int, default=None, help="random seed")
+    p.add_argument("--seed", type=seed_type, default=None, help="random seed")
+    p.add_argument("--parity", choices=["paper", "code"], default="paper",
+                   help="Czarnowska et al.'s Parity Gap and Average Group Fairness: 'paper' "
+                        "(Table 2: accuracy; group vs all rows, default) or 'code' (the "
+                        "authors' code: positive-prediction rate; group vs the other groups)")
+    p.add_argument("--cf-average", choices=["groups", "terms"], default="groups",
+                   help="counterfactual metrics with several terms per group: average within "
+                        "groups first (default) or over term combinations (authors' code)")
     p.add_argument("-o", "--output", help="write the tidy table (.csv or .parquet)")
     add_json(p)
     p.set_defaults(run=run)
@@ -107,16 +130,19 @@ def _groups(args, table: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]
         return None, None
     if args.group_column:
         return None, args.group_column
-    if args.text in table.columns:
+    if args.text_column in table.columns:
         if args.terms == "reference":
             terms = list(MADLIBS_REFERENCE_TERMS)
         elif args.terms == "all":
-            terms = identity_terms(table, text=args.text, template=args.template)
+            terms = identity_terms(table, text=args.text_column, template=args.template)
         else:
             terms = [t.strip() for t in args.terms.split(",") if t.strip()]
-        return identity_groups(table, terms, text=args.text, template=args.template), None
+            if not terms:
+                raise InputDataError(f"--terms: no terms in {args.terms!r}")
+        return identity_groups(table, terms, text=args.text_column, template=args.template,
+                               match=args.match), None
     raise InputDataError("give --groups (boolean columns) or --group-column (a categorical "
-                         "column), or a text column (--text) to derive identity groups")
+                         "column), or a text column (--text-column) to derive identity groups")
 
 
 def run(args) -> int:
@@ -128,6 +154,10 @@ def run(args) -> int:
     if label is None:
         raise InputDataError("give --label (the gold label column)")
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
+    if not metrics:
+        raise InputDataError(f"--metrics: no metric names in {args.metrics!r}")
+    if args.parity == "code":
+        metrics = [PARITY_CODE.get(m, m) for m in metrics]
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
         raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
@@ -150,25 +180,28 @@ def run(args) -> int:
         try:
             variance = float(variance)
         except ValueError:
-            raise InputDataError(f"--variance must be 'estimate', 'worst' or a number, got "
-                                 f"{args.variance!r}") from None
+            variance = float("nan")
+        if not (np.isfinite(variance) and variance > 0):
+            raise InputDataError(f"--variance must be 'estimate', 'worst' or a finite number "
+                                 f"> 0, got {args.variance!r}")
     source = None
     if any(METRICS[m].version == "counterfactual" for m in metrics if m in METRICS):
         if args.source:
             if args.source not in table.columns:
                 raise InputDataError(f"source column {args.source!r} not in the table")
             source = table[args.source]
-        elif args.text in table.columns and args.template in table.columns:
-            source = counterfactual_frames(table, cd.groups, text=args.text,
+        elif args.text_column in table.columns and args.template in table.columns:
+            source = counterfactual_frames(table, cd.groups, text=args.text_column,
                                            template=args.template)
     model = score or args.pred
-    res = classifier_bias(cd, metrics, confidence=args.confidence, criterion=args.criterion,
-                          gamma=args.gamma, variance=variance, n_boot=args.n_boot,
-                          source=source, seed=args.seed, model=model)
-    ci = args.confidence
+    res = classifier_bias(cd, metrics, ci_prob=args.ci_prob, criterion=args.criterion,
+                          gamma=args.gamma, variance=variance, n_boot=args.bootstrap,
+                          source=source, seed=args.seed, model=model,
+                          cf_average=args.cf_average)
+    ci = args.ci_prob
     payload: dict = {"data": args.data, "model": model, "n": cd.n,
                      "groups": {g: int(v) for g, v in cd.groups.sum().items()},
-                     "confidence": ci, "threshold": cd.threshold, "metrics": {}}
+                     "ci_prob": ci, "threshold": cd.threshold, "metrics": {}}
     text: list[str] = [f"{args.data}: {cd.n} rows, {len(cd.group_names)} groups, model {model}"]
     for metric in metrics:
         if metric == "auc":

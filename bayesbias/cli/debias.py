@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import pandas as pd
-
+from .._atomic import check_output
 from ..debias import NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, hard_debias
 from ..distances import distance_table
 from ..embeddings import load_embedding, save_embedding
-from ..errors import InputDataError, WordListError
+from ..errors import InvalidArgumentError, WordListError
 from ..wordlists import load_wordlist
-from ._common import add_embedding_options, add_json, add_parser, emit, positive_int
+from ._common import add_embedding_options, add_json, add_parser, emit, int_range
 
 DESCRIPTION = """\
 Hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et al. 2019). The bias subspace
@@ -24,8 +23,14 @@ part). Only those words change: every other row is written unchanged, unless
 
 The whole embedding is loaded and written (every word, changed rows replaced): memory
 grows with the file (the shipped default has 20,162 words; a 3M-word 300-d file needs
-several GB). Exit code 3 if a check fails (a neutralised word keeps a projection above
-1e-6, or a definite set that shares no word with a later set is not symmetric)."""
+several GB). K defaults to the size of the largest definite set minus one: equalising m words in a
+k-dimensional subspace keeps them distinct only if k >= m - 1 (with k=1, two of the three
+religion words 'jew', 'christian', 'muslim' would end up identical). A smaller -k is
+refused unless --allow-merge.
+
+Exit code 3 if a check fails (a neutralised word keeps a projection above 1e-6, a
+definite set that shares no word with a later set is not symmetric, or two equalised
+words coincide); then no output file is written unless --force."""
 
 
 
@@ -44,9 +49,15 @@ def register(sub) -> None:
     add_embedding_options(p)
     p.add_argument("--wordlist", default="religion",
                    help="shipped list name or TOML file; it must have definite_sets")
-    p.add_argument("-k", type=positive_int, default=1,
-                   help="bias directions (default 1; at most the sum over definite sets of "
-                        "set size minus one)")
+    p.add_argument("-k", type=int_range(1, 10_000, "k"), default=None,
+                   help="bias directions (default: the largest definite set's size minus one, "
+                        "which keeps every set's words distinct: 2 for religion and race, 1 "
+                        "for gender; at most the sum over definite sets of size minus one)")
+    p.add_argument("--allow-merge", action="store_true",
+                   help="accept a -k below the default although it makes words of a "
+                        "definite set identical (they are listed)")
+    p.add_argument("--force", action="store_true",
+                   help="write the output even if a check fails (exit code still 3)")
     p.add_argument("--neutralize", default="stereotypes",
                    help="words to neutralise: 'stereotypes' (default, as Manzini et al.), "
                         "'attributes' (stereotypes + human and neutral controls), 'none', "
@@ -78,12 +89,12 @@ def _neutralize_arg(value: str):
         return None
     words = [w.strip() for w in value.split(",") if w.strip()]
     if not words:
-        raise InputDataError(
+        raise InvalidArgumentError(
             f"--neutralize: give {', '.join(NEUTRALIZE_CHOICES)}, none, or a list of words")
     return words
 
 
-def _connection_means(embedding, wordlist) -> tuple[pd.Series, dict]:
+def _connection_means(embedding, wordlist):
     """Mean distance per connection, over the word-list words in `embedding`."""
     quiet = logging.getLogger("bayesbias.embeddings")
     level = quiet.level
@@ -103,22 +114,28 @@ def run(args) -> int:
     if not wl.definite_sets:  # fail before loading a possibly large file
         raise WordListError(f"word list {wl.name!r} ({wl.path}) has no definite_sets; "
                             "hard debiasing needs them")
+    if args.output:
+        check_output(args.output, what="-o")
     emb = load_embedding(args.embedding, format=args.format, trust_pickle=args.trust_pickle)
     debiased, report = hard_debias(emb, wl, k=args.k, neutralize=neutralize,
                                    equalize=args.equalize, on_missing=args.on_missing,
                                    normalize_all=args.normalize_all,
-                                   overlapping=args.overlapping)
+                                   overlapping=args.overlapping,
+                                   allow_merge=args.allow_merge)
+    import pandas as pd
+
     before, dropped = _connection_means(emb, wl)
     after, _ = _connection_means(debiased, wl)
     means = pd.DataFrame({"before": before, "after": after})
     means["change"] = means["after"] - means["before"]
     binary = None
-    if args.output:
+    written = bool(args.output) and (report.passed or args.force)
+    if written:
         out = Path(args.output)
         suffix = out.suffixes[-2] if out.suffix == ".gz" and len(out.suffixes) > 1 else out.suffix
         binary = args.binary if args.binary is not None else suffix == ".bin"
         save_embedding(debiased, out, binary=binary)
-    payload = dict(report.to_dict(), output=args.output,
+    payload = dict(report.to_dict(), output=args.output if written else None,
                    output_format=None if binary is None else
                    ("word2vec-binary" if binary else "word2vec"),
                    mean_cosine_distance=means.reset_index(),
@@ -129,7 +146,10 @@ def run(args) -> int:
     if dropped:
         lines.append("  (not in the embedding, left out of these means: " + "; ".join(
             f"{k}: {', '.join(v)}" for k, v in dropped.items()) + ")")
-    if args.output:
-        lines.append(f"wrote {args.output} ({payload['output_format']}, {len(debiased)} words)")
+    if written:
+        lines.append(f"wrote {args.output} ({payload['output_format']}, {len(debiased)} words)"
+                     + ("" if report.passed else " despite the failed checks (--force)"))
+    elif args.output:
+        lines.append(f"checks failed: {args.output} not written (--force writes it anyway)")
     emit(args, payload, "\n".join(lines))
     return 0 if report.passed else 3

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from ..datasets import read_table
-from ..distances import distance_table, write_distance_table
-from ..embeddings import load_embedding
-from ..wordlists import load_wordlist
-from ._common import add_embedding_options, add_json, add_parser, emit
+from ._common import add_distances, add_embedding_options, add_json, add_parser, emit
 
 
 def register(sub) -> None:
@@ -19,16 +15,24 @@ def register(sub) -> None:
     )
     add_embedding_options(p)
     p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
-    p.add_argument("--table", "--distances", dest="table",
-                   help="summarise an existing table (ours, the published format, or "
-                        "published:TOPIC:EMBEDDING)")
-    p.add_argument("-o", "--output", help="write the table (.csv or .parquet)")
+    add_distances(p, dest="table",
+                  help="summarise an existing table (ours, the published format, or "
+                       "published:TOPIC:EMBEDDING)")
+    p.add_argument("-o", "--output",
+                   help="write the table (.csv, or .parquet/.pq; other suffixes are refused)")
     add_json(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     """Run ``bayesbias distances``; return the exit code."""
+    from ..datasets import read_table
+    from ..distances import check_table_path, distance_table, write_distance_table
+    from ..embeddings import load_embedding
+    from ..wordlists import load_wordlist
+
+    if args.output:
+        check_table_path(args.output, what="-o")
     if args.table:
         table = read_table(args.table)
     else:

@@ -74,6 +74,10 @@ def register(sub) -> None:
     p.add_argument("--loo", action="store_true", help="also report PSIS-LOO (elpd)")
     p.add_argument("--show-model", action="store_true",
                    help="print the model card (priors) and exit")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="also: change of each contrast and verdict when each word is left "
+                        "out, and the share of 200 resampled word lists under which each "
+                        "verdict holds (exact refits; hierarchical model)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -117,6 +121,10 @@ def run(args) -> int:
         emit(args, {"spec": spec.to_dict(), "spec_hash": spec.hash, "card": spec.card()},
              spec.card())
         return 0
+    if args.sensitivity:  # refuse unsupported specs before sampling
+        from ..studies.sensitivity import check_model
+
+        check_model(load_spec(args.model, level=args.level, residual_sd=args.residual_sd))
     table = load_table(args.distances, args)
     fit = fit_from_args(table, args)
     summary = fit.summary(args.ci_prob, args.ci_kind)
@@ -146,6 +154,12 @@ def run(args) -> int:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "
                      f"{lo['p']:.1f}, {lo['pareto_k_bad']} rows with Pareto k > 0.7")
+    if args.sensitivity:
+        from ..studies.sensitivity import sensitivity
+
+        sens = sensitivity(table, fit.spec, ci_prob=args.ci_prob, seed=args.seed)
+        payload["sensitivity"] = sens.to_dict()
+        lines += ["", str(sens)]
     if args.output:
         lines.append(f"wrote {args.output}")
     if args.plot:

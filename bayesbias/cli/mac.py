@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
     p.add_argument("--embedding-b", default=None,
                    help="second embedding (e.g. debiased) for the paired t-test")
-    p.add_argument("--distances", default=None,
+    p.add_argument("--distances", "--table", dest="distances", default=None,
                    help="distance table (ours or the published format, or "
                         "published:TOPIC:EMBEDDING for a shipped one) instead of an embedding")
     p.add_argument("--distances-b", default=None,

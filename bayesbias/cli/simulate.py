@@ -6,11 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
-from ..config import defaults
-from ..errors import InputDataError
-from ..io import atomic_path
-from ..simulate import (
+from .._atomic import atomic_path
+from ..comparators.null import (
     DEFAULT_STATISTICS,
     NULLS,
     STATISTICS,
@@ -22,7 +19,21 @@ from ..simulate import (
     summary_dict,
     weat_bound,
 )
-from ._common import add_json, add_parser, emit
+from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
+from ..config import defaults
+from ..errors import InputDataError
+from ._common import (
+    add_json,
+    add_parser,
+    emit,
+    float_range,
+    nonneg_int,
+    positive_int,
+    probability,
+)
+from ._common import (
+    seed as seed_type,
+)
 
 DESCRIPTION = """\
 Simulate cosine similarities with no bias and compute WEAT and MAC on them: how large
@@ -63,23 +74,25 @@ def register(sub) -> None:
         description=DESCRIPTION,
     )
     p.add_argument("--null", choices=NULLS, default="independent", help="generative null")
-    p.add_argument("--targets", type=int, nargs=2, default=[8, 8], metavar=("NX", "NY"),
+    p.add_argument("--targets", type=positive_int, nargs=2, default=[8, 8], metavar=("NX", "NY"),
                    help="sizes of the target sets X and Y (default 8 8)")
-    p.add_argument("--attributes", type=int, nargs=2, default=[8, 8], metavar=("NA", "NB"),
+    p.add_argument("--attributes", type=positive_int, nargs=2, default=[8, 8], metavar=("NA", "NB"),
                    help="sizes of the attribute sets A and B (default 8 8)")
     p.add_argument("--grid", type=_size_pair, nargs="+", default=None,
                    help="grid of sizes, each NX,NYxNA,NB (overrides --targets/--attributes)")
-    p.add_argument("--sd", type=float, nargs="+", default=[0.08],
+    p.add_argument("--sd", type=float_range(0.0, 10.0, low_open=True), nargs="+", default=[0.08],
                    help="similarity sd; several values make a grid (default 0.08)")
-    p.add_argument("--mean", type=float, default=0.0, help="mean similarity (default 0)")
-    p.add_argument("--word-sd", type=float, default=0.05, help="hierarchical: word-effect sd")
-    p.add_argument("--attribute-sd", type=float, default=0.05,
+    p.add_argument("--mean", type=float_range(-1.0, 1.0), default=0.0,
+                   help="mean similarity (default 0)")
+    p.add_argument("--word-sd", type=float_range(0.0, 10.0), default=0.05,
+                   help="hierarchical: word-effect sd")
+    p.add_argument("--attribute-sd", type=float_range(0.0, 10.0), default=0.05,
                    help="hierarchical: attribute-effect sd")
     p.add_argument("--table", "--distances", dest="table", default=None,
                    help="resample: distance table with 'none' rows (a file or "
                         "published:TOPIC:EMBEDDING)")
-    p.add_argument("--reps", type=int, default=10_000, help="replications (default 10000)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--reps", type=positive_int, default=10_000, help="replications (default 10000)")
+    p.add_argument("--seed", type=seed_type, default=None,
                    help=f"seed (default {defaults.seed})")
     p.add_argument("--statistics", nargs="+", choices=list(STATISTICS),
                    default=list(DEFAULT_STATISTICS), help="statistics to compute")
@@ -87,14 +100,15 @@ def register(sub) -> None:
                    help="WEAT permutation test alternative (default two-sided)")
     p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample",
                    help="WEAT effect-size sd: sample (n - 1, default) or population (n)")
-    p.add_argument("--permutations", type=int, default=999,
+    p.add_argument("--permutations", type=positive_int, default=999,
                    help="Monte Carlo splits per replication when not exact (default 999)")
-    p.add_argument("--exact-limit", type=int, default=20_000,
+    p.add_argument("--exact-limit", type=nonneg_int, default=20_000,
                    help="exact permutation test up to this many splits (default 20000)")
-    p.add_argument("--thresholds", type=float, nargs="+", default=[0.5, 0.8, 1.27],
+    p.add_argument("--thresholds", type=float_range(0.0, 100.0, low_open=True), nargs="+",
+                   default=[0.5, 0.8, 1.27],
                    help="report the fraction of |WEAT d| >= each (default 0.5 0.8 1.27)")
-    p.add_argument("--alpha", type=float, default=0.05, help="test level (default 0.05)")
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--alpha", type=probability, default=0.05, help="test level (default 0.05)")
+    p.add_argument("--workers", type=positive_int, default=None,
                    help="run on a local Dask cluster with this many worker processes")
     p.add_argument("--scheduler", default=None,
                    help="address of a running Dask scheduler (e.g. tcp://host:8786)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS, resolve_weat_sets, weat
@@ -15,8 +14,12 @@ from ._common import (
     add_json,
     add_parser,
     emit,
+    nonneg_int,
     positive_int,
     probability,
+)
+from ._common import (
+    seed as seed_type,
 )
 
 DESCRIPTION = """\
@@ -31,16 +34,6 @@ correction (p is never 0). --bootstrap N adds an interval for the effect size re
 targets and attributes. Words missing from the embedding stop the run unless
 --on-missing drop, which drops and lists them."""
 
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        value = int(float(text))
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
 
 
 def register(sub) -> None:
@@ -68,7 +61,7 @@ def register(sub) -> None:
                         "published:weat_7:reddit for a shipped one) instead")
     p.add_argument("--permutations", type=positive_int, default=defaults.n_permutations,
                    help=f"Monte Carlo splits (default {defaults.n_permutations})")
-    p.add_argument("--exact-limit", type=_nonneg_int,
+    p.add_argument("--exact-limit", type=nonneg_int,
                    default=defaults.exact_permutation_limit,
                    help="enumerate all splits when there are at most this many "
                         f"(default {defaults.exact_permutation_limit})")
@@ -76,11 +69,11 @@ def register(sub) -> None:
                    help="greater (Caliskan's one-sided test, default), less, or two-sided")
     p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample",
                    help="sd of the effect size: sample (n - 1, default) or population (n)")
-    p.add_argument("--bootstrap", type=_nonneg_int, default=0,
+    p.add_argument("--bootstrap", type=nonneg_int, default=0,
                    help="bootstrap resamples for an effect-size interval (default 0: none)")
     p.add_argument("--ci-prob", type=probability, default=None,
                    help=f"probability of the interval (default {defaults.ci_prob})")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=seed_type, default=None,
                    help=f"seed of the Monte Carlo splits and bootstrap (default {defaults.seed})")
     add_json(p)
     p.set_defaults(run=run)

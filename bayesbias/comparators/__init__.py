@@ -1,6 +1,13 @@
-"""Frequentist comparators: WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019)."""
+"""Frequentist comparators of embedding bias, each with intervals and null distributions.
+
+WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019) on similarity tables; RND, RNSB,
+ECT, RIPA and Bolukbasi's direct and indirect bias on vectors (:mod:`.metrics`, one kernel
+module each); the null-study engine (:mod:`.null`) and the shared resampling
+(:mod:`.resampling`).
+"""
 
 from .mac import MacResult, MacTTest, class_scores, mac, mac_from_table, mac_ttest, mac_value
+from .metrics import METRICS, MetricResult, MetricTable, embedding_metric, metric_table
 from .weat import (
     ALTERNATIVES,
     SD_CONVENTIONS,
@@ -11,8 +18,9 @@ from .weat import (
     effect_size,
     mean_difference,
     permutation_test,
-    test_statistic,
+    sum_statistic,
     weat,
+    weat_bound,
     weat_from_similarities,
     weat_from_table,
 )
@@ -26,11 +34,12 @@ __all__ = [
     # WEAT, array layer
     "association",
     "effect_size",
-    "test_statistic",
+    "sum_statistic",
     "mean_difference",
     "permutation_test",
     "PermutationTest",
     "bootstrap_effect_size",
+    "weat_bound",
     "ALTERNATIVES",
     "SD_CONVENTIONS",
     # MAC
@@ -41,4 +50,10 @@ __all__ = [
     "MacTTest",
     "class_scores",
     "mac_value",
+    # RND, RNSB, ECT, RIPA, direct / indirect bias, WEAT-ES (word layer)
+    "METRICS",
+    "embedding_metric",
+    "metric_table",
+    "MetricResult",
+    "MetricTable",
 ]

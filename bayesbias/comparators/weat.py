@@ -1,7 +1,7 @@
 """The Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017), done right.
 
 Two layers. The array layer works on cosine similarities: :func:`association` gives
-s(w, A, B) for every target word, :func:`effect_size` and :func:`test_statistic` summarise
+s(w, A, B) for every target word, :func:`effect_size` and :func:`sum_statistic` summarise
 them, :func:`permutation_test` re-partitions X ∪ Y without replacement (exactly when the
 number of splits is small enough, otherwise by seeded Monte Carlo with the +1 correction),
 and :func:`bootstrap_effect_size` resamples targets and attributes. The functions accept
@@ -29,13 +29,15 @@ from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
 from ..errors import DistanceTableError, InputDataError, WordListError
 from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
+from .resampling import ordered_subsets, percentile_interval
 
 __all__ = [
     "ALTERNATIVES",
     "SD_CONVENTIONS",
     "association",
     "effect_size",
-    "test_statistic",
+    "sum_statistic",
+    "weat_bound",
     "mean_difference",
     "n_splits",
     "split_indicators",
@@ -94,13 +96,22 @@ def _check_s(s_x, s_y):
     return s_x, s_y
 
 
-def test_statistic(s_x, s_y) -> np.ndarray:
+def sum_statistic(s_x, s_y) -> np.ndarray:
     """Caliskan's test statistic: sum of s over X minus sum of s over Y (last axis)."""
     s_x, s_y = _check_s(s_x, s_y)
     return s_x.sum(axis=-1) - s_y.sum(axis=-1)
 
 
-test_statistic.__test__ = False  # not a pytest test when imported into a test module
+def weat_bound(n_x: int, n_y: int, sd: str = "sample") -> float:
+    """Largest possible |WEAT effect size| for target sets of sizes n_x and n_y.
+
+    With N = n_x + n_y and D the difference of the two means, the total sum of squares of
+    the pooled s values is at least its between-set part n_x n_y D^2 / N, so
+    |d| <= sqrt(N (N - ddof) / (n_x n_y)): sqrt(2 (2n - 1) / n) for n + n words with the
+    sample sd (sqrt(3) for 2 + 2) and 2 with the population sd. The bound is reached when
+    the s values within each set are equal.
+    """
+    return math.sqrt((n_x + n_y) * (n_x + n_y - _ddof(sd)) / (n_x * n_y))
 
 
 def mean_difference(s_x, s_y) -> np.ndarray:
@@ -181,13 +192,8 @@ def split_indicators(n_x: int, n_y: int, *, n_permutations: int | None = None,
     done = 0
     while done < n_permutations:
         k = min(chunk, n_permutations - done)
-        keys = rng.random((k, n))
-        idx = np.argpartition(keys, n_x - 1, axis=1)[:, :n_x] if n_x < n else None
         ind = np.zeros((k, n))
-        if idx is None:
-            ind[:] = 1.0
-        else:
-            np.put_along_axis(ind, idx, 1.0, axis=1)
+        np.put_along_axis(ind, ordered_subsets(rng, k, n, n_x), 1.0, axis=1)
         done += k
         yield ind
 
@@ -432,10 +438,7 @@ def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str =
                                       len(s_x), n_bootstrap=int(bootstrap), sd=sd,
                                       seed=np.random.default_rng(boot_seed))
         n_degenerate = int(np.isnan(draws).sum())
-        ok = draws[~np.isnan(draws)]
-        if ok.size:
-            lo, hi = np.quantile(ok, [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
-            ci = (float(lo), float(hi))
+        ci = percentile_interval(draws, ci_prob)
     words = words or {}
     assoc = {}
     for key, vals in (("X", s_x), ("Y", s_y)):
@@ -443,7 +446,7 @@ def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str =
         assoc.update({str(w): float(v) for w, v in zip(labels, vals, strict=True)})
     return WeatResult(
         effect_size=d,
-        statistic=float(test_statistic(s_x, s_y)),
+        statistic=float(sum_statistic(s_x, s_y)),
         mean_difference=float(mean_difference(s_x, s_y)),
         p_value=float(test.p_value),
         alternative=alternative,
@@ -457,8 +460,7 @@ def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str =
         association=assoc,
         ci=ci,
         ci_prob=ci_prob if bootstrap else None,
-        ci_kind="equal-tailed percentile bootstrap over targets and attributes"
-        if bootstrap else None,
+        ci_kind="bootstrap" if bootstrap else None,
         n_bootstrap=int(bootstrap),
         n_bootstrap_degenerate=n_degenerate,
         dropped={k: list(v) for k, v in (dropped or {}).items()},

@@ -25,6 +25,7 @@ GROUP_MEAN = None
 
 
 def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
     p = spec.priors
     return [f"  distance_i ~ Normal(m[{unit}] + co[c], {s})",
             f"  m[{unit}] ~ {p['m']}",
@@ -33,7 +34,7 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
 
 
 def validate(spec: ModelSpec, source: str) -> None:
-    """The rotation needs Normal priors for m and co."""
+    """Refuse priors other than Normal for m and co (the rotation needs them)."""
     from ..errors import ModelSpecError
 
     for p in ("m", "co"):

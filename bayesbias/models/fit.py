@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._atomic import atomic_path
 from ..config import CONNECTIONS, defaults
-from ..errors import DiagnosticsError, DistanceTableError, InputDataError, ModelSpecError
-from ..io import atomic_path
+from ..errors import DiagnosticsError, InvalidArgumentError, ModelSpecError
 from ..progress import progress
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import Cells, cells_from_table, normal_logp_rows
-from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
 from .spec import ModelSpec, load_spec
+from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
 
 __all__ = [
     "Fit",
@@ -632,7 +632,7 @@ def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[i
         except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok or not lo <= int(value) <= hi:
-            raise InputDataError(f"{name} must be a whole number from {lo} to {hi:,}, "
+            raise InvalidArgumentError(f"{name} must be a whole number from {lo} to {hi:,}, "
                                  f"got {value!r}")
         return int(value)
 
@@ -644,9 +644,9 @@ def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[i
     except (TypeError, ValueError):
         ta = float("nan")
     if not 0 < ta < 1:
-        raise InputDataError(f"target_accept must be in (0, 1), got {target_accept!r}")
+        raise InvalidArgumentError(f"target_accept must be in (0, 1), got {target_accept!r}")
     if draws * chains * max(n_cells, 1) > MAX_STORED:
-        raise InputDataError(
+        raise InvalidArgumentError(
             f"draws x chains x cells = {draws:,} x {chains} x {n_cells} exceeds the limit of "
             f"{MAX_STORED:,} stored values (2 GB); use fewer draws or chains")
     return draws, tune, chains
@@ -692,7 +692,6 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
     import pymc as pm
 
     from .. import __version__
-
     from .marginal import sample_marginal, supports
 
     spec = load_spec(model, **spec_overrides)

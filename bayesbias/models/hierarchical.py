@@ -76,6 +76,7 @@ def cell_means(spec: ModelSpec, cells: Cells):
 
 
 def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
     p = spec.priors
     nc = ("chosen from the data (auto)" if spec.noncentred == "auto"
           else ", ".join(spec.noncentred) or "none")
@@ -96,4 +97,5 @@ def marginal_blocks(spec: ModelSpec):
 
 
 def derived(values: dict, m) -> dict:
+    """Return no derived variables (mu_bar is sampled)."""
     return {}

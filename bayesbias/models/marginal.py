@@ -88,7 +88,7 @@ def _cell_array(cells: Cells) -> np.ndarray:
 
 
 def _initial(blocks, cells: Cells, rng) -> np.ndarray:
-    """A start near the data (pooled means and sds), jittered with `rng`."""
+    """Return a start near the data (pooled means and sds), jittered with `rng`."""
     n = cells.n.sum(axis=0)
     tot = np.where(cells.n > 0, cells.n * np.nan_to_num(cells.mean), 0.0).sum(axis=0)
     overall = tot.sum() / max(n.sum(), 1)
@@ -162,7 +162,7 @@ _TEMPLATE = ("{% for chain in chains %}{{ chain.finished_draws }}/{{ chain.total
 
 def _compiled_model(names, shapes, dims, data: np.ndarray, init_fn, label: str,
                     every_ms: int = 2000):
-    """A nutpie model calling the cached C functions of :mod:`._kernel` (no Python per step).
+    """Return a nutpie model calling the cached C functions of :mod:`._kernel` (no Python per step).
 
     Progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
     """

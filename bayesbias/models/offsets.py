@@ -21,6 +21,7 @@ GROUP_MEAN = "mu_bar"
 
 
 def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
     p = spec.priors
     return [f"  distance_i ~ Normal(mu[{unit}, c], {s})",
             f"  mu[{unit}, c] ~ Normal(m + offset[c], tau[c]);  group mean mu_bar[c] = "
@@ -31,6 +32,7 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
 
 
 def marginal_blocks(spec: ModelSpec):
+    """Parameters of the cell-marginal form (see :mod:`bayesbias.models.marginal`)."""
     return ([Block("m", spec.priors["m"], "I", per_connection=False),
              Block("offset", spec.priors["offset"], "M"),
              Block("tau", spec.priors["tau"], "T"),
@@ -39,6 +41,7 @@ def marginal_blocks(spec: ModelSpec):
 
 
 def derived(values: dict, m):
+    """Return the group means ``mu_bar = m + offset``."""
     return {"mu_bar": m}
 
 

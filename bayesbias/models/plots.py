@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import atomic_path
 from ..config import CONNECTIONS
-from ..io import atomic_path
 
 __all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes"]
 

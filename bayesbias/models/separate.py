@@ -14,6 +14,7 @@ GROUP_MEAN = None
 
 
 def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
     return [f"  distance_i ~ Normal(mu[{unit}, c], {s})",
             f"  mu[{unit}, c] ~ {spec.priors['mu']}"]
 
@@ -32,6 +33,7 @@ def marginal_blocks(spec: ModelSpec):
 
 
 def derived(values: dict, m) -> dict:
+    """Return no derived variables."""
     return {}
 
 

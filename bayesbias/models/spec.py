@@ -10,19 +10,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import shipped_dir
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
-from ..io import shipped_dir
 
 __all__ = [
     "Prior",
     "ModelSpec",
     "load_spec",
     "available_models",
-    "FAMILIES",
     "LEVELS",
     "RESIDUAL_SDS",
-    "PRIOR_NAMES",
 ]
 
 LEVELS = ("word", "class")

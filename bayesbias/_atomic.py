@@ -1,0 +1,186 @@
+"""Atomic output, output-target checks, and the location of shipped resources.
+
+Every file bayesbias writes goes through :func:`atomic_path`: the data is written to a
+hidden temporary file next to the target and renamed onto it only when complete, so an
+interrupted or failing writer (exception, Ctrl-C, SIGTERM: the CLI turns SIGTERM into the
+same ``KeyboardInterrupt``) never leaves a half-written file at the target, and removes
+its temporary file. :func:`check_output` runs the same checks up front, so a command can
+refuse a bad ``-o`` before minutes of computation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from .errors import OutputPathError
+
+__all__ = ["atomic_path", "check_output", "shipped_dir", "MIN_FREE_BYTES"]
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+#: Free space below which an output folder counts as full (checked up front).
+MIN_FREE_BYTES = 1 << 20
+
+
+def _describe(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
+    """Check that `path` can be written as an output file (or folder); return it.
+
+    Refuses, with :class:`~bayesbias.errors.OutputPathError`: an empty path; a symbolic
+    link; an existing target that is not a regular file (a folder, device, FIFO,
+    socket), or not a folder when ``folder=True``; a parent path running through a file;
+    a parent folder without write permission, on a read-only file system or with less
+    than :data:`MIN_FREE_BYTES` free. Missing parent folders are fine (they are created
+    when writing). Nothing is created.
+
+    Parameters
+    ----------
+    path : str or path-like
+    what : str
+        How the target is named in messages (e.g. ``"-o"``).
+    folder : bool
+        The target is a folder (a report), not a file.
+    """
+    if path is None or str(path).strip() == "":
+        raise OutputPathError(f"{what}: empty output path")
+    path = Path(path)
+    if path.name in ("", ".", ".."):
+        raise OutputPathError(f"{what} {str(path)!r}: give a file or folder name, not "
+                              f"{str(path)!r}")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        st = None  # a parent is a file: reported below
+    except OSError as exc:
+        raise OutputPathError(f"{what} {path}: cannot check ({exc.strerror})") from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputPathError(
+                f"{what} {path}: is a symbolic link; give the real path "
+                f"({os.path.realpath(path)}) if you mean to replace that file")
+        if folder and not stat.S_ISDIR(st.st_mode):
+            raise OutputPathError(f"{what} {path}: exists and is not a folder")
+        if not folder and not stat.S_ISREG(st.st_mode):
+            raise OutputPathError(f"{what} {path}: is {_describe(st.st_mode)}, not a regular "
+                                  "file; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    existing = parent
+    while True:
+        try:
+            pst = os.stat(existing)
+        except FileNotFoundError:
+            existing = existing.parent
+            continue
+        except NotADirectoryError:
+            pst = None
+        except OSError as exc:
+            raise OutputPathError(f"{what} {path}: cannot check {existing} "
+                                  f"({exc.strerror})") from None
+        if pst is None or not stat.S_ISDIR(pst.st_mode):
+            # walk up to the component that is a file
+            blocker = existing
+            while blocker != blocker.parent and not blocker.is_file():
+                blocker = blocker.parent
+            raise OutputPathError(f"{what} {path}: {blocker} is a file, not a folder")
+        break
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{what} {path}: no permission to write in {existing}")
+    try:
+        vfs = os.statvfs(existing)
+    except OSError:
+        vfs = None
+    if vfs is not None:
+        if vfs.f_flag & os.ST_RDONLY:
+            raise OutputPathError(f"{what} {path}: {existing} is on a read-only file system")
+        blocks = vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail
+        free = blocks * vfs.f_frsize
+        if vfs.f_blocks and free < MIN_FREE_BYTES:
+            raise OutputPathError(f"{what} {path}: no space left on the device of {existing} "
+                                  f"({free:,} bytes free)")
+    return path
+
+
+def _os_message(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    if exc.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.EROFS:
+        return "read-only file system"
+    return exc.strerror or str(exc)
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix: str | None = None):
+    """Yield a temporary path next to `path`; rename it onto `path` only on success.
+
+    The target is checked first (:func:`check_output`). An interrupted or failing writer
+    never leaves a half-written file at `path` and never leaves its temporary file
+    behind. Failures of the file system (no space, permission, read-only) raise
+    :class:`~bayesbias.errors.OutputPathError`.
+    """
+    path = check_output(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=suffix or path.suffix or ".tmp", dir=path.parent
+        )
+        os.close(fd)
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {path}: {_os_message(exc)}") from None
+    tmp = Path(tmp)
+    try:
+        try:
+            yield tmp
+            if tmp.exists():  # mkstemp makes owner-only files; give the usual permissions
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(tmp, 0o666 & ~umask)
+            check_output(path)  # the target may have changed while we computed
+            os.replace(tmp, path)
+        except OutputPathError:
+            raise
+        except OSError as exc:
+            ours = exc.filename in (None, str(tmp), str(path)) and not isinstance(
+                exc, FileNotFoundError)
+            if exc.errno in _DEVICE_ERRORS or ours:
+                raise OutputPathError(f"cannot write {path}: {_os_message(exc)}") from None
+            raise
+    finally:
+        with contextlib.suppress(OSError):
+            if tmp.exists():
+                tmp.unlink()
+
+
+def shipped_dir(name: str) -> Path:
+    """Return the directory of a shipped resource folder (``"wordlists"`` or ``"models"``).
+
+    Installed wheels carry them inside the package (``bayesbias/_shipped``); a source
+    checkout uses the top-level folders of the repository.
+    """
+    for candidate in (_PACKAGE_DIR / "_shipped" / name, _PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"shipped folder {name!r} not found next to {_PACKAGE_DIR}")

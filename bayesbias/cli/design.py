@@ -1,0 +1,164 @@
+"""``bayesbias design``: how many words a study needs (Bayesian assurance, WEAT/MAC power)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..config import defaults
+from ..errors import InputDataError
+from .._atomic import atomic_path
+from ._common import add_json, add_parser, add_seed, emit, positive_int, probability
+
+DESCRIPTION = """\
+Plan a study from a pilot. The pilot (a distance table, an embedding plus a word list, or a
+saved hierarchical fit) gives a posterior over the group-level means and spreads per
+connection. For every candidate design (protected words per class, stereotypes per class,
+human and neutral controls) the command simulates --reps studies: a truth drawn from the
+pilot's posterior, new words drawn from the fitted hierarchy, every distance drawn around
+them. Each study is analysed with the verdict rule of the report (a contrast's HDI below 0:
+associated - none, associated - human, associated - different), WEAT's permutation test
+(every class pair) and MAC's paired t-test, one-sided at --alpha. Prints the assurance
+(share of studies reaching each verdict) with its Monte Carlo se, and the smallest design
+reaching --target for --verdict. --null CONTRAST sets that contrast to 0 in every truth, so
+the shares are false-positive rates. Runs on Dask with --workers N or --scheduler ADDRESS;
+the numbers depend on --seed only."""
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        out = [int(v) for v in text.split(",") if v.strip()]
+        if not out or min(out) < 1:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be positive integers separated by commas (e.g. 5,10,20), got {text!r}"
+        ) from None
+    return out
+
+
+def add_parallel_options(p) -> None:
+    """``--workers`` and ``--scheduler`` (shared by design, calibrate and fit --sensitivity)."""
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="run on a local Dask cluster of N worker processes (default: in "
+                        "this process); results do not depend on N")
+    p.add_argument("--scheduler", default=None,
+                   help="address of an existing Dask scheduler (tcp://host:8786)")
+
+
+def register(sub) -> None:
+    """Add the ``design`` sub-command to `sub`."""
+    from .fit import add_table_source
+
+    p = add_parser(
+        sub, "design", "plan a study: assurance of the verdicts and WEAT/MAC power per design",
+        "  bayesbias design --distances published:religion:reddit --words 5,10,15,20,30 \\\n"
+        "                   --reps 200 --target 0.8 --plot design.png\n"
+        "  bayesbias design --pilot-fit fit.nc --words 10 --stereotypes 3,6,9 --json\n"
+        "  bayesbias design --distances published:religion:reddit --words 5 --reps 1000 \\\n"
+        "                   --null 'associated - human'      # false-positive rate\n"
+        "  bayesbias design --embedding default --wordlist religion --workers 2",
+        description=DESCRIPTION,
+    )
+    p.add_argument("--distances", default=None,
+                   help="pilot distance table (file or published:TOPIC:EMBEDDING)")
+    add_table_source(p)
+    p.add_argument("--pilot-fit", default=None,
+                   help="a saved hierarchical fit (.nc from 'bayesbias fit -o') as the pilot")
+    p.add_argument("--model", default="hierarchical",
+                   help="hierarchical spec (name or .toml) for the pilot and the studies")
+    p.add_argument("--words", type=_int_list, default=None,
+                   help="protected words per class, comma-separated (default: 1, 2, 3 and 4 "
+                        "times the pilot's)")
+    p.add_argument("--stereotypes", type=_int_list, default=None,
+                   help="stereotypes per class (default: the pilot's)")
+    p.add_argument("--human", type=_int_list, default=None,
+                   help="human-attribute controls (default: the pilot's)")
+    p.add_argument("--none", type=_int_list, default=None,
+                   help="neutral-word controls (default: the pilot's)")
+    p.add_argument("--classes", type=positive_int, default=None,
+                   help="protected classes (default: the pilot's)")
+    p.add_argument("--reps", type=positive_int, default=200,
+                   help="simulated studies per design (default 200)")
+    p.add_argument("--target", type=probability, default=0.8,
+                   help="assurance to reach (default 0.8)")
+    p.add_argument("--verdict", default="associated - human",
+                   help="verdict whose assurance must reach --target (default "
+                        "'associated - human')")
+    p.add_argument("--null", default=None,
+                   help="set this contrast to 0 in every truth (false-positive rates)")
+    p.add_argument("--alpha", type=probability, default=0.05,
+                   help="level of WEAT's and MAC's tests (default 0.05)")
+    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
+                   help="HDI probability of the verdicts (default %(default)s)")
+    p.add_argument("--method", choices=["exact", "nuts"], default="exact",
+                   help="posterior of each simulated study: exact marginal (default, fast) "
+                        "or full NUTS fits (slow; for checking)")
+    add_seed(p, default=defaults.seed)
+    add_parallel_options(p)
+    p.add_argument("--plot", default=None, help="save the power curves (PNG)")
+    p.add_argument("-o", "--output", default=None, help="write the results as JSON")
+    add_json(p)
+    p.set_defaults(run=run)
+
+
+def _pilot(args):
+    from ..studies.design import Pilot
+
+    if args.pilot_fit:
+        if args.distances:
+            raise InputDataError("give --distances or --pilot-fit, not both")
+        from ..models import load_fit
+
+        return Pilot.from_fit(load_fit(args.pilot_fit))
+    from .fit import load_table
+
+    return Pilot.from_table(load_table(args.distances, args), args.model, seed=args.seed)
+
+
+def run(args) -> int:
+    """Run ``bayesbias design``; return the exit code."""
+    from ..studies.design import VERDICTS, designs_grid, run_design
+
+    from .._atomic import check_output
+
+    for path, what in ((args.plot, "--plot"), (args.output, "-o")):
+        if path:
+            check_output(path, what=what)
+    for label in filter(None, (args.null,)):
+        if label not in VERDICTS and " - " not in label:
+            raise InputDataError(f"--null {label!r}: write e.g. 'associated - human'")
+    pilot = _pilot(args)
+    own = pilot.design
+    words = args.words or [own.words * k for k in (1, 2, 3, 4)]
+    designs = designs_grid(args.classes or own.classes, words,
+                           args.stereotypes or [own.stereotypes], args.human or [own.human],
+                           args.none or [own.none])
+    result = run_design(pilot, designs, reps=args.reps, method=args.method, alpha=args.alpha,
+                        ci_prob=args.ci_prob, null=args.null, seed=args.seed,
+                        workers=args.workers, scheduler=args.scheduler, target=args.target,
+                        fit_kwargs={"draws": 1000, "tune": 1000, "chains": 4})
+    smallest = result.smallest(args.target, args.verdict)
+    payload = result.to_dict(args.target, args.verdict)
+    payload.update(plot=args.plot, output=args.output)
+    if smallest["design"] is None:
+        found = (f"no candidate reaches {args.target:.0%} assurance for '{args.verdict}' "
+                 f"(best {smallest['best']:.2f}); try more words")
+    else:
+        found = (f"smallest design reaching {args.target:.0%} assurance for "
+                 f"'{args.verdict}': {smallest['label']} ({smallest['assurance']:.2f}, "
+                 f"Monte Carlo se {smallest['mc_se']:.2f})")
+    lines = [str(result), "", found]
+    if not result.complete:
+        lines.append("interrupted: the table shows the replications that finished")
+    if args.plot:
+        result.plot(args.plot)
+        lines.append(f"wrote {args.plot}")
+    if args.output:
+        from ._common import to_jsonable
+
+        with atomic_path(args.output, suffix=".json") as tmp:
+            tmp.write_text(json.dumps(to_jsonable(payload), indent=2))
+        lines.append(f"wrote {args.output}")
+    emit(args, payload, "\n".join(lines))
+    return 0 if result.complete else 130

@@ -1,0 +1,59 @@
+"""Resampling shared by the comparators and classifier metrics: one home for the bootstraps.
+
+Random subsets without replacement (permutation tests, the resampled-neutral null),
+bootstrap indices and means, and the equal-tailed percentile interval of bootstrap draws.
+Every function takes a :class:`numpy.random.Generator` (or a seed) so results are seeded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputDataError
+
+__all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_means", "percentile_interval"]
+
+
+def ordered_subsets(rng, n_rows: int, population: int, k: int) -> np.ndarray:
+    """Return indices (n_rows, k), each row a uniformly random ordered draw without replacement.
+
+    Row i is the first `k` entries of a random permutation of ``range(population)``; the set
+    of a row is therefore a uniformly random k-subset and its order uniformly random too.
+    """
+    if k > population:
+        raise InputDataError(f"cannot draw {k} distinct items from {population}")
+    rng = np.random.default_rng(rng)
+    return np.argsort(rng.random((n_rows, population)), axis=1)[:, :k]
+
+
+def bootstrap_indices(rng, n: int, size=None) -> np.ndarray:
+    """Return bootstrap indices of n items, shape ``size + (n,)`` (with replacement)."""
+    if n < 1:
+        raise InputDataError("cannot resample an empty set")
+    rng = np.random.default_rng(rng)
+    shape = (n,) if size is None else tuple(np.atleast_1d(size)) + (n,)
+    return rng.integers(0, n, shape)
+
+
+def bootstrap_means(x, n_boot: int, rng, max_cells: int = 2_000_000) -> np.ndarray:
+    """Means of `n_boot` resamples of `x` with replacement (0/1 data by a binomial draw)."""
+    x = np.asarray(x, dtype=np.float64)
+    rng = np.random.default_rng(rng)
+    if np.isin(x, (0.0, 1.0)).all():
+        return rng.binomial(len(x), x.mean(), n_boot) / len(x)
+    out = np.empty(n_boot)
+    step = max(1, max_cells // max(len(x), 1))
+    for i in range(0, n_boot, step):
+        k = min(step, n_boot - i)
+        out[i:i + k] = x[bootstrap_indices(rng, len(x), k)].mean(axis=1)
+    return out
+
+
+def percentile_interval(draws, ci_prob: float) -> tuple[float, float] | None:
+    """Equal-tailed percentile interval of the finite `draws` (None when there are none)."""
+    d = np.asarray(draws, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if not d.size:
+        return None
+    lo, hi = np.quantile(d, [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
+    return float(lo), float(hi)

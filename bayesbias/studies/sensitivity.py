@@ -1,0 +1,313 @@
+"""Which words drive a verdict: leave-one-word-out and resampled word lists.
+
+For every protected word and every attribute word, the table is refitted without it and the
+change in each contrast (posterior mean, HDI) and in each verdict is recorded. Over
+resampled word lists (protected words drawn with replacement within their class, attribute
+words with replacement within their attribute class: each stereotype class, human, none),
+the share of lists under which each verdict holds measures how much the verdict rests on
+the particular words chosen.
+
+Method: **exact refits on sufficient statistics.** For the hierarchical spec with one
+residual sd per connection, the posterior depends on the data only through per-cell counts,
+sums and sums of squares, and :mod:`bayesbias.studies.marginal` computes it without MCMC; a
+left-out word or a resampled list only changes those statistics, so every refit is exact
+(up to the quadrature and Monte Carlo error of the draws) and costs milliseconds. Other
+specs have no such form and are refused here (importance sampling with Pareto-k checks is
+not implemented).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..config import CONNECTIONS, defaults
+from ..errors import InputDataError, ModelSpecError
+from ..parallel import chunks, run_tasks
+from .design import VERDICTS, _contrast_index, _hdi, verdict_holds
+from .marginal import marginal_posterior, supports
+
+__all__ = ["Sensitivity", "sensitivity", "check_model", "METHOD"]
+
+log = logging.getLogger(__name__)
+
+METHOD = ("exact refit on sufficient statistics (hierarchical model, mu_bar and the cell "
+          "means integrated out analytically, quadrature over tau and sigma)")
+_CONTRASTS = VERDICTS + ("human - none",)
+
+
+@dataclass
+class _Rows:
+    """Rows of a distance table as codes (protected word, attribute, connection)."""
+
+    y: np.ndarray
+    unit: np.ndarray
+    conn: np.ndarray
+    attr: np.ndarray
+    units: np.ndarray
+    unit_class: np.ndarray
+    attrs: np.ndarray
+    attr_group: np.ndarray   # attribute class (stereotype class, human, none)
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame) -> _Rows:
+        from ..models import cells_from_table
+
+        cells = cells_from_table(table, "word")  # validates the table
+        if "attribute" not in table.columns:
+            raise InputDataError("distance table lacks column 'attribute' (needed to leave "
+                                 "attribute words out)")
+        attr_codes, attrs = pd.factorize(table["attribute"].astype(str), sort=False)
+        if "attribute_class" in table.columns:
+            grp = table["attribute_class"].astype(str).to_numpy()
+        else:
+            grp = table["connection"].astype(str).to_numpy()
+        group = pd.Series(grp).groupby(attr_codes).first().reindex(
+            range(len(attrs))).to_numpy()
+        return cls(cells.y, cells.unit_idx.astype(np.intp), cells.conn_idx.astype(np.intp),
+                   attr_codes.astype(np.intp), cells.units, cells.unit_class,
+                   np.asarray(attrs, dtype=object), group.astype(object))
+
+    def stats(self, attr_weight=None, drop_unit=None):
+        """Per (unit, connection) weighted count, sum and sum of squares."""
+        w = np.ones(self.y.size) if attr_weight is None else attr_weight[self.attr]
+        if drop_unit is not None:
+            w = np.where(self.unit == drop_unit, 0.0, w)
+        U, C = self.units.size, len(CONNECTIONS)
+        flat = self.unit * C + self.conn
+        n = np.bincount(flat, weights=w, minlength=U * C).reshape(U, C)
+        s1 = np.bincount(flat, weights=w * self.y, minlength=U * C).reshape(U, C)
+        s2 = np.bincount(flat, weights=w * self.y**2, minlength=U * C).reshape(U, C)
+        return n, s1, s2
+
+
+def _cells(n, s1, s2):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, s1 / np.where(n > 0, n, 1), np.nan)
+    ss = np.maximum(s2 - n * np.nan_to_num(mean) ** 2, 0.0)
+    return n, mean, ss
+
+
+def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng):
+    """Posterior mean, HDI and P(< 0) of the contrasts for a batch of cell statistics.
+
+    `rng` is a fixed seed shared by every refit (common random numbers): the difference
+    between a refit and the baseline is then the effect of the data, not draw noise.
+    """
+    post = marginal_posterior(n, mean, ss, spec).draw(np.random.default_rng(rng), n_draws,
+                                                      common=True)
+    mb = post["mu_bar"]
+    d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
+                  for v in _CONTRASTS], axis=1)                 # (B, K, D)
+    ci = _hdi(d, ci_prob)
+    return {"mean": d.mean(-1), "lower": ci[..., 0], "upper": ci[..., 1],
+            "p_below": (d < 0).mean(-1)}
+
+
+def _leave_out_task(rows, spec, variants, ci_prob, n_draws, crn, rng):
+    """Refit for a list of ("all", -1) / ("word", i) / ("attribute", j) variants."""
+    ns, means, sss = [], [], []
+    for kind, i in variants:
+        if kind == "all":
+            n, s1, s2 = rows.stats()
+        elif kind == "word":
+            n, s1, s2 = rows.stats(drop_unit=i)
+        else:
+            w = np.ones(rows.attrs.size)
+            w[i] = 0.0
+            n, s1, s2 = rows.stats(attr_weight=w)
+        n, mean, ss = _cells(n, s1, s2)
+        ns.append(n), means.append(mean), sss.append(ss)
+    return _analyse(spec, np.stack(ns), np.stack(means), np.stack(sss), ci_prob, n_draws,
+                    crn)
+
+
+def _resample_task(rows, spec, n_lists, ci_prob, n_draws, crn, rng):
+    """Refit `n_lists` word lists resampled with replacement within classes."""
+    ns, means, sss = [], [], []
+    for _ in range(n_lists):
+        units = np.concatenate([rng.choice(np.flatnonzero(rows.unit_class == k),
+                                           size=int((rows.unit_class == k).sum()))
+                                for k in pd.unique(rows.unit_class)])
+        w = np.zeros(rows.attrs.size)
+        for g in pd.unique(rows.attr_group):
+            members = np.flatnonzero(rows.attr_group == g)
+            np.add.at(w, rng.choice(members, size=members.size), 1.0)
+        n, s1, s2 = rows.stats(attr_weight=w)
+        n, mean, ss = _cells(n[units], s1[units], s2[units])
+        ns.append(n), means.append(mean), sss.append(ss)
+    return _analyse(spec, np.stack(ns), np.stack(means), np.stack(sss), ci_prob, n_draws,
+                    crn)
+
+
+@dataclass
+class Sensitivity:
+    """Leave-one-word-out changes and resampled-list shares of the verdicts.
+
+    Attributes
+    ----------
+    baseline : pandas.DataFrame
+        One row per contrast: ``mean, lower, upper, p_below, holds``.
+    leave_one_out : pandas.DataFrame
+        One row per (left-out word, contrast): ``word, kind`` (protected or attribute),
+        ``group`` (its class or attribute class), ``contrast``, ``mean, lower, upper,
+        holds``, ``change`` (mean minus the baseline mean), ``flips`` (verdict differs).
+    resampled : pandas.DataFrame
+        One row per contrast: ``share_holds`` over the resampled lists and its MC se.
+    """
+
+    baseline: pd.DataFrame
+    leave_one_out: pd.DataFrame
+    resampled: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def method(self) -> str:
+        """How the refits were made."""
+        return METHOD
+
+    def influential(self, k: int = 10) -> pd.DataFrame:
+        """The `k` words whose removal moves the verdict contrasts most (by |change|)."""
+        f = self.leave_one_out.loc[self.leave_one_out["contrast"].isin(VERDICTS)]
+        score = f.assign(abs_change=f["change"].abs()).groupby(["word", "kind", "group"])
+        top = score["abs_change"].max().sort_values(ascending=False).head(k)
+        wide = f.pivot_table(index=["word", "kind", "group"], columns="contrast",
+                             values="change").reindex(top.index)
+        flips = f.groupby(["word", "kind", "group"])["flips"].any().reindex(top.index)
+        out = wide[list(VERDICTS)].reset_index()
+        out["flips a verdict"] = flips.to_numpy()
+        out.attrs.update(self.settings)
+        return out
+
+    def to_dict(self, k: int = 10) -> dict:
+        """Plain data for JSON (``results.json``)."""
+        return {"method": METHOD, "settings": self.settings,
+                "baseline": self.baseline.to_dict(orient="records"),
+                "resampled": self.resampled.to_dict(orient="records"),
+                "most_influential": self.influential(k).to_dict(orient="records"),
+                "leave_one_out": self.leave_one_out.to_dict(orient="records")}
+
+    def __str__(self) -> str:
+        s = self.settings
+        top = self.influential(8)
+        lines = [f"sensitivity of the verdicts ({METHOD}; {s['ci_prob']:.0%} HDI below 0)",
+                 "share of resampled word lists (with replacement within class, "
+                 f"{s['n_resamples']} lists) under which each verdict holds:",
+                 self.resampled.set_index("contrast").round(3).to_string(), "",
+                 "most influential words (change in the contrast's posterior mean when left "
+                 "out):", top.round(4).to_string(index=False)]
+        n_flip = int(self.leave_one_out.loc[self.leave_one_out["contrast"].isin(VERDICTS),
+                                            "flips"].sum())
+        lines.append(f"{n_flip} (word, verdict) pair(s) where leaving the word out flips "
+                     "the verdict")
+        return "\n".join(lines)
+
+    def plot(self, path, k: int = 15):
+        """Change in each verdict contrast when the most influential words are left out."""
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        from .._atomic import atomic_path
+
+        top = self.influential(k)
+        fig, ax = plt.subplots(figsize=(7, 0.32 * len(top) + 1.6))
+        ypos = np.arange(len(top))[::-1]
+        for j, v in enumerate(VERDICTS):
+            ax.scatter(top[v], ypos + (j - 1) * 0.22, s=18, label=v)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_yticks(ypos)
+        ax.set_yticklabels([f"{w} ({g})" for w, g in zip(top["word"], top["group"],
+                                                          strict=True)], fontsize=8)
+        ax.set_xlabel("change in the contrast's posterior mean when the word is left out")
+        ax.set_title("Most influential words", fontsize=10)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        with atomic_path(path, suffix=".png") as tmp:
+            fig.savefig(tmp, dpi=120, format="png")
+        plt.close(fig)
+        return path
+
+
+def check_model(spec):
+    """Return `spec` if sensitivity refits support it, else raise ModelSpecError."""
+    if not supports(spec) or spec.level != "word":
+        raise ModelSpecError(f"model {spec.name!r}: sensitivity refits are exact only for the "
+                             "hierarchical spec at level word with residual_sd "
+                             "per_connection (other specs are not supported)")
+    return spec
+
+
+def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | None = None,
+                n_resamples: int = 200, n_draws: int = 4000, seed: int | None = None,
+                chunk_size: int = 25, workers: int | None = None,
+                scheduler: str | None = None) -> Sensitivity:
+    """Leave-one-word-out and resampled-list sensitivity of the verdicts.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A distance table with an ``attribute`` column.
+    model : str, path-like or ModelSpec
+        A hierarchical spec with one residual sd per connection (exact refits).
+    ci_prob : float, optional
+        HDI probability of the verdicts (default ``defaults.ci_prob``).
+    n_resamples : int
+        Resampled word lists.
+    n_draws : int
+        Posterior draws per refit.
+    seed, chunk_size, workers, scheduler
+        See :func:`bayesbias.parallel.run_tasks` (results do not depend on the workers).
+    """
+    from ..models import load_spec
+    from ..models.report import resolve_ci
+
+    spec = check_model(load_spec(model))
+    ci_prob, _ = resolve_ci(ci_prob, "hdi")
+    seed = defaults.seed if seed is None else int(seed)
+    rows = _Rows.from_table(table)
+    loo = [("word", i) for i in range(rows.units.size)] + \
+        [("attribute", j) for j in range(rows.attrs.size)]
+    tasks = [((0, 0), (rows, spec, [("all", -1)], ci_prob, n_draws, seed))]
+    for k, (start, n) in enumerate(chunks(len(loo), chunk_size)):
+        tasks.append(((1, k), (rows, spec, loo[start:start + n], ci_prob, n_draws, seed)))
+    res_tasks = [((2, k), (rows, spec, n, ci_prob, n_draws, seed))
+                 for k, (_, n) in enumerate(chunks(n_resamples, chunk_size))]
+    loo_res = run_tasks(_leave_out_task, tasks, seed=seed, workers=workers,
+                        scheduler=scheduler, label="sensitivity: left-out words")
+    boot_res = run_tasks(_resample_task, res_tasks, seed=seed, workers=workers,
+                         scheduler=scheduler, label="sensitivity: resampled lists")
+    if not (loo_res.complete and boot_res.complete):
+        raise KeyboardInterrupt("sensitivity interrupted")
+    base = loo_res.results[(0, 0)]
+    baseline = pd.DataFrame({"contrast": list(_CONTRASTS),
+                             **{k: v[0] for k, v in base.items()}})
+    baseline["holds"] = verdict_holds(baseline["upper"])
+    parts = [loo_res.results[(1, k)] for k in range(len(tasks) - 1)]
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    recs = []
+    for i, (kind, j) in enumerate(loo):
+        word = rows.units[j] if kind == "word" else rows.attrs[j]
+        group = rows.unit_class[j] if kind == "word" else rows.attr_group[j]
+        for c, label in enumerate(_CONTRASTS):
+            up = cat["upper"][i, c]
+            recs.append({"word": str(word), "kind": "protected" if kind == "word"
+                         else "attribute", "group": str(group), "contrast": label,
+                         "mean": cat["mean"][i, c], "lower": cat["lower"][i, c], "upper": up,
+                         "holds": bool(verdict_holds(up)),
+                         "change": cat["mean"][i, c] - baseline["mean"].iloc[c],
+                         "flips": bool(verdict_holds(up)) != bool(baseline["holds"].iloc[c])})
+    boot = np.concatenate([p["upper"] for p in boot_res.ordered()])
+    share = verdict_holds(boot).mean(0)
+    resampled = pd.DataFrame({"contrast": list(_CONTRASTS), "share_holds": share,
+                              "mc_se": np.sqrt(share * (1 - share) / boot.shape[0]),
+                              "lists": boot.shape[0]})
+    settings = {"ci_prob": ci_prob, "ci_kind": "hdi", "n_resamples": int(n_resamples),
+                "n_draws": int(n_draws), "seed": seed, "model": spec.name,
+                "method": METHOD, "rule": "a verdict holds when the contrast's HDI lies "
+                "below zero"}
+    return Sensitivity(baseline, pd.DataFrame(recs), resampled, settings)

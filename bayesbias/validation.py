@@ -1,0 +1,114 @@
+"""Validators of argument values, in one place.
+
+Each returns the value in its canonical type or raises
+:class:`~bayesbias.errors.InvalidArgumentError` naming the argument, the value given
+and what is valid. The command line's argparse types (``bayesbias.cli._common``) call
+these same functions, so Python and the CLI accept exactly the same values.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+from .errors import InvalidArgumentError
+
+__all__ = [
+    "CI_KINDS",
+    "MAX_SEED",
+    "validate_ci_prob",
+    "validate_ci_kind",
+    "validate_choice",
+    "validate_int",
+    "validate_float",
+    "validate_seed",
+    "validate_probability",
+]
+
+#: Interval kinds a result can carry in ``ci_kind``.
+CI_KINDS = ("hdi", "eti", "delong", "bootstrap", "bernstein", "t")
+
+#: Largest seed accepted (numpy's SeedSequence takes any non-negative int; PyMC and
+#: nutpie take 32-bit seeds).
+MAX_SEED = 2**32 - 1
+
+
+def _number(value, name: str) -> float:
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, numbers.Real):
+        return float(value)
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise InvalidArgumentError(f"{name} must be a number, got {value!r}") from None
+
+
+def validate_float(value, name: str, *, low: float | None = None, high: float | None = None,
+                   low_open: bool = False, high_open: bool = False) -> float:
+    """Return `value` as a finite float within the given bounds.
+
+    Parameters
+    ----------
+    value : float or str
+    name : str
+        Argument name used in the error message (e.g. ``"--sd"`` or ``"sd"``).
+    low, high : float, optional
+        Bounds; ``low_open`` / ``high_open`` exclude them.
+    """
+    x = _number(value, name)
+    if not math.isfinite(x):
+        raise InvalidArgumentError(f"{name} must be a finite number, got {value!r}")
+    if low is not None and (x < low or (low_open and x == low)):
+        raise InvalidArgumentError(
+            f"{name} must be {'>' if low_open else '>='} {low:g}, got {value!r}")
+    if high is not None and (x > high or (high_open and x == high)):
+        raise InvalidArgumentError(
+            f"{name} must be {'<' if high_open else '<='} {high:g}, got {value!r}")
+    return x
+
+
+def validate_int(value, name: str, *, low: int | None = 1, high: int | None = None) -> int:
+    """Return `value` as an int in ``[low, high]``; ``"1e3"`` and ``1000.0`` are accepted."""
+    x = _number(value, name)
+    if not math.isfinite(x) or x != int(x):
+        raise InvalidArgumentError(f"{name} must be a whole number, got {value!r}")
+    n = int(x)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        n = int(value)  # exact for huge ints
+    if low is not None and n < low:
+        raise InvalidArgumentError(f"{name} must be >= {low}, got {value!r}")
+    if high is not None and n > high:
+        raise InvalidArgumentError(f"{name} must be <= {high:,}, got {value!r}")
+    return n
+
+
+def validate_seed(value, name: str = "seed") -> int:
+    """Return a seed in ``[0, 2**32 - 1]``."""
+    return validate_int(value, name, low=0, high=MAX_SEED)
+
+
+def validate_probability(value, name: str) -> float:
+    """Return a probability strictly between 0 and 1."""
+    return validate_float(value, name, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
+def validate_ci_prob(ci_prob, name: str = "ci_prob") -> float:
+    """Return the interval probability `ci_prob` as a float in (0, 1)."""
+    return validate_probability(ci_prob, name)
+
+
+def validate_choice(value, choices: Iterable[str], name: str) -> str:
+    """Return `value` if it is one of `choices`, else raise listing them."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise InvalidArgumentError(
+            f"{name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+    return value
+
+
+def validate_ci_kind(ci_kind, allowed: Iterable[str] = ("hdi", "eti"),
+                     name: str = "ci_kind") -> str:
+    """Return `ci_kind` if it is one of `allowed` (codes of :data:`CI_KINDS`)."""
+    return validate_choice(ci_kind, allowed, name)
