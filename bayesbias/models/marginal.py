@@ -240,7 +240,8 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     t0 = time.perf_counter()
     tree = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
                          seed=seed, save_warmup=False, progress_bar=True,
-                         target_accept=target_accept)
+                         target_accept=target_accept,
+                         adaptation=getattr(mod, "ADAPTATION", "diag"))
     sampling_time = time.perf_counter() - t0
     post = tree.posterior.to_dataset()
     shape = (post.sizes["chain"], post.sizes["draw"])
