@@ -689,8 +689,6 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
     **spec_overrides
         Passed to the spec (``level``, ``residual_sd``, ``noncentred``, ``priors``).
     """
-    import pymc as pm
-
     from .. import __version__
     from .marginal import sample_marginal, supports
 
@@ -723,6 +721,8 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
         idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
                                            progressbar, target_accept)
     else:
+        import pymc as pm
+
         pm_model = build_model(spec, cells, likelihood)
         noncentred = getattr(pm_model, "noncentred", ())
         with pm_model:
