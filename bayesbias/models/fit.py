@@ -510,7 +510,8 @@ class Fit:
                  f"{self.unit_dim.replace('_', ' ')}s; sampler {a.get('sampler')}, "
                  f"{post.sizes['chain']} chains x {post.sizes['draw']} draws, seed "
                  f"{a.get('seed')}, {float(a.get('wall_time_s', np.nan)):.1f} s",
-                 str(self.diagnostics()), "",
+                 str(self.diagnostics()),
+                 *[f"warning: {c.message}" for c in self.checks if not c.ok], "",
                  f"group-level mean cosine distance per connection ({iv}):",
                  groups.set_index("connection")[cols + ["rows"]].round(4).to_string(), "",
                  f"contrasts ({iv}):",
