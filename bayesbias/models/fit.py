@@ -237,9 +237,8 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
                             f"{table[col].min():.0f})")
     if div:
         problems.append(f"{div} divergent transition(s): the posterior geometry is hard for "
-                        "NUTS; raise the target acceptance rate (--target-accept 0.95), tune "
-                        "longer (--tune) or use the default sampler, which integrates the "
-                        "per-word means out")
+                        "NUTS; raise the target acceptance rate (--target-accept 0.95) or tune "
+                        "longer (--tune)")
     if maxdepth:
         problems.append(f"{maxdepth} transition(s) hit the maximum tree depth: sampling was "
                         "inefficient; tune longer (--tune)")
