@@ -5,12 +5,6 @@ pulls in neither PyMC nor ArviZ; the Bayesian models live in :mod:`bayesbias.mod
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("bayesbias")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.1.0"
 
 from .errors import *  # noqa: F403, E402  (light: no dependencies)
 from .errors import __all__ as _errors_all  # noqa: E402
@@ -45,7 +39,19 @@ _LAZY = {
 __all__ = [*_LAZY, *_errors_all]
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bayesbias")
+    except PackageNotFoundError:  # running from a source tree
+        return "0.1.0"
+
+
 def __getattr__(name: str):
+    if name == "__version__":  # importlib.metadata costs ~50 ms: only when asked
+        value = globals()["__version__"] = _version()
+        return value
     if name in _LAZY:
         value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
         globals()[name] = value

@@ -63,8 +63,7 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
         raise OutputPathError(f"{what}: empty output path")
     path = Path(path)
     if path.name in ("", ".", ".."):
-        raise OutputPathError(f"{what} {str(path)!r}: give a file or folder name, not "
-                              f"{str(path)!r}")
+        raise OutputPathError(f"{what} {str(path)!r}: give a file or folder name")
     try:
         st = os.lstat(path)
     except FileNotFoundError:

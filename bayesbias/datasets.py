@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from .distances import read_distance_table, read_published_table
-from .errors import DistanceTableError
+from .errors import DistanceTableError, InvalidArgumentError
+from .validation import validate_choice
 
 __all__ = ["published_table", "published_tables", "read_table", "madlibs", "DATA_DIR"]
 
@@ -17,13 +18,12 @@ TOPICS = ("religion", "race", "gender", "weat_1", "weat_7")
 
 
 def _published_path(topic: str, embedding: str) -> Path:
-    if topic not in TOPICS:
-        raise ValueError(f"topic must be one of {', '.join(TOPICS)}, got {topic!r}")
-    if embedding not in EMBEDDINGS:
-        raise ValueError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
+    validate_choice(topic, TOPICS, "topic")
+    validate_choice(embedding, EMBEDDINGS, "embedding")
     if embedding == "debiased_reddit":
         if topic not in ("religion", "race", "gender"):
-            raise ValueError(f"no debiased table for {topic!r}")
+            raise InvalidArgumentError(f"no debiased table for {topic!r}; there are "
+                                       "debiased tables for religion, race, gender")
         name = f"debiased_{topic}_reddit.csv.gz"
     elif topic.startswith("weat"):
         name = f"{topic}_{embedding}.csv.gz"
@@ -72,5 +72,5 @@ def read_table(spec) -> pd.DataFrame:
                                  "published:religion:reddit")
     try:
         return published_table(parts[1], parts[2])
-    except ValueError as exc:
+    except InvalidArgumentError as exc:
         raise DistanceTableError(f"{spec!r}: {exc}") from None

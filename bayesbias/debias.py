@@ -308,8 +308,11 @@ class DebiasReport:
 
     @property
     def passed(self) -> bool:
-        """Neutralised words have no projection, disjoint sets are symmetric, and no two
-        equalised words coincide (unless merging was allowed)."""
+        """Whether every check holds.
+
+        Neutralised words have no projection, disjoint sets are symmetric, and no two
+        equalised words coincide (unless merging was allowed).
+        """
         return (self.max_projection_after < self.tolerance and all(
             c["symmetric"] for c in self.set_checks
             if self.overlapping == "merge" or not c["shares_words_with_later_set"])

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._atomic import atomic_path, check_output
 from .config import CONNECTIONS
 from .embeddings import Embedding, lookup
 from .errors import DistanceTableError, OutputPathError
-from ._atomic import atomic_path, check_output
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -322,12 +322,12 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 def check_table_path(path, what: str = "output") -> Path:
     """Refuse a table output whose suffix is not CSV or Parquet, or a bad target."""
-    path = Path(path)
+    path = check_output(path, what=what)
     if path.suffix.lower() not in TABLE_SUFFIXES:
         raise OutputPathError(
             f"{what} {path}: unsupported table suffix {path.suffix or '(none)'!r}; "
             f"use {', '.join(TABLE_SUFFIXES)}")
-    return check_output(path, what=what)
+    return path
 
 
 def write_distance_table(table: pd.DataFrame, path) -> Path:

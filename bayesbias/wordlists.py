@@ -25,14 +25,15 @@ second class, A and B their stereotypes.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import WordListError
 from ._atomic import shipped_dir
+from .errors import WordListError
 
 __all__ = [
     "ProtectedClass",
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 CONTROL_GROUPS = ("human", "none")
+_SPACE = re.compile(r"\s")
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ def _validate(wl: WordList) -> None:
         if clash:
             raise WordListError(
                 f"{where}: control group {group!r} repeats protected word(s) "
-                f"{', '.join(clash)} (a word compared with itself has distance 0)"
+                f"{', '.join(map(repr, clash))} (a word compared with itself has distance 0)"
             )
     clash = sorted(set(seen_stereo) & set(seen_protected))
     if clash:
@@ -240,7 +242,7 @@ def _word_tuple(value, where: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(w, str) and w.strip() for w in value):
         raise WordListError(f"{where}: {key} must be a list of non-empty strings")
     words = [w.strip() for w in value]
-    inner = [w for w in words if any(ch.isspace() for ch in w)]
+    inner = [w for w in words if _SPACE.search(w)]
     if inner:
         raise WordListError(f"{where}: {key} has word(s) with whitespace inside: "
                             f"{', '.join(map(repr, inner[:5]))} (an embedding word has none)")
@@ -261,7 +263,9 @@ def default_controls() -> dict[str, tuple[str, ...]]:
 
 
 def _from_mapping(data: dict, where: str) -> WordList:
-    known = {"name", "description", "provenance", "classes", "controls", "definite_sets"}
+    # "templates": sentence templates for encoders, read by bayesbias.encoders
+    known = {"name", "description", "provenance", "classes", "controls", "definite_sets",
+             "templates"}
     unknown = set(data) - known
     if unknown:
         raise WordListError(

@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from bayesbias.classifier.auc import AUC_METRICS, nuanced_auc_baseline, nuanced_auc_metrics
 from bayesbias._atomic import atomic_path
+from bayesbias.classifier.auc import AUC_METRICS, nuanced_auc_baseline, nuanced_auc_metrics
 
 
 def make_data(rows: int, n_groups: int, seed: int = 0, ties: bool = True):

@@ -7,7 +7,8 @@ in its own fresh Python subprocess:
 (a) ``bayesbias.embeddings.load_embedding(file, words=<every word of every shipped list>)``
     (streams the file, keeps only those words);
 (b) gensim ``KeyedVectors.load_word2vec_format(file)`` (loads the whole file);
-(c) the same two on a word2vec binary copy (extra rows, for reference).
+(c) (a) with ``validate=True`` (every line parsed and checked: the CLI's ``--validate``);
+(d) the same on a word2vec binary copy (extra rows, for reference).
 
 Peak memory is each subprocess's own maximum resident set size (``ru_maxrss`` of the
 ``os.wait4`` rusage of that child), so it includes the interpreter and imported
@@ -38,6 +39,12 @@ CHILD = {
         "from bayesbias.embeddings import load_embedding",
         """words = {words!r}
 emb = load_embedding(PATH, words, format=FORMAT)
+result = dict(kept=len(emb), file_vocabulary=emb.meta["file_vocabulary"])""",
+    ),
+    "bayesbias load_embedding(words=lists, validate=True)": (
+        "from bayesbias.embeddings import load_embedding",
+        """words = {words!r}
+emb = load_embedding(PATH, words, format=FORMAT, validate=True)
 result = dict(kept=len(emb), file_vocabulary=emb.meta["file_vocabulary"])""",
     ),
     "gensim load_word2vec_format (full)": (
@@ -141,6 +148,8 @@ def main(argv=None) -> int:
         plan = [("baseline: import bayesbias", text, "-"), ("baseline: import gensim", text, "-")]
         plan += [("bayesbias load_embedding(words=lists)", p, f) for p, f in
                  ((text, "word2vec"), (binary, "word2vec-binary"))]
+        plan += [("bayesbias load_embedding(words=lists, validate=True)", p, f) for p, f in
+                 ((text, "word2vec"), (binary, "word2vec-binary"))]
         plan += [("gensim load_word2vec_format (full)", p, f) for p, f in
                  ((text, "word2vec"), (binary, "word2vec-binary"))]
         for name, path, fmt in plan:
@@ -159,11 +168,11 @@ def main(argv=None) -> int:
     print(f"GloVe 6B 50-d, 400,000 words; text file {sizes['word2vec'] / 2**20:.0f} MiB, "
           f"binary {sizes['word2vec-binary'] / 2**20:.0f} MiB; {len(words)} shipped list "
           f"words; best of {args.repeat} runs, each in a fresh subprocess")
-    print(f"{'case':40s} {'format':16s} {'kept':>7s} {'load s':>7s} {'wall s':>7s} "
+    print(f"{'case':52s} {'format':16s} {'kept':>7s} {'load s':>7s} {'wall s':>7s} "
           f"{'peak RSS MiB':>13s}")
     for r in rows:
         kept = r.get("kept", "")
-        print(f"{r['case']:40s} {r['format']:16s} {kept!s:>7s} {r['seconds']:7.2f} "
+        print(f"{r['case']:52s} {r['format']:16s} {kept!s:>7s} {r['seconds']:7.2f} "
               f"{r['wall_seconds']:7.2f} {r['peak_rss_mib']:13.0f}")
     print("load s: the load call alone (best run); wall s: the whole subprocess incl. "
           "interpreter start and imports; peak RSS: the subprocess's own maximum resident set")

@@ -28,7 +28,7 @@
 # replications per spec; with `BAYESBIAS_NOTEBOOK_SMALL=1` (CI) only a handful on a small
 # table, which checks that everything runs, not calibration. The exact marginal posterior
 # used by `bayesbias design` and `fit --sensitivity` is calibrated with 500 replications in
-# every mode (it costs milliseconds per replication).
+# full mode and 100 in CI (it costs a fraction of a second per replication).
 
 # %%
 import os
@@ -39,7 +39,7 @@ from bayesbias.models import available_models
 from bayesbias.studies.calibration import DEFAULT_MODELS, sbc
 
 SMALL = os.environ.get("BAYESBIAS_NOTEBOOK_SMALL") == "1"
-REPS = int(os.environ.get("BAYESBIAS_SBC_REPS", 4 if SMALL else 60))
+REPS = int(os.environ.get("BAYESBIAS_SBC_REPS", 2 if SMALL else 60))
 WORKERS = int(os.environ["BAYESBIAS_SBC_WORKERS"]) if "BAYESBIAS_SBC_WORKERS" in os.environ \
     else None
 SEED = 2018
@@ -56,7 +56,7 @@ print(f"{REPS} NUTS replications per spec; specs: {', '.join(MODELS)}")
 # posterior of the model that generated the data.
 
 # %%
-exact = sbc("hierarchical", method="exact", reps=500 if not SMALL else 200, seed=SEED,
+exact = sbc("hierarchical", method="exact", reps=500 if not SMALL else 100, seed=SEED,
             chunk_size=50, workers=WORKERS)
 print(exact)
 exact.plot();

@@ -141,3 +141,20 @@ def test_coverage_on_simulations(n):
     assert abs(cov.loc["bayes", "coverage"] - 0.95) < 0.03
     assert abs(cov.loc["bootstrap", "coverage"] - 0.95) < 0.03
     assert cov.loc["bernstein", "mean_width"] > cov.loc["bayes", "mean_width"]
+
+
+def test_result_shapes_and_given_variance_checked():
+    import json
+
+    from bayesbias.classifier.bernstein import groupwise_disparity
+    from bayesbias.errors import InputDataError
+
+    cost = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.0])
+    ann = np.array([1, 1, 1, -1, -1, -1])
+    r = groupwise_disparity(cost, ann)
+    json.dumps(r.to_dict())
+    assert r.to_frame()["ci_kind"].iloc[0] == "bernstein"
+    assert "Bernstein interval" in str(r)
+    for bad in (float("inf"), float("nan"), 0.0):
+        with pytest.raises(InputDataError, match="variance"):
+            groupwise_disparity(cost, ann, variance=bad)

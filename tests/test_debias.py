@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bayesbias.cli import main
 from bayesbias.debias import bias_subspace, equalize, hard_debias, neutralize, project
 from bayesbias.distances import distance_table
 from bayesbias.embeddings import Embedding, load_embedding
 from bayesbias.errors import OutOfVocabularyError, WordListError
 from bayesbias.wordlists import ProtectedClass, WordList, load_wordlist
-from bayesbias.cli import main
 
 # float64 arithmetic on unit vectors: errors are a few ulps times the dimension.
 TOL64 = 1e-12

@@ -282,3 +282,54 @@ def test_agrees_with_responsibly(glove, case):
     expected = np.array(list(r["indirect_bias"].values()))
     assert per == pytest.approx(expected, abs=1e-6)
     assert value == pytest.approx(np.nanmean(expected), abs=1e-6)
+
+
+def test_report_section_with_a_stand_in_context():
+    from types import SimpleNamespace
+
+    from bayesbias.comparators.metrics import metrics_section
+
+    class Sec:
+        def __init__(self):
+            self.items = []
+
+        def heading(self, t):
+            self.items.append(("heading", t))
+
+        def text(self, t):
+            self.items.append(("text", t))
+
+        def bullets(self, b):
+            self.items.append(("bullets", b))
+
+        def table(self, df, name, caption=""):
+            self.items.append(("table", name, df))
+
+    settings = SimpleNamespace(embedding="default", wordlists=("weat7",), format="auto",
+                               trust_pickle=False, on_missing="drop", n_bootstrap=20,
+                               null_reps=10, ci_prob=0.89, seed=1)
+    ctx = SimpleNamespace(settings=settings, name="weat7", key="weat7", section=Sec(),
+                          results={})
+    metrics_section(ctx)
+    kinds = [i[0] for i in ctx.section.items]
+    assert kinds == ["heading", "text", "table", "bullets"]
+    frame = ctx.section.items[2][2]
+    assert set(frame["metric"]) == set(METRICS)
+    json.dumps(ctx.results["embedding_metrics"])
+    ctx = SimpleNamespace(settings=SimpleNamespace(embedding=None, wordlists=()),
+                          name="weat7", key="weat7", section=Sec(), results={})
+    metrics_section(ctx)
+    assert "need word vectors" in ctx.section.items[1][1]
+
+
+@pytest.mark.slow
+def test_report_shows_the_metric_table(tmp_path):
+    out = tmp_path / "rep"
+    assert main(["report", "--embedding", "default", "--wordlist", "weat7", "-o", str(out),
+                 "--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
+                 "--bootstrap", "20", "--null-reps", "20", "--quiet"]) == 0
+    md = (out / "report.md").read_text()
+    assert "Embedding-bias metrics of other toolkits" in md
+    results = json.loads((out / "results.json").read_text())
+    text = json.dumps(results)
+    assert "embedding_metrics" in text and "direct_bias" in text

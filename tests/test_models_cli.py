@@ -1,6 +1,7 @@
 """``bayesbias fit`` and ``bayesbias compare`` end to end."""
 
 import json
+import re
 
 from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
@@ -37,6 +38,9 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     assert {"lower", "upper", "excludes_zero"} <= set(out["contrasts"][0])
     assert out["data"]["rows"] == len(table)
     assert 0.7 < out["ppc"][-1]["inside_0.89"] <= 1
+    assert [c["contrast"] for c in out["verdict"]["contrasts"]] == [
+        "associated - none", "associated - human", "associated - different", "human - none"]
+    assert out["verdict"]["headline"] and out["verdict"]["rope"] is None
     assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
     # Same table shape: the compiled model is reused, so this costs no compilation.
     # 2 chains x 15 draws cannot reach a bulk ESS of 200: --strict must exit with 3.
@@ -44,6 +48,19 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
                "--strict"])
     assert rc == 3
     assert "ESS < 200" in capsys.readouterr().err
+    # Text output leads with the verdict; a failed diagnostic says what to do with options
+    # that `fit` has.
+    rc = main(["fit", "--distances", str(csv), "--draws", "15", "--tune", "15", "--chains", "2",
+               "--rope", "0.02"])
+    text = capsys.readouterr().out
+    assert rc == 0 and text.startswith("verdict for ") and "inside the ROPE" in text
+    advice = next(line for line in text.splitlines() if line.startswith("What to do"))
+    from bayesbias.cli import build_parser
+
+    known = build_parser(["fit"])._subparsers._group_actions[0].choices["fit"]
+    options = {o for a in known._actions for o in a.option_strings}
+    named = set(re.findall(r"--[a-z-]+", advice))
+    assert named and named <= options
 
 
 def test_compare_cli(tmp_path, capsys):
@@ -59,5 +76,10 @@ def test_compare_cli(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
+    # the verdicts of both sides, and what changed, in the same words
+    assert out["verdicts"]["a"]["code"] and out["verdicts"]["b"]["code"]
+    assert out["verdicts"]["changes"][0].startswith("verdict ")
+    ah = {c["contrast"]: c for c in out["verdicts"]["b"]["contrasts"]}["associated - human"]
+    assert 0 <= ah["prob_below_zero"] <= 1
     assert out["mac_ttest"] is not None
     assert (tmp_path / "d.png").exists()

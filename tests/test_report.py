@@ -1,40 +1,301 @@
-"""The main job end to end on a real published table (small sampler settings)."""
+"""The report: verdicts from the control groups, the folder it writes, hostile names.
+
+Verdict logic is checked on NumPy draws with known answers; the end-to-end runs use the
+published religion / Reddit table (the same cell structure as the session's shared fit, so
+the compiled model is reused) with short chains.
+"""
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bayesbias.cli import main
-from bayesbias.errors import ModelSpecError
+from bayesbias.errors import ModelSpecError, OutputPathError
+from bayesbias.report.document import Report, check_output, safe_name, unique_names
+from bayesbias.verdicts import contrast_evidence, verdict_changes, verdict_from_draws
+
+SMALL = ["--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
+         "--bootstrap", "0", "--null-reps", "100", "--quiet"]
 
 
-def test_report_on_published_table(tmp_path, capsys):
+# -- verdict logic on draws with a known answer ---------------------------------------------
+
+def _normal(mean, sd=0.01, n=40_000, seed=0):
+    return np.random.default_rng(seed).normal(mean, sd, n)
+
+
+def _draws(an, ah, ad, hn):
+    return {"associated - none": _normal(an, seed=1), "associated - human": _normal(ah, seed=2),
+            "associated - different": _normal(ad, seed=3), "human - none": _normal(hn, seed=4)}
+
+
+def test_contrast_evidence_matches_the_normal_closed_form():
+    # N(-0.03, 0.01): P(< 0) = Phi(3) = 0.99865; 89% HDI = mean -+ 1.5982 sd. MC error with
+    # 40k draws: sd of a share ~ 2e-4, of an interval end ~ 1e-4.
+    ev = contrast_evidence(_normal(-0.03)[None, :], 0.89, "hdi", rope=0.02)
+    assert ev["prob_below_zero"][0] == pytest.approx(0.99865, abs=1e-3)
+    assert ev["lower"][0] == pytest.approx(-0.03 - 1.5982 * 0.01, abs=5e-4)
+    assert ev["upper"][0] == pytest.approx(-0.03 + 1.5982 * 0.01, abs=5e-4)
+    # P(|d| < 0.02) = Phi(5) - Phi(1) = 0.15866
+    assert ev["share_in_rope"][0] == pytest.approx(0.15866, abs=5e-3)
+    assert ev["status"][0] == "undecided"  # upper end -0.014 is inside the ROPE
+    assert contrast_evidence(_normal(-0.03)[None, :], 0.89, "hdi")["status"][0] == "below"
+
+
+@pytest.mark.parametrize(("means", "code"), [
+    ((-0.1, -0.08, -0.05, -0.02), "stereotype-specific"),
+    ((-0.1, 0.0, -0.05, -0.1), "no closer than human"),
+    # race on the shipped GloVe subset: human - none is larger than associated - none
+    ((-0.13, 0.09, -0.01, -0.22), "human closer than stereotypes"),
+    ((0.0, 0.0, 0.0, 0.0), "not closer than neutral"),
+    ((0.1, 0.1, 0.0, 0.0), "further than neutral"),
+])
+def test_verdict_rule(means, code):
+    v = verdict_from_draws("t", _draws(*means))
+    assert v.code == code
+    assert [c.contrast for c in v.contrasts] == ["associated - none", "associated - human",
+                                                 "associated - different", "human - none"]
+    assert "AND than neutral human attributes" in v.rule
+    json.dumps(v.to_dict(), allow_nan=False)
+    assert list(v.to_frame()["contrast"]) == [c.contrast for c in v.contrasts]
+    assert v.headline in str(v)
+
+
+def test_verdict_says_when_the_human_control_is_closer_than_the_stereotypes():
+    v = verdict_from_draws("race", _draws(-0.13, 0.09, -0.01, -0.22))
+    assert "human attributes are closer still" in v.headline
+    assert any("larger than `associated - none`" in n for n in v.notes)
+
+
+def test_rope_practically_equal_and_no_data():
+    v = verdict_from_draws("t", _draws(0.0, 0.0, 0.0, 0.0), rope=0.05)
+    assert v.code == "practically none" and v["associated - none"].status == "equivalent"
+    assert v["associated - none"].share_in_rope == pytest.approx(1.0)
+    v = verdict_from_draws("t", _draws(-0.1, -0.1, -0.1, 0.0),
+                           has_data={"associated - different": False})
+    assert v["associated - different"].status == "no data"
+    assert v.to_dict()["contrasts"][2]["mean"] is None
+    v = verdict_from_draws("t", _draws(-0.1, -0.1, -0.1, 0.0),
+                           has_data={"associated - none": False, "human - none": False})
+    assert v.code == "no data"
+
+
+def test_verdict_changes_in_the_same_words():
+    a = verdict_from_draws("a", _draws(-0.1, -0.08, -0.05, -0.02))
+    b = verdict_from_draws("b", _draws(-0.1, 0.0, -0.05, -0.1))
+    lines = verdict_changes(a, b, ("orig", "debiased"))
+    assert lines[0].startswith("verdict changed")
+    assert any(line.startswith("`associated - human` changed") for line in lines)
+    assert verdict_changes(a, a)[0].startswith("verdict unchanged")
+
+
+# -- output folder: names, checks, atomic replacement -----------------------------------------
+
+def test_safe_names_stay_inside():
+    assert safe_name("/tmp/x") == "tmp_x"
+    assert safe_name("../../../x") == "x"
+    assert safe_name('x" onerror="alert(1)') == "x_onerror_alert_1"
+    assert safe_name("..") == "wordlist" and "/" not in safe_name("a/../../b")
+    assert unique_names(["religion", "religion", "Religion"]) == ["religion", "religion_2",
+                                                                  "Religion_3"]
+
+
+def test_output_checked_before_work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()
+    afile = tmp_path / "f.txt"
+    afile.write_text("x")
+    for bad, match in [("", "empty"), (".", r"'\.'"), ("..", r"'\.\.'"),
+                       (str(afile / "rep"), "is a file"), (str(afile), "not a folder"),
+                       ("/dev/null", "not a folder"), (str(tmp_path / "x"), None)]:
+        if match is None:  # the current folder's parent, named without dots
+            monkeypatch.chdir(tmp_path / "x")
+            with pytest.raises(OutputPathError, match="current folder or one above"):
+                check_output(str(tmp_path))
+            monkeypatch.chdir(tmp_path)
+            continue
+        with pytest.raises(OutputPathError, match=match):
+            check_output(bad)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OutputPathError, match="symbolic link"):
+        check_output(link)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if not os.access(ro, os.W_OK):  # root may write anyway: nothing to refuse then
+            with pytest.raises(OutputPathError, match="permission"):
+                check_output(ro / "rep")
+    finally:
+        ro.chmod(0o700)
+    # nothing left behind by the checks
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt", "link", "ro", "x"]
+
+
+def test_marker_plus_a_users_file_is_not_replaced(tmp_path):
     out = tmp_path / "rep"
-    code = main(["--quiet", "report", "--distances", "published:religion:reddit",
-                 "--draws", "150", "--tune", "150", "--chains", "2", "--permutations", "2000",
-                 "--bootstrap", "100", "--null-reps", "300", "-o", str(out), "--json"])
+    Report("t").write(out)
+    (out / "tables" / "mine.xlsx").write_text("keep")
+    with pytest.raises(OutputPathError, match="mine.xlsx"):
+        Report("t").write(out)
+    assert (out / "tables" / "mine.xlsx").read_text() == "keep"
+    (out / "tables" / "mine.xlsx").unlink()
+    (out / "notes.txt").write_text("keep")
+    with pytest.raises(OutputPathError, match="notes.txt"):
+        Report("t").write(out)
+
+
+def _write_many(args):
+    folder, tag, n = args
+    for i in range(n):
+        r = Report(f"writer {tag}")
+        r.section("s").text(f"{tag}-{i}")
+        r.data = {"writer": tag, "i": i}
+        r.write(folder)
+    return tag
+
+
+def test_concurrent_reports_to_one_folder_last_writer_wins(tmp_path):
+    out = tmp_path / "rep"
+    # threads: the renames release the GIL, so the writers really interleave
+    with ThreadPoolExecutor(6) as pool:
+        done = list(pool.map(_write_many, [(str(out), t, 10) for t in range(4)]))
+    assert sorted(done) == [0, 1, 2, 3]  # no writer failed
+    data = json.loads((out / "results.json").read_text())
+    assert data["i"] == 9  # a complete report of one writer's last write
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # no .rep.* / .old left
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory):
+    """One report on the published table under three names: duplicate and hostile."""
+    import pandas as pd
+
+    from bayesbias.datasets import published_table
+    from bayesbias.distances import write_distance_table
+
+    root = tmp_path_factory.mktemp("hostile")
+    table = published_table("religion", "reddit")
+    evil = 'x" onerror="alert(1).csv'
+    (root / "a").mkdir()
+    (root / "b").mkdir()
+    first = write_distance_table(table, root / "a" / evil)
+    second = write_distance_table(table, root / "b" / evil)  # the same name again
+    out = root / "rep"
+    code = main(["report", "--distances", str(first), "--distances", str(second),
+                 "-o", str(out), "--json", "--rope", "0.02", *SMALL])
+    assert isinstance(table, pd.DataFrame)
+    return root, out, code
+
+
+def test_report_leads_with_verdicts(hostile_run, capsys):
+    root, out, code = hostile_run
     assert code == 0
-    payload = json.loads(capsys.readouterr().out)
-    row = payload["overview"][0]
-    # Published result (Dobrzeniecka & Urbaniak): in Reddit religion, human attributes and
-    # stereotypes are both clearly closer than neutral words.
-    assert row["associated - none"] < 0 and row["human - none"] < 0
-    assert row["lower"] <= row["associated - none"] <= row["upper"]
-    for name in ("index.html", "report.md", "results.json", "tables/overview.csv",
-                 "fits/religion_reddit.nc"):
-        assert (out / name).exists(), name
-    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    assert figures == ["religion_reddit_forest.png", "religion_reddit_null.png"]
-    html = (out / "index.html").read_text()
-    assert "figures/religion_reddit_forest.png" in html and "89%" in html
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    md = (out / "report.md").read_text()
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Verdicts"
+    assert sections[-2:] == ["## Model card", "## Settings: choices that affect the numbers"]
+    assert md.index("associated - human") < md.index("WEAT per pair")
+    # explanations where the term first appears
+    for term in ("89% HDI: the narrowest interval", "`different`: stereotypes listed",
+                 "tau[c]: the between-word sd", "r-hat: agreement", "ESS: effective sample"):
+        assert md.count(term) == 1, term
+    assert "distance_i ~ Normal(" in md  # model card
+    data = json.loads((out / "results.json").read_text())
+    assert [v["name"] for v in data["verdicts"]] == ['x" onerror="alert(1)'] * 2
+    v = data["verdicts"][0]
+    assert v["rope"] == 0.02 and "AND than neutral human attributes" in v["rule"]
+    assert {c["contrast"] for c in v["contrasts"]} == {
+        "associated - none", "associated - human", "associated - different", "human - none"}
+    assert all(0 <= c["prob_below_zero"] <= 1 and c["share_in_rope"] is not None
+               for c in v["contrasts"])
+    # reddit religion (published): associated - none below 0, human - none below 0
+    an = v["contrasts"][0]
+    assert an["mean"] < 0 and an["lower"] <= an["mean"] <= an["upper"]
+    wl = data["wordlists"]["x_onerror_alert_1"]
+    assert wl["word_contrasts"][0]["contrast"] == "associated - none"
+    means = [r["mean"] for r in wl["word_contrasts"] if r["contrast"] == "associated - none"]
+    assert means == sorted(means)
+    # the MAC in the null figure is the MAC printed (the pair's)
+    assert f"MAC = {wl['null']['mac_pair']:.3f}" in md
+    assert "permutation test keeps these very words" in md
+
+
+def test_duplicate_names_keep_every_result(hostile_run):
+    root, out, code = hostile_run
+    data = json.loads((out / "results.json").read_text())
+    assert list(data["wordlists"]) == ["x_onerror_alert_1", "x_onerror_alert_1_2"]
+    fits = sorted(p.name for p in (out / "fits").iterdir())
+    assert fits == ["x_onerror_alert_1.nc", "x_onerror_alert_1_2.nc"]
+    figs = {p.name for p in (out / "figures").iterdir()}
+    assert {"x_onerror_alert_1_2_forest.png", "x_onerror_alert_1_null.png"} <= figs
+    assert sorted(p.name for p in root.iterdir()) == ["a", "b", "rep"]
+
+
+def test_html_escapes_input_in_text_and_attributes(hostile_run):
+    html5lib = pytest.importorskip("html5lib")
+    root, out, code = hostile_run
+    doc = html5lib.parse((out / "index.html").read_text(), namespaceHTMLElements=False)
+    attrs = {a for el in doc.iter() for a in el.attrib}
+    assert not {a for a in attrs if a.startswith("on")}
+    assert not doc.findall(".//script")
+    texts = [el.text or "" for el in doc.iter("h2")]
+    assert any('x" onerror="alert(1)' in t for t in texts)
+    for el in doc.iter():
+        for key in ("src", "href"):
+            if key in el.attrib:
+                target = (out / el.attrib[key]).resolve()
+                assert target.is_file() and out.resolve() in target.parents
+
+
+def test_wordlist_names_become_confined_unique_keys():
+    from bayesbias._atomic import shipped_dir
+    from bayesbias.wordlists import load_wordlist
+
+    text = (shipped_dir("wordlists") / "religion.toml").read_text()
+    names = [load_wordlist("religion").name]
+    for name in ["/tmp/x", "../../../x", "religion"]:
+        names.append(name)
+        assert 'name = "religion"' in text
+    assert unique_names(names) == ["religion", "tmp_x", "x", "religion_2"]
+
+
+@pytest.mark.slow
+def test_wordlist_names_are_confined(tmp_path, monkeypatch):
+    from bayesbias._atomic import shipped_dir
+
+    text = (shipped_dir("wordlists") / "religion.toml").read_text()
+    before = {p: p.exists() for p in (Path("/tmp/x.nc"), Path("/tmp/x_forest.png"))}
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    paths = []
+    for i, name in enumerate(["/tmp/x", "../../../x", "religion"]):
+        p = work / f"l{i}.toml"
+        p.write_text(text.replace('name = "religion"', f'name = "{name}"', 1))
+        paths.append(str(p))
+    argv = ["report", "--wordlist", "religion", *sum([["--wordlist", p] for p in paths], []),
+            "-o", "rep", "--json", *SMALL]
+    assert main(argv) == 0
+    assert {p: p.exists() for p in before} == before
+    assert sorted(p.name for p in tmp_path.rglob("*") if "rep" not in p.parts) == \
+        ["a", "b", "l0.toml", "l1.toml", "l2.toml"]
+    data = json.loads((work / "rep" / "results.json").read_text())
+    assert list(data["wordlists"]) == ["religion", "tmp_x", "x", "religion_2"]
 
 
 def test_failed_report_leaves_nothing(tmp_path):
+    from bayesbias.report import ReportSettings, run_report
+
     out = tmp_path / "rep"
     with pytest.raises(ModelSpecError):
-        from bayesbias.report import ReportSettings, run_report
-
         run_report(ReportSettings(distances=("published:religion:reddit",), output=str(out),
                                   model="no-such-model", null_reps=50, n_bootstrap=0,
                                   n_permutations=100))
@@ -42,13 +303,12 @@ def test_failed_report_leaves_nothing(tmp_path):
 
 
 def test_report_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path):
-    from bayesbias.errors import InputDataError
     from bayesbias.report import ReportSettings, run_report
 
     precious = tmp_path / "project"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
-    with pytest.raises(InputDataError, match="not a bayesbias report folder"):
+    with pytest.raises(OutputPathError, match="not a bayesbias report folder"):
         run_report(ReportSettings(distances=("published:religion:reddit",),
                                   output=str(precious)))
     assert (precious / "notes.txt").read_text() == "keep me"
@@ -56,8 +316,49 @@ def test_report_refuses_to_replace_a_folder_that_is_not_a_report(tmp_path):
 
 def test_cli_rejects_bad_numbers_before_any_work(capsys):
     for argv in (["report", "--ci-prob", "1.5"], ["fit", "--draws", "0"],
-                 ["weat", "--ci-prob", "0"]):
+                 ["weat", "--ci-prob", "0"], ["report", "--rope", "-1"],
+                 ["report", "--rope", "nan"]):
         with pytest.raises(SystemExit) as info:
             main(argv)
         assert info.value.code == 2
     assert "must be" in capsys.readouterr().err
+
+
+def test_report_options_have_help_with_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    text = capsys.readouterr().out
+    for opt in ("--target-accept", "--sampler", "--rope", "--null-reps", "--quiet", "--debug"):
+        assert opt in text
+    assert text.count("default") >= 15
+
+
+def test_quiet_and_debug_after_the_command_name():
+    from bayesbias.cli import build_parser
+
+    parser = build_parser()
+    for cmd in ("report", "fit", "compare"):
+        extra = ["--a", "x", "--b", "y"] if cmd == "compare" else []
+        assert parser.parse_args([cmd, *extra, "--quiet", "--debug"]).quiet is True
+        args = parser.parse_args(["--quiet", cmd, *extra])
+        assert args.quiet is True and args.debug is False
+        assert parser.parse_args([cmd, *extra]).quiet is False
+
+
+def test_coverage_warning_hook_and_fallback():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bayesbias.report.sections import coverage_warning
+
+    def ppc(share):
+        return pd.DataFrame({"connection": ["none", "all"], "inside_0.89": [share, share]})
+
+    narrow = SimpleNamespace(ppc=lambda: ppc(0.62))
+    assert "too narrow" in coverage_warning(narrow)
+    assert coverage_warning(SimpleNamespace(ppc=lambda: ppc(0.88))) is None
+    check = SimpleNamespace(code="ppc_coverage", ok=False, message="62% inside: too narrow")
+    assert coverage_warning(SimpleNamespace(checks=[check])) == "62% inside: too narrow"
+    ok = SimpleNamespace(code="ppc_coverage", ok=True, message="fine")
+    assert coverage_warning(SimpleNamespace(checks=[ok])) is None

@@ -412,3 +412,15 @@ def test_weat_class_pairs_on_a_three_class_table():
     swapped = weat_from_table(sub, classes=(y, x), alternative="two-sided", seed=1)
     assert swapped.effect_size == pytest.approx(first.effect_size, abs=1e-12)
     assert swapped.p_value == pytest.approx(first.p_value)
+
+
+def test_results_have_frames():
+    from bayesbias.comparators.mac import mac_from_table
+    from bayesbias.comparators.weat import weat_from_table
+    from bayesbias.datasets import published_table
+
+    r = weat_from_table(published_table("weat_7", "reddit"), bootstrap=50)
+    f = r.to_frame()
+    assert f["ci_kind"].iloc[0] == "bootstrap" and len(f) == 1
+    m = mac_from_table(published_table("religion", "reddit"))
+    assert {"protected_word", "S"} <= set(m.to_frame().columns)

@@ -10,38 +10,51 @@
 - :mod:`.summary`: :func:`classifier_bias`, several metrics at once as one tidy table.
 """
 
-from .auc import AUC_METRICS, nuanced_auc_baseline, nuanced_auc_metrics, nuanced_auc_table
-from .bernstein import (
-    CRITERIA,
-    BBUResult,
-    bbu_by_group,
-    bernstein_half_width,
-    bernstein_min_n,
-    disparity_intervals,
-    groupwise_disparity,
-    smallest_claimable_delta,
-)
-from .data import (
-    MADLIBS_REFERENCE_TERMS,
-    ClassifierData,
-    counterfactual_frames,
-    identity_groups,
-    identity_terms,
-    intersect_groups,
-    madlibs_data,
-    validate_classifier_data,
-)
-from .generalized import (
-    METRICS,
-    FairnessResult,
-    bcm,
-    compute_metric,
-    list_metrics,
-    mcm,
-    pcm,
-    vbcm,
-)
-from .summary import ClassifierBias, classifier_bias
+from .._lazy import lazy_exports
+
+# Imported on first use (PEP 562): `import bayesbias.classifier` stays light.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    ".auc": (
+        "AUC_METRICS",
+        "nuanced_auc_baseline",
+        "nuanced_auc_metrics",
+        "nuanced_auc_table",
+    ),
+    ".bernstein": (
+        "CRITERIA",
+        "BBUResult",
+        "bbu_by_group",
+        "bernstein_half_width",
+        "bernstein_min_n",
+        "disparity_intervals",
+        "groupwise_disparity",
+        "smallest_claimable_delta",
+    ),
+    ".data": (
+        "MADLIBS_REFERENCE_TERMS",
+        "ClassifierData",
+        "counterfactual_frames",
+        "identity_groups",
+        "identity_terms",
+        "intersect_groups",
+        "madlibs_data",
+        "validate_classifier_data",
+    ),
+    ".generalized": (
+        "METRICS",
+        "FairnessResult",
+        "bcm",
+        "compute_metric",
+        "list_metrics",
+        "mcm",
+        "pcm",
+        "vbcm",
+    ),
+    ".summary": (
+        "ClassifierBias",
+        "classifier_bias",
+    ),
+}, globals())
 
 __all__ = [
     # data

@@ -22,11 +22,13 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from ..comparators.resampling import bootstrap_means
+if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts without it
+    import pandas as pd
+
 from ..config import defaults
 from ..errors import InputDataError
 
@@ -190,11 +192,34 @@ class BBUResult:
         """True when 0 lies outside the interval."""
         return bool(self.lower > 0 or self.upper < 0)
 
+    @property
+    def ci_prob(self) -> float:
+        """Probability of the interval (the confidence rho)."""
+        return self.confidence
+
+    ci_kind = "bernstein"
+
     def to_dict(self) -> dict:
-        """Plain dict (JSON-ready)."""
+        """Plain dict (JSON-ready; NaN as null)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["claims_bias"] = self.claims_bias
+        d = {k: (None if isinstance(v, float) and not math.isfinite(v) else
+                 (v.item() if isinstance(v, np.generic) else v)) for k, v in d.items()}
+        d.update(claims_bias=self.claims_bias, ci_prob=self.ci_prob, ci_kind=self.ci_kind)
         return d
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        return pd.DataFrame([{**{k: getattr(self, k) for k in self.__dataclass_fields__},
+                              "claims_bias": self.claims_bias, "ci_prob": self.ci_prob,
+                              "ci_kind": self.ci_kind}])
+
+    def __str__(self) -> str:
+        if self.note:
+            return f"Bernstein-bounded disparity: not computed ({self.note})"
+        return (f"disparity {self.disparity:.4f}, {self.confidence:.0%} Bernstein interval "
+                f"[{self.lower:.4f}, {self.upper:.4f}] (n = {self.n}: {self.n_a} + {self.n_b}; "
+                f"gamma {self.gamma:.3g} {self.gamma_kind}, sigma^2 {self.variance:.3g} "
+                f"{self.variance_kind}){'; claims bias' if self.claims_bias else ''}")
 
 
 def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
@@ -252,6 +277,8 @@ def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
                 f"variance must be 'estimate', 'worst' or a number, got {variance!r}")
     else:
         s2, vk = float(variance), "given"
+        if not (math.isfinite(s2) and s2 > 0):
+            raise InputDataError(f"variance must be a finite number > 0, got {variance!r}")
     t = bernstein_half_width(n, confidence, g, s2, C)
     return BBUResult(disparity, t, disparity - t, disparity + t, n, n_a, n_b, g, s2,
                      confidence, C, vk, gk)
@@ -323,7 +350,14 @@ def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-_boot_means = bootstrap_means  # one bootstrap for the package (comparators.resampling)
+def _boot_means(*args, **kwargs):
+    """Bootstrap means with the package's one bootstrap (comparators.resampling).
+
+    Imported when used, so that `bayesbias bbu` starts without the comparators package.
+    """
+    from ..comparators.resampling import bootstrap_means
+
+    return bootstrap_means(*args, **kwargs)
 
 
 def disparity_intervals(cost, annotation, *, confidence: float = 0.95,
@@ -352,6 +386,8 @@ def disparity_intervals(cost, annotation, *, confidence: float = 0.95,
         it is NaN with a reason for other costs. ``attrs['confidence']`` is the common
         coverage of all three.
     """
+    import pandas as pd
+
     rng = np.random.default_rng(defaults.seed if seed is None else seed)
     c = np.asarray(cost, dtype=float)
     f = np.asarray(annotation)
@@ -406,6 +442,8 @@ def bbu_by_group(y, pred, groups: pd.DataFrame, *, criterion_name: str = "demogr
         One row per group: disparity, Bernstein half-width and interval, n_a, n_b, gamma,
         variance, claims_bias; with `intervals`, the Bayesian and bootstrap intervals too.
     """
+    import pandas as pd
+
     crit = criterion(criterion_name)
     y = np.asarray(y).astype(int)
     p = np.asarray(pred).astype(int)
@@ -445,6 +483,8 @@ def interval_coverage(p_a: float = 0.30, p_b: float = 0.25, prop_a: float = 0.3,
         Per interval kind: ``coverage`` (share of replicates containing the truth),
         ``mean_width``, ``reps``, ``n``, ``truth``.
     """
+    import pandas as pd
+
     rng = np.random.default_rng(defaults.seed if seed is None else seed)
     truth = p_a - p_b
     hits: dict[str, list] = {"bernstein": [], "bayes": [], "bootstrap": []}

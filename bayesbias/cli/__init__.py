@@ -34,6 +34,7 @@ COMMANDS = [
     "bbu",
     "design",
     "calibrate",
+    "contextual",
 ]
 
 #: One-line help of each command, shown by ``bayesbias --help`` without importing the
@@ -53,13 +54,15 @@ SUMMARIES = {
     "debias": "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
     "classifier": "bias metrics of a classifier's scores across groups, with intervals",
     "bbu": "sample size and interval width for Bernstein-bounded unfairness",
+    "design": "plan a study: assurance of the verdicts and WEAT/MAC power per design",
+    "calibrate": "simulation-based calibration of a model (rank histograms)",
 }
 
 _FLAGS = {"--debug", "--quiet", "--version", "-h", "--help"}
 
 
 def _chosen(argv) -> str | None:
-    """The command named in `argv` (the first word that is not a global flag)."""
+    """Return the command named in `argv` (the first word that is not a global flag)."""
     for token in argv:
         if token == "--":
             return None
@@ -88,8 +91,7 @@ def build_parser(argv=None):
     appear in ``--help`` with their one-line summary. Without `argv`, every command is
     registered (slower: imports every command module).
     """
-    from .. import __version__
-    from ._common import ArgumentParser, add_global_options
+    from ._common import ArgumentParser, VersionAction, add_global_options
 
     parser = ArgumentParser(
         prog="bayesbias",
@@ -97,7 +99,7 @@ def build_parser(argv=None):
         epilog="Run 'bayesbias COMMAND --help' for the options and examples of a command. "
                "--debug and --quiet also work after COMMAND.",
     )
-    parser.add_argument("--version", action="version", version=f"bayesbias {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _chosen(argv) if argv is not None else None
@@ -150,9 +152,11 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-def _install_signals() -> object | None:
+def _install_signals() -> dict | None:
+    """Ctrl-C -> KeyboardInterrupt, SIGTERM -> Terminated; return the previous handlers."""
     try:
-        return signal.signal(signal.SIGTERM, _on_sigterm)
+        return {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm),
+                signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler)}
     except ValueError:  # not the main thread (e.g. main() called from a worker thread)
         return None
 
@@ -191,8 +195,9 @@ def main(argv=None) -> int:
             raise
         return _report_exception(command, exc)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in (previous or {}).items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
 def _report_exception(command: str, exc: BaseException) -> int:
@@ -217,6 +222,64 @@ def _report_exception(command: str, exc: BaseException) -> int:
     return 1
 
 
+#: Limits every command's options of these names obey (checked after parsing, so a
+#: command whose option still has a plain ``type=int`` is covered too).
+_INT_LIMITS = {
+    "seed": (0, 2**32 - 1),
+    "draws": (1, 1_000_000),
+    "tune": (1, 1_000_000),
+    "chains": (1, 64),
+    "permutations": (1, 10**9),
+    "null_reps": (1, 10**8),
+    "reps": (1, 10**8),
+    "bootstrap": (0, 10**8),
+    "n_boot": (0, 10**8),
+    "workers": (1, 1024),
+    "k": (1, 10_000),
+}
+_PROBABILITIES = ("ci_prob", "confidence", "alpha", "target_accept")
+
+
+def _flag(dest: str) -> str:
+    return ("-" if len(dest) == 1 else "--") + dest.replace("_", "-")
+
+
+def _check_common(args) -> None:
+    """Refuse non-finite numbers and out-of-range counts in any command's options."""
+    import math
+    import numbers
+
+    from ..errors import InvalidArgumentError
+    from ..validation import validate_int, validate_probability
+
+    for dest, value in vars(args).items():
+        if value is None or isinstance(value, bool) or dest in ("run", "command"):
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InvalidArgumentError(f"{_flag(dest)} must be a finite number, got {v!r}")
+        if dest in _INT_LIMITS and all(isinstance(v, numbers.Real) for v in values):
+            low, high = _INT_LIMITS[dest]
+            for v in values:
+                validate_int(v, _flag(dest), low=low, high=high)
+        if dest in _PROBABILITIES and all(isinstance(v, numbers.Real) for v in values):
+            for v in values:
+                validate_probability(v, _flag(dest))
+
+
+def _check_outputs(args) -> None:
+    """Refuse a bad ``-o`` / ``--plot`` target before any computation (every command)."""
+    from .._atomic import check_output
+
+    output = getattr(args, "output", None)
+    if isinstance(output, str):
+        check_output(output, what="-o", folder=args.command == "report")
+    plot = getattr(args, "plot", None)
+    if isinstance(plot, str):
+        check_output(plot, what="--plot")
+
+
 def _run(parser, args) -> int:
     level = logging.DEBUG if args.debug else (logging.ERROR if args.quiet else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
@@ -226,10 +289,16 @@ def _run(parser, args) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 0
+    _check_common(args)
+    _check_outputs(args)
     if getattr(args, "validate", False) is True:
         from .. import embeddings
 
         embeddings.VALIDATE = True
+    if getattr(args, "encoder", None):  # --encoder: word vectors from a sentence encoder
+        from ..encoders.options import use_encoder
+
+        use_encoder(parser, args)
     if hasattr(args, "on_missing") and args.on_missing is None:
         sources = [getattr(args, "embedding", None)]
         if args.command == "compare" and getattr(args, "wordlist", None):

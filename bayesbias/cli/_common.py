@@ -1,5 +1,4 @@
-"""Helpers shared by the sub-commands: the option vocabulary, validated argparse types,
-JSON output.
+"""Helpers shared by the sub-commands: option vocabulary, validated types, JSON output.
 
 One definition per option used by several commands (``--distances``, ``--ci-prob``,
 ``--bootstrap``, ``--seed``, ``--draws``/``--tune``/``--chains``, the embedding options),
@@ -81,8 +80,20 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         message = message.replace("value must", "must")
-        self.exit(2, f"{self.prog}: error: {printable(message)}\n"
-                     f"(see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
+
+
+class VersionAction(argparse.Action):
+    """``--version``: print the version (looked up only when asked) and exit."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version and exit"):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .. import __version__
+
+        parser.exit(message=f"bayesbias {__version__}\n")
 
 
 def add_global_options(parser, suppress: bool = False) -> None:
@@ -101,9 +112,7 @@ def add_seed(parser, default=None, help: str | None = None) -> None:
 
 
 def add_distances(parser, help: str | None = None, **kwargs) -> None:
-    """Add ``--distances`` (alias ``--table``): a distance table file or
-    ``published:TOPIC:EMBEDDING``.
-    """
+    """Add ``--distances`` (alias ``--table``): a file or ``published:TOPIC:EMBEDDING``."""
     kwargs.setdefault("default", None)
     parser.add_argument(
         "--distances", "--table", dest=kwargs.pop("dest", "distances"), metavar="TABLE",
@@ -162,7 +171,8 @@ def add_json(parser) -> None:
 
 
 def add_embedding_options(parser, required: bool = False) -> None:
-    """Add ``--embedding``, ``--format``, ``--trust-pickle`` and ``--on-missing``."""
+    """Add ``--embedding``, ``--format``, ``--trust-pickle``, ``--on-missing`` and the
+    encoder options (``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``)."""
     parser.add_argument("--embedding", default=None if required else "default",
                         required=required,
                         help="embedding file, or 'default' for the shipped GloVe subset")
@@ -183,6 +193,9 @@ def add_embedding_options(parser, required: bool = False) -> None:
                              "lacks WEAT 1's 'blue-bell', 'gladiola'). Control-group words "
                              "(human, none) missing from the embedding are always dropped "
                              "and listed")
+    from ..encoders.options import add_encoder_options
+
+    add_encoder_options(parser)
 
 
 def to_jsonable(obj):

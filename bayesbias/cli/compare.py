@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._common import add_json, add_parser, emit
-from .fit import add_model_options, add_table_source, fit_from_args, load_table
+from .fit import add_model_options, add_rope, add_table_source, fit_from_args, load_table
 
 DESCRIPTION = """\
 Fit the same model to two distance tables (or to one word list on two embeddings) and report
@@ -27,12 +27,16 @@ def register(sub) -> None:
     p.add_argument("--a", required=True, help="first table / embedding (the reference)")
     p.add_argument("--b", required=True, help="second table / embedding (e.g. debiased)")
     p.add_argument("--labels", nargs=2, default=None, metavar=("A", "B"),
-                   help="names for the two sides in the report")
+                   help="names for the two sides in the report (default: the --a and --b "
+                        "values)")
     add_table_source(p)
     add_model_options(p)
-    p.add_argument("--plot", default=None, help="save a forest plot of the differences (PNG)")
+    add_rope(p)
+    p.add_argument("--plot", default=None,
+                   help="save a forest plot of the differences (PNG) (default: none)")
     p.add_argument("-o", "--output", default=None,
-                   help="save both fits: OUTPUT with suffixes _a.nc and _b.nc")
+                   help="save both fits: OUTPUT with suffixes _a.nc and _b.nc "
+                        "(default: not saved)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -83,7 +87,7 @@ def run(args) -> int:
     labels = tuple(args.labels) if args.labels else (args.a, args.b)
     ta, tb = _load(args.a, args), _load(args.b, args)
     fa, fb = fit_from_args(ta, args), fit_from_args(tb, args)
-    comp = compare_fits(fa, fb, args.ci_prob, args.ci_kind, labels=labels)
+    comp = compare_fits(fa, fb, args.ci_prob, args.ci_kind, labels=labels, rope=args.rope)
     mac = _mac(ta, tb)
     payload = comp.to_dict()
     payload["diagnostics"] = {"a": fa.diagnostics().to_dict(), "b": fb.diagnostics().to_dict()}
@@ -93,8 +97,20 @@ def run(args) -> int:
     weat = _weat(ta, tb, args.seed)
     payload["weat"] = weat
     payload["model"] = fa.spec.name
+    from ..report.sections import coverage_warning, diagnostic_advice
+
     lines = [f"model {fa.spec.name!r} (hash {fa.spec.hash}); a = {labels[0]}, b = {labels[1]}",
-             f"a: {fa.diagnostics()}", f"b: {fb.diagnostics()}", "", str(comp)]
+             str(comp), "", f"rule: {comp.verdicts['a'].rule}",
+             f"a: {fa.diagnostics()}", f"b: {fb.diagnostics()}"]
+    problems = fa.diagnostics().problems + fb.diagnostics().problems
+    if problems:
+        lines.append(diagnostic_advice(problems, "compare"))
+    payload["coverage_warning"] = {}
+    for tag, fit in (("a", fa), ("b", fb)):
+        warn = coverage_warning(fit)
+        payload["coverage_warning"][tag] = warn
+        if warn:
+            lines.append(f"warning ({tag}): {warn}")
     for tag, table in (("a", ta), ("b", tb)):
         if table.attrs.get("missing"):
             lines.append(f"dropped on side {tag}: " + "; ".join(

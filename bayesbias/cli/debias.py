@@ -114,7 +114,7 @@ def run(args) -> int:
     if not wl.definite_sets:  # fail before loading a possibly large file
         raise WordListError(f"word list {wl.name!r} ({wl.path}) has no definite_sets; "
                             "hard debiasing needs them")
-    if args.output:
+    if args.output is not None:
         check_output(args.output, what="-o")
     emb = load_embedding(args.embedding, format=args.format, trust_pickle=args.trust_pickle)
     debiased, report = hard_debias(emb, wl, k=args.k, neutralize=neutralize,
@@ -129,7 +129,7 @@ def run(args) -> int:
     means = pd.DataFrame({"before": before, "after": after})
     means["change"] = means["after"] - means["before"]
     binary = None
-    written = bool(args.output) and (report.passed or args.force)
+    written = args.output is not None and (report.passed or args.force)
     if written:
         out = Path(args.output)
         suffix = out.suffixes[-2] if out.suffix == ".gz" and len(out.suffixes) > 1 else out.suffix
@@ -149,7 +149,7 @@ def run(args) -> int:
     if written:
         lines.append(f"wrote {args.output} ({payload['output_format']}, {len(debiased)} words)"
                      + ("" if report.passed else " despite the failed checks (--force)"))
-    elif args.output:
+    elif args.output is not None:
         lines.append(f"checks failed: {args.output} not written (--force writes it anyway)")
     emit(args, payload, "\n".join(lines))
     return 0 if report.passed else 3

@@ -31,7 +31,7 @@ def run(args) -> int:
     from ..embeddings import load_embedding
     from ..wordlists import load_wordlist
 
-    if args.output:
+    if args.output is not None:
         check_table_path(args.output, what="-o")
     if args.table:
         table = read_table(args.table)
@@ -40,7 +40,7 @@ def run(args) -> int:
         emb = load_embedding(args.embedding, wl.all_words, format=args.format,
                              trust_pickle=args.trust_pickle)
         table = distance_table(emb, wl, on_missing=args.on_missing)
-    if args.output:
+    if args.output is not None:
         write_distance_table(table, args.output)
     summary = (table.groupby("connection", observed=True)["cosine_distance"]
                .agg(["count", "mean", "std"]))
@@ -57,7 +57,7 @@ def run(args) -> int:
     if payload["missing"]:
         lines.append("dropped (not in embedding): " + "; ".join(
             f"{k}: {', '.join(v)}" for k, v in payload["missing"].items()))
-    if args.output:
+    if args.output is not None:
         lines.append(f"wrote {args.output}")
     emit(args, payload, "\n".join(lines))
     return 0

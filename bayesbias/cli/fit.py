@@ -6,7 +6,18 @@ import warnings
 
 from ..config import defaults
 from ..errors import DistanceTableError
-from ._common import add_embedding_options, add_json, add_parser, emit, positive_int, probability
+from ._common import (
+    add_ci_prob,
+    add_distances,
+    add_embedding_options,
+    add_json,
+    add_parser,
+    add_sampling_options,
+    add_seed,
+    emit,
+    float_range,
+    probability,
+)
 
 DESCRIPTION = """\
 Fit a Bayesian model (default: the hierarchical model of Dobrzeniecka & Urbaniak) to the
@@ -21,36 +32,50 @@ def add_table_source(p) -> None:
     """Options that select a distance table or an embedding + word list."""
     add_embedding_options(p)
     p.add_argument("--wordlist", default=None,
-                   help="shipped list name or TOML file (with --embedding)")
+                   help="shipped list name or TOML file, with --embedding (default: none)")
 
 
-def add_model_options(p) -> None:
-    """Model and sampler options shared by ``fit`` and ``compare``."""
+#: A ROPE half-width: a finite number >= 0.
+rope_value = float_range(0.0, None, name="rope")
+
+
+def add_rope(p) -> None:
+    """Add ``--rope``."""
+    p.add_argument("--rope", type=rope_value, default=None, metavar="HALF_WIDTH",
+                   help="region of practical equivalence around 0 for the verdict contrasts, "
+                        "e.g. 0.02 (default: none); the share of the posterior inside it is "
+                        "shown")
+
+
+def add_model_options(p, command: str = "fit") -> None:
+    """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
     from ..models import available_models
 
     p.add_argument("--model", default="hierarchical",
-                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file")
-    p.add_argument("--level", choices=["word", "class"], default=None,
-                   help="override the spec: means per protected word or per protected class")
-    p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
-                   help="override the spec: residual sd per connection or a single one")
-    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
-                   help="credible interval probability (default %(default)s)")
+                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
+                        "(default %(default)s)")
+    if command != "report":
+        p.add_argument("--level", choices=["word", "class"], default=None,
+                       help="override the spec: means per protected word or per protected "
+                            "class (default: the spec's)")
+        p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
+                       help="override the spec: residual sd per connection or a single one "
+                            "(default: the spec's)")
+    add_ci_prob(p, defaults.ci_prob, "credible interval probability in (0, 1) "
+                                     f"(default {defaults.ci_prob})")
     p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind,
-                   help="highest-density (hdi, default) or equal-tailed (eti) intervals")
-    p.add_argument("--draws", type=positive_int, default=1000,
-                   help="draws per chain (default 1000)")
-    p.add_argument("--tune", type=positive_int, default=1000,
-                   help="tuning steps per chain (default 1000)")
-    p.add_argument("--chains", type=positive_int, default=4, help="chains (default 4)")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="random seed")
+                   help="highest-density (hdi) or equal-tailed (eti) intervals "
+                        "(default %(default)s)")
+    add_sampling_options(p)
+    add_seed(p, defaults.seed)
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
-                   help="NUTS implementation (auto: nutpie if installed)")
+                   help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
     p.add_argument("--target-accept", type=probability, default=0.8,
-                   help="NUTS target acceptance rate (default 0.8); raise to 0.95-0.99 if "
-                        "there are divergences")
+                   help="NUTS target acceptance rate (default %(default)s); raise to "
+                        "0.95-0.99 if there are divergences")
     p.add_argument("--strict", action="store_true",
-                   help="exit with status 3 if r-hat, ESS or divergences fail")
+                   help="exit with status 3 if r-hat, ESS or divergences fail "
+                        "(default: warn only)")
 
 
 def register(sub) -> None:
@@ -64,20 +89,23 @@ def register(sub) -> None:
         "  bayesbias fit --show-model --model separate   # print the model card only",
         description=DESCRIPTION,
     )
-    p.add_argument("--distances", default=None,
-                   help="distance table (CSV/Parquet, ours or the published format), or "
-                        "published:TOPIC:EMBEDDING for a shipped table")
+    add_distances(p, help="distance table (CSV/Parquet, ours or the published format), or "
+                          "published:TOPIC:EMBEDDING for a shipped table (default: none, use "
+                          "--embedding with --wordlist)")
     add_table_source(p)
     add_model_options(p)
-    p.add_argument("-o", "--output", default=None, help="save the fit as netCDF (.nc)")
-    p.add_argument("--plot", default=None, help="save a forest plot (PNG)")
-    p.add_argument("--loo", action="store_true", help="also report PSIS-LOO (elpd)")
+    add_rope(p)
+    p.add_argument("-o", "--output", default=None,
+                   help="save the fit as netCDF (.nc) (default: not saved)")
+    p.add_argument("--plot", default=None, help="save a forest plot (PNG) (default: none)")
+    p.add_argument("--loo", action="store_true",
+                   help="also report PSIS-LOO (elpd) (default: off)")
     p.add_argument("--show-model", action="store_true",
-                   help="print the model card (priors) and exit")
+                   help="print the model card (priors) and exit (default: off)")
     p.add_argument("--sensitivity", action="store_true",
                    help="also: change of each contrast and verdict when each word is left "
                         "out, and the share of 200 resampled word lists under which each "
-                        "verdict holds (exact refits; hierarchical model)")
+                        "verdict holds (exact refits; hierarchical model) (default: off)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -112,9 +140,23 @@ def fit_from_args(table, args):
                          target_accept=args.target_accept)
 
 
+def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:
+    """Return the verdict of `fit` and the lines that lead the text output."""
+    from ..report.sections import coverage_warning
+    from ..verdicts import verdict_from_fit
+
+    v = verdict_from_fit(fit, name, args.ci_prob, args.ci_kind, getattr(args, "rope", None))
+    lines = [str(v), f"  {v.rule}"]
+    warn = coverage_warning(fit)
+    if warn:
+        lines.append(f"  warning: {warn}")
+    return v, lines
+
+
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
     from ..models import load_spec
+    from ..report.sections import coverage_warning, diagnostic_advice
 
     if args.show_model:
         spec = load_spec(args.model, level=args.level, residual_sd=args.residual_sd)
@@ -129,11 +171,14 @@ def run(args) -> int:
     fit = fit_from_args(table, args)
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
+    verdict, head = verdict_lines(fit, args, args.distances or args.wordlist or "")
+    diag = fit.diagnostics()
     missing = table.attrs.get("missing", {})
     run_attrs = ("seed", "draws", "tune", "chains", "sampler", "likelihood", "bayesbias_version",
                  "wall_time_s", "noncentred")
-    payload = dict(summary, ppc=ppc, output=args.output, plot=args.plot,
-                   dropped_words=missing,
+    payload = dict(verdict=verdict.to_dict(), **summary, ppc=ppc, output=args.output,
+                   plot=args.plot, dropped_words=missing,
+                   coverage_warning=coverage_warning(fit, ppc),
                    run={k: fit.idata.attrs.get(k) for k in run_attrs},
                    target_accept=args.target_accept)
     if args.loo:
@@ -144,9 +189,11 @@ def run(args) -> int:
         fit.save(args.output, loo=args.loo)
     if args.plot:
         fit.plot_forest(args.plot, args.ci_prob, args.ci_kind)
-    lines = [fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
-             "posterior predictive check (share of observed distances inside the "
-             "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
+    lines = head + ["", fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
+                    "posterior predictive check (share of observed distances inside the "
+                    "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
+    if not diag.ok:
+        lines.append(diagnostic_advice(diag.problems, "fit"))
     if missing:
         lines.append("dropped (not in the embedding or the table): " + "; ".join(
             f"{k}: {', '.join(v)}" for k, v in missing.items()))

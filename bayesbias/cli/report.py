@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..config import defaults
 from ..report import DEFAULT_WORDLISTS, ReportSettings, run_report
-from ._common import add_embedding_options, add_json, add_parser, emit, positive_int, probability
+from ._common import add_bootstrap, add_embedding_options, add_json, add_parser, emit, int_range
+from .fit import add_model_options, add_rope
 
 
 def register(sub) -> None:
@@ -25,29 +25,31 @@ def register(sub) -> None:
                         f"(default: {', '.join(DEFAULT_WORDLISTS)})")
     p.add_argument("--distances", action="append",
                    help="distance table(s) instead of an embedding (ours, the published CSV "
-                        "format, or published:TOPIC:EMBEDDING for a shipped published table)")
-    p.add_argument("-o", "--output", default="bayesbias-report", help="report folder")
-    p.add_argument("--model", default="hierarchical", help="model spec (name or TOML file)")
-    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
-                   help="interval probability (default %(default)s)")
-    p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind)
-    p.add_argument("--draws", type=positive_int, default=1000)
-    p.add_argument("--tune", type=positive_int, default=1000)
-    p.add_argument("--chains", type=positive_int, default=4)
-    p.add_argument("--seed", type=int, default=defaults.seed)
-    p.add_argument("--permutations", type=positive_int, default=100_000)
-    p.add_argument("--bootstrap", type=int, default=2000,
-                   help="bootstrap resamples for the WEAT interval (0: none)")
-    p.add_argument("--null-reps", type=positive_int, default=5000)
-    p.add_argument("--sd-convention", choices=["sample", "population"], default="sample")
-    p.add_argument("--strict", action="store_true",
-                   help="exit with code 3 if sampler diagnostics fail")
+                        "format, or published:TOPIC:EMBEDDING for a shipped published table); "
+                        "repeat for several (default: none, use --embedding)")
+    p.add_argument("-o", "--output", default="bayesbias-report",
+                   help="report folder; replaced only if it is an earlier report "
+                        "(default %(default)s)")
+    add_model_options(p, "report")
+    add_rope(p)
+    p.add_argument("--permutations", type=int_range(1, 10**9, "permutations"), default=100_000,
+                   help="Monte Carlo permutations for WEAT's p when exact enumeration is too "
+                        "large (default %(default)s)")
+    add_bootstrap(p, 2000, "bootstrap resamples for the WEAT interval, 0 for none "
+                           "(default 2000)")
+    p.add_argument("--null-reps", type=int_range(1, 10**8, "null-reps"), default=5000,
+                   help="replications of the null distribution (default %(default)s)")
+    p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
+                   help="sd in WEAT's effect size: sample (n - 1) or population (n) "
+                        "(default %(default)s)")
     add_json(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     """Run ``bayesbias report``; return the exit code."""
+    from ..report.sections import diagnostic_advice
+
     settings = ReportSettings(
         embedding=args.embedding, wordlists=tuple(args.wordlists or DEFAULT_WORDLISTS),
         distances=tuple(args.distances or ()), output=args.output, on_missing=args.on_missing,
@@ -55,11 +57,23 @@ def run(args) -> int:
         ci_prob=args.ci_prob, ci_kind=args.ci_kind, draws=args.draws, tune=args.tune,
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
-        sd_convention=args.sd_convention, strict=args.strict)
+        sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
+        target_accept=args.target_accept, rope=args.rope)
     results = run_report(settings)
-    over = results["overview"]
-    text = [f"report written to {results['output']}/index.html "
-            f"({results['elapsed_s']:.0f} s)", over.round(3).to_string(index=False)]
+    text = []
+    for v, (key, res) in zip(results["verdicts"], results["wordlists"].items(), strict=True):
+        text.append(f"{v['name']}: {v['headline']}")
+        text += [f"  - {d}" for d in v["details"]] + [f"  note: {n}" for n in v["notes"]]
+        if res.get("coverage_warning"):
+            text.append(f"  warning: {res['coverage_warning']}")
+        diag = res.get("diagnostics", {})
+        if diag and not diag.get("ok", True):
+            text.append(f"  sampler diagnostics failed ({key}): " + "; ".join(diag["problems"])
+                        + "\n  " + diagnostic_advice(diag["problems"], "report"))
+    text.append(f"rule: {results['verdicts'][0]['rule']}" if results["verdicts"] else "")
+    text.append(f"report written to {results['output']}/index.html "
+                f"({results['elapsed_s']:.0f} s)")
     emit(args, {"output": results["output"], "elapsed_s": results["elapsed_s"],
-                "overview": over}, "\n".join(text))
+                "verdicts": results["verdicts"], "overview": results["overview"]},
+         "\n".join(text))
     return 0

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
@@ -115,6 +114,10 @@ class MacResult:
             "source": self.source,
         }
 
+    def to_frame(self) -> pd.DataFrame:
+        """Return the tidy S(t, A_j) scores (one row per target and attribute class)."""
+        return self.scores.copy()
+
     def __str__(self) -> str:
         wide = self.scores.drop_duplicates(["protected_word", "attribute_class"]).pivot(
             index="protected_word", columns="attribute_class", values="S")
@@ -151,6 +154,11 @@ class MacTTest:
                     "the attribute-level variation",
             "unmatched": self.unmatched,
         }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row."""
+        return pd.DataFrame([{k: v for k, v in self.to_dict().items()
+                              if k not in ("unmatched", "test")}])
 
     def __str__(self) -> str:
         return (f"MAC a = {self.mac_a:.4f}, MAC b = {self.mac_b:.4f}; paired t-test over "
@@ -298,6 +306,8 @@ def mac_ttest(a: MacResult, b: MacResult) -> MacTTest:
     reps = la["weight"].to_numpy(dtype=int)
     xa = np.repeat(la["S"].to_numpy(), reps)
     xb = np.repeat(right.loc[common, "S"].to_numpy(), reps)
+    from scipy import stats  # imported here: keeps `bayesbias weat` start-up short
+
     res = stats.ttest_rel(xa, xb)
     return MacTTest(mac_a=a.mac, mac_b=b.mac, statistic=float(res.statistic),
                     p_value=float(res.pvalue), df=int(xa.size - 1), n_pairs=int(xa.size),

@@ -172,9 +172,9 @@ def metric_sets(wordlist_or_sets, classes: Sequence[str] | None = None) -> Metri
         names = [c.name for c in wl.classes]
         classes = list(classes) if classes is not None else names
         if len(classes) != 2 or not set(classes) <= set(names):
-            raise WordListError(f"word list {wl.name!r} has classes {', '.join(names)}; "
-                                "give two of them (classes=...)" if len(names) != 2 else
-                                f"classes must be two of {', '.join(names)}, got {classes}")
+            raise WordListError(
+                f"word list {wl.name!r} has classes {', '.join(names)}; give two of them "
+                f"(--classes a,b; classes=(a, b) in Python), got {', '.join(classes)}")
         c1, c2 = (next(c for c in wl.classes if c.name == k) for k in classes)
         pairs = _pairs_for(wl, c1.protected_words, c2.protected_words)
         sets = MetricSets(c1.protected_words, c2.protected_words, c1.stereotypes,
@@ -668,3 +668,67 @@ def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | Non
             except InputDataError as exc:
                 log.warning("%s skipped for %s vs %s: %s", name, c1, c2, exc)
     return MetricTable(wl.name, results, embedding.source)
+
+
+# --------------------------------------------------------------------------------------
+# Report section
+# --------------------------------------------------------------------------------------
+#: Report caps: the metric table's bootstrap and null draws (each metric, class pair, null).
+REPORT_BOOTSTRAP = 300
+REPORT_NULL_REPS = 150
+
+
+def _report_wordlist(ctx) -> WordList | None:
+    for spec in getattr(ctx.settings, "wordlists", ()) or ():
+        try:
+            wl = load_wordlist(spec)
+        except WordListError:
+            continue
+        if wl.name == ctx.name:
+            return wl
+    try:
+        return load_wordlist(ctx.name)
+    except WordListError:
+        return None
+
+
+def metrics_section(ctx) -> None:
+    """Report section: RND, RNSB, ECT, RIPA, direct/indirect bias and WEAT-ES per class pair.
+
+    `ctx` is a report word-list context (``settings``, ``name``, ``key``, ``section``,
+    ``results``). The metrics need word vectors: a report built from distance tables only
+    gets a note instead.
+    """
+    from ..embeddings import load_embedding
+    from ..progress import progress
+
+    s, sec = ctx.settings, ctx.section
+    sec.heading("Embedding-bias metrics of other toolkits (with intervals and null ranges)")
+    wl = None if getattr(s, "distances", ()) else _report_wordlist(ctx)
+    if getattr(s, "embedding", None) is None or wl is None:
+        sec.text("RND, RNSB, ECT, RIPA and Bolukbasi's direct and indirect bias need word "
+                 "vectors; this section was built from a distance table only, so they are "
+                 "not shown (run the report with --embedding).")
+        return
+    progress.info(f"{ctx.name}: RND, RNSB, ECT, RIPA, direct/indirect bias")
+    words = set(wl.all_words) | {w for g in (wl.controls or default_controls()).values()
+                                 for w in g}
+    emb = load_embedding(s.embedding, words, format=getattr(s, "format", "auto"),
+                         trust_pickle=getattr(s, "trust_pickle", False))
+    boot = min(int(getattr(s, "n_bootstrap", REPORT_BOOTSTRAP)), REPORT_BOOTSTRAP)
+    reps = min(int(getattr(s, "null_reps", REPORT_NULL_REPS)), REPORT_NULL_REPS)
+    table = metric_table(emb, wl, on_missing=getattr(s, "on_missing", "drop"), bootstrap=boot,
+                         ci_prob=getattr(s, "ci_prob", None), null_reps=reps,
+                         seed=getattr(s, "seed", None))
+    frame = table.to_frame()
+    sec.text(f"Each metric computed from its paper on the word list's classes (X, Y: "
+             f"protected words; A, B: stereotypes), with a percentile bootstrap interval over "
+             f"the words ({boot} resamples) and the central 95% of the metric under three nulls "
+             f"at the same list sizes ({reps} draws each): what 'no bias' gives here. A value "
+             "inside the null ranges is no evidence of bias by that metric; the 'no bias' "
+             "column is the metric's own reference value.")
+    sec.table(frame, f"{ctx.key}_embedding_metrics",
+              "Embedding-bias metrics: value, bootstrap interval, null ranges")
+    sec.bullets([f"{m.name}: {m.title} ({m.paper}); {m.definition}; {m.direction}"
+                 for m in METRICS.values()])
+    ctx.results["embedding_metrics"] = table.to_dict()

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..errors import InputDataError
 
-__all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_means", "percentile_interval"]
+__all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_weights", "bootstrap_means",
+           "percentile_interval"]
 
 
 def ordered_subsets(rng, n_rows: int, population: int, k: int) -> np.ndarray:
@@ -33,6 +34,12 @@ def bootstrap_indices(rng, n: int, size=None) -> np.ndarray:
     rng = np.random.default_rng(rng)
     shape = (n,) if size is None else tuple(np.atleast_1d(size)) + (n,)
     return rng.integers(0, n, shape)
+
+
+def bootstrap_weights(rng, n: int, size: int) -> np.ndarray:
+    """Return resampling weights (size, n): counts of a bootstrap resample over n."""
+    rng = np.random.default_rng(rng)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=size) / n
 
 
 def bootstrap_means(x, n_boot: int, rng, max_cells: int = 2_000_000) -> np.ndarray:

@@ -29,7 +29,12 @@ from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
 from ..errors import DistanceTableError, InputDataError, WordListError
 from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
-from .resampling import ordered_subsets, percentile_interval
+from .resampling import (
+    bootstrap_indices,
+    bootstrap_weights,
+    ordered_subsets,
+    percentile_interval,
+)
 
 __all__ = [
     "ALTERNATIVES",
@@ -304,11 +309,11 @@ def bootstrap_effect_size(sim_a, sim_b, n_x: int, *, n_bootstrap: int = 2000,
     done = 0
     while done < n_bootstrap:
         k = min(chunk, n_bootstrap - done)
-        w_a = rng.multinomial(n_a, np.full(n_a, 1.0 / n_a), size=k) / n_a  # (k, n_A)
-        w_b = rng.multinomial(n_b, np.full(n_b, 1.0 / n_b), size=k) / n_b
+        w_a = bootstrap_weights(rng, n_a, k)  # (k, n_A)
+        w_b = bootstrap_weights(rng, n_b, k)
         s = w_a @ sim_a.T - w_b @ sim_b.T  # (k, n)
-        ix = rng.integers(0, n_x, size=(k, n_x))
-        iy = rng.integers(n_x, n, size=(k, n_y))
+        ix = bootstrap_indices(rng, n_x, k)
+        iy = n_x + bootstrap_indices(rng, n_y, k)
         out[done:done + k] = effect_size(np.take_along_axis(s, ix, axis=1),
                                          np.take_along_axis(s, iy, axis=1), sd=sd)
         done += k
@@ -364,6 +369,18 @@ class WeatResult:
                f"Monte Carlo over {self.n_permutations} random splits of X ∪ Y without "
                f"replacement, (1 + hits) / (1 + n), seed {self.seed}")
         return f"{self.alternative} permutation test, {how}"
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row: effect size, statistic, p-value and interval."""
+        return pd.DataFrame([{
+            "X": self.names.get("X"), "Y": self.names.get("Y"), "A": self.names.get("A"),
+            "B": self.names.get("B"), "effect_size": self.effect_size,
+            "statistic": self.statistic, "p_value": self.p_value,
+            "alternative": self.alternative, "permutation": self.permutation,
+            "n_permutations": self.n_permutations,
+            "ci_lower": self.ci[0] if self.ci else np.nan,
+            "ci_upper": self.ci[1] if self.ci else np.nan, "ci_prob": self.ci_prob,
+            "ci_kind": self.ci_kind, "sd_convention": self.sd_convention}])
 
     def __str__(self) -> str:
         n = self.names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +74,9 @@ class Comparison:
         As `moved`, for the averages over the shared words (``list_means``).
     verdict : list of str
         Plain-language reading of the above.
+    verdicts : dict
+        The control-group verdict of each side (:class:`~bayesbias.verdicts.Verdict`, keys
+        ``"a"``, ``"b"``) and ``"changes"``: sentences saying which verdicts changed.
     """
 
     labels: tuple[str, str]
@@ -86,18 +90,30 @@ class Comparison:
     moved_list: dict
     only_neutral_moved: bool
     verdict: list[str] = field(default_factory=list)
+    verdicts: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """Plain data for JSON."""
-        return {"a": self.labels[0], "b": self.labels[1], "difference": "b - a",
-                "spec_hash": self.spec_hash, "ci_prob": self.group_means.attrs["ci_prob"],
-                "ci_kind": self.group_means.attrs["ci_kind"],
-                "group_means": self.group_means, "contrasts": self.contrasts,
-                "word_means": self.word_means, "list_means": self.list_means,
-                "moved": self.moved, "moved_list": self.moved_list,
-                "only_neutral_moved": self.only_neutral_moved, "verdict": self.verdict,
-                **self.extra}
+        """Plain JSON data (tables as lists of records, NaN as None)."""
+        def rec(df):
+            return json.loads(df.to_json(orient="records", double_precision=15))
+
+        verdicts = {k: (v.to_dict() if hasattr(v, "to_dict") else v)
+                    for k, v in self.verdicts.items()}
+        return json.loads(json.dumps({
+            "a": self.labels[0], "b": self.labels[1], "difference": "b - a",
+            "verdicts": verdicts,
+            "spec_hash": self.spec_hash, "ci_prob": self.group_means.attrs["ci_prob"],
+            "ci_kind": self.group_means.attrs["ci_kind"],
+            "group_means": rec(self.group_means), "contrasts": rec(self.contrasts),
+            "word_means": rec(self.word_means), "list_means": rec(self.list_means),
+            "moved": self.moved, "moved_list": self.moved_list,
+            "only_neutral_moved": bool(self.only_neutral_moved), "verdict": self.verdict,
+            **self.extra}, default=str))
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the contrast differences as a tidy table (``contrast, a_mean, b_mean, ...``)."""
+        return self.contrasts.copy()
 
     def plot_forest(self, path):
         """Forest plot of the differences, saved as PNG."""
@@ -108,7 +124,12 @@ class Comparison:
     def __str__(self) -> str:
         iv = self.group_means.attrs["interval"]
         cols = ["a_mean", "b_mean", "diff_mean", "lower", "upper", "excludes_zero"]
+        lead = []
+        if self.verdicts:
+            lead = ["verdicts from the control groups:",
+                    *(f"  {line}" for line in self.verdicts.get("changes", [])), ""]
         return "\n".join([
+            *lead,
             f"{self.labels[1]} - {self.labels[0]} ({iv} of the difference)",
             "group-level means:", self.group_means.set_index("connection")[cols]
             .round(4).to_string(),
@@ -119,7 +140,7 @@ class Comparison:
 
 
 def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
-                 labels: tuple[str, str] = ("a", "b")) -> Comparison:
+                 labels: tuple[str, str] = ("a", "b"), rope: float | None = None) -> Comparison:
     """Posterior differences (b - a) of group-level means, contrasts and per-word means.
 
     The two posteriors are independent (different data), so draws are paired by position
@@ -195,10 +216,15 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
                            f"{r['upper']:+.4f})")
     if moved_list["neutral"] and not moved_list["stereotype"]:
         verdict.append("for these words, only the controls moved")
+    from ..verdicts import verdict_changes, verdict_from_fit
+
+    va = verdict_from_fit(a, labels[0], ci_prob, ci_kind, rope)
+    vb = verdict_from_fit(b, labels[1], ci_prob, ci_kind, rope)
+    verdicts = {"a": va, "b": vb, "changes": verdict_changes(va, vb, tuple(labels))}
     return Comparison(labels=tuple(labels), unit_dim=unit, spec_hash=a.spec.hash,
                       group_means=groups, contrasts=contrasts, word_means=words,
                       list_means=list_means, moved=moved, moved_list=moved_list,
-                      only_neutral_moved=only_neutral, verdict=verdict)
+                      only_neutral_moved=only_neutral, verdict=verdict, verdicts=verdicts)
 
 
 def loo_compare(fits: dict[str, Fit]):

@@ -30,7 +30,7 @@ from ..parallel import chunks, run_tasks
 from .design import VERDICTS, _contrast_index, _hdi, verdict_holds
 from .marginal import marginal_posterior, supports
 
-__all__ = ["Sensitivity", "sensitivity", "check_model", "METHOD"]
+__all__ = ["Sensitivity", "sensitivity", "check_model", "report_section", "METHOD"]
 
 log = logging.getLogger(__name__)
 
@@ -311,3 +311,39 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
                 "method": METHOD, "rule": "a verdict holds when the contrast's HDI lies "
                 "below zero"}
     return Sensitivity(baseline, pd.DataFrame(recs), resampled, settings)
+
+
+def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
+    """Add the sensitivity of word list `name` to a report section; return its JSON data.
+
+    `section` is a :class:`bayesbias.reporting.Section` (anything with ``text``, ``table``
+    and ``figure_from``): a paragraph on the method, the share of resampled lists under
+    which each verdict holds, the `k` most influential words and their figure. The returned
+    dict (:meth:`Sensitivity.to_dict`) belongs in ``results.json`` under the word list's
+    ``"sensitivity"`` key.
+    """
+    s = sens.settings
+    flips = sens.leave_one_out.loc[sens.leave_one_out["contrast"].isin(VERDICTS)
+                                   & sens.leave_one_out["flips"]]
+    flip_text = ("No single left-out word changes a verdict." if flips.empty else
+                 "Leaving out " + "; ".join(
+                     f"`{r.word}` changes `{r.contrast}` to "
+                     f"{'holds' if r.holds else 'does not hold'}"
+                     for r in flips.head(6).itertuples())
+                 + (f" (and {len(flips) - 6} more)" if len(flips) > 6 else "") + ".")
+    section.text(
+        f"Which words drive the verdicts: every protected word and every attribute word was "
+        f"left out in turn, and {s['n_resamples']} word lists were resampled with replacement "
+        f"within each class (protected words within their class, attributes within their "
+        f"stereotype class, human or neutral group). Method: {METHOD}. A verdict holds when "
+        f"the contrast's {s['ci_prob']:.0%} HDI lies below zero. {flip_text}")
+    section.table(sens.resampled, f"{name}_sensitivity_resampled",
+                  "Share of resampled word lists under which each verdict holds (with its "
+                  "Monte Carlo se)")
+    section.table(sens.influential(k), f"{name}_sensitivity_words",
+                  f"The {k} most influential words: change in each contrast's posterior mean "
+                  "when the word is left out (negative: the contrast becomes more negative)")
+    section.figure_from(lambda path: sens.plot(path, k=max(k, 15)), f"{name}_sensitivity",
+                        "Change in the verdict contrasts when each of the most influential "
+                        "words is left out")
+    return sens.to_dict(k)

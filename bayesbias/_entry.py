@@ -1,0 +1,27 @@
+"""Entry point of the ``bayesbias`` console script and ``python -m bayesbias``.
+
+Its first statements make Ctrl-C and SIGTERM during start-up (imports) end the process
+quietly with exit code 130 / 143 instead of a traceback; :func:`bayesbias.cli.main` then
+turns them into a clean interruption of the running command (temporary files removed).
+Only the interpreter's own start-up, before this module runs, is out of reach.
+"""
+
+import signal
+import sys
+
+
+def _early_exit(signum, frame):
+    sys.stderr.write(f"bayesbias: {'interrupted' if signum == signal.SIGINT else 'terminated'}"
+                     "; no output written\n")
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGINT, _early_exit)
+signal.signal(signal.SIGTERM, _early_exit)
+
+
+def main() -> int:
+    """Run the command line (see :func:`bayesbias.cli.main`)."""
+    from .cli import main as cli_main
+
+    return cli_main()

@@ -1,0 +1,57 @@
+"""The main job: one report from an embedding (or distance tables) and word lists.
+
+For each word list the report leads with a verdict from the control groups
+(:mod:`bayesbias.verdicts`), then the words that drive it, the Bayesian fit (group means,
+contrasts, parameters, forest plot, posterior predictive check, diagnostics), the
+frequentist comparators (WEAT, MAC, null distributions) and the data; an overview of the
+verdicts comes first, the model card and the settings last.
+
+Layout
+------
+``pipeline.py``
+    :class:`ReportSettings` and :func:`run_report`: reads the tables, runs the section
+    builders per word list, writes the folder.
+``sections.py``
+    The section builders and :class:`~bayesbias.report.sections.WordListContext`, which
+    computes each result (``fit``, ``verdict``, ``drivers``, ``ppc``, ``weats``, ``mac``)
+    once, on first use.
+``document.py``
+    :class:`Report` / :class:`Section` and the atomic, escaped HTML + Markdown writer.
+
+Adding a section
+----------------
+Write ``def my_section(ctx: WordListContext) -> None`` that reads ``ctx.table``,
+``ctx.settings``, ``ctx.fit`` (or any other cached result), adds items to ``ctx.section``
+(``heading``, ``text``, ``bullets``, ``table(df, name)``, ``figure(fig, name)``,
+``figure_from(draw, name)``) and plain-JSON data to ``ctx.results[...]`` (it lands in
+``results.json`` under the word list). Name tables and figures ``f"{ctx.key}_..."``: ``key``
+is the word list's sanitised, unique file stem. Register it where it should appear::
+
+    from bayesbias.report import sections
+    sections.SECTIONS.insert(sections.SECTIONS.index(sections.comparators_section) + 1,
+                             my_section)
+
+(in the package, add it to the :data:`~bayesbias.report.sections.SECTIONS` list directly).
+New settings go to :class:`ReportSettings` and ``cli/report.py``.
+"""
+
+from .document import MARKER, Report, Section, check_output, check_replaceable, safe_name
+from .pipeline import DEFAULT_WORDLISTS, ReportSettings, run_report
+from .sections import SECTIONS, WordListContext
+
+__all__ = [
+    # running
+    "ReportSettings",
+    "run_report",
+    "DEFAULT_WORDLISTS",
+    # extending
+    "SECTIONS",
+    "WordListContext",
+    # writing
+    "Report",
+    "Section",
+    "MARKER",
+    "check_output",
+    "check_replaceable",
+    "safe_name",
+]

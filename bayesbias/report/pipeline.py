@@ -1,0 +1,208 @@
+"""The report pipeline: settings, reading the tables, running the section builders."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import defaults, validate_ci_prob
+from ..datasets import read_table
+from ..distances import distance_table
+from ..embeddings import load_embedding
+from ..errors import InputDataError
+from ..progress import progress
+from ..wordlists import load_wordlist
+from .document import Report, check_output, unique_names
+from .sections import SECTIONS, Glossary, WordListContext, records
+
+__all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WORDLISTS = ("religion", "race", "gender")
+
+
+@dataclass
+class ReportSettings:
+    """Every choice that affects a number in the report."""
+
+    embedding: str | None = "default"
+    wordlists: tuple[str, ...] = DEFAULT_WORDLISTS
+    distances: tuple[str, ...] = ()
+    output: str = "bayesbias-report"
+    on_missing: str = "drop"
+    format: str = "auto"
+    trust_pickle: bool = False
+    model: str = "hierarchical"
+    ci_prob: float = field(default_factory=lambda: defaults.ci_prob)
+    ci_kind: str = field(default_factory=lambda: defaults.ci_kind)
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    seed: int = field(default_factory=lambda: defaults.seed)
+    sampler: str = "auto"
+    target_accept: float = 0.8
+    rope: float | None = None
+    n_permutations: int = 100_000
+    n_bootstrap: int = 2000
+    null_reps: int = 5000
+    sd_convention: str = "sample"
+    strict: bool = False
+
+    def __post_init__(self):
+        self.ci_prob = validate_ci_prob(self.ci_prob)
+        if self.ci_kind not in ("hdi", "eti"):
+            raise InputDataError(f"ci_kind must be 'hdi' or 'eti', got {self.ci_kind!r}")
+        if self.rope is not None and not (0 <= float(self.rope) < float("inf")):
+            raise InputDataError(f"rope must be a finite number >= 0, got {self.rope!r}")
+
+    def to_dict(self) -> dict:
+        """Plain JSON data."""
+        return json.loads(json.dumps(asdict(self)))
+
+
+def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
+    """(display name, table) per word list or distance table, in the order given."""
+    if settings.distances:
+        out = []
+        for spec in settings.distances:
+            progress.info(f"reading distance table {spec}")
+            name = ("_".join(spec.split(":")[1:]) if spec.startswith("published:")
+                    else Path(spec).name.split(".")[0])
+            out.append((name, read_table(spec)))
+        return out
+    lists = [load_wordlist(w) for w in settings.wordlists]
+    words = list(dict.fromkeys(w for wl in lists for w in wl.all_words))
+    progress.info(f"reading {len(words)} words from embedding {settings.embedding}")
+    emb = load_embedding(settings.embedding, words, format=settings.format,
+                         trust_pickle=settings.trust_pickle)
+    return [(wl.name, distance_table(emb, wl, on_missing=settings.on_missing)) for wl in lists]
+
+
+def _choices(report: Report, settings: ReportSettings) -> None:
+    s = settings
+    kind_label = {"hdi": "highest-density interval (HDI)",
+                  "eti": "equal-tailed (percentile) interval"}[s.ci_kind]
+    report.choice("source", ", ".join(s.distances) if s.distances
+                  else f"embedding `{s.embedding}`, word lists {', '.join(s.wordlists)}")
+    report.choice("interval", f"{s.ci_prob:.0%} {kind_label} (ci_prob={s.ci_prob}, "
+                              f"ci_kind={s.ci_kind})")
+    report.choice("region of practical equivalence",
+                  f"±{s.rope:g} (--rope)" if s.rope is not None else "none (--rope not given)")
+    report.choice("model", f"{s.model}; sampler {s.sampler}, {s.chains} chains x {s.draws} "
+                           f"draws after {s.tune} tuning steps, target_accept "
+                           f"{s.target_accept}; seed {s.seed}")
+    report.choice("WEAT", f"effect size with the {s.sd_convention} sd "
+                          f"({'n - 1' if s.sd_convention == 'sample' else 'n'}); "
+                          f"two-sided permutation test, exact if at most "
+                          f"{defaults.exact_permutation_limit:,} splits else "
+                          f"{s.n_permutations:,} Monte Carlo splits (seed {s.seed}); "
+                          f"{s.ci_prob:.0%} equal-tailed percentile bootstrap interval "
+                          f"over words ({s.n_bootstrap} resamples)")
+    report.choice("null distributions", f"{s.null_reps} replications resampling real "
+                                        "neutral-word similarities of the same table")
+    report.choice("missing words", f"on_missing={s.on_missing}")
+
+
+def _overview(report: Report, contexts: list[WordListContext], glossary: Glossary,
+              settings: ReportSettings) -> pd.DataFrame:
+    from ..verdicts import RULE
+
+    iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
+    sec = report.section("Verdicts", first=True)
+    sec.bullets([f"**{c.name}**: {c.verdict.headline}"
+                 + (f" (note: {'; '.join(c.verdict.notes)})" if c.verdict.notes else "")
+                 for c in contexts], css="verdict")
+    rows = []
+    for c in contexts:
+        row = {"word list": c.name, "verdict": c.verdict.code}
+        for ev in c.verdict.contrasts:
+            row[f"{ev.contrast} [{iv}]"] = (
+                "no data" if ev.status == "no data" else
+                f"{ev.mean:+.3f} [{ev.lower:+.3f}, {ev.upper:+.3f}] P(<0)={ev.prob_below_zero:.2f}"
+                + (f" in ROPE {ev.share_in_rope:.0%}" if settings.rope is not None else ""))
+        weats = c.weats if "weats" in c.__dict__ else []
+        (x, y), first = weats[0] if weats else (("", ""), None)
+        row.update({"WEAT pair": f"{x} vs {y}" if first else "",
+                    "WEAT d": first.effect_size if first else float("nan"),
+                    "WEAT p": first.p_value if first else float("nan"),
+                    "MAC": c.mac.mac if "mac" in c.__dict__ else float("nan")})
+        rows.append(row)
+    over = pd.DataFrame(rows)
+    explain = glossary(settings.ci_kind)
+    sec.text(RULE.format(iv=iv) + (f" ROPE = ±{settings.rope:g}; `in ROPE` is the posterior "
+                                   "share inside it." if settings.rope is not None else ""))
+    sec.text(f"Contrasts are differences of group-level mean cosine distance (distance = "
+             f"1 - cosine similarity; negative = the first connection is closer). "
+             f"`human - none` is the control's own effect: how much closer any human "
+             f"attribute is than a neutral word. {explain}. {glossary('different')}. "
+             "WEAT and MAC are the frequentist comparators.")
+    sec.table(over, "overview", f"One row per word list: each verdict contrast as mean [{iv}] "
+              "and P(< 0); the numbers are in each word list's verdict table and in "
+              "results.json. WEAT and MAC are the comparators")
+    return over
+
+
+def _model_card(report: Report, contexts: list[WordListContext]) -> None:
+    if not contexts:
+        return
+    spec = contexts[0].fit.spec
+    sec = report.section("Model card")
+    sec.text("The likelihood and priors of the Bayesian model (the same for every word list); "
+             "c is the connection (associated, different, human, none).")
+    sec.pre(spec.card())
+
+
+def run_report(settings: ReportSettings | None = None) -> dict:
+    """Run the whole analysis and write the report folder; return the results as plain data.
+
+    Each word list (or distance table) gets one section built by the builders of
+    :data:`~bayesbias.report.sections.SECTIONS`; an overview of the verdicts leads.
+    """
+    settings = settings or ReportSettings()
+    t0 = time.perf_counter()
+    out_dir = check_output(settings.output)  # fail before the work, not after
+    report = Report(
+        "bayesbias report",
+        "Are stereotypes closer to their protected words than the control groups are? "
+        "Measured on cosine distances with the uncertainty shown: Bayesian intervals from a "
+        "hierarchical model with control groups (Dobrzeniecka & Urbaniak) next to WEAT "
+        "(Caliskan et al. 2017) and MAC (Manzini et al. 2019).",
+    )
+    glossary = Glossary(settings.ci_prob, settings.ci_kind)
+    _choices(report, settings)
+    tables = _tables(settings)
+    keys = unique_names(name for name, _ in tables)
+    contexts = []
+    for (name, table), key in zip(tables, keys, strict=True):
+        title = name if key == name else f"{name} (files: {key}_*)"
+        ctx = WordListContext(name=name, key=key, table=table, settings=settings,
+                              report=report, section=report.section(title),
+                              glossary=glossary)
+        for build in SECTIONS:
+            build(ctx)
+        contexts.append(ctx)
+    over = _overview(report, contexts, glossary, settings)
+    _model_card(report, contexts)
+    results = {"settings": settings.to_dict(),
+               "verdicts": [c.verdict.to_dict() for c in contexts],
+               "overview": records(over),
+               "wordlists": {c.key: dict(c.results, name=c.name) for c in contexts}}
+    results["elapsed_s"] = round(time.perf_counter() - t0, 1)
+    report.data = results
+
+    def write_fits(folder: Path):
+        folder.mkdir()
+        for c in contexts:
+            c.fit.save(folder / f"{c.key}.nc")
+
+    progress.info(f"writing report to {out_dir}")
+    report.write(out_dir, extra_files={"fits": write_fits})
+    results = dict(results, output=str(out_dir))
+    log.info("report done in %.0f s", results["elapsed_s"])
+    return results

@@ -1,0 +1,386 @@
+"""Section builders of the report: one function per part of a word list's section.
+
+A builder is ``builder(ctx: WordListContext) -> None``: it reads the lazily computed
+results of ``ctx`` (``ctx.fit``, ``ctx.verdict``, ``ctx.weats``, ``ctx.mac``, ``ctx.null``),
+adds items to ``ctx.section`` and plain-JSON data to ``ctx.results``. :data:`SECTIONS` lists
+them in the order they appear.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DistanceTableError, InputDataError
+from ..progress import progress
+from .document import Report, Section
+
+__all__ = ["WordListContext", "Glossary", "SECTIONS", "records", "diagnostic_advice",
+           "coverage_warning", "NULL_VS_PERMUTATION"]
+
+log = logging.getLogger(__name__)
+
+#: Why the null share and the permutation p differ (printed under the null figure).
+NULL_VS_PERMUTATION = (
+    "This share is not WEAT's permutation p: the permutation test keeps these very words and "
+    "only reshuffles which protected words count as X or Y, while each null replication draws "
+    "new words from the neutral-word similarities, so it also carries the variation of "
+    "choosing words, a different question with a different reference distribution.")
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """`df` as plain JSON records (NaN -> None, numpy scalars -> Python)."""
+    return json.loads(df.to_json(orient="records", double_precision=15))
+
+
+class Glossary:
+    """One-line explanations, each given where its term first appears in the report."""
+
+    TERMS = {
+        "hdi": "{iv}: the narrowest interval holding {p} of the posterior probability; "
+               "with this model and data the quantity lies inside it with that probability",
+        "eti": "{iv}: the interval from the {lo:.1%} to the {hi:.1%} posterior quantile",
+        "different": "`different`: stereotypes listed for another protected class (for a "
+                     "religion word such as 'jew', a stereotype of christians or muslims); "
+                     "`associated - different` "
+                     "asks whether a word is closer to its own class's stereotypes than to "
+                     "the other classes'",
+        "tau": "tau[c]: the between-word sd of the mean distance in connection c (how much "
+               "protected words differ from each other)",
+        "sigma": "sigma[c]: the residual sd of single distances around their word's mean",
+        "ess": "ESS: effective sample size, how many independent draws the correlated MCMC "
+               "draws are worth (bulk: for the centre, tail: for the interval ends)",
+        "rhat": "r-hat: agreement between chains (1.00 = the chains agree; above 1.01 they "
+                "have not converged to the same distribution)",
+    }
+
+    def __init__(self, ci_prob: float, ci_kind: str):
+        self.ci_prob, self.ci_kind = ci_prob, ci_kind
+        self.used: set[str] = set()
+
+    def __call__(self, term: str) -> str:
+        """Return the explanation the first time `term` is asked for, else ``""``."""
+        if term in self.used:
+            return ""
+        self.used.add(term)
+        iv = f"{self.ci_prob:.0%} {self.ci_kind.upper()}"
+        lo = (1 - self.ci_prob) / 2
+        return self.TERMS[term].format(iv=iv, p=f"{self.ci_prob:.0%}", lo=lo, hi=1 - lo)
+
+
+def diagnostic_advice(problems: list[str], command: str = "report") -> str:
+    """Say what to do about failed sampler diagnostics, naming options of `command`."""
+    if not problems:
+        return ""
+    text = " ".join(problems)
+    tips = []
+    if "divergen" in text:
+        tips.append("raise --target-accept (e.g. 0.95 or 0.99)")
+    if "r-hat" in text or "ESS" in text:
+        tips.append("run longer with --tune and --draws (e.g. 2000 each) or more --chains")
+    tips.append(f"add --strict to make `bayesbias {command}` fail instead of warning")
+    return "What to do: " + "; ".join(tips) + ". Until then, read the intervals as rough."
+
+
+def coverage_warning(fit, ppc: pd.DataFrame | None = None) -> str | None:
+    """Return the posterior-predictive coverage warning of a fit, or None when coverage is fine.
+
+    Uses the models layer's own check when the fit has one (``fit.checks``, the failed
+    ``"ppc_coverage"`` check); otherwise reads the 89% coverage of :meth:`Fit.ppc` with the
+    same tolerance (0.05).
+    """
+    checks = getattr(fit, "checks", None)
+    if checks is not None:  # the models layer's check
+        bad = [c for c in checks if getattr(c, "code", "") == "ppc_coverage" and not c.ok]
+        return bad[0].message if bad else None
+    ppc = fit.ppc() if ppc is None else ppc
+    col = "inside_0.89"
+    if col not in ppc:
+        return None
+    share = float(ppc.set_index("connection").loc["all", col])
+    if abs(share - 0.89) <= 0.05:
+        return None
+    way = "wider" if share > 0.89 else "narrower"
+    return (f"posterior predictive check: {share:.0%} of observed distances lie inside the "
+            f"89% predictive interval (ideally about 89%); the model's predictions are "
+            f"{way} than the data, so its intervals are probably too "
+            f"{'wide' if way == 'wider' else 'narrow'}: prefer the hierarchical model or "
+            "read the intervals with caution")
+
+
+@dataclass
+class WordListContext:
+    """One word list's analysis: computed on first use, shared by the section builders."""
+
+    name: str
+    key: str
+    table: pd.DataFrame
+    settings: object
+    report: Report
+    section: Section
+    glossary: Glossary
+    results: dict = field(default_factory=dict)
+
+    @property
+    def iv(self) -> str:
+        """E.g. ``"89% HDI"``."""
+        s = self.settings
+        return f"{s.ci_prob:.0%} {s.ci_kind.upper()}"
+
+    @cached_property
+    def fit(self):
+        """The Bayesian fit (sampler warnings are shown in the report, not repeated)."""
+        from ..models import SamplerWarning, fit_model
+
+        s = self.settings
+        progress.info(f"{self.name}: fitting the {s.model} model "
+                      f"({s.chains} chains x {s.draws} draws)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)
+            return fit_model(self.table, s.model, draws=s.draws, tune=s.tune,
+                             chains=s.chains, seed=s.seed, strict=s.strict,
+                             sampler=s.sampler, target_accept=s.target_accept)
+
+    @cached_property
+    def verdict(self):
+        """The control-group :class:`~bayesbias.verdicts.Verdict`."""
+        from ..verdicts import verdict_from_fit
+
+        s = self.settings
+        return verdict_from_fit(self.fit, self.name, s.ci_prob, s.ci_kind, s.rope)
+
+    @cached_property
+    def drivers(self) -> pd.DataFrame:
+        """Per-word verdict contrasts, sorted."""
+        from ..verdicts import word_drivers
+
+        s = self.settings
+        return word_drivers(self.fit, s.ci_prob, s.ci_kind, s.rope)
+
+    @cached_property
+    def ppc(self) -> pd.DataFrame:
+        """Posterior predictive coverage."""
+        return self.fit.ppc(seed=self.settings.seed)
+
+    @cached_property
+    def weats(self) -> list:
+        """WEAT for every pair of classes."""
+        from ..comparators.weat import weat_class_pairs
+
+        s = self.settings
+        progress.info(f"{self.name}: WEAT permutation tests and bootstrap")
+        return weat_class_pairs(self.table, alternative="two-sided", sd=s.sd_convention,
+                                n_permutations=s.n_permutations, seed=s.seed,
+                                bootstrap=s.n_bootstrap, ci_prob=s.ci_prob)
+
+    @cached_property
+    def mac(self):
+        """MAC over all classes."""
+        from ..comparators.mac import mac_from_table
+
+        return mac_from_table(self.table)
+
+
+# -- builders -------------------------------------------------------------------------------
+
+def verdict_section(ctx: WordListContext) -> None:
+    """Add the verdict in plain words, its contrasts, and the coverage warning."""
+    v = ctx.verdict
+    sec = ctx.section
+    sec.heading("Verdict")
+    sec.bullets([f"**{v.headline}**"] + v.details + [f"Note: {n}" for n in v.notes],
+                css="verdict")
+    frame = v.to_frame().drop(columns="word list")
+    sec.table(frame, f"{ctx.key}_verdict", f"The contrasts behind the verdict ({ctx.iv}; "
+              "negative = the first connection is closer to the protected words; "
+              "`prob_below_zero` = posterior probability that the contrast is below 0)")
+    warn = coverage_warning(ctx.fit, ctx.ppc)
+    if warn:
+        sec.text(f"Warning: {warn}.")
+    ctx.results["verdict"] = v.to_dict()
+    ctx.results["coverage_warning"] = warn
+
+
+def drivers_section(ctx: WordListContext) -> None:
+    """Which protected words drive each verdict contrast."""
+    from ..verdicts import drivers_sentence
+
+    d = ctx.drivers
+    if d.empty:
+        return
+    unit = ctx.fit.unit_dim
+    ctx.section.heading("Which protected words drive the verdict")
+    ctx.section.bullets([drivers_sentence(d, c, unit) for c in dict.fromkeys(d["contrast"])])
+    ctx.section.table(d, f"{ctx.key}_word_contrasts",
+                      f"Per-word contrasts with {ctx.iv}, sorted within each contrast from the "
+                      "most negative (the words that most support 'stereotypes are closer')")
+    ctx.results["word_contrasts"] = records(d)
+
+
+def bayes_section(ctx: WordListContext) -> None:
+    """Group means, all contrasts, parameters, forest plot, PPC, diagnostics."""
+    s, fit, sec, g = ctx.settings, ctx.fit, ctx.section, ctx.glossary
+    sec.heading("Bayesian model")
+    gm = fit.group_means(s.ci_prob, s.ci_kind)
+    con = fit.contrasts(s.ci_prob, s.ci_kind)
+    sec.table(gm, f"{ctx.key}_group_means", f"Posterior group-level mean distance per "
+              f"connection, {ctx.iv}")
+    sec.table(con, f"{ctx.key}_contrasts", "All contrasts between connections: an interval "
+              "that excludes zero is a difference the data support")
+    params = fit.parameters(s.ci_prob, s.ci_kind)
+    names = {str(n).split("[")[0] for n in params["parameter"]}
+    explain = "; ".join(g(t) for t in ("tau", "sigma") if t in names and t not in g.used)
+    sec.table(params, f"{ctx.key}_parameters", "Model parameters" + (f" ({explain})"
+                                                                      if explain else ""))
+    sec.figure_from(
+        lambda path, fit=fit: fit.plot_forest(path, s.ci_prob, s.ci_kind),
+        f"{ctx.key}_forest", f"Forest plot: {ctx.iv} of the mean distance per protected word "
+        "and connection, and of the group-level means")
+    sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
+              "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
+    diag = fit.diagnostics()
+    d = diag.to_dict()
+    explain = "; ".join(x for x in (g("rhat"), g("ess")) if x)
+    sec.text(f"Sampler diagnostics ({fit.idata.attrs.get('sampler')}): "
+             f"{'all checks passed' if diag.ok else '; '.join(diag.problems)} "
+             f"(max r-hat {d['max_rhat']:.3f}, min bulk ESS {d['min_ess_bulk']:.0f}, "
+             f"min tail ESS {d['min_ess_tail']:.0f}, {diag.divergences} divergences). "
+             + (f"{diagnostic_advice(diag.problems, 'report')} " if not diag.ok else "")
+             + (f"({explain}.) " if explain else "")
+             + f"Posterior saved as `fits/{ctx.key}.nc`.")
+    ctx.results.update(group_means=records(gm), contrasts=records(con),
+                       parameters=records(params), ppc=records(ctx.ppc),
+                       diagnostics=json.loads(json.dumps(d, default=float)))
+
+
+def comparators_section(ctx: WordListContext) -> None:
+    """Raw means, WEAT per class pair, MAC, and the null distribution figure."""
+    s, sec, name, table = ctx.settings, ctx.section, ctx.name, ctx.table
+    sec.heading("Frequentist comparators")
+    g = table.groupby("connection", observed=True)["cosine_distance"]
+    raw = g.agg(rows="count", mean="mean", sd="std").reset_index()
+    sec.table(raw, f"{ctx.key}_raw_means", "Raw mean cosine distance per connection "
+              "(descriptive; no uncertainty)")
+    weats = ctx.weats
+    weat_df = pd.DataFrame([{
+        "X": x, "Y": y, "effect_size": r.effect_size,
+        "ci_lower": r.ci[0] if r.ci else np.nan, "ci_upper": r.ci[1] if r.ci else np.nan,
+        "p_value": r.p_value, "permutation": r.permutation, "n_permutations": r.n_permutations,
+    } for (x, y), r in weats])
+    if weats:
+        sec.table(weat_df, f"{ctx.key}_weat", f"WEAT per pair of classes (X targets with their "
+                  f"stereotypes A vs Y with B); {s.ci_prob:.0%} equal-tailed percentile "
+                  "bootstrap interval of d")
+    else:
+        sec.text("WEAT and its null distribution need two protected classes with "
+                 "stereotypes; this table has fewer, so they are skipped.")
+    mac = ctx.mac
+    (x, y), first = weats[0] if weats else ((None, None), None)
+    pair_mac = None
+    if first is not None:
+        from ..comparators.mac import mac_from_table
+
+        pair = table.loc[table["protected_class"].isin([x, y])
+                         & table["attribute_class"].isin([x, y])]
+        pair_mac = mac_from_table(pair).mac
+    sec.text(f"MAC (Manzini et al.: mean cosine distance of the protected words to each "
+             f"stereotype class, averaged) = {mac.mac:.3f} over all classes"
+             + (f"; {pair_mac:.3f} for the pair {x} vs {y} that the null figure below uses"
+                if pair_mac is not None and table["protected_class"].nunique() > 2 else "")
+             + ". MAC has no reference point of its own; compare it with the null "
+               "distribution below and with the neutral-word means above.")
+    ctx.results.update(raw_means=records(raw), weat=records(weat_df), mac=float(mac.mac))
+    if first is None:
+        return
+    progress.info(f"{name}: null distribution ({s.null_reps} replications)")
+    try:
+        null = _null(table, first, s)
+    except (InputDataError, DistanceTableError) as exc:
+        sec.text(f"No null distribution for this table: {exc}.")
+        ctx.results["null"] = {"skipped": str(exc)}
+        return
+    observed = {"weat_effect": first.effect_size, "mac": pair_mac}
+    q = {k: np.nanquantile(null[k].values, [0.025, 0.975]) for k in observed}
+    share = float(np.mean(np.abs(null["weat_effect"].values) >= abs(first.effect_size)))
+    sec.figure(_null_figure(null, observed, f"{name}: {x} vs {y}, null from resampled "
+                                            "neutral-word similarities"),
+               f"{ctx.key}_null", f"Null distributions of WEAT d and MAC for {x} vs {y} "
+               f"(same list sizes) with the observed values (red: d = "
+               f"{first.effect_size:.2f}, MAC = {pair_mac:.3f}). {share:.1%} of null "
+               f"replications have |d| at least the observed {abs(first.effect_size):.2f}, "
+               f"while WEAT's permutation p is {first.p_value:.3g}. {NULL_VS_PERMUTATION} "
+               f"95% of null MAC values lie in [{q['mac'][0]:.3f}, {q['mac'][1]:.3f}].")
+    ctx.results["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
+                           "permutation_p": float(first.p_value), "mac_pair": float(pair_mac),
+                           "mac_95": q["mac"].tolist(), "weat_95": q["weat_effect"].tolist()}
+
+
+def data_section(ctx: WordListContext) -> None:
+    """Rows, words and what was dropped."""
+    table = ctx.table
+    missing = table.attrs.get("missing", {})
+    ctx.section.heading("Data")
+    ctx.section.text(
+        f"{len(table)} distance rows: {table.protected_word.nunique()} protected words x "
+        f"{table.attribute.nunique()} attributes."
+        + (" Dropped (not in the embedding): " + "; ".join(
+            f"{k}: {', '.join(map(str, v))}" for k, v in missing.items()) + "."
+           if missing else " No word was missing.")
+        + (f" {table.attrs['repeats_dropped']} repeated pairs were kept once."
+           if table.attrs.get("repeats_dropped") else ""))
+    ctx.results["data"] = {"rows": int(len(table)),
+                           "protected_words": int(table.protected_word.nunique()),
+                           "attributes": int(table.attribute.nunique()),
+                           "dropped": {str(k): [str(w) for w in v] for k, v in missing.items()}}
+
+
+#: Section builders in display order. Add one with ``SECTIONS.insert(i, builder)`` (see the
+#: package docstring).
+def embedding_metrics_section(ctx: WordListContext) -> None:
+    """RND, RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES with intervals and null ranges."""
+    from ..comparators.metrics import metrics_section
+
+    metrics_section(ctx)
+
+
+SECTIONS = [verdict_section, drivers_section, bayes_section, comparators_section,
+            embedding_metrics_section, data_section]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def _null(table: pd.DataFrame, pair_result, settings):
+    from ..comparators.null import NullStudy, neutral_pool, run_null_study
+
+    sizes = pair_result.sizes
+    study = NullStudy(null="resample", targets=(sizes["X"], sizes["Y"]),
+                      attributes=(sizes["A"], sizes["B"]), reps=settings.null_reps,
+                      seed=settings.seed, statistics=("weat_effect", "weat_p", "mac"),
+                      pool=neutral_pool(table), alternative="two-sided",
+                      sd_convention=settings.sd_convention, n_permutations=999)
+    return run_null_study(study)
+
+
+def _null_figure(null, observed: dict, title: str):
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    for ax, (name, label, fmt) in zip(axes, [("weat_effect", "WEAT effect size d", ".2f"),
+                                             ("mac", "MAC (mean cosine distance)", ".3f")],
+                                      strict=True):
+        values = null[name].values
+        ax.hist(values[np.isfinite(values)], bins=50, color="#9ab", edgecolor="white")
+        ax.axvline(observed[name], color="#c33", lw=2,
+                   label=f"observed {format(observed[name], fmt)}")
+        ax.set_xlabel(label)
+        ax.set_ylabel("null replications")
+        ax.legend(frameon=False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,442 @@
+"""Verdicts from the control groups.
+
+Is a stereotype closer than neutral words *and* than ordinary human attributes?
+
+Dobrzeniecka & Urbaniak's point is that a stereotype counts as evidence of bias only when it
+sits closer to its protected words than the controls do. A verdict reads four posterior
+contrasts of group-level mean cosine distance (negative = the first connection is closer):
+
+``associated - none``
+    stereotypes of the word's own class against neutral words;
+``associated - human``
+    the same stereotypes against neutral *human* attributes (the control the paper argues
+    for);
+``associated - different``
+    the word's own stereotypes against the stereotypes of the other classes;
+``human - none``
+    the control's own effect: how much closer any human attribute is than a neutral word.
+
+Rule (:data:`RULE`): each contrast is *below* (stereotypes closer) when its interval lies
+entirely below 0 (or below ``-rope`` with a region of practical equivalence), *above* when it
+lies entirely above, *equivalent* when it lies inside the ROPE, otherwise *undecided*.
+Stereotype-specific association needs both ``associated - none`` and ``associated - human``
+below.
+
+The array layer (:func:`contrast_evidence`) works on NumPy draws; :func:`verdict_from_draws`
+builds a :class:`Verdict`; :func:`verdict_from_fit` reads the draws of a fitted model;
+:func:`verdict_changes` says in the same words which verdicts changed between two fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .config import defaults, validate_ci_prob
+from .errors import InputDataError
+
+__all__ = [
+    "VERDICT_CONTRASTS",
+    "RULE",
+    "contrast_evidence",
+    "ContrastEvidence",
+    "Verdict",
+    "verdict_from_draws",
+    "verdict_from_fit",
+    "word_drivers",
+    "verdict_changes",
+]
+
+#: The contrasts a verdict reads, as (minuend, subtrahend) connections.
+VERDICT_CONTRASTS = (("associated", "none"), ("associated", "human"),
+                     ("associated", "different"), ("human", "none"))
+
+#: The decision rule, in the words the report prints.
+RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (below -ROPE when "
+        "a region of practical equivalence is given), 'further' when it lies above 0 (above "
+        "+ROPE), 'practically equal' when it lies inside the ROPE, and 'undecided' otherwise. "
+        "Stereotypes closer than neutral words AND than neutral human attributes = evidence of "
+        "stereotype-specific association; `associated - human` undecided = stereotypes are no "
+        "closer than any human attribute; `associated - different` closer = the association is "
+        "specific to the word's own class.")
+
+#: Status codes of one contrast.
+STATUSES = ("below", "above", "equivalent", "undecided", "no data")
+
+
+def _interval(draws: np.ndarray, ci_prob: float, ci_kind: str) -> np.ndarray:
+    """ArviZ's HDI or ETI over the last axis; returns (..., 2)."""
+    from arviz_stats.base import array_stats
+
+    fn = array_stats.hdi if ci_kind == "hdi" else array_stats.eti
+    return np.asarray(fn(draws, ci_prob, axis=-1), dtype=float)
+
+
+def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None = None,
+                      rope: float | None = None) -> dict[str, np.ndarray]:
+    """Posterior evidence about contrasts from their draws (NumPy layer).
+
+    Parameters
+    ----------
+    draws : array_like, shape (..., n_draws)
+        Draws of one or more contrasts; chains flattened into the last axis.
+    ci_prob, ci_kind : optional
+        Interval probability and kind (``"hdi"`` or ``"eti"``); package defaults.
+    rope : float, optional
+        Half-width of a region of practical equivalence around 0.
+
+    Returns
+    -------
+    dict of numpy.ndarray, each of shape ``draws.shape[:-1]``
+        ``mean``, ``lower``, ``upper``, ``prob_below_zero`` (share of draws < 0),
+        ``share_in_rope`` (share with ``|d| < rope``; NaN without a ROPE) and ``status``
+        (``"below"``, ``"above"``, ``"equivalent"`` or ``"undecided"``).
+    """
+    ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
+    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
+    if ci_kind not in ("hdi", "eti"):
+        raise InputDataError(f"ci_kind must be 'hdi' or 'eti', got {ci_kind!r}")
+    if rope is not None and not (np.isfinite(rope) and rope >= 0):
+        raise InputDataError(f"rope must be a finite number >= 0, got {rope!r}")
+    d = np.asarray(draws, dtype=float)
+    if d.ndim == 0 or d.shape[-1] < 2:
+        raise InputDataError("contrast_evidence needs at least two draws on the last axis")
+    ci = _interval(d, ci_prob, ci_kind)
+    lo, hi = ci[..., 0], ci[..., 1]
+    r = 0.0 if rope is None else float(rope)
+    status = np.full(lo.shape, "undecided", dtype=object)
+    status[hi < -r] = "below"
+    status[lo > r] = "above"
+    if r > 0:
+        status[(lo >= -r) & (hi <= r)] = "equivalent"
+    return {"mean": d.mean(axis=-1), "lower": lo, "upper": hi,
+            "prob_below_zero": (d < 0).mean(axis=-1),
+            "share_in_rope": (np.abs(d) < r).mean(axis=-1) if rope is not None
+            else np.full(lo.shape, np.nan),
+            "status": status}
+
+
+@dataclass(frozen=True)
+class ContrastEvidence:
+    """One contrast of a verdict: posterior mean, interval, P(< 0), ROPE share, status."""
+
+    contrast: str
+    mean: float
+    lower: float
+    upper: float
+    prob_below_zero: float
+    share_in_rope: float | None
+    status: str
+
+    def phrase(self) -> str:
+        """How the first connection sits relative to the second, in words."""
+        a, b = self.contrast.split(" - ")
+        what = {"associated": "stereotypes", "human": "human attributes"}.get(a, a)
+        other = {"none": "neutral words", "human": "neutral human attributes",
+                 "different": "other classes' stereotypes"}.get(b, b)
+        if self.status == "undecided" and (self.upper < 0 or self.lower > 0):
+            way = "closer" if self.upper < 0 else "further"
+            return (f"{what} are {way} than {other}, but not clearly by more than the ROPE")
+        return {"below": f"{what} are closer than {other}",
+                "above": f"{what} are further than {other}",
+                "equivalent": f"{what} are practically as close as {other}",
+                "undecided": f"{what} are not credibly closer or further than {other}",
+                "no data": f"no data for {what} vs {other}"}[self.status]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.3f}"
+
+
+@dataclass
+class Verdict:
+    """The verdict for one word list, built from the control-group contrasts.
+
+    Attributes
+    ----------
+    name : str
+        The word list (or table).
+    contrasts : list of ContrastEvidence
+        ``associated - none``, ``associated - human``, ``associated - different``,
+        ``human - none`` (:data:`VERDICT_CONTRASTS`).
+    ci_prob, ci_kind : float, str
+        The interval of every contrast.
+    rope : float or None
+        Half-width of the region of practical equivalence.
+    headline : str
+        The verdict in one sentence.
+    details : list of str
+        One sentence per contrast, with its interval and P(< 0).
+    code : str
+        Machine-readable verdict: ``"stereotype-specific"``, ``"no closer than human"``,
+        ``"human closer than stereotypes"``, ``"not closer than neutral"``,
+        ``"further than neutral"``, ``"practically none"`` or ``"no data"``.
+    """
+
+    name: str
+    contrasts: list[ContrastEvidence]
+    ci_prob: float
+    ci_kind: str
+    rope: float | None
+    headline: str
+    details: list[str]
+    code: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def interval_label(self) -> str:
+        """E.g. ``"89% HDI"``."""
+        return f"{self.ci_prob:.0%} {self.ci_kind.upper()}"
+
+    @property
+    def rule(self) -> str:
+        """The decision rule used, in words."""
+        return RULE.format(iv=self.interval_label) + (
+            f" ROPE = ±{self.rope:g}." if self.rope is not None else " No ROPE.")
+
+    def __getitem__(self, contrast: str) -> ContrastEvidence:
+        for c in self.contrasts:
+            if c.contrast == contrast:
+                return c
+        raise KeyError(contrast)
+
+    def to_dict(self) -> dict:
+        """Plain JSON data (no NaN: missing values are ``None``)."""
+        def num(v):
+            return None if v is None or not np.isfinite(v) else float(v)
+
+        return {"name": self.name, "code": self.code, "headline": self.headline,
+                "details": list(self.details), "notes": list(self.notes), "rule": self.rule,
+                "ci_prob": float(self.ci_prob), "ci_kind": self.ci_kind,
+                "rope": num(self.rope),
+                "contrasts": [{"contrast": c.contrast, "mean": num(c.mean),
+                               "lower": num(c.lower), "upper": num(c.upper),
+                               "prob_below_zero": num(c.prob_below_zero),
+                               "share_in_rope": num(c.share_in_rope), "status": c.status}
+                              for c in self.contrasts]}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per contrast (``contrast, mean, lower, upper, prob_below_zero, ...``)."""
+        frame = pd.DataFrame(self.to_dict()["contrasts"])
+        if self.rope is None:
+            frame = frame.drop(columns="share_in_rope")
+        frame.insert(0, "word list", self.name)
+        frame.attrs.update(ci_prob=self.ci_prob, ci_kind=self.ci_kind,
+                           interval=self.interval_label)
+        return frame
+
+    def __str__(self) -> str:
+        return "\n".join([f"verdict for {self.name}: {self.headline}",
+                          *(f"  - {d}" for d in self.details),
+                          *(f"  note: {n}" for n in self.notes)])
+
+
+def _detail(c: ContrastEvidence, iv: str) -> str:
+    if c.status == "no data":
+        return f"`{c.contrast}`: no data on one side; not estimated from the prior alone"
+    rope = "" if c.share_in_rope is None or not np.isfinite(c.share_in_rope) else \
+        f", {c.share_in_rope:.0%} inside the ROPE"
+    return (f"`{c.contrast}` = {_fmt(c.mean)} ({iv} {_fmt(c.lower)} to {_fmt(c.upper)}; "
+            f"P(< 0) = {c.prob_below_zero:.2f}{rope}): {c.phrase()}")
+
+
+def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
+    notes = []
+    if an.status == "no data" or ah.status == "no data":
+        missing = " and ".join(c.contrast for c in (an, ah) if c.status == "no data")
+        return ("no verdict: the table lacks rows for " + missing
+                + " (a control group is missing)", "no data", notes)
+    if an.status == "below" and ah.status == "below":
+        head = ("evidence of stereotype-specific association: stereotypes are closer to the "
+                "protected words than neutral words AND than neutral human attributes")
+        code = "stereotype-specific"
+        if ad.status == "below":
+            head += ", and closer than the other classes' stereotypes (class-specific)"
+        elif ad.status == "no data":
+            head += " (no other class to compare with)"
+        else:
+            head += (", but not credibly closer than the other classes' stereotypes (the "
+                     "association is not specific to the word's own class)")
+    elif an.status == "below" and ah.status == "above":
+        head = ("no stereotype-specific association: stereotypes are closer than neutral "
+                "words, but ordinary human attributes are closer still, so the gap to neutral "
+                "words is a human-attribute effect, not a stereotype effect")
+        code = "human closer than stereotypes"
+    elif an.status == "below":
+        head = ("stereotypes are closer than neutral words, but no closer than any human "
+                "attribute: the data do not show stereotype-specific association")
+        code = "no closer than human"
+    elif an.status == "above":
+        head = "stereotypes are further from the protected words than neutral words"
+        code = "further than neutral"
+    elif an.status == "equivalent":
+        head = ("stereotypes are practically as close as neutral words (inside the ROPE): no "
+                "association of practical size")
+        code = "practically none"
+    else:
+        head = ("no evidence of association: stereotypes are not credibly closer than neutral "
+                "words")
+        code = "not closer than neutral"
+    if hn.status == "below" and hn.mean < an.mean:
+        notes.append(f"the control's own effect `human - none` ({_fmt(hn.mean)}) is larger "
+                     f"than `associated - none` ({_fmt(an.mean)}): ordinary human attributes "
+                     "are closer to these protected words than their stereotypes are")
+    elif hn.status == "below":
+        notes.append(f"human attributes are also closer than neutral words (`human - none` "
+                     f"{_fmt(hn.mean)}), so `associated - none` alone overstates the bias")
+    return head, code, notes
+
+
+def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
+                       ci_kind: str | None = None, rope: float | None = None,
+                       has_data: dict | None = None) -> Verdict:
+    """Build a :class:`Verdict` from draws of the four contrasts.
+
+    Parameters
+    ----------
+    draws : dict
+        ``{"associated - none": array, ...}`` for the labels of :data:`VERDICT_CONTRASTS`;
+        each a flat array of posterior draws.
+    has_data : dict, optional
+        ``{label: bool}``; False marks a contrast with no rows on one side ("no data", not
+        read from the prior).
+    """
+    ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
+    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
+    labels = [f"{a} - {b}" for a, b in VERDICT_CONTRASTS]
+    missing = [lab for lab in labels if lab not in draws]
+    if missing:
+        raise InputDataError(f"verdict needs draws of {', '.join(missing)}")
+    stacked = np.stack([np.ravel(np.asarray(draws[lab], dtype=float)) for lab in labels])
+    ev = contrast_evidence(stacked, ci_prob, ci_kind, rope)
+    has_data = has_data or {}
+    items = []
+    for i, lab in enumerate(labels):
+        ok = bool(has_data.get(lab, True))
+        items.append(ContrastEvidence(
+            contrast=lab, mean=float(ev["mean"][i]) if ok else np.nan,
+            lower=float(ev["lower"][i]) if ok else np.nan,
+            upper=float(ev["upper"][i]) if ok else np.nan,
+            prob_below_zero=float(ev["prob_below_zero"][i]) if ok else np.nan,
+            share_in_rope=(float(ev["share_in_rope"][i]) if ok else np.nan)
+            if rope is not None else None,
+            status=str(ev["status"][i]) if ok else "no data"))
+    iv = f"{ci_prob:.0%} {ci_kind.upper()}"
+    head, code, notes = _headline(*items)
+    return Verdict(name=name, contrasts=items, ci_prob=ci_prob, ci_kind=ci_kind, rope=rope,
+                   headline=head, details=[_detail(c, iv) for c in items], code=code,
+                   notes=notes)
+
+
+def _rows_per_connection(fit) -> dict[str, int]:
+    from .config import CONNECTIONS
+
+    n = np.asarray(fit.cells.n).sum(axis=0)
+    return {c: int(n[i]) for i, c in enumerate(CONNECTIONS)}
+
+
+def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
+                     ci_kind: str | None = None, rope: float | None = None) -> Verdict:
+    """Return the :class:`Verdict` of a fitted model (:class:`~bayesbias.models.Fit`).
+
+    A contrast whose connections lack rows in the table is marked "no data" rather than
+    read from the prior.
+    """
+    da = fit.contrast_draws(VERDICT_CONTRASTS)
+    rows = _rows_per_connection(fit)
+    draws, has = {}, {}
+    for a, b in VERDICT_CONTRASTS:
+        lab = f"{a} - {b}"
+        draws[lab] = np.ravel(da.sel(contrast=lab).transpose("chain", "draw").values)
+        has[lab] = rows[a] > 0 and rows[b] > 0
+    return verdict_from_draws(name, draws, ci_prob, ci_kind, rope, has)
+
+
+def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
+                 rope: float | None = None) -> pd.DataFrame:
+    """Per protected word, the verdict contrasts with interval and P(< 0), sorted.
+
+    Rows are sorted by contrast, then by posterior mean (most negative, i.e. the words that
+    most support "stereotypes are closer", first). Cells without rows are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``contrast, <unit>, protected_class, mean, lower, upper, prob_below_zero, status``
+        (and ``share_in_rope`` with a ROPE).
+    """
+    from .config import CONNECTIONS
+
+    da = fit.word_contrast_draws(VERDICT_CONTRASTS)
+    unit = fit.unit_dim
+    da = da.transpose(unit, "contrast", "chain", "draw")
+    vals = da.values.reshape(da.shape[0], da.shape[1], -1)
+    ev = contrast_evidence(vals, ci_prob, ci_kind, rope)
+    units = list(da[unit].values)
+    labels = list(da["contrast"].values)
+    n = np.asarray(fit.cells.n)
+    conn = {c: i for i, c in enumerate(CONNECTIONS)}
+    cls = dict(zip(fit.cells.units.tolist(), fit.cells.unit_class.tolist(), strict=True))
+    rows = []
+    for j, lab in enumerate(labels):
+        a, b = lab.split(" - ")
+        for i, u in enumerate(units):
+            ui = fit.cells.units.tolist().index(u)
+            if n[ui, conn[a]] == 0 or n[ui, conn[b]] == 0:
+                continue
+            row = {"contrast": lab, unit: u, "protected_class": cls[u],
+                   "mean": ev["mean"][i, j], "lower": ev["lower"][i, j],
+                   "upper": ev["upper"][i, j], "prob_below_zero": ev["prob_below_zero"][i, j],
+                   "status": ev["status"][i, j]}
+            if rope is not None:
+                row["share_in_rope"] = ev["share_in_rope"][i, j]
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    if unit == "protected_class" and not frame.empty:
+        frame = frame.drop(columns="protected_class")
+    if not frame.empty:
+        order = {lab: k for k, lab in enumerate(labels)}
+        frame = frame.sort_values(["contrast", "mean"],
+                                  key=lambda s: s.map(order) if s.name == "contrast" else s,
+                                  kind="stable").reset_index(drop=True)
+    ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
+    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
+    frame.attrs.update(ci_prob=ci_prob, ci_kind=ci_kind,
+                       interval=f"{ci_prob:.0%} {ci_kind.upper()}")
+    return frame
+
+
+def drivers_sentence(drivers: pd.DataFrame, contrast: str, unit: str = "protected_word",
+                     k: int = 3) -> str:
+    """Which units drive `contrast`: the `k` most negative and the `k` most positive."""
+    sub = drivers.loc[drivers["contrast"] == contrast]
+    if sub.empty:
+        return f"`{contrast}`: no protected word has rows on both sides"
+    below = sub.loc[sub["status"] == "below", unit].tolist()
+    above = sub.loc[sub["status"] == "above", unit].tolist()
+    head = ", ".join(f"{u} ({m:+.3f})" for u, m in zip(sub[unit][:k], sub["mean"][:k],
+                                                         strict=True))
+    return (f"`{contrast}`: most negative {head}; credibly below 0 for {len(below)} of "
+            f"{len(sub)}" + (f" ({', '.join(below[:8])}{', ...' if len(below) > 8 else ''})"
+                             if below else "")
+            + (f"; credibly above 0 for {', '.join(above[:8])}" if above else ""))
+
+
+def verdict_changes(a: Verdict, b: Verdict, labels: tuple[str, str] = ("a", "b")) -> list[str]:
+    """Sentences saying which parts of the verdict changed from `a` to `b` (same words)."""
+    out = []
+    if a.code != b.code:
+        out.append(f"verdict changed: {labels[0]}: {a.headline}; {labels[1]}: {b.headline}")
+    else:
+        out.append(f"verdict unchanged ({a.code}): {b.headline}")
+    for ca in a.contrasts:
+        cb = b[ca.contrast]
+        if ca.status != cb.status:
+            out.append(f"`{ca.contrast}` changed: {labels[0]}: {ca.phrase()} "
+                       f"({_fmt(ca.mean)}, P(< 0) = {ca.prob_below_zero:.2f}); {labels[1]}: "
+                       f"{cb.phrase()} ({_fmt(cb.mean)}, P(< 0) = {cb.prob_below_zero:.2f})")
+    if len(out) == 1:
+        out.append("no contrast changed status (closer / further / undecided)")
+    return out

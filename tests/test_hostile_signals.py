@@ -1,0 +1,135 @@
+"""Hostile corpus, class 4: Ctrl-C and SIGTERM at any moment, start-up imports.
+
+The installed CLI runs in a subprocess; a signal arrives early (during start-up) or while
+the output is being computed and written. Every case: exit 130 (SIGINT) or 143 (SIGTERM),
+no traceback, and the output folder holds either nothing or the complete target, never a
+hidden temporary file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from hostile import CLI, listing
+
+from bayesbias.embeddings import load_embedding
+
+
+def _start(args, cwd):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.Popen([*CLI, *map(str, args)], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _interrupt(args, cwd, sig, delay):
+    proc = _start(args, cwd)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def _python_startup(code, err) -> bool:
+    """Tell whether the signal hit the interpreter's start-up, before bayesbias code ran."""
+    return code in (-signal.SIGINT, -signal.SIGTERM, 1) and "bayesbias" not in err and (
+        not err or "Fatal Python error" in err or "site" in err)
+
+
+def _check(code, err, sig, cwd, target):
+    if _python_startup(code, err):
+        assert listing(cwd) == []
+        return
+    assert "Traceback" not in err, err
+    if code == 0:  # finished before the signal: the target is complete
+        assert listing(cwd) == [target.name]
+        return
+    assert code == (130 if sig == signal.SIGINT else 143), (code, err)
+    assert listing(cwd) in ([], [target.name]), listing(cwd)  # no hidden temp file
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("delay", [0.05, 0.3])
+def test_signal_during_startup(tmp_path, sig, delay):
+    target = tmp_path / "t.csv"
+    code, _, err = _interrupt(["distances", "--wordlist", "religion", "-o", target],
+                              tmp_path, sig, delay)
+    _check(code, err, sig, tmp_path, target)
+
+
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow),
+                                 signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_while_writing_embedding(tmp_path, sig):
+    """Debiasing writes the whole 20k-word embedding: interrupt it around the write."""
+    target = tmp_path / "e.txt"
+    for delay in (1.0, 2.5, 4.0):
+        for p in tmp_path.iterdir():
+            p.unlink()
+        code, _, err = _interrupt(["--quiet", "debias", "--wordlist", "gender", "-o", target],
+                                  tmp_path, sig, delay)
+        _check(code, err, sig, tmp_path, target)
+        if code == 0:
+            assert len(load_embedding(target, ["man"])) == 1  # complete and readable
+            break
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_at_many_moments(tmp_path, sig):
+    target = tmp_path / "e.bin"
+    for delay in [0.01, 0.1, 0.2, 0.5, 1, 1.5, 2, 3, 4, 6]:
+        for p in tmp_path.iterdir():
+            p.unlink()
+        code, _, err = _interrupt(["debias", "--wordlist", "religion", "-o", target],
+                                  tmp_path, sig, delay)
+        _check(code, err, sig, tmp_path, target)
+
+
+def _modules_after(code: str) -> set[str]:
+    probe = code + "\nimport sys\nprint('MODULES', ' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, MPLBACKEND="Agg"))
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.rsplit("MODULES", 1)[1].split())
+
+
+HEAVY = {"pymc", "arviz", "pytensor", "matplotlib", "dask", "gensim", "nutpie", "xarray",
+         "scipy.stats"}
+
+
+@pytest.mark.parametrize("code", [
+    "import bayesbias",
+    "import bayesbias.cli",
+    "from bayesbias.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    "from bayesbias.cli import main\nmain(['wordlists'])",
+    "from bayesbias.cli import main\nmain(['bbu', '--n', '3160', '--variance', '4'])",
+], ids=["import", "import-cli", "help", "wordlists", "bbu"])
+def test_light_commands_do_not_import_heavy_modules(code):
+    assert not (_modules_after(code) & HEAVY)
+
+
+@pytest.mark.slow
+def test_distances_and_weat_do_not_import_the_model_stack():
+    for code in ("from bayesbias.cli import main\nmain(['distances', '--quiet'])",
+                 "from bayesbias.cli import main\n"
+                 "main(['weat', '--quiet', '--test', 'weat7', '--permutations', '1000'])"):
+        loaded = _modules_after(code)
+        assert not (loaded & {"pymc", "arviz", "pytensor", "matplotlib", "dask", "gensim"})
+
+
+@pytest.mark.slow  # imports every command module (PyMC included)
+def test_help_lists_every_command_with_its_own_summary():
+    from bayesbias.cli import COMMANDS, SUMMARIES, build_parser
+
+    parser = build_parser()  # every command module registered
+    sub = next(a for a in parser._actions if a.dest == "command")
+    helps = {c.dest: c.help for c in sub._choices_actions}
+    assert set(helps) == {c for c in COMMANDS if c in sub.choices}
+    for name, text in SUMMARIES.items():
+        if name in helps:
+            assert helps[name] == text, f"update SUMMARIES[{name!r}] in cli/__init__.py"
