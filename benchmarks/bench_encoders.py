@@ -4,6 +4,7 @@ Run by hand (needs the [contextual] extra):
 
     python benchmarks/bench_encoders.py [--model all-MiniLM-L6-v2] [--n 2000] [--batch 64]
 
+Wall-clock rates depend on the machine's load (printed); CPU-second rates much less.
 Encodes `n` madlibs sentences (sentence embeddings) and the token vectors of an identity term
 in `n` of them, without the cache; then the same sentences again through a fresh cache
 (cold, then warm). Prints one JSON object.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 
@@ -34,9 +36,9 @@ def main() -> None:
     enc.encode(["warm up"])
     load_s = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     enc.encode(sentences)
-    sent_s = time.perf_counter() - t0
+    sent_s, sent_cpu = time.perf_counter() - t0, time.process_time() - c0
 
     words = ["gay", "straight", "woman", "man", "muslim", "christian", "asian", "white"]
     ctx = find_contexts(sentences, words, n=args.n, seed=1)
@@ -60,6 +62,8 @@ def main() -> None:
         "model": args.model, "torch_threads": torch.get_num_threads(), "batch": args.batch,
         "load_s": round(load_s, 2),
         "sentences": len(sentences), "sentences_per_s": round(len(sentences) / sent_s, 1),
+        "sentences_per_cpu_s": round(len(sentences) / sent_cpu, 1),
+        "load_average": os.getloadavg()[0],
         "contexts": len(pairs), "contexts_per_s": round(len(pairs) / tok_s, 1),
         "cache_cold_s": round(cold_s, 2), "cache_warm_s": round(warm_s, 3),
     }, indent=2))

@@ -332,6 +332,9 @@ def test_cli_encoder_errors_exit_2(capsys, tmp_path):
         _cli(capsys, "weat", "--encoder", "nothing-here", "--word-vectors", "word",
              "--corpus", "c.txt")
     assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        _cli(capsys, "weat", "--corpus", "c.txt")
+    assert exc.value.code == 2 and "need --encoder" in capsys.readouterr().err
     code, _, err = _cli(capsys, "weat", "--encoder", str(tmp_path / "nope"), "--test", "weat7")
     assert code == 2 and "not on disk" in err
 

@@ -32,6 +32,7 @@ def readme_commands() -> list[list[str]]:
     """Argument lists of every line starting with ``bayesbias `` in a code block."""
     out = []
     for block in _blocks(r"\w*"):
+        block = block.replace("\\\n", " ")  # shell line continuations
         for line in block.splitlines():
             line = line.strip()
             if line.startswith("bayesbias "):

@@ -295,7 +295,7 @@ def _run(parser, args) -> int:
         from .. import embeddings
 
         embeddings.VALIDATE = True
-    if getattr(args, "encoder", None):  # --encoder: word vectors from a sentence encoder
+    if hasattr(args, "word_vectors"):  # --encoder: word vectors from a sentence encoder
         from ..encoders.options import use_encoder
 
         use_encoder(parser, args)

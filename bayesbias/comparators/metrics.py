@@ -31,10 +31,10 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
 from ..errors import InputDataError, WordListError
+from ..resampling import bootstrap_indices, percentile_interval
 from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
 from .null import VECTOR_NULLS, VectorNull
-from .resampling import bootstrap_indices, percentile_interval
 from .weat import SD_CONVENTIONS, association, effect_size
 
 __all__ = [

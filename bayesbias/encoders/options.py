@@ -63,6 +63,10 @@ def use_encoder(parser, args) -> None:
     """
     if not hasattr(args, "word_vectors"):
         return
+    if not args.encoder:
+        if args.word_vectors or args.corpus:
+            parser.error("--word-vectors and --corpus need --encoder")
+        return
     if getattr(args, "embedding", None) not in (None, "default"):
         parser.error("give --embedding or --encoder, not both")
     try:
