@@ -70,7 +70,7 @@ def test_spec_is_checked(tmp_path):
 @pytest.mark.slow
 def test_recovers_word_and_context_spreads():
     table, mu_bar = _simulate(n_words=15, n_ctx=12)
-    fit = fit_context_model(table, draws=600, tune=600, chains=2, seed=3, ci_prob=0.99)
+    fit = fit_context_model(table, draws=500, tune=500, chains=4, seed=3, ci_prob=0.99)
     s = fit.summary.set_index(["parameter", "connection"])
     for c, value in mu_bar.items():
         lo, hi = s.loc[("mu_bar", c), ["lower", "upper"]]

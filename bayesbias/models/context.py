@@ -193,8 +193,9 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int = 1000,
         tau_w = p["tau_word"].create("tau_word", dims="connection")
         tau_k = p["tau_context"].create("tau_context", dims="connection")
         sigma = p["sigma"].create("sigma", dims="connection")
-        z = pm.Normal("z", 0.0, 1.0, dims=("protected_word", "connection"))
-        mu = pm.Deterministic("mu", mu_bar + tau_w * z, dims=("protected_word", "connection"))
+        # centred: every word has many rows (attributes x context draws), so its mean is well
+        # identified and the centred form samples better than the non-centred one
+        mu = pm.Normal("mu", mu_bar, tau_w, dims=("protected_word", "connection"))
         pm.Potential("rows", cell_loglik(n, m, ss, mu[wi, ci], tau_k[ci], sigma[ci], xp=pt)
                      .sum())
         pm.Deterministic("context_share", tau_k**2 / (tau_k**2 + tau_w**2), dims="connection")
