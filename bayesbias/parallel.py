@@ -13,7 +13,7 @@ only, never on the number of workers or the order in which tasks finish. Progres
 on ``bayesbias.progress`` as tasks finish; on ``KeyboardInterrupt`` the tasks finished so far
 are returned (``TaskResults.complete`` is False) instead of being lost.
 
-The null-study engine of :mod:`bayesbias.simulate` uses the same seed scheme
+The null-study engine of :mod:`bayesbias.comparators.null` uses the same seed scheme
 (``spawn_key=(cell, chunk)``) and could run on :func:`run_tasks` unchanged.
 """
 

@@ -11,7 +11,7 @@ distance is drawn as ``Normal(mu[w, c], sigma[c])``, and the study is analysed t
   ``associated - human`` and ``associated - different``;
 - WEAT's permutation test (one-sided, X closer to its own stereotypes) for every class pair;
 - MAC's paired t-test of S(t, own class) vs the mean S(t, other classes) over targets
-  (one-sided, own closer), the statistic of :mod:`bayesbias.simulate`.
+  (one-sided, own closer), the statistic of :mod:`bayesbias.comparators.null`.
 
 The share of replications reaching a verdict is its *assurance* (power averaged over the
 pilot's uncertainty). Method ``"exact"`` analyses each simulated study with the exact
