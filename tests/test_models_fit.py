@@ -208,7 +208,7 @@ def test_a_contrast_without_data_is_marked_not_reported(religion_fit):
 
 
 def test_loo_works_on_a_saved_fit(tmp_path):
-    """fit --loo -o: the saved file carries log_likelihood, so az.loo works on it (small fit)."""
+    """Saved with loo (CLI `fit --loo -o`): az.loo works on the loaded file (small fit)."""
     import arviz as az
 
     from bayesbias.models import fit_model

@@ -390,8 +390,13 @@ class Fit:
     def diagnostics(self, rhat_max: float = RHAT_MAX,
                     ess_per_chain_min: float = ESS_PER_CHAIN_MIN) -> Diagnostics:
         """r-hat, bulk/tail ESS and divergences (see :func:`diagnose`)."""
-        ss = self.idata["sample_stats"].to_dataset() if "sample_stats" in self.idata else None
-        return diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
+        cache = self.__dict__.setdefault("_cache", {})
+        key = ("diagnostics", rhat_max, ess_per_chain_min)
+        if key not in cache:  # computed once per fit (fit_model, summary, report all ask)
+            ss = self.idata["sample_stats"].to_dataset() if "sample_stats" in self.idata \
+                else None
+            cache[key] = diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
+        return cache[key]
 
     @property
     def checks(self) -> list[Check]:
@@ -468,8 +473,16 @@ class Fit:
             ``inside_<p>`` (share of rows inside the p predictive interval; ideally about p).
         """
         _, ci_kind = resolve_ci(None, ci_kind)
+        seed = defaults.seed if seed is None else seed
+        cache = self.__dict__.setdefault("_cache", {})
+        key = ("ppc", tuple(probs), ci_kind, seed)
+        if key not in cache:
+            cache[key] = self._ppc(probs, ci_kind, seed)
+        return cache[key].copy()
+
+    def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
         c = self.cells
-        rng = np.random.default_rng(defaults.seed if seed is None else seed)
+        rng = np.random.default_rng(seed)
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()[:, :, None, :]
         rep = mu + sig * rng.standard_normal(mu.shape)
