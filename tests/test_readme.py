@@ -3,16 +3,13 @@
 Lines are collected from README.md when the tests are collected, so new README lines are
 picked up automatically. They run with the installed CLI in one scratch folder, in README
 order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec``,
-``my_topic.toml``, ``my_table.csv``) were made from shipped data. Lines that sample a
-Bayesian model (``report``, ``fit``, ``compare``), run null-simulation grids or design and
-calibration studies (``design``, ``calibrate``) are in the
-slow run (CI runs it too); the others in the default run. The Python snippet runs in
-the slow run.
+``my_topic.toml``, ``my_table.csv``, ``scores.csv``) were made from shipped data. Lines of
+commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the slow run
+(CI runs it too); the others in the default run. The Python snippet runs in the slow run.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -21,7 +18,8 @@ import pytest
 from hostile import run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "design", "calibrate"}
+SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "metric", "classifier", "design",
+                 "calibrate"}
 
 
 def _blocks(lang: str) -> list[str]:
@@ -33,7 +31,7 @@ def readme_commands() -> list[list[str]]:
     """Argument lists of every line starting with ``bayesbias `` in a code block."""
     out = []
     for block in _blocks(r"\w*"):
-        block = block.replace("\\\n", " ")  # shell line continuations
+        block = re.sub(r"\\[ \t]*\n", " ", block)  # shell line continuations
         for line in block.splitlines():
             line = line.strip()
             if line.startswith("bayesbias "):
@@ -41,14 +39,8 @@ def readme_commands() -> list[list[str]]:
     return out
 
 
-#: Encoder commands need the optional [contextual] extra (PyTorch); they load a model: slow.
-HAVE_ENCODERS = importlib.util.find_spec("sentence_transformers") is not None
-
-
 def _slow(args) -> bool:
     command = next((a for a in args if not a.startswith("-")), "")
-    if "--encoder" in args:
-        return True
     return command in SLOW_COMMANDS and "--show-model" not in args
 
 
@@ -78,6 +70,13 @@ def workdir(tmp_path_factory):
     emb = bb.load_embedding("default")
     bb.write_distance_table(bb.distance_table(emb, "gender", on_missing="drop"),
                             root / "my_table.csv")
+    # scores.csv: the shipped toxicity madlibs as label y, score p, group column dialect
+    from bayesbias.datasets import madlibs
+
+    data = madlibs()
+    pd = __import__("pandas")
+    pd.DataFrame({"y": (data["toxicity"] == "toxic").astype(int), "p": data["TOXICITY@1"],
+                  "dialect": data["template"]}).to_csv(root / "scores.csv", index=False)
     assert main(["--quiet", "debias", "--wordlist", "religion",
                  "-o", str(root / "glove-religion-debiased.bin")]) == 0
     return root
@@ -90,8 +89,6 @@ def test_readme_has_commands():
 
 def _run(workdir, i):
     args = COMMANDS[i]
-    if "--encoder" in args and not HAVE_ENCODERS:
-        pytest.skip("needs the optional extra [contextual]")
     res = run_cli(args, cwd=workdir, timeout=1800)
     assert res.returncode == 0, f"bayesbias {' '.join(args)}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr

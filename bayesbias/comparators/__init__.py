@@ -6,8 +6,8 @@ module each); the null-study engine (:mod:`.null`). The resampling they share wi
 classifier metrics is :mod:`bayesbias.resampling`.
 """
 
+from .._lazy import lazy_exports
 from .mac import MacResult, MacTTest, class_scores, mac, mac_from_table, mac_ttest, mac_value
-from .metrics import METRICS, MetricResult, MetricTable, embedding_metric, metric_table
 from .weat import (
     ALTERNATIVES,
     SD_CONVENTIONS,
@@ -24,6 +24,13 @@ from .weat import (
     weat_from_similarities,
     weat_from_table,
 )
+
+# The vector metrics (scipy.stats, xarray) are imported on first use (PEP 562), so that
+# `bayesbias weat` and `mac` start without them. WEAT and MAC stay eager: their function
+# names equal their module names, which lazy lookup would confuse.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    ".metrics": ("METRICS", "MetricResult", "MetricTable", "embedding_metric", "metric_table"),
+}, globals())
 
 __all__ = [
     # WEAT, word layer
