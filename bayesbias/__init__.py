@@ -23,7 +23,7 @@ _LAZY = {
     "read_published_table": "distances",
     "write_distance_table": "distances",
     "to_xarray": "distances",
-    # comparators (bayesbias.comparators; null studies in bayesbias.simulate)
+    # comparators (bayesbias.comparators; null studies in bayesbias.comparators.null)
     "weat": "comparators.weat",
     "weat_from_table": "comparators.weat",
     "mac": "comparators.mac",

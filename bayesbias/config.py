@@ -19,6 +19,10 @@ class Defaults:
     ci_prob: float = 0.89
     ci_kind: str = "hdi"
     seed: int = 20240101
+    #: Sampler settings of every Bayesian fit (``fit_model``, ``fit``, ``report``, ``compare``).
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
     n_permutations: int = 100_000
     exact_permutation_limit: int = 1_000_000
 

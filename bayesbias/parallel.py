@@ -13,7 +13,7 @@ only, never on the number of workers or the order in which tasks finish. Progres
 on ``bayesbias.progress`` as tasks finish; on ``KeyboardInterrupt`` the tasks finished so far
 are returned (``TaskResults.complete`` is False) instead of being lost.
 
-The null-study engine of :mod:`bayesbias.simulate` uses the same seed scheme
+The null-study engine of :mod:`bayesbias.comparators.null` uses the same seed scheme
 (``spawn_key=(cell, chunk)``) and could run on :func:`run_tasks` unchanged.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def task_rng(seed: int, key: Sequence[int]) -> np.random.Generator:
-    """The generator of task `key` (a tuple of non-negative ints) under `seed`."""
+    """Return the generator of task `key` (a tuple of non-negative ints) under `seed`."""
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=tuple(
         int(k) for k in key)))
 

@@ -104,6 +104,17 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
         tau = _draw(p["tau"], rng, n_c) if prior else np.asarray(given["tau"], float)
         mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
         truth.update(mu_bar=(("connection",), mu_bar), tau=(("connection",), tau))
+    elif spec.family == "offsets":  # the authors' code: mu_bar = m + offset[c]
+        if prior:
+            m, offset = float(_draw(p["m"], rng)), _draw(p["offset"], rng, n_c)
+            tau = _draw(p["tau"], rng, n_c)
+        else:
+            mb = np.asarray(given["mu_bar"], float)
+            m, offset, tau = float(mb.mean()), mb - mb.mean(), np.asarray(given["tau"], float)
+        mu_bar = m + offset
+        mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
+        truth.update(mu_bar=(("connection",), mu_bar), tau=(("connection",), tau),
+                     m=((), m), offset=(("connection",), offset))
     elif spec.family == "additive":
         if prior:
             m, co = _draw(p["m"], rng, n_u), _draw(p["co"], rng, n_c)
@@ -139,7 +150,7 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     n = np.zeros((n_u, n_c), dtype=int)
     np.add.at(n, (ui, ci), 1)
     has = xr.DataArray(n > 0, dims=(unit_col, "connection"), coords=coords)
-    if spec.family == "hierarchical":
+    if spec.family in ("hierarchical", "offsets"):
         group = ds["mu_bar"]
     else:
         group = ds["mu"].where(has).sum(unit_col) / has.sum(unit_col)

@@ -263,7 +263,9 @@ def default_controls() -> dict[str, tuple[str, ...]]:
 
 
 def _from_mapping(data: dict, where: str) -> WordList:
-    known = {"name", "description", "provenance", "classes", "controls", "definite_sets"}
+    # "templates": sentence templates for encoders, read by bayesbias.encoders
+    known = {"name", "description", "provenance", "classes", "controls", "definite_sets",
+             "templates"}
     unknown = set(data) - known
     if unknown:
         raise WordListError(

@@ -76,8 +76,9 @@ pd.DataFrame(cleaning)
 # %% [markdown]
 # ## Fitting the hierarchical model to every table
 #
-# The likelihood is evaluated from per-cell counts, sums and sums of squares (exact), so a fit
-# takes seconds; tables of the same shape reuse the compiled model.
+# The likelihood is evaluated from per-cell counts, sums and sums of squares (exact), with the
+# per-word means integrated out (also exact) and drawn afterwards from their Normal
+# conditional, so NUTS sees about a dozen parameters and a fit takes about a second.
 
 # %%
 fits, rows_g, rows_c, rows_d = {}, [], [], []
@@ -154,6 +155,29 @@ loo_compare(variants)
 
 # %%
 variants["additive"].contrasts().round(4)
+
+# %% [markdown]
+# ## The paper's model and the authors' code
+#
+# The paper's text gives every connection its own group-level mean (`hierarchical`, the
+# default). The authors' R code (`functions/newModelBuilding.R`, `buildModel`) writes the same
+# cell means as a shared intercept plus a pooled offset per connection, with one residual sd
+# and tighter priors (`hierarchical_authors`):
+#
+# `mu[w, c] ~ Normal(m + offset[c], tau[c])`, `m ~ Normal(1, 0.5)`,
+# `offset[c] ~ Normal(0, 0.2)`, `tau[c] ~ Exponential(5)`, `sigma ~ Exponential(5)`.
+#
+# Their group-level means agree closely (the largest difference is printed).
+
+# %%
+print(load_spec("hierarchical_authors").card())
+authors = fit_model(table, "hierarchical_authors", seed=1, **SETTINGS)
+both = pd.DataFrame({"hierarchical (paper)": fit.group_means().set_index("connection")["mean"],
+                     "hierarchical_authors (code)":
+                         authors.group_means().set_index("connection")["mean"]})
+both["difference"] = both.iloc[:, 1] - both.iloc[:, 0]
+print(f"largest difference of the group means: {both['difference'].abs().max():.4f}")
+both.round(4)
 
 # %% [markdown]
 # ## Original vs hard-debiased Reddit embedding

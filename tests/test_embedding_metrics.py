@@ -320,3 +320,16 @@ def test_report_section_with_a_stand_in_context():
                           name="weat7", key="weat7", section=Sec(), results={})
     metrics_section(ctx)
     assert "need word vectors" in ctx.section.items[1][1]
+
+
+@pytest.mark.slow
+def test_report_shows_the_metric_table(tmp_path):
+    out = tmp_path / "rep"
+    assert main(["report", "--embedding", "default", "--wordlist", "weat7", "-o", str(out),
+                 "--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
+                 "--bootstrap", "20", "--null-reps", "20", "--quiet"]) == 0
+    md = (out / "report.md").read_text()
+    assert "Embedding-bias metrics of other toolkits" in md
+    results = json.loads((out / "results.json").read_text())
+    text = json.dumps(results)
+    assert "embedding_metrics" in text and "direct_bias" in text

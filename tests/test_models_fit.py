@@ -175,3 +175,115 @@ def test_text_report_names_interval_and_diagnostics(religion_fit):
     text = religion_fit.to_text(ci_prob=0.5, ci_kind="eti")
     assert "50% ETI" in text and "diagnostics:" in text and "associated - none" in text
     assert "Normal(mu=1, sigma=0.3)" in text
+
+
+# -- checks, ArviZ interop, hostile input (issues 10 and 16) --------------------------------
+
+def test_checks_report_predictive_coverage(religion_fit):
+    checks = {c.code: c for c in religion_fit.checks}
+    ppc = checks["ppc_coverage"]
+    # the hierarchical model on the shipped table: about 89% inside the 89% interval
+    assert ppc.ok and abs(ppc.value - 0.89) < 0.05
+    d = religion_fit.to_dict()
+    json.dumps(d)  # plain JSON
+    assert any(c["code"] == "ppc_coverage" for c in d["checks"])
+
+
+def test_a_contrast_without_data_is_marked_not_reported(religion_fit):
+    from bayesbias.datasets import published_table
+
+    table = published_table("religion", "reddit")
+    table = table[table["connection"] != "none"]
+    from bayesbias.models import fit_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(table, draws=200, tune=200, chains=2, seed=1)
+    c = fit.contrasts().set_index("contrast")
+    assert not c.loc["associated - none", "has_data"]
+    assert not c.loc["associated - none", "excludes_zero"]  # the prior's interval is no finding
+    assert c.loc["associated - different", "has_data"]
+    msgs = [x.message for x in fit.checks if x.code == "contrast_no_data"]
+    assert any("associated - none" in m and "prior" in m for m in msgs)
+
+
+def test_loo_works_on_a_saved_fit(tmp_path):
+    """Saved with loo (CLI `fit --loo -o`): az.loo works on the loaded file (small fit)."""
+    import arviz as az
+
+    from bayesbias.models import fit_model
+    from bayesbias.testing import simulate_table
+
+    table, _ = simulate_table(seed=2, words_per_class=2, n_human=5, n_none=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(table, draws=200, tune=200, chains=2, seed=1)
+    path = fit.save(tmp_path / "fit.nc", loo=True)
+    loaded = load_fit(path)
+    assert "log_likelihood" in loaded.idata.children
+    res = az.loo(loaded.idata)
+    assert np.isfinite(res.elpd)
+    assert res.elpd == pytest.approx(fit.loo().elpd, rel=1e-9)
+
+
+def test_summary_leads_with_model_parameters(religion_fit):
+    import arviz as az
+
+    names = list(religion_fit.idata.posterior.data_vars)
+    assert names[0] in ("mu_bar", "m", "co")
+    assert not {"mu_z", "mu_centred", "w"} & set(names[:4])
+    table = az.summary(religion_fit.idata)
+    assert not str(table.index[0]).startswith(("mu_z", "mu_centred", "w["))
+
+
+def test_load_fit_refuses_external_links_and_damaged_files(religion_fit, tmp_path):
+    import h5py
+
+    from bayesbias.models.fit import FitFileError
+
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"root:x:0:0\n" * 10)
+    path = religion_fit.save(tmp_path / "fit.nc")
+    # a dataset whose bytes live in another file
+    ext = tmp_path / "external.nc"
+    ext.write_bytes(path.read_bytes())
+    with h5py.File(ext, "a") as f:
+        f.create_dataset("leak", shape=(10,), dtype="u1", external=[(str(secret), 0, 10)])
+    with pytest.raises(FitFileError, match="external storage"):
+        load_fit(ext)
+    # an external link
+    lnk = tmp_path / "link.nc"
+    lnk.write_bytes(path.read_bytes())
+    with h5py.File(lnk, "a") as f:
+        f["leak"] = h5py.ExternalLink(str(ext), "/leak")
+    with pytest.raises(FitFileError, match="link"):
+        load_fit(lnk)
+    # damaged: truncated bytes, a stored spec that is not JSON, a missing group
+    bad = tmp_path / "cut.nc"
+    bad.write_bytes(path.read_bytes()[:5000])
+    with pytest.raises(FitFileError):
+        load_fit(bad)
+    tree = xr.open_datatree(path).load()
+    tree.attrs["spec"] = "{not json"
+    tree.to_netcdf(tmp_path / "spec.nc")
+    with pytest.raises(FitFileError, match="damaged"):
+        load_fit(tmp_path / "spec.nc")
+
+
+def test_hostile_tables_and_settings_are_refused_up_front():
+    from bayesbias.datasets import published_table
+    from bayesbias.errors import DistanceTableError, InvalidArgumentError
+    from bayesbias.models import fit_model
+
+    table = published_table("religion", "reddit")
+    nan = table.copy()
+    nan.loc[nan.index[4], "protected_word"] = np.nan
+    with pytest.raises(DistanceTableError, match="protected_word.*row 4"):
+        fit_model(nan)
+    for kw, what in ((dict(draws=1e12), "draws"), (dict(draws=float("inf")), "draws"),
+                     (dict(tune=-1), "tune"), (dict(chains=0), "chains"),
+                     (dict(target_accept=1.5), "target_accept")):
+        with pytest.raises(InvalidArgumentError, match=what):
+            fit_model(table, **kw)
+    with pytest.raises(InvalidArgumentError, match="exceeds the limit"):
+        fit_model(table, draws=1_000_000, chains=64)

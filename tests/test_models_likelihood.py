@@ -94,3 +94,116 @@ def test_bad_tables_are_rejected_with_the_column_named():
         cells_from_table(nan)
     with pytest.raises(DistanceTableError, match="no rows"):
         cells_from_table(pd.DataFrame(columns=table.columns))
+
+
+# -- the cell-marginal kernel ---------------------------------------------------------------
+
+_PRIOR_VARIANTS = {
+    "hierarchical": {},
+    "hierarchical_single_sd": {},
+    "hierarchical_authors": {},
+    "separate": {"residual_sd": "per_connection"},
+    # every prior distribution the specs allow, through the same kernel
+    "hierarchical_other": {"priors": {
+        "mu_bar": {"dist": "StudentT", "nu": 4.0, "mu": 0.9, "sigma": 0.4},
+        "tau": {"dist": "HalfStudentT", "nu": 3.0, "sigma": 0.5},
+        "sigma": {"dist": "Gamma", "alpha": 2.0, "beta": 5.0}}},
+    "hierarchical_more": {"priors": {
+        "tau": {"dist": "HalfNormal", "sigma": 0.5},
+        "sigma": {"dist": "LogNormal", "mu": -1.5, "sigma": 0.5}}},
+    "hierarchical_cauchy": {"priors": {"tau": {"dist": "HalfCauchy", "beta": 0.5}}},
+}
+
+
+def _scipy_logpdf(prior, v):
+    """Prior log-density with SciPy (independent of the kernel and of PyMC)."""
+    from scipy import stats
+
+    p = dict(prior.params)
+    d = prior.dist
+    if d == "Normal":
+        return stats.norm.logpdf(v, p["mu"], p["sigma"])
+    if d == "StudentT":
+        return stats.t.logpdf(v, p["nu"], p["mu"], p["sigma"])
+    if d == "Exponential":
+        return stats.expon.logpdf(v, scale=1 / p["lam"])
+    if d == "HalfNormal":
+        return stats.halfnorm.logpdf(v, scale=p["sigma"])
+    if d == "HalfCauchy":
+        return stats.halfcauchy.logpdf(v, scale=p["beta"])
+    if d == "HalfStudentT":
+        return np.log(2) + stats.t.logpdf(v, p["nu"], 0, p["sigma"])
+    if d == "LogNormal":
+        return stats.lognorm.logpdf(v, p["sigma"], scale=np.exp(p["mu"]))
+    return stats.gamma.logpdf(v, p["alpha"], scale=1 / p["beta"])
+
+
+@pytest.mark.parametrize("variant", list(_PRIOR_VARIANTS))
+def test_marginal_kernel_is_joint_minus_conditional(variant):
+    """Kernel logp = priors + Jacobians + sum over cells of [rows | mu] + [mu] - [mu | rows].
+
+    The identity holds at any mu, so it checks both the marginal likelihood and the Normal
+    conditional the per-word means are drawn from. Gradient by central differences.
+    """
+    from scipy import stats
+
+    from bayesbias.models._kernel import logp_grad
+    from bayesbias.models.marginal import _cell_array, _layout, _mts, _values
+
+    name = variant if variant in ("hierarchical_single_sd", "hierarchical_authors",
+                                  "separate") else "hierarchical"
+    spec = load_spec(name, **_PRIOR_VARIANTS[variant])
+    table, _ = simulate_table(seed=5, words_per_class=3, n_human=12, n_none=30)
+    table = table.iloc[:-7]
+    cells = cells_from_table(table, spec.level)
+    blocks, priors, maps, offsets, _ = _layout(spec)
+    from bayesbias.models.families import family_module
+
+    _, fixed = family_module(spec.family).marginal_blocks(spec)
+    rng = np.random.default_rng(2)
+    pos = priors[:, 1] > 0.5
+    for _ in range(3):
+        x = np.where(pos, np.log(rng.uniform(0.05, 0.4, pos.size)), rng.normal(0.5, 0.3,
+                                                                            pos.size))
+        lp, grad = logp_grad(x, priors, maps, offsets, _cell_array(cells))
+        v = np.where(pos, np.exp(x), x)
+        expected = sum(_scipy_logpdf(p, val) for p, val in
+                       zip([b.prior for b in blocks for _ in range(4 if b.per_connection else 1)],
+                           v, strict=True)) + x[pos].sum()
+        m, t, s = (a[0, 0] for a in _mts(blocks, fixed, {k: np.asarray(a)[None, None] for k, a
+                                                         in _values(blocks, v).items()}, (1, 1)))
+        mu_any = rng.normal(0.9, 0.2, cells.n.shape)
+        for (u, c), _n in np.ndenumerate(cells.n):
+            if cells.n[u, c] == 0:
+                continue
+            y = cells.y[(cells.unit_idx == u) & (cells.conn_idx == c)]
+            prec = 1 / t[c] ** 2 + y.size / s[c] ** 2
+            cmean = (m[c] / t[c] ** 2 + y.sum() / s[c] ** 2) / prec
+            expected += (normal_logp_rows(y, mu_any[u, c], s[c]).sum()
+                         + stats.norm.logpdf(mu_any[u, c], m[c], t[c])
+                         - stats.norm.logpdf(mu_any[u, c], cmean, prec ** -0.5))
+        assert lp == pytest.approx(expected, rel=1e-9, abs=1e-8)
+        h = 1e-6
+        num = [(logp_grad(x + h * e, priors, maps, offsets, _cell_array(cells))[0]
+                - logp_grad(x - h * e, priors, maps, offsets, _cell_array(cells))[0]) / (2 * h)
+               for e in np.eye(x.size)]
+        assert np.allclose(grad, num, rtol=1e-5, atol=1e-4)
+
+
+def test_conditional_draws_match_the_normal_conditional():
+    """Draws of mu given (M, T, S) have the conjugate mean and sd (and prior draws if empty)."""
+    from bayesbias.models.marginal import conditional_cell_means
+
+    table, _ = simulate_table(seed=6, words_per_class=2, n_human=4, n_none=6)
+    cells = cells_from_table(table)
+    shape = (4, 5000)
+    m = np.full(shape + (4,), 0.9)
+    t = np.full(shape + (4,), 0.05)
+    s = np.full(shape + (4,), 0.2)
+    mu = conditional_cell_means(m, t, s, cells, np.random.default_rng(0))
+    n, ybar = cells.n, np.nan_to_num(cells.mean)
+    prec = 1 / 0.05**2 + n / 0.2**2
+    mean = (0.9 / 0.05**2 + n * ybar / 0.2**2) / prec
+    flat = mu.reshape(-1, *n.shape)
+    assert np.allclose(flat.mean(0), mean, atol=4 * prec ** -0.5 / np.sqrt(flat.shape[0]))
+    assert np.allclose(flat.std(0), prec ** -0.5, rtol=0.05)

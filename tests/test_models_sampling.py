@@ -38,3 +38,71 @@ def test_additive_rotation_samples_cleanly_and_recovers_contrasts(additive_pair)
     err = (c["mean"] - truth["contrasts"].to_series().reindex(c.index)).abs()
     # within 3 posterior sds of the truth
     assert (err < 3 * c["sd"]).all(), err
+
+
+_FRESH = """
+import sys, numpy as np, warnings
+warnings.simplefilter("ignore")
+from bayesbias.datasets import published_table
+from bayesbias.models import fit_model
+fit = fit_model(published_table("religion", "reddit"), draws=200, tune=200, chains=2, seed=5)
+np.save(sys.argv[1], np.concatenate([fit.posterior[v].values.ravel()
+                                     for v in ("mu_bar", "tau", "sigma", "mu")]))
+"""
+
+
+def test_same_seed_same_draws_in_one_process(religion_fit):
+    """The conftest fit again, in the same process (the kernel is already loaded)."""
+    from bayesbias.datasets import published_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = fit_model(published_table("religion", "reddit"), draws=300, tune=300,
+                          chains=2, seed=11)
+    for v in ("mu_bar", "tau", "sigma", "mu"):
+        assert np.array_equal(religion_fit.posterior[v].values, again.posterior[v].values), v
+
+
+@pytest.mark.slow
+def test_fresh_processes_with_empty_compile_caches_give_identical_draws(tmp_path):
+    """Issue 10 §2: two new processes, each with its own empty numba and PyTensor caches."""
+    import os
+    import subprocess
+    import sys
+
+    out = []
+    for k in range(2):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"numba{k}"),
+                   PYTENSOR_FLAGS=f"compiledir={tmp_path / f'pt{k}'}")
+        path = tmp_path / f"draws{k}.npy"
+        subprocess.run([sys.executable, "-c", _FRESH, str(path)], env=env, check=True)
+        out.append(np.load(path))
+    assert any((tmp_path / "numba0").rglob("*.nbi"))  # the kernel was compiled and cached
+    assert np.array_equal(out[0], out[1])
+
+
+@pytest.mark.slow
+def test_integrated_sampler_matches_the_full_model():
+    """Same posterior as sampling every per-word mean (today's nutpie model), within MC error.
+
+    4 chains x 1000 draws each; the difference of posterior means must be below 4 Monte Carlo
+    standard errors of the difference (group means, tau, sigma, per-word means).
+    """
+    import arviz as az
+
+    from bayesbias.datasets import published_table
+
+    table = published_table("religion", "reddit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = fit_model(table, seed=3)
+        full = fit_model(table, seed=3, marginal=False)
+    assert fast.idata.attrs["marginal"] == 1 and full.idata.attrs["marginal"] == 0
+    for v in ("mu_bar", "tau", "sigma", "mu"):
+        a, b = fast.posterior[v], full.posterior[v]
+        se = np.sqrt(az.mcse(a.to_dataset(name="x"))["x"] ** 2
+                     + az.mcse(b.to_dataset(name="x"))["x"] ** 2)
+        z = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))) / se
+        assert float(z.max()) < 4.5, (v, float(z.max()))
+        sd_ratio = a.std(("chain", "draw")) / b.std(("chain", "draw"))
+        assert float(np.abs(sd_ratio - 1).max()) < 0.15, (v, sd_ratio.values)

@@ -71,3 +71,51 @@ def test_unknown_model_and_additive_prior_checks():
                                              "sigma": 1.0}})
     with pytest.raises(ModelSpecError, match="family must be one of"):
         ModelSpec.from_dict({"family": "linear", "priors": {}})
+
+
+def test_non_finite_prior_parameters_are_refused():
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ModelSpecError, match="finite"):
+            load_spec("hierarchical", priors={"mu_bar": {"dist": "Normal", "mu": bad,
+                                                         "sigma": 0.3}})
+        with pytest.raises(ModelSpecError, match="finite"):
+            load_spec("hierarchical", priors={"sigma": {"dist": "HalfNormal", "sigma": bad}})
+
+
+def test_variant_specs_extend_the_base(tmp_path):
+    base = load_spec("hierarchical")
+    single = load_spec("hierarchical_single_sd")
+    assert single.residual_sd == "single" and single.priors == base.priors
+    authors = load_spec("hierarchical_authors")
+    assert authors.family == "offsets" and authors.residual_sd == "single"
+    assert str(authors.priors["m"]) == "Normal(mu=1, sigma=0.5)"
+    assert str(authors.priors["offset"]) == "Normal(mu=0, sigma=0.2)"
+    assert str(authors.priors["tau"]) == str(authors.priors["sigma"]) == "Exponential(lam=5)"
+    mine = tmp_path / "mine.toml"
+    mine.write_text('extends = "hierarchical"\nname = "mine"\n[priors]\n'
+                    'tau = { dist = "HalfNormal", sigma = 0.2 }\n')
+    spec = load_spec(mine)
+    assert spec.priors["mu_bar"] == base.priors["mu_bar"]
+    assert str(spec.priors["tau"]) == "HalfNormal(sigma=0.2)"
+    loop = tmp_path / "loop.toml"
+    loop.write_text('extends = "loop.toml"\n')
+    with pytest.raises(ModelSpecError, match="extends"):
+        load_spec(loop)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prior", [
+    {"dist": "Normal", "mu": 1.0, "sigma": 0.3}, {"dist": "StudentT", "nu": 3, "mu": 1, "sigma": 2},
+    {"dist": "Exponential", "lam": 2.0}, {"dist": "HalfNormal", "sigma": 0.5},
+    {"dist": "HalfCauchy", "beta": 1.0}, {"dist": "HalfStudentT", "nu": 4, "sigma": 0.5},
+    {"dist": "LogNormal", "mu": -1, "sigma": 0.5}, {"dist": "Gamma", "alpha": 2, "beta": 5}])
+def test_prior_draw_has_the_distribution_of_pm_draw(prior):
+    """Prior.draw (NumPy, fast) against pm.draw (PyMC's own sampler): two-sample KS test."""
+    import numpy as np
+    import pymc as pm
+    from scipy import stats
+
+    p = Prior.from_dict(prior)
+    ours = p.draw(np.random.default_rng(0), 4000)
+    theirs = pm.draw(p.dist_(), draws=4000, random_seed=1)
+    assert stats.ks_2samp(ours, theirs).pvalue > 0.001

@@ -109,7 +109,7 @@ def test_output_checked_before_work(tmp_path, monkeypatch):
     (tmp_path / "x").mkdir()
     afile = tmp_path / "f.txt"
     afile.write_text("x")
-    for bad, match in [("", "empty"), (".", "not '.'"), ("..", "not '..'"),
+    for bad, match in [("", "empty"), (".", r"'\.'"), ("..", r"'\.\.'"),
                        (str(afile / "rep"), "is a file"), (str(afile), "not a folder"),
                        ("/dev/null", "not a folder"), (str(tmp_path / "x"), None)]:
         if match is None:  # the current folder's parent, named without dots

@@ -77,14 +77,23 @@ def test_fit_sensitivity_refuses_before_sampling(capsys):
     assert "sensitivity" in capsys.readouterr().err
 
 
-def test_report_section(sens, tmp_path):
-    from bayesbias.reporting import Report
-    from bayesbias.studies.sensitivity import report_section
+def test_report_section(table, tmp_path):
+    from types import SimpleNamespace
+
+    from bayesbias.report import Report, ReportSettings
+    from bayesbias.studies.sensitivity import report_builder
 
     report = Report("t", "intro")
-    data = report_section(report.section("religion"), sens, "religion")
+    settings = ReportSettings(distances=("published:religion:reddit",), sensitivity=True)
+    ctx = SimpleNamespace(table=table, settings=settings, section=report.section("religion"),
+                          results={}, key="religion")
+    report_builder(ctx)
     report.write(tmp_path / "rep")
-    md = next((tmp_path / "rep").glob("*.md")).read_text()
+    md = "".join(p.read_text() for p in (tmp_path / "rep").glob("*.md"))
     assert "most influential words" in md and "exact refit" in md
     assert (tmp_path / "rep" / "figures" / "religion_sensitivity.png").exists()
-    assert data["most_influential"]
+    assert ctx.results["sensitivity"]["most_influential"]
+    ctx = SimpleNamespace(table=table, settings=ReportSettings(model="additive"),
+                          section=report.section("x"), results={}, key="x")
+    report_builder(ctx)
+    assert "skipped" in ctx.results["sensitivity"]

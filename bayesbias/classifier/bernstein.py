@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts witho
 
 from ..config import defaults
 from ..errors import InputDataError
+from ..resampling import bootstrap_means
 
 __all__ = [
     "bernstein_half_width",
@@ -352,14 +353,7 @@ def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _boot_means(*args, **kwargs):
-    """Bootstrap means with the package's one bootstrap (comparators.resampling).
-
-    Imported when used, so that `bayesbias bbu` starts without the comparators package.
-    """
-    from ..comparators.resampling import bootstrap_means
-
-    return bootstrap_means(*args, **kwargs)
+_boot_means = bootstrap_means  # one bootstrap for the package (bayesbias.resampling)
 
 
 def disparity_intervals(cost, annotation, *, confidence: float = 0.95,

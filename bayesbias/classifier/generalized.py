@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from ..comparators.resampling import bootstrap_indices
 from ..config import defaults
 from ..errors import InputDataError
+from ..resampling import bootstrap_indices
 from .auc import average_equality_gap
 from .data import check_boolean_flags
 

@@ -34,6 +34,7 @@ COMMANDS = [
     "bbu",
     "design",
     "calibrate",
+    "contextual",
 ]
 
 #: One-line help of each command, shown by ``bayesbias --help`` without importing the
@@ -294,6 +295,10 @@ def _run(parser, args) -> int:
         from .. import embeddings
 
         embeddings.VALIDATE = True
+    if hasattr(args, "word_vectors"):  # --encoder: word vectors from a sentence encoder
+        from ..encoders.options import use_encoder
+
+        use_encoder(parser, args)
     if hasattr(args, "on_missing") and args.on_missing is None:
         sources = [getattr(args, "embedding", None)]
         if args.command == "compare" and getattr(args, "wordlist", None):

@@ -171,7 +171,8 @@ def add_json(parser) -> None:
 
 
 def add_embedding_options(parser, required: bool = False) -> None:
-    """Add ``--embedding``, ``--format``, ``--trust-pickle`` and ``--on-missing``."""
+    """Add ``--embedding``, ``--format``, ``--trust-pickle``, ``--on-missing`` and the
+    encoder options (``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``)."""
     parser.add_argument("--embedding", default=None if required else "default",
                         required=required,
                         help="embedding file, or 'default' for the shipped GloVe subset")
@@ -192,6 +193,9 @@ def add_embedding_options(parser, required: bool = False) -> None:
                              "lacks WEAT 1's 'blue-bell', 'gladiola'). Control-group words "
                              "(human, none) missing from the embedding are always dropped "
                              "and listed")
+    from ..encoders.options import add_encoder_options
+
+    add_encoder_options(parser)
 
 
 def to_jsonable(obj):

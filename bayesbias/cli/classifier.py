@@ -207,7 +207,7 @@ def run(args) -> int:
         if metric == "auc":
             r = res.auc
             payload["metrics"]["auc"] = {"overall_auc": r.attrs["overall_auc"],
-                                         "interval": r.attrs.get("ci_kind"),
+                                         "ci_kind": r.attrs.get("ci_kind"),
                                          "by_group": r.reset_index()}
             text += ["", f"nuanced AUC metrics (Borkan et al. 2019), {ci:.0%} DeLong intervals "
                      f"(overall AUC {r.attrs['overall_auc']:.4f}):",
@@ -226,7 +226,8 @@ def run(args) -> int:
         else:
             m, r = METRICS[metric], res.generalized[metric]
             payload["metrics"][metric] = {
-                "value": r.value, "lower": r.lower, "upper": r.upper, **r.info,
+                "value": r.value, "lower": r.lower, "upper": r.upper,
+                "ci_kind": r.ci_kind, **r.info,
                 "by_group": r.by_group.reset_index(),
                 "pairs": r.pairs if r.pairs is not None else []}
             val = (f"{r.value:.4g}" + (f" [{r.lower:.4g}, {r.upper:.4g}]"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from .._atomic import atomic_path
 from ..config import defaults
 from ..errors import InputDataError
-from .._atomic import atomic_path
 from ._common import add_json, add_parser, add_seed, emit, positive_int, probability
 
 DESCRIPTION = """\
@@ -118,9 +118,8 @@ def _pilot(args):
 
 def run(args) -> int:
     """Run ``bayesbias design``; return the exit code."""
-    from ..studies.design import VERDICTS, designs_grid, run_design
-
     from .._atomic import check_output
+    from ..studies.design import VERDICTS, designs_grid, run_design
 
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):
         if path:

@@ -186,7 +186,7 @@ def run(args) -> int:
         payload["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p": float(loo.p),
                           "pareto_k_bad": int((loo.pareto_k.values > 0.7).sum())}
     if args.output:
-        fit.save(args.output)
+        fit.save(args.output, loo=args.loo)
     if args.plot:
         fit.plot_forest(args.plot, args.ci_prob, args.ci_kind)
     lines = head + ["", fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",

@@ -42,6 +42,9 @@ def register(sub) -> None:
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
                    help="sd in WEAT's effect size: sample (n - 1) or population (n) "
                         "(default %(default)s)")
+    p.add_argument("--sensitivity", action="store_true",
+                   help="add which words drive the verdicts: each word left out, and 200 "
+                        "resampled word lists (exact refits; hierarchical model only)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -58,7 +61,7 @@ def run(args) -> int:
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
-        target_accept=args.target_accept, rope=args.rope)
+        target_accept=args.target_accept, rope=args.rope, sensitivity=args.sensitivity)
     results = run_report(settings)
     text = []
     for v, (key, res) in zip(results["verdicts"], results["wordlists"].items(), strict=True):

@@ -2,8 +2,8 @@
 
 WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019) on similarity tables; RND, RNSB,
 ECT, RIPA and Bolukbasi's direct and indirect bias on vectors (:mod:`.metrics`, one kernel
-module each); the null-study engine (:mod:`.null`) and the shared resampling
-(:mod:`.resampling`).
+module each); the null-study engine (:mod:`.null`). The resampling they share with the
+classifier metrics is :mod:`bayesbias.resampling`.
 """
 
 from .._lazy import lazy_exports

@@ -31,10 +31,10 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
 from ..errors import InputDataError, WordListError
+from ..resampling import bootstrap_indices, percentile_interval
 from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
 from .null import VECTOR_NULLS, VectorNull
-from .resampling import bootstrap_indices, percentile_interval
 from .weat import SD_CONVENTIONS, association, effect_size
 
 __all__ = [
@@ -172,9 +172,9 @@ def metric_sets(wordlist_or_sets, classes: Sequence[str] | None = None) -> Metri
         names = [c.name for c in wl.classes]
         classes = list(classes) if classes is not None else names
         if len(classes) != 2 or not set(classes) <= set(names):
-            raise WordListError(f"word list {wl.name!r} has classes {', '.join(names)}; "
-                                "give two of them (classes=...)" if len(names) != 2 else
-                                f"classes must be two of {', '.join(names)}, got {classes}")
+            raise WordListError(
+                f"word list {wl.name!r} has classes {', '.join(names)}; give two of them "
+                f"(--classes a,b; classes=(a, b) in Python), got {', '.join(classes)}")
         c1, c2 = (next(c for c in wl.classes if c.name == k) for k in classes)
         pairs = _pairs_for(wl, c1.protected_words, c2.protected_words)
         sets = MetricSets(c1.protected_words, c2.protected_words, c1.stereotypes,
@@ -674,8 +674,8 @@ def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | Non
 # Report section
 # --------------------------------------------------------------------------------------
 #: Report caps: the metric table's bootstrap and null draws (each metric, class pair, null).
-REPORT_BOOTSTRAP = 500
-REPORT_NULL_REPS = 200
+REPORT_BOOTSTRAP = 300
+REPORT_NULL_REPS = 150
 
 
 def _report_wordlist(ctx) -> WordList | None:
@@ -704,7 +704,7 @@ def metrics_section(ctx) -> None:
 
     s, sec = ctx.settings, ctx.section
     sec.heading("Embedding-bias metrics of other toolkits (with intervals and null ranges)")
-    wl = _report_wordlist(ctx)
+    wl = None if getattr(s, "distances", ()) else _report_wordlist(ctx)
     if getattr(s, "embedding", None) is None or wl is None:
         sec.text("RND, RNSB, ECT, RIPA and Bolukbasi's direct and indirect bias need word "
                  "vectors; this section was built from a distance table only, so they are "

@@ -40,8 +40,8 @@ from scipy import stats as _stats
 from ..config import defaults
 from ..errors import DistanceTableError, InputDataError
 from ..progress import progress
+from ..resampling import ordered_subsets
 from .mac import class_scores, mac_value
-from .resampling import ordered_subsets
 from .weat import (
     ALTERNATIVES,
     SD_CONVENTIONS,

@@ -28,13 +28,13 @@ from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
 from ..errors import DistanceTableError, InputDataError, WordListError
-from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
-from .resampling import (
+from ..resampling import (
     bootstrap_indices,
     bootstrap_weights,
     ordered_subsets,
     percentile_interval,
 )
+from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
 
 __all__ = [
     "ALTERNATIVES",

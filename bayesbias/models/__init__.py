@@ -1,7 +1,8 @@
 """Bayesian models of cosine distances with control groups.
 
 Specs are data (``models/*.toml``); :func:`fit_model` fits one to a distance table with the
-exact sufficient-statistic likelihood and returns a :class:`Fit` with diagnostics, tables
+exact sufficient-statistic likelihood (per-word means integrated out and drawn afterwards,
+see :mod:`bayesbias.models.marginal`) and returns a :class:`Fit` with diagnostics, tables
 with ArviZ intervals, posterior predictive checks, LOO, forest plots and netCDF save/load.
 :func:`compare_fits` compares two fits of the same spec (e.g. original vs debiased).
 """
@@ -10,8 +11,10 @@ from .cells import Cells, cells_from_table
 from .compare import Comparison, compare_fits, loo_compare
 from .fit import (
     CONTRASTS,
+    Check,
     Diagnostics,
     Fit,
+    FitFileError,
     SamplerWarning,
     fit_model,
     load_fit,
@@ -28,6 +31,8 @@ __all__ = [
     "fit_model",
     "Fit",
     "Diagnostics",
+    "Check",
+    "FitFileError",
     "SamplerWarning",
     "load_fit",
     "CONTRASTS",

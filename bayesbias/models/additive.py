@@ -16,7 +16,38 @@ from ..config import CONNECTIONS
 from .cells import Cells
 from .spec import ModelSpec
 
-__all__ = ["cell_means", "rotation"]
+__all__ = ["cell_means", "rotation", "card_lines", "validate", "model_data"]
+
+PRIORS = ("m", "co", "sigma")
+SCALES = ("sigma",)
+PARAMETERS = ("co", "m", "sigma")
+GROUP_MEAN = None
+
+
+def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
+    p = spec.priors
+    return [f"  distance_i ~ Normal(m[{unit}] + co[c], {s})",
+            f"  m[{unit}] ~ {p['m']}",
+            f"  co[c] ~ {p['co']}",
+            "  identified: contrasts co[c] - co[none]; sampled on an exact rotation"]
+
+
+def validate(spec: ModelSpec, source: str) -> None:
+    """Refuse priors other than Normal for m and co (the rotation needs them)."""
+    from ..errors import ModelSpecError
+
+    for p in ("m", "co"):
+        if spec.priors[p].dist != "Normal":
+            raise ModelSpecError(
+                f"{source}: the additive family samples an exact rotation of (m, co) "
+                f"and needs Normal priors for them; got {p} ~ {spec.priors[p]}")
+
+
+def model_data(spec: ModelSpec, cells: Cells) -> dict:
+    """Values of the rotation's ``pm.Data``."""
+    mu0, s, v = rotation(spec, cells)
+    return {"prior_mean": mu0, "prior_sd": s, "rotation": v}
 
 
 def rotation(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

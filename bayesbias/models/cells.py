@@ -107,6 +107,12 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
                                  f"the models need {', '.join(_NEEDED)}")
     if len(table) == 0:
         raise DistanceTableError("distance table has no rows")
+    for col in ("protected_word", "protected_class", "connection"):
+        missing = table[col].isna().to_numpy() | (table[col].astype(str).str.strip() == "")
+        if missing.any():
+            first = int(np.flatnonzero(missing)[0])
+            raise DistanceTableError(f"column {col} has {int(missing.sum())} empty or missing "
+                                     f"value(s), first at row {first}")
     y = pd.to_numeric(table["cosine_distance"], errors="coerce").to_numpy(dtype=np.float64)
     if not np.isfinite(y).all():
         first = int(np.flatnonzero(~np.isfinite(y))[0])

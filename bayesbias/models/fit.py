@@ -17,12 +17,12 @@ import xarray as xr
 
 from .._atomic import atomic_path
 from ..config import CONNECTIONS, defaults
-from ..errors import DiagnosticsError, ModelSpecError
+from ..errors import DiagnosticsError, InvalidArgumentError, ModelSpecError
 from ..progress import progress
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import Cells, cells_from_table, normal_logp_rows
-from .report import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
 from .spec import ModelSpec, load_spec
+from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
 
 __all__ = [
     "Fit",
@@ -34,6 +34,8 @@ __all__ = [
     "SAMPLERS",
     "RHAT_MAX",
     "ESS_PER_CHAIN_MIN",
+    "FitFileError",
+    "Check",
 ]
 
 log = logging.getLogger(__name__)
@@ -42,14 +44,73 @@ log = logging.getLogger(__name__)
 CONTRASTS = (("associated", "none"), ("associated", "different"), ("different", "none"),
              ("human", "none"))
 SAMPLERS = ("auto", "nutpie", "pymc")
+#: Upper limits of the sampler settings (beyond them a fit cannot finish or fit in memory).
+MAX_DRAWS = 1_000_000
+MAX_CHAINS = 64
+#: Largest number of stored draws x cells (8 bytes each): 2 GB.
+MAX_STORED = 250_000_000
+#: Posterior variables that are the sampler's helpers, not model parameters: kept last.
+HELPERS = ("mu_z", "mu_centred", "w")
+#: A fit warns when its 89% posterior predictive interval holds a share of the rows
+#: farther than this from 0.89.
+PPC_TOLERANCE = 0.05
 #: Largest acceptable rank-normalised split r-hat.
 RHAT_MAX = 1.01
 #: Smallest acceptable bulk and tail ESS per chain (so 400 for 4 chains).
 ESS_PER_CHAIN_MIN = 100
 
 
+class FitFileError(ModelSpecError):
+    """A saved fit that cannot be read: damaged, not a fit, or with external data links."""
+
+
 class SamplerWarning(UserWarning):
     """Sampler diagnostics failed (r-hat, ESS or divergences); the message names parameters."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One model check: ``code`` (e.g. ``"ppc_coverage"``), ``ok`` and a plain message."""
+
+    code: str
+    ok: bool
+    message: str
+    value: float | None = None
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON."""
+        return {"code": self.code, "ok": self.ok, "message": self.message, "value": self.value}
+
+    def __str__(self) -> str:
+        return ("ok: " if self.ok else "warning: ") + self.message
+
+
+def _model_checks(fit) -> list[Check]:
+    out = []
+    rows = fit.cells.n.sum(axis=0)
+    for a, b in CONTRASTS:
+        empty = [c for c in (a, b) if rows[CONNECTIONS.index(c)] == 0]
+        if empty:
+            out.append(Check("contrast_no_data", False,
+                             f"{_contrast_label(a, b)}: no data (no {' or '.join(empty)} rows); "
+                             "its interval comes from the prior alone and is not a finding"))
+    ppc = fit.ppc(probs=(0.89,), seed=int(fit.idata.attrs.get("seed", defaults.seed)))
+    share = float(ppc.loc[ppc["connection"] == "all", "inside_0.89"].iloc[0])
+    if abs(share - 0.89) > PPC_TOLERANCE:
+        what = ("too narrow: the model understates the spread of the distances, so its "
+                "intervals are likely too narrow (overconfident); prefer a model whose check "
+                "passes (e.g. hierarchical) before reading them" if share < 0.89 else
+                "too wide: the model overstates the spread of the distances, so its intervals "
+                "are likely conservative")
+        out.append(Check("ppc_coverage", False,
+                         f"{share:.1%} of the observed distances lie inside the 89% posterior "
+                         f"predictive interval (expected about 89%): the predictive intervals "
+                         f"are {what}", share))
+    else:
+        out.append(Check("ppc_coverage", True,
+                         f"{share:.1%} of the observed distances lie inside the 89% posterior "
+                         "predictive interval (expected about 89%)", share))
+    return out
 
 
 def _contrast_label(a: str, b: str) -> str:
@@ -66,6 +127,10 @@ class Diagnostics:
         One row per scalar parameter: ``parameter, rhat, ess_bulk, ess_tail``.
     divergences : int
     chains, draws : int
+    max_treedepth_hits : int
+        Transitions that hit NUTS's maximum tree depth.
+    min_bfmi : float or None
+        Smallest E-BFMI over chains (below 0.3 is a problem).
     problems : list of str
         Human-readable failures, each naming the parameters at fault (empty when ok).
     """
@@ -75,6 +140,8 @@ class Diagnostics:
     chains: int
     draws: int
     problems: list[str] = field(default_factory=list)
+    max_treedepth_hits: int = 0
+    min_bfmi: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +152,7 @@ class Diagnostics:
         """Plain summary for JSON."""
         t = self.table
         return {"ok": self.ok, "problems": self.problems, "divergences": self.divergences,
+                "max_treedepth_hits": self.max_treedepth_hits, "min_bfmi": self.min_bfmi,
                 "chains": self.chains, "draws": self.draws,
                 "max_rhat": float(t["rhat"].max()), "min_ess_bulk": float(t["ess_bulk"].min()),
                 "min_ess_tail": float(t["ess_tail"].min())}
@@ -116,9 +184,15 @@ def _flat_names(da: xr.DataArray) -> list[str]:
 def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
              rhat_max: float = RHAT_MAX, ess_per_chain_min: float = ESS_PER_CHAIN_MIN) \
         -> Diagnostics:
-    """r-hat, bulk/tail ESS of every posterior variable and the number of divergences."""
-    import arviz as az
+    """r-hat, bulk/tail ESS of every posterior variable; divergences, tree depth and E-BFMI.
 
+    Uses ``arviz_stats.diagnose`` for the sampler checks (divergences, maximum tree depth,
+    E-BFMI < 0.3) and ArviZ's rank-normalised r-hat and ESS per scalar parameter.
+    """
+    import arviz as az
+    import arviz_stats
+
+    posterior = posterior[[v for v in posterior.data_vars if v not in HELPERS]]
     rhat = az.rhat(posterior)
     ess_b = az.ess(posterior, method="bulk")
     ess_t = az.ess(posterior, method="tail")
@@ -130,8 +204,20 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
             "ess_bulk": np.ravel(ess_b[name].values), "ess_tail": np.ravel(ess_t[name].values)}))
     table = pd.concat(rows, ignore_index=True)
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
-    div = int(sample_stats["diverging"].sum()) if sample_stats is not None and \
-        "diverging" in sample_stats else 0
+    extra = {}
+    if sample_stats is not None:
+        ss = sample_stats.rename({k: v for k, v in (("maxdepth_reached", "reached_max_treedepth"),)
+                                  if k in sample_stats})
+        keep = [v for v in ("diverging", "reached_max_treedepth", "energy") if v in ss]
+        tree = xr.DataTree.from_dict({"posterior": posterior[[]].assign(
+            _x=posterior[list(posterior.data_vars)[0]]), "sample_stats": ss[keep]})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, extra = arviz_stats.diagnose(tree, var_names=["_x"], show_diagnostics=False,
+                                            return_diagnostics=True)
+    div = int(extra.get("divergent", {}).get("n_divergent", 0))
+    maxdepth = int(extra.get("treedepth", {}).get("n_max", 0))
+    bfmi = extra.get("bfmi", {})
     problems = []
     ess_min = ess_per_chain_min * chains
 
@@ -151,10 +237,19 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
                             f"{table[col].min():.0f})")
     if div:
         problems.append(f"{div} divergent transition(s): the posterior geometry is hard for "
-                        "NUTS; raise target_accept (CLI --target-accept 0.95), tune longer or "
-                        "change which connections are non-centred")
+                        "NUTS; raise the target acceptance rate (--target-accept 0.95) or tune "
+                        "longer (--tune)")
+    if maxdepth:
+        problems.append(f"{maxdepth} transition(s) hit the maximum tree depth: sampling was "
+                        "inefficient; tune longer (--tune)")
+    if len(bfmi.get("failed_chains", [])):
+        vals = ", ".join(f"{v:.2f}" for v in np.ravel(bfmi["bfmi_values"]))
+        problems.append(f"E-BFMI below {bfmi['threshold']} in chain(s) "
+                        f"{', '.join(map(str, bfmi['failed_chains']))} ({vals}): the sampler "
+                        "explores the energy poorly; tune longer (--tune)")
+    bfmi_min = float(np.min(bfmi["bfmi_values"])) if len(bfmi.get("bfmi_values", [])) else None
     return Diagnostics(table=table, divergences=div, chains=chains, draws=draws,
-                       problems=problems)
+                       problems=problems, max_treedepth_hits=maxdepth, min_bfmi=bfmi_min)
 
 
 class Fit:
@@ -194,12 +289,15 @@ class Fit:
     def group_mean_draws(self) -> xr.DataArray:
         """Draws of the group-level mean distance per connection.
 
-        ``mu_bar`` for the hierarchical family; for the others the average of the cell means
-        over the units that have rows in that connection.
+        ``mu_bar`` for the hierarchical families; for the others the average of the cell
+        means over the units that have rows in that connection.
         """
+        from .families import family_module
+
         post = self.posterior
-        if self.spec.family == "hierarchical":
-            out = post["mu_bar"]
+        var = family_module(self.spec.family).GROUP_MEAN
+        if var is not None:
+            out = post[var]
         else:
             has = self._n() > 0
             out = post["mu"].where(has).sum(self.unit_dim) / has.sum(self.unit_dim)
@@ -231,9 +329,17 @@ class Fit:
     def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
         """Differences between group-level means (associated - none, ...), with intervals.
 
-        ``excludes_zero`` says whether the interval lies entirely on one side of 0.
+        ``excludes_zero`` says whether the interval lies entirely on one side of 0;
+        ``has_data`` is False when one side of the contrast has no rows (the interval is
+        then the prior's and ``excludes_zero`` is False; see :attr:`checks`).
         """
         ds = summarise(self.contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        rows = self.cells.n.sum(axis=0)
+        has = {c: rows[i] > 0 for i, c in enumerate(CONNECTIONS)}
+        ok = [bool(has[a] and has[b]) for a, b in CONTRASTS]
+        ds["has_data"] = ("contrast", ok)
+        # A contrast with no rows on one side is the prior's, not a finding.
+        ds["excludes_zero"] = ds["excludes_zero"] & ds["has_data"]
         return ds if as_xarray else to_frame(ds)
 
     def word_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
@@ -265,9 +371,10 @@ class Fit:
 
     def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:
         """Every named model parameter (not the sampler's auxiliary ones) with intervals."""
+        from .families import family_module
+
         post = self.posterior
-        names = {"hierarchical": ["mu_bar", "tau", "sigma"], "additive": ["co", "m", "sigma"],
-                 "separate": ["sigma"]}[self.spec.family]
+        names = family_module(self.spec.family).PARAMETERS
         frames = []
         for v in names:
             f = to_frame(summarise(post[v], ci_prob, ci_kind))
@@ -283,8 +390,33 @@ class Fit:
     def diagnostics(self, rhat_max: float = RHAT_MAX,
                     ess_per_chain_min: float = ESS_PER_CHAIN_MIN) -> Diagnostics:
         """r-hat, bulk/tail ESS and divergences (see :func:`diagnose`)."""
-        ss = self.idata["sample_stats"].to_dataset() if "sample_stats" in self.idata else None
-        return diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
+        cache = self.__dict__.setdefault("_cache", {})
+        key = ("diagnostics", rhat_max, ess_per_chain_min)
+        if key not in cache:  # computed once per fit (fit_model, summary, report all ask)
+            ss = self.idata["sample_stats"].to_dataset() if "sample_stats" in self.idata \
+                else None
+            cache[key] = diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
+        return cache[key]
+
+    @property
+    def checks(self) -> list[Check]:
+        """Model checks a reader must see: contrasts without data, predictive coverage.
+
+        Each :class:`Check` has a ``code``, an ``ok`` flag and a ``message`` saying what it
+        means for the intervals. Computed once per fit.
+        """
+        if getattr(self, "_checks", None) is None:
+            self._checks = _model_checks(self)
+        return self._checks
+
+    def to_dict(self, ci_prob=None, ci_kind=None) -> dict:
+        """:meth:`summary` as plain JSON data (tables as lists of records)."""
+        out = {}
+        for k, v in self.summary(ci_prob, ci_kind).items():
+            if isinstance(v, pd.DataFrame):
+                v = json.loads(v.to_json(orient="records"))
+            out[k] = v
+        return out
 
     def _draws_flat(self, da: xr.DataArray) -> np.ndarray:
         return da.transpose(*SAMPLE_DIMS, ...).values
@@ -341,8 +473,16 @@ class Fit:
             ``inside_<p>`` (share of rows inside the p predictive interval; ideally about p).
         """
         _, ci_kind = resolve_ci(None, ci_kind)
+        seed = defaults.seed if seed is None else seed
+        cache = self.__dict__.setdefault("_cache", {})
+        key = ("ppc", tuple(probs), ci_kind, seed)
+        if key not in cache:
+            cache[key] = self._ppc(probs, ci_kind, seed)
+        return cache[key].copy()
+
+    def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
         c = self.cells
-        rng = np.random.default_rng(defaults.seed if seed is None else seed)
+        rng = np.random.default_rng(seed)
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()[:, :, None, :]
         rep = mu + sig * rng.standard_normal(mu.shape)
@@ -382,7 +522,8 @@ class Fit:
                  f"{self.unit_dim.replace('_', ' ')}s; sampler {a.get('sampler')}, "
                  f"{post.sizes['chain']} chains x {post.sizes['draw']} draws, seed "
                  f"{a.get('seed')}, {float(a.get('wall_time_s', np.nan)):.1f} s",
-                 str(self.diagnostics()), "",
+                 str(self.diagnostics()),
+                 *[f"warning: {c.message}" for c in self.checks if not c.ok], "",
                  f"group-level mean cosine distance per connection ({iv}):",
                  groups.set_index("connection")[cols + ["rows"]].round(4).to_string(), "",
                  f"contrasts ({iv}):",
@@ -407,12 +548,17 @@ class Fit:
             "contrasts": self.contrasts(ci_prob, ci_kind),
             "word_means": self.word_means(ci_prob, ci_kind),
             "parameters": self.parameters(ci_prob, ci_kind),
+            "checks": [c.to_dict() for c in self.checks],
         }
 
-    def save(self, path) -> Path:
-        """Write the fit (posterior, data, spec, spec hash, version) to netCDF, atomically."""
+    def save(self, path, loo: bool = False) -> Path:
+        """Write the fit (posterior, data, spec, spec hash, version) to netCDF, atomically.
+
+        With `loo`, also the pointwise ``log_likelihood`` group, so that ``arviz.loo`` works
+        on the loaded file (one value per row and draw: large for big tables).
+        """
         path = Path(path)
-        tree = self.idata.copy()
+        tree = self.with_log_likelihood() if loo else self.idata.copy()
         if "sample_stats" in tree:  # object-typed messages do not serialise
             ss = tree["sample_stats"].to_dataset()
             ss = ss.drop_vars([v for v in ss.data_vars if ss[v].dtype == object])
@@ -492,11 +638,38 @@ def _resolve_sampler(sampler: str) -> str:
     return sampler
 
 
-def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
-              tune: int = 1000, chains: int = 4, cores: int | None = None,
+def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[int, int, int]:
+    def _int(value, name, lo, hi):
+        try:
+            ok = float(value) == int(value)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok or not lo <= int(value) <= hi:
+            raise InvalidArgumentError(f"{name} must be a whole number from {lo} to {hi:,}, "
+                                 f"got {value!r}")
+        return int(value)
+
+    draws = _int(draws, "draws", 1, MAX_DRAWS)
+    tune = _int(tune, "tune", 0, MAX_DRAWS)
+    chains = _int(chains, "chains", 1, MAX_CHAINS)
+    try:
+        ta = float(target_accept)
+    except (TypeError, ValueError):
+        ta = float("nan")
+    if not 0 < ta < 1:
+        raise InvalidArgumentError(f"target_accept must be in (0, 1), got {target_accept!r}")
+    if draws * chains * max(n_cells, 1) > MAX_STORED:
+        raise InvalidArgumentError(
+            f"draws x chains x cells = {draws:,} x {chains} x {n_cells} exceeds the limit of "
+            f"{MAX_STORED:,} stored values (2 GB); use fewer draws or chains")
+    return draws, tune, chains
+
+
+def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = None,
+              tune: int | None = None, chains: int | None = None, cores: int | None = None,
               seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
               strict: bool = False, progressbar: bool = False, target_accept: float = 0.8,
-              **spec_overrides) -> Fit:
+              marginal: bool | None = None, **spec_overrides) -> Fit:
     """Fit a model spec to a distance table.
 
     Parameters
@@ -507,11 +680,17 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
         Shipped spec name (``"hierarchical"``, ``"additive"``, ``"separate"``, ...), TOML
         file or spec; see :func:`~bayesbias.models.spec.load_spec`.
     draws, tune, chains, cores : int
-        Sampler settings; `cores` defaults to ``min(chains, 2)``.
+        Sampler settings (defaults in ``bayesbias.config.defaults``); `cores` defaults to
+        ``min(chains, 2)``. At most :data:`MAX_DRAWS` draws and :data:`MAX_CHAINS` chains.
     seed : int, optional
         Random seed (default ``bayesbias.config.defaults.seed``); equal seeds give equal draws.
     sampler : {"auto", "nutpie", "pymc"}
         ``"auto"`` uses nutpie when installed, PyMC's NUTS otherwise.
+    marginal : bool, optional
+        Sample with the per-unit cell means integrated out exactly and draw them afterwards
+        from their exact conditional (same posterior, ~12 parameters, no funnel, nothing to
+        compile per table). Default: whenever the family supports it, the likelihood is
+        ``"sufficient"`` and the sampler is nutpie.
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.
@@ -523,25 +702,40 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
     **spec_overrides
         Passed to the spec (``level``, ``residual_sd``, ``noncentred``, ``priors``).
     """
-    import pymc as pm
-
     from .. import __version__
+    from .marginal import sample_marginal, supports
 
     spec = load_spec(model, **spec_overrides)
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     cells = cells_from_table(table, spec.level)
+    draws = defaults.draws if draws is None else draws
+    tune = defaults.tune if tune is None else tune
+    chains = defaults.chains if chains is None else chains
+    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size)
     seed = defaults.seed if seed is None else int(seed)
     sampler = _resolve_sampler(sampler)
     cores = min(chains, 2) if cores is None else cores
-    progress.info("sampling %s with %s: %d chains x (%d tune + %d draws), %d rows in %d cells",
-                  spec.name, sampler, chains, tune, draws, cells.n_rows,
-                  int((cells.n > 0).sum()))
+    if marginal is None:
+        marginal = sampler == "nutpie" and likelihood == "sufficient" and supports(spec)
+    elif marginal and not (sampler == "nutpie" and likelihood == "sufficient"
+                           and supports(spec)):
+        raise ModelSpecError(f"model {spec.name!r}: the cell-marginal sampler needs the "
+                             "nutpie sampler, the sufficient likelihood and a family that "
+                             "supports it")
+    progress.info("sampling %s with %s%s: %d chains x (%d tune + %d draws), %d rows in %d "
+                  "cells", spec.name, sampler, " (cell means integrated out)" if marginal
+                  else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
     t0 = time.perf_counter()
-    if sampler == "nutpie" and likelihood == "sufficient":
+    if marginal:
+        idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept)
+        noncentred = ()
+    elif sampler == "nutpie" and likelihood == "sufficient":
         idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
                                            progressbar, target_accept)
     else:
+        import pymc as pm
+
         pm_model = build_model(spec, cells, likelihood)
         noncentred = getattr(pm_model, "noncentred", ())
         with pm_model:
@@ -551,7 +745,10 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
     wall = time.perf_counter() - t0
     constant, observed = _data_groups(cells)
     tree = xr.DataTree(name=None)
-    tree["posterior"] = xr.DataTree(idata.posterior.to_dataset())
+    post = idata.posterior.to_dataset()
+    order = [v for v in post.data_vars if v not in HELPERS] + \
+        [v for v in post.data_vars if v in HELPERS]
+    tree["posterior"] = xr.DataTree(post[order])
     if "sample_stats" in idata:
         tree["sample_stats"] = xr.DataTree(idata.sample_stats.to_dataset())
     tree["constant_data"] = xr.DataTree(constant)
@@ -564,14 +761,18 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int = 1000,
         spec_name=spec.name, data_summary=json.dumps(cells.summary()),
         table_attrs=json.dumps(source), sampler=sampler, likelihood=likelihood, seed=seed,
         draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+        marginal=int(bool(marginal)),
         wall_time_s=round(wall, 3),
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
-    if spec.family == "hierarchical":
+    if spec.family == "hierarchical" and not marginal:
         tree.attrs["noncentred"] = json.dumps(list(noncentred))
     fit = Fit(tree, spec, cells)
     log.info("fitted %s in %.1f s", spec.name, wall)
     check(fit, strict)
+    for c in fit.checks:
+        if not c.ok:
+            log.warning("model %s: %s", spec.name, c.message)
     return fit
 
 
@@ -599,25 +800,82 @@ def load_fit(path, spec=None) -> Fit:
     """
     path = Path(path)
     if not path.is_file():
-        raise ModelSpecError(f"{path}: no such fit file")
+        raise FitFileError(f"{path}: no such fit file")
+    _refuse_external(path)
     try:
         tree = xr.open_datatree(path)
         tree.load()
-    except (OSError, ValueError) as exc:
-        raise ModelSpecError(f"{path}: not a readable fit file: {exc}") from None
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise FitFileError(f"{path}: not a readable fit file: {exc}") from None
     attrs = tree.attrs
     if "spec" not in attrs or "spec_hash" not in attrs:
-        raise ModelSpecError(f"{path}: not a bayesbias fit (no spec in its attributes)")
-    stored = ModelSpec.from_dict(json.loads(attrs["spec"]), f"{path} (stored spec)")
+        raise FitFileError(f"{path}: not a bayesbias fit (no spec in its attributes)")
+    try:
+        stored = ModelSpec.from_dict(json.loads(attrs["spec"]), f"{path} (stored spec)")
+    except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+        raise FitFileError(f"{path}: damaged fit file (its stored spec is not valid: "
+                           f"{exc})") from None
     if stored.hash != attrs["spec_hash"]:
-        raise ModelSpecError(f"{path}: stored spec hashes to {stored.hash}, file says "
-                             f"{attrs['spec_hash']}; the file was altered")
+        raise FitFileError(f"{path}: stored spec hashes to {stored.hash}, file says "
+                           f"{attrs['spec_hash']}; the file was altered")
     if spec is not None:
         wanted = load_spec(spec)
         if wanted.hash != stored.hash:
             raise ModelSpecError(
                 f"{path}: fitted with spec {stored.name!r} (hash {stored.hash}), which does not "
                 f"match the requested spec {wanted.name!r} (hash {wanted.hash})")
-    cells = _cells_from_groups(tree["constant_data"].to_dataset(),
-                               tree["observed_data"].to_dataset(), stored.level)
-    return Fit(tree, stored, cells)
+    need = {"posterior": ("mu",), "constant_data": ("cell_rows", "cell_mean", "cell_ss",
+                                                    "unit_class", "row_unit", "row_connection"),
+            "observed_data": ("cosine_distance",)}
+    for group, names in need.items():
+        if group not in tree.children or any(n not in tree[group].data_vars for n in names):
+            raise FitFileError(f"{path}: damaged fit file (group {group!r} lacks "
+                               f"{', '.join(names)})")
+    try:
+        cells = _cells_from_groups(tree["constant_data"].to_dataset(),
+                                   tree["observed_data"].to_dataset(), stored.level)
+        fit = Fit(tree, stored, cells)
+        fit.group_mean_draws()
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        raise FitFileError(f"{path}: damaged fit file: {exc}") from None
+    return fit
+
+
+def _refuse_external(path: Path) -> None:
+    """Raise FitFileError if an HDF5 file has external storage, virtual datasets or links.
+
+    Such a file makes a reader pull bytes from other files (e.g. ``/etc/passwd``), which
+    :meth:`Fit.save` would then copy. Files that are not HDF5 (netCDF-3) have no links.
+    """
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - h5netcdf/h5py come with the netCDF extra
+        return
+    try:
+        if not h5py.is_hdf5(path):
+            return
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise FitFileError(f"{path}: not a readable fit file: {exc}") from None
+    bad = []
+
+    def walk(group, prefix):
+        for key in group.keys():
+            name = f"{prefix}/{key}"
+            link = group.get(key, getlink=True)
+            if isinstance(link, (h5py.ExternalLink, h5py.SoftLink)):
+                bad.append(f"{name} (a link)")
+                continue
+            obj = group[key]
+            if isinstance(obj, h5py.Group):
+                walk(obj, name)
+            elif obj.is_virtual:
+                bad.append(f"{name} (a virtual dataset)")
+            elif obj.id.get_create_plist().get_external_count() > 0:
+                bad.append(f"{name} (external storage)")
+
+    with f:
+        walk(f, "")
+    if bad:
+        raise FitFileError(f"{path}: refused: the file reads data from elsewhere through "
+                           f"{', '.join(bad[:3])}; a saved fit never does")

@@ -8,7 +8,12 @@ from ..config import CONNECTIONS
 from .cells import Cells
 from .spec import ModelSpec
 
-__all__ = ["cell_means", "choose_noncentred", "AUTO_RATIO"]
+__all__ = ["cell_means", "choose_noncentred", "marginal_blocks", "card_lines", "AUTO_RATIO"]
+
+PRIORS = ("mu_bar", "tau", "sigma")
+SCALES = ("tau", "sigma")
+PARAMETERS = ("mu_bar", "tau", "sigma")
+GROUP_MEAN = "mu_bar"
 
 #: Data-to-prior information ratio below which "auto" samples a connection non-centred.
 AUTO_RATIO = 10.0
@@ -68,3 +73,29 @@ def cell_means(spec: ModelSpec, cells: Cells):
         for j, i in enumerate(ce):
             columns[i] = mc[:, j]
     return pm.Deterministic("mu", pt.stack(columns, axis=1), dims=(unit, "connection"))
+
+
+def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
+    p = spec.priors
+    nc = ("chosen from the data (auto)" if spec.noncentred == "auto"
+          else ", ".join(spec.noncentred) or "none")
+    return [f"  distance_i ~ Normal(mu[{unit}, c], {s})",
+            f"  mu[{unit}, c] ~ Normal(mu_bar[c], tau[c])",
+            f"  mu_bar[c] ~ {p['mu_bar']}",
+            f"  tau[c] ~ {p['tau']}",
+            f"  (PyMC sampler only) non-centred connections: {nc}"]
+
+
+def marginal_blocks(spec: ModelSpec):
+    """Parameters of the cell-marginal form (see :mod:`bayesbias.models.marginal`)."""
+    from .marginal import Block
+
+    return ([Block("mu_bar", spec.priors["mu_bar"], "M"), Block("tau", spec.priors["tau"], "T"),
+             Block("sigma", spec.priors["sigma"], "S",
+                   per_connection=spec.residual_sd == "per_connection")], {})
+
+
+def derived(values: dict, m) -> dict:
+    """Return no derived variables (mu_bar is sampled)."""
+    return {}

@@ -49,59 +49,65 @@ def _save(fig, path) -> Path:
     return path
 
 
+def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_words: bool,
+                  zero_groups: bool, suptitle: str = ""):
+    """One figure: per-unit forest on the left, group means and contrasts on the right.
+
+    Constrained layout keeps the lower-right panel's title clear of the x-label above it.
+    """
+    plt = _pyplot()
+    height = max(4.0, 0.14 * len(words) + 1)
+    fig = plt.figure(figsize=(11, height), layout="constrained")
+    gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1])
+    ax_w = fig.add_subplot(gs[:, 0])
+    forest_axes(ax_w, [f"{u} · {c}" for u, c in zip(words[unit], words["connection"],
+                                                      strict=True)],
+                words["m"], words["lower"], words["upper"],
+                [COLOURS[c] for c in words["connection"]], zero=zero_words, title=titles[0],
+                xlabel=xlabels[0])
+    ax_g = fig.add_subplot(gs[0, 1])
+    forest_axes(ax_g, list(groups["connection"]), groups["m"], groups["lower"],
+                groups["upper"], [COLOURS[c] for c in groups["connection"]], zero=zero_groups,
+                title=titles[1], xlabel=xlabels[1])
+    ax_c = fig.add_subplot(gs[1, 1])
+    forest_axes(ax_c, list(contrasts["contrast"]), contrasts["m"], contrasts["lower"],
+                contrasts["upper"], zero=True, title=titles[2], xlabel=xlabels[2])
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig
+
+
 def plot_fit_forest(fit, path, ci_prob=None, ci_kind=None) -> Path:
     """Per-word means (by connection), group-level means and contrasts of `fit`, as PNG."""
-    plt = _pyplot()
     words = fit.word_means(ci_prob, ci_kind)
     groups = fit.group_means(ci_prob, ci_kind)
     contrasts = fit.contrasts(ci_prob, ci_kind)
     label = words.attrs["interval"]
     unit = fit.unit_dim
-    height = max(4.0, 0.14 * len(words) + 1)
-    fig = plt.figure(figsize=(11, height))
-    gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1])
-    ax_w = fig.add_subplot(gs[:, 0])
     order = {c: i for i, c in enumerate(CONNECTIONS)}
     words = words.assign(_c=words["connection"].map(order))
     keys = (["protected_class"] if "protected_class" in words else []) + [unit, "_c"]
     words = words.sort_values(keys, kind="stable")
-    labels = [f"{u} · {c}" for u, c in zip(words[unit], words["connection"], strict=True)]
-    forest_axes(ax_w, labels,
-                words["mean"], words["lower"], words["upper"],
-                [COLOURS[c] for c in words["connection"]],
-                title=f"mean cosine distance per {unit.replace('_', ' ')} ({label})",
-                xlabel="cosine distance")
-    ax_g = fig.add_subplot(gs[0, 1])
-    forest_axes(ax_g, list(groups["connection"]), groups["mean"], groups["lower"],
-                groups["upper"], [COLOURS[c] for c in groups["connection"]],
-                title=f"group-level mean per connection ({label})", xlabel="cosine distance")
-    ax_c = fig.add_subplot(gs[1, 1])
-    forest_axes(ax_c, list(contrasts["contrast"]), contrasts["mean"], contrasts["lower"],
-                contrasts["upper"], zero=True, title=f"contrasts ({label})",
-                xlabel="difference in cosine distance")
-    fig.suptitle(f"{fit.spec.name} model, {fit.cells.n_rows} rows", fontsize=10)
+    fig = _three_panels(
+        words.rename(columns={"mean": "m"}), groups.rename(columns={"mean": "m"}),
+        contrasts.rename(columns={"mean": "m"}), unit,
+        (f"mean cosine distance per {unit.replace('_', ' ')} ({label})",
+         f"group-level mean per connection ({label})", f"contrasts ({label})"),
+        ("cosine distance", "cosine distance", "difference in cosine distance"),
+        zero_words=False, zero_groups=False,
+        suptitle=f"{fit.spec.name} model, {fit.cells.n_rows} rows")
     return _save(fig, path)
 
 
 def plot_comparison_forest(comparison, path) -> Path:
     """Differences (b - a) of group-level means, contrasts and per-word means, as PNG."""
-    plt = _pyplot()
     g, c, w = comparison.group_means, comparison.contrasts, comparison.word_means
     label = g.attrs["interval"]
-    unit = comparison.unit_dim
-    height = max(4.0, 0.14 * len(w) + 1)
-    fig = plt.figure(figsize=(11, height))
-    gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1])
-    ax_w = fig.add_subplot(gs[:, 0])
-    forest_axes(ax_w, [f"{u} · {k}" for u, k in zip(w[unit], w["connection"], strict=True)],
-                w["diff_mean"], w["lower"], w["upper"], [COLOURS[k] for k in w["connection"]],
-                zero=True, title=f"per-word change, {comparison.labels[1]} - "
-                f"{comparison.labels[0]} ({label})", xlabel="change in cosine distance")
-    ax_g = fig.add_subplot(gs[0, 1])
-    forest_axes(ax_g, list(g["connection"]), g["diff_mean"], g["lower"], g["upper"],
-                [COLOURS[k] for k in g["connection"]], zero=True,
-                title="change of group-level means", xlabel="change in cosine distance")
-    ax_c = fig.add_subplot(gs[1, 1])
-    forest_axes(ax_c, list(c["contrast"]), c["diff_mean"], c["lower"], c["upper"], zero=True,
-                title="change of contrasts", xlabel="change in difference")
+    fig = _three_panels(
+        w.rename(columns={"diff_mean": "m"}), g.rename(columns={"diff_mean": "m"}),
+        c.rename(columns={"diff_mean": "m"}), comparison.unit_dim,
+        (f"per-word change, {comparison.labels[1]} - {comparison.labels[0]} ({label})",
+         "change of group-level means", "change of contrasts"),
+        ("change in cosine distance", "change in cosine distance", "change in difference"),
+        zero_words=True, zero_groups=True)
     return _save(fig, path)

@@ -53,6 +53,7 @@ class ReportSettings:
     null_reps: int = 5000
     sd_convention: str = "sample"
     strict: bool = False
+    sensitivity: bool = False
 
     def __post_init__(self):
         self.ci_prob = validate_ci_prob(self.ci_prob)

@@ -223,6 +223,14 @@ def drivers_section(ctx: WordListContext) -> None:
     ctx.results["word_contrasts"] = records(d)
 
 
+def sensitivity_section(ctx: WordListContext) -> None:
+    """Leave-one-word-out and resampled-list sensitivity (only with ``--sensitivity``)."""
+    if getattr(ctx.settings, "sensitivity", False):
+        from ..studies.sensitivity import report_builder
+
+        report_builder(ctx)
+
+
 def bayes_section(ctx: WordListContext) -> None:
     """Group means, all contrasts, parameters, forest plot, PPC, diagnostics."""
     s, fit, sec, g = ctx.settings, ctx.fit, ctx.section, ctx.glossary
@@ -342,7 +350,15 @@ def data_section(ctx: WordListContext) -> None:
 
 #: Section builders in display order. Add one with ``SECTIONS.insert(i, builder)`` (see the
 #: package docstring).
-SECTIONS = [verdict_section, drivers_section, bayes_section, comparators_section, data_section]
+def embedding_metrics_section(ctx: WordListContext) -> None:
+    """RND, RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES with intervals and null ranges."""
+    from ..comparators.metrics import metrics_section
+
+    metrics_section(ctx)
+
+
+SECTIONS = [verdict_section, drivers_section, sensitivity_section, bayes_section,
+            comparators_section, embedding_metrics_section, data_section]
 
 
 # -- helpers ----------------------------------------------------------------------------------

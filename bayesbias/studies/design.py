@@ -11,7 +11,7 @@ distance is drawn as ``Normal(mu[w, c], sigma[c])``, and the study is analysed t
   ``associated - human`` and ``associated - different``;
 - WEAT's permutation test (one-sided, X closer to its own stereotypes) for every class pair;
 - MAC's paired t-test of S(t, own class) vs the mean S(t, other classes) over targets
-  (one-sided, own closer), the statistic of :mod:`bayesbias.simulate`.
+  (one-sided, own closer), the statistic of :mod:`bayesbias.comparators.null`.
 
 The share of replications reaching a verdict is its *assurance* (power averaged over the
 pilot's uncertainty). Method ``"exact"`` analyses each simulated study with the exact
@@ -36,19 +36,24 @@ from ..errors import InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks, task_rng
 from .marginal import marginal_posterior, supports
 
-__all__ = ["Design", "Pilot", "DesignResult", "run_design", "simulate_study", "VERDICTS",
-           "METHODS", "verdict_holds"]
+__all__ = ["Design", "Pilot", "DesignResult", "run_design", "designs_grid", "simulate_study",
+           "VERDICTS", "METHODS", "verdict_holds"]
 
 log = logging.getLogger(__name__)
 
-#: The contrasts behind the report's verdicts (issue 10): each holds when its HDI is below 0.
+#: The verdict contrasts whose assurance is estimated (``bayesbias.verdicts``): each holds
+#: when its HDI lies below 0.
 VERDICTS = ("associated - none", "associated - human", "associated - different")
 METHODS = ("exact", "nuts")
 _C = {c: i for i, c in enumerate(CONNECTIONS)}
 
 
 def verdict_holds(upper) -> np.ndarray:
-    """The verdict rule: the contrast's interval lies entirely below zero."""
+    """Apply the verdict rule: the contrast's interval lies entirely below zero.
+
+    This is status ``"below"`` of :func:`bayesbias.verdicts.contrast_evidence` without a
+    region of practical equivalence (the intervals themselves come from that function).
+    """
     return upper < 0
 
 
@@ -246,7 +251,7 @@ def study_cells(y: np.ndarray, conn: np.ndarray):
 
 
 def study_table(y: np.ndarray, design: Design) -> pd.DataFrame:
-    """The long distance table of one simulated study (for full NUTS fits)."""
+    """Return the long distance table of one simulated study (for full NUTS fits)."""
     wc, ac, conn = design.layout()
     K = design.classes
     W, A = conn.shape
@@ -262,11 +267,12 @@ def study_table(y: np.ndarray, design: Design) -> pd.DataFrame:
     })
 
 
-def _hdi(draws: np.ndarray, ci_prob: float) -> np.ndarray:
-    """ArviZ's HDI over the last axis; returns (..., 2)."""
-    from arviz_stats.base import array_stats
+def _evidence(diffs: np.ndarray, ci_prob: float):
+    """HDI (..., 2) and P(< 0) of contrast draws (last axis), by :mod:`bayesbias.verdicts`."""
+    from ..verdicts import contrast_evidence
 
-    return np.asarray(array_stats.hdi(draws, ci_prob, axis=-1))
+    ev = contrast_evidence(diffs, ci_prob, "hdi")
+    return np.stack([ev["lower"], ev["upper"]], axis=-1), ev["prob_below_zero"]
 
 
 def _bayes_exact(spec, n, mean, ss, ci_prob, n_draws, rng):
@@ -274,26 +280,26 @@ def _bayes_exact(spec, n, mean, ss, ci_prob, n_draws, rng):
     mb = post["mu_bar"]                                       # (R, D, 4)
     diffs = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                       for v in VERDICTS], axis=1)             # (R, V, D)
-    return _hdi(diffs, ci_prob), (diffs < 0).mean(-1)
+    return _evidence(diffs, ci_prob)
 
 
 def _bayes_nuts(spec, y, design, ci_prob, fit_kwargs, rng):
     from ..models import fit_model
-    from ..models.report import interval
 
-    his, ps = [], []
+    cis, ps = [], []
     for r in range(y.shape[0]):
         table = study_table(y[r], design)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = fit_model(table, spec, seed=int(rng.integers(2**31)), **fit_kwargs)
-        g = fit.group_mean_draws()
-        diffs = xr.concat([g.sel(connection=a) - g.sel(connection=b)
-                           for a, b in (v.split(" - ") for v in VERDICTS)], dim="verdict")
-        ci = interval(diffs, ci_prob, "hdi").transpose("verdict", "ci_bound").values
-        his.append(ci)
-        ps.append((diffs < 0).mean(("chain", "draw")).values)
-    return np.stack(his), np.stack(ps)
+        g = fit.group_mean_draws().transpose("chain", "draw", "connection").values
+        g = g.reshape(-1, len(CONNECTIONS))
+        diffs = np.stack([g[:, _contrast_index(v)[0]] - g[:, _contrast_index(v)[1]]
+                          for v in VERDICTS])                # (V, D)
+        ci, p = _evidence(diffs, ci_prob)
+        cis.append(ci)
+        ps.append(p)
+    return np.stack(cis), np.stack(ps)
 
 
 def frequentist_tests(y: np.ndarray, design: Design, *, n_permutations: int = 2000,
@@ -425,7 +431,7 @@ class DesignResult:
         return frame
 
     def smallest(self, target: float = 0.8, verdict: str = "associated - human") -> dict:
-        """The design with the fewest words whose assurance for `verdict` reaches `target`.
+        """Return the design with the fewest words whose assurance for `verdict` reaches `target`.
 
         Returns a dict with ``design`` (None if no candidate reaches it) and its assurance.
         """

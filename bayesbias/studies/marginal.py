@@ -36,7 +36,10 @@ _EDGE_MASS = 1e-3
 
 
 def supports(spec) -> bool:
-    """Whether `spec` has the exact marginal form (hierarchical, sd per connection, Normal mu_bar)."""
+    """Whether `spec` has the exact marginal form.
+
+    Hierarchical family, one residual sd per connection, Normal ``mu_bar`` prior.
+    """
     return (spec.family == "hierarchical" and spec.residual_sd == "per_connection"
             and spec.priors["mu_bar"].dist == "Normal")
 
@@ -45,7 +48,8 @@ def _check(spec) -> None:
     if not supports(spec):
         raise ModelSpecError(
             f"model {spec.name!r}: the exact marginal method needs the hierarchical family "
-            "with residual_sd = per_connection and a Normal mu_bar prior; use method='nuts' (CLI: --method nuts)")
+            "with residual_sd = per_connection and a Normal mu_bar prior; use method='nuts' "
+            "(CLI: --method nuts)")
 
 
 def prior_logpdf(prior, x):

@@ -27,7 +27,7 @@ import pandas as pd
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks
-from .design import VERDICTS, _contrast_index, _hdi, verdict_holds
+from .design import VERDICTS, _contrast_index, verdict_holds
 from .marginal import marginal_posterior, supports
 
 __all__ = ["Sensitivity", "sensitivity", "check_model", "report_section", "METHOD"]
@@ -102,9 +102,11 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng):
     mb = post["mu_bar"]
     d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                   for v in _CONTRASTS], axis=1)                 # (B, K, D)
-    ci = _hdi(d, ci_prob)
-    return {"mean": d.mean(-1), "lower": ci[..., 0], "upper": ci[..., 1],
-            "p_below": (d < 0).mean(-1)}
+    from ..verdicts import contrast_evidence
+
+    ev = contrast_evidence(d, ci_prob, "hdi")
+    return {"mean": ev["mean"], "lower": ev["lower"], "upper": ev["upper"],
+            "p_below": ev["prob_below_zero"]}
 
 
 def _leave_out_task(rows, spec, variants, ci_prob, n_draws, crn, rng):
@@ -170,7 +172,7 @@ class Sensitivity:
         return METHOD
 
     def influential(self, k: int = 10) -> pd.DataFrame:
-        """The `k` words whose removal moves the verdict contrasts most (by |change|)."""
+        """Return the `k` words whose removal moves the verdict contrasts most (by |change|)."""
         f = self.leave_one_out.loc[self.leave_one_out["contrast"].isin(VERDICTS)]
         score = f.assign(abs_change=f["change"].abs()).groupby(["word", "kind", "group"])
         top = score["abs_change"].max().sort_values(ascending=False).head(k)
@@ -323,6 +325,8 @@ def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
     ``"sensitivity"`` key.
     """
     s = sens.settings
+    if hasattr(section, "heading"):
+        section.heading("Which words drive the verdicts: leave-one-out and resampled lists")
     flips = sens.leave_one_out.loc[sens.leave_one_out["contrast"].isin(VERDICTS)
                                    & sens.leave_one_out["flips"]]
     flip_text = ("No single left-out word changes a verdict." if flips.empty else
@@ -347,3 +351,19 @@ def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
                         "Change in the verdict contrasts when each of the most influential "
                         "words is left out")
     return sens.to_dict(k)
+
+
+def report_builder(ctx) -> None:
+    """Report section builder (``bayesbias report --sensitivity``) for one word list."""
+    from ..models import load_spec
+
+    s = ctx.settings
+    spec = load_spec(s.model)
+    try:
+        check_model(spec)
+    except ModelSpecError as exc:
+        ctx.section.text(f"Sensitivity of the verdicts: not computed ({exc}).")
+        ctx.results["sensitivity"] = {"skipped": str(exc)}
+        return
+    sens = sensitivity(ctx.table, spec, ci_prob=s.ci_prob, seed=s.seed)
+    ctx.results["sensitivity"] = report_section(ctx.section, sens, ctx.key)

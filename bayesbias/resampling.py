@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputDataError
+from .errors import InputDataError
 
 __all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_weights", "bootstrap_means",
            "percentile_interval"]

@@ -1,0 +1,175 @@
+"""``bayesbias seat``, ``bayesbias ceat`` and ``bayesbias contexts``: bias in sentence encoders."""
+
+from __future__ import annotations
+
+from ..config import defaults
+from ..errors import BayesbiasError
+from ._common import add_json, add_parser, emit, positive_int, probability
+
+ALTERNATIVES = ("greater", "less", "two-sided")  # as comparators.weat (not imported: --help)
+SD_CONVENTIONS = ("sample", "population")
+
+SEAT_DESCRIPTION = """\
+SEAT (May et al. 2019): WEAT whose members are sentence embeddings. Each word of X, Y, A,
+B is put into semantically bleached templates ("This is a nurse.", "The nurse is here.")
+and every sentence counts as one member of its set. --test seat6 / seat7 are the authors'
+sentences for WEAT 6 and 7; any two-class word list (weat7, gender, my.toml) is turned into
+sentences with the same templates (a [templates] table in the word list overrides them).
+The p-value is a permutation test over sentences, as in the paper."""
+
+CEAT_DESCRIPTION = """\
+CEAT (Guo & Caliskan 2021): each word gets up to --contexts sentences of --corpus that
+contain it (drawn with --seed); a draw picks one of them per word, takes the word's
+contextual token vector (mean over its sub-word tokens) and computes the WEAT effect size.
+--draws such draws give a distribution of effect sizes; a random-effects meta-analysis
+(DerSimonian-Laird) combines them into one effect size with a normal interval."""
+
+CONTEXTS_DESCRIPTION = """\
+The distance table of a word list with a context column: for each of --draws draws, every
+protected word and every attribute gets one of its corpus contexts (at random, seeded) and
+the table has one row per protected word, attribute and draw. Fit it with
+`bayesbias fit --distances TABLE --model context` to see how much of the spread is the
+contexts and how much the words."""
+
+
+def _encoder_args(p, corpus_required: bool) -> None:
+    p.add_argument("--encoder", required=True, metavar="NAME_OR_PATH",
+                   help="'all-MiniLM-L6-v2' (packaged) or a local model folder")
+    p.add_argument("--corpus", required=corpus_required, default=None, metavar="FILE",
+                   help="sentences, one per line (plain or .gz)")
+    p.add_argument("--contexts", type=positive_int, default=20, metavar="N",
+                   help="corpus sentences drawn per word (default %(default)s)")
+    p.add_argument("--no-cache", dest="encoder_cache", action="store_false",
+                   help="do not read or write the on-disk vector cache")
+    p.add_argument("--seed", type=int, default=None,
+                   help=f"seed of every random draw (default {defaults.seed})")
+
+
+def register(sub) -> None:
+    """Add ``seat``, ``ceat`` and ``contexts`` to `sub`."""
+    p = add_parser(
+        sub, "seat", "Sentence Encoder Association Test (WEAT on template sentences)",
+        "  bayesbias seat --encoder all-MiniLM-L6-v2 --test seat7\n"
+        "  bayesbias seat --encoder ./my-model --test weat6 --json\n"
+        "  bayesbias seat --encoder all-MiniLM-L6-v2 --test gender --alternative two-sided",
+        description=SEAT_DESCRIPTION)
+    _encoder_args(p, corpus_required=False)
+    p.add_argument("--test", default="seat7",
+                   help="shipped SEAT test (seat6, seat7), a SEAT TOML file, or a two-class "
+                        "word list turned into template sentences (default seat7)")
+    p.add_argument("--permutations", type=positive_int, default=defaults.n_permutations)
+    p.add_argument("--alternative", choices=ALTERNATIVES, default="greater")
+    p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample")
+    p.add_argument("--bootstrap", type=int, default=0,
+                   help="bootstrap resamples for an effect-size interval (default 0)")
+    p.add_argument("--ci-prob", type=probability, default=None)
+    add_json(p)
+    p.set_defaults(run=run_seat)
+
+    p = add_parser(
+        sub, "ceat", "Contextualized Embedding Association Test (random-effects over contexts)",
+        "  bayesbias ceat --encoder all-MiniLM-L6-v2 --corpus sentences.txt.gz --test weat7\n"
+        "  bayesbias ceat --encoder ./my-model --corpus c.txt --draws 10000 --json",
+        description=CEAT_DESCRIPTION)
+    _encoder_args(p, corpus_required=True)
+    p.add_argument("--test", default="weat7",
+                   help="two-class word list (shipped name or TOML file; default weat7)")
+    p.add_argument("--draws", type=positive_int, default=1000,
+                   help="random context draws (default %(default)s; the paper: 10,000)")
+    p.add_argument("--ci-prob", type=probability, default=None)
+    p.add_argument("--on-missing", choices=["error", "drop"], default="error",
+                   help="words with no context in the corpus: fail (default) or drop")
+    add_json(p)
+    p.set_defaults(run=run_ceat)
+
+    p = add_parser(
+        sub, "contexts", "distance table with a context column (for the context model)",
+        "  bayesbias contexts --encoder all-MiniLM-L6-v2 --corpus madlibs "
+        "--wordlist religion -o ctx.csv\n"
+        "  bayesbias fit --distances ctx.csv --model context",
+        description=CONTEXTS_DESCRIPTION)
+    _encoder_args(p, corpus_required=True)
+    p.add_argument("--wordlist", default="religion", help="word list (name or TOML file)")
+    p.add_argument("--draws", type=positive_int, default=10,
+                   help="context draws (default %(default)s)")
+    p.add_argument("-o", "--output", required=True, help="CSV file to write")
+    p.add_argument("--on-missing", choices=["error", "drop"], default="drop",
+                   help="words with no context in the corpus: drop and list them (default) "
+                        "or fail")
+    p.add_argument("--fit", action="store_true",
+                   help="also fit the context model (models/contextual/context.toml) and print its "
+                        "intervals per connection")
+    p.add_argument("--model", default="context", help="context model spec (name or TOML)")
+    p.add_argument("--fit-draws", type=positive_int, default=1000,
+                   help="posterior draws per chain (default %(default)s)")
+    p.add_argument("--chains", type=positive_int, default=4)
+    p.add_argument("--ci-prob", type=probability, default=None)
+    add_json(p)
+    p.set_defaults(run=run_contexts)
+
+
+def _source(args, how: str):
+    from ..encoders import EncoderSource
+
+    return EncoderSource(args.encoder, how=how, corpus=args.corpus,
+                         contexts=args.contexts,
+                         seed=defaults.seed if args.seed is None else args.seed,
+                         cache=args.encoder_cache)
+
+
+def run_seat(args) -> int:
+    """Run ``bayesbias seat``; return the exit code."""
+    from ..comparators.seat import seat
+
+    src = _source(args, "word")
+    result = seat(src.encoder, args.test, alternative=args.alternative,
+                  sd=args.sd_convention, n_permutations=args.permutations, seed=args.seed,
+                  bootstrap=args.bootstrap, ci_prob=args.ci_prob)
+    payload = result.to_dict()
+    payload["encoder"] = src.encoder.describe()
+    payload.pop("association", None)  # one value per sentence: in the Python API
+    emit(args, payload, str(result))
+    return 0
+
+
+def run_ceat(args) -> int:
+    """Run ``bayesbias ceat``; return the exit code."""
+    from ..comparators.ceat import ceat
+
+    src = _source(args, "contexts")
+    result = ceat(src, args.test, n_draws=args.draws, ci_prob=args.ci_prob,
+                  on_missing=args.on_missing)
+    payload = result.to_dict()
+    payload["encoder"] = src.encoder.describe()
+    emit(args, payload, str(result))
+    return 0
+
+
+def run_contexts(args) -> int:
+    """Run ``bayesbias contexts``; return the exit code."""
+    from .._atomic import atomic_path
+    from ..encoders.contexts import context_distance_table
+    from ..wordlists import load_wordlist
+
+    src = _source(args, "contexts")
+    wl = load_wordlist(args.wordlist)
+    table, dropped = context_distance_table(src, wl, n_draws=args.draws,
+                                            on_missing=args.on_missing)
+    if table.empty:
+        raise BayesbiasError("no rows: no word of the list has a context in the corpus")
+    with atomic_path(args.output) as tmp:
+        table.to_csv(tmp, index=False)
+    payload = {"output": args.output, "rows": len(table), "draws": args.draws,
+               "contexts_per_word": args.contexts, "dropped": dropped, "source": str(src)}
+    text = (f"wrote {len(table)} rows ({args.draws} context draws) to {args.output}"
+            + (f"; dropped (no context): {dropped}" if any(dropped.values()) else ""))
+    if args.fit:
+        from ..models.context import fit_context_model
+
+        fit = fit_context_model(table, args.model, draws=args.fit_draws,
+                                tune=args.fit_draws, chains=args.chains, seed=src.seed,
+                                ci_prob=args.ci_prob)
+        payload["fit"] = fit.to_dict()
+        text += "\n" + str(fit)
+    emit(args, payload, text)
+    return 0

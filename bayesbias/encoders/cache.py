@@ -1,0 +1,80 @@
+"""On-disk cache of encoder vectors, one SQLite file per model, keyed by kind and text."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["VectorCache", "default_cache_dir"]
+
+_CHUNK = 500  # keys per SELECT (SQLite's parameter limit is larger)
+
+
+def default_cache_dir() -> Path:
+    """``$BAYESBIAS_CACHE/encoders``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` + bayesbias."""
+    root = os.environ.get("BAYESBIAS_CACHE")
+    if root:
+        return Path(root) / "encoders"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "bayesbias" / "encoders"
+
+
+class VectorCache:
+    """Float32 vectors stored under a digest of (kind, text).
+
+    Writes are transactions, so an interrupted run leaves whole entries only. With
+    ``enabled=False`` nothing is read or written.
+    """
+
+    def __init__(self, path, enabled: bool = True):
+        self.path = Path(path)
+        self.enabled = enabled
+        self._db = None
+
+    def _conn(self):
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=60)
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors "
+                             "(key TEXT PRIMARY KEY, data BLOB NOT NULL)")
+        return self._db
+
+    @staticmethod
+    def key(kind: str, text: str) -> str:
+        """Digest of `kind` and `text`."""
+        return hashlib.sha256(f"{kind}\0{text}".encode()).hexdigest()
+
+    def get_many(self, keys, dim: int) -> dict[str, np.ndarray]:
+        """Return the cached vectors of `keys` (missing keys are absent from the result)."""
+        if not self.enabled or not keys:
+            return {}
+        unique = list(dict.fromkeys(keys))
+        out = {}
+        db = self._conn()
+        for start in range(0, len(unique), _CHUNK):
+            part = unique[start:start + _CHUNK]
+            rows = db.execute(f"SELECT key, data FROM vectors WHERE key IN "
+                              f"({','.join('?' * len(part))})", part).fetchall()
+            for key, data in rows:
+                vec = np.frombuffer(data, dtype="<f4")
+                if vec.shape == (dim,):
+                    out[key] = vec.astype(np.float32)
+        return out
+
+    def put_many(self, items: dict) -> None:
+        """Store ``{key: vector}``."""
+        if not self.enabled or not items:
+            return
+        db = self._conn()
+        with db:
+            db.executemany("INSERT OR REPLACE INTO vectors (key, data) VALUES (?, ?)",
+                           [(k, np.asarray(v, dtype="<f4").tobytes()) for k, v in items.items()])
+
+    def __len__(self) -> int:
+        if not self.enabled or not self.path.exists():
+            return 0
+        return int(self._conn().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])

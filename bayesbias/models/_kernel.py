@@ -1,0 +1,180 @@
+"""Numba kernel: log-density and gradient of the cell-marginal Gaussian models.
+
+Hand-written on purpose (issue 11, ``benchmarks/bench_report.py``): with the per-word means
+integrated out, the models have at most a dozen parameters, and a cached numba function
+compiles once per machine (about a second) while a PyTensor/numba graph compiles again in
+every process and for every table shape (10-30 s each). Checked against PyMC's own log
+density in ``tests/test_models_likelihood.py``.
+
+Parameters are packed as ``x`` (unconstrained), one prior per entry:
+``priors[j] = (code, positive, p1, p2, p3)``. The per-connection mean, between-unit sd and
+residual sd are linear in the constrained values ``v``: ``M = A v + a0``, ``T = B v + b0``,
+``S = C v`` (``maps = (A, B, C)``, ``offsets = (a0, b0)``). Cells are columns
+``(connection, n, mean, ss)`` of ``cells``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+LOG_2PI = math.log(2.0 * math.pi)
+#: Distribution codes (see :data:`bayesbias.models.spec.DISTRIBUTIONS`).
+CODES = {"Normal": 0, "StudentT": 1, "Exponential": 2, "HalfNormal": 3, "HalfCauchy": 4,
+         "HalfStudentT": 5, "LogNormal": 6, "Gamma": 7}
+
+
+@numba.njit(cache=True, fastmath=False)
+def _prior(code, p1, p2, p3, v):
+    """Log-density of one prior at v and its derivative in v."""
+    if code == 0:  # Normal(mu, sigma)
+        z = (v - p1) / p2
+        return -0.5 * LOG_2PI - math.log(p2) - 0.5 * z * z, -z / p2
+    if code == 1:  # StudentT(nu, mu, sigma)
+        z = (v - p2) / p3
+        c = (math.lgamma(0.5 * (p1 + 1.0)) - math.lgamma(0.5 * p1)
+             - 0.5 * math.log(p1 * math.pi) - math.log(p3))
+        return (c - 0.5 * (p1 + 1.0) * math.log1p(z * z / p1),
+                -(p1 + 1.0) * z / (p3 * (p1 + z * z)))
+    if code == 2:  # Exponential(lam)
+        return math.log(p1) - p1 * v, -p1
+    if code == 3:  # HalfNormal(sigma)
+        z = v / p1
+        return math.log(2.0) - 0.5 * LOG_2PI - math.log(p1) - 0.5 * z * z, -z / p1
+    if code == 4:  # HalfCauchy(beta)
+        return (math.log(2.0) - math.log(math.pi) - math.log(p1) - math.log1p((v / p1) ** 2),
+                -2.0 * v / (p1 * p1 + v * v))
+    if code == 5:  # HalfStudentT(nu, sigma)
+        z = v / p2
+        c = (math.log(2.0) + math.lgamma(0.5 * (p1 + 1.0)) - math.lgamma(0.5 * p1)
+             - 0.5 * math.log(p1 * math.pi) - math.log(p2))
+        return (c - 0.5 * (p1 + 1.0) * math.log1p(z * z / p1),
+                -(p1 + 1.0) * z / (p2 * (p1 + z * z)))
+    if code == 6:  # LogNormal(mu, sigma)
+        lv = math.log(v)
+        z = (lv - p1) / p2
+        return -lv - 0.5 * LOG_2PI - math.log(p2) - 0.5 * z * z, -1.0 / v - z / (p2 * v)
+    # Gamma(alpha, beta), beta a rate
+    return (p1 * math.log(p2) - math.lgamma(p1) + (p1 - 1.0) * math.log(v) - p2 * v,
+            (p1 - 1.0) / v - p2)
+
+
+@numba.njit(cache=True, fastmath=False)
+def logp_grad(x, priors, maps, offsets, cells):
+    """Log posterior density (up to nothing: exact) and its gradient at ``x``."""
+    k = x.shape[0]
+    v = np.empty(k)
+    grad = np.zeros(k)
+    lp = 0.0
+    for j in range(k):
+        if priors[j, 1] > 0.5:
+            v[j] = math.exp(x[j])
+        else:
+            v[j] = x[j]
+    nc = maps.shape[1]
+    m = np.empty(nc)
+    t = np.empty(nc)
+    s = np.empty(nc)
+    for c in range(nc):
+        m[c] = offsets[0, c]
+        t[c] = offsets[1, c]
+        s[c] = 0.0
+        for j in range(k):
+            m[c] += maps[0, c, j] * v[j]
+            t[c] += maps[1, c, j] * v[j]
+            s[c] += maps[2, c, j] * v[j]
+    gm = np.zeros(nc)
+    gt = np.zeros(nc)
+    gs = np.zeros(nc)
+    for i in range(cells.shape[1]):
+        c = int(cells[0, i])
+        n = cells[1, i]
+        ybar = cells[2, i]
+        ss = cells[3, i]
+        sc = s[c]
+        tc = t[c]
+        var = tc * tc + sc * sc / n
+        r = ybar - m[c]
+        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * math.log(sc) - ss / (2.0 * sc * sc)
+               - 0.5 * math.log(n) - 0.5 * math.log(var) - r * r / (2.0 * var))
+        dv = -0.5 / var + 0.5 * r * r / (var * var)
+        gm[c] += r / var
+        gt[c] += dv * 2.0 * tc
+        gs[c] += -(n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n
+    for j in range(k):
+        gv = 0.0
+        for c in range(nc):
+            gv += maps[0, c, j] * gm[c] + maps[1, c, j] * gt[c] + maps[2, c, j] * gs[c]
+        pl, pg = _prior(int(priors[j, 0]), priors[j, 2], priors[j, 3], priors[j, 4], v[j])
+        lp += pl
+        gv += pg
+        if priors[j, 1] > 0.5:
+            lp += x[j]  # log-Jacobian of v = exp(x)
+            grad[j] = gv * v[j] + 1.0
+        else:
+            grad[j] = gv
+    return lp, grad
+
+
+def pack(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,
+         cells: np.ndarray) -> np.ndarray:
+    """One flat float64 array holding everything :func:`logp_cfunc` reads."""
+    k, nc = priors.shape[0], cells.shape[1]
+    return np.ascontiguousarray(np.concatenate([
+        [float(k), float(nc)], priors.ravel(), maps.ravel(), offsets.ravel(), cells.ravel()]))
+
+
+@numba.njit(cache=True)
+def _unpack(data_):
+    k = int(data_[0])
+    nc = int(data_[1])
+    size = 2 + 5 * k + 12 * k + 8 + 4 * nc
+    data = numba.carray(data_, (size,))
+    i = 2
+    priors = data[i:i + 5 * k].reshape((k, 5))
+    i += 5 * k
+    maps = data[i:i + 12 * k].reshape((3, 4, k))
+    i += 12 * k
+    offsets = data[i:i + 8].reshape((2, 4))
+    i += 8
+    cells = data[i:i + 4 * nc].reshape((4, nc))
+    return k, priors, maps, offsets, cells
+
+
+_dp = numba.types.CPointer(numba.types.double)
+_LOGP_SIG = numba.types.int64(numba.types.uint64, _dp, _dp, _dp, _dp)
+_EXPAND_SIG = numba.types.int64(numba.types.uint64, numba.types.uint64, _dp, _dp, _dp)
+
+
+@numba.cfunc(_LOGP_SIG, cache=True)
+def logp_cfunc(dim, x_, out_, logp_, data_):
+    """C entry point for nutpie: logp and gradient; data is :func:`pack`'s array."""
+    k, priors, maps, offsets, cells = _unpack(data_)
+    if dim != k:
+        return -1
+    x = numba.carray(x_, (k,))
+    out = numba.carray(out_, (k,))
+    lp, g = logp_grad(x, priors, maps, offsets, cells)
+    logp_[0] = lp
+    for j in range(k):
+        if not np.isfinite(g[j]):
+            return 3
+        out[j] = g[j]
+    if not np.isfinite(lp):
+        return 4
+    return 0
+
+
+@numba.cfunc(_EXPAND_SIG, cache=True)
+def expand_cfunc(dim, expanded, x_, out_, data_):
+    """C entry point for nutpie: the constrained parameter values."""
+    k, priors, maps, offsets, cells = _unpack(data_)
+    if dim != k or expanded != k:
+        return -1
+    x = numba.carray(x_, (k,))
+    out = numba.carray(out_, (k,))
+    for j in range(k):
+        out[j] = math.exp(x[j]) if priors[j, 1] > 0.5 else x[j]
+    return 0

@@ -1,0 +1,265 @@
+"""Sampling with the per-unit cell means integrated out exactly, then drawn exactly.
+
+For a family whose cell means are ``mu[u, c] ~ Normal(M[c], T[c])`` given a few parameters
+and whose rows are ``Normal(mu[u, c], S[c])``, the rows of a cell with n rows, mean ybar and
+within-cell sum of squares ss have the exact marginal log-density
+
+    -n/2 log(2 pi) - (n - 1) log S - ss / (2 S^2) - 1/2 log n
+      - 1/2 log V - (ybar - M)^2 / (2 V),       V = T^2 + S^2 / n
+
+(the cell mean is ``Normal(M, sqrt(V))`` and ss depends on S alone). NUTS samples only the
+hyperparameters (about 12, no funnel); afterwards every ``mu[u, c]`` is drawn from its
+Normal conditional (precision ``1/T^2 + n/S^2``), so the joint draws have exactly the
+posterior of the full model. A family opts in by defining ``marginal_blocks(spec)``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from ..config import CONNECTIONS
+from ..progress import progress
+from .cells import Cells
+
+__all__ = ["Block", "supports", "sample_marginal", "conditional_cell_means"]
+
+_NC = len(CONNECTIONS)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A named parameter of a cell-marginal family.
+
+    role : "M" (group mean per connection), "I" (an intercept added to every M), "T"
+    (between-unit sd), "S" (residual sd). ``per_connection``: one value per connection
+    (dim ``connection``) or a single shared value.
+    """
+
+    name: str
+    prior: object
+    role: str
+    per_connection: bool = True
+
+
+def supports(spec) -> bool:
+    """Whether `spec`'s family can be sampled with the cell means integrated out."""
+    from .families import family_module
+
+    fn = getattr(family_module(spec.family), "marginal_blocks", None)
+    return fn is not None and fn(spec) is not None
+
+
+def _layout(spec):
+    from ._kernel import CODES
+    from .families import family_module
+
+    mod = family_module(spec.family)
+    blocks, fixed = mod.marginal_blocks(spec)
+    rows, maps, names = [], [], []
+    for b in blocks:
+        size = _NC if b.per_connection else 1
+        for i in range(size):
+            p = dict(b.prior.params)
+            vals = list(p.values()) + [0.0] * (3 - len(p))
+            rows.append([CODES[b.prior.dist], float(b.prior.positive), *vals])
+            col = np.zeros((3, _NC))
+            r = {"M": 0, "I": 0, "T": 1, "S": 2}[b.role]
+            if b.per_connection:
+                col[r, i] = 1.0
+            else:
+                col[r, :] = 1.0
+            maps.append(col)
+            names.append(b.name)
+    offsets = np.zeros((2, _NC))
+    offsets[0] = fixed.get("M", 0.0)
+    offsets[1] = fixed.get("T", 0.0)
+    return (blocks, np.asarray(rows, dtype=np.float64).reshape(-1, 5),
+            np.ascontiguousarray(np.stack(maps, axis=-1)), offsets, names)
+
+
+def _cell_array(cells: Cells) -> np.ndarray:
+    ui, ci = cells.observed
+    return np.ascontiguousarray(np.stack([ci.astype(np.float64), cells.n[ui, ci].astype(float),
+                                          cells.mean[ui, ci], cells.ss[ui, ci]]))
+
+
+def _initial(blocks, cells: Cells, rng) -> np.ndarray:
+    """Return a start near the data (pooled means and sds), jittered with `rng`."""
+    n = cells.n.sum(axis=0)
+    tot = np.where(cells.n > 0, cells.n * np.nan_to_num(cells.mean), 0.0).sum(axis=0)
+    overall = tot.sum() / max(n.sum(), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, tot / np.maximum(n, 1), overall)
+        within = np.sqrt(cells.ss.sum(axis=0) / np.maximum(n - 1, 1))
+    within = np.where(np.isfinite(within) & (within > 1e-6), within, 0.1)
+    between = np.array([np.nanstd(cells.mean[cells.n[:, j] > 0, j])
+                        if (cells.n[:, j] > 0).sum() > 1 else 0.1 for j in range(_NC)])
+    between = np.clip(np.nan_to_num(between, nan=0.1), 0.01, None)
+    has_i = any(b.role == "I" for b in blocks)
+    out = []
+    for b in blocks:
+        if b.role == "I":
+            vals = np.array([overall])
+        elif b.role == "M":
+            vals = mean - overall if has_i else mean
+        elif b.role == "T":
+            vals = between if b.per_connection else np.array([between.mean()])
+        else:
+            vals = within if b.per_connection else np.array([within.mean()])
+        vals = np.log(vals) if b.prior.positive else vals
+        out.append(vals if b.per_connection or vals.size == 1 else vals[:1])
+    x = np.concatenate(out).astype(np.float64)
+    return x + rng.uniform(-0.1, 0.1, x.size)
+
+
+def _values(blocks, v: np.ndarray) -> dict[str, np.ndarray]:
+    out, k = {}, 0
+    for b in blocks:
+        size = _NC if b.per_connection else 1
+        out[b.name] = v[k:k + size] if b.per_connection else v[k:k + 1].reshape(())
+        k += size
+    return out
+
+
+def _mts(blocks, fixed, post: dict[str, np.ndarray], shape) -> tuple[np.ndarray, ...]:
+    """Per-connection M, T, S draws, each (chain, draw, connection)."""
+    m = np.broadcast_to(np.asarray(fixed.get("M", 0.0), float), shape + (_NC,)).copy()
+    t = np.broadcast_to(np.asarray(fixed.get("T", 0.0), float), shape + (_NC,)).copy()
+    s = np.zeros(shape + (_NC,))
+    for b in blocks:
+        val = post[b.name]
+        val = val if b.per_connection else val[..., None]
+        if b.role in ("M", "I"):
+            m = m + val
+        elif b.role == "T":
+            t = t + val
+        else:
+            s = s + val
+    return m, t, s
+
+
+def conditional_cell_means(m, t, s, cells: Cells, rng) -> np.ndarray:
+    """Draw ``mu[u, c]`` from its Normal conditional given M, T, S (chain, draw, connection).
+
+    Returns an array (chain, draw, unit, connection); empty cells get prior draws.
+    """
+    n = cells.n[None, None].astype(float)
+    ybar = np.nan_to_num(cells.mean)[None, None]
+    m, t, s = m[:, :, None, :], t[:, :, None, :], s[:, :, None, :]
+    prec = 1.0 / (t * t) + n / (s * s)
+    mean = (m / (t * t) + n * ybar / (s * s)) / prec
+    z = rng.standard_normal(np.broadcast_shapes(mean.shape))
+    return mean + z / np.sqrt(prec)
+
+
+_TEMPLATE = ("{% for chain in chains %}{{ chain.finished_draws }}/{{ chain.total_draws }}"
+             "{% if not loop.last %}, {% endif %}{% endfor %}")
+
+
+def _compiled_model(names, shapes, dims, data: np.ndarray, init_fn, label: str,
+                    every_ms: int = 2000):
+    """Return a nutpie model calling the cached C functions of :mod:`._kernel` (no Python per step).
+
+    Progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
+    """
+    import dataclasses
+
+    from nutpie import _lib
+    from nutpie.sample import CompiledModel
+
+    from ._kernel import expand_cfunc, logp_cfunc
+
+    k = data.size and int(data[0])
+    t0 = time.perf_counter()
+
+    def report(formatted):
+        progress.info("%s: draws per chain %s (incl. tuning), %.1f s", label, formatted,
+                      time.perf_counter() - t0)
+
+    @dataclasses.dataclass(frozen=True)
+    class _Model(CompiledModel):
+        def _make_model(self, init_mean):
+            logp = _lib.LogpFunc(logp_cfunc.address, data.ctypes.data, data)
+            expand = _lib.ExpandFunc(k, k, expand_cfunc.address, data.ctypes.data, data)
+            coords = {"connection": list(CONNECTIONS)}
+            variables = _lib.PyVariable.new_variables(
+                names, ["float64"] * len(names), shapes, {"connection": _NC}, dims)
+            return _lib.PyMcModel(logp, expand, variables, k, {"connection": _NC}, coords,
+                                  init_fn, None)
+
+        def _make_sampler(self, settings, init_mean, cores, progress_type, extra_callback,
+                          extra_callback_rate, store):
+            ptype = _lib.ProgressType.template_callback(every_ms, _TEMPLATE, cores, report)
+            return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean),
+                                            ptype, extra_callback, extra_callback_rate, store)
+
+        @property
+        def n_dim(self):
+            return k
+
+        @property
+        def shapes(self):
+            return dict(zip(names, shapes, strict=True))
+
+        @property
+        def coords(self):
+            return {"connection": list(CONNECTIONS)}
+
+    return _Model(dims=dims)
+
+
+def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, cores: int,
+                    seed: int, target_accept: float = 0.8) -> xr.DataTree:
+    """Sample `spec` on `cells` with nutpie on the cell-marginal density.
+
+    Returns a DataTree with ``posterior`` (the family's parameters, derived group means and
+    the cell means ``mu``) and nutpie's ``sample_stats``.
+    """
+    import nutpie
+
+    from .families import family_module
+
+    mod = family_module(spec.family)
+    blocks, priors, maps, offsets, _ = _layout(spec)
+    _, fixed = mod.marginal_blocks(spec)
+    from ._kernel import pack
+
+    data = pack(priors, maps, offsets, _cell_array(cells))
+    names = [b.name for b in blocks]
+    shapes = [(_NC,) if b.per_connection else () for b in blocks]
+    dims = {b.name: ("connection",) for b in blocks if b.per_connection}
+
+    def make_init(s):
+        return _initial(blocks, cells, np.random.default_rng([seed, int(s) % (2**63)]))
+
+    model = _compiled_model(names, shapes, dims, data, make_init, f"sampling {spec.name}")
+    t0 = time.perf_counter()
+    tree = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
+                         seed=seed, save_warmup=False, progress_bar=True,
+                         target_accept=target_accept,
+                         adaptation=getattr(mod, "ADAPTATION", "diag"))
+    sampling_time = time.perf_counter() - t0
+    post = tree.posterior.to_dataset()
+    shape = (post.sizes["chain"], post.sizes["draw"])
+    raw = {n: post[n].transpose("chain", "draw", ...).values for n in names}
+    m, t, s = _mts(blocks, fixed, raw, shape)
+    rng = np.random.default_rng([seed, 20240101])
+    mu = conditional_cell_means(m, t, s, cells, rng)
+    unit = cells.unit_dim
+    out = xr.Dataset(coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                             "connection": list(CONNECTIONS), unit: cells.units.tolist()})
+    for b in blocks:
+        out[b.name] = (("chain", "draw", "connection") if b.per_connection
+                       else ("chain", "draw")), raw[b.name]
+    for name, da in mod.derived(raw, m).items():
+        out[name] = ("chain", "draw", "connection"), da
+    out["mu"] = ("chain", "draw", unit, "connection"), mu
+    out.attrs.update(sampling_time=sampling_time, marginal="cell means integrated out")
+    res = xr.DataTree()
+    res["posterior"] = xr.DataTree(out)
+    res["sample_stats"] = xr.DataTree(tree.sample_stats.to_dataset())
+    return res
