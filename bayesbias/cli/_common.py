@@ -171,8 +171,11 @@ def add_json(parser) -> None:
 
 
 def add_embedding_options(parser, required: bool = False) -> None:
-    """Add ``--embedding``, ``--format``, ``--trust-pickle``, ``--on-missing`` and the
-    encoder options (``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``)."""
+    """Add the embedding options: file, format, pickle trust, missing words, encoders.
+
+    ``--embedding``, ``--format``, ``--trust-pickle``, ``--validate``, ``--on-missing`` and
+    the encoder options (``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``).
+    """
     parser.add_argument("--embedding", default=None if required else "default",
                         required=required,
                         help="embedding file, or 'default' for the shipped GloVe subset")
