@@ -9,6 +9,10 @@ from bayesbias.models import fit_model
 from bayesbias.testing import simulate_table
 
 
+# The additive model has no cell-marginal kernel: its fit compiles a PyTensor/numba model
+# (about 25-45 s on 2 cores, nearly all numba compilation), so these checks run under
+# `-m slow`. The default suite still checks the additive likelihood (FAST_COMPILE, in
+# test_models_likelihood.py) and its rotation.
 @pytest.fixture(scope="module")
 def additive_pair():
     table, truth = simulate_table("additive", seed=4, words_per_class=3, n_human=20,
@@ -20,12 +24,14 @@ def additive_pair():
     return fits, truth
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_draws(additive_pair):
     (a, b), _ = additive_pair
     assert np.array_equal(a.posterior["w"].values, b.posterior["w"].values)
     assert a.idata.attrs["seed"] == 7
 
 
+@pytest.mark.slow
 def test_additive_rotation_samples_cleanly_and_recovers_contrasts(additive_pair):
     (fit, _), truth = additive_pair
     diag = fit.diagnostics()
