@@ -129,7 +129,8 @@ def test_help_lists_every_command_with_its_own_summary():
     parser = build_parser()  # every command module registered
     sub = next(a for a in parser._actions if a.dest == "command")
     helps = {c.dest: c.help for c in sub._choices_actions}
-    assert set(helps) == {c for c in COMMANDS if c in sub.choices}
+    # a module may register several commands (contextual: seat, ceat, contexts)
+    assert {c for c in COMMANDS if c in SUMMARIES} <= set(helps)
     for name, text in SUMMARIES.items():
         if name in helps:
             assert helps[name] == text, f"update SUMMARIES[{name!r}] in cli/__init__.py"
