@@ -10,6 +10,7 @@ commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the sl
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -39,8 +40,14 @@ def readme_commands() -> list[list[str]]:
     return out
 
 
+#: Encoder commands need the optional [contextual] extra (PyTorch); they load a model: slow.
+HAVE_ENCODERS = importlib.util.find_spec("sentence_transformers") is not None
+
+
 def _slow(args) -> bool:
     command = next((a for a in args if not a.startswith("-")), "")
+    if "--encoder" in args:
+        return True
     return command in SLOW_COMMANDS and "--show-model" not in args
 
 
@@ -89,6 +96,8 @@ def test_readme_has_commands():
 
 def _run(workdir, i):
     args = COMMANDS[i]
+    if "--encoder" in args and not HAVE_ENCODERS:
+        pytest.skip("needs the optional extra [contextual]")
     res = run_cli(args, cwd=workdir, timeout=1800)
     assert res.returncode == 0, f"bayesbias {' '.join(args)}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr
