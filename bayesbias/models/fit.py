@@ -320,7 +320,7 @@ class Fit:
         """Group-level mean distance per connection with its interval.
 
         Returns a DataFrame (``connection, mean, sd, lower, upper, rows``) or, with
-        `as_xarray`, the Dataset of :func:`~bayesbias.models.report.summarise`.
+        `as_xarray`, the Dataset of :func:`~bayesbias.models.summaries.summarise`.
         """
         ds = summarise(self.group_mean_draws(), ci_prob, ci_kind)
         ds["rows"] = ("connection", self.cells.n.sum(axis=0))
