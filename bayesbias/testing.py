@@ -182,7 +182,7 @@ def coverage_study(model="hierarchical", n_sims: int = 50, *, ci_prob: float | N
     import warnings
 
     from .models import fit_model
-    from .models.report import resolve_ci, summarise, to_frame
+    from .models.summaries import resolve_ci, summarise, to_frame
 
     ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
     hits: dict[str, list[bool]] = {}

@@ -59,7 +59,7 @@ print(f"{REPS} NUTS replications per spec; specs: {', '.join(MODELS)}")
 exact = sbc("hierarchical", method="exact", reps=500 if not SMALL else 100, seed=SEED,
             chunk_size=50, workers=WORKERS)
 print(exact)
-exact.plot();
+exact.plot()
 
 # %% [markdown]
 # ## NUTS fits of every spec
@@ -82,7 +82,7 @@ summary
 
 # %%
 for r in results.values():
-    r.plot();
+    r.plot()
 
 # %% [markdown]
 # Reading the histograms: a smile (too many extreme ranks) means posteriors that are too

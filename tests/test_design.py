@@ -10,7 +10,7 @@ from bayesbias.errors import InputDataError, ModelSpecError
 from bayesbias.models import load_spec
 from bayesbias.parallel import chunks, run_tasks
 from bayesbias.studies.design import Design, Pilot, designs_grid, run_design
-from bayesbias.studies.marginal import marginal_posterior
+from bayesbias.studies.exact_posterior import marginal_posterior
 
 
 @pytest.fixture(scope="module")

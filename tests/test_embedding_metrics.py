@@ -128,6 +128,17 @@ def test_rnsb_uniform_is_zero_and_logistic_optimum():
     assert np.abs(grad).max() < 1e-8  # stationary point of the penalised log loss
 
 
+def test_rnsb_logistic_optimum_when_dimensions_exceed_words():
+    # 384-d vectors (a sentence encoder) and 16 training words: solved in their span
+    rng = np.random.default_rng(2)
+    feats = rng.normal(size=(16, 384))
+    labels = np.r_[np.zeros(8), np.ones(8)]
+    w, b = rnsb.fit_logistic(feats, labels, C=1.0)
+    prob = 1 / (1 + np.exp(-(feats @ w + b)))
+    grad = np.r_[feats.T @ (prob - labels) + w, np.sum(prob - labels)]
+    assert np.abs(grad).max() < 1e-8  # stationary in all 384 dimensions, not only the span
+
+
 # ---------------------------------------------------------------- invariances
 def _toy(seed=2):
     rng = np.random.default_rng(seed)

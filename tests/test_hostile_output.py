@@ -144,3 +144,34 @@ def test_every_command_checks_output_first(tmp_path, capsys, monkeypatch, argv, 
     code, _, err = run_main(capsys, argv)
     assert_clean_error(code, err, words)
     assert listing(tmp_path) == before
+
+
+def test_plot_suffix_refused_before_computation(tmp_path, capsys, monkeypatch):
+    from bayesbias import datasets
+
+    def boom(*a, **k):
+        raise AssertionError("computation started before --plot was checked")
+
+    monkeypatch.setattr(datasets, "read_table", boom)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(capsys, ["fit", "--distances", "published:religion:reddit",
+                                     "--plot", "forest.gif"])
+    assert_clean_error(code, err, "forest.gif", ".svg")
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("suffix", ["png", "svg", "pdf"])
+def test_figure_written_in_the_format_its_suffix_names(tmp_path, suffix):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bayesbias.models.plots import _save
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    path = _save(fig, tmp_path / f"f.{suffix}")
+    head = path.read_bytes()[:16]
+    magic = {"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[suffix]
+    assert head.startswith(magic), head

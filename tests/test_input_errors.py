@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from bayesbias.comparators.mac import mac_from_table
+from bayesbias.comparators.null import NullStudy, neutral_pool
 from bayesbias.comparators.weat import weat_from_table
 from bayesbias.datasets import published_table
 from bayesbias.errors import DistanceTableError, InputDataError, WordListError
-from bayesbias.comparators.null import NullStudy, neutral_pool
 
 
 def test_resample_pool_too_small_is_refused():

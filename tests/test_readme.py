@@ -5,11 +5,14 @@ picked up automatically. They run with the installed CLI in one scratch folder, 
 order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec``,
 ``my_topic.toml``, ``my_table.csv``, ``scores.csv``) were made from shipped data. Lines of
 commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the slow run
-(CI runs it too); the others in the default run. The Python snippet runs in the slow run.
+(CI runs it too), as are lines with a sentence encoder (skipped when the optional
+``[contextual]`` extra is not installed); the others in the default run. The Python snippet
+runs in the slow run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -41,7 +44,8 @@ def readme_commands() -> list[list[str]]:
 
 def _slow(args) -> bool:
     command = next((a for a in args if not a.startswith("-")), "")
-    return command in SLOW_COMMANDS and "--show-model" not in args
+    return ((command in SLOW_COMMANDS or "--encoder" in args)
+            and "--show-model" not in args)
 
 
 COMMANDS = readme_commands()
@@ -87,8 +91,15 @@ def test_readme_has_commands():
     assert any(_slow(a) for a in COMMANDS) and any(not _slow(a) for a in COMMANDS)
 
 
+#: Options whose README lines need an optional extra: option -> (module, extra).
+OPTIONAL = {"--encoder": ("sentence_transformers", "contextual")}
+
+
 def _run(workdir, i):
     args = COMMANDS[i]
+    for option, (module, extra) in OPTIONAL.items():
+        if option in args and importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs the optional [{extra}] extra ({module} is not installed)")
     res = run_cli(args, cwd=workdir, timeout=1800)
     assert res.returncode == 0, f"bayesbias {' '.join(args)}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr

@@ -8,7 +8,7 @@ import pytest
 from bayesbias.datasets import published_table
 from bayesbias.errors import ModelSpecError
 from bayesbias.models import cells_from_table, load_spec
-from bayesbias.studies.marginal import marginal_posterior
+from bayesbias.studies.exact_posterior import marginal_posterior
 from bayesbias.studies.sensitivity import sensitivity
 
 

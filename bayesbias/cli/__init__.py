@@ -277,6 +277,9 @@ def _check_outputs(args) -> None:
         check_output(output, what="-o", folder=args.command == "report")
     plot = getattr(args, "plot", None)
     if isinstance(plot, str):
+        from ..models.plots import figure_format
+
+        figure_format(plot)
         check_output(plot, what="--plot")
 
 

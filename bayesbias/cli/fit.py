@@ -97,7 +97,8 @@ def register(sub) -> None:
     add_rope(p)
     p.add_argument("-o", "--output", default=None,
                    help="save the fit as netCDF (.nc) (default: not saved)")
-    p.add_argument("--plot", default=None, help="save a forest plot (PNG) (default: none)")
+    p.add_argument("--plot", default=None,
+                   help="save a forest plot (.png, .svg or .pdf) (default: none)")
     p.add_argument("--loo", action="store_true",
                    help="also report PSIS-LOO (elpd) (default: off)")
     p.add_argument("--show-model", action="store_true",

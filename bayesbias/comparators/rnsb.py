@@ -46,6 +46,13 @@ def fit_logistic(features, labels, C: float = 1.0, max_iter: int = 100,
         raise InputDataError("RNSB: the classifier's training words must include both the "
                              "positive and the negative attribute set (degenerate split)")
     n, d = x.shape
+    basis = None
+    if d > n:
+        # At the optimum w = -C X^T (p - y) lies in the span of the training vectors, so
+        # Newton runs in that n-dimensional span: the same solution at (n/d)^3 of the cost.
+        _, _, basis = np.linalg.svd(x, full_matrices=False)
+        x = x @ basis.T
+        d = x.shape[1]
     xb = np.hstack([x, np.ones((n, 1))])
     beta = np.zeros(d + 1)
     reg = np.ones(d + 1)
@@ -73,7 +80,8 @@ def fit_logistic(features, labels, C: float = 1.0, max_iter: int = 100,
         beta, f_old, f = new, f, f_new
         if np.max(np.abs(t * step)) < tol or abs(f_old - f) <= tol * max(1.0, abs(f)):
             break
-    return beta[:-1], float(beta[-1])
+    w = beta[:-1] if basis is None else basis.T @ beta[:-1]
+    return w, float(beta[-1])
 
 
 def negative_probability(w, b, targets) -> np.ndarray:

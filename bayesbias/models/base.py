@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import CONNECTIONS
+from ..errors import InvalidArgumentError
 from .cells import Cells, normal_logp_cells
 from .spec import ModelSpec
 
@@ -68,9 +69,11 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
     import pymc as pm
 
     if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
+        raise InvalidArgumentError(
+            f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     if cells.level != spec.level:
-        raise ValueError(f"cells are at level {cells.level!r} but the spec wants {spec.level!r}")
+        raise InvalidArgumentError(
+            f"cells are at level {cells.level!r} but the spec wants {spec.level!r}")
     coords = {cells.unit_dim: cells.units.tolist(), "connection": list(CONNECTIONS)}
     with pm.Model(coords=coords) as model:
         mu = _family_module(spec.family).cell_means(spec, cells)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import CONNECTIONS
-from ..errors import DistanceTableError
+from ..errors import DistanceTableError, InvalidArgumentError
 
 __all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows", "UNIT_DIMS"]
 
@@ -100,7 +100,7 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     level : {"word", "class"}
     """
     if level not in UNIT_DIMS:
-        raise ValueError(f"level must be one of {', '.join(UNIT_DIMS)}, got {level!r}")
+        raise InvalidArgumentError(f"level must be one of {', '.join(UNIT_DIMS)}, got {level!r}")
     absent = [c for c in _NEEDED if c not in table.columns]
     if absent:
         raise DistanceTableError(f"distance table lacks column(s) {', '.join(absent)}; "

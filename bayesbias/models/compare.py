@@ -12,7 +12,7 @@ import xarray as xr
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from .fit import Fit
-from .report import resolve_ci, summarise, to_frame
+from .summaries import resolve_ci, summarise, to_frame
 
 __all__ = ["Comparison", "compare_fits", "loo_compare", "STEREOTYPE", "NEUTRAL"]
 

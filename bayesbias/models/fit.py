@@ -320,7 +320,7 @@ class Fit:
         """Group-level mean distance per connection with its interval.
 
         Returns a DataFrame (``connection, mean, sd, lower, upper, rows``) or, with
-        `as_xarray`, the Dataset of :func:`~bayesbias.models.report.summarise`.
+        `as_xarray`, the Dataset of :func:`~bayesbias.models.summaries.summarise`.
         """
         ds = summarise(self.group_mean_draws(), ci_prob, ci_kind)
         ds["rows"] = ("connection", self.cells.n.sum(axis=0))
@@ -632,7 +632,7 @@ def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar, t
 
 def _resolve_sampler(sampler: str) -> str:
     if sampler not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        raise InvalidArgumentError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if sampler == "auto":
         return "nutpie" if importlib.util.find_spec("nutpie") else "pymc"
     return sampler
@@ -707,7 +707,8 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
 
     spec = load_spec(model, **spec_overrides)
     if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
+        raise InvalidArgumentError(
+            f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     cells = cells_from_table(table, spec.level)
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune

@@ -41,10 +41,26 @@ def forest_axes(ax, labels, mean, lower, upper, colours=None, zero: bool = False
     ax.grid(axis="x", alpha=0.3)
 
 
+#: Figure formats written by suffix; anything else is refused before drawing.
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def figure_format(path) -> str:
+    """Return the format of a figure at `path` from its suffix (png, svg or pdf)."""
+    from ..errors import InvalidArgumentError
+
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in FIGURE_FORMATS:
+        raise InvalidArgumentError(
+            f"figure {str(path)!r}: suffix must be one of .{', .'.join(FIGURE_FORMATS)}")
+    return suffix
+
+
 def _save(fig, path) -> Path:
     path = Path(path)
-    with atomic_path(path, suffix=".png") as tmp:
-        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    fmt = figure_format(path)
+    with atomic_path(path, suffix=f".{fmt}") as tmp:
+        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
     _pyplot().close(fig)
     return path
 

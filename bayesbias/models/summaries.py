@@ -10,6 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from ..config import defaults, validate_ci_prob
+from ..errors import InvalidArgumentError
 
 __all__ = ["CI_KINDS", "interval", "summarise", "to_frame", "resolve_ci"]
 
@@ -22,7 +23,7 @@ def resolve_ci(ci_prob: float | None, ci_kind: str | None) -> tuple[float, str]:
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
     if ci_kind not in CI_KINDS:
-        raise ValueError(f"ci_kind must be one of {', '.join(CI_KINDS)}, got {ci_kind!r}")
+        raise InvalidArgumentError(f"ci_kind must be one of {', '.join(CI_KINDS)}, got {ci_kind!r}")
     return ci_prob, ci_kind
 
 

@@ -2,13 +2,13 @@
 
 Each runs many independent analyses on the seeded task engine of :mod:`bayesbias.parallel`
 (in this process, or on Dask). Design studies and sensitivity refits use the exact marginal
-posterior of the hierarchical model (:mod:`bayesbias.studies.marginal`); SBC checks it and
+posterior of the hierarchical model (:mod:`bayesbias.studies.exact_posterior`); SBC checks it and
 the NUTS fits of every spec.
 """
 
 from .calibration import SBCResult, sbc
 from .design import Design, DesignResult, Pilot, designs_grid, run_design
-from .marginal import MarginalPosterior, marginal_posterior
+from .exact_posterior import MarginalPosterior, marginal_posterior
 from .sensitivity import Sensitivity, sensitivity
 
 __all__ = [

@@ -9,7 +9,7 @@ bins (Talts et al.'s histogram check); rank histograms show it.
 
 Fits are full NUTS fits of :func:`bayesbias.models.fit_model` (``method="nuts"``); for the
 hierarchical spec, ``method="exact"`` calibrates the exact marginal posterior of
-:mod:`bayesbias.studies.marginal` used by design studies and sensitivity refits.
+:mod:`bayesbias.studies.exact_posterior` used by design studies and sensitivity refits.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _posterior(fit, n_keep: int) -> dict[str, np.ndarray]:
 
 def _exact_posterior(table, spec, n_keep, rng):
     from ..models import cells_from_table
-    from .marginal import marginal_posterior
+    from .exact_posterior import marginal_posterior
 
     cells = cells_from_table(table, spec.level)
     d = marginal_posterior(cells.n, cells.mean, cells.ss, spec).draw(rng, n_keep)
@@ -262,7 +262,7 @@ def sbc(model="hierarchical", *, reps: int = 500, shape="religion", method: str 
     if method not in ("nuts", "exact"):
         raise InputDataError(f"method must be 'nuts' or 'exact', got {method!r}")
     if method == "exact":
-        from .marginal import _check
+        from .exact_posterior import _check
 
         _check(spec)
     if isinstance(shape, str):

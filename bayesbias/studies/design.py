@@ -15,7 +15,7 @@ distance is drawn as ``Normal(mu[w, c], sigma[c])``, and the study is analysed t
 
 The share of replications reaching a verdict is its *assurance* (power averaged over the
 pilot's uncertainty). Method ``"exact"`` analyses each simulated study with the exact
-marginal posterior (:mod:`bayesbias.studies.marginal`, no MCMC); ``"nuts"`` fits the spec
+marginal posterior (:mod:`bayesbias.studies.exact_posterior`, no MCMC); ``"nuts"`` fits the spec
 with :func:`bayesbias.models.fit_model` (slow; used to check the exact method).
 """
 
@@ -34,7 +34,7 @@ import xarray as xr
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks, task_rng
-from .marginal import marginal_posterior, supports
+from .exact_posterior import marginal_posterior, supports
 
 __all__ = ["Design", "Pilot", "DesignResult", "run_design", "designs_grid", "simulate_study",
            "VERDICTS", "METHODS", "verdict_holds"]
@@ -541,7 +541,7 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
     fit_kwargs : dict, optional
         For ``method="nuts"``: draws, tune, chains, ...
     """
-    from ..models.report import resolve_ci
+    from ..models.summaries import resolve_ci
 
     if method not in METHODS:
         raise InputDataError(f"method must be one of {', '.join(METHODS)}, got {method!r}")

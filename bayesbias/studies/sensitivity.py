@@ -9,7 +9,7 @@ the particular words chosen.
 
 Method: **exact refits on sufficient statistics.** For the hierarchical spec with one
 residual sd per connection, the posterior depends on the data only through per-cell counts,
-sums and sums of squares, and :mod:`bayesbias.studies.marginal` computes it without MCMC; a
+sums and sums of squares, and :mod:`bayesbias.studies.exact_posterior` computes it without MCMC; a
 left-out word or a resampled list only changes those statistics, so every refit is exact
 (up to the quadrature and Monte Carlo error of the draws) and costs milliseconds. Other
 specs have no such form and are refused here (importance sampling with Pareto-k checks is
@@ -28,7 +28,7 @@ from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks
 from .design import VERDICTS, _contrast_index, verdict_holds
-from .marginal import marginal_posterior, supports
+from .exact_posterior import marginal_posterior, supports
 
 __all__ = ["Sensitivity", "sensitivity", "check_model", "report_section", "METHOD"]
 
@@ -266,7 +266,7 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
         See :func:`bayesbias.parallel.run_tasks` (results do not depend on the workers).
     """
     from ..models import load_spec
-    from ..models.report import resolve_ci
+    from ..models.summaries import resolve_ci
 
     spec = check_model(load_spec(model))
     ci_prob, _ = resolve_ci(ci_prob, "hdi")
