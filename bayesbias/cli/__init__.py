@@ -279,8 +279,8 @@ def _check_outputs(args) -> None:
     if isinstance(plot, str):
         from ..models.plots import figure_format
 
-        figure_format(plot)
         check_output(plot, what="--plot")
+        figure_format(plot)
 
 
 def _run(parser, args) -> int:
