@@ -362,3 +362,19 @@ def test_coverage_warning_hook_and_fallback():
     assert coverage_warning(SimpleNamespace(checks=[check])) == "62% inside: too narrow"
     ok = SimpleNamespace(code="ppc_coverage", ok=True, message="fine")
     assert coverage_warning(SimpleNamespace(checks=[ok])) is None
+
+
+def test_settings_with_an_encoder_source_are_plain_json():
+    # `report --encoder` puts an EncoderSource (holding an open vector cache once used) in
+    # the settings; results.json must describe it, not try to copy it
+    import json
+
+    from bayesbias.encoders.words import EncoderSource
+    from bayesbias.report.pipeline import ReportSettings
+
+    source = EncoderSource("all-MiniLM-L6-v2", how="contexts", corpus="madlibs", contexts=5)
+    out = ReportSettings(embedding=source).to_dict()
+    assert out["embedding"] == {"encoder": "all-MiniLM-L6-v2", "how": "contexts",
+                                "corpus": "madlibs", "contexts": 5,
+                                "seed": source.seed, "cache": True}
+    assert json.loads(json.dumps(out)) == out

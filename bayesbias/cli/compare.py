@@ -100,7 +100,7 @@ def run(args) -> int:
     from ..report.sections import coverage_warning, diagnostic_advice
 
     lines = [f"model {fa.spec.name!r} (hash {fa.spec.hash}); a = {labels[0]}, b = {labels[1]}",
-             str(comp), "", f"rule: {comp.verdicts['a'].rule}",
+             str(comp), "", comp.verdicts["a"].rule,
              f"a: {fa.diagnostics()}", f"b: {fb.diagnostics()}"]
     problems = fa.diagnostics().problems + fb.diagnostics().problems
     if problems:

@@ -73,7 +73,7 @@ def run(args) -> int:
         if diag and not diag.get("ok", True):
             text.append(f"  sampler diagnostics failed ({key}): " + "; ".join(diag["problems"])
                         + "\n  " + diagnostic_advice(diag["problems"], "report"))
-    text.append(f"rule: {results['verdicts'][0]['rule']}" if results["verdicts"] else "")
+    text.append(results["verdicts"][0]["rule"] if results["verdicts"] else "")
     text.append(f"report written to {results['output']}/index.html "
                 f"({results['elapsed_s']:.0f} s)")
     emit(args, {"output": results["output"], "elapsed_s": results["elapsed_s"],

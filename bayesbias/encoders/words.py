@@ -346,6 +346,12 @@ class EncoderSource:
                  if self.how == "contexts" else "")
         return f"encoder {self.name} ({self.how}{extra})"
 
+    def to_dict(self) -> dict:
+        """Plain JSON data: what the vectors were made from."""
+        return {"encoder": self.name, "how": self.how, "corpus": self.corpus,
+                "contexts": int(self.contexts) if self.how == "contexts" else None,
+                "seed": int(self.seed), "cache": bool(self.cache)}
+
     @property
     def encoder(self) -> Encoder:
         """The loaded encoder (loaded once)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
@@ -63,8 +63,11 @@ class ReportSettings:
             raise InputDataError(f"rope must be a finite number >= 0, got {self.rope!r}")
 
     def to_dict(self) -> dict:
-        """Plain JSON data."""
-        return json.loads(json.dumps(asdict(self)))
+        """Plain JSON data (an encoder source as its own ``to_dict()``)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not isinstance(self.embedding, (str, type(None))):
+            out["embedding"] = self.embedding.to_dict()
+        return json.loads(json.dumps(out))
 
 
 def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
