@@ -135,8 +135,14 @@ def add_bootstrap(parser, default: int = 0, help: str | None = None) -> None:
                         help=help or f"bootstrap resamples (default {default})")
 
 
-def add_sampling_options(parser, draws: int = 1000, tune: int = 1000, chains: int = 4) -> None:
-    """Add ``--draws``, ``--tune`` and ``--chains`` with their limits."""
+def add_sampling_options(parser, draws: int | None = None, tune: int | None = None,
+                         chains: int | None = None) -> None:
+    """Add ``--draws``, ``--tune`` and ``--chains`` with their limits (defaults: config)."""
+    from ..config import defaults
+
+    draws = defaults.draws if draws is None else draws
+    tune = defaults.tune if tune is None else tune
+    chains = defaults.chains if chains is None else chains
     parser.add_argument("--draws", type=int_range(1, MAX_DRAWS, "draws"), default=draws,
                         help=f"posterior draws per chain, 1 to {MAX_DRAWS:,} (default {draws})")
     parser.add_argument("--tune", type=int_range(1, MAX_DRAWS, "tune"), default=tune,

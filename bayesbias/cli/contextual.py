@@ -100,9 +100,10 @@ def register(sub) -> None:
                    help="also fit the context model (models/contextual/context.toml) and print its "
                         "intervals per connection")
     p.add_argument("--model", default="context", help="context model spec (name or TOML)")
-    p.add_argument("--fit-draws", type=positive_int, default=1000,
+    p.add_argument("--fit-draws", type=positive_int, default=defaults.draws,
                    help="posterior draws per chain (default %(default)s)")
-    p.add_argument("--chains", type=positive_int, default=4)
+    p.add_argument("--chains", type=positive_int, default=defaults.chains,
+                   help="chains (default %(default)s)")
     p.add_argument("--ci-prob", type=probability, default=None)
     add_json(p)
     p.set_defaults(run=run_contexts)

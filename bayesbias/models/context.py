@@ -146,8 +146,9 @@ class ContextFit:
         return "\n".join(lines)
 
 
-def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int = 1000,
-                      tune: int = 1000, chains: int = 4, seed: int | None = None,
+def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None = None,
+                      tune: int | None = None, chains: int | None = None,
+                      seed: int | None = None,
                       ci_prob: float | None = None, ci_kind: str | None = None,
                       progressbar: bool = False) -> ContextFit:
     """Fit the context model to a distance table with a ``context`` column.
@@ -178,6 +179,9 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int = 1000,
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
     seed = defaults.seed if seed is None else int(seed)
+    draws = defaults.draws if draws is None else int(draws)
+    tune = defaults.tune if tune is None else int(tune)
+    chains = defaults.chains if chains is None else int(chains)
     cells = context_cells(table)
     present = [c for c in CONNECTIONS if (cells["c"] == c).any()]
     words = sorted(cells["w"].unique())

@@ -41,9 +41,9 @@ class ReportSettings:
     model: str = "hierarchical"
     ci_prob: float = field(default_factory=lambda: defaults.ci_prob)
     ci_kind: str = field(default_factory=lambda: defaults.ci_kind)
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
+    draws: int = field(default_factory=lambda: defaults.draws)
+    tune: int = field(default_factory=lambda: defaults.tune)
+    chains: int = field(default_factory=lambda: defaults.chains)
     seed: int = field(default_factory=lambda: defaults.seed)
     sampler: str = "auto"
     target_accept: float = 0.8
