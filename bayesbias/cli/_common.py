@@ -233,6 +233,19 @@ def to_jsonable(obj):
     return obj
 
 
+def write_study_outputs(args, result, payload: dict, lines: list[str], indent=None) -> None:
+    """Write ``--plot`` (the figure) and ``-o`` (`payload` as JSON); note each in `lines`."""
+    if args.plot:
+        result.plot(args.plot)
+        lines.append(f"wrote {args.plot}")
+    if args.output:
+        from .._atomic import atomic_path
+
+        with atomic_path(args.output, suffix=".json") as tmp:
+            tmp.write_text(json.dumps(to_jsonable(payload), indent=indent))
+        lines.append(f"wrote {args.output}")
+
+
 def emit(args, payload: dict, text: str) -> None:
     """Print `payload` as JSON if ``--json`` was given, else `text`."""
     if getattr(args, "json", False):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from ..config import defaults
-from ._common import add_json, add_parser, add_seed, emit, positive_int
+from ._common import add_json, add_parser, add_seed, emit, positive_int, write_study_outputs
 
 DESCRIPTION = """\
 Simulation-based calibration (Talts et al. 2018): draw every parameter from the spec's
@@ -53,9 +51,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Run ``bayesbias calibrate``; return the exit code."""
-    from .._atomic import atomic_path, check_output
+    from .._atomic import check_output
     from ..studies.calibration import sbc
-    from ._common import to_jsonable
 
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):
         if path:
@@ -67,13 +64,7 @@ def run(args) -> int:
     lines = [str(result)]
     if not result.complete:
         lines.append("interrupted: the tests use the replications that finished")
-    if args.plot:
-        result.plot(args.plot)
-        lines.append(f"wrote {args.plot}")
-    if args.output:
-        with atomic_path(args.output, suffix=".json") as tmp:
-            tmp.write_text(json.dumps(to_jsonable(payload)))
-        lines.append(f"wrote {args.output}")
+    write_study_outputs(args, result, payload, lines)
     emit(args, {k: v for k, v in payload.items() if k != "ranks"} if not args.output
          else payload, "\n".join(lines))
     return 0 if result.complete else 130

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from .._atomic import atomic_path
 from ..config import defaults
 from ..errors import InputDataError
-from ._common import add_json, add_parser, add_seed, emit, positive_int, probability
+from ._common import (
+    add_json,
+    add_parser,
+    add_seed,
+    emit,
+    positive_int,
+    probability,
+    write_study_outputs,
+)
 
 DESCRIPTION = """\
 Plan a study from a pilot. The pilot (a distance table, an embedding plus a word list, or a
@@ -150,14 +156,6 @@ def run(args) -> int:
     lines = [str(result), "", found]
     if not result.complete:
         lines.append("interrupted: the table shows the replications that finished")
-    if args.plot:
-        result.plot(args.plot)
-        lines.append(f"wrote {args.plot}")
-    if args.output:
-        from ._common import to_jsonable
-
-        with atomic_path(args.output, suffix=".json") as tmp:
-            tmp.write_text(json.dumps(to_jsonable(payload), indent=2))
-        lines.append(f"wrote {args.output}")
+    write_study_outputs(args, result, payload, lines, indent=2)
     emit(args, payload, "\n".join(lines))
     return 0 if result.complete else 130
