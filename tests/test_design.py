@@ -19,21 +19,23 @@ def pilot():
 
 
 def _brute_force_mu_bar(n, ybar, ss, spec):
-    """Posterior mean and sd of mu_bar by a 3-d grid over (mu_bar, tau, sigma)."""
-    from scipy import stats
+    """Posterior mean and sd of mu_bar by a 3-d grid over (mu_bar, tau, sigma).
 
+    The densities are written out (Normal(1, 0.3), Exponential(mean 0.5) twice, the cell
+    means' Normal and the within-cell sum of squares), independently of the library.
+    """
     p = spec.priors
+    assert p["mu_bar"].dist == "Normal"
     mb = np.linspace(0.4, 1.4, 301)
     tau = np.linspace(1e-4, 1.2, 160)
     sig = np.linspace(0.05, 0.8, 120)
-    M, T, S = np.meshgrid(mb, tau, sig, indexing="ij")
-    lp = stats.norm.logpdf(M, 1.0, 0.3) + stats.expon.logpdf(T, scale=0.5) + \
-        stats.expon.logpdf(S, scale=0.5)
-    assert p["mu_bar"].dist == "Normal"
+    M, T, S = mb[:, None, None], tau[None, :, None], sig[None, None, :]
+    lp2 = -T / 0.5 - S / 0.5  # priors of tau and sigma, up to constants
+    lp = -0.5 * ((M - 1.0) / 0.3) ** 2 + lp2
     for k in range(n.size):
         v = T**2 + S**2 / n[k]
-        lp = lp + stats.norm.logpdf(ybar[k], M, np.sqrt(v)) - (n[k] - 1) * np.log(S) \
-            - ss[k] / (2 * S**2)
+        lp2 = -0.5 * np.log(v) - (n[k] - 1) * np.log(S) - ss[k] / (2 * S**2)
+        lp = lp - 0.5 * (ybar[k] - M) ** 2 / v + lp2
     w = np.exp(lp - lp.max())
     w /= w.sum()
     m = (w.sum((1, 2)) * mb).sum()
@@ -79,12 +81,12 @@ def test_pilot_reads_the_published_layout(pilot):
 
 def test_design_study_is_reproducible_and_sane(pilot):
     designs = designs_grid(3, [5, 20], [4], [20], [40])
-    a = run_design(pilot, designs, reps=40, chunk_size=10, seed=5, n_draws=500)
-    b = run_design(pilot, designs, reps=40, chunk_size=10, seed=5, n_draws=500)
+    a = run_design(pilot, designs, reps=20, chunk_size=10, seed=5, n_draws=500)
+    b = run_design(pilot, designs, reps=20, chunk_size=10, seed=5, n_draws=500)
     for v in a.raw.data_vars:
         np.testing.assert_array_equal(a.raw[v].values, b.raw[v].values)
     f = a.to_frame()
-    # more words, higher assurance (common truths across designs; 40 reps each)
+    # more words, higher assurance (common truths across designs; 20 reps each)
     assert f["associated - none"].iloc[1] >= f["associated - none"].iloc[0] - 0.1
     s = a.smallest(0.0, "associated - none")
     assert s["design"]["words"] == 5
@@ -93,6 +95,22 @@ def test_design_study_is_reproducible_and_sane(pilot):
         a.smallest(0.8, "nonsense")
 
 
+def test_null_sets_the_contrast_to_zero_in_every_truth(pilot):
+    """``null=`` reaches every simulated truth; the tests' p-values are probabilities.
+
+    (Their rejection rates under the null are the slow check below.)
+    """
+    r = run_design(pilot, [Design(5, 4, 20, 40)], reps=20, chunk_size=10, seed=9,
+                   null="associated - different", n_draws=100)
+    truth = r.raw["true_contrast"].isel(design=0)
+    assert (truth.sel(verdict="associated - different") == 0).all()
+    assert (truth.sel(verdict="associated - none") != 0).all()
+    for name in ("weat_p", "mac_p"):
+        p = r.raw[name].values
+        assert np.isfinite(p).all() and ((p > 0) & (p <= 1)).all()
+
+
+@pytest.mark.slow
 def test_null_rates_of_weat_and_mac_are_alpha(pilot):
     """With associated - different set to 0, WEAT's and MAC's rejection rates are <= alpha.
 
@@ -140,12 +158,12 @@ def test_cli_design_json(tmp_path, capsys):
 
     out = tmp_path / "d.json"
     code = main(["--quiet", "design", "--distances", "published:religion:reddit", "--words",
-                 "5,10", "--human", "20", "--none", "40", "--reps", "20", "-o", str(out),
+                 "5,10", "--human", "20", "--none", "40", "--reps", "10", "-o", str(out),
                  "--plot", str(tmp_path / "d.png"), "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert len(data["designs"]) == 2 and data["smallest"]["verdict"] == "associated - human"
-    assert json.loads(out.read_text())["settings"]["reps"] == 20
+    assert json.loads(out.read_text())["settings"]["reps"] == 10
     assert (tmp_path / "d.png").stat().st_size > 1000
 
 
