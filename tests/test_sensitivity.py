@@ -1,6 +1,7 @@
 """Sensitivity of the verdicts: exact leave-one-word-out and resampled-list refits."""
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +15,17 @@ from bayesbias.studies.sensitivity import sensitivity
 
 @pytest.fixture(scope="module")
 def table():
-    return published_table("religion", "reddit")
+    """The published religion / Reddit table with 30 of its human and none attributes each.
+
+    15 protected words, the 11 stereotypes and 60 control attributes: the same layout with a
+    quarter of the leave-one-out refits.
+    """
+    full = published_table("religion", "reddit")
+    keep = set()
+    for conn, words in full.groupby("connection")["attribute"]:
+        words = sorted(words.unique())
+        keep |= set(words if conn in ("associated", "different") else words[:30])
+    return full.loc[full["attribute"].isin(keep)].reset_index(drop=True)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +54,7 @@ def test_leave_one_out_equals_a_refit_without_the_word(table, sens):
 def test_sensitivity_tables(sens):
     assert set(sens.baseline["contrast"]) >= {"associated - none", "associated - human"}
     loo = sens.leave_one_out
-    assert loo["word"].nunique() == 15 + 322
+    assert loo["word"].nunique() == 15 + 11 + 60
     assert set(loo["kind"]) == {"protected", "attribute"}
     top = sens.influential(5)
     assert len(top) == 5 and top.iloc[:, 3:6].abs().max(axis=1).is_monotonic_decreasing
@@ -77,11 +88,18 @@ def test_fit_sensitivity_refuses_before_sampling(capsys):
     assert "sensitivity" in capsys.readouterr().err
 
 
-def test_report_section(table, tmp_path):
+def test_report_section(table, tmp_path, monkeypatch):
+    from functools import partial
     from types import SimpleNamespace
 
     from bayesbias.report import Report, ReportSettings
     from bayesbias.studies.sensitivity import report_builder
+
+    module = sys.modules[report_builder.__module__]
+
+    # the builder's own call, with fewer resamples and draws than the report's defaults
+    monkeypatch.setattr(module, "sensitivity", partial(sensitivity, n_resamples=20,
+                                                       n_draws=500))
 
     report = Report("t", "intro")
     settings = ReportSettings(distances=("published:religion:reddit",), sensitivity=True)
