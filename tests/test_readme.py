@@ -6,8 +6,10 @@ order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec
 ``my_topic.toml``, ``my_table.csv``, ``scores.csv``) were made from shipped data. Lines of
 commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the slow run
 (CI runs it too), as are lines with a sentence encoder (skipped when the optional
-``[contextual]`` extra is not installed); the others in the default run. The Python snippet
-runs in the slow run.
+``[contextual]`` extra is not installed); the others in the default run. The default run
+calls :func:`bayesbias.cli.main` in-process (what the console script calls after its
+signal set-up), except the lines of :data:`AS_SCRIPT`, which run as the installed console
+script like every slow line. The Python snippet runs in the slow run.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import shlex
 from pathlib import Path
 
 import pytest
-from hostile import run_cli
+from hostile import run_cli, run_main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "metric", "classifier", "design",
                  "calibrate"}
+#: Commands whose default-run README lines run as the installed console script.
+AS_SCRIPT = {"wordlists"}
 
 
 def _blocks(lang: str) -> list[str]:
@@ -42,9 +46,12 @@ def readme_commands() -> list[list[str]]:
     return out
 
 
+def _command(args) -> str:
+    return next((a for a in args if not a.startswith("-")), "")
+
+
 def _slow(args) -> bool:
-    command = next((a for a in args if not a.startswith("-")), "")
-    return ((command in SLOW_COMMANDS or "--encoder" in args)
+    return ((_command(args) in SLOW_COMMANDS or "--encoder" in args)
             and "--show-model" not in args)
 
 
@@ -89,6 +96,7 @@ def workdir(tmp_path_factory):
 def test_readme_has_commands():
     assert len(COMMANDS) >= 10
     assert any(_slow(a) for a in COMMANDS) and any(not _slow(a) for a in COMMANDS)
+    assert any(_command(a) in AS_SCRIPT and not _slow(a) for a in COMMANDS)
 
 
 #: Options whose README lines need an optional extra: option -> (module, extra).
@@ -106,8 +114,15 @@ def _run(workdir, i):
 
 
 @pytest.mark.parametrize("i", _params(slow=False))
-def test_readme_command(workdir, i):
-    _run(workdir, i)
+def test_readme_command(workdir, i, capsys, monkeypatch):
+    args = COMMANDS[i]
+    if _command(args) in AS_SCRIPT:
+        _run(workdir, i)
+        return
+    monkeypatch.chdir(workdir)
+    code, _, err = run_main(capsys, args)
+    assert code == 0, f"bayesbias {' '.join(args)}\n{err[-3000:]}"
+    assert "Traceback" not in err
 
 
 @pytest.mark.slow
