@@ -475,10 +475,10 @@ def test_full_word2vec_model_file_with_trust(tmp_path):
 
 @pytest.mark.parametrize("binary", [False, True])
 def test_streaming_memory_grows_with_kept_words_not_file(tmp_path, binary):
-    """Python allocations while keeping 100 of 100,000 words stay far below the file size."""
+    """Python allocations while keeping 100 of 25,000 words stay far below the file size."""
     import tracemalloc
 
-    n, dim = 100_000, 32
+    n, dim = 25_000, 136  # long rows: the same file size with fewer words to step over
     vec = np.linspace(-1, 1, dim, dtype=np.float32)
     path = tmp_path / "big"
     with open(path, "wb") as out:  # same vector for every word: only the size matters here
@@ -486,7 +486,7 @@ def test_streaming_memory_grows_with_kept_words_not_file(tmp_path, binary):
         tail = (b" " + vec.tobytes() + b"\n") if binary else (
             " " + " ".join(map(str, vec.tolist())) + "\n").encode()
         out.write(b"".join(f"w{i}".encode() + tail for i in range(n)))
-    keep = [f"w{i}" for i in range(0, n, 1000)]
+    keep = [f"w{i}" for i in range(0, n, 250)]
     tracemalloc.start()
     try:
         emb = load_embedding(path, keep)
@@ -496,7 +496,7 @@ def test_streaming_memory_grows_with_kept_words_not_file(tmp_path, binary):
     assert len(emb) == 100 and emb.meta["file_vocabulary"] == n
     full_matrix = n * dim * 4
     # streaming holds one 256 KiB read buffer (a few while refilling) plus the kept rows,
-    # while the file is 14-23 MB and the full float32 matrix alone 12.8 MB
+    # while the file is 14-67 MB and the full float32 matrix alone 13.6 MB
     assert path.stat().st_size > 13e6
     assert peak < 3 * 2**20 and peak < 0.25 * full_matrix, peak
 
