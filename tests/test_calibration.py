@@ -7,14 +7,23 @@ from bayesbias.errors import InputDataError, ModelSpecError
 from bayesbias.studies.calibration import sbc
 
 
-def test_sbc_exact_runs_and_reports():
-    r = sbc("hierarchical", method="exact", reps=20, chunk_size=10, n_keep=49, seed=1)
-    assert r.ranks.shape == (20, 16)
+SMALL = dict(method="exact", reps=10, chunk_size=5, n_keep=49, seed=1)
+
+
+@pytest.fixture(scope="module")
+def exact():
+    """A small exact SBC run (10 replications in two chunks)."""
+    return sbc("hierarchical", **SMALL)
+
+
+def test_sbc_exact_runs_and_reports(exact):
+    r = exact
+    assert r.ranks.shape == (10, 16)
     assert int(r.ranks.max()) <= 49 and int(r.ranks.min()) >= 0
     u = r.uniformity()
     assert set(u["quantity"]) >= {"contrast[associated - human]", "tau[none]"}
     assert "SBC of 'hierarchical'" in str(r)
-    again = sbc("hierarchical", method="exact", reps=20, chunk_size=10, n_keep=49, seed=1)
+    again = sbc("hierarchical", **SMALL)
     np.testing.assert_array_equal(r.ranks.values, again.ranks.values)
 
 
@@ -25,10 +34,11 @@ def test_sbc_validates():
         sbc("hierarchical", method="exact", reps=2, shape="huge")
 
 
-def test_uniformity_test_detects_miscalibration():
-    r = sbc("hierarchical", method="exact", reps=20, chunk_size=10, n_keep=49, seed=1)
-    bad = r.ranks.copy(data=np.zeros_like(r.ranks.values))   # every rank 0: far too narrow
-    r.ranks = bad
+def test_uniformity_test_detects_miscalibration(exact):
+    import copy
+
+    r = copy.copy(exact)  # the fixture's ranks stay as they are
+    r.ranks = exact.ranks.copy(data=np.zeros_like(exact.ranks.values))  # all 0: too narrow
     assert r.uniformity().attrs["bonferroni_p"] < 1e-6
 
 
