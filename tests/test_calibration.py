@@ -6,13 +6,12 @@ import pytest
 from bayesbias.errors import InputDataError, ModelSpecError
 from bayesbias.studies.calibration import sbc
 
-
 SMALL = dict(method="exact", reps=10, chunk_size=5, n_keep=49, seed=1)
 
 
 @pytest.fixture(scope="module")
 def exact():
-    """A small exact SBC run (10 replications in two chunks)."""
+    """Run a small exact SBC (10 replications in two chunks)."""
     return sbc("hierarchical", **SMALL)
 
 

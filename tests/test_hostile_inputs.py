@@ -337,18 +337,19 @@ def test_table_suffix_honoured_or_refused(tmp_path, small_table, capsys, monkeyp
 
 
 # -- terminal escape codes -------------------------------------------------------------
-def test_escape_codes_printed_escaped(tmp_path):
+def test_escape_codes_printed_escaped(tmp_path, capsys, monkeypatch):
     evil = "\x1b[2J\x1b]0;pwned\x07"
     wl = tmp_path / f"list{evil[:4]}.toml"
     wl.write_text(f'name = "n{evil}"\n[classes.a]\nprotected_words = ["x{evil}"]\n'
                   '[classes.b]\nprotected_words = ["y"]\n'.replace("\x1b", "\\u001b")
                   .replace("\x07", "\\u0007"))
-    res = run_cli(["wordlists", wl], cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
-    assert "\x1b" not in res.stdout and "\x07" not in res.stdout
-    assert "\\x1b" in res.stdout
-    res = run_cli(["distances", "--embedding", tmp_path / f"no{evil}.txt"], cwd=tmp_path)
-    assert res.returncode == 2 and "\x1b" not in res.stderr and "\\x1b" in res.stderr
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(capsys, ["wordlists", wl])
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b" in out
+    code, _, err = run_main(capsys, ["distances", "--embedding", tmp_path / f"no{evil}.txt"])
+    assert code == 2 and "\x1b" not in err and "\\x1b" in err
 
 
 def test_embedding_is_a_dataclass_not_a_file():

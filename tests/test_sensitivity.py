@@ -15,7 +15,7 @@ from bayesbias.studies.sensitivity import sensitivity
 
 @pytest.fixture(scope="module")
 def table():
-    """The published religion / Reddit table with 30 of its human and none attributes each.
+    """Slice the published religion / Reddit table: 30 human and 30 none attributes.
 
     15 protected words, the 11 stereotypes and 60 control attributes: the same layout with a
     quarter of the leave-one-out refits.
