@@ -1,4 +1,4 @@
-"""Shared fixtures: one small real fit per session.
+"""Shared fixtures: one small real fit per session; how pytest-xdist spreads the tests.
 
 The default sampler compiles nothing per table (a cached numba kernel, loaded once per
 process); model tests that need the PyMC/PyTensor path build one small model each.
@@ -7,6 +7,22 @@ process); model tests that need the PyMC/PyTensor path build one small model eac
 import warnings
 
 import pytest
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Spread single tests over the workers when slow tests are selected (``-m slow``).
+
+    The default run keeps pyproject's ``--dist loadscope`` (a module's tests on one worker,
+    its module fixtures built once). The slow run is a few dozen independent long tests
+    (README lines, notebooks, coverage studies), 2-4 minutes each, that would otherwise
+    queue behind one another on one worker: work stealing balances them.
+    """
+    if config.getoption("dist", None) != "loadscope" or \
+            config.getoption("markexpr", "") == "not slow":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
