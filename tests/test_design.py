@@ -80,7 +80,7 @@ def test_pilot_reads_the_published_layout(pilot):
 
 
 def test_design_study_is_reproducible_and_sane(pilot):
-    designs = designs_grid(3, [5, 20], [4], [20], [40])
+    designs = designs_grid(3, [5, 10], [4], [20], [40])
     a = run_design(pilot, designs, reps=20, chunk_size=10, seed=5, n_draws=500)
     b = run_design(pilot, designs, reps=20, chunk_size=10, seed=5, n_draws=500)
     for v in a.raw.data_vars:
