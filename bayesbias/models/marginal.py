@@ -10,7 +10,9 @@ within-cell sum of squares ss have the exact marginal log-density
 (the cell mean is ``Normal(M, sqrt(V))`` and ss depends on S alone). NUTS samples only the
 hyperparameters (about 12, no funnel); afterwards every ``mu[u, c]`` is drawn from its
 Normal conditional (precision ``1/T^2 + n/S^2``), so the joint draws have exactly the
-posterior of the full model. A family opts in by defining ``marginal_blocks(spec)``.
+posterior of the full model. A family opts in by defining ``marginal_blocks(spec)``, or,
+when its cell means are not independent given a few parameters (the additive family), by
+defining ``marginal_kernel(spec, cells)`` returning a :class:`Kernel`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..config import CONNECTIONS
 from ..progress import progress
 from .cells import Cells
 
-__all__ = ["Block", "supports", "sample_marginal", "conditional_cell_means"]
+__all__ = ["Block", "Kernel", "supports", "sample_marginal", "conditional_cell_means"]
 
 _NC = len(CONNECTIONS)
 
@@ -45,16 +47,42 @@ class Block:
     per_connection: bool = True
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """What nutpie samples for one fit, and how the integrated-out parameters come back.
+
+    ``names``, ``shapes``, ``dims``: the sampled (constrained) variables; ``data``: the flat
+    array the C functions ``logp`` and ``expand`` read (``logp(dim, x, grad, logp, data)``,
+    ``expand(dim, expanded, x, out, data)``, numba cfuncs); ``init(rng)``: a start on the
+    unconstrained scale; ``complete(raw, rng)``: from the sampled draws (name -> array with
+    leading chain, draw) the remaining posterior variables, name -> (dims, array), in
+    posterior order, with ``mu`` last.
+    """
+
+    names: list
+    shapes: list
+    dims: dict
+    data: np.ndarray
+    logp: object
+    expand: object
+    init: object
+    complete: object
+    adaptation: str = "diag"
+
+
 def supports(spec) -> bool:
     """Whether `spec`'s family can be sampled with the cell means integrated out."""
     from .families import family_module
 
-    fn = getattr(family_module(spec.family), "marginal_blocks", None)
+    mod = family_module(spec.family)
+    if getattr(mod, "marginal_kernel", None) is not None:
+        return True
+    fn = getattr(mod, "marginal_blocks", None)
     return fn is not None and fn(spec) is not None
 
 
 def _layout(spec):
-    from ._kernel import CODES
+    from ._priors import CODES
     from .families import family_module
 
     mod = family_module(spec.family)
@@ -160,9 +188,8 @@ _TEMPLATE = ("{% for chain in chains %}{{ chain.finished_draws }}/{{ chain.total
              "{% if not loop.last %}, {% endif %}{% endfor %}")
 
 
-def _compiled_model(names, shapes, dims, data: np.ndarray, init_fn, label: str,
-                    every_ms: int = 2000):
-    """Return a nutpie model calling the cached C functions of :mod:`._kernel` (no Python per step).
+def _compiled_model(kernel: Kernel, init_fn, label: str, every_ms: int = 2000):
+    """Return a nutpie model calling `kernel`'s cached C functions (no Python per step).
 
     Progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
     """
@@ -171,8 +198,8 @@ def _compiled_model(names, shapes, dims, data: np.ndarray, init_fn, label: str,
     from nutpie import _lib
     from nutpie.sample import CompiledModel
 
-    from ._kernel import expand_cfunc, logp_cfunc
-
+    names, shapes, dims, data = kernel.names, kernel.shapes, kernel.dims, kernel.data
+    logp_cfunc, expand_cfunc = kernel.logp, kernel.expand
     k = data.size and int(data[0])
     t0 = time.perf_counter()
 
@@ -212,6 +239,35 @@ def _compiled_model(names, shapes, dims, data: np.ndarray, init_fn, label: str,
     return _Model(dims=dims)
 
 
+def _blocks_kernel(spec, cells: Cells) -> Kernel:
+    """The :class:`Kernel` of a family defined by ``marginal_blocks`` (:mod:`._kernel`)."""
+    from . import _kernel
+    from .families import family_module
+
+    mod = family_module(spec.family)
+    blocks, priors, maps, offsets, _ = _layout(spec)
+    _, fixed = mod.marginal_blocks(spec)
+    names = [b.name for b in blocks]
+
+    def complete(raw, rng):
+        shape = raw[names[0]].shape[:2]
+        m, t, s = _mts(blocks, fixed, raw, shape)
+        out = {b.name: (("chain", "draw", "connection") if b.per_connection
+                        else ("chain", "draw"), raw[b.name]) for b in blocks}
+        for name, da in mod.derived(raw, m).items():
+            out[name] = ("chain", "draw", "connection"), da
+        out["mu"] = ("chain", "draw", cells.unit_dim, "connection"), \
+            conditional_cell_means(m, t, s, cells, rng)
+        return out
+
+    return Kernel(names=names, shapes=[(_NC,) if b.per_connection else () for b in blocks],
+                  dims={b.name: ("connection",) for b in blocks if b.per_connection},
+                  data=_kernel.pack(priors, maps, offsets, _cell_array(cells)),
+                  logp=_kernel.logp_cfunc, expand=_kernel.expand_cfunc,
+                  init=lambda rng: _initial(blocks, cells, rng), complete=complete,
+                  adaptation=getattr(mod, "ADAPTATION", "diag"))
+
+
 def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, cores: int,
                     seed: int, target_accept: float = 0.8) -> xr.DataTree:
     """Sample `spec` on `cells` with nutpie on the cell-marginal density.
@@ -224,40 +280,26 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     from .families import family_module
 
     mod = family_module(spec.family)
-    blocks, priors, maps, offsets, _ = _layout(spec)
-    _, fixed = mod.marginal_blocks(spec)
-    from ._kernel import pack
-
-    data = pack(priors, maps, offsets, _cell_array(cells))
-    names = [b.name for b in blocks]
-    shapes = [(_NC,) if b.per_connection else () for b in blocks]
-    dims = {b.name: ("connection",) for b in blocks if b.per_connection}
+    make = getattr(mod, "marginal_kernel", None)
+    kernel = make(spec, cells) if make is not None else _blocks_kernel(spec, cells)
 
     def make_init(s):
-        return _initial(blocks, cells, np.random.default_rng([seed, int(s) % (2**63)]))
+        return kernel.init(np.random.default_rng([seed, int(s) % (2**63)]))
 
-    model = _compiled_model(names, shapes, dims, data, make_init, f"sampling {spec.name}")
+    model = _compiled_model(kernel, make_init, f"sampling {spec.name}")
     t0 = time.perf_counter()
     tree = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
                          seed=seed, save_warmup=False, progress_bar=True,
-                         target_accept=target_accept,
-                         adaptation=getattr(mod, "ADAPTATION", "diag"))
+                         target_accept=target_accept, adaptation=kernel.adaptation)
     sampling_time = time.perf_counter() - t0
     post = tree.posterior.to_dataset()
-    shape = (post.sizes["chain"], post.sizes["draw"])
-    raw = {n: post[n].transpose("chain", "draw", ...).values for n in names}
-    m, t, s = _mts(blocks, fixed, raw, shape)
+    raw = {n: post[n].transpose("chain", "draw", ...).values for n in kernel.names}
     rng = np.random.default_rng([seed, 20240101])
-    mu = conditional_cell_means(m, t, s, cells, rng)
     unit = cells.unit_dim
     out = xr.Dataset(coords={"chain": post["chain"].values, "draw": post["draw"].values,
                              "connection": list(CONNECTIONS), unit: cells.units.tolist()})
-    for b in blocks:
-        out[b.name] = (("chain", "draw", "connection") if b.per_connection
-                       else ("chain", "draw")), raw[b.name]
-    for name, da in mod.derived(raw, m).items():
-        out[name] = ("chain", "draw", "connection"), da
-    out["mu"] = ("chain", "draw", unit, "connection"), mu
+    for name, (dims, values) in kernel.complete(raw, rng).items():
+        out[name] = dims, values
     out.attrs.update(sampling_time=sampling_time, marginal="cell means integrated out")
     res = xr.DataTree()
     res["posterior"] = xr.DataTree(out)
