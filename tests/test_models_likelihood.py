@@ -44,6 +44,7 @@ def test_numpy_cell_logp_equals_row_logp():
     ("hierarchical", {"level": "class"}),
     ("additive", {}),
     ("separate", {"residual_sd": "per_connection"}),
+    ("hierarchical_authors", {}),
 ])
 def test_sufficient_model_logp_equals_row_model_logp(model, overrides):
     """Same log-density (up to 1e-10 relative) at random points of each model variant."""
