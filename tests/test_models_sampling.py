@@ -46,9 +46,11 @@ def test_additive_samples_cleanly_and_recovers_contrasts(additive_pair):
 @pytest.mark.slow
 @pytest.mark.parametrize("residual_sd", ["single", "per_connection"])
 def test_additive_marginal_matches_the_pytensor_rotation(residual_sd):
-    """Same posterior as the PyTensor model on the exact rotation (marginal=False), within MC
-    error: posterior means differ by < 4.5 Monte Carlo standard errors of the difference and
-    sds by < 15%, for co, m, sigma, the contrasts and the cell means (4 chains x 1000 draws).
+    """Same posterior as the PyTensor model on the exact rotation (marginal=False).
+
+    Within MC error: posterior means differ by < 4.5 Monte Carlo standard errors of the
+    difference and sds by < 15%, for co, m, sigma, the contrasts and the cell means (4 chains x
+    1000 draws).
     """
     import arviz as az
 
@@ -100,8 +102,10 @@ def test_same_seed_same_draws_in_one_process(religion_fit):
 
 @pytest.mark.slow
 def test_fresh_processes_with_empty_compile_caches_give_identical_draws(tmp_path):
-    """Issue 10 §2: two new processes, each with its own empty numba and PyTensor caches
-    (hierarchical and additive fits)."""
+    """Issue 10 §2: two new processes, each with its own empty compile caches.
+
+    Numba, PyTensor and C kernel caches; hierarchical and additive fits.
+    """
     import os
     import subprocess
     import sys

@@ -20,6 +20,7 @@ import math
 import numba
 import numpy as np
 
+from ._native import pack_cells as pack
 from ._priors import CODES, LOG_2PI, _prior
 
 __all__ = ["CODES", "logp_grad", "pack", "logp_cfunc", "expand_cfunc"]
@@ -80,14 +81,6 @@ def logp_grad(x, priors, maps, offsets, cells):
         else:
             grad[j] = gv
     return lp, grad
-
-
-def pack(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,
-         cells: np.ndarray) -> np.ndarray:
-    """One flat float64 array holding everything :func:`logp_cfunc` reads."""
-    k, nc = priors.shape[0], cells.shape[1]
-    return np.ascontiguousarray(np.concatenate([
-        [float(k), float(nc)], priors.ravel(), maps.ravel(), offsets.ravel(), cells.ravel()]))
 
 
 @numba.njit(cache=True)

@@ -24,6 +24,7 @@ import math
 import numba
 import numpy as np
 
+from ._native import pack_additive as pack
 from ._priors import LOG_2PI, _prior
 
 __all__ = ["logp_grad", "pack", "logp_cfunc", "expand_cfunc"]
@@ -148,15 +149,6 @@ def logp_grad(x, priors, smap, mu0, s0, cells, n_u):
         lp += pl + x[j]  # prior and the log-Jacobian of v = exp(x)
         grad[j] = (grad[j] + pg) * v[j] + 1.0
     return lp, grad
-
-
-def pack(priors: np.ndarray, smap: np.ndarray, mu0: np.ndarray, s0: np.ndarray,
-         cells: np.ndarray, n_u: int) -> np.ndarray:
-    """One flat float64 array holding everything :func:`logp_cfunc` reads."""
-    k, ncell = priors.shape[0], cells.shape[1]
-    return np.ascontiguousarray(np.concatenate([
-        [float(k), float(ncell), float(n_u), float(smap.size)], priors.ravel(), smap,
-        mu0, s0, cells.ravel()]).astype(np.float64))
 
 
 @numba.njit(cache=True)

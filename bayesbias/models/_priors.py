@@ -8,10 +8,9 @@ import numba
 
 __all__ = ["CODES", "LOG_2PI"]
 
+from ._native import CODES  # noqa: F401 (re-exported)
+
 LOG_2PI = math.log(2.0 * math.pi)
-#: Distribution codes (see :data:`bayesbias.models.spec.DISTRIBUTIONS`).
-CODES = {"Normal": 0, "StudentT": 1, "Exponential": 2, "HalfNormal": 3, "HalfCauchy": 4,
-         "HalfStudentT": 5, "LogNormal": 6, "Gamma": 7}
 
 
 @numba.njit(cache=True, fastmath=False)

@@ -126,9 +126,8 @@ def _initial_sd(spec: ModelSpec, cells: Cells) -> np.ndarray:
 
 
 def marginal_kernel(spec: ModelSpec, cells: Cells):
-    """The sampler's :class:`~bayesbias.models.marginal.Kernel`: log residual sd(s) only."""
-    from . import _kernel_additive
-    from ._priors import CODES
+    """Return the sampler's :class:`~bayesbias.models.marginal.Kernel` (log residual sds only)."""
+    from ._native import CODES, entry_points, pack_additive
     from .marginal import Kernel
 
     per = spec.residual_sd == "per_connection"
@@ -140,7 +139,12 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
     smap = np.arange(n_c, dtype=float) if per else np.zeros(n_c)
     n_u = cells.units.size
     mu0, s0 = prior_moments(spec, n_u)
-    data = _kernel_additive.pack(priors.astype(float), smap, mu0, s0, _cell_array(cells), n_u)
+    data = pack_additive(priors.astype(float), smap, mu0, s0, _cell_array(cells), n_u)
+    native = entry_points("additive")
+    if native is None:
+        from . import _kernel_additive
+
+        native = _kernel_additive.logp_cfunc, _kernel_additive.expand_cfunc
     start = np.log(_initial_sd(spec, cells))
 
     def complete(raw, rng):
@@ -155,7 +159,7 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
 
     return Kernel(names=["sigma"], shapes=[(n_c,) if per else ()],
                   dims={"sigma": ("connection",)} if per else {}, data=data,
-                  logp=_kernel_additive.logp_cfunc, expand=_kernel_additive.expand_cfunc,
+                  logp=native[0], expand=native[1],
                   init=lambda rng: start + rng.uniform(-0.1, 0.1, start.size),
                   complete=complete)
 

@@ -82,7 +82,7 @@ def supports(spec) -> bool:
 
 
 def _layout(spec):
-    from ._priors import CODES
+    from ._native import CODES
     from .families import family_module
 
     mod = family_module(spec.family)
@@ -240,14 +240,20 @@ def _compiled_model(kernel: Kernel, init_fn, label: str, every_ms: int = 2000):
 
 
 def _blocks_kernel(spec, cells: Cells) -> Kernel:
-    """The :class:`Kernel` of a family defined by ``marginal_blocks`` (:mod:`._kernel`)."""
-    from . import _kernel
+    """Return the :class:`Kernel` of a family defined by ``marginal_blocks``."""
+    from ._native import entry_points, pack_cells
     from .families import family_module
 
     mod = family_module(spec.family)
     blocks, priors, maps, offsets, _ = _layout(spec)
     _, fixed = mod.marginal_blocks(spec)
     names = [b.name for b in blocks]
+    native = entry_points("cell")
+    if native is None:
+        from . import _kernel
+
+        native = _kernel.logp_cfunc, _kernel.expand_cfunc
+    logp, expand = native
 
     def complete(raw, rng):
         shape = raw[names[0]].shape[:2]
@@ -262,8 +268,8 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
 
     return Kernel(names=names, shapes=[(_NC,) if b.per_connection else () for b in blocks],
                   dims={b.name: ("connection",) for b in blocks if b.per_connection},
-                  data=_kernel.pack(priors, maps, offsets, _cell_array(cells)),
-                  logp=_kernel.logp_cfunc, expand=_kernel.expand_cfunc,
+                  data=pack_cells(priors, maps, offsets, _cell_array(cells)),
+                  logp=logp, expand=expand,
                   init=lambda rng: _initial(blocks, cells, rng), complete=complete,
                   adaptation=getattr(mod, "ADAPTATION", "diag"))
 
