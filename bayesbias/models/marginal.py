@@ -188,55 +188,163 @@ _TEMPLATE = ("{% for chain in chains %}{{ chain.finished_draws }}/{{ chain.total
              "{% if not loop.last %}, {% endif %}{% endfor %}")
 
 
-def _compiled_model(kernel: Kernel, init_fn, label: str, every_ms: int = 2000):
-    """Return a nutpie model calling `kernel`'s cached C functions (no Python per step).
+def nutpie_lib():
+    """Return nutpie's compiled core (``nutpie._lib``) without importing the ``nutpie`` package.
 
-    Progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
+    The package's ``__init__`` imports ArviZ (with arviz-plots and matplotlib), numba and
+    PyArrow's pandas glue for its high-level wrapper: about 3 s per process that the
+    cell-marginal sampler, which drives the core directly, does not need.
     """
-    import dataclasses
+    import importlib.machinery
+    import importlib.util
+    import sys
+    from pathlib import Path
 
-    from nutpie import _lib
-    from nutpie.sample import CompiledModel
+    lib = sys.modules.get("nutpie._lib")
+    if lib is not None:
+        return lib
+    pkg = importlib.util.find_spec("nutpie")  # locates the package without running it
+    if pkg is None or not pkg.submodule_search_locations:
+        raise ImportError("nutpie is not installed")
+    for folder in pkg.submodule_search_locations:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"_lib{suffix}"
+            if path.is_file():
+                loader = importlib.machinery.ExtensionFileLoader("nutpie._lib", str(path))
+                spec = importlib.util.spec_from_file_location("nutpie._lib", path,
+                                                              loader=loader)
+                lib = importlib.util.module_from_spec(spec)
+                loader.exec_module(lib)
+                sys.modules["nutpie._lib"] = lib  # a later `import nutpie` reuses it
+                return lib
+    raise ImportError("nutpie's compiled core (nutpie/_lib) was not found")
 
-    names, shapes, dims, data = kernel.names, kernel.shapes, kernel.dims, kernel.data
-    logp_cfunc, expand_cfunc = kernel.logp, kernel.expand
-    k = data.size and int(data[0])
+
+#: Sampler statistics nutpie leaves out unless the matching setting is on (as nutpie does).
+_SKIPPED_STATS = {
+    "store_gradient": ("gradient",),
+    "store_unconstrained": ("unconstrained_draw",),
+    "adapt_options.mass_matrix_options.store_mass_matrix": (
+        "mass_matrix_inv", "mass_matrix_eigvals", "mass_matrix_stds"),
+    "store_divergences": ("divergence_start", "divergence_end", "divergence_momentum",
+                          "divergence_start_gradient"),
+    "store_transformed": ("transformed_position", "transformed_gradient",
+                          "transformation_mu"),
+}
+
+
+def _arrow_columns(batches, skip=()) -> tuple[dict, dict]:
+    """Per-chain arrow record batches -> name -> (chain, draw, ...) arrays and item dims.
+
+    Rows with ``tuning`` set (in `batches`' companion stats) are dropped by the caller.
+    """
+    import pyarrow
+
+    out, dims = {}, {}
+    n_chains = len(batches)
+    length = max(b.num_rows for b in batches)
+    for chain, batch in enumerate(batches):
+        for name in batch.column_names:
+            if name in skip or name in ("chain", "draw"):  # indices, not variables
+                continue
+            col = batch.column(name)
+            meta = col.field.metadata or {}
+            item_dims = meta.get(b"dims", b"").decode()
+            item_shape = [int(v) for v in meta.get(b"shape", b"").decode().split(",") if v]
+            col = pyarrow.array(col)
+            is_null = col.is_null()
+            if hasattr(col, "flatten"):
+                col = col.flatten()
+            dtype = col.type.to_pandas_dtype()
+            if name not in out:
+                shape = [n_chains, length, *item_shape]
+                if dtype in (np.float64, np.float32):
+                    out[name] = np.full(shape, np.nan, dtype=dtype)
+                elif dtype == np.dtype("O"):
+                    out[name] = np.full(shape, None, dtype=dtype)
+                else:
+                    out[name] = np.zeros(shape, dtype=dtype)
+                dims[name] = item_dims.split(",") if item_dims else []
+            values = col.to_numpy(False)
+            rows = batch.num_rows
+            if is_null.sum() == 0:
+                out[name][chain, :rows] = values.reshape((rows, *item_shape))
+            else:
+                mask = is_null.to_numpy(False)
+                if values.shape[0] == rows:
+                    values = values[~mask]
+                out[name][chain, :rows][~mask] = values.reshape(((~mask).sum(), *item_shape))
+    return out, dims
+
+
+def _dataset(values: dict, dims: dict, chains: int, draws: int) -> xr.Dataset:
+    """Name -> (chain, draw, ...) arrays as a Dataset (ArviZ's default names for other dims)."""
+    out = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})
+    for name, arr in values.items():
+        extra = list(dims.get(name) or [f"{name}_dim_{i}" for i in range(arr.ndim - 2)])
+        out[name] = ("chain", "draw", *extra), arr
+    if "connection" in out.dims:
+        out = out.assign_coords(connection=list(CONNECTIONS))
+    return out
+
+
+def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chains: int,
+                cores: int, seed: int, target_accept: float,
+                every_ms: int = 2000) -> tuple[xr.Dataset, xr.Dataset]:
+    """NUTS on `kernel` through nutpie's core: ``(posterior, sample_stats)`` without warmup.
+
+    The settings, seeding and trace conversion are those of ``nutpie.sample`` (same draws);
+    progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
+    """
+    lib = nutpie_lib()
+    data = kernel.data
+    k = int(data[0])
     t0 = time.perf_counter()
 
     def report(formatted):
         progress.info("%s: draws per chain %s (incl. tuning), %.1f s", label, formatted,
                       time.perf_counter() - t0)
 
-    @dataclasses.dataclass(frozen=True)
-    class _Model(CompiledModel):
-        def _make_model(self, init_mean):
-            logp = _lib.LogpFunc(logp_cfunc.address, data.ctypes.data, data)
-            expand = _lib.ExpandFunc(k, k, expand_cfunc.address, data.ctypes.data, data)
-            coords = {"connection": list(CONNECTIONS)}
-            variables = _lib.PyVariable.new_variables(
-                names, ["float64"] * len(names), shapes, {"connection": _NC}, dims)
-            return _lib.PyMcModel(logp, expand, variables, k, {"connection": _NC}, coords,
-                                  init_fn, None)
+    logp = lib.LogpFunc(kernel.logp.address, data.ctypes.data, data)
+    expand = lib.ExpandFunc(k, k, kernel.expand.address, data.ctypes.data, data)
+    variables = lib.PyVariable.new_variables(kernel.names, ["float64"] * len(kernel.names),
+                                             kernel.shapes, {"connection": _NC}, kernel.dims)
+    model = lib.PyMcModel(logp, expand, variables, k, {"connection": _NC},
+                          {"connection": list(CONNECTIONS)}, init_fn, None)
+    make = lib.PyNutsSettings.LowRank if kernel.adaptation == "low_rank" else \
+        lib.PyNutsSettings.Diag
+    settings = make(seed)
+    settings.update({"target_accept": target_accept, "num_tune": tune, "num_draws": draws,
+                     "num_chains": chains})
+    ptype = lib.ProgressType.template_callback(every_ms, _TEMPLATE, cores, report)
+    sampler = lib.PySampler.from_pymc(settings, cores, model, ptype, None, 100,
+                                      lib.PyStorage.arrow())
+    try:
+        sampler.wait(None)
+    except BaseException:
+        sampler.abort()
+        raise
+    draw_batches, stat_batches = sampler.take_results().get_arrow_trace()
+    opts = settings.as_dict()["settings"]
 
-        def _make_sampler(self, settings, init_mean, cores, progress_type, extra_callback,
-                          extra_callback_rate, store):
-            ptype = _lib.ProgressType.template_callback(every_ms, _TEMPLATE, cores, report)
-            return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean),
-                                            ptype, extra_callback, extra_callback_rate, store)
+    skip = [v for key, names in _SKIPPED_STATS.items() if not _nested(opts, key)
+            for v in names]
+    n_tune = [int(s.column("tuning").to_numpy().sum()) for s in stat_batches]
+    post = [b.slice(t, b.num_rows - t) for b, t in zip(draw_batches, n_tune, strict=True)]
+    stats = [b.slice(t, b.num_rows - t) for b, t in zip(stat_batches, n_tune, strict=True)]
+    n_draws = max(b.num_rows for b in post)
+    values, dims = _arrow_columns(post)
+    stat_values, stat_dims = _arrow_columns(stats, skip)
+    return (_dataset(values, dims, chains, n_draws),
+            _dataset(stat_values, stat_dims, chains, n_draws))
 
-        @property
-        def n_dim(self):
-            return k
 
-        @property
-        def shapes(self):
-            return dict(zip(names, shapes, strict=True))
-
-        @property
-        def coords(self):
-            return {"connection": list(CONNECTIONS)}
-
-    return _Model(dims=dims)
+def _nested(settings: dict, name: str):
+    for part in name.split("."):
+        if not isinstance(settings, dict) or part not in settings:
+            return False
+        settings = settings[part]
+    return settings
 
 
 def _blocks_kernel(spec, cells: Cells) -> Kernel:
@@ -281,8 +389,6 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     Returns a DataTree with ``posterior`` (the family's parameters, derived group means and
     the cell means ``mu``) and nutpie's ``sample_stats``.
     """
-    import nutpie
-
     from .families import family_module
 
     mod = family_module(spec.family)
@@ -292,13 +398,10 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     def make_init(s):
         return kernel.init(np.random.default_rng([seed, int(s) % (2**63)]))
 
-    model = _compiled_model(kernel, make_init, f"sampling {spec.name}")
     t0 = time.perf_counter()
-    tree = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
-                         seed=seed, save_warmup=False, progress_bar=True,
-                         target_accept=target_accept, adaptation=kernel.adaptation)
+    post, stats = _run_nutpie(kernel, make_init, f"sampling {spec.name}", draws, max(tune, 1),
+                              chains, cores, seed, target_accept)
     sampling_time = time.perf_counter() - t0
-    post = tree.posterior.to_dataset()
     raw = {n: post[n].transpose("chain", "draw", ...).values for n in kernel.names}
     rng = np.random.default_rng([seed, 20240101])
     unit = cells.unit_dim
@@ -309,5 +412,5 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     out.attrs.update(sampling_time=sampling_time, marginal="cell means integrated out")
     res = xr.DataTree()
     res["posterior"] = xr.DataTree(out)
-    res["sample_stats"] = xr.DataTree(tree.sample_stats.to_dataset())
+    res["sample_stats"] = xr.DataTree(stats)
     return res
