@@ -7,9 +7,9 @@ Measured in the same run, in fresh processes, for this tree's HEAD and a baselin
   three word lists, on the shipped published tables): cold (empty PyTensor and numba
   compile caches, new process) and warm (same caches, new process);
 - ``bayesbias fit --distances published:religion:reddit`` cold and warm;
-- hierarchical fits on 5k to 5M simulated rows (sufficient statistics, in one process, so
-  the first size includes compiling), the additive model on 5k rows (per-connection and
-  single residual sd) and saving one fit to netCDF;
+- hierarchical and additive fits on 5k to 5M simulated rows (sufficient statistics, in one
+  process, so the first size includes compiling), the additive model on another 5k-row table
+  (per-connection and single residual sd) and saving one fit to netCDF;
 - quality of today's code: min bulk/tail ESS of group means, contrasts and per-word means,
   max r-hat and divergences on the shipped reddit tables, and the largest difference of its
   group means from the baseline's.
@@ -49,6 +49,10 @@ for rows in sizes:
     t0 = time.perf_counter()
     fit = fit_model(table, "hierarchical", seed=1)
     out.append({"what": f"hierarchical {len(table):,} rows", "s": time.perf_counter() - t0,
+                "min_ess_bulk": float(fit.diagnostics().table["ess_bulk"].min())})
+    t0 = time.perf_counter()
+    fit = fit_model(table, "additive", seed=1)
+    out.append({"what": f"additive {len(table):,} rows", "s": time.perf_counter() - t0,
                 "min_ess_bulk": float(fit.diagnostics().table["ess_bulk"].min())})
 for sd in ("single", "per_connection"):
     table, _ = simulate_table("additive", seed=4, words_per_class=5, n_human=40, n_none=120,
