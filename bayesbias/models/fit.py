@@ -686,10 +686,10 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
     sampler : {"auto", "nutpie", "pymc"}
         ``"auto"`` uses nutpie when installed, PyMC's NUTS otherwise.
     marginal : bool, optional
-        Sample with the per-unit cell means integrated out exactly and draw them afterwards
-        from their exact conditional (same posterior, ~12 parameters, no funnel, nothing to
-        compile per table). Default: whenever the family supports it, the likelihood is
-        ``"sufficient"`` and the sampler is nutpie.
+        Sample with the per-unit cell means (additive: m and co) integrated out exactly and
+        draw them afterwards from their exact conditional (same posterior, at most ~12
+        parameters, no funnel or ridge, nothing to compile per table). Default: whenever the
+        family supports it, the likelihood is ``"sufficient"`` and the sampler is nutpie.
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.
