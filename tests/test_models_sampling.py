@@ -213,3 +213,23 @@ def test_integrated_sampler_matches_the_full_model():
         assert float(z.max()) < 4.5, (v, float(z.max()))
         sd_ratio = a.std(("chain", "draw")) / b.std(("chain", "draw"))
         assert float(np.abs(sd_ratio - 1).max()) < 0.15, (v, sd_ratio.values)
+
+
+@pytest.mark.slow
+def test_numba_fallback_gives_the_same_draws_as_the_c_kernels(monkeypatch):
+    """Without a C compiler the numba kernels run: a fit's draws are unchanged (both families)."""
+    from bayesbias.models import _native
+
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    table, _ = simulate_table("additive", seed=4, words_per_class=3, n_human=20, n_none=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [fit_model(table, m, draws=200, tune=200, chains=2, seed=2)
+                for m in ("hierarchical", "additive")]
+        monkeypatch.setattr(_native, "entry_points", lambda family: None)
+        again = [fit_model(table, m, draws=200, tune=200, chains=2, seed=2)
+                 for m in ("hierarchical", "additive")]
+    for a, b in zip(fits, again, strict=True):
+        for v in a.posterior.data_vars:
+            assert np.array_equal(a.posterior[v].values, b.posterior[v].values), v
