@@ -1,10 +1,11 @@
 """Numba kernel: log-density and gradient of the cell-marginal Gaussian models.
 
 Hand-written on purpose (issue 11, ``benchmarks/bench_report.py``): with the per-word means
-integrated out, the models have at most a dozen parameters, and a cached numba function
-compiles once per machine (about a second) while a PyTensor/numba graph compiles again in
-every process and for every table shape (10-30 s each). Checked against PyMC's own log
-density in ``tests/test_models_likelihood.py``.
+integrated out, the models have at most a dozen parameters, and a cached function compiles
+once per machine while a PyTensor/numba graph compiles again in every process and for every
+table shape (10-30 s each). The sampler runs the same operations as C (:mod:`._native`, bit
+for bit equal); this numba version is the fallback without a C compiler and the reference of
+the tests. Checked against PyMC's own log density in ``tests/test_models_likelihood.py``.
 
 Parameters are packed as ``x`` (unconstrained), one prior per entry:
 ``priors[j] = (code, positive, p1, p2, p3)``. The per-connection mean, between-unit sd and
