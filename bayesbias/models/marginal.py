@@ -17,6 +17,7 @@ defining ``marginal_kernel(spec, cells)`` returning a :class:`Kernel`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -321,8 +322,9 @@ def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chai
                                       lib.PyStorage.arrow())
     try:
         sampler.wait(None)
-    except BaseException:
-        sampler.abort()
+    except BaseException:  # Ctrl-C, SIGTERM or a sampler error: stop the chains, re-raise
+        with contextlib.suppress(Exception):
+            sampler.abort()
         raise
     draw_batches, stat_batches = sampler.take_results().get_arrow_trace()
     opts = settings.as_dict()["settings"]
