@@ -206,6 +206,16 @@ class Vectors:
     b: np.ndarray
     px: np.ndarray
     py: np.ndarray
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def derived(self, key: str, compute):
+        """Return ``compute()`` for `key`, computed once per Vectors (e.g. the bias direction).
+
+        The vectors are treated as read-only: direct and indirect bias share one direction.
+        """
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     @property
     def attributes(self) -> np.ndarray:
@@ -290,7 +300,7 @@ def _evaluate(name: str, v: Vectors, opts: dict, rng) -> tuple[np.ndarray, np.nd
         fn = ripa.ripa if opts["variant"] == "paper" else ripa.ripa_pairwise
         per = fn(v.px, v.py, v.attributes)
         return per.mean(axis=-1), per
-    g = bolukbasi.bias_direction(v.px, v.py)
+    g = v.derived("bias_direction", lambda: bolukbasi.bias_direction(v.px, v.py))
     w = v.attributes
     if name == "direct_bias":
         per = np.abs((_unit(w) @ g[..., None])[..., 0]) ** float(opts["c"])
