@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -650,36 +651,32 @@ class _Study:
         self.sets, self.v, self.dropped = _vectors(embedding, sets, on_missing)
         self.point_seed, self.boot_seed, null_seed = np.random.SeedSequence(seed).spawn(3)
         self.null_seeds = dict(zip(self.nulls, null_seed.spawn(len(self.nulls)), strict=True))
-        self._boot: Vectors | None = None
         self._null: dict[str, tuple[VectorNull | str, Vectors | None]] = {}
 
+    @cached_property
     def resamples(self) -> Vectors:
-        """Return the bootstrap resamples of the words (drawn on first use)."""
-        if self._boot is None:
-            self._boot = _resampled(self.v, np.random.default_rng(self.boot_seed),
-                                    self.bootstrap)
-        return self._boot
+        """The bootstrap resamples of the words (drawn on first use)."""
+        return _resampled(self.v, np.random.default_rng(self.boot_seed), self.bootstrap)
+
+    @cached_property
+    def pools(self) -> tuple[np.ndarray, np.ndarray]:
+        """Target and control-word vectors of the resampled-neutral null."""
+        return _pools(self.embedding, self.sets, self.wl)
 
     def null_draws(self, k: str) -> tuple[VectorNull | str, Vectors | None]:
         """Return the generator of null `k` and its draws, or why it is not available."""
         if k not in self._null:
             v = self.v
-            t_pool, n_pool = self._pools()
             sizes = (len(v.x), len(v.y), len(v.a), len(v.b), len(v.px))
             try:
                 gen = VectorNull(k, sizes, reference=np.vstack([v.x, v.y, v.a, v.b]),
-                                 target_pool=t_pool, attribute_pool=n_pool)
+                                 target_pool=self.pools[0], attribute_pool=self.pools[1])
             except InputDataError as exc:
                 self._null[k] = (str(exc), None)
             else:
                 self._null[k] = (gen, Vectors(*gen.draw(
                     np.random.default_rng(self.null_seeds[k]), self.null_reps)))
         return self._null[k]
-
-    def _pools(self):
-        if not hasattr(self, "_pool"):
-            self._pool = _pools(self.embedding, self.sets, self.wl)
-        return self._pool
 
 
 def _metric_result(name: str, opts: dict, study: _Study, ci_prob: float,
@@ -689,7 +686,7 @@ def _metric_result(name: str, opts: dict, study: _Study, ci_prob: float,
     value, per, splits = _point(name, v, opts, np.random.default_rng(study.point_seed))
     ci, n_degenerate = None, 0
     if study.bootstrap:
-        draws = _draws(name, opts, study.resamples())
+        draws = _draws(name, opts, study.resamples)
         n_degenerate = int(np.isnan(draws).sum())
         ci = percentile_interval(draws, ci_prob)
     null = {}
