@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -212,7 +212,8 @@ class Vectors:
     def derived(self, key: str, compute):
         """Return ``compute()`` for `key`, computed once per Vectors (e.g. the bias direction).
 
-        The vectors are treated as read-only: direct and indirect bias share one direction.
+        Used on the read-only draws of a study, whose direct and indirect bias share one
+        direction; :func:`compute_metric` starts each call with an empty cache.
         """
         if key not in self._derived:
             self._derived[key] = compute()
@@ -335,7 +336,11 @@ def compute_metric(name: str, v: Vectors, options: Mapping | None = None, rng=No
     """
     if name not in METRICS:
         raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
-    opts = {**OPTIONS[name], **(options or {})}
+    # a fresh cache of derived values: the caller's arrays may have changed since
+    return _compute(name, replace(v, _derived={}), {**OPTIONS[name], **(options or {})}, rng)
+
+
+def _compute(name: str, v: Vectors, opts: dict, rng) -> tuple[float | np.ndarray, np.ndarray]:
     if v.x.ndim == 2:
         value, per = _evaluate(name, v, opts, rng)
         return float(value), per
@@ -424,7 +429,7 @@ def _draws(name: str, opts: dict, vectors: Vectors) -> np.ndarray:
     """
     if name == "rnsb":
         opts = {**opts, "test_size": 0.0}
-    return compute_metric(name, vectors, opts)[0]
+    return _compute(name, vectors, opts, None)[0]
 
 
 # --------------------------------------------------------------------------------------
