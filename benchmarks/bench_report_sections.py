@@ -9,8 +9,10 @@ numbers of the two reports (``results.json`` and every table) must agree to 1e-1
 to max(1, |value|)): the speed-ups may not change what the report says.
 
 Run ``nice python benchmarks/bench_report_sections.py`` (a few minutes on 2 loaded cores);
-``--rounds N`` alternates N times (default 2); ``--json out.json`` keeps the figures. Timings
-on a shared machine are inflated: compare the ratios of one run.
+``--rounds N`` alternates N times (default 2) and shows the best of them: the baseline's
+worktree is new, so its first run also fills its numba cache (keyed by source path);
+``--json out.json`` keeps the figures. Timings on a shared machine are inflated: compare
+the ratios of one run.
 """
 
 from __future__ import annotations
