@@ -61,7 +61,9 @@ def _save(fig, path) -> Path:
     path = Path(path)
     fmt = figure_format(path)
     with atomic_path(path, suffix=f".{fmt}") as tmp:
-        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
+        # a layout engine already fits the canvas; "tight" would draw the figure twice
+        fig.savefig(tmp, format=fmt, dpi=120,
+                    bbox_inches=None if fig.get_layout_engine() else "tight")
     _pyplot().close(fig)
     return path
 

@@ -378,7 +378,7 @@ def _null(table: pd.DataFrame, pair_result, settings):
 def _null_figure(null, observed: dict, title: str):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
     for ax, (name, label, fmt) in zip(axes, [("weat_effect", "WEAT effect size d", ".2f"),
                                              ("mac", "MAC (mean cosine distance)", ".3f")],
                                       strict=True):
@@ -394,5 +394,4 @@ def _null_figure(null, observed: dict, title: str):
         ax.set_ylabel("null replications")
         ax.legend(frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
