@@ -3,6 +3,8 @@
 Measured in the same run, in fresh processes, for this tree's HEAD and a baseline commit
 (default ``7f4b1cd``, the code before issue 11), each checked out in a temporary worktree:
 
+- ``bayesbias report`` on the built-in data (default embedding, word lists religion, race
+  and gender: three fits, comparators and metrics), cold and warm;
 - ``bayesbias report --distances published:...`` for religion, race and gender (the report's
   three word lists, on the shipped published tables): cold (empty PyTensor and numba
   compile caches, new process) and warm (same caches, new process);
@@ -126,6 +128,12 @@ def measure(root: Path, label: str, sizes, work: Path, reports: bool = True) -> 
     out = {}
     cache = work / f"cache-{label}"
     env = _env(root, cache)
+    env_default = _env(root, work / f"cache-{label}-default")
+    for run in ("cold", "warm") if reports else ():
+        wall, _ = _run(["-m", "bayesbias", "report", "-o",
+                        str(work / f"default-{label}-{run}")], env_default, work)
+        out[f"report built-in data {run}"] = wall
+        print(f"  {label}: report (built-in data) {run} {wall:.1f} s", flush=True)
     report = ["-m", "bayesbias", "report"]
     for t in TOPICS:
         report += ["--distances", f"published:{t}:reddit"]
