@@ -15,16 +15,25 @@ __all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_weights", "bootstr
            "percentile_interval"]
 
 
-def ordered_subsets(rng, n_rows: int, population: int, k: int) -> np.ndarray:
+def ordered_subsets(rng, n_rows: int, population, k):
     """Return indices (n_rows, k), each row a uniformly random ordered draw without replacement.
 
     Row i is the first `k` entries of a random permutation of ``range(population)``; the set
     of a row is therefore a uniformly random k-subset and its order uniformly random too.
+    With sequences `population` and `k`, a list of such arrays, one per (population, k),
+    drawn row by row in turn (row i of every array before row i + 1 of any).
     """
-    if k > population:
-        raise InputDataError(f"cannot draw {k} distinct items from {population}")
+    single = np.ndim(population) == 0
+    pops, ks = np.atleast_1d(population).astype(int), np.atleast_1d(k).astype(int)
+    for p_, k_ in zip(pops, ks, strict=True):
+        if k_ > p_:
+            raise InputDataError(f"cannot draw {k_} distinct items from {p_}")
     rng = np.random.default_rng(rng)
-    return np.argsort(rng.random((n_rows, population)), axis=1)[:, :k]
+    u = rng.random((n_rows, int(pops.sum())))
+    edges = np.r_[0, np.cumsum(pops)]
+    out = [np.argsort(u[:, lo:hi], axis=1)[:, :k_]
+           for lo, hi, k_ in zip(edges[:-1], edges[1:], ks, strict=True)]
+    return out[0] if single else out
 
 
 def bootstrap_indices(rng, n: int, size=None) -> np.ndarray:

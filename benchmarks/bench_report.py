@@ -3,12 +3,15 @@
 Measured in the same run, in fresh processes, for this tree's HEAD and a baseline commit
 (default ``7f4b1cd``, the code before issue 11), each checked out in a temporary worktree:
 
+- ``bayesbias report`` on the built-in data (default embedding, word lists religion, race
+  and gender: three fits, comparators and metrics), cold and warm;
 - ``bayesbias report --distances published:...`` for religion, race and gender (the report's
   three word lists, on the shipped published tables): cold (empty PyTensor and numba
   compile caches, new process) and warm (same caches, new process);
-- ``bayesbias fit --distances published:religion:reddit`` cold;
-- hierarchical fits on 5k to 5M simulated rows (sufficient statistics, in one process, so
-  the first size includes compiling) and the additive model's exact rotation on 5k rows;
+- ``bayesbias fit --distances published:religion:reddit`` cold and warm;
+- hierarchical and additive fits on 5k to 5M simulated rows (sufficient statistics, in one
+  process, so the first size includes compiling), the additive model on another 5k-row table
+  (per-connection and single residual sd) and saving one fit to netCDF;
 - quality of today's code: min bulk/tail ESS of group means, contrasts and per-word means,
   max r-hat and divergences on the shipped reddit tables, and the largest difference of its
   group means from the baseline's.
@@ -49,12 +52,25 @@ for rows in sizes:
     fit = fit_model(table, "hierarchical", seed=1)
     out.append({"what": f"hierarchical {len(table):,} rows", "s": time.perf_counter() - t0,
                 "min_ess_bulk": float(fit.diagnostics().table["ess_bulk"].min())})
-table, _ = simulate_table("additive", seed=4, words_per_class=5, n_human=40, n_none=120)
-t0 = time.perf_counter()
-fit = fit_model(table, "additive", seed=1)
-d = fit.diagnostics()
-out.append({"what": f"additive (exact rotation) {len(table):,} rows",
-            "s": time.perf_counter() - t0, "min_ess_bulk": float(d.table["ess_bulk"].min())})
+    t0 = time.perf_counter()
+    fit = fit_model(table, "additive", seed=1)
+    out.append({"what": f"additive {len(table):,} rows", "s": time.perf_counter() - t0,
+                "min_ess_bulk": float(fit.diagnostics().table["ess_bulk"].min())})
+for sd in ("single", "per_connection"):
+    table, _ = simulate_table("additive", seed=4, words_per_class=5, n_human=40, n_none=120,
+                              residual_sd=sd)
+    t0 = time.perf_counter()
+    fit = fit_model(table, "additive", seed=1, residual_sd=sd)
+    d = fit.diagnostics()
+    out.append({"what": f"additive ({sd} sd) {len(table):,} rows",
+                "s": time.perf_counter() - t0,
+                "min_ess_bulk": float(d.table["ess_bulk"].min())})
+import tempfile, pathlib
+with tempfile.TemporaryDirectory() as tmp:
+    t0 = time.perf_counter()
+    fit.save(pathlib.Path(tmp) / "fit.nc")
+    out.append({"what": "save one fit (netCDF)", "s": time.perf_counter() - t0,
+                "min_ess_bulk": float("nan")})
 print("RESULT" + json.dumps(out))
 """
 
@@ -86,7 +102,8 @@ print("RESULT" + json.dumps(out))
 
 def _env(root: Path | None, cache: Path) -> dict:
     env = dict(os.environ, MPLBACKEND="Agg", NUMBA_CACHE_DIR=str(cache / "numba"),
-               PYTENSOR_FLAGS=f"compiledir={cache / 'pytensor'}")
+               PYTENSOR_FLAGS=f"compiledir={cache / 'pytensor'}",
+               BAYESBIAS_CACHE=str(cache / "bayesbias"))
     if root is not None:
         env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     return env
@@ -106,23 +123,30 @@ def _result(stdout: str):
     return json.loads(stdout.split("RESULT", 1)[1])
 
 
-def measure(root: Path, label: str, sizes, work: Path) -> dict:
+def measure(root: Path, label: str, sizes, work: Path, reports: bool = True) -> dict:
     """Time the tree checked out at `root`."""
     out = {}
     cache = work / f"cache-{label}"
     env = _env(root, cache)
+    env_default = _env(root, work / f"cache-{label}-default")
+    for run in ("cold", "warm") if reports else ():
+        wall, _ = _run(["-m", "bayesbias", "report", "-o",
+                        str(work / f"default-{label}-{run}")], env_default, work)
+        out[f"report built-in data {run}"] = wall
+        print(f"  {label}: report (built-in data) {run} {wall:.1f} s", flush=True)
     report = ["-m", "bayesbias", "report"]
     for t in TOPICS:
         report += ["--distances", f"published:{t}:reddit"]
-    for run in ("cold", "warm"):
+    for run in ("cold", "warm") if reports else ():
         wall, _ = _run(report + ["-o", str(work / f"report-{label}-{run}")], env, work)
         out[f"report {run}"] = wall
         print(f"  {label}: report {run} {wall:.1f} s", flush=True)
     env_fit = _env(root, work / f"cache-{label}-fit")
-    wall, _ = _run(["-m", "bayesbias", "fit", "--distances", "published:religion:reddit"],
-                   env_fit, work)
-    out["fit religion cold"] = wall
-    print(f"  {label}: fit cold {wall:.1f} s", flush=True)
+    for run in ("cold", "warm"):
+        wall, _ = _run(["-m", "bayesbias", "fit", "--distances", "published:religion:reddit"],
+                       env_fit, work)
+        out[f"fit religion {run}"] = wall
+        print(f"  {label}: fit {run} {wall:.1f} s", flush=True)
     _, stdout = _run(["-c", _SIZES_CODE, json.dumps(list(sizes))],
                      _env(root, work / f"cache-{label}-sizes"), work)
     for r in _result(stdout):
@@ -139,6 +163,9 @@ def main(argv=None) -> int:
                     help="commit measured as 'this tree' (checked out too, so that edits made "
                          "while the benchmark runs do not leak in)")
     ap.add_argument("--quick", action="store_true", help="sizes 5k and 50k only")
+    ap.add_argument("--fit-only", action="store_true",
+                    help="only the `fit` command, cold and warm, and the fits by size (no "
+                         "reports, no quality run)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     sizes = SIZES[:2] if args.quick else SIZES
@@ -150,22 +177,27 @@ def main(argv=None) -> int:
                             str(path), commit], check=True)
         try:
             print(f"baseline {args.baseline}:", flush=True)
-            old = measure(base, "baseline", sizes, work)
+            old = measure(base, "baseline", sizes, work, not args.fit_only)
             print("this tree:", flush=True)
-            new = measure(cur, "current", sizes, work)
-            _, q_new = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "full"],
-                            _env(cur, work / "cache-current"), work)
-            _, q_old = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "means"],
-                            _env(base, work / "cache-baseline"), work)
+            new = measure(cur, "current", sizes, work, not args.fit_only)
+            if not args.fit_only:
+                _, q_new = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "full"],
+                                _env(cur, work / "cache-current"), work)
+                _, q_old = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "means"],
+                                _env(base, work / "cache-baseline"), work)
         finally:
             for path in (base, cur):
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
                                 str(path)], check=False)
-    q_new, q_old = _result(q_new), _result(q_old)
     print(f"\n{'what':45s} {'baseline s':>11s} {'this s':>8s} {'ratio':>7s}")
     for k in new:
-        print(f"{k:45s} {old.get(k, float('nan')):11.1f} {new[k]:8.1f} "
+        print(f"{k:45s} {old.get(k, float('nan')):11.2f} {new[k]:8.2f} "
               f"{old.get(k, float('nan')) / new[k]:6.1f}x")
+    if args.fit_only:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"baseline": old, "current": new}, indent=1))
+        return 0
+    q_new, q_old = _result(q_new), _result(q_old)
     print("\nquality (this tree, shipped reddit tables, 4 chains x 1000 draws):")
     for t in TOPICS:
         q, o = q_new[t], q_old[t]

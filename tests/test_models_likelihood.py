@@ -44,6 +44,7 @@ def test_numpy_cell_logp_equals_row_logp():
     ("hierarchical", {"level": "class"}),
     ("additive", {}),
     ("separate", {"residual_sd": "per_connection"}),
+    ("hierarchical_authors", {}),
 ])
 def test_sufficient_model_logp_equals_row_model_logp(model, overrides):
     """Same log-density (up to 1e-10 relative) at random points of each model variant."""
@@ -207,3 +208,155 @@ def test_conditional_draws_match_the_normal_conditional():
     flat = mu.reshape(-1, *n.shape)
     assert np.allclose(flat.mean(0), mean, atol=4 * prec ** -0.5 / np.sqrt(flat.shape[0]))
     assert np.allclose(flat.std(0), prec ** -0.5, rtol=0.05)
+
+
+# -- the additive family with (m, co) integrated out ------------------------------------------
+
+def _additive_setup(residual_sd):
+    from bayesbias.models.additive import marginal_kernel
+
+    spec = load_spec("additive", residual_sd=residual_sd)
+    table, _ = simulate_table("additive", seed=8, words_per_class=2, n_human=3, n_none=5,
+                              residual_sd=residual_sd)
+    table = table.iloc[:-4]  # cells of different sizes
+    cells = cells_from_table(table, spec.level)
+    return spec, cells, marginal_kernel(spec, cells)
+
+
+def _cfunc_logp(kernel, x):
+    """Call the kernel's C entry point exactly as nutpie does (through ctypes)."""
+    rc, lp, grad = _call(kernel.logp, x, kernel.data)
+    assert rc == 0
+    return lp, grad
+
+
+def _design(cells):
+    """Row design (rows x (units + connections)) and each row's connection."""
+    n_u = cells.units.size
+    x = np.zeros((cells.n_rows, n_u + len(CONNECTIONS)))
+    x[np.arange(cells.n_rows), cells.unit_idx] = 1.0
+    x[np.arange(cells.n_rows), n_u + cells.conn_idx] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("residual_sd", ["single", "per_connection"])
+def test_additive_marginal_equals_the_closed_form_and_pymc(residual_sd):
+    """The additive marginal equals the closed form and PyMC's full model with theta removed.
+
+    Kernel logp(log sigma) = log N(rows; X mu0, X S0 X' + diag(sigma^2)) + prior + Jacobian
+    (the Gaussian integral in closed form, SciPy), and = PyMC's log density of the full model
+    at any (w, log sigma) less log p(theta | sigma, rows) less the rotation's log-Jacobian.
+    Both to 1e-9 relative; gradient by central differences.
+    """
+    from scipy import stats
+
+    from bayesbias.models.additive import prior_moments
+
+    spec, cells, kernel = _additive_setup(residual_sd)
+    assert cells.n_rows < 200
+    n_u = cells.units.size
+    mu0, s0 = prior_moments(spec, n_u)
+    xd = _design(cells)
+    model = build_model(spec, cells)
+    logp_pymc = model.compile_logp(mode="FAST_COMPILE")
+    _, _, rot = rotation(spec, cells)
+    beta = dict(spec.priors["sigma"].params)["beta"]
+    rng = np.random.default_rng(3)
+    k = 4 if residual_sd == "per_connection" else 1
+    for _ in range(3):
+        x = np.log(rng.uniform(0.05, 0.4, k))
+        lp, grad = _cfunc_logp(kernel, x)
+        sig = np.exp(x)
+        s_row = (sig[cells.conn_idx] if k == 4 else np.full(cells.n_rows, sig[0]))
+        cov = xd @ np.diag(s0**2) @ xd.T + np.diag(s_row**2)
+        closed = (stats.multivariate_normal.logpdf(cells.y, xd @ mu0, cov)
+                  + stats.halfcauchy.logpdf(sig, scale=beta).sum() + x.sum())
+        assert lp == pytest.approx(closed, rel=1e-9)
+        # full joint at a random theta, less the exact conditional of theta
+        w = rng.normal(0, 1, n_u + 4)
+        theta = mu0 + s0 * (rot @ w)
+        prec = np.diag(s0**-2) + xd.T @ (xd / s_row[:, None] ** 2)
+        mean = np.linalg.solve(prec, np.diag(s0**-2) @ mu0 + xd.T @ (cells.y / s_row**2))
+        cond = stats.multivariate_normal.logpdf(theta, mean, np.linalg.inv(prec))
+        joint = logp_pymc({"w": w, "sigma_log__": x if k == 4 else x[0]})
+        assert lp == pytest.approx(joint - np.log(s0).sum() - cond, rel=1e-9)
+        h = 1e-6
+        num = [(_cfunc_logp(kernel, x + h * e)[0] - _cfunc_logp(kernel, x - h * e)[0]) / (2 * h)
+               for e in np.eye(k)]
+        assert np.allclose(grad, num, rtol=1e-6, atol=1e-5)
+
+
+def test_additive_conditional_draws_have_the_exact_gaussian_conditional():
+    """Draws of (m, co) given sigma: mean and covariance of N(P^-1 (S0^-1 mu0 + X'y/s^2), P^-1)."""
+    from bayesbias.models.additive import conditional_theta, prior_moments
+
+    spec, cells, _ = _additive_setup("per_connection")
+    n_u = cells.units.size
+    mu0, s0 = prior_moments(spec, n_u)
+    sig = np.array([0.1, 0.2, 0.15, 0.3])
+    xd = _design(cells)
+    s_row = sig[cells.conn_idx]
+    prec = np.diag(s0**-2) + xd.T @ (xd / s_row[:, None] ** 2)
+    cov = np.linalg.inv(prec)
+    mean = cov @ (np.diag(s0**-2) @ mu0 + xd.T @ (cells.y / s_row**2))
+    draws = 40_000
+    m, co = conditional_theta(np.tile(sig, (2, draws // 2, 1)), spec, cells,
+                              np.random.default_rng(0))
+    theta = np.concatenate([m, co], axis=-1).reshape(draws, -1)
+    sd = np.sqrt(np.diag(cov))
+    assert np.all(np.abs(theta.mean(0) - mean) < 4.5 * sd / np.sqrt(draws))
+    emp = np.cov(theta, rowvar=False)
+    # covariance entries: sampling error about sd_i sd_j sqrt(2 / draws) ~ 0.007 sd_i sd_j
+    assert np.all(np.abs(emp - cov) < 0.04 * np.outer(sd, sd))
+
+
+def test_c_kernels_equal_the_numba_kernels_bit_for_bit():
+    """The compiled C kernels (default) and the numba ones (fallback) give identical bits.
+
+    So a fit's draws do not depend on which one ran (every prior distribution, both families).
+    """
+    from bayesbias.models import _kernel, _kernel_additive, _native
+    from bayesbias.models.additive import marginal_kernel
+    from bayesbias.models.marginal import _cell_array, _layout
+
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    c_cell, _ = _native.entry_points("cell")
+    c_add, _ = _native.entry_points("additive")
+    table, _ = simulate_table(seed=5, words_per_class=3, n_human=12, n_none=30)
+    rng = np.random.default_rng(0)
+    for variant, overrides in _PRIOR_VARIANTS.items():
+        name = variant if variant in ("hierarchical_single_sd", "hierarchical_authors",
+                                      "separate") else "hierarchical"
+        spec = load_spec(name, **overrides)
+        _, priors, maps, offsets, _ = _layout(spec)
+        data = _native.pack_cells(priors, maps, offsets,
+                                  _cell_array(cells_from_table(table, spec.level)))
+        pos = priors[:, 1] > 0.5
+        for _ in range(20):
+            x = np.where(pos, np.log(rng.uniform(0.01, 1.0, pos.size)),
+                         rng.normal(0.5, 0.5, pos.size))
+            a, b = _call(c_cell, x, data), _call(_kernel.logp_cfunc, x, data)
+            assert a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2]), variant
+    for residual_sd in ("single", "per_connection"):
+        for prior in ({"dist": "HalfCauchy", "beta": 1.0}, {"dist": "Gamma", "alpha": 2.0,
+                                                            "beta": 5.0}):
+            spec = load_spec("additive", residual_sd=residual_sd, priors={"sigma": prior})
+            kernel = marginal_kernel(spec, cells_from_table(table))
+            k = 4 if residual_sd == "per_connection" else 1
+            for _ in range(20):
+                x = np.log(rng.uniform(0.01, 1.0, k))
+                a = _call(c_add, x, kernel.data)
+                b = _call(_kernel_additive.logp_cfunc, x, kernel.data)
+                assert a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2])
+
+
+def _call(fn, x, data):
+    import ctypes
+
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    grad, lp = np.zeros_like(x), np.zeros(1)
+    ptr = ctypes.POINTER(ctypes.c_double)
+    rc = fn.ctypes(x.size, x.ctypes.data_as(ptr), grad.ctypes.data_as(ptr),
+                   lp.ctypes.data_as(ptr), data.ctypes.data_as(ptr))
+    return rc, lp[0], grad

@@ -195,6 +195,25 @@ def test_two_sided_equal_sizes_is_abs_statistic():
     assert two.p_value == pytest.approx(hits / total)
 
 
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+@pytest.mark.parametrize("exact_limit", [20_000, 0])
+def test_blocked_splits_count_like_one_block(monkeypatch, alternative, exact_limit):
+    # a batch of tests (a null study's replications) is compared with the splits in
+    # cache-sized blocks; the counts, so the p-values, must not depend on the block size
+    import importlib
+
+    weat_module = importlib.import_module("bayesbias.comparators.weat")
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=(300, 14)) * 0.05
+    kw = dict(alternative=alternative, exact_limit=exact_limit, n_permutations=700, seed=4)
+    one = permutation_test(s[:, :7], s[:, 7:], **kw).p_value
+    monkeypatch.setattr(weat_module, "_BLOCK_CELLS", 300 * 37)  # blocks of 37 splits
+    blocked = permutation_test(s[:, :7], s[:, 7:], **kw).p_value
+    assert np.array_equal(one, blocked)
+    loop = [permutation_test(s[i, :7], s[i, 7:], **kw).p_value for i in range(0, 300, 29)]
+    assert np.array_equal(one[::29], loop)
+
+
 def test_monte_carlo_p_never_zero_and_seeded():
     sx, sy = np.full(25, 1.0) + np.arange(25) * 1e-3, np.zeros(25) - np.arange(25) * 1e-3
     r = permutation_test(sx, sy, n_permutations=1000, seed=5)

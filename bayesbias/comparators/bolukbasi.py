@@ -20,7 +20,13 @@ import numpy as np
 
 from ..errors import InputDataError
 
-__all__ = ["bias_direction", "direct_bias", "indirect_bias"]
+__all__ = ["bias_direction", "degenerate", "direct_bias", "indirect_bias",
+           "indirect_bias_pairs"]
+
+
+def _zero_rows(v: np.ndarray) -> np.ndarray:
+    """Flag each leading index with a zero vector among its rows."""
+    return (np.linalg.norm(v, axis=-1) == 0).any(axis=-1)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -29,6 +35,27 @@ def _unit(v: np.ndarray) -> np.ndarray:
     if (norm == 0).any():
         raise InputDataError("a word has a zero vector (no direction)")
     return v / norm
+
+
+def _identical(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Flag each leading index whose unit pairs are all identical (no direction)."""
+    return np.all(np.abs((x - y) / 2.0) == 0, axis=(-2, -1))
+
+
+def degenerate(x, y, words=None) -> np.ndarray:
+    """Flag each leading index where the bias direction (or a word's cosine) is undefined.
+
+    That is: a zero vector among the pairs (or `words`), or every pair identical; where
+    :func:`bias_direction`, :func:`direct_bias` and :func:`indirect_bias` raise.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    bad = _zero_rows(x) | _zero_rows(y)
+    if words is not None:
+        bad = bad | _zero_rows(np.asarray(words, dtype=np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ux = x / np.linalg.norm(x, axis=-1, keepdims=True)
+        uy = y / np.linalg.norm(y, axis=-1, keepdims=True)
+    return bad | _identical(ux, uy)
 
 
 def bias_direction(x, y) -> np.ndarray:
@@ -48,7 +75,7 @@ def bias_direction(x, y) -> np.ndarray:
     if x.shape[-2] < 1:
         raise InputDataError("the bias direction needs at least one definitional pair")
     half = (x - y) / 2.0
-    if np.all(np.abs(half) == 0):
+    if _identical(x, y).any():
         raise InputDataError("definitional pairs have identical vectors (no direction)")
     centred = np.concatenate([half, -half], axis=-2)  # pair-centred vectors, mean zero
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
@@ -69,6 +96,20 @@ def direct_bias(g, words, c: float = 1.0) -> np.ndarray:
     return (proj ** c).mean(axis=-1)
 
 
+def _orthogonal(g, w):
+    """Return unit `w`, its parts orthogonal to the unit `g`, and their norms."""
+    w = _unit(w)
+    wp = w - (w * g).sum(-1, keepdims=True) * g
+    return w, wp, np.linalg.norm(wp, axis=-1)
+
+
+def _beta(w, wp, nw, v, vp, nv):
+    wv = (w * v).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        perp = (wp * vp).sum(-1) / (nw * nv)
+        return np.where(wv != 0, (wv - perp) / np.where(wv != 0, wv, 1.0), np.nan)
+
+
 def indirect_bias(g, w, v) -> np.ndarray:
     """beta(w, v): share of the similarity of w and v due to the direction g.
 
@@ -76,11 +117,23 @@ def indirect_bias(g, w, v) -> np.ndarray:
     similarity w.v is zero.
     """
     g = _unit(g)
-    w, v = _unit(w), _unit(v)
-    wv = (w * v).sum(-1)
-    wp = w - (w * g).sum(-1, keepdims=True) * g
-    vp = v - (v * g).sum(-1, keepdims=True) * g
-    nw, nv = np.linalg.norm(wp, axis=-1), np.linalg.norm(vp, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        perp = (wp * vp).sum(-1) / (nw * nv)
-        return np.where(wv != 0, (wv - perp) / np.where(wv != 0, wv, 1.0), np.nan)
+    return _beta(*_orthogonal(g, w), *_orthogonal(g, v))
+
+
+def indirect_bias_pairs(g, words) -> np.ndarray:
+    """beta(w_i, w_j) of every pair i < j of `words` (pairs in ``np.triu_indices`` order).
+
+    Parameters
+    ----------
+    g : array_like, shape (..., dim)
+    words : array_like, shape (..., n, dim)
+
+    Returns
+    -------
+    ndarray, shape (..., n (n - 1) / 2)
+    """
+    g = _unit(g)[..., None, :]
+    u, up, nu = _orthogonal(g, words)
+    i, j = np.triu_indices(u.shape[-2], k=1)
+    return _beta(u[..., i, :], up[..., i, :], nu[..., i], u[..., j, :], up[..., j, :],
+                 nu[..., j])

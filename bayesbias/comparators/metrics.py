@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -198,7 +199,7 @@ def metric_sets(wordlist_or_sets, classes: Sequence[str] | None = None) -> Metri
 # --------------------------------------------------------------------------------------
 @dataclass
 class Vectors:
-    """Vectors of the sets (rows in set order)."""
+    """Vectors of the sets (rows in set order): each (n, dim), or (draws, n, dim) stacked."""
 
     x: np.ndarray
     y: np.ndarray
@@ -206,11 +207,31 @@ class Vectors:
     b: np.ndarray
     px: np.ndarray
     py: np.ndarray
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def derived(self, key: str, compute):
+        """Return ``compute()`` for `key`, computed once per Vectors (e.g. the bias direction).
+
+        Used on the read-only draws of a study, whose direct and indirect bias share one
+        direction; :func:`compute_metric` starts each call with an empty cache.
+        """
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     @property
     def attributes(self) -> np.ndarray:
         """A ∪ B."""
-        return np.vstack([self.a, self.b])
+        return np.concatenate([self.a, self.b], axis=-2)
+
+    @property
+    def targets(self) -> np.ndarray:
+        """X ∪ Y."""
+        return np.concatenate([self.x, self.y], axis=-2)
+
+    def __getitem__(self, draws) -> Vectors:
+        """Select draws of stacked vectors."""
+        return Vectors(*(m[draws] for m in (self.x, self.y, self.a, self.b, self.px, self.py)))
 
 
 def _unit(v):
@@ -242,45 +263,98 @@ def _check_sizes(name: str, v: Vectors) -> None:
         raise InputDataError("indirect_bias needs at least two attribute words")
 
 
+def _weat_association(v: Vectors) -> np.ndarray:
+    t = _unit(v.targets)
+    return association(t @ np.swapaxes(_unit(v.a), -1, -2), t @ np.swapaxes(_unit(v.b), -1, -2))
+
+
+def _degenerate(name: str, v: Vectors) -> np.ndarray:
+    """Flag each draw of stacked vectors on which metric `name` is undefined."""
+    if name == "weat_es":
+        return np.isnan(_weat_association(v)).any(axis=-1)
+    if name == "ripa":
+        return ripa.identical_pairs(v.px, v.py)
+    if name in ("direct_bias", "indirect_bias"):
+        return bolukbasi.degenerate(v.px, v.py, v.attributes)
+    return np.zeros(v.x.shape[0], dtype=bool)
+
+
+#: Largest indirect-bias block (draws x attribute pairs x dim) computed at once.
+_MAX_CELLS = 2_000_000
+
+
+def _evaluate(name: str, v: Vectors, opts: dict, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Value and per-word values of metric `name` over the leading axes of `v` (may raise)."""
+    if name == "weat_es":
+        s = _weat_association(v)
+        n_x = v.x.shape[-2]
+        return effect_size(s[..., :n_x], s[..., n_x:], sd=opts["sd"]), s
+    if name == "rnd":
+        per = rnd.rnd_per_attribute(v.x, v.y, v.attributes, opts["distance"])
+        return per.sum(axis=-1), per
+    if name == "ect":
+        sx, sy = ect.ect_similarities(v.x, v.y, v.attributes)
+        return ect.ect(v.x, v.y, v.attributes), sx - sy
+    if name == "rnsb":
+        return rnsb.rnsb(v.a, v.b, v.targets, test_size=opts["test_size"], C=opts["C"],
+                         rng=rng)
+    if name == "ripa":
+        fn = ripa.ripa if opts["variant"] == "paper" else ripa.ripa_pairwise
+        per = fn(v.px, v.py, v.attributes)
+        return per.mean(axis=-1), per
+    g = v.derived("bias_direction", lambda: bolukbasi.bias_direction(v.px, v.py))
+    w = v.attributes
+    if name == "direct_bias":
+        per = np.abs((_unit(w) @ g[..., None])[..., 0]) ** float(opts["c"])
+        return bolukbasi.direct_bias(g, w, opts["c"]), per
+    if name == "indirect_bias":
+        if w.ndim == 2:
+            per = bolukbasi.indirect_bias_pairs(g, w)
+        else:  # draws in blocks, to bound the memory of the (draw, pair, dim) arrays
+            step = max(1, _MAX_CELLS // max(1, w.shape[-2] ** 2 * w.shape[-1] // 2))
+            per = np.concatenate([bolukbasi.indirect_bias_pairs(g[k:k + step], w[k:k + step])
+                                  for k in range(0, len(w), step)])
+        finite = np.isfinite(per).any(axis=-1)
+        with np.errstate(invalid="ignore"):
+            mean = np.nanmean(np.where(finite[..., None], per, 0.0), axis=-1)
+        return np.where(finite, mean, np.nan), per
+    raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
+
+
 def compute_metric(name: str, v: Vectors, options: Mapping | None = None, rng=None
-                   ) -> tuple[float, np.ndarray]:
+                   ) -> tuple[float | np.ndarray, np.ndarray]:
     """Value of metric `name` and its per-word values (per attribute, target or pair).
 
     Per-word values: weat_es s(t) over X ∪ Y; rnd, ect (cos to mean X minus cos to mean Y),
     ripa and direct_bias per attribute of A ∪ B; rnsb P(B | t) over X ∪ Y; indirect_bias
     per pair of attribute words.
+
+    Stacked vectors (a leading draw axis) give arrays over the draws, NaN on a draw where
+    the metric is undefined (e.g. a pair with identical vectors); one set of vectors raises
+    :class:`~bayesbias.errors.InputDataError` there. RNSB draws the training split of each
+    draw from `rng` in turn.
     """
-    opts = {**OPTIONS[name], **(options or {})}
-    if name == "weat_es":
-        ua, ub = _unit(v.a), _unit(v.b)
-        s = association(_unit(np.vstack([v.x, v.y])) @ ua.T, _unit(np.vstack([v.x, v.y])) @ ub.T)
-        value = effect_size(s[:len(v.x)], s[len(v.x):], sd=opts["sd"])
-        return float(value), s
-    if name == "rnd":
-        per = rnd.rnd_per_attribute(v.x, v.y, v.attributes, opts["distance"])
-        return float(per.sum()), per
-    if name == "ect":
-        sx, sy = ect.ect_similarities(v.x, v.y, v.attributes)
-        return float(ect.ect(v.x, v.y, v.attributes)), sx - sy
-    if name == "rnsb":
-        value, p = rnsb.rnsb(v.a, v.b, np.vstack([v.x, v.y]), test_size=opts["test_size"],
-                             C=opts["C"], rng=rng)
-        return value, p
-    if name == "ripa":
-        fn = ripa.ripa if opts["variant"] == "paper" else ripa.ripa_pairwise
-        per = fn(v.px, v.py, v.attributes)
-        return float(per.mean()), per
-    g = bolukbasi.bias_direction(v.px, v.py)
-    if name == "direct_bias":
-        w = _unit(v.attributes)
-        per = np.abs(w @ g) ** float(opts["c"])
-        return float(bolukbasi.direct_bias(g, v.attributes, opts["c"])), per
-    if name == "indirect_bias":
-        w = v.attributes
-        i, j = np.triu_indices(len(w), k=1)
-        per = bolukbasi.indirect_bias(g, w[i], w[j])
-        return float(np.nanmean(per)) if np.isfinite(per).any() else float("nan"), per
-    raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
+    if name not in METRICS:
+        raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
+    # a fresh cache of derived values: the caller's arrays may have changed since
+    return _compute(name, replace(v, _derived={}), {**OPTIONS[name], **(options or {})}, rng)
+
+
+def _compute(name: str, v: Vectors, opts: dict, rng) -> tuple[float | np.ndarray, np.ndarray]:
+    if v.x.ndim == 2:
+        value, per = _evaluate(name, v, opts, rng)
+        return float(value), per
+    bad = _degenerate(name, v)
+    if not bad.any():
+        return _evaluate(name, v, opts, rng)
+    value = np.full(len(bad), np.nan)
+    per = None
+    if not bad.all():
+        good, per_good = _evaluate(name, v[~bad], opts, rng)
+        value[~bad] = good
+        per = np.full((len(bad),) + per_good.shape[1:], np.nan)
+        per[~bad] = per_good
+    return value, per
 
 
 def _validate_options(name: str, options: Mapping) -> dict:
@@ -320,8 +394,9 @@ def _point(name: str, v: Vectors, opts: dict, rng) -> tuple[float, np.ndarray, d
                                 else opts, rng)
     if name != "rnsb" or not opts["test_size"]:
         return value, per, {}
-    values = np.array([compute_metric(name, v, opts, rng)[0]
-                       for _ in range(int(opts["splits"]))])
+    k = int(opts["splits"])
+    values = compute_metric(name, Vectors(*(np.broadcast_to(m, (k,) + m.shape) for m in (
+        v.x, v.y, v.a, v.b, v.px, v.py))), opts, rng)[0]
     lo, hi = np.quantile(values, [0.025, 0.975])
     return value, per, {
         "split_values_mean": float(values.mean()),
@@ -330,28 +405,31 @@ def _point(name: str, v: Vectors, opts: dict, rng) -> tuple[float, np.ndarray, d
         "splits": int(opts["splits"]), "test_size": float(opts["test_size"])}
 
 
-def _resampled(v: Vectors, rng) -> Vectors:
-    def pick(m):
-        return m[bootstrap_indices(rng, len(m))] if len(m) else m
+def _resampled(v: Vectors, rng, n: int) -> Vectors:
+    """`n` bootstrap resamples of the words of each set and of the pairs, stacked.
 
-    ip = bootstrap_indices(rng, len(v.px)) if len(v.px) else np.array([], dtype=int)
-    return Vectors(pick(v.x), pick(v.y), pick(v.a), pick(v.b), v.px[ip], v.py[ip])
+    The indices are drawn resample by resample: the pairs, then X, Y, A and B.
+    """
+    sets = (v.x, v.y, v.a, v.b)
+    idx = [np.empty((n, len(m)), dtype=int) for m in sets]
+    ip = np.empty((n, len(v.px)), dtype=int)
+    for i in range(n):
+        if len(v.px):
+            ip[i] = bootstrap_indices(rng, len(v.px))
+        for m, out in zip(sets, idx, strict=True):
+            if len(m):
+                out[i] = bootstrap_indices(rng, len(m))
+    return Vectors(*(m[k] for m, k in zip(sets, idx, strict=True)), v.px[ip], v.py[ip])
 
 
-def _draws(name: str, opts: dict, make, n: int, rng) -> np.ndarray:
-    """Metric over `n` vector sets from ``make(rng)``; NaN where a draw is degenerate.
+def _draws(name: str, opts: dict, vectors: Vectors) -> np.ndarray:
+    """Metric over stacked vector draws; NaN where a draw is degenerate.
 
     RNSB trains on every attribute word of the draw, as its point value does.
     """
     if name == "rnsb":
         opts = {**opts, "test_size": 0.0}
-    out = np.full(n, np.nan)
-    for i in range(n):
-        try:
-            out[i] = compute_metric(name, make(rng), opts, rng)[0]
-        except InputDataError:
-            pass  # degenerate draw (e.g. a resampled pair twice, one class in a split)
-    return out
+    return _compute(name, vectors, opts, None)[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -540,12 +618,7 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
         ``test_size``, ``splits``, ``C`` (rnsb), ``variant`` (ripa), ``c`` (direct_bias).
     """
     opts = _validate_options(name, options)
-    if int(bootstrap) < 0 or int(null_reps) < 0:
-        raise InputDataError("bootstrap and null_reps must be >= 0")
-    unknown = [k for k in nulls if k not in VECTOR_NULLS]
-    if unknown:
-        raise InputDataError(f"unknown null(s) {', '.join(unknown)}; valid: "
-                             f"{', '.join(VECTOR_NULLS)}")
+    bootstrap, null_reps, nulls = _validate_draws(bootstrap, null_reps, nulls)
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     null_ci_prob = validate_ci_prob(null_ci_prob)
     seed = defaults.seed if seed is None else int(seed)
@@ -553,31 +626,82 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
     if not isinstance(wordlist_or_sets, (Mapping, MetricSets)):
         wl = load_wordlist(wordlist_or_sets)
         wordlist_or_sets = wl
-    sets = metric_sets(wordlist_or_sets, classes)
-    sets, v, dropped = _vectors(embedding, sets, on_missing)
+    study = _Study(embedding, wl, metric_sets(wordlist_or_sets, classes), on_missing, seed,
+                   bootstrap, nulls, null_reps)
+    return _metric_result(name, opts, study, ci_prob, null_ci_prob)
+
+
+def _validate_draws(bootstrap, null_reps, nulls) -> tuple[int, int, tuple[str, ...]]:
+    if int(bootstrap) < 0 or int(null_reps) < 0:
+        raise InputDataError("bootstrap and null_reps must be >= 0")
+    unknown = [k for k in nulls if k not in VECTOR_NULLS]
+    if unknown:
+        raise InputDataError(f"unknown null(s) {', '.join(unknown)}; valid: "
+                             f"{', '.join(VECTOR_NULLS)}")
+    return int(bootstrap), int(null_reps), tuple(nulls)
+
+
+class _Study:
+    """The vectors of one pair of target sets and their seeded draws, shared by the metrics.
+
+    Every metric of a study sees the same bootstrap resamples and null draws (they come
+    from the same seeds), so they are drawn once, on first use, stacked on a draw axis.
+    """
+
+    def __init__(self, embedding: Embedding, wl: WordList | None, sets: MetricSets,
+                 on_missing: str, seed: int, bootstrap: int, nulls: Sequence[str],
+                 null_reps: int):
+        self.embedding, self.wl, self.seed = embedding, wl, seed
+        self.bootstrap, self.nulls, self.null_reps = bootstrap, tuple(nulls), null_reps
+        self.sets, self.v, self.dropped = _vectors(embedding, sets, on_missing)
+        self.point_seed, self.boot_seed, null_seed = np.random.SeedSequence(seed).spawn(3)
+        self.null_seeds = dict(zip(self.nulls, null_seed.spawn(len(self.nulls)), strict=True))
+        self._null: dict[str, tuple[VectorNull | str, Vectors | None]] = {}
+
+    @cached_property
+    def resamples(self) -> Vectors:
+        """The bootstrap resamples of the words (drawn on first use)."""
+        return _resampled(self.v, np.random.default_rng(self.boot_seed), self.bootstrap)
+
+    @cached_property
+    def pools(self) -> tuple[np.ndarray, np.ndarray]:
+        """Target and control-word vectors of the resampled-neutral null."""
+        return _pools(self.embedding, self.sets, self.wl)
+
+    def null_draws(self, k: str) -> tuple[VectorNull | str, Vectors | None]:
+        """Return the generator of null `k` and its draws, or why it is not available."""
+        if k not in self._null:
+            v = self.v
+            sizes = (len(v.x), len(v.y), len(v.a), len(v.b), len(v.px))
+            try:
+                gen = VectorNull(k, sizes, reference=np.vstack([v.x, v.y, v.a, v.b]),
+                                 target_pool=self.pools[0], attribute_pool=self.pools[1])
+            except InputDataError as exc:
+                self._null[k] = (str(exc), None)
+            else:
+                self._null[k] = (gen, Vectors(*gen.draw(
+                    np.random.default_rng(self.null_seeds[k]), self.null_reps)))
+        return self._null[k]
+
+
+def _metric_result(name: str, opts: dict, study: _Study, ci_prob: float,
+                   null_ci_prob: float) -> MetricResult:
+    v, sets = study.v, study.sets
     _check_sizes(name, v)
-    point_seed, boot_seed, null_seed = np.random.SeedSequence(seed).spawn(3)
-    value, per, splits = _point(name, v, opts, np.random.default_rng(point_seed))
+    value, per, splits = _point(name, v, opts, np.random.default_rng(study.point_seed))
     ci, n_degenerate = None, 0
-    if bootstrap:
-        draws = _draws(name, opts, lambda r: _resampled(v, r), int(bootstrap),
-                       np.random.default_rng(boot_seed))
+    if study.bootstrap:
+        draws = _draws(name, opts, study.resamples)
         n_degenerate = int(np.isnan(draws).sum())
         ci = percentile_interval(draws, ci_prob)
     null = {}
-    if null_reps:
-        t_pool, n_pool = _pools(embedding, sets, wl)
-        sizes = (len(v.x), len(v.y), len(v.a), len(v.b), len(v.px))
-        for k, s in zip(nulls, null_seed.spawn(len(nulls)),
-                        strict=False):
-            try:
-                gen = VectorNull(k, sizes, reference=np.vstack([v.x, v.y, v.a, v.b]),
-                                 target_pool=t_pool, attribute_pool=n_pool)
-            except InputDataError as exc:
-                null[k] = {"lower": None, "upper": None, "median": None, "note": str(exc)}
+    if study.null_reps:
+        for k in study.nulls:
+            gen, vectors = study.null_draws(k)
+            if vectors is None:
+                null[k] = {"lower": None, "upper": None, "median": None, "note": gen}
                 continue
-            draws = _draws(name, opts, lambda r, g=gen: Vectors(*g.draw(r)), int(null_reps),
-                           np.random.default_rng(s))
+            draws = _draws(name, opts, vectors)
             rng_ = percentile_interval(draws, null_ci_prob)
             ok = draws[np.isfinite(draws)]
             null[k] = {"lower": rng_[0] if rng_ else None, "upper": rng_[1] if rng_ else None,
@@ -587,10 +711,11 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
     return MetricResult(
         metric=name, value=value, per_word=_per_word_frame(name, sets, per), options=opts,
         sizes=sets.sizes, names=dict(zip("XYAB", sets.names, strict=True)), ci=ci,
-        ci_prob=ci_prob if bootstrap else None, ci_kind="bootstrap" if bootstrap else None,
-        n_bootstrap=int(bootstrap), n_bootstrap_degenerate=n_degenerate, null=null,
-        null_reps=int(null_reps), null_ci_prob=null_ci_prob, splits=splits, seed=seed,
-        dropped=dropped, source=embedding.source)
+        ci_prob=ci_prob if study.bootstrap else None,
+        ci_kind="bootstrap" if study.bootstrap else None,
+        n_bootstrap=study.bootstrap, n_bootstrap_degenerate=n_degenerate, null=null,
+        null_reps=study.null_reps, null_ci_prob=null_ci_prob, splits=splits, seed=study.seed,
+        dropped=study.dropped, source=study.embedding.source)
 
 
 @dataclass
@@ -659,12 +784,17 @@ def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | Non
     options = dict(options or {})
     results = []
     for c1, c2 in itertools.combinations([c.name for c in wl.classes], 2):
+        study = None  # the pair's vectors and draws, shared by its metrics
         for name in metrics:
             try:
-                results.append(embedding_metric(
-                    name, embedding, wl, classes=(c1, c2), on_missing=on_missing,
-                    bootstrap=bootstrap, ci_prob=ci_prob, nulls=nulls, null_reps=null_reps,
-                    seed=seed, **dict(options.get(name, {}))))
+                opts = _validate_options(name, dict(options.get(name, {})))
+                if study is None:
+                    boot, reps, kinds = _validate_draws(bootstrap, null_reps, nulls)
+                    ci = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
+                    study = _Study(embedding, wl, metric_sets(wl, (c1, c2)), on_missing,
+                                   defaults.seed if seed is None else int(seed), boot, kinds,
+                                   reps)
+                results.append(_metric_result(name, opts, study, ci, 0.95))
             except InputDataError as exc:
                 log.warning("%s skipped for %s vs %s: %s", name, c1, c2, exc)
     return MetricTable(wl.name, results, embedding.source)

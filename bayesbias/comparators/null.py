@@ -634,21 +634,29 @@ class VectorNull:
             self.description = (f"real vectors: targets from {len(t)} target words, attributes "
                                 f"from {len(a)} control words, without replacement")
 
-    def draw(self, rng):
-        """One draw: vectors (x, y, a, b, pair_x, pair_y)."""
+    def draw(self, rng, n: int | None = None):
+        """Vectors (x, y, a, b, pair_x, pair_y) of one draw, or of `n` draws stacked.
+
+        With `n`, every array has a leading axis of length n, holding the same vectors as
+        n successive one-draw calls on the same generator.
+        """
         rng = np.random.default_rng(rng)
+        k = 1 if n is None else int(n)
         n_x, n_y, n_a, n_b, n_p = self.sizes
         if self.null == "resample":
-            ti = ordered_subsets(rng, 1, len(self.target_pool), n_x + n_y)[0]
-            pi = ordered_subsets(rng, 1, len(self.target_pool), 2 * n_p)[0]
-            ai = ordered_subsets(rng, 1, len(self.attribute_pool), n_a + n_b)[0]
+            ti, pi, ai = ordered_subsets(
+                rng, k, (len(self.target_pool), len(self.target_pool), len(self.attribute_pool)),
+                (n_x + n_y, 2 * n_p, n_a + n_b))
             t, p, a = self.target_pool[ti], self.target_pool[pi], self.attribute_pool[ai]
         else:
             total = n_x + n_y + 2 * n_p + n_a + n_b
-            z = self.scale * rng.standard_normal((total, self.dim))
+            # one call for the k draws: the same normals, in the same order, as k calls
+            e = rng.standard_normal((k, total * self.dim + (self.null == "hierarchical") * total))
+            z = self.scale * e[:, :total * self.dim].reshape(k, total, self.dim)
             if self.null == "hierarchical":
-                r = np.exp(self.tau * rng.standard_normal((total, 1)) - self.tau ** 2 / 2)
+                r = np.exp(self.tau * e[:, total * self.dim:, None] - self.tau ** 2 / 2)
                 z = self.mean + r * z
-            t, p, a = (z[:n_x + n_y], z[n_x + n_y:n_x + n_y + 2 * n_p],
-                       z[n_x + n_y + 2 * n_p:])
-        return t[:n_x], t[n_x:], a[:n_a], a[n_a:], p[:n_p], p[n_p:]
+            t, p, a = (z[:, :n_x + n_y], z[:, n_x + n_y:n_x + n_y + 2 * n_p],
+                       z[:, n_x + n_y + 2 * n_p:])
+        out = (t[:, :n_x], t[:, n_x:], a[:, :n_a], a[:, n_a:], p[:, :n_p], p[:, n_p:])
+        return tuple(o[0] for o in out) if n is None else out

@@ -15,7 +15,16 @@ import numpy as np
 
 from ..errors import InputDataError
 
-__all__ = ["relation_vector", "ripa", "ripa_pairwise"]
+__all__ = ["identical_pairs", "relation_vector", "ripa", "ripa_pairwise"]
+
+
+def identical_pairs(x, y) -> np.ndarray:
+    """Flag each leading index whose pairs include one with identical vectors.
+
+    RIPA is undefined there (a pair without a difference has no direction).
+    """
+    diff = np.asarray(x, dtype=np.float64) - np.asarray(y, dtype=np.float64)
+    return (np.linalg.norm(diff, axis=-1) == 0).any(axis=-1)
 
 
 def _pairs(x, y):
@@ -26,11 +35,10 @@ def _pairs(x, y):
                              f"({x.shape[-2]} vs {y.shape[-2]} words)")
     if x.shape[-2] == 0:
         raise InputDataError("RIPA needs at least one target pair")
-    diff = x - y
-    norm = np.linalg.norm(diff, axis=-1, keepdims=True)
-    if (norm == 0).any():
+    if identical_pairs(x, y).any():
         raise InputDataError("RIPA: a target pair has identical vectors (degenerate pair)")
-    return diff, norm
+    diff = x - y
+    return diff, np.linalg.norm(diff, axis=-1, keepdims=True)
 
 
 def relation_vector(x, y) -> np.ndarray:

@@ -7,19 +7,17 @@ with ArviZ intervals, posterior predictive checks, LOO, forest plots and netCDF 
 :func:`compare_fits` compares two fits of the same spec (e.g. original vs debiased).
 """
 
-from .cells import Cells, cells_from_table
-from .compare import Comparison, compare_fits, loo_compare
-from .fit import (
-    CONTRASTS,
-    Check,
-    Diagnostics,
-    Fit,
-    FitFileError,
-    SamplerWarning,
-    fit_model,
-    load_fit,
-)
-from .spec import ModelSpec, Prior, available_models, load_spec
+from .._lazy import lazy_exports
+
+_MODULES = {
+    ".spec": ("ModelSpec", "Prior", "load_spec", "available_models"),
+    ".fit": ("fit_model", "Fit", "Diagnostics", "Check", "FitFileError", "SamplerWarning",
+             "load_fit", "CONTRASTS"),
+    ".cells": ("Cells", "cells_from_table"),
+    ".compare": ("compare_fits", "Comparison", "loo_compare"),
+}
+# Names are imported on first use: listing models or parsing options stays light.
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, globals())
 
 __all__ = [
     # specs

@@ -1,10 +1,11 @@
 """Numba kernel: log-density and gradient of the cell-marginal Gaussian models.
 
 Hand-written on purpose (issue 11, ``benchmarks/bench_report.py``): with the per-word means
-integrated out, the models have at most a dozen parameters, and a cached numba function
-compiles once per machine (about a second) while a PyTensor/numba graph compiles again in
-every process and for every table shape (10-30 s each). Checked against PyMC's own log
-density in ``tests/test_models_likelihood.py``.
+integrated out, the models have at most a dozen parameters, and a cached function compiles
+once per machine while a PyTensor/numba graph compiles again in every process and for every
+table shape (10-30 s each). The sampler runs the same operations as C (:mod:`._native`, bit
+for bit equal); this numba version is the fallback without a C compiler and the reference of
+the tests. Checked against PyMC's own log density in ``tests/test_models_likelihood.py``.
 
 Parameters are packed as ``x`` (unconstrained), one prior per entry:
 ``priors[j] = (code, positive, p1, p2, p3)``. The per-connection mean, between-unit sd and
@@ -20,45 +21,10 @@ import math
 import numba
 import numpy as np
 
-LOG_2PI = math.log(2.0 * math.pi)
-#: Distribution codes (see :data:`bayesbias.models.spec.DISTRIBUTIONS`).
-CODES = {"Normal": 0, "StudentT": 1, "Exponential": 2, "HalfNormal": 3, "HalfCauchy": 4,
-         "HalfStudentT": 5, "LogNormal": 6, "Gamma": 7}
+from ._native import pack_cells as pack
+from ._priors import CODES, LOG_2PI, _prior
 
-
-@numba.njit(cache=True, fastmath=False)
-def _prior(code, p1, p2, p3, v):
-    """Log-density of one prior at v and its derivative in v."""
-    if code == 0:  # Normal(mu, sigma)
-        z = (v - p1) / p2
-        return -0.5 * LOG_2PI - math.log(p2) - 0.5 * z * z, -z / p2
-    if code == 1:  # StudentT(nu, mu, sigma)
-        z = (v - p2) / p3
-        c = (math.lgamma(0.5 * (p1 + 1.0)) - math.lgamma(0.5 * p1)
-             - 0.5 * math.log(p1 * math.pi) - math.log(p3))
-        return (c - 0.5 * (p1 + 1.0) * math.log1p(z * z / p1),
-                -(p1 + 1.0) * z / (p3 * (p1 + z * z)))
-    if code == 2:  # Exponential(lam)
-        return math.log(p1) - p1 * v, -p1
-    if code == 3:  # HalfNormal(sigma)
-        z = v / p1
-        return math.log(2.0) - 0.5 * LOG_2PI - math.log(p1) - 0.5 * z * z, -z / p1
-    if code == 4:  # HalfCauchy(beta)
-        return (math.log(2.0) - math.log(math.pi) - math.log(p1) - math.log1p((v / p1) ** 2),
-                -2.0 * v / (p1 * p1 + v * v))
-    if code == 5:  # HalfStudentT(nu, sigma)
-        z = v / p2
-        c = (math.log(2.0) + math.lgamma(0.5 * (p1 + 1.0)) - math.lgamma(0.5 * p1)
-             - 0.5 * math.log(p1 * math.pi) - math.log(p2))
-        return (c - 0.5 * (p1 + 1.0) * math.log1p(z * z / p1),
-                -(p1 + 1.0) * z / (p2 * (p1 + z * z)))
-    if code == 6:  # LogNormal(mu, sigma)
-        lv = math.log(v)
-        z = (lv - p1) / p2
-        return -lv - 0.5 * LOG_2PI - math.log(p2) - 0.5 * z * z, -1.0 / v - z / (p2 * v)
-    # Gamma(alpha, beta), beta a rate
-    return (p1 * math.log(p2) - math.lgamma(p1) + (p1 - 1.0) * math.log(v) - p2 * v,
-            (p1 - 1.0) / v - p2)
+__all__ = ["CODES", "logp_grad", "pack", "logp_cfunc", "expand_cfunc"]
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -116,14 +82,6 @@ def logp_grad(x, priors, maps, offsets, cells):
         else:
             grad[j] = gv
     return lp, grad
-
-
-def pack(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,
-         cells: np.ndarray) -> np.ndarray:
-    """One flat float64 array holding everything :func:`logp_cfunc` reads."""
-    k, nc = priors.shape[0], cells.shape[1]
-    return np.ascontiguousarray(np.concatenate([
-        [float(k), float(nc)], priors.ravel(), maps.ravel(), offsets.ravel(), cells.ravel()]))
 
 
 @numba.njit(cache=True)

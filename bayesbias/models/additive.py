@@ -1,10 +1,17 @@
-"""The additive family: a mean per unit plus a shift per connection, sampled on a rotation.
+"""The additive family: a mean per unit plus a shift per connection.
 
-``mu[u, c] = m[u] + co[c]`` has a ridge: adding t to every m and subtracting t from every co
-leaves the likelihood unchanged, which defeats samplers with a diagonal mass matrix. With
-Normal priors, write ``theta = (m, co) = mu0 + s * (V @ w)`` with ``w ~ Normal(0, 1)`` and V
-the right singular vectors of the whitened, count-weighted cell design. The map is linear
-with orthogonal V, so prior and posterior are exactly those of the original model, while the
+``mu[u, c] = m[u] + co[c]`` with Normal priors on ``m`` and ``co`` is linear-Gaussian given the
+residual sd, so the default sampler integrates ``theta = (m, co)`` out exactly: nutpie samples
+only the log residual sd(s) on the marginal density (:mod:`._kernel_additive`, a cached numba
+function: nothing compiled per table, no ridge), and every draw of ``theta`` then comes from
+its exact Gaussian conditional (:func:`conditional_theta`). The joint draws have exactly the
+posterior of the full model.
+
+The PyMC model (``--sampler pymc``, the reference path) keeps ``theta``: it has a ridge
+(adding t to every m and subtracting t from every co leaves the likelihood unchanged), which
+defeats samplers with a diagonal mass matrix, so it samples ``theta = mu0 + s * (V @ w)`` with
+``w ~ Normal(0, 1)`` and V the right singular vectors of the whitened, count-weighted cell
+design. The map is linear with orthogonal V, so prior and posterior are unchanged, while the
 posterior curvature in ``w`` is diagonal (exactly so for the weights used).
 """
 
@@ -16,7 +23,8 @@ from ..config import CONNECTIONS
 from .cells import Cells
 from .spec import ModelSpec
 
-__all__ = ["cell_means", "rotation", "card_lines", "validate", "model_data"]
+__all__ = ["cell_means", "rotation", "card_lines", "validate", "model_data", "marginal_kernel",
+           "conditional_theta"]
 
 PRIORS = ("m", "co", "sigma")
 SCALES = ("sigma",)
@@ -30,7 +38,8 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
     return [f"  distance_i ~ Normal(m[{unit}] + co[c], {s})",
             f"  m[{unit}] ~ {p['m']}",
             f"  co[c] ~ {p['co']}",
-            "  identified: contrasts co[c] - co[none]; sampled on an exact rotation"]
+            "  identified: contrasts co[c] - co[none]; m and co integrated out exactly "
+            "(PyMC sampler: an exact rotation)"]
 
 
 def validate(spec: ModelSpec, source: str) -> None:
@@ -50,12 +59,18 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict:
     return {"prior_mean": mu0, "prior_sd": s, "rotation": v}
 
 
+def prior_moments(spec: ModelSpec, n_u: int) -> tuple[np.ndarray, np.ndarray]:
+    """Prior mean and sd of ``theta = (m, co)`` (units first, then connections)."""
+    n_c = len(CONNECTIONS)
+    pm_, pc = dict(spec.priors["m"].params), dict(spec.priors["co"].params)
+    return (np.r_[np.full(n_u, pm_["mu"]), np.full(n_c, pc["mu"])],
+            np.r_[np.full(n_u, pm_["sigma"]), np.full(n_c, pc["sigma"])])
+
+
 def rotation(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Prior mean, prior sd and orthogonal rotation V of ``theta = (m, co)``."""
     n_u, n_c = cells.units.size, len(CONNECTIONS)
-    pm_, pc = dict(spec.priors["m"].params), dict(spec.priors["co"].params)
-    mu0 = np.r_[np.full(n_u, pm_["mu"]), np.full(n_c, pc["mu"])]
-    s = np.r_[np.full(n_u, pm_["sigma"]), np.full(n_c, pc["sigma"])]
+    mu0, s = prior_moments(spec, n_u)
     ui, ci = cells.observed
     n = cells.n[ui, ci].astype(float)
     # Pooled within-cell variance per connection approximates sigma^2 in the curvature.
@@ -86,3 +101,101 @@ def cell_means(spec: ModelSpec, cells: Cells):
     m = pm.Deterministic("m", theta[:n_u], dims=unit)
     co = pm.Deterministic("co", theta[n_u:], dims="connection")
     return pm.Deterministic("mu", m[:, None] + co[None, :], dims=(unit, "connection"))
+
+
+def _cell_array(cells: Cells) -> np.ndarray:
+    ui, ci = cells.observed
+    return np.ascontiguousarray(np.stack([ui.astype(float), ci.astype(float),
+                                          cells.n[ui, ci].astype(float), cells.mean[ui, ci],
+                                          cells.ss[ui, ci]]))
+
+
+def _initial_sd(spec: ModelSpec, cells: Cells) -> np.ndarray:
+    """Pooled within-cell sd (per connection or overall), for the sampler's start."""
+    n, ss = cells.n, cells.ss
+    has = n > 0
+    df_all = n.sum() - has.sum()
+    overall = np.sqrt(ss.sum() / df_all) if df_all > 0 else 0.1
+    overall = overall if np.isfinite(overall) and overall > 1e-6 else 0.1
+    if spec.residual_sd != "per_connection":
+        return np.array([overall])
+    df = n.sum(axis=0) - has.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt(ss.sum(axis=0) / df)
+    return np.where((df > 0) & np.isfinite(sd) & (sd > 1e-6), sd, overall)
+
+
+def marginal_kernel(spec: ModelSpec, cells: Cells):
+    """Return the sampler's :class:`~bayesbias.models.marginal.Kernel` (log residual sds only)."""
+    from ._native import CODES, entry_points, pack_additive
+    from .marginal import Kernel
+
+    per = spec.residual_sd == "per_connection"
+    n_c = len(CONNECTIONS)
+    k = n_c if per else 1
+    prior = spec.priors["sigma"]
+    vals = [v for _, v in prior.params]
+    priors = np.tile([CODES[prior.dist], 1.0, *vals, *[0.0] * (3 - len(vals))], (k, 1))
+    smap = np.arange(n_c, dtype=float) if per else np.zeros(n_c)
+    n_u = cells.units.size
+    mu0, s0 = prior_moments(spec, n_u)
+    data = pack_additive(priors.astype(float), smap, mu0, s0, _cell_array(cells), n_u)
+    native = entry_points("additive")
+    if native is None:
+        from . import _kernel_additive
+
+        native = _kernel_additive.logp_cfunc, _kernel_additive.expand_cfunc
+    start = np.log(_initial_sd(spec, cells))
+
+    def complete(raw, rng):
+        sig = raw["sigma"]
+        s = sig if per else np.repeat(sig[..., None], n_c, axis=-1)
+        m, co = conditional_theta(s, spec, cells, rng)
+        unit = cells.unit_dim
+        return {"co": (("chain", "draw", "connection"), co),
+                "m": (("chain", "draw", unit), m),
+                "sigma": (("chain", "draw", "connection") if per else ("chain", "draw"), sig),
+                "mu": (("chain", "draw", unit, "connection"), m[..., None] + co[..., None, :])}
+
+    return Kernel(names=["sigma"], shapes=[(n_c,) if per else ()],
+                  dims={"sigma": ("connection",)} if per else {}, data=data,
+                  logp=native[0], expand=native[1],
+                  init=lambda rng: start + rng.uniform(-0.1, 0.1, start.size),
+                  complete=complete)
+
+
+def conditional_theta(s: np.ndarray, spec: ModelSpec, cells: Cells, rng,
+                      chunk: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Draw ``(m, co)`` from their exact Gaussian conditional given residual sds `s`.
+
+    `s` has shape (..., connection); returns ``m`` (..., unit) and ``co`` (..., connection).
+    ``co`` comes from its marginal (precision: the Schur complement of the unit block), then
+    ``m`` given ``co`` (a diagonal precision).
+    """
+    n_u, n_c = cells.units.size, len(CONNECTIONS)
+    mu0, s0 = prior_moments(spec, n_u)
+    lead = s.shape[:-1]
+    flat = s.reshape(-1, n_c)
+    total = flat.shape[0]
+    z = rng.standard_normal((total, n_c + n_u))
+    n = cells.n.astype(float)
+    r = np.where(n > 0, np.nan_to_num(cells.mean) - mu0[:n_u, None] - mu0[None, n_u:], 0.0)
+    m_out, co_out = np.empty((total, n_u)), np.empty((total, n_c))
+    for lo in range(0, total, chunk):
+        sl = slice(lo, lo + chunk)
+        w = n[None] / flat[sl, None, :] ** 2                    # (d, unit, connection)
+        a = 1.0 / s0[None, :n_u] ** 2 + w.sum(-1)               # (d, unit)
+        e = 1.0 / s0[None, n_u:] ** 2 + w.sum(1)                # (d, connection)
+        bu, bc = (w * r).sum(-1), (w * r).sum(1)
+        g = w / a[..., None]
+        schur = -np.einsum("dua,dub->dab", g, w) + np.eye(n_c) * e[:, None, :]
+        rhs = bc - np.einsum("dua,du->da", g, bu)
+        low = np.linalg.cholesky(schur)
+        mean_c = np.linalg.solve(schur, rhs[..., None])[..., 0]
+        # L^-T z has covariance (L L')^-1, the marginal covariance of co
+        dev = np.linalg.solve(np.swapaxes(low, -1, -2), z[sl, :n_c, None])[..., 0]
+        phi_c = mean_c + dev
+        phi_u = (bu - np.einsum("dua,da->du", w, phi_c)) / a + z[sl, n_c:] / np.sqrt(a)
+        co_out[sl] = mu0[n_u:] + phi_c
+        m_out[sl] = mu0[:n_u] + phi_u
+    return m_out.reshape(lead + (n_u,)), co_out.reshape(lead + (n_c,))

@@ -7,17 +7,12 @@ import numpy as np
 from ..config import CONNECTIONS
 from ..errors import InvalidArgumentError
 from .cells import Cells, normal_logp_cells
+from .families import family_module
 from .spec import ModelSpec
 
 __all__ = ["build_model", "cell_data", "model_data", "structure_key", "LIKELIHOODS"]
 
 LIKELIHOODS = ("sufficient", "rows")
-
-
-def _family_module(family: str):
-    from . import additive, hierarchical, separate
-
-    return {"hierarchical": hierarchical, "additive": additive, "separate": separate}[family]
 
 
 def cell_data(cells: Cells) -> dict[str, np.ndarray]:
@@ -76,7 +71,7 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
             f"cells are at level {cells.level!r} but the spec wants {spec.level!r}")
     coords = {cells.unit_dim: cells.units.tolist(), "connection": list(CONNECTIONS)}
     with pm.Model(coords=coords) as model:
-        mu = _family_module(spec.family).cell_means(spec, cells)
+        mu = family_module(spec.family).cell_means(spec, cells)
         if spec.residual_sd == "per_connection":
             sigma = spec.priors["sigma"].create("sigma", dims="connection")
             sigma_col = sigma[None, :]

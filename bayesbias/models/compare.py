@@ -229,7 +229,7 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
 
 def loo_compare(fits: dict[str, Fit]):
     """Compare model variants fitted to the same rows by PSIS-LOO (``arviz.compare``)."""
-    import arviz as az
+    import arviz_stats as az  # the functions of `arviz`, without arviz-plots (matplotlib)
 
     rows = {name: f.cells.n_rows for name, f in fits.items()}
     if len(set(rows.values())) != 1:

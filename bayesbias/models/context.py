@@ -171,7 +171,7 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
         connections (associated - none, associated - human, associated - different,
         human - none).
     """
-    import arviz as az
+    import arviz_stats as az  # the functions of `arviz`, without arviz-plots (matplotlib)
     import pymc as pm
     import pytensor.tensor as pt
 

@@ -189,8 +189,7 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
     Uses ``arviz_stats.diagnose`` for the sampler checks (divergences, maximum tree depth,
     E-BFMI < 0.3) and ArviZ's rank-normalised r-hat and ESS per scalar parameter.
     """
-    import arviz as az
-    import arviz_stats
+    import arviz_stats as az  # the functions of `arviz`, without arviz-plots (matplotlib)
 
     posterior = posterior[[v for v in posterior.data_vars if v not in HELPERS]]
     rhat = az.rhat(posterior)
@@ -213,7 +212,7 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
             _x=posterior[list(posterior.data_vars)[0]]), "sample_stats": ss[keep]})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _, extra = arviz_stats.diagnose(tree, var_names=["_x"], show_diagnostics=False,
+            _, extra = az.diagnose(tree, var_names=["_x"], show_diagnostics=False,
                                             return_diagnostics=True)
     div = int(extra.get("divergent", {}).get("n_divergent", 0))
     maxdepth = int(extra.get("treedepth", {}).get("n_max", 0))
@@ -687,10 +686,10 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
     sampler : {"auto", "nutpie", "pymc"}
         ``"auto"`` uses nutpie when installed, PyMC's NUTS otherwise.
     marginal : bool, optional
-        Sample with the per-unit cell means integrated out exactly and draw them afterwards
-        from their exact conditional (same posterior, ~12 parameters, no funnel, nothing to
-        compile per table). Default: whenever the family supports it, the likelihood is
-        ``"sufficient"`` and the sampler is nutpie.
+        Sample with the per-unit cell means (additive: m and co) integrated out exactly and
+        draw them afterwards from their exact conditional (same posterior, at most ~12
+        parameters, no funnel or ridge, nothing to compile per table). Default: whenever the
+        family supports it, the likelihood is ``"sufficient"`` and the sampler is nutpie.
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.

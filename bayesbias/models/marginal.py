@@ -10,11 +10,14 @@ within-cell sum of squares ss have the exact marginal log-density
 (the cell mean is ``Normal(M, sqrt(V))`` and ss depends on S alone). NUTS samples only the
 hyperparameters (about 12, no funnel); afterwards every ``mu[u, c]`` is drawn from its
 Normal conditional (precision ``1/T^2 + n/S^2``), so the joint draws have exactly the
-posterior of the full model. A family opts in by defining ``marginal_blocks(spec)``.
+posterior of the full model. A family opts in by defining ``marginal_blocks(spec)``, or,
+when its cell means are not independent given a few parameters (the additive family), by
+defining ``marginal_kernel(spec, cells)`` returning a :class:`Kernel`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -25,7 +28,7 @@ from ..config import CONNECTIONS
 from ..progress import progress
 from .cells import Cells
 
-__all__ = ["Block", "supports", "sample_marginal", "conditional_cell_means"]
+__all__ = ["Block", "Kernel", "supports", "sample_marginal", "conditional_cell_means"]
 
 _NC = len(CONNECTIONS)
 
@@ -45,16 +48,42 @@ class Block:
     per_connection: bool = True
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """What nutpie samples for one fit, and how the integrated-out parameters come back.
+
+    ``names``, ``shapes``, ``dims``: the sampled (constrained) variables; ``data``: the flat
+    array the C functions ``logp`` and ``expand`` read (``logp(dim, x, grad, logp, data)``,
+    ``expand(dim, expanded, x, out, data)``, numba cfuncs); ``init(rng)``: a start on the
+    unconstrained scale; ``complete(raw, rng)``: from the sampled draws (name -> array with
+    leading chain, draw) the remaining posterior variables, name -> (dims, array), in
+    posterior order, with ``mu`` last.
+    """
+
+    names: list
+    shapes: list
+    dims: dict
+    data: np.ndarray
+    logp: object
+    expand: object
+    init: object
+    complete: object
+    adaptation: str = "diag"
+
+
 def supports(spec) -> bool:
     """Whether `spec`'s family can be sampled with the cell means integrated out."""
     from .families import family_module
 
-    fn = getattr(family_module(spec.family), "marginal_blocks", None)
+    mod = family_module(spec.family)
+    if getattr(mod, "marginal_kernel", None) is not None:
+        return True
+    fn = getattr(mod, "marginal_blocks", None)
     return fn is not None and fn(spec) is not None
 
 
 def _layout(spec):
-    from ._kernel import CODES
+    from ._native import CODES
     from .families import family_module
 
     mod = family_module(spec.family)
@@ -160,56 +189,199 @@ _TEMPLATE = ("{% for chain in chains %}{{ chain.finished_draws }}/{{ chain.total
              "{% if not loop.last %}, {% endif %}{% endfor %}")
 
 
-def _compiled_model(names, shapes, dims, data: np.ndarray, init_fn, label: str,
-                    every_ms: int = 2000):
-    """Return a nutpie model calling the cached C functions of :mod:`._kernel` (no Python per step).
+def nutpie_lib():
+    """Return nutpie's compiled core (``nutpie._lib``) without importing the ``nutpie`` package.
 
-    Progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
+    The package's ``__init__`` imports ArviZ (with arviz-plots and matplotlib), numba and
+    PyArrow's pandas glue for its high-level wrapper: about 3 s per process that the
+    cell-marginal sampler, which drives the core directly, does not need.
     """
-    import dataclasses
+    import importlib.machinery
+    import importlib.util
+    import sys
+    from pathlib import Path
 
-    from nutpie import _lib
-    from nutpie.sample import CompiledModel
+    lib = sys.modules.get("nutpie._lib")
+    if lib is not None:
+        return lib
+    pkg = importlib.util.find_spec("nutpie")  # locates the package without running it
+    if pkg is None or not pkg.submodule_search_locations:
+        raise ImportError("nutpie is not installed")
+    for folder in pkg.submodule_search_locations:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"_lib{suffix}"
+            if path.is_file():
+                loader = importlib.machinery.ExtensionFileLoader("nutpie._lib", str(path))
+                spec = importlib.util.spec_from_file_location("nutpie._lib", path,
+                                                              loader=loader)
+                lib = importlib.util.module_from_spec(spec)
+                loader.exec_module(lib)
+                sys.modules["nutpie._lib"] = lib  # a later `import nutpie` reuses it
+                return lib
+    raise ImportError("nutpie's compiled core (nutpie/_lib) was not found")
 
-    from ._kernel import expand_cfunc, logp_cfunc
 
-    k = data.size and int(data[0])
+#: Sampler statistics nutpie leaves out unless the matching setting is on (as nutpie does).
+_SKIPPED_STATS = {
+    "store_gradient": ("gradient",),
+    "store_unconstrained": ("unconstrained_draw",),
+    "adapt_options.mass_matrix_options.store_mass_matrix": (
+        "mass_matrix_inv", "mass_matrix_eigvals", "mass_matrix_stds"),
+    "store_divergences": ("divergence_start", "divergence_end", "divergence_momentum",
+                          "divergence_start_gradient"),
+    "store_transformed": ("transformed_position", "transformed_gradient",
+                          "transformation_mu"),
+}
+
+
+def _arrow_columns(batches, skip=()) -> tuple[dict, dict]:
+    """Per-chain arrow record batches -> name -> (chain, draw, ...) arrays and item dims.
+
+    Rows with ``tuning`` set (in `batches`' companion stats) are dropped by the caller.
+    """
+    import pyarrow
+
+    out, dims = {}, {}
+    n_chains = len(batches)
+    length = max(b.num_rows for b in batches)
+    for chain, batch in enumerate(batches):
+        for name in batch.column_names:
+            if name in skip or name in ("chain", "draw"):  # indices, not variables
+                continue
+            col = batch.column(name)
+            meta = col.field.metadata or {}
+            item_dims = meta.get(b"dims", b"").decode()
+            item_shape = [int(v) for v in meta.get(b"shape", b"").decode().split(",") if v]
+            col = pyarrow.array(col)
+            is_null = col.is_null()
+            if hasattr(col, "flatten"):
+                col = col.flatten()
+            dtype = col.type.to_pandas_dtype()
+            if name not in out:
+                shape = [n_chains, length, *item_shape]
+                if dtype in (np.float64, np.float32):
+                    out[name] = np.full(shape, np.nan, dtype=dtype)
+                elif dtype == np.dtype("O"):
+                    out[name] = np.full(shape, None, dtype=dtype)
+                else:
+                    out[name] = np.zeros(shape, dtype=dtype)
+                dims[name] = item_dims.split(",") if item_dims else []
+            values = col.to_numpy(False)
+            rows = batch.num_rows
+            if is_null.sum() == 0:
+                out[name][chain, :rows] = values.reshape((rows, *item_shape))
+            else:
+                mask = is_null.to_numpy(False)
+                if values.shape[0] == rows:
+                    values = values[~mask]
+                out[name][chain, :rows][~mask] = values.reshape(((~mask).sum(), *item_shape))
+    return out, dims
+
+
+def _dataset(values: dict, dims: dict, chains: int, draws: int) -> xr.Dataset:
+    """Name -> (chain, draw, ...) arrays as a Dataset (ArviZ's default names for other dims)."""
+    out = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})
+    for name, arr in values.items():
+        extra = list(dims.get(name) or [f"{name}_dim_{i}" for i in range(arr.ndim - 2)])
+        out[name] = ("chain", "draw", *extra), arr
+    if "connection" in out.dims:
+        out = out.assign_coords(connection=list(CONNECTIONS))
+    return out
+
+
+def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chains: int,
+                cores: int, seed: int, target_accept: float,
+                every_ms: int = 2000) -> tuple[xr.Dataset, xr.Dataset]:
+    """NUTS on `kernel` through nutpie's core: ``(posterior, sample_stats)`` without warmup.
+
+    The settings, seeding and trace conversion are those of ``nutpie.sample`` (same draws);
+    progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
+    """
+    lib = nutpie_lib()
+    data = kernel.data
+    k = int(data[0])
     t0 = time.perf_counter()
 
     def report(formatted):
         progress.info("%s: draws per chain %s (incl. tuning), %.1f s", label, formatted,
                       time.perf_counter() - t0)
 
-    @dataclasses.dataclass(frozen=True)
-    class _Model(CompiledModel):
-        def _make_model(self, init_mean):
-            logp = _lib.LogpFunc(logp_cfunc.address, data.ctypes.data, data)
-            expand = _lib.ExpandFunc(k, k, expand_cfunc.address, data.ctypes.data, data)
-            coords = {"connection": list(CONNECTIONS)}
-            variables = _lib.PyVariable.new_variables(
-                names, ["float64"] * len(names), shapes, {"connection": _NC}, dims)
-            return _lib.PyMcModel(logp, expand, variables, k, {"connection": _NC}, coords,
-                                  init_fn, None)
+    logp = lib.LogpFunc(kernel.logp.address, data.ctypes.data, data)
+    expand = lib.ExpandFunc(k, k, kernel.expand.address, data.ctypes.data, data)
+    variables = lib.PyVariable.new_variables(kernel.names, ["float64"] * len(kernel.names),
+                                             kernel.shapes, {"connection": _NC}, kernel.dims)
+    model = lib.PyMcModel(logp, expand, variables, k, {"connection": _NC},
+                          {"connection": list(CONNECTIONS)}, init_fn, None)
+    make = lib.PyNutsSettings.LowRank if kernel.adaptation == "low_rank" else \
+        lib.PyNutsSettings.Diag
+    settings = make(seed)
+    settings.update({"target_accept": target_accept, "num_tune": tune, "num_draws": draws,
+                     "num_chains": chains})
+    ptype = lib.ProgressType.template_callback(every_ms, _TEMPLATE, cores, report)
+    sampler = lib.PySampler.from_pymc(settings, cores, model, ptype, None, 100,
+                                      lib.PyStorage.arrow())
+    try:
+        sampler.wait(None)
+    except BaseException:  # Ctrl-C, SIGTERM or a sampler error: stop the chains, re-raise
+        with contextlib.suppress(Exception):
+            sampler.abort()
+        raise
+    draw_batches, stat_batches = sampler.take_results().get_arrow_trace()
+    opts = settings.as_dict()["settings"]
 
-        def _make_sampler(self, settings, init_mean, cores, progress_type, extra_callback,
-                          extra_callback_rate, store):
-            ptype = _lib.ProgressType.template_callback(every_ms, _TEMPLATE, cores, report)
-            return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean),
-                                            ptype, extra_callback, extra_callback_rate, store)
+    skip = [v for key, names in _SKIPPED_STATS.items() if not _nested(opts, key)
+            for v in names]
+    n_tune = [int(s.column("tuning").to_numpy().sum()) for s in stat_batches]
+    post = [b.slice(t, b.num_rows - t) for b, t in zip(draw_batches, n_tune, strict=True)]
+    stats = [b.slice(t, b.num_rows - t) for b, t in zip(stat_batches, n_tune, strict=True)]
+    n_draws = max(b.num_rows for b in post)
+    values, dims = _arrow_columns(post)
+    stat_values, stat_dims = _arrow_columns(stats, skip)
+    return (_dataset(values, dims, chains, n_draws),
+            _dataset(stat_values, stat_dims, chains, n_draws))
 
-        @property
-        def n_dim(self):
-            return k
 
-        @property
-        def shapes(self):
-            return dict(zip(names, shapes, strict=True))
+def _nested(settings: dict, name: str):
+    for part in name.split("."):
+        if not isinstance(settings, dict) or part not in settings:
+            return False
+        settings = settings[part]
+    return settings
 
-        @property
-        def coords(self):
-            return {"connection": list(CONNECTIONS)}
 
-    return _Model(dims=dims)
+def _blocks_kernel(spec, cells: Cells) -> Kernel:
+    """Return the :class:`Kernel` of a family defined by ``marginal_blocks``."""
+    from ._native import entry_points, pack_cells
+    from .families import family_module
+
+    mod = family_module(spec.family)
+    blocks, priors, maps, offsets, _ = _layout(spec)
+    _, fixed = mod.marginal_blocks(spec)
+    names = [b.name for b in blocks]
+    native = entry_points("cell")
+    if native is None:
+        from . import _kernel
+
+        native = _kernel.logp_cfunc, _kernel.expand_cfunc
+    logp, expand = native
+
+    def complete(raw, rng):
+        shape = raw[names[0]].shape[:2]
+        m, t, s = _mts(blocks, fixed, raw, shape)
+        out = {b.name: (("chain", "draw", "connection") if b.per_connection
+                        else ("chain", "draw"), raw[b.name]) for b in blocks}
+        for name, da in mod.derived(raw, m).items():
+            out[name] = ("chain", "draw", "connection"), da
+        out["mu"] = ("chain", "draw", cells.unit_dim, "connection"), \
+            conditional_cell_means(m, t, s, cells, rng)
+        return out
+
+    return Kernel(names=names, shapes=[(_NC,) if b.per_connection else () for b in blocks],
+                  dims={b.name: ("connection",) for b in blocks if b.per_connection},
+                  data=pack_cells(priors, maps, offsets, _cell_array(cells)),
+                  logp=logp, expand=expand,
+                  init=lambda rng: _initial(blocks, cells, rng), complete=complete,
+                  adaptation=getattr(mod, "ADAPTATION", "diag"))
 
 
 def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, cores: int,
@@ -219,47 +391,28 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     Returns a DataTree with ``posterior`` (the family's parameters, derived group means and
     the cell means ``mu``) and nutpie's ``sample_stats``.
     """
-    import nutpie
-
     from .families import family_module
 
     mod = family_module(spec.family)
-    blocks, priors, maps, offsets, _ = _layout(spec)
-    _, fixed = mod.marginal_blocks(spec)
-    from ._kernel import pack
-
-    data = pack(priors, maps, offsets, _cell_array(cells))
-    names = [b.name for b in blocks]
-    shapes = [(_NC,) if b.per_connection else () for b in blocks]
-    dims = {b.name: ("connection",) for b in blocks if b.per_connection}
+    make = getattr(mod, "marginal_kernel", None)
+    kernel = make(spec, cells) if make is not None else _blocks_kernel(spec, cells)
 
     def make_init(s):
-        return _initial(blocks, cells, np.random.default_rng([seed, int(s) % (2**63)]))
+        return kernel.init(np.random.default_rng([seed, int(s) % (2**63)]))
 
-    model = _compiled_model(names, shapes, dims, data, make_init, f"sampling {spec.name}")
     t0 = time.perf_counter()
-    tree = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
-                         seed=seed, save_warmup=False, progress_bar=True,
-                         target_accept=target_accept,
-                         adaptation=getattr(mod, "ADAPTATION", "diag"))
+    post, stats = _run_nutpie(kernel, make_init, f"sampling {spec.name}", draws, max(tune, 1),
+                              chains, cores, seed, target_accept)
     sampling_time = time.perf_counter() - t0
-    post = tree.posterior.to_dataset()
-    shape = (post.sizes["chain"], post.sizes["draw"])
-    raw = {n: post[n].transpose("chain", "draw", ...).values for n in names}
-    m, t, s = _mts(blocks, fixed, raw, shape)
+    raw = {n: post[n].transpose("chain", "draw", ...).values for n in kernel.names}
     rng = np.random.default_rng([seed, 20240101])
-    mu = conditional_cell_means(m, t, s, cells, rng)
     unit = cells.unit_dim
     out = xr.Dataset(coords={"chain": post["chain"].values, "draw": post["draw"].values,
                              "connection": list(CONNECTIONS), unit: cells.units.tolist()})
-    for b in blocks:
-        out[b.name] = (("chain", "draw", "connection") if b.per_connection
-                       else ("chain", "draw")), raw[b.name]
-    for name, da in mod.derived(raw, m).items():
-        out[name] = ("chain", "draw", "connection"), da
-    out["mu"] = ("chain", "draw", unit, "connection"), mu
+    for name, (dims, values) in kernel.complete(raw, rng).items():
+        out[name] = dims, values
     out.attrs.update(sampling_time=sampling_time, marginal="cell means integrated out")
     res = xr.DataTree()
     res["posterior"] = xr.DataTree(out)
-    res["sample_stats"] = xr.DataTree(tree.sample_stats.to_dataset())
+    res["sample_stats"] = xr.DataTree(stats)
     return res

@@ -29,11 +29,12 @@ def forest_axes(ax, labels, mean, lower, upper, colours=None, zero: bool = False
     """Draw a forest (point and interval per row, first row on top) on `ax`."""
     y = np.arange(len(labels))[::-1]
     colours = colours or ["k"] * len(labels)
-    for yi, m, lo, hi, col in zip(y, mean, lower, upper, colours, strict=True):
-        ax.plot([lo, hi], [yi, yi], color=col, lw=2)
-        ax.plot([m], [yi], "o", color=col, ms=4)
-    ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=7)
+    # one collection per kind of mark, not two artists per row (the same picture, drawn
+    # at a fraction of the cost for a hundred rows)
+    ax.hlines(y, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float),
+              colors=colours, lw=2, capstyle="projecting")
+    ax.scatter(np.asarray(mean, dtype=float), y, c=colours, s=16, zorder=3)
+    ax.set_yticks(y, labels, fontsize=7)
     if zero:
         ax.axvline(0, color="k", lw=0.8, ls="--")
     ax.set_title(title, fontsize=9)
@@ -60,7 +61,9 @@ def _save(fig, path) -> Path:
     path = Path(path)
     fmt = figure_format(path)
     with atomic_path(path, suffix=f".{fmt}") as tmp:
-        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
+        # a layout engine already fits the canvas; "tight" would draw the figure twice
+        fig.savefig(tmp, format=fmt, dpi=120,
+                    bbox_inches=None if fig.get_layout_engine() else "tight")
     _pyplot().close(fig)
     return path
 

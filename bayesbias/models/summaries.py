@@ -34,7 +34,7 @@ def interval(draws: xr.DataArray, ci_prob: float | None = None,
     Returns ArviZ's result (dim ``ci_bound`` = lower, upper) with ``ci_prob`` and ``ci_kind``
     attrs.
     """
-    import arviz as az
+    import arviz_stats as az  # the functions of `arviz`, without arviz-plots (matplotlib)
 
     ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
     fn = az.hdi if ci_kind == "hdi" else az.eti

@@ -376,7 +376,10 @@ class Report:
                     if callable(fig):
                         fig(path)
                     else:
-                        fig.savefig(path, dpi=110, bbox_inches="tight")
+                        # a figure with a layout engine already fits its canvas; "tight"
+                        # would draw it a second time to measure it
+                        fig.savefig(path, dpi=110, bbox_inches=None if fig.get_layout_engine()
+                                    else "tight")
                         plt.close(fig)
                     md += [f"![{_md_cell(caption or name)}](figures/{name}.png)", "", caption,
                            ""]

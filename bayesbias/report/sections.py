@@ -378,17 +378,20 @@ def _null(table: pd.DataFrame, pair_result, settings):
 def _null_figure(null, observed: dict, title: str):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
     for ax, (name, label, fmt) in zip(axes, [("weat_effect", "WEAT effect size d", ".2f"),
                                              ("mac", "MAC (mean cosine distance)", ".3f")],
                                       strict=True):
         values = null[name].values
-        ax.hist(values[np.isfinite(values)], bins=50, color="#9ab", edgecolor="white")
+        counts, edges = np.histogram(values[np.isfinite(values)], bins=50)
+        # the bars as one filled outline with white gaps between them: a histogram of
+        # 50 bars at a fraction of the cost of 50 patches
+        ax.stairs(counts, edges, fill=True, color="#9ab")
+        ax.vlines(edges[1:-1], 0, np.maximum(counts[:-1], counts[1:]), colors="white", lw=1)
         ax.axvline(observed[name], color="#c33", lw=2,
                    label=f"observed {format(observed[name], fmt)}")
         ax.set_xlabel(label)
         ax.set_ylabel("null replications")
         ax.legend(frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig

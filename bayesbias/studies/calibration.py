@@ -107,16 +107,20 @@ def _sbc_chunk(model, n_reps, shape, method, n_keep, fit_kwargs, rng):
             post = _exact_posterior(table, spec, n_keep, rng)
             diverged.append(0)
         else:
-            fit_log = logging.getLogger("bayesbias.models.fit")
-            level = fit_log.level
-            fit_log.setLevel(logging.ERROR)  # sampler warnings: counted below, not printed
+            # sampler warnings are counted below and each fit's own progress would bury
+            # the replication count: both are silenced while the replication fits
+            quiet = [logging.getLogger(n) for n in ("bayesbias.models.fit", "bayesbias.progress")]
+            levels = [q.level for q in quiet]
+            for q in quiet:
+                q.setLevel(logging.ERROR)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     fit = fit_model(table, fit_spec, seed=int(rng.integers(2**31)),
                                     **fit_kwargs)
             finally:
-                fit_log.setLevel(level)
+                for q, level in zip(quiet, levels, strict=True):
+                    q.setLevel(level)
             post = _posterior(fit, n_keep)
             ss = fit.idata["sample_stats"] if "sample_stats" in fit.idata else None
             diverged.append(int(ss["diverging"].sum()) if ss is not None

@@ -52,39 +52,31 @@ def _check(spec) -> None:
             "(CLI: --method nuts)")
 
 
+def _positive_distribution(prior):
+    """Return the scipy distribution of a positive prior and whether it is folded at 0."""
+    p = dict(prior.params)
+    frozen = {
+        "Exponential": lambda: stats.expon(scale=1.0 / p["lam"]),
+        "HalfNormal": lambda: stats.halfnorm(scale=p["sigma"]),
+        "HalfCauchy": lambda: stats.halfcauchy(scale=p["beta"]),
+        "HalfStudentT": lambda: stats.t(p["nu"], scale=p["sigma"]),  # folded below
+        "LogNormal": lambda: stats.lognorm(p["sigma"], scale=np.exp(p["mu"])),
+        "Gamma": lambda: stats.gamma(p["alpha"], scale=1.0 / p["beta"]),
+    }.get(prior.dist)
+    if frozen is None:
+        raise ModelSpecError(f"prior {prior} is not a positive distribution")
+    return frozen(), prior.dist == "HalfStudentT"
+
+
 def prior_logpdf(prior, x):
     """Log-density of a positive :class:`~bayesbias.models.spec.Prior` at `x` (scipy)."""
-    p = dict(prior.params)
-    d = prior.dist
-    if d == "Exponential":
-        return stats.expon.logpdf(x, scale=1.0 / p["lam"])
-    if d == "HalfNormal":
-        return stats.halfnorm.logpdf(x, scale=p["sigma"])
-    if d == "HalfCauchy":
-        return stats.halfcauchy.logpdf(x, scale=p["beta"])
-    if d == "HalfStudentT":
-        return np.log(2.0) + stats.t.logpdf(x, p["nu"], scale=p["sigma"])
-    if d == "LogNormal":
-        return stats.lognorm.logpdf(x, p["sigma"], scale=np.exp(p["mu"]))
-    if d == "Gamma":
-        return stats.gamma.logpdf(x, p["alpha"], scale=1.0 / p["beta"])
-    raise ModelSpecError(f"prior {prior} is not a positive distribution")
+    dist, folded = _positive_distribution(prior)
+    return dist.logpdf(x) + (np.log(2.0) if folded else 0.0)
 
 
 def _prior_ppf(prior, q):
-    p = dict(prior.params)
-    d = prior.dist
-    if d == "Exponential":
-        return stats.expon.ppf(q, scale=1.0 / p["lam"])
-    if d == "HalfNormal":
-        return stats.halfnorm.ppf(q, scale=p["sigma"])
-    if d == "HalfCauchy":
-        return stats.halfcauchy.ppf(q, scale=p["beta"])
-    if d == "HalfStudentT":
-        return stats.t.ppf(0.5 + q / 2, p["nu"], scale=p["sigma"])
-    if d == "LogNormal":
-        return stats.lognorm.ppf(q, p["sigma"], scale=np.exp(p["mu"]))
-    return stats.gamma.ppf(q, p["alpha"], scale=1.0 / p["beta"])
+    dist, folded = _positive_distribution(prior)
+    return dist.ppf(0.5 + q / 2 if folded else q)
 
 
 @dataclass

@@ -1,0 +1,400 @@
+"""The cell-marginal kernels as C, compiled once per machine with the system C compiler.
+
+Same operations in the same order as the numba kernels (:mod:`._kernel`,
+:mod:`._kernel_additive`), compiled without FMA contraction or fast-math, so the log-density
+and gradient agree bit for bit (checked in ``tests/test_models_likelihood.py``) and a fit's
+draws do not depend on which one ran. Why: loading a cached numba function costs about a
+second in every process (numba's start-up) and compiling it 4-20 s on a cold cache, while
+``cc`` builds this file in a fraction of a second and ``ctypes`` loads it in milliseconds.
+Without a working C compiler the numba kernels are used.
+
+The library is cached as ``<cache>/kernels/cellmarginal-<hash>.so`` (``$BAYESBIAS_CACHE``,
+else ``$XDG_CACHE_HOME`` or ``~/.cache`` + ``bayesbias``), keyed by the source, the
+compiler and its flags; it is written to a temporary file and renamed into place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SOURCE", "FLAGS", "CODES", "library", "cache_dir", "entry_points", "pack_cells",
+           "pack_additive"]
+
+#: Distribution codes of the priors (see :data:`bayesbias.models.spec.DISTRIBUTIONS`).
+CODES = {"Normal": 0, "StudentT": 1, "Exponential": 2, "HalfNormal": 3, "HalfCauchy": 4,
+         "HalfStudentT": 5, "LogNormal": 6, "Gamma": 7}
+
+#: No fast-math and no FMA contraction: the same IEEE operations as the numba kernels.
+FLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
+
+SOURCE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static const double LOG_2PI = 1.8378770664093453;  /* math.log(2 * math.pi) */
+static const double PI = 3.141592653589793;
+
+/* Log-density of one prior at v (return) and its derivative in v (*g). */
+static double prior(int code, double p1, double p2, double p3, double v, double *g) {
+    double z, c;
+    if (code == 0) {  /* Normal(mu, sigma) */
+        z = (v - p1) / p2;
+        *g = -z / p2;
+        return -0.5 * LOG_2PI - log(p2) - 0.5 * z * z;
+    }
+    if (code == 1) {  /* StudentT(nu, mu, sigma) */
+        z = (v - p2) / p3;
+        c = (lgamma(0.5 * (p1 + 1.0)) - lgamma(0.5 * p1) - 0.5 * log(p1 * PI) - log(p3));
+        *g = -(p1 + 1.0) * z / (p3 * (p1 + z * z));
+        return c - 0.5 * (p1 + 1.0) * log1p(z * z / p1);
+    }
+    if (code == 2) {  /* Exponential(lam) */
+        *g = -p1;
+        return log(p1) - p1 * v;
+    }
+    if (code == 3) {  /* HalfNormal(sigma) */
+        z = v / p1;
+        *g = -z / p1;
+        return log(2.0) - 0.5 * LOG_2PI - log(p1) - 0.5 * z * z;
+    }
+    if (code == 4) {  /* HalfCauchy(beta) */
+        z = v / p1;
+        *g = -2.0 * v / (p1 * p1 + v * v);
+        return log(2.0) - log(PI) - log(p1) - log1p(z * z);
+    }
+    if (code == 5) {  /* HalfStudentT(nu, sigma) */
+        z = v / p2;
+        c = (log(2.0) + lgamma(0.5 * (p1 + 1.0)) - lgamma(0.5 * p1)
+             - 0.5 * log(p1 * PI) - log(p2));
+        *g = -(p1 + 1.0) * z / (p2 * (p1 + z * z));
+        return c - 0.5 * (p1 + 1.0) * log1p(z * z / p1);
+    }
+    if (code == 6) {  /* LogNormal(mu, sigma) */
+        double lv = log(v);
+        z = (lv - p1) / p2;
+        *g = -1.0 / v - z / (p2 * v);
+        return -lv - 0.5 * LOG_2PI - log(p2) - 0.5 * z * z;
+    }
+    /* Gamma(alpha, beta), beta a rate */
+    *g = (p1 - 1.0) / v - p2;
+    return p1 * log(p2) - lgamma(p1) + (p1 - 1.0) * log(v) - p2 * v;
+}
+
+/* ---- hierarchical-type families (layout of _kernel.pack) ---- */
+int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], j, c, i;
+    const double *priors = data + 2, *maps = priors + 5 * k, *offsets = maps + 12 * k;
+    const double *cells = offsets + 8;
+    double v[64], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
+    double gs[4] = {0, 0, 0, 0}, lp = 0.0;
+    if ((int64_t)dim != k || k > 64) return -1;
+    for (j = 0; j < k; j++) v[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+    for (c = 0; c < 4; c++) {
+        m[c] = offsets[c];
+        t[c] = offsets[4 + c];
+        s[c] = 0.0;
+        for (j = 0; j < k; j++) {
+            m[c] += maps[c * k + j] * v[j];
+            t[c] += maps[4 * k + c * k + j] * v[j];
+            s[c] += maps[8 * k + c * k + j] * v[j];
+        }
+    }
+    for (i = 0; i < ncell; i++) {
+        int64_t cc = (int64_t)cells[i];
+        double n = cells[ncell + i], ybar = cells[2 * ncell + i], ss = cells[3 * ncell + i];
+        double sc = s[cc], tc = t[cc];
+        double var = tc * tc + sc * sc / n;
+        double r = ybar - m[cc];
+        double dv;
+        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - ss / (2.0 * sc * sc)
+               - 0.5 * log(n) - 0.5 * log(var) - r * r / (2.0 * var));
+        dv = -0.5 / var + 0.5 * r * r / (var * var);
+        gm[cc] += r / var;
+        gt[cc] += dv * 2.0 * tc;
+        gs[cc] += -(n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
+    }
+    for (j = 0; j < k; j++) {
+        double gv = 0.0, pl, pg;
+        for (c = 0; c < 4; c++)
+            gv += maps[c * k + j] * gm[c] + maps[4 * k + c * k + j] * gt[c]
+                  + maps[8 * k + c * k + j] * gs[c];
+        pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3], priors[5 * j + 4],
+                   v[j], &pg);
+        lp += pl;
+        gv += pg;
+        if (priors[5 * j + 1] > 0.5) {
+            lp += x[j];
+            out[j] = gv * v[j] + 1.0;
+        } else {
+            out[j] = gv;
+        }
+        if (!isfinite(out[j])) return 3;
+    }
+    logp_[0] = lp;
+    if (!isfinite(lp)) return 4;
+    return 0;
+}
+
+int64_t cm_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
+                  const double *data) {
+    int64_t k = (int64_t)data[0], j;
+    const double *priors = data + 2;
+    if ((int64_t)dim != k || (int64_t)expanded != k) return -1;
+    for (j = 0; j < k; j++) out[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+    return 0;
+}
+
+/* ---- the additive family (layout of _kernel_additive.pack) ---- */
+int64_t add_logp(uint64_t dim, const double *x, double *out, double *logp_,
+                 const double *data) {
+    int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], n_u = (int64_t)data[2];
+    int64_t nc = (int64_t)data[3], i, u, c, d, j;
+    const double *priors = data + 4, *smap = priors + 5 * k, *mu0 = smap + nc;
+    const double *s0 = mu0 + n_u + nc, *cells = s0 + n_u + nc;
+    double v[4], s[4], e[4], bc[4], schur[16], rhs[4], low[16], linv[16], ginv[16], dc[4];
+    double gs[4], gv[4], grad[4];
+    double lp = 0.0, rwr = 0.0, logdet = 0.0, quad;
+    double *a, *bu, *bmat, *du;
+    int64_t rc = 0;
+    if ((int64_t)dim != k || k > 4 || nc != 4) return -1;
+    a = (double *)malloc(sizeof(double) * (size_t)n_u * 7);
+    if (a == NULL) return -2;
+    bu = a + n_u;
+    du = bu + n_u;
+    bmat = du + n_u;
+    for (j = 0; j < k; j++) v[j] = exp(x[j]);
+    for (c = 0; c < nc; c++) s[c] = v[(int64_t)smap[c]];
+    for (u = 0; u < n_u; u++) {
+        bu[u] = 0.0;
+        for (c = 0; c < nc; c++) bmat[u * nc + c] = 0.0;
+    }
+    for (c = 0; c < nc; c++) {
+        bc[c] = 0.0;
+        gs[c] = 0.0;
+        for (d = 0; d < nc; d++) {
+            schur[c * nc + d] = 0.0;
+            low[c * nc + d] = 0.0;
+            linv[c * nc + d] = 0.0;
+            ginv[c * nc + d] = 0.0;
+        }
+    }
+    for (u = 0; u < n_u; u++) {
+        a[u] = 1.0 / (s0[u] * s0[u]);
+        lp -= log(s0[u]);
+    }
+    for (c = 0; c < nc; c++) {
+        e[c] = 1.0 / (s0[n_u + c] * s0[n_u + c]);
+        lp -= log(s0[n_u + c]);
+    }
+    for (i = 0; i < ncell; i++) {
+        double n = cells[2 * ncell + i], sc, w, r;
+        u = (int64_t)cells[i];
+        c = (int64_t)cells[ncell + i];
+        sc = s[c];
+        w = n / (sc * sc);
+        r = cells[3 * ncell + i] - mu0[u] - mu0[n_u + c];
+        lp += -0.5 * n * LOG_2PI - n * log(sc) - cells[4 * ncell + i] / (2.0 * sc * sc);
+        a[u] += w;
+        e[c] += w;
+        bmat[u * nc + c] = w;
+        bu[u] += w * r;
+        bc[c] += w * r;
+        rwr += w * r * r;
+    }
+    for (c = 0; c < nc; c++) rhs[c] = bc[c];
+    for (u = 0; u < n_u; u++) {
+        logdet += log(a[u]);
+        for (c = 0; c < nc; c++) {
+            double g = bmat[u * nc + c] / a[u];
+            rhs[c] -= g * bu[u];
+            for (d = 0; d < nc; d++) schur[c * nc + d] -= g * bmat[u * nc + d];
+        }
+    }
+    for (c = 0; c < nc; c++) schur[c * nc + c] += e[c];
+    for (c = 0; c < nc; c++) {
+        for (d = 0; d <= c; d++) {
+            double t = schur[c * nc + d];
+            for (j = 0; j < d; j++) t -= low[c * nc + j] * low[d * nc + j];
+            if (c == d) {
+                if (t <= 0.0) { rc = 4; goto done; }
+                low[c * nc + c] = sqrt(t);
+            } else {
+                low[c * nc + d] = t / low[d * nc + d];
+            }
+        }
+        logdet += 2.0 * log(low[c * nc + c]);
+    }
+    for (c = 0; c < nc; c++) {
+        linv[c * nc + c] = 1.0 / low[c * nc + c];
+        for (d = 0; d < c; d++) {
+            double t = 0.0;
+            for (j = d; j < c; j++) t -= low[c * nc + j] * linv[j * nc + d];
+            linv[c * nc + d] = t / low[c * nc + c];
+        }
+    }
+    for (c = 0; c < nc; c++)
+        for (d = 0; d < nc; d++) {
+            double t = 0.0;
+            for (j = (c > d ? c : d); j < nc; j++) t += linv[j * nc + c] * linv[j * nc + d];
+            ginv[c * nc + d] = t;
+        }
+    for (c = 0; c < nc; c++) {
+        dc[c] = 0.0;
+        for (d = 0; d < nc; d++) dc[c] += ginv[c * nc + d] * rhs[d];
+    }
+    quad = rwr;
+    for (c = 0; c < nc; c++) quad -= bc[c] * dc[c];
+    for (u = 0; u < n_u; u++) {
+        double t = bu[u];
+        for (c = 0; c < nc; c++) t -= bmat[u * nc + c] * dc[c];
+        du[u] = t / a[u];
+        quad -= bu[u] * du[u];
+    }
+    lp += -0.5 * logdet - 0.5 * quad;
+    for (i = 0; i < ncell; i++) {
+        double n = cells[2 * ncell + i], sc, w, res, var;
+        u = (int64_t)cells[i];
+        c = (int64_t)cells[ncell + i];
+        sc = s[c];
+        w = n / (sc * sc);
+        res = cells[3 * ncell + i] - mu0[u] - mu0[n_u + c] - du[u] - dc[c];
+        for (d = 0; d < nc; d++) gv[d] = bmat[u * nc + d] / a[u] - (d == c ? 1.0 : 0.0);
+        var = 1.0 / a[u];
+        for (d = 0; d < nc; d++)
+            for (j = 0; j < nc; j++) var += gv[d] * ginv[d * nc + j] * gv[j];
+        gs[c] += -n / sc + cells[4 * ncell + i] / (sc * sc * sc) + w / sc * (var + res * res);
+    }
+    for (j = 0; j < k; j++) grad[j] = 0.0;
+    for (c = 0; c < nc; c++) grad[(int64_t)smap[c]] += gs[c];
+    for (j = 0; j < k; j++) {
+        double pg, pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3],
+                              priors[5 * j + 4], v[j], &pg);
+        lp += pl + x[j];
+        grad[j] = (grad[j] + pg) * v[j] + 1.0;
+    }
+    for (j = 0; j < k; j++) {
+        if (!isfinite(grad[j])) { rc = 3; goto done; }
+        out[j] = grad[j];
+    }
+    logp_[0] = lp;
+    if (!isfinite(lp)) rc = 4;
+done:
+    free(a);
+    return rc;
+}
+
+int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
+                   const double *data) {
+    int64_t k = (int64_t)data[0], j;
+    if ((int64_t)dim != k || (int64_t)expanded != k) return -1;
+    for (j = 0; j < k; j++) out[j] = exp(x[j]);
+    return 0;
+}
+"""
+
+_LIB = None
+_FAILED = False
+
+
+def cache_dir() -> Path:
+    """``$BAYESBIAS_CACHE/kernels``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` + bayesbias."""
+    root = os.environ.get("BAYESBIAS_CACHE")
+    if root:
+        return Path(root) / "kernels"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "bayesbias" / "kernels"
+
+
+def _compiler() -> str | None:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or \
+        shutil.which("clang")
+    return cc if cc and sys.platform != "win32" else None
+
+
+def _build(cc: str) -> Path | None:
+    key = hashlib.sha256("\0".join([SOURCE, cc, *FLAGS]).encode()).hexdigest()[:16]
+    target = cache_dir() / f"cellmarginal-{key}.so"
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        src, so = Path(tmp) / "k.c", Path(tmp) / "k.so"
+        src.write_text(SOURCE)
+        res = subprocess.run([cc, *FLAGS, "-o", str(so), str(src), "-lm"],
+                             capture_output=True, text=True, timeout=120)
+        if res.returncode != 0 or not so.is_file():
+            return None
+        os.replace(so, target)
+    return target
+
+
+def library():
+    """Return the compiled kernels (a ``ctypes.CDLL``), or None without a working C compiler.
+
+    Set ``BAYESBIAS_KERNEL=numba`` to use the numba kernels instead.
+    """
+    global _LIB, _FAILED
+    if _LIB is not None or _FAILED:
+        return _LIB
+    cc = _compiler()
+    if os.environ.get("BAYESBIAS_KERNEL", "").lower() == "numba" or cc is None:
+        _FAILED = True
+        return None
+    try:
+        path = _build(cc)
+        lib = ctypes.CDLL(str(path)) if path is not None else None
+    except (OSError, subprocess.SubprocessError):
+        lib = None
+    if lib is None:
+        _FAILED = True
+        return None
+    _LIB = lib
+    return lib
+
+
+class CFunc:
+    """A C entry point with the ``address`` and ``ctypes`` attributes of a numba cfunc."""
+
+    def __init__(self, lib, name: str, nargs: int):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_int64
+        args = [ctypes.c_uint64] * (nargs - 4) + [ctypes.POINTER(ctypes.c_double)] * 4
+        fn.argtypes = args
+        self.ctypes = fn
+        self.address = ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def entry_points(family: str):
+    """``(logp, expand)`` of `family` ("cell" or "additive") as :class:`CFunc`, or None."""
+    lib = library()
+    if lib is None:
+        return None
+    prefix = {"cell": "cm", "additive": "add"}[family]
+    return CFunc(lib, f"{prefix}_logp", 5), CFunc(lib, f"{prefix}_expand", 5)
+
+
+def pack_cells(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,
+               cells: np.ndarray) -> np.ndarray:
+    """One flat float64 array: what the hierarchical-type kernel reads (see :mod:`._kernel`)."""
+    k, nc = priors.shape[0], cells.shape[1]
+    return np.ascontiguousarray(np.concatenate([
+        [float(k), float(nc)], priors.ravel(), maps.ravel(), offsets.ravel(), cells.ravel()]))
+
+
+def pack_additive(priors: np.ndarray, smap: np.ndarray, mu0: np.ndarray, s0: np.ndarray,
+                  cells: np.ndarray, n_u: int) -> np.ndarray:
+    """One flat float64 array: what the additive kernel reads (see :mod:`._kernel_additive`)."""
+    k, ncell = priors.shape[0], cells.shape[1]
+    return np.ascontiguousarray(np.concatenate([
+        [float(k), float(ncell), float(n_u), float(smap.size)], priors.ravel(), smap,
+        mu0, s0, cells.ravel()]).astype(np.float64))
