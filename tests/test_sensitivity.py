@@ -115,3 +115,25 @@ def test_report_section(table, tmp_path, monkeypatch):
                           section=report.section("x"), results={}, key="x")
     report_builder(ctx)
     assert "skipped" in ctx.results["sensitivity"]
+
+
+def test_resampled_lists_that_repeat_one_attribute_have_no_posterior_and_are_counted():
+    """Six attributes per connection: some resamples repeat one stereotype throughout."""
+    import importlib
+
+    import pandas as pd
+
+    mod = importlib.import_module("bayesbias.studies.sensitivity")
+    full = published_table("religion", "reddit")
+    small = pd.concat(g[g["attribute"].isin(list(dict.fromkeys(g["attribute"]))[:6])]
+                      for _, g in full.groupby("connection"))
+    res = sensitivity(small, n_resamples=60, seed=1)
+    r = res.resampled
+    assert (r["lists"] + r["degenerate_lists"] == 60).all()
+    assert r["degenerate_lists"].iloc[0] > 0  # this slice does produce such lists
+    assert r["share_holds"].between(0, 1).all()
+    # the rule itself: repeated rows with no spread in one connection -> degenerate
+    n = np.array([[[2.0, 1, 1, 1], [3, 1, 1, 1]], [[2.0, 1, 1, 1], [3, 1, 1, 1]]])
+    ss = np.zeros_like(n)
+    ss[1, :, 0] = [0.1, 0.2]
+    assert mod._degenerate(n, ss).tolist() == [True, False]

@@ -177,9 +177,12 @@ def _grid_bounds(n, mean, ss, spec):
     spread = np.sqrt(np.where(has, (ym - centre[:, None]) ** 2, 0.0).sum(-1) / np.maximum(k - 1, 1))
     noise = np.where(np.isfinite(s_hat), s_hat, s_prior_hi) / np.sqrt(
         np.maximum(np.where(has, n, 1).min(-1), 1))
-    t_prior_hi = _prior_ppf(spec.priors["tau"], 1 - 1e-6)
+    t_prior_lo, t_prior_hi = (_prior_ppf(spec.priors["tau"], q) for q in (1e-6, 1 - 1e-6))
     lt_hi = np.log(np.minimum(t_prior_hi, 30.0 * (spread + noise) + 1e-6))
     lt_lo = lt_hi - np.log(1e6)
+    # no rows of this connection: the posterior is the prior, so the grid spans the prior
+    lt_lo = np.where(k > 0, lt_lo, np.log(t_prior_lo))
+    lt_hi = np.where(k > 0, lt_hi, np.log(t_prior_hi))
     return lt_lo, lt_hi, ls_lo, ls_hi
 
 
@@ -257,11 +260,6 @@ def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
         has = nc > 0
         lt_lo, lt_hi, ls_lo, ls_hi = _grid_bounds(nc, mc, sc, spec)
         u_t, u_s = np.linspace(0, 1, n_tau), np.linspace(0, 1, n_sigma)
-        if not has.any():
-            LT[:, c] = lt_lo[:, None] + (lt_hi - lt_lo)[:, None] * u_t
-            LS[:, c] = ls_lo[:, None] + (ls_hi - ls_lo)[:, None] * u_s
-            WT[:, c] = 1.0 / (n_tau * n_sigma)
-            continue
         # pass 1 on the wide grid finds where the mass is; pass 2 resolves it finely
         for _ in range(2):
             lt = lt_lo[:, None] + (lt_hi - lt_lo)[:, None] * u_t          # (B, T)
@@ -271,6 +269,7 @@ def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
             lt_lo, lt_hi = _support(lt, w.sum(2))
             ls_lo, ls_hi = _support(ls, w.sum(1))
         edge = np.maximum(w[:, [0, -1], :].sum((1, 2)), w[:, :, [0, -1]].sum((1, 2)))
+        edge = np.where(has.any(-1), edge, 0.0)  # a prior-only member spans its prior
         if (edge > _EDGE_MASS).any():
             raise RuntimeError(f"marginal posterior: mass on the grid edge for connection "
                                f"{CONNECTIONS[c]} ({edge.max():.2g}); please report")

@@ -97,16 +97,36 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng):
     `rng` is a fixed seed shared by every refit (common random numbers): the difference
     between a refit and the baseline is then the effect of the data, not draw noise.
     """
-    post = marginal_posterior(n, mean, ss, spec).draw(np.random.default_rng(rng), n_draws,
-                                                      common=True)
+    ok = ~_degenerate(n, ss)
+    out = {k: np.full((n.shape[0], len(_CONTRASTS)), np.nan)
+           for k in ("mean", "lower", "upper", "p_below")}
+    if not ok.any():
+        return out
+    post = marginal_posterior(n[ok], mean[ok], ss[ok], spec).draw(
+        np.random.default_rng(rng), n_draws, common=True)
     mb = post["mu_bar"]
     d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                   for v in _CONTRASTS], axis=1)                 # (B, K, D)
     from ..verdicts import contrast_evidence
 
     ev = contrast_evidence(d, ci_prob, "hdi")
-    return {"mean": ev["mean"], "lower": ev["lower"], "upper": ev["upper"],
-            "p_below": ev["prob_below_zero"]}
+    for key, name in (("mean", "mean"), ("lower", "lower"), ("upper", "upper"),
+                      ("p_below", "prob_below_zero")):
+        out[key][ok] = ev[name]
+    return out
+
+
+def _degenerate(n, ss) -> np.ndarray:
+    """Batch members (B,) whose rows of some connection repeat one value per cell.
+
+    A list resampled with replacement can repeat one attribute word throughout a
+    connection's cells: every within-cell spread is then zero while there are repeated
+    rows, the likelihood grows without bound as sigma -> 0 and there is no posterior.
+    """
+    has = n > 0
+    df = np.where(has, n - 1, 0).sum(1)                           # (B, C)
+    tot = np.where(has, ss, 0.0).sum(1)
+    return ((df > 0) & (tot <= 1e-12 * df)).any(-1)
 
 
 def _leave_out_task(rows, spec, variants, ci_prob, n_draws, crn, rng):
@@ -304,10 +324,17 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
                          "change": cat["mean"][i, c] - baseline["mean"].iloc[c],
                          "flips": bool(verdict_holds(up)) != bool(baseline["holds"].iloc[c])})
     boot = np.concatenate([p["upper"] for p in boot_res.ordered()])
+    usable = np.isfinite(boot).all(1)  # degenerate lists (see _degenerate) have no posterior
+    if not usable.any():
+        raise InputDataError("sensitivity: every resampled word list repeats one attribute "
+                             "word throughout a connection (too few attribute words per "
+                             "class to resample)")
+    boot = boot[usable]
     share = verdict_holds(boot).mean(0)
     resampled = pd.DataFrame({"contrast": list(_CONTRASTS), "share_holds": share,
                               "mc_se": np.sqrt(share * (1 - share) / boot.shape[0]),
-                              "lists": boot.shape[0]})
+                              "lists": boot.shape[0],
+                              "degenerate_lists": int((~usable).sum())})
     settings = {"ci_prob": ci_prob, "ci_kind": "hdi", "n_resamples": int(n_resamples),
                 "n_draws": int(n_draws), "seed": seed, "model": spec.name,
                 "method": METHOD, "rule": "a verdict holds when the contrast's HDI lies "
