@@ -142,6 +142,9 @@ def atomic_path(path, suffix: str | None = None):
     :class:`~bayesbias.errors.OutputPathError`.
     """
     path = check_output(path)
+    # Ctrl-C / SIGTERM are held from creating the temporary file until the block that
+    # removes it is entered: a signal in between would leave it behind
+    held = _hold_signals()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(
@@ -149,9 +152,14 @@ def atomic_path(path, suffix: str | None = None):
         )
         os.close(fd)
     except OSError as exc:
+        _release_signals(held)
         raise OutputPathError(f"cannot write {path}: {_os_message(exc)}") from None
+    except BaseException:
+        _release_signals(held)
+        raise
     tmp = Path(tmp)
     try:
+        _release_signals(held)  # a signal held until now is raised here, inside the cleanup
         try:
             yield tmp
             if tmp.exists():  # mkstemp makes owner-only files; give the usual permissions
@@ -172,6 +180,24 @@ def atomic_path(path, suffix: str | None = None):
         with contextlib.suppress(OSError):
             if tmp.exists():
                 tmp.unlink()
+
+
+def _hold_signals():
+    """Block SIGINT and SIGTERM in this thread (main thread only); return the old mask."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "pthread_sigmask")):  # Windows: no signal masks
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _release_signals(old) -> None:
+    if old is not None:
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def shipped_dir(name: str) -> Path:
