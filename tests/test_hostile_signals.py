@@ -213,3 +213,33 @@ def test_help_lists_every_command_with_its_own_summary():
     for name, text in SUMMARIES.items():
         if name in helps:
             assert helps[name] == text, f"update SUMMARIES[{name!r}] in cli/__init__.py"
+
+
+def test_signal_swallowed_by_a_library_still_reads_as_an_interruption(monkeypatch, capsys):
+    """Ctrl-C inside a C extension's import can surface as that library's ImportError.
+
+    Seen in CI: SIGINT during numpy's import gave "unexpected error: ImportError ... could
+    not import module datetime" and exit 1; it must read as the interruption (130).
+    """
+    import threading
+
+    from bayesbias import cli
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers need the main thread")
+
+    def swallowing_run(parser, args):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1.0)
+        except KeyboardInterrupt:
+            raise ImportError("PyCapsule_Import could not import module \"datetime\"") from None
+        raise AssertionError("the signal did not arrive")
+
+    monkeypatch.setattr(cli, "_run", swallowing_run)
+    assert cli.main(["wordlists"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; no output written" in err and "ImportError" not in err
+    # without a signal, the same error stays an unexpected error (exit 1)
+    monkeypatch.setattr(cli, "_run", lambda p, a: (_ for _ in ()).throw(ImportError("x")))
+    assert cli.main(["wordlists"]) == 1

@@ -148,17 +148,36 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that every clean-up (temporary files) runs."""
 
 
+#: Signals received while a command runs. A signal can land inside a C extension's import
+#: (e.g. numpy's), which turns the KeyboardInterrupt into an ImportError: the record keeps
+#: such an error reading as the interruption it is.
+_RECEIVED: list[int] = []
+
+
+def _on_sigint(signum, frame):
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
 def _on_sigterm(signum, frame):
+    _RECEIVED.append(signum)
     raise Terminated()
 
 
 def _install_signals() -> dict | None:
     """Ctrl-C -> KeyboardInterrupt, SIGTERM -> Terminated; return the previous handlers."""
+    _RECEIVED.clear()
     try:
         return {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm),
-                signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler)}
+                signal.SIGINT: signal.signal(signal.SIGINT, _on_sigint)}
     except ValueError:  # not the main thread (e.g. main() called from a worker thread)
         return None
+
+
+def _interrupted(command: str, terminated: bool) -> int:
+    print(f"{command}: {'terminated' if terminated else 'interrupted'}; no output written",
+          file=sys.stderr)
+    return 143 if terminated else 130
 
 
 def main(argv=None) -> int:
@@ -181,10 +200,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        terminated = isinstance(exc, Terminated)
-        print(f"{command}: {'terminated' if terminated else 'interrupted'}; "
-              "no output written", file=sys.stderr)
-        return 143 if terminated else 130
+        return _interrupted(command, isinstance(exc, Terminated))
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         import os
 
@@ -193,6 +209,8 @@ def main(argv=None) -> int:
     except Exception as exc:
         if debug:
             raise
+        if _RECEIVED:  # the error is the signal's, seen through a library (see _RECEIVED)
+            return _interrupted(command, _RECEIVED[-1] == signal.SIGTERM)
         return _report_exception(command, exc)
     finally:
         for signum, handler in (previous or {}).items():
