@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .validation import validate_ci_kind, validate_ci_prob
 
-__all__ = ["defaults", "Defaults", "validate_ci_prob", "CONNECTIONS"]
+__all__ = ["defaults", "Defaults", "validate_ci_prob", "CONNECTIONS", "cache_dir"]
 
 #: The four connections of an attribute to a protected word, in reporting order.
 CONNECTIONS: tuple[str, ...] = ("associated", "different", "human", "none")
@@ -35,3 +35,17 @@ class Defaults:
 
 
 defaults = Defaults()
+
+
+def cache_dir(kind: str):
+    """Folder of bayesbias's `kind` cache (``kernels``, ``encoders``, ...).
+
+    ``$BAYESBIAS_CACHE/<kind>``, else ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/bayesbias/<kind>``.
+    """
+    import os
+    from pathlib import Path
+
+    root = os.environ.get("BAYESBIAS_CACHE")
+    if root:
+        return Path(root) / kind
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bayesbias" / kind

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from pathlib import Path
 
@@ -15,12 +14,10 @@ _CHUNK = 500  # keys per SELECT (SQLite's parameter limit is larger)
 
 
 def default_cache_dir() -> Path:
-    """``$BAYESBIAS_CACHE/encoders``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` + bayesbias."""
-    root = os.environ.get("BAYESBIAS_CACHE")
-    if root:
-        return Path(root) / "encoders"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "bayesbias" / "encoders"
+    """Folder of the vector caches (:func:`bayesbias.config.cache_dir` ``("encoders")``)."""
+    from ..config import cache_dir
+
+    return cache_dir("encoders")
 
 
 class VectorCache:

@@ -307,12 +307,10 @@ _FAILED = False
 
 
 def cache_dir() -> Path:
-    """``$BAYESBIAS_CACHE/kernels``, else ``$XDG_CACHE_HOME`` or ``~/.cache`` + bayesbias."""
-    root = os.environ.get("BAYESBIAS_CACHE")
-    if root:
-        return Path(root) / "kernels"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "bayesbias" / "kernels"
+    """Folder of the compiled kernels (:func:`bayesbias.config.cache_dir` ``("kernels")``)."""
+    from ..config import cache_dir as _cache_dir
+
+    return _cache_dir("kernels")
 
 
 def _compiler() -> str | None:
