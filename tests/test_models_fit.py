@@ -77,6 +77,61 @@ def test_diagnostics_table_and_strict(religion_fit):
         check(broken, strict=False)
 
 
+def _arviz_dataset_diagnostics(posterior, sample_stats):
+    """r-hat, ESS and sampler checks through ArviZ's Dataset / DataTree functions."""
+    import arviz_stats as az
+
+    rhat, bulk = az.rhat(posterior), az.ess(posterior, method="bulk")
+    tail = az.ess(posterior, method="tail")
+    cols = {k: np.concatenate([np.ravel(d[v].values) for v in posterior.data_vars])
+            for k, d in (("rhat", rhat), ("ess_bulk", bulk), ("ess_tail", tail))}
+    ss = sample_stats.rename(maxdepth_reached="reached_max_treedepth")
+    tree = xr.DataTree.from_dict({"posterior": posterior,
+                                  "sample_stats": ss[["diverging", "reached_max_treedepth",
+                                                      "energy"]]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, extra = az.diagnose(tree, var_names=[next(iter(posterior.data_vars))],
+                               show_diagnostics=False, return_diagnostics=True)
+    return cols, extra
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # constant
+def test_diagnose_equals_arviz_on_datasets(religion_fit):
+    """Array-level diagnostics equal ArviZ's Dataset-level ones (to 1e-12).
+
+    On a real fit, and on one with divergences, tree-depth hits, a low-E-BFMI chain, a
+    constant (NaN r-hat) and a float32 parameter.
+    """
+    from bayesbias.models.fit import diagnose
+
+    post = religion_fit.posterior
+    ss = religion_fit.idata["sample_stats"].to_dataset()
+    bad_ss = ss.copy()
+    bad_ss["diverging"] = ss["diverging"].copy(data=np.zeros(ss["diverging"].shape, bool))
+    bad_ss["diverging"][1, 3:6] = True
+    bad_ss["maxdepth_reached"] = bad_ss["diverging"].copy(data=np.zeros_like(bad_ss["diverging"]))
+    bad_ss["maxdepth_reached"][0, 10] = True
+    walk = np.cumsum(np.random.default_rng(3).normal(size=ss.sizes["draw"]))
+    bad_ss["energy"] = ss["energy"].copy()
+    bad_ss["energy"][1] = walk  # a random walk: E-BFMI far below 0.3
+    bad_post = post.assign(const=post["tau"] * 0 + 0.5,
+                           low=post["sigma"].astype(np.float32))
+    for p, s, n_div, n_depth, failed in ((post, ss, 0, 0, []), (bad_post, bad_ss, 3, 1, [1])):
+        d = diagnose(p, s)
+        cols, extra = _arviz_dataset_diagnostics(p, s)
+        for k, want in cols.items():
+            np.testing.assert_allclose(d.table[k].to_numpy(), want, rtol=1e-12, atol=0)
+        assert extra["divergent"]["n_divergent"] == d.divergences == n_div
+        assert extra["treedepth"]["n_max"] == d.max_treedepth_hits == n_depth
+        assert d.min_bfmi == pytest.approx(np.min(extra["bfmi"]["bfmi_values"]), rel=1e-12)
+        assert extra["bfmi"]["failed_chains"] == failed
+    assert d.table["rhat"].isna().sum() == 4  # the constant parameter, one per connection
+    assert "const[associated]" in d.problems[0]
+    assert any("E-BFMI below 0.3 in chain(s) 1 " in m for m in d.problems)
+    assert any(m.startswith("3 divergent") for m in d.problems)
+
+
 def test_pointwise_log_likelihood(religion_fit):
     ll = religion_fit.log_likelihood()
     assert ll.dims == ("chain", "draw", "row") and ll.sizes["row"] == 4830

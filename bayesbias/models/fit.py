@@ -181,42 +181,86 @@ def _flat_names(da: xr.DataArray) -> list[str]:
     return [f"{da.name}[{', '.join(map(str, i))}]" for i in idx]
 
 
+def _stacked(posterior: xr.Dataset) -> tuple[list[str], list[np.ndarray]]:
+    """Parameter names, and each variable's draws as (chain, draw, n) blocks of one dtype."""
+    names, blocks = [], []
+    for name, da in posterior.data_vars.items():
+        da = da.transpose("chain", "draw", ...)
+        names += _flat_names(da.isel(chain=0, draw=0, drop=True).rename(name))
+        blocks.append(da.values.reshape(da.shape[0], da.shape[1], -1))
+    return names, blocks
+
+
+def _chain_draw_stats(blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Rank-normalised r-hat, bulk and tail ESS of every column of `blocks`, in order.
+
+    One call of ``arviz_stats``' array functions per dtype, with the arguments that
+    ``arviz_stats.rhat`` / ``ess`` use on a Dataset (tail ESS at ``rcParams["stats.ci_prob"]``).
+    """
+    from arviz_base import rcParams
+    from arviz_stats.base import array_stats
+
+    sizes = [b.shape[2] for b in blocks]
+    out = {k: np.empty(sum(sizes)) for k in ("rhat", "ess_bulk", "ess_tail")}
+    offsets = np.cumsum([0] + sizes)
+    by_dtype: dict = {}
+    for i, b in enumerate(blocks):
+        by_dtype.setdefault(b.dtype, []).append(i)
+    for members in by_dtype.values():
+        ary = np.concatenate([blocks[i] for i in members], axis=2)
+        where = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in members])
+        out["rhat"][where] = array_stats.rhat(ary, chain_axis=0, draw_axis=1, method="rank")
+        out["ess_bulk"][where] = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="bulk")
+        out["ess_tail"][where] = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="tail",
+                                                 prob=rcParams["stats.ci_prob"])
+    return out
+
+
+#: E-BFMI below this in a chain is a problem (ArviZ's threshold).
+BFMI_MIN = 0.3
+
+
+def _sampler_checks(sample_stats: xr.Dataset | None) -> tuple[int, int, np.ndarray | None,
+                                                               list]:
+    """Divergences, maximum-tree-depth hits, E-BFMI per chain and the chains below 0.3.
+
+    The definitions of ``arviz_stats.diagnose``: sums over all transitions, and
+    ``arviz_stats``' E-BFMI of the ``energy`` per chain.
+    """
+    if sample_stats is None:
+        return 0, 0, None, []
+    from arviz_stats.base import array_stats
+
+    def _count(*names) -> int:
+        for v in names:
+            if v in sample_stats:
+                return int(sample_stats[v].values.sum())
+        return 0
+
+    div = _count("diverging")
+    maxdepth = _count("reached_max_treedepth", "maxdepth_reached")
+    if "energy" not in sample_stats:
+        return div, maxdepth, None, []
+    energy = sample_stats["energy"].transpose("chain", "draw")
+    bfmi = array_stats.bfmi(energy.values, chain_axis=-2, draw_axis=-1)
+    chain_ids = energy["chain"].values if "chain" in energy.coords else np.arange(len(bfmi))
+    return div, maxdepth, bfmi, chain_ids[bfmi < BFMI_MIN].tolist()
+
+
 def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
              rhat_max: float = RHAT_MAX, ess_per_chain_min: float = ESS_PER_CHAIN_MIN) \
         -> Diagnostics:
     """r-hat, bulk/tail ESS of every posterior variable; divergences, tree depth and E-BFMI.
 
-    Uses ``arviz_stats.diagnose`` for the sampler checks (divergences, maximum tree depth,
-    E-BFMI < 0.3) and ArviZ's rank-normalised r-hat and ESS per scalar parameter.
+    The numbers of ``arviz_stats.rhat`` / ``ess`` (rank-normalised, per scalar parameter)
+    and of ``arviz_stats.diagnose`` (divergences, maximum tree depth, E-BFMI < 0.3), computed
+    with arviz_stats' array functions on all parameters at once.
     """
-    import arviz_stats as az  # the functions of `arviz`, without arviz-plots (matplotlib)
-
     posterior = posterior[[v for v in posterior.data_vars if v not in HELPERS]]
-    rhat = az.rhat(posterior)
-    ess_b = az.ess(posterior, method="bulk")
-    ess_t = az.ess(posterior, method="tail")
-    rows = []
-    for name in posterior.data_vars:
-        names = _flat_names(rhat[name].rename(name))
-        rows.append(pd.DataFrame({
-            "parameter": names, "rhat": np.ravel(rhat[name].values),
-            "ess_bulk": np.ravel(ess_b[name].values), "ess_tail": np.ravel(ess_t[name].values)}))
-    table = pd.concat(rows, ignore_index=True)
+    names, blocks = _stacked(posterior)
+    table = pd.DataFrame({"parameter": names, **_chain_draw_stats(blocks)})
     chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
-    extra = {}
-    if sample_stats is not None:
-        ss = sample_stats.rename({k: v for k, v in (("maxdepth_reached", "reached_max_treedepth"),)
-                                  if k in sample_stats})
-        keep = [v for v in ("diverging", "reached_max_treedepth", "energy") if v in ss]
-        tree = xr.DataTree.from_dict({"posterior": posterior[[]].assign(
-            _x=posterior[list(posterior.data_vars)[0]]), "sample_stats": ss[keep]})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _, extra = az.diagnose(tree, var_names=["_x"], show_diagnostics=False,
-                                            return_diagnostics=True)
-    div = int(extra.get("divergent", {}).get("n_divergent", 0))
-    maxdepth = int(extra.get("treedepth", {}).get("n_max", 0))
-    bfmi = extra.get("bfmi", {})
+    div, maxdepth, bfmi_values, failed_chains = _sampler_checks(sample_stats)
     problems = []
     ess_min = ess_per_chain_min * chains
 
@@ -241,12 +285,13 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
     if maxdepth:
         problems.append(f"{maxdepth} transition(s) hit the maximum tree depth: sampling was "
                         "inefficient; tune longer (--tune)")
-    if len(bfmi.get("failed_chains", [])):
-        vals = ", ".join(f"{v:.2f}" for v in np.ravel(bfmi["bfmi_values"]))
-        problems.append(f"E-BFMI below {bfmi['threshold']} in chain(s) "
-                        f"{', '.join(map(str, bfmi['failed_chains']))} ({vals}): the sampler "
+    if failed_chains:
+        vals = ", ".join(f"{v:.2f}" for v in np.ravel(bfmi_values))
+        problems.append(f"E-BFMI below {BFMI_MIN} in chain(s) "
+                        f"{', '.join(map(str, failed_chains))} ({vals}): the sampler "
                         "explores the energy poorly; tune longer (--tune)")
-    bfmi_min = float(np.min(bfmi["bfmi_values"])) if len(bfmi.get("bfmi_values", [])) else None
+    bfmi_min = float(np.min(bfmi_values)) if bfmi_values is not None and len(bfmi_values) \
+        else None
     return Diagnostics(table=table, divergences=div, chains=chains, draws=draws,
                        problems=problems, max_treedepth_hits=maxdepth, min_bfmi=bfmi_min)
 
