@@ -7,6 +7,10 @@ independent fits. :func:`run_tasks` runs a function over a list of task keys:
 - on a local Dask cluster of ``workers`` processes (the CLI's ``--workers N``), or
 - on an existing Dask cluster (``scheduler="tcp://host:8786"``, the CLI's ``--scheduler``).
 
+:class:`JobPool` is the light engine for a few different jobs that overlap with this
+process's own work (the report's ``--jobs``): spawned worker processes, no cluster, and a job
+no worker has started yet runs here when its result is needed.
+
 Each task gets its own :class:`numpy.random.Generator` from
 ``SeedSequence(seed, spawn_key=key)``: the numbers depend on the seed and the task's key
 only, never on the number of workers or the order in which tasks finish. Progress is logged
@@ -20,8 +24,12 @@ The null-study engine of :mod:`bayesbias.comparators.null` uses the same seed sc
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import signal
 import time
+import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +37,7 @@ import numpy as np
 from .errors import InputDataError
 from .progress import progress
 
-__all__ = ["TaskResults", "run_tasks", "task_rng", "chunks"]
+__all__ = ["TaskResults", "run_tasks", "task_rng", "chunks", "JobPool", "Job", "default_jobs"]
 
 log = logging.getLogger(__name__)
 
@@ -173,3 +181,185 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
             cluster.close()
     return TaskResults(results, keys, time.perf_counter() - t0, n_workers)
 
+
+# -- a few jobs beside this process's own work ------------------------------------------
+
+def default_jobs() -> int:
+    """Two processes when this one may use two or more cores, else one."""
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
+
+
+class Job:
+    """The result of ``fn(*args, **kwargs)``, computed by a worker or, if none started it, here."""
+
+    def __init__(self, fn, args, kwargs, future=None):
+        self._call = (fn, args, kwargs)
+        self._future = future
+        self._done = False
+        self._value = None
+
+    def result(self):
+        """Wait for the worker's result, or compute it here if no worker has started it."""
+        if not self._done:
+            fn, args, kwargs = self._call
+            value = _MISSING
+            if self._future is not None and not self._future.cancel():
+                try:
+                    value, records, caught = self._future.result()
+                except Exception:  # noqa: BLE001 - rerun here to raise the real error
+                    value = _MISSING
+                else:
+                    _replay(records, caught)
+            if value is _MISSING:
+                value = fn(*args, **kwargs)
+            self._value, self._done, self._call = value, True, None
+        return self._value
+
+
+_MISSING = object()
+
+
+class JobPool:
+    """Run a few jobs in ``jobs - 1`` worker processes beside this one.
+
+    For a handful of different jobs that overlap with this process's own work (the report's
+    comparators, metrics and figures while it fits the models), where a Dask cluster's
+    start-up would cost more than it saves. A job that no worker has started when its result
+    is needed runs here; with ``jobs=1`` every job runs here, when asked for. Results do not
+    depend on `jobs`: a job gets its seed from its arguments. Use as a context manager; on
+    leaving, jobs not yet started are cancelled and the workers exit after the job they are
+    running (a job returns data and writes no file).
+
+    On Linux the workers are forked when the first job is queued, after importing the
+    modules named in `preload`, so that they need not import them again; elsewhere they are
+    spawned.
+    """
+
+    def __init__(self, jobs: int = 1, preload: tuple[str, ...] = ()):
+        self.jobs = int(jobs)
+        self.preload = tuple(preload)
+        self._pool = None
+        self._queued: list[Job] = []
+
+    def _start(self) -> ProcessPoolExecutor:
+        import importlib
+        import sys
+
+        for name in self.preload:
+            importlib.import_module(name)
+        method = "fork" if sys.platform == "linux" else "spawn"
+        pool = ProcessPoolExecutor(self.jobs - 1, initializer=_worker_start,
+                                   mp_context=multiprocessing.get_context(method))
+        if method == "fork":
+            # The only other threads here are BLAS's idle pool, which OpenBLAS shuts down
+            # around fork() itself; Python warns about any thread (DeprecationWarning).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pool.submit(int).result()  # forks the workers now, before any other thread
+        return pool
+
+    def submit(self, fn, /, *args, here: bool = False, **kwargs) -> Job:
+        """Queue ``fn(*args, **kwargs)`` (a module-level function with picklable arguments).
+
+        With `here`, the job runs in this process when its result is asked for (for inputs
+        that are costly to send, such as a sentence encoder).
+        """
+        future = None
+        if self.jobs > 1 and not here:
+            if self._pool is None:
+                self._pool = self._start()
+            future = self._pool.submit(_run_in_worker, fn, args, kwargs)
+        job = Job(fn, args, kwargs, future)
+        if future is not None:
+            self._queued.append(job)
+        return job
+
+    def help(self) -> None:
+        """Run here, newest first, every queued job that no worker has started yet.
+
+        Call it when this process has nothing else to do: the workers keep the oldest jobs,
+        this process takes the rest, and nobody waits for a job nobody runs.
+        """
+        while self._queued:
+            job = self._queued.pop()
+            if job._future is not None and job._future.cancel():
+                job.result()
+
+    def close(self, stop: bool = False) -> None:
+        """Cancel the jobs not yet started; let the workers finish and exit, or `stop` them."""
+        pool, self._pool, self.jobs = self._pool, None, 1
+        if pool is None:
+            return
+        if stop:  # the results are not wanted (an error or Ctrl-C): end the workers now
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            for proc in procs:
+                proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> JobPool:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close(stop=exc_type is not None)
+
+
+def _worker_start() -> None:
+    # Ctrl-C reaches the whole process group: the main process handles it and cancels the
+    # jobs; a worker must not print a traceback of its own. A forked worker also drops the
+    # main process's SIGTERM handler.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # A worker shows nothing itself: its records go back with each job's result, and the
+    # main process shows them with its own settings (a forked worker has a copy of them).
+    for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+        if isinstance(logger, logging.Logger):
+            for handler in list(logger.handlers):
+                logger.removeHandler(handler)
+            if logger.name.startswith("bayesbias."):
+                logger.propagate = True
+    top = logging.getLogger("bayesbias")
+    top.propagate = False
+    if top.level == logging.NOTSET:
+        top.setLevel(logging.DEBUG)  # main decides what to show
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg, record.args = record.getMessage(), None  # arguments may not pickle
+        record.exc_info = record.exc_text = None
+        self.records.append(record)
+
+
+def _run_in_worker(fn, args, kwargs):
+    """Run a job in a worker; return its value with its log records and warnings."""
+    collect = _Collect()
+    logger = logging.getLogger("bayesbias")
+    logger.addHandler(collect)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = fn(*args, **kwargs)
+    finally:
+        logger.removeHandler(collect)
+    shown = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+    return value, collect.records, shown
+
+
+def _replay(records, caught) -> None:
+    """Show a worker's log records and warnings here, as if the job had run here."""
+    for record in records:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
+    for message, category, filename, lineno in caught:
+        warnings.warn_explicit(message, category, filename, lineno)

@@ -253,6 +253,7 @@ _INT_LIMITS = {
     "bootstrap": (0, 10**8),
     "n_boot": (0, 10**8),
     "workers": (1, 1024),
+    "jobs": (1, 1024),
     "k": (1, 10_000),
 }
 _PROBABILITIES = ("ci_prob", "confidence", "alpha", "target_accept")

@@ -45,6 +45,11 @@ def register(sub) -> None:
     p.add_argument("--sensitivity", action="store_true",
                    help="add which words drive the verdicts: each word left out, and 200 "
                         "resampled word lists (exact refits; hierarchical model only)")
+    p.add_argument("--jobs", type=int_range(1, 64, "jobs"), default=None,
+                   help="processes: with 2 or more, worker processes compute the "
+                        "comparators, metrics and figures while this one fits the models; 1 "
+                        "runs everything in this process (default: 2 on a machine with two "
+                        "or more cores); the report does not depend on N")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -62,7 +67,9 @@ def run(args) -> int:
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
         target_accept=args.target_accept, rope=args.rope, sensitivity=args.sensitivity)
-    results = run_report(settings)
+    from ..parallel import default_jobs
+
+    results = run_report(settings, default_jobs() if args.jobs is None else args.jobs)
     text = []
     for v, (key, res) in zip(results["verdicts"], results["wordlists"].items(), strict=True):
         text.append(f"{v['name']}: {v['headline']}")

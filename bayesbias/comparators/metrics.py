@@ -47,6 +47,7 @@ __all__ = [
     "metric_sets",
     "embedding_metric",
     "metric_table",
+    "report_metrics",
     "compute_metric",
 ]
 
@@ -808,48 +809,71 @@ REPORT_BOOTSTRAP = 300
 REPORT_NULL_REPS = 150
 
 
-def _report_wordlist(ctx) -> WordList | None:
-    for spec in getattr(ctx.settings, "wordlists", ()) or ():
+def _report_wordlist(settings, name: str) -> WordList | None:
+    for spec in getattr(settings, "wordlists", ()) or ():
         try:
             wl = load_wordlist(spec)
         except WordListError:
             continue
-        if wl.name == ctx.name:
+        if wl.name == name:
             return wl
     try:
-        return load_wordlist(ctx.name)
+        return load_wordlist(name)
     except WordListError:
         return None
+
+
+def report_metrics(settings, name: str) -> MetricTable | None:
+    """Compute the report's metric table for word list `name` (None without vectors).
+
+    `settings` are the report's (``embedding``, ``wordlists``, ``distances``, ``format``,
+    ``trust_pickle``, ``on_missing``, ``n_bootstrap``, ``null_reps``, ``ci_prob``, ``seed``).
+    """
+    from ..embeddings import load_embedding
+
+    s = settings
+    wl = None if getattr(s, "distances", ()) else _report_wordlist(s, name)
+    if getattr(s, "embedding", None) is None or wl is None:
+        return None
+    words = set(wl.all_words) | {w for g in (wl.controls or default_controls()).values()
+                                 for w in g}
+    emb = load_embedding(s.embedding, words, format=getattr(s, "format", "auto"),
+                         trust_pickle=getattr(s, "trust_pickle", False))
+    return metric_table(emb, wl, on_missing=getattr(s, "on_missing", "drop"),
+                        bootstrap=_report_bootstrap(s), ci_prob=getattr(s, "ci_prob", None),
+                        null_reps=_report_null_reps(s), seed=getattr(s, "seed", None))
+
+
+def _report_bootstrap(settings) -> int:
+    return min(int(getattr(settings, "n_bootstrap", REPORT_BOOTSTRAP)), REPORT_BOOTSTRAP)
+
+
+def _report_null_reps(settings) -> int:
+    return min(int(getattr(settings, "null_reps", REPORT_NULL_REPS)), REPORT_NULL_REPS)
 
 
 def metrics_section(ctx) -> None:
     """Report section: RND, RNSB, ECT, RIPA, direct/indirect bias and WEAT-ES per class pair.
 
     `ctx` is a report word-list context (``settings``, ``name``, ``key``, ``section``,
-    ``results``). The metrics need word vectors: a report built from distance tables only
-    gets a note instead.
+    ``results``; its ``embedding_metrics`` when it has them, else they are computed here).
+    The metrics need word vectors: a report built from distance tables only gets a note
+    instead.
     """
-    from ..embeddings import load_embedding
     from ..progress import progress
 
     s, sec = ctx.settings, ctx.section
     sec.heading("Embedding-bias metrics of other toolkits (with intervals and null ranges)")
-    wl = None if getattr(s, "distances", ()) else _report_wordlist(ctx)
+    wl = None if getattr(s, "distances", ()) else _report_wordlist(s, ctx.name)
     if getattr(s, "embedding", None) is None or wl is None:
         sec.text("RND, RNSB, ECT, RIPA and Bolukbasi's direct and indirect bias need word "
                  "vectors; this section was built from a distance table only, so they are "
                  "not shown (run the report with --embedding).")
         return
     progress.info(f"{ctx.name}: RND, RNSB, ECT, RIPA, direct/indirect bias")
-    words = set(wl.all_words) | {w for g in (wl.controls or default_controls()).values()
-                                 for w in g}
-    emb = load_embedding(s.embedding, words, format=getattr(s, "format", "auto"),
-                         trust_pickle=getattr(s, "trust_pickle", False))
-    boot = min(int(getattr(s, "n_bootstrap", REPORT_BOOTSTRAP)), REPORT_BOOTSTRAP)
-    reps = min(int(getattr(s, "null_reps", REPORT_NULL_REPS)), REPORT_NULL_REPS)
-    table = metric_table(emb, wl, on_missing=getattr(s, "on_missing", "drop"), bootstrap=boot,
-                         ci_prob=getattr(s, "ci_prob", None), null_reps=reps,
-                         seed=getattr(s, "seed", None))
+    table = (ctx.embedding_metrics if hasattr(ctx, "embedding_metrics")
+             else report_metrics(s, ctx.name))
+    boot, reps = _report_bootstrap(s), _report_null_reps(s)
     frame = table.to_frame()
     sec.text(f"Each metric computed from its paper on the word list's classes (X, Y: "
              f"protected words; A, B: stereotypes), with a percentile bootstrap interval over "

@@ -9,7 +9,8 @@ import numpy as np
 from .._atomic import atomic_path
 from ..config import CONNECTIONS
 
-__all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes"]
+__all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes", "fit_forest_data",
+           "fit_forest_figure", "figure_png", "save_figure"]
 
 COLOURS = {"associated": "#c0392b", "different": "#e67e22", "human": "#2980b9",
            "none": "#7f8c8d"}
@@ -61,11 +62,27 @@ def _save(fig, path) -> Path:
     path = Path(path)
     fmt = figure_format(path)
     with atomic_path(path, suffix=f".{fmt}") as tmp:
-        # a layout engine already fits the canvas; "tight" would draw the figure twice
-        fig.savefig(tmp, format=fmt, dpi=120,
-                    bbox_inches=None if fig.get_layout_engine() else "tight")
-    _pyplot().close(fig)
+        save_figure(fig, tmp, fmt, dpi=120)
     return path
+
+
+def save_figure(fig, target, fmt: str, dpi: int) -> None:
+    """Save `fig` to a path or file object `target` and close it."""
+    try:
+        # a layout engine already fits the canvas; "tight" would draw the figure twice
+        fig.savefig(target, format=fmt, dpi=dpi,
+                    bbox_inches=None if fig.get_layout_engine() else "tight")
+    finally:
+        _pyplot().close(fig)
+
+
+def figure_png(draw, *args, dpi: int = 120) -> bytes:
+    """PNG bytes of the figure ``draw(*args)`` returns (the figure is closed)."""
+    import io
+
+    buf = io.BytesIO()
+    save_figure(draw(*args), buf, "png", dpi)
+    return buf.getvalue()
 
 
 def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_words: bool,
@@ -98,24 +115,34 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
 
 def plot_fit_forest(fit, path, ci_prob=None, ci_kind=None) -> Path:
     """Per-word means (by connection), group-level means and contrasts of `fit`, as PNG."""
+    return _save(fit_forest_figure(fit_forest_data(fit, ci_prob, ci_kind)), path)
+
+
+def fit_forest_data(fit, ci_prob=None, ci_kind=None) -> dict:
+    """Return what :func:`fit_forest_figure` draws: the interval tables of `fit`, labels."""
     words = fit.word_means(ci_prob, ci_kind)
-    groups = fit.group_means(ci_prob, ci_kind)
-    contrasts = fit.contrasts(ci_prob, ci_kind)
     label = words.attrs["interval"]
-    unit = fit.unit_dim
     order = {c: i for i, c in enumerate(CONNECTIONS)}
-    words = words.assign(_c=words["connection"].map(order))
+    unit = fit.unit_dim
     keys = (["protected_class"] if "protected_class" in words else []) + [unit, "_c"]
-    words = words.sort_values(keys, kind="stable")
-    fig = _three_panels(
-        words.rename(columns={"mean": "m"}), groups.rename(columns={"mean": "m"}),
-        contrasts.rename(columns={"mean": "m"}), unit,
+    words = words.assign(_c=words["connection"].map(order)).sort_values(keys, kind="stable")
+    return {"words": words, "groups": fit.group_means(ci_prob, ci_kind),
+            "contrasts": fit.contrasts(ci_prob, ci_kind), "unit": unit,
+            "label": label,
+            "title": f"{fit.spec.name} model, {fit.cells.n_rows} rows"}
+
+
+def fit_forest_figure(data: dict):
+    """Draw the forest figure of :func:`plot_fit_forest` from :func:`fit_forest_data`."""
+    unit, label = data["unit"], data["label"]
+    return _three_panels(
+        data["words"].rename(columns={"mean": "m"}),
+        data["groups"].rename(columns={"mean": "m"}),
+        data["contrasts"].rename(columns={"mean": "m"}), unit,
         (f"mean cosine distance per {unit.replace('_', ' ')} ({label})",
          f"group-level mean per connection ({label})", f"contrasts ({label})"),
         ("cosine distance", "cosine distance", "difference in cosine distance"),
-        zero_words=False, zero_groups=False,
-        suptitle=f"{fit.spec.name} model, {fit.cells.n_rows} rows")
-    return _save(fig, path)
+        zero_words=False, zero_groups=False, suptitle=data["title"])
 
 
 def plot_comparison_forest(comparison, path) -> Path:

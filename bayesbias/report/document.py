@@ -312,9 +312,9 @@ class Report:
             (tmp / MARKER).write_text("written by bayesbias report\n", encoding="utf-8")
             (tmp / "tables").mkdir()
             (tmp / "figures").mkdir()
-            md, body = self._render(tmp)
             for name, writer in (extra_files or {}).items():
                 writer(tmp / name)
+            md, body = self._render(tmp)
             (tmp / "report.md").write_text(md, encoding="utf-8")
             (tmp / "index.html").write_text(self._html(body), encoding="utf-8")
             (tmp / "results.json").write_text(
@@ -337,8 +337,6 @@ class Report:
         return md, body
 
     def _render(self, root: Path) -> tuple[str, str]:
-        import matplotlib.pyplot as plt
-
         md = [f"# {self.title}", "", self.intro, ""]
         body = [f"<h1>{html.escape(self.title)}</h1>", f"<p>{_inline(self.intro)}</p>"]
         for sec in self.sections:
@@ -376,11 +374,9 @@ class Report:
                     if callable(fig):
                         fig(path)
                     else:
-                        # a figure with a layout engine already fits its canvas; "tight"
-                        # would draw it a second time to measure it
-                        fig.savefig(path, dpi=110, bbox_inches=None if fig.get_layout_engine()
-                                    else "tight")
-                        plt.close(fig)
+                        from ..models.plots import save_figure
+
+                        save_figure(fig, path, "png", dpi=110)
                     md += [f"![{_md_cell(caption or name)}](figures/{name}.png)", "", caption,
                            ""]
                     src = html.escape(f"figures/{name}.png", quote=True)

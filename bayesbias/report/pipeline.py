@@ -15,6 +15,7 @@ from ..datasets import read_table
 from ..distances import distance_table
 from ..embeddings import load_embedding
 from ..errors import InputDataError
+from ..parallel import JobPool
 from ..progress import progress
 from ..wordlists import load_wordlist
 from .document import Report, check_output, unique_names
@@ -162,13 +163,26 @@ def _model_card(report: Report, contexts: list[WordListContext]) -> None:
     sec.pre(spec.card())
 
 
-def run_report(settings: ReportSettings | None = None) -> dict:
+def run_report(settings: ReportSettings | None = None, jobs: int = 1) -> dict:
     """Run the whole analysis and write the report folder; return the results as plain data.
 
     Each word list (or distance table) gets one section built by the builders of
     :data:`~bayesbias.report.sections.SECTIONS`; an overview of the verdicts leads.
+    With `jobs` > 1, ``jobs - 1`` worker processes compute the comparators, embedding
+    metrics and figures while this one fits the models (:class:`~bayesbias.parallel.JobPool`);
+    the report is the same for every `jobs`.
     """
     settings = settings or ReportSettings()
+    with JobPool(jobs, preload=_JOB_MODULES) as pool:
+        return _run(settings, pool)
+
+
+#: Modules of the report's jobs, imported before the workers start (they need not again).
+_JOB_MODULES = ("bayesbias.comparators.weat", "bayesbias.comparators.null",
+                "bayesbias.comparators.metrics", "bayesbias.models.plots")
+
+
+def _run(settings: ReportSettings, pool: JobPool) -> dict:
     t0 = time.perf_counter()
     out_dir = check_output(settings.output)  # fail before the work, not after
     report = Report(
@@ -185,12 +199,15 @@ def run_report(settings: ReportSettings | None = None) -> dict:
     contexts = []
     for (name, table), key in zip(tables, keys, strict=True):
         title = name if key == name else f"{name} (files: {key}_*)"
-        ctx = WordListContext(name=name, key=key, table=table, settings=settings,
-                              report=report, section=report.section(title),
-                              glossary=glossary)
-        for build in SECTIONS:
+        contexts.append(WordListContext(name=name, key=key, table=table, settings=settings,
+                                        report=report, section=report.section(title),
+                                        glossary=glossary, pool=pool))
+        contexts[-1].start()
+    # one builder for every word list, then the next: the fits come first, while the
+    # pool's workers compute what needs only the tables
+    for build in SECTIONS:
+        for ctx in contexts:
             build(ctx)
-        contexts.append(ctx)
     over = _overview(report, contexts, glossary, settings)
     _model_card(report, contexts)
     results = {"settings": settings.to_dict(),
@@ -204,6 +221,7 @@ def run_report(settings: ReportSettings | None = None) -> dict:
         folder.mkdir()
         for c in contexts:
             c.fit.save(folder / f"{c.key}.nc")
+        pool.help()  # the figures no worker has started yet
 
     progress.info(f"writing report to {out_dir}")
     report.write(out_dir, extra_files={"fits": write_fits})

@@ -12,12 +12,13 @@ import json
 import logging
 import warnings
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pandas as pd
 
 from ..errors import DistanceTableError, InputDataError
+from ..parallel import Job, JobPool
 from ..progress import progress
 from .document import Report, Section
 
@@ -126,6 +127,25 @@ class WordListContext:
     section: Section
     glossary: Glossary
     results: dict = field(default_factory=dict)
+    #: Where the jobs run (default: in this process, when first needed).
+    pool: JobPool = field(default_factory=JobPool)
+    jobs: dict[str, Job] = field(default_factory=dict)
+
+    def start(self) -> None:
+        """Queue the jobs that need only the table and the settings (WEAT, null, metrics).
+
+        They run in :attr:`pool`'s workers while this process fits the model; called by
+        :func:`~bayesbias.report.run_report` for every word list before the first builder.
+        """
+        for name in _JOBS:
+            self.job(name)
+
+    def job(self, name: str) -> Job:
+        """Return the job `name` (``"comparators"``, ``"embedding_metrics"``), queued if new."""
+        if name not in self.jobs:
+            fn, args, here = _JOBS[name](self)
+            self.jobs[name] = self.pool.submit(fn, *args, here=here)
+        return self.jobs[name]
 
     @property
     def iv(self) -> str:
@@ -171,13 +191,21 @@ class WordListContext:
     @cached_property
     def weats(self) -> list:
         """WEAT for every pair of classes."""
-        from ..comparators.weat import weat_class_pairs
-
-        s = self.settings
         progress.info(f"{self.name}: WEAT permutation tests and bootstrap")
-        return weat_class_pairs(self.table, alternative="two-sided", sd=s.sd_convention,
-                                n_permutations=s.n_permutations, seed=s.seed,
-                                bootstrap=s.n_bootstrap, ci_prob=s.ci_prob)
+        return self.job("comparators").result()[0]
+
+    @cached_property
+    def null(self):
+        """Null distributions of WEAT d and MAC for the first class pair (a frame).
+
+        ``None`` without a pair; the input error that made them impossible, if any.
+        """
+        return self.job("comparators").result()[1]
+
+    @cached_property
+    def embedding_metrics(self):
+        """The :class:`~bayesbias.comparators.metrics.MetricTable` (None without vectors)."""
+        return self.job("embedding_metrics").result()
 
     @cached_property
     def mac(self):
@@ -246,8 +274,12 @@ def bayes_section(ctx: WordListContext) -> None:
     explain = "; ".join(g(t) for t in ("tau", "sigma") if t in names and t not in g.used)
     sec.table(params, f"{ctx.key}_parameters", "Model parameters" + (f" ({explain})"
                                                                       if explain else ""))
+    from ..models.plots import figure_png, fit_forest_data, fit_forest_figure
+
+    forest = ctx.pool.submit(figure_png, fit_forest_figure,
+                                fit_forest_data(fit, s.ci_prob, s.ci_kind))
     sec.figure_from(
-        lambda path, fit=fit: fit.plot_forest(path, s.ci_prob, s.ci_kind),
+        partial(_write_bytes, forest),
         f"{ctx.key}_forest", f"Forest plot: {ctx.iv} of the mean distance per protected word "
         "and connection, and of the group-level means")
     sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
@@ -307,23 +339,27 @@ def comparators_section(ctx: WordListContext) -> None:
     if first is None:
         return
     progress.info(f"{name}: null distribution ({s.null_reps} replications)")
-    try:
-        null = _null(table, first, s)
-    except (InputDataError, DistanceTableError) as exc:
-        sec.text(f"No null distribution for this table: {exc}.")
-        ctx.results["null"] = {"skipped": str(exc)}
+    null = ctx.null
+    if isinstance(null, Exception):
+        sec.text(f"No null distribution for this table: {null}.")
+        ctx.results["null"] = {"skipped": str(null)}
         return
     observed = {"weat_effect": first.effect_size, "mac": pair_mac}
     q = {k: np.nanquantile(null[k].values, [0.025, 0.975]) for k in observed}
     share = float(np.mean(np.abs(null["weat_effect"].values) >= abs(first.effect_size)))
-    sec.figure(_null_figure(null, observed, f"{name}: {x} vs {y}, null from resampled "
-                                            "neutral-word similarities"),
-               f"{ctx.key}_null", f"Null distributions of WEAT d and MAC for {x} vs {y} "
-               f"(same list sizes) with the observed values (red: d = "
-               f"{first.effect_size:.2f}, MAC = {pair_mac:.3f}). {share:.1%} of null "
-               f"replications have |d| at least the observed {abs(first.effect_size):.2f}, "
-               f"while WEAT's permutation p is {first.p_value:.3g}. {NULL_VS_PERMUTATION} "
-               f"95% of null MAC values lie in [{q['mac'][0]:.3f}, {q['mac'][1]:.3f}].")
+    from ..models.plots import figure_png
+
+    figure = ctx.pool.submit(
+        figure_png, _null_figure, null, observed,
+        f"{name}: {x} vs {y}, null from resampled neutral-word similarities", dpi=110)
+    sec.figure_from(
+        partial(_write_bytes, figure), f"{ctx.key}_null",
+        f"Null distributions of WEAT d and MAC for {x} vs {y} (same list sizes) with the "
+        f"observed values (red: d = {first.effect_size:.2f}, MAC = {pair_mac:.3f}). "
+        f"{share:.1%} of null replications have |d| at least the observed "
+        f"{abs(first.effect_size):.2f}, while WEAT's permutation p is {first.p_value:.3g}. "
+        f"{NULL_VS_PERMUTATION} 95% of null MAC values lie in [{q['mac'][0]:.3f}, "
+        f"{q['mac'][1]:.3f}].")
     ctx.results["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
                            "permutation_p": float(first.p_value), "mac_pair": float(pair_mac),
                            "mac_95": q["mac"].tolist(), "weat_95": q["weat_effect"].tolist()}
@@ -363,16 +399,54 @@ SECTIONS = [verdict_section, drivers_section, sensitivity_section, bayes_section
 
 # -- helpers ----------------------------------------------------------------------------------
 
-def _null(table: pd.DataFrame, pair_result, settings):
-    from ..comparators.null import NullStudy, neutral_pool, run_null_study
+def _write_bytes(job: Job, path) -> None:
+    with open(path, "wb") as f:
+        f.write(job.result())
 
-    sizes = pair_result.sizes
-    study = NullStudy(null="resample", targets=(sizes["X"], sizes["Y"]),
-                      attributes=(sizes["A"], sizes["B"]), reps=settings.null_reps,
-                      seed=settings.seed, statistics=("weat_effect", "weat_p", "mac"),
-                      pool=neutral_pool(table), alternative="two-sided",
-                      sd_convention=settings.sd_convention, n_permutations=999)
-    return run_null_study(study)
+
+def weat_and_null(table: pd.DataFrame, sd_convention: str, n_permutations: int, seed,
+                  n_bootstrap: int, ci_prob: float, null_reps: int) -> tuple:
+    """WEAT for every pair of classes, and the null distributions of the first pair.
+
+    The null is a frame of ``weat_effect``, ``weat_p`` and ``mac`` per replication, ``None``
+    without a pair, or the input error that makes it impossible (returned, not raised).
+    """
+    from ..comparators.null import NullStudy, neutral_pool, run_null_study
+    from ..comparators.weat import weat_class_pairs
+
+    weats = weat_class_pairs(table, alternative="two-sided", sd=sd_convention,
+                             n_permutations=n_permutations, seed=seed, bootstrap=n_bootstrap,
+                             ci_prob=ci_prob)
+    if not weats:
+        return weats, None
+    sizes = weats[0][1].sizes
+    try:
+        study = NullStudy(null="resample", targets=(sizes["X"], sizes["Y"]),
+                          attributes=(sizes["A"], sizes["B"]), reps=null_reps, seed=seed,
+                          statistics=("weat_effect", "weat_p", "mac"), pool=neutral_pool(table),
+                          alternative="two-sided", sd_convention=sd_convention,
+                          n_permutations=999)
+        return weats, run_null_study(study)
+    except (InputDataError, DistanceTableError) as exc:
+        return weats, exc
+
+
+def _comparators_job(ctx: WordListContext) -> tuple:
+    s = ctx.settings
+    return weat_and_null, (ctx.table, s.sd_convention, s.n_permutations, s.seed,
+                           s.n_bootstrap, s.ci_prob, s.null_reps), False
+
+
+def _metrics_job(ctx: WordListContext) -> tuple:
+    from ..comparators.metrics import report_metrics
+
+    s = ctx.settings
+    # an encoder (not a file name) is costly to send to a worker: its metrics run here
+    return report_metrics, (s, ctx.name), not isinstance(s.embedding, (str, type(None)))
+
+
+#: The jobs of :meth:`WordListContext.start`: name -> (function, arguments, run here?).
+_JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job}
 
 
 def _null_figure(null, observed: dict, title: str):
