@@ -5,7 +5,8 @@ attributes, so the number of cells is fixed and only the rows per cell grow. For
 sufficient-statistic fit and (up to ``--rows-max`` rows) the row-level fit run on the same data
 in the same process. Reported: wall time (including compilation, which the sufficient fit
 reuses across calls of the same structure), nutpie's sampling time, the smallest bulk ESS of
-the group-level parameters (mu_bar, tau, sigma) and bulk ESS per second of sampling.
+the group-level parameters (mu_bar, tau, sigma), bulk ESS per second of sampling, the CPU time
+of the fit's diagnostics (r-hat, ESS, sampler checks) and the wall time of ``Fit.save``.
 
 Run with ``nice python benchmarks/bench_fit.py`` (about 5 minutes on 2 cores);
 ``--sizes 5000 50000`` for a quick run; ``--json out.json`` to keep the figures;
@@ -115,14 +116,22 @@ def _measure(table, likelihood: str, draws: int, tune: int, chains: int, seed: i
         fit = fit_model(table, "hierarchical", draws=draws, tune=tune, chains=chains,
                         seed=seed, likelihood=likelihood)
     wall = time.perf_counter() - t0
+    fit.__dict__.pop("_cache", None)  # diagnostics again, timed (fit_model computed them)
+    c0 = time.process_time()
     diag = fit.diagnostics()
+    diag_cpu = time.process_time() - c0
+    with tempfile.TemporaryDirectory() as tmp:
+        t1 = time.perf_counter()
+        fit.save(Path(tmp) / "fit.nc")
+        save = time.perf_counter() - t1
     top = diag.table[diag.table["parameter"].str.match(r"(mu_bar|tau|sigma)\[")]
     sampling = float(fit.idata.attrs["sampling_time_s"])
     ess = float(top["ess_bulk"].min())
     return {"likelihood": likelihood, "rows": len(table), "wall_s": round(wall, 2),
             "sampling_s": round(sampling, 2), "min_bulk_ess": round(ess),
             "ess_per_s": round(ess / sampling, 1), "max_rhat": round(float(top["rhat"].max()), 3),
-            "divergences": diag.divergences,
+            "divergences": diag.divergences, "diagnostics_cpu_s": round(diag_cpu, 3),
+            "save_s": round(save, 3),
             "group_means": fit.group_means()["mean"].round(4).tolist()}
 
 
