@@ -103,6 +103,8 @@ def test_diagnose_equals_arviz_on_datasets(religion_fit):
     On a real fit, and on one with divergences, tree-depth hits, a low-E-BFMI chain, a
     constant (NaN r-hat) and a float32 parameter.
     """
+    import arviz_stats as az
+
     from bayesbias.models.fit import diagnose
 
     post = religion_fit.posterior
@@ -117,19 +119,24 @@ def test_diagnose_equals_arviz_on_datasets(religion_fit):
     bad_ss["energy"][1] = walk  # a random walk: E-BFMI far below 0.3
     bad_post = post.assign(const=post["tau"] * 0 + 0.5,
                            low=post["sigma"].astype(np.float32))
-    for p, s, n_div, n_depth, failed in ((post, ss, 0, 0, []), (bad_post, bad_ss, 3, 1, [1])):
-        d = diagnose(p, s)
-        cols, extra = _arviz_dataset_diagnostics(p, s)
-        for k, want in cols.items():
-            np.testing.assert_allclose(d.table[k].to_numpy(), want, rtol=1e-12, atol=0)
-        assert extra["divergent"]["n_divergent"] == d.divergences == n_div
-        assert extra["treedepth"]["n_max"] == d.max_treedepth_hits == n_depth
-        assert d.min_bfmi == pytest.approx(np.min(extra["bfmi"]["bfmi_values"]), rel=1e-12)
-        assert extra["bfmi"]["failed_chains"] == failed
+    d = diagnose(bad_post, bad_ss)
+    cols, extra = _arviz_dataset_diagnostics(bad_post, bad_ss)
+    for k, want in cols.items():
+        np.testing.assert_allclose(d.table[k].to_numpy(), want, rtol=1e-12, atol=0)
+    assert extra["divergent"]["n_divergent"] == d.divergences == 3
+    assert extra["treedepth"]["n_max"] == d.max_treedepth_hits == 1
+    assert d.min_bfmi == pytest.approx(np.min(extra["bfmi"]["bfmi_values"]), rel=1e-12)
+    assert extra["bfmi"]["failed_chains"] == [1]
     assert d.table["rhat"].isna().sum() == 4  # the constant parameter, one per connection
     assert "const[associated]" in d.problems[0]
     assert any("E-BFMI below 0.3 in chain(s) 1 " in m for m in d.problems)
     assert any(m.startswith("3 divergent") for m in d.problems)
+    # the real fit: the same rows (each parameter's own draws), clean sampler checks
+    real = diagnose(post, ss)
+    assert real.table.equals(d.table.iloc[:len(real.table)])
+    assert (real.divergences, real.max_treedepth_hits) == (0, 0)
+    bfmi = az.bfmi(ss)["energy"].values
+    assert real.min_bfmi == pytest.approx(bfmi.min(), rel=1e-12) and bfmi.min() > 0.3
 
 
 def test_pointwise_log_likelihood(religion_fit):
