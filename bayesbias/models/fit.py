@@ -189,7 +189,7 @@ def _stacked(posterior: xr.Dataset) -> tuple[list[str], list[np.ndarray]]:
     for name, da in posterior.data_vars.items():
         da = da.transpose("chain", "draw", ...)
         names += _flat_names(da.isel(chain=0, draw=0, drop=True).rename(name))
-        blocks.append(da.values.reshape(da.shape[0], da.shape[1], -1))
+        blocks.append(da.values.reshape(da.shape[0], da.shape[1], int(np.prod(da.shape[2:]))))
     return names, blocks
 
 
