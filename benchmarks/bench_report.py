@@ -17,7 +17,8 @@ Measured in the same run, in fresh processes, for this tree's HEAD and a baselin
   group means from the baseline's.
 
 Run ``nice python benchmarks/bench_report.py`` (about 10 minutes on 2 loaded cores);
-``--quick`` skips the 500k and 5M sizes; ``--json out.json`` keeps the figures. Both trees
+``--quick`` skips the 500k and 5M sizes; ``--report-only`` times only the default report
+(plus ``--jobs 1`` for this tree); ``--json out.json`` keeps the figures. Both trees
 run with this interpreter; the baseline is put first on ``PYTHONPATH``.
 """
 
@@ -123,7 +124,8 @@ def _result(stdout: str):
     return json.loads(stdout.split("RESULT", 1)[1])
 
 
-def measure(root: Path, label: str, sizes, work: Path, reports: bool = True) -> dict:
+def measure(root: Path, label: str, sizes, work: Path, reports: bool = True,
+            reports_only: bool = False) -> dict:
     """Time the tree checked out at `root`."""
     out = {}
     cache = work / f"cache-{label}"
@@ -134,6 +136,13 @@ def measure(root: Path, label: str, sizes, work: Path, reports: bool = True) -> 
                         str(work / f"default-{label}-{run}")], env_default, work)
         out[f"report built-in data {run}"] = wall
         print(f"  {label}: report (built-in data) {run} {wall:.1f} s", flush=True)
+    if reports and label == "current":  # one process, as before --jobs (same caches: warm)
+        wall, _ = _run(["-m", "bayesbias", "report", "--jobs", "1", "-o",
+                        str(work / f"default-{label}-jobs1")], env_default, work)
+        out["report built-in data warm, --jobs 1"] = wall
+        print(f"  {label}: report (built-in data) warm --jobs 1 {wall:.1f} s", flush=True)
+    if reports_only:
+        return out
     report = ["-m", "bayesbias", "report"]
     for t in TOPICS:
         report += ["--distances", f"published:{t}:reddit"]
@@ -166,6 +175,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fit-only", action="store_true",
                     help="only the `fit` command, cold and warm, and the fits by size (no "
                          "reports, no quality run)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="only the default report, cold and warm (and --jobs 1 for this tree)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     sizes = SIZES[:2] if args.quick else SIZES
@@ -177,10 +188,10 @@ def main(argv=None) -> int:
                             str(path), commit], check=True)
         try:
             print(f"baseline {args.baseline}:", flush=True)
-            old = measure(base, "baseline", sizes, work, not args.fit_only)
+            old = measure(base, "baseline", sizes, work, not args.fit_only, args.report_only)
             print("this tree:", flush=True)
-            new = measure(cur, "current", sizes, work, not args.fit_only)
-            if not args.fit_only:
+            new = measure(cur, "current", sizes, work, not args.fit_only, args.report_only)
+            if not (args.fit_only or args.report_only):
                 _, q_new = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "full"],
                                 _env(cur, work / "cache-current"), work)
                 _, q_old = _run(["-c", _QUALITY_CODE, ",".join(TOPICS), "means"],
@@ -193,7 +204,7 @@ def main(argv=None) -> int:
     for k in new:
         print(f"{k:45s} {old.get(k, float('nan')):11.2f} {new[k]:8.2f} "
               f"{old.get(k, float('nan')) / new[k]:6.1f}x")
-    if args.fit_only:
+    if args.fit_only or args.report_only:
         if args.json:
             Path(args.json).write_text(json.dumps({"baseline": old, "current": new}, indent=1))
         return 0

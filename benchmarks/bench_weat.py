@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bayesbias.comparators.null import NullStudy, run_null_study
 from bayesbias.comparators.weat import weat
 from bayesbias.embeddings import Embedding, load_embedding, save_embedding
-from bayesbias.comparators.null import NullStudy, run_null_study
 from bayesbias.wordlists import load_wordlist
 
 WEFE_SCRIPT = r"""

@@ -22,12 +22,20 @@ from bayesbias.errors import OutputPathError
 @pytest.fixture
 def no_compute(monkeypatch):
     """Make any embedding load fail loudly: the output must be refused before it."""
+    import importlib
+
     from bayesbias import embeddings
 
     def boom(*a, **k):
         raise AssertionError("computation started before the output was checked")
 
-    monkeypatch.setattr(embeddings, "load_embedding", boom)
+    # modules holding their own reference, imported before patching (a first import during
+    # the test would keep `boom` for the rest of the session) and patched too
+    users = [importlib.import_module(name) for name in (
+        "bayesbias.cli.debias", "bayesbias.cli.mac", "bayesbias.cli.weat",
+        "bayesbias.report.pipeline")]
+    for module in [embeddings, *users]:
+        monkeypatch.setattr(module, "load_embedding", boom)
 
 
 def _targets(tmp_path):

@@ -190,7 +190,7 @@ def hostile_run(tmp_path_factory):
     second = write_distance_table(table, root / "b" / evil)  # the same name again
     out = root / "rep"
     code = main(["report", "--distances", str(first), "--distances", str(second),
-                 "-o", str(out), "--json", "--rope", "0.02", *SMALL])
+                 "-o", str(out), "--json", "--rope", "0.02", "--jobs", "2", *SMALL])
     assert isinstance(table, pd.DataFrame)
     return root, out, code
 
@@ -226,6 +226,29 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
     # the MAC in the null figure is the MAC printed (the pair's)
     assert f"MAC = {wl['null']['mac_pair']:.3f}" in md
     assert "permutation test keeps these very words" in md
+
+
+def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_path):
+    # --jobs 2 (the WEAT, null and figure jobs ran in a worker or here, whichever came
+    # first) against --jobs 1 (all here): the same files, figures byte for byte
+    root, out, _ = hostile_run
+    one = tmp_path / "one"
+    tables = sorted(str(p) for p in (root / "a").iterdir()) + sorted(
+        str(p) for p in (root / "b").iterdir())
+    assert main(["report", "--distances", tables[0], "--distances", tables[1], "-o", str(one),
+                 "--json", "--rope", "0.02", "--jobs", "1", *SMALL]) == 0
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert any(f.suffix == ".png" for f in files)
+    for f in files:
+        if f.suffix == ".nc":  # holds the sampler's wall time
+            continue
+        a, b = (out / f).read_bytes(), (one / f).read_bytes()
+        if f.name == "results.json":
+            a, b = (json.loads(x) for x in (a, b))
+            for d in (a, b):
+                d.pop("elapsed_s"), d.pop("output", None), d["settings"].pop("output")
+        assert a == b, f
 
 
 def test_duplicate_names_keep_every_result(hostile_run):

@@ -85,20 +85,43 @@ def figure_png(draw, *args, dpi: int = 120) -> bytes:
     return buf.getvalue()
 
 
+def _label_width(fig, labels, size: float) -> float:
+    """Width in inches of the widest of `labels` at font `size` (points)."""
+    from matplotlib.font_manager import FontProperties
+
+    renderer = fig.canvas.get_renderer()
+    prop = FontProperties(size=size)
+    widest = max((renderer.get_text_width_height_descent(str(t), prop, ismath=False)[0]
+                  for t in labels), default=0.0)
+    return widest / fig.dpi
+
+
 def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_words: bool,
                   zero_groups: bool, suptitle: str = ""):
     """One figure: per-unit forest on the left, group means and contrasts on the right.
 
-    Constrained layout keeps the lower-right panel's title clear of the x-label above it.
+    The margins are set from the widest tick label of each column (measured once), not by
+    a layout engine, which draws a figure of a hundred labels several times to fit it.
     """
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
     plt = _pyplot()
-    height = max(4.0, 0.14 * len(words) + 1)
-    fig = plt.figure(figsize=(11, height), layout="constrained")
-    gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1])
+    width, height = 11.0, max(4.0, 0.14 * len(words) + 1)
+    fig = plt.figure(figsize=(width, height))
+    word_labels = [f"{u} · {c}" for u, c in zip(words[unit], words["connection"], strict=True)]
+    right_labels = [*groups["connection"], *contrasts["contrast"]]
+    # inches: tick label + tick and pad on the left of each column; title (and suptitle)
+    # above; x tick labels and x label below; between the right panels, both
+    left = _label_width(fig, word_labels, 7) + 0.2
+    gap = _label_width(fig, right_labels, 7) + 0.45
+    top, bottom, between = (0.75 if suptitle else 0.4), 0.55, 0.95
+    plot_w = width - left - gap - 0.2
+    gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1], left=left / width,
+                          right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height,
+                          wspace=gap / (plot_w / 2), hspace=between / ((height - top - bottom
+                                                                        - between) / 2))
     ax_w = fig.add_subplot(gs[:, 0])
-    forest_axes(ax_w, [f"{u} · {c}" for u, c in zip(words[unit], words["connection"],
-                                                      strict=True)],
-                words["m"], words["lower"], words["upper"],
+    forest_axes(ax_w, word_labels, words["m"], words["lower"], words["upper"],
                 [COLOURS[c] for c in words["connection"]], zero=zero_words, title=titles[0],
                 xlabel=xlabels[0])
     ax_g = fig.add_subplot(gs[0, 1])
@@ -109,7 +132,10 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
     forest_axes(ax_c, list(contrasts["contrast"]), contrasts["m"], contrasts["lower"],
                 contrasts["upper"], zero=True, title=titles[2], xlabel=xlabels[2])
     if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
+        fig.suptitle(suptitle, fontsize=10, y=1 - 0.12 / height, va="top")
+    # laid out: a placeholder engine does nothing, and says so to save_figure (no "tight")
+    fig.set_layout_engine(PlaceHolderLayoutEngine(adjust_compatible=True,
+                                                  colorbar_gridspec=True))
     return fig
 
 

@@ -1,0 +1,110 @@
+"""parallel.JobPool: jobs beside this process's own work, the same results wherever they ran."""
+
+import logging
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from bayesbias.errors import EmbeddingFormatError
+from bayesbias.parallel import JobPool
+
+
+def seeded_draws(seed: int, n: int) -> tuple[int, np.ndarray]:
+    return os.getpid(), np.random.default_rng(seed).normal(size=n)
+
+
+def wait_then_pid(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def bad_file(path: str):
+    # an error whose __init__ takes several arguments: it does not survive pickling, so
+    # the pool must raise it by running the job here
+    raise EmbeddingFormatError(path, "not a vector file", line=3)
+
+
+def talkative(n: int) -> int:
+    logging.getLogger("bayesbias.progress").info("job progress %d", n)
+    logging.getLogger("bayesbias.test").debug("a debug record nobody asked for")
+    warnings.warn(f"job warning {n}", UserWarning, stacklevel=1)
+    return n
+
+
+def test_one_job_runs_here_when_asked_for():
+    pool = JobPool(1)
+    job = pool.submit(seeded_draws, 3, 5)
+    pid, draws = job.result()
+    assert pid == os.getpid()
+    np.testing.assert_array_equal(draws, np.random.default_rng(3).normal(size=5))
+    assert job.result() is job.result()  # computed once
+
+
+def test_results_do_not_depend_on_where_a_job_ran():
+    with JobPool(2) as pool:
+        jobs = [pool.submit(seeded_draws, s, 1000) for s in range(4)]
+        while not jobs[0]._future.done():  # else this process may take it first
+            time.sleep(0.01)
+        results = [j.result() for j in jobs]
+    assert results[0][0] != os.getpid()  # the first job ran in the worker
+    for seed, (_, draws) in enumerate(results):
+        np.testing.assert_array_equal(draws, seeded_draws(seed, 1000)[1])
+
+
+def test_help_runs_here_what_no_worker_started():
+    with JobPool(2) as pool:
+        jobs = [pool.submit(wait_then_pid, 0.3) for _ in range(5)]
+        pool.help()
+        pids = [j.result() for j in jobs]
+    here = pids.count(os.getpid())
+    # the worker holds the running job and the (at most two) it has been handed; this
+    # process takes the rest
+    assert 2 <= here <= 4 and pids[0] != os.getpid()
+
+
+def test_an_error_in_a_worker_is_raised_here_as_itself():
+    with JobPool(2) as pool:
+        job = pool.submit(bad_file, "vectors.txt")
+        with pytest.raises(EmbeddingFormatError, match="vectors.txt"):
+            job.result()
+
+
+def test_a_workers_records_and_warnings_are_shown_here(caplog):
+    with JobPool(2) as pool:
+        job = pool.submit(talkative, 7)
+        # wait until the worker has it, so that result() replays rather than runs it here
+        while not (job._future.running() or job._future.done()):
+            time.sleep(0.01)
+        with caplog.at_level(logging.INFO, logger="bayesbias"), \
+                pytest.warns(UserWarning, match="job warning 7"):
+            assert job.result() == 7
+    msgs = [(r.name, r.getMessage()) for r in caplog.records]
+    assert ("bayesbias.progress", "job progress 7") in msgs
+    assert not any("debug record" in m for _, m in msgs)  # this process's level decides
+
+
+def test_leaving_on_an_error_stops_the_workers_at_once():
+    pool = JobPool(2)
+    with pytest.raises(KeyboardInterrupt), pool:
+        job = pool.submit(wait_then_pid, 30)
+        while not job._future.running():
+            time.sleep(0.01)
+        procs = list(pool._pool._processes.values())
+        raise KeyboardInterrupt
+    t0 = time.perf_counter()
+    while any(p.is_alive() for p in procs) and time.perf_counter() - t0 < 5:
+        time.sleep(0.02)
+    assert not any(p.is_alive() for p in procs)
+    assert threading.active_count() < 10  # nothing left spinning
+
+
+def test_jobs_not_started_are_cancelled_on_close():
+    pool = JobPool(2)
+    jobs = [pool.submit(wait_then_pid, 0.2) for _ in range(4)]
+    pool.close()
+    # whatever the worker did not start runs here when asked for: no job is lost
+    assert all(isinstance(j.result(), int) for j in jobs)
