@@ -254,9 +254,9 @@ def diagnose(posterior: xr.Dataset, sample_stats: xr.Dataset | None,
         -> Diagnostics:
     """r-hat, bulk/tail ESS of every posterior variable; divergences, tree depth and E-BFMI.
 
-    The numbers of ``arviz_stats.rhat`` / ``ess`` (rank-normalised, per scalar parameter)
-    and of ``arviz_stats.diagnose`` (divergences, maximum tree depth, E-BFMI < 0.3), computed
-    with arviz_stats' array functions on all parameters at once.
+    The numbers ``arviz_stats.rhat`` / ``ess`` give on the posterior Dataset (rank-normalised,
+    per scalar parameter) and the sampler checks of ``arviz_stats.diagnose`` (divergences,
+    maximum tree depth, E-BFMI < 0.3).
     """
     posterior = posterior[[v for v in posterior.data_vars if v not in HELPERS]]
     names, blocks = _stacked(posterior)
