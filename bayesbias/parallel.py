@@ -237,11 +237,11 @@ class JobPool:
     running (a job returns data and writes no file).
 
     On Linux the workers are forked when the first job is queued, after importing the
-    modules named in `preload`, so that they need not import them again; elsewhere they are
-    spawned.
+    modules named in `preload` and calling its callables, so that the workers need not do
+    it again; elsewhere they are spawned.
     """
 
-    def __init__(self, jobs: int = 1, preload: tuple[str, ...] = ()):
+    def __init__(self, jobs: int = 1, preload: tuple = ()):
         self.jobs = int(jobs)
         self.preload = tuple(preload)
         self._pool = None
@@ -251,8 +251,8 @@ class JobPool:
         import importlib
         import sys
 
-        for name in self.preload:
-            importlib.import_module(name)
+        for item in self.preload:
+            item() if callable(item) else importlib.import_module(item)
         method = "fork" if sys.platform == "linux" else "spawn"
         pool = ProcessPoolExecutor(self.jobs - 1, initializer=_worker_start,
                                    mp_context=multiprocessing.get_context(method))

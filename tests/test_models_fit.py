@@ -407,3 +407,36 @@ def test_hostile_tables_and_settings_are_refused_up_front():
             fit_model(table, **kw)
     with pytest.raises(InvalidArgumentError, match="exceeds the limit"):
         fit_model(table, draws=1_000_000, chains=64)
+
+
+def test_rank_diagnostics_equal_arviz_stats_column_by_column():
+    """All parameters at once equal arviz_stats one at a time.
+
+    With ties, a constant, a random walk and an odd number of draws; what it does not cover
+    is left to arviz_stats.
+    """
+    from arviz_stats.base import array_stats
+
+    from bayesbias.models._rank_diagnostics import covered, rank_diagnostics
+
+    rng = np.random.default_rng(11)
+    chains, draws = 4, 301
+    ary = rng.normal(size=(chains, draws, 6))
+    ary[..., 1] = np.round(ary[..., 1], 1)  # many ties
+    ary[..., 2] = 0.25  # constant: r-hat NaN, ESS = all draws of the split chains
+    ary[..., 3] = np.cumsum(rng.normal(size=(chains, draws)), axis=1)  # poorly mixed
+    ary[..., 4] = ary[..., 0] + np.arange(chains)[:, None]  # chains disagree
+    ary[..., 5] = np.exp(ary[..., 5])  # skewed
+    got = rank_diagnostics(ary, 0.89)
+    want = {"rhat": array_stats.rhat(ary, chain_axis=0, draw_axis=1, method="rank"),
+            "ess_bulk": array_stats.ess(ary, chain_axis=0, draw_axis=1, method="bulk"),
+            "ess_tail": array_stats.ess(ary, chain_axis=0, draw_axis=1, method="tail",
+                                        prob=0.89)}
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=0, err_msg=k)
+    assert np.isnan(got["rhat"][2]) and got["ess_bulk"][2] == chains * (draws - 1)  # split
+    assert got["rhat"][4] > 1.5 and got["ess_bulk"][3] < 100
+    bad = ary.copy()
+    bad[0, 0, 0] = np.nan
+    assert not covered(bad) and not covered(ary[:1]) and not covered(ary.astype(np.float32))
+    assert covered(ary)

@@ -202,6 +202,8 @@ def _chain_draw_stats(blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
     from arviz_base import rcParams
     from arviz_stats.base import array_stats
 
+    from ._rank_diagnostics import covered, rank_diagnostics
+
     sizes = [b.shape[2] for b in blocks]
     out = {k: np.empty(sum(sizes)) for k in ("rhat", "ess_bulk", "ess_tail")}
     offsets = np.cumsum([0] + sizes)
@@ -211,6 +213,10 @@ def _chain_draw_stats(blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
     for members in by_dtype.values():
         ary = np.concatenate([blocks[i] for i in members], axis=2)
         where = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in members])
+        if covered(ary):  # the same numbers, all parameters at once
+            for k, v in rank_diagnostics(ary, rcParams["stats.ci_prob"]).items():
+                out[k][where] = v
+            continue
         out["rhat"][where] = array_stats.rhat(ary, chain_axis=0, draw_axis=1, method="rank")
         out["ess_bulk"][where] = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="bulk")
         out["ess_tail"][where] = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="tail",

@@ -25,6 +25,14 @@ def _pyplot():
     return plt
 
 
+def prepare() -> None:
+    """Import pyplot (Agg) and load the default font: the first figure's fixed cost."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    _pyplot()
+    get_font(findfont(FontProperties()))
+
+
 def forest_axes(ax, labels, mean, lower, upper, colours=None, zero: bool = False,
                 title: str = "", xlabel: str = ""):
     """Draw a forest (point and interval per row, first row on top) on `ax`."""

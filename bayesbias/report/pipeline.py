@@ -177,9 +177,15 @@ def run_report(settings: ReportSettings | None = None, jobs: int = 1) -> dict:
         return _run(settings, pool)
 
 
-#: Modules of the report's jobs, imported before the workers start (they need not again).
+def _prepare_figures() -> None:
+    from ..models.plots import prepare
+
+    prepare()
+
+
+#: What the report's jobs import first: done before the workers start, then not again.
 _JOB_MODULES = ("bayesbias.comparators.weat", "bayesbias.comparators.null",
-                "bayesbias.comparators.metrics", "bayesbias.models.plots")
+                "bayesbias.comparators.metrics", _prepare_figures)
 
 
 def _run(settings: ReportSettings, pool: JobPool) -> dict:
