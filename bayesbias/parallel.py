@@ -198,9 +198,10 @@ def default_jobs() -> int:
 class Job:
     """The result of ``fn(*args, **kwargs)``, computed by a worker or, if none started it, here."""
 
-    def __init__(self, fn, args, kwargs, future=None):
+    def __init__(self, fn, args, kwargs, pool: JobPool | None = None):
         self._call = (fn, args, kwargs)
-        self._future = future
+        self._pool = pool  # while the job waits for a worker
+        self._future = None  # once a worker has it
         self._done = False
         self._value = None
 
@@ -209,9 +210,10 @@ class Job:
         if not self._done:
             fn, args, kwargs = self._call
             value = _MISSING
-            if self._future is not None and not self._future.cancel():
+            future = self._pool._claim(self) if self._pool is not None else None
+            if future is not None:
                 try:
-                    value, records, caught = self._future.result()
+                    value, records, caught = future.result()
                 except Exception:  # noqa: BLE001 - rerun here to raise the real error
                     value = _MISSING
                 else:
@@ -230,11 +232,12 @@ class JobPool:
 
     For a handful of different jobs that overlap with this process's own work (the report's
     comparators, metrics and figures while it fits the models), where a Dask cluster's
-    start-up would cost more than it saves. A job that no worker has started when its result
-    is needed runs here; with ``jobs=1`` every job runs here, when asked for. Results do not
-    depend on `jobs`: a job gets its seed from its arguments. Use as a context manager; on
-    leaving, jobs not yet started are cancelled and the workers exit after the job they are
-    running (a job returns data and writes no file).
+    start-up would cost more than it saves. A worker gets the oldest waiting job when it is
+    free; a job still waiting when its result is needed runs here, and :meth:`help` runs the
+    waiting jobs here, newest first. With ``jobs=1`` every job runs here, when asked for.
+    Results do not depend on `jobs`: a job gets its seed from its arguments. Use as a context
+    manager; on leaving, the waiting jobs are dropped and the workers exit after the job they
+    are running, or at once on an error (a job returns data and writes no file).
 
     On Linux the workers are forked when the first job is queued, after importing the
     modules named in `preload` and calling its callables, so that the workers need not do
@@ -242,10 +245,14 @@ class JobPool:
     """
 
     def __init__(self, jobs: int = 1, preload: tuple = ()):
+        import threading
+
         self.jobs = int(jobs)
         self.preload = tuple(preload)
         self._pool = None
-        self._queued: list[Job] = []
+        self._waiting: list[Job] = []
+        self._busy = 0  # jobs handed to workers and not finished
+        self._lock = threading.RLock()  # a done callback may run inside _hand_out
 
     def _start(self) -> ProcessPoolExecutor:
         import importlib
@@ -270,30 +277,53 @@ class JobPool:
         With `here`, the job runs in this process when its result is asked for (for inputs
         that are costly to send, such as a sentence encoder).
         """
-        future = None
-        if self.jobs > 1 and not here:
-            if self._pool is None:
-                self._pool = self._start()
-            future = self._pool.submit(_run_in_worker, fn, args, kwargs)
-        job = Job(fn, args, kwargs, future)
-        if future is not None:
-            self._queued.append(job)
+        if self.jobs <= 1 or here:
+            return Job(fn, args, kwargs)
+        if self._pool is None:
+            self._pool = self._start()
+        job = Job(fn, args, kwargs, self)
+        with self._lock:
+            self._waiting.append(job)
+        self._hand_out()
         return job
 
+    def _hand_out(self, finished=None) -> None:
+        """Give waiting jobs, oldest first, to the free workers (one job each at a time)."""
+        with self._lock:
+            if finished is not None:
+                self._busy -= 1
+            while self._pool is not None and self._waiting and self._busy < self.jobs - 1:
+                job = self._waiting.pop(0)
+                fn, args, kwargs = job._call
+                job._future = self._pool.submit(_run_in_worker, fn, args, kwargs)
+                self._busy += 1
+                job._future.add_done_callback(self._hand_out)
+
+    def _claim(self, job: Job):
+        """Return the worker's future of `job`; None if it was waiting (it is now ours)."""
+        with self._lock:
+            if job in self._waiting:
+                self._waiting.remove(job)
+                return None
+            return job._future
+
     def help(self) -> None:
-        """Run here, newest first, every queued job that no worker has started yet.
+        """Run here, newest first, every job still waiting for a worker.
 
         Call it when this process has nothing else to do: the workers keep the oldest jobs,
         this process takes the rest, and nobody waits for a job nobody runs.
         """
-        while self._queued:
-            job = self._queued.pop()
-            if job._future is not None and job._future.cancel():
-                job.result()
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    return
+                job = self._waiting[-1]
+            job.result()
 
     def close(self, stop: bool = False) -> None:
-        """Cancel the jobs not yet started; let the workers finish and exit, or `stop` them."""
-        pool, self._pool, self.jobs = self._pool, None, 1
+        """Drop the waiting jobs; let the workers finish and exit, or `stop` them."""
+        with self._lock:
+            pool, self._pool, self.jobs = self._pool, None, 1
         if pool is None:
             return
         if stop:  # the results are not wanted (an error or Ctrl-C): end the workers now
