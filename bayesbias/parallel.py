@@ -252,6 +252,7 @@ class JobPool:
         self._pool = None
         self._waiting: list[Job] = []
         self._busy = 0  # jobs handed to workers and not finished
+        self._broken = False  # a worker died: nothing more is handed out
         self._lock = threading.RLock()  # a done callback may run inside _hand_out
 
     def _start(self) -> ProcessPoolExecutor:
@@ -289,13 +290,26 @@ class JobPool:
 
     def _hand_out(self, finished=None) -> None:
         """Give waiting jobs, oldest first, to the free workers (one job each at a time)."""
+        from concurrent.futures.process import BrokenProcessPool
+
         with self._lock:
             if finished is not None:
                 self._busy -= 1
-            while self._pool is not None and self._waiting and self._busy < self.jobs - 1:
-                job = self._waiting.pop(0)
+                # the executor tells its futures it broke while holding the lock submit
+                # takes: no new job from here then (the jobs left run here)
+                if not finished.cancelled() and isinstance(finished.exception(),
+                                                           BrokenProcessPool):
+                    self._broken = True
+            while (self._pool is not None and not self._broken and self._waiting
+                   and self._busy < self.jobs - 1):
+                job = self._waiting[0]
                 fn, args, kwargs = job._call
-                job._future = self._pool.submit(_run_in_worker, fn, args, kwargs)
+                try:
+                    job._future = self._pool.submit(_run_in_worker, fn, args, kwargs)
+                except Exception:  # noqa: BLE001 - a worker died: the jobs left run here
+                    self._broken = True
+                    return
+                self._waiting.pop(0)
                 self._busy += 1
                 job._future.add_done_callback(self._hand_out)
 

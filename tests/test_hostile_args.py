@@ -35,6 +35,8 @@ NUMERIC = [
     (["report", "--permutations", "inf"], "--permutations"),
     (["report", "--null-reps", "inf"], "--null-reps"),
     (["report", "--bootstrap", "-1"], "--bootstrap"),
+    (["report", "--jobs", "0"], "--jobs"),
+    (["report", "--jobs", "1.5"], "--jobs"),
     (["weat", "--test", "weat7", "--permutations", "inf"], "--permutations"),
     (["weat", "--test", "weat7", "--seed", "-1"], "--seed"),
     (["weat", "--test", "weat7", "--bootstrap", "-1"], "--bootstrap"),

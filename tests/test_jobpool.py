@@ -108,3 +108,18 @@ def test_jobs_not_started_are_cancelled_on_close():
     pool.close()
     # whatever the worker did not start runs here when asked for: no job is lost
     assert all(isinstance(j.result(), int) for j in jobs)
+
+
+def test_a_worker_that_dies_costs_time_not_results():
+    import signal
+
+    with JobPool(2) as pool:
+        first = pool.submit(wait_then_pid, 1.5)
+        while not first._future.running():
+            time.sleep(0.01)
+        for proc in pool._pool._processes.values():
+            os.kill(proc.pid, signal.SIGKILL)
+        later = [pool.submit(seeded_draws, s, 10) for s in range(3)]
+        assert first.result() == os.getpid()  # run again here
+        for seed, job in enumerate(later):
+            np.testing.assert_array_equal(job.result()[1], seeded_draws(seed, 10)[1])
