@@ -10,13 +10,15 @@ from .._atomic import atomic_path
 from ..config import CONNECTIONS
 
 __all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes", "fit_forest_data",
-           "fit_forest_figure", "figure_png", "save_figure"]
+           "fit_forest_figure", "figure_png", "save_figure", "label_width", "pyplot",
+           "prepare"]
 
 COLOURS = {"associated": "#c0392b", "different": "#e67e22", "human": "#2980b9",
            "none": "#7f8c8d"}
 
 
-def _pyplot():
+def pyplot():
+    """Return ``matplotlib.pyplot`` on the Agg backend (files only, no window)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,7 +31,7 @@ def prepare() -> None:
     """Import pyplot (Agg) and load the default font: the first figure's fixed cost."""
     from matplotlib.font_manager import FontProperties, findfont, get_font
 
-    _pyplot()
+    pyplot()
     get_font(findfont(FontProperties()))
 
 
@@ -81,7 +83,7 @@ def save_figure(fig, target, fmt: str, dpi: int) -> None:
         fig.savefig(target, format=fmt, dpi=dpi,
                     bbox_inches=None if fig.get_layout_engine() else "tight")
     finally:
-        _pyplot().close(fig)
+        pyplot().close(fig)
 
 
 def figure_png(draw, *args, dpi: int = 120) -> bytes:
@@ -93,7 +95,7 @@ def figure_png(draw, *args, dpi: int = 120) -> bytes:
     return buf.getvalue()
 
 
-def _label_width(fig, labels, size: float) -> float:
+def label_width(fig, labels, size: float) -> float:
     """Width in inches of the widest of `labels` at font `size` (points)."""
     from matplotlib.font_manager import FontProperties
 
@@ -113,15 +115,15 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
     """
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-    plt = _pyplot()
+    plt = pyplot()
     width, height = 11.0, max(4.0, 0.14 * len(words) + 1)
     fig = plt.figure(figsize=(width, height))
     word_labels = [f"{u} · {c}" for u, c in zip(words[unit], words["connection"], strict=True)]
     right_labels = [*groups["connection"], *contrasts["contrast"]]
     # inches: tick label + tick and pad on the left of each column; title (and suptitle)
     # above; x tick labels and x label below; between the right panels, both
-    left = _label_width(fig, word_labels, 7) + 0.2
-    gap = _label_width(fig, right_labels, 7) + 0.45
+    left = label_width(fig, word_labels, 7) + 0.2
+    gap = label_width(fig, right_labels, 7) + 0.45
     top, bottom, between = (0.75 if suptitle else 0.4), 0.55, 0.95
     plot_w = width - left - gap - 0.2
     gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1], left=left / width,

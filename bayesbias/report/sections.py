@@ -450,14 +450,25 @@ _JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job}
 
 
 def _null_figure(null, observed: dict, title: str):
-    import matplotlib.pyplot as plt
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
-    for ax, (name, label, fmt) in zip(axes, [("weat_effect", "WEAT effect size d", ".2f"),
-                                             ("mac", "MAC (mean cosine distance)", ".3f")],
-                                      strict=True):
+    from ..models.plots import label_width, pyplot
+
+    width, height = 9.0, 3.2
+    fig = pyplot().figure(figsize=(width, height))
+    panels = [("weat_effect", "WEAT effect size d", ".2f"),
+              ("mac", "MAC (mean cosine distance)", ".3f")]
+    hists = []
+    for name, _, _ in panels:
         values = null[name].values
-        counts, edges = np.histogram(values[np.isfinite(values)], bins=50)
+        hists.append(np.histogram(values[np.isfinite(values)], bins=50))
+    # margins in inches from the widest count label (measured once), not a layout engine
+    ticks = label_width(fig, [f"{max(int(c.max()) for c, _ in hists):,}0"], 10)
+    left, gap = ticks + 0.45, ticks + 0.7
+    axes = fig.subplots(1, 2, gridspec_kw={
+        "left": left / width, "right": 1 - 0.12 / width, "bottom": 0.55 / height,
+        "top": 1 - 0.4 / height, "wspace": gap / ((width - left - gap - 0.12) / 2)})
+    for ax, (name, label, fmt), (counts, edges) in zip(axes, panels, hists, strict=True):
         # the bars as one filled outline with white gaps between them: a histogram of
         # 50 bars at a fraction of the cost of 50 patches
         ax.stairs(counts, edges, fill=True, color="#9ab")
@@ -467,5 +478,7 @@ def _null_figure(null, observed: dict, title: str):
         ax.set_xlabel(label)
         ax.set_ylabel("null replications")
         ax.legend(frameon=False)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top")
+    fig.set_layout_engine(PlaceHolderLayoutEngine(adjust_compatible=True,
+                                                  colorbar_gridspec=True))
     return fig
