@@ -9,12 +9,15 @@ verdicts comes first, the model card and the settings last.
 Layout
 ------
 ``pipeline.py``
-    :class:`ReportSettings` and :func:`run_report`: reads the tables, runs the section
-    builders per word list, writes the folder.
+    :class:`ReportSettings` and :func:`run_report`: reads the tables, runs each section
+    builder for every word list (then the next builder), writes the folder.
 ``sections.py``
     The section builders and :class:`~bayesbias.report.sections.WordListContext`, which
-    computes each result (``fit``, ``verdict``, ``drivers``, ``ppc``, ``weats``, ``mac``)
-    once, on first use.
+    computes each result (``fit``, ``verdict``, ``drivers``, ``ppc``, ``weats``, ``null``,
+    ``embedding_metrics``, ``mac``) once, on first use. What needs only the table (WEAT,
+    null distributions, embedding metrics) and the figures are jobs of a
+    :class:`~bayesbias.parallel.JobPool`: with ``run_report(jobs=2)`` (the CLI's default on
+    two or more cores) a worker process computes them while this one fits the models.
 ``document.py``
     :class:`Report` / :class:`Section` and the atomic, escaped HTML + Markdown writer.
 
@@ -23,9 +26,11 @@ Adding a section
 Write ``def my_section(ctx: WordListContext) -> None`` that reads ``ctx.table``,
 ``ctx.settings``, ``ctx.fit`` (or any other cached result), adds items to ``ctx.section``
 (``heading``, ``text``, ``bullets``, ``table(df, name)``, ``figure(fig, name)``,
-``figure_from(draw, name)``) and plain-JSON data to ``ctx.results[...]`` (it lands in
-``results.json`` under the word list). Name tables and figures ``f"{ctx.key}_..."``: ``key``
-is the word list's sanitised, unique file stem. Register it where it should appear::
+``figure_from(draw, name)``; for a costly figure, ``ctx.pool.submit`` a module-level function
+returning PNG bytes, as ``bayes_section`` does) and plain-JSON data to ``ctx.results[...]``
+(it lands in ``results.json`` under the word list). Name tables and figures
+``f"{ctx.key}_..."``: ``key`` is the word list's sanitised, unique file stem. Register it
+where it should appear::
 
     from bayesbias.report import sections
     sections.SECTIONS.insert(sections.SECTIONS.index(sections.comparators_section) + 1,
