@@ -59,10 +59,10 @@ def _interrupt_when(args, cwd, sig, ready, timeout=120):
 def _killed_outside_main(code, err, sig) -> bool:
     """Tell whether the signal's default action ended the process outside ``cli.main``.
 
-    That is the interpreter's own start-up, or the import of the package's ``__init__`` (and
-    the light ``errors`` module it reads), which runs before ``_entry`` installed its
-    handlers (no handler can be in place there without changing Ctrl-C for every library
-    user); or the interpreter's shutdown after the command returned, when Python has put
+    That is the interpreter's own start-up, the console script's first lines, or the import
+    of the package's ``__init__`` (and the light ``errors`` module it reads), which run
+    before ``_entry`` installed its handlers (no handler can be in place there without
+    changing Ctrl-C for every library user); or the interpreter's shutdown after the command returned, when Python has put
     the default handlers back (killed by the signal, nothing on stderr, output complete).
     """
     if code not in (-sig, 1):
@@ -70,6 +70,10 @@ def _killed_outside_main(code, err, sig) -> bool:
     frames = set(re.findall(r'File "[^"]*/bayesbias/([^"]+)"', err))
     if frames:
         return frames <= {"__init__.py", "errors.py"} and "KeyboardInterrupt" in err
+    # the console script's own first lines (pip's wrapper, before it imports _entry)
+    outside = re.sub(r'File "[^"]*/bin/bayesbias"', "", err)
+    if outside != err:
+        return "bayesbias" not in outside and "KeyboardInterrupt" in err
     return "bayesbias" not in err and (not err or "Fatal Python error" in err or "site" in err)
 
 

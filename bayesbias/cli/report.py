@@ -49,7 +49,8 @@ def register(sub) -> None:
                    help="processes: with 2 or more, worker processes compute the "
                         "comparators, metrics and figures while this one fits the models; 1 "
                         "runs everything in this process (default: 2 on a machine with two "
-                        "or more cores); the report does not depend on N")
+                        "or more cores; 1 with a sentence encoder); the report does not "
+                        "depend on N")
     add_json(p)
     p.set_defaults(run=run)
 

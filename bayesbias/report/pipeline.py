@@ -173,6 +173,8 @@ def run_report(settings: ReportSettings | None = None, jobs: int = 1) -> dict:
     the report is the same for every `jobs`.
     """
     settings = settings or ReportSettings()
+    if not isinstance(settings.embedding, (str, type(None))):
+        jobs = 1  # a sentence encoder has started its own threads (torch): no fork after it
     with JobPool(jobs, preload=_JOB_MODULES) as pool:
         return _run(settings, pool)
 
