@@ -212,11 +212,6 @@ class Job:
             value = _MISSING
             future = self._pool._claim(self) if self._pool is not None else None
             if future is not None:
-                while not future.done():  # rather than wait, run what no worker has started
-                    other = self._pool._take_newest()
-                    if other is None:
-                        break
-                    other.result()
                 try:
                     value, records, caught = future.result()
                 except Exception:  # noqa: BLE001 - rerun here to raise the real error
@@ -238,9 +233,8 @@ class JobPool:
     For a handful of different jobs that overlap with this process's own work (the report's
     comparators, metrics and figures while it fits the models), where a Dask cluster's
     start-up would cost more than it saves. A worker gets the oldest waiting job when it is
-    free; a job still waiting when its result is needed runs here, and while this process
-    waits for a worker's result, or calls :meth:`help`, it runs the waiting jobs, newest
-    first. With ``jobs=1`` every job runs here, when asked for.
+    free; a job still waiting when its result is needed runs here, and :meth:`help` runs the
+    waiting jobs here, newest first. With ``jobs=1`` every job runs here, when asked for.
     Results do not depend on `jobs`: a job gets its seed from its arguments. Use as a context
     manager; on leaving, the waiting jobs are dropped and the workers exit after the job they
     are running, or at once on an error (a job returns data and writes no file).
@@ -327,19 +321,17 @@ class JobPool:
                 return None
             return job._future
 
-    def _take_newest(self) -> Job | None:
-        """Return the newest waiting job, now this process's to run; None if none waits."""
-        with self._lock:
-            return self._waiting.pop() if self._waiting else None
-
     def help(self) -> None:
         """Run here, newest first, every job still waiting for a worker.
 
         Call it when this process has nothing else to do: the workers keep the oldest jobs,
-        this process takes the rest, and nobody waits for a job nobody runs. Waiting for a
-        worker's result (:meth:`Job.result`) does the same until the result is there.
+        this process takes the rest, and nobody waits for a job nobody runs.
         """
-        while (job := self._take_newest()) is not None:
+        while True:
+            with self._lock:
+                if not self._waiting:
+                    return
+                job = self._waiting[-1]
             job.result()
 
     def close(self, stop: bool = False) -> None:

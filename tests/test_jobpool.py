@@ -123,15 +123,3 @@ def test_a_worker_that_dies_costs_time_not_results():
         assert first.result() == os.getpid()  # run again here
         for seed, job in enumerate(later):
             np.testing.assert_array_equal(job.result()[1], seeded_draws(seed, 10)[1])
-
-
-def test_waiting_for_a_workers_result_runs_the_waiting_jobs_here():
-    with JobPool(2) as pool:
-        first = pool.submit(wait_then_pid, 1.0)
-        while not first._future.running():
-            time.sleep(0.01)
-        rest = [pool.submit(wait_then_pid, 0.2) for _ in range(2)]
-        assert first.result() != os.getpid()
-        # while the worker ran the first, this process ran both others (newest first)
-        assert [job._done for job in rest] == [True, True]
-        assert [job.result() for job in rest] == [os.getpid()] * 2
