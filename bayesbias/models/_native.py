@@ -300,6 +300,155 @@ int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out
     for (j = 0; j < k; j++) out[j] = exp(x[j]);
     return 0;
 }
+/* ---- the crossed family (layout of crossed.pack) ----
+ * x = (A[4], log T[4], log S[ns], log O[no], a[n_attr]); a is the attribute effect v
+ * (centred) or z with v = O[kind] * z (non-centred). A[c] = M[c] + vbar[g(c)], with vbar[g]
+ * the mean effect of the attributes of c's group (stereotype, human, none): the data pin A,
+ * not M, so sampling A removes the ridge between M and the attribute effects (a linear
+ * map with unit Jacobian). The cell means are integrated out given v: the rows of cell q
+ * minus their attributes' effects have n, mean rbar and sum of squares ss, and the
+ * cell-marginal density of the hierarchical kernel applies. */
+int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
+    int64_t ncell = (int64_t)data[3], nrow = (int64_t)data[4], nonc = (int64_t)data[5];
+    int64_t kh = 8 + ns + no, j, c, q, i, a;
+    const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
+    const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
+    const double *rcell = agrp + na;
+    const double *rattr = rcell + nrow, *ry = rattr + nrow;
+    double h[16], gh[16], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
+    double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, gsum[3] = {0, 0, 0}, gcnt[3] = {0, 0, 0};
+    double gshift[3];
+    double *v, *gv, *sum, *ss, *dr, *dq;
+    int64_t rc = 0;
+    if ((int64_t)dim != kh + na || ns > 4 || no > 4) return -1;
+    v = (double *)malloc(sizeof(double) * (size_t)(2 * na + 4 * ncell));
+    if (v == NULL) return -2;
+    gv = v + na;
+    sum = gv + na;
+    ss = sum + ncell;
+    dr = ss + ncell;
+    dq = dr + ncell;
+    for (j = 0; j < kh; j++) {
+        h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+        gh[j] = 0.0;
+    }
+    for (j = 0; j < no; j++) o[j] = h[8 + ns + j];
+    for (a = 0; a < na; a++) {
+        double z = x[kh + a], ok = o[(int64_t)akind[a]];
+        v[a] = nonc ? ok * z : z;
+        gv[a] = 0.0;
+        gsum[(int64_t)agrp[a]] += v[a];
+        gcnt[(int64_t)agrp[a]] += 1.0;
+    }
+    for (j = 0; j < 3; j++) gsum[j] = gcnt[j] > 0 ? gsum[j] / gcnt[j] : 0.0;
+    for (c = 0; c < 4; c++) {
+        m[c] = h[c] - gsum[c < 2 ? 0 : c - 1];
+        t[c] = h[4 + c];
+        s[c] = h[8 + (int64_t)smap[c]];
+    }
+    for (q = 0; q < ncell; q++) { sum[q] = 0.0; ss[q] = 0.0; }
+    for (i = 0; i < nrow; i++) sum[(int64_t)rcell[i]] += ry[i] - v[(int64_t)rattr[i]];
+    for (q = 0; q < ncell; q++) sum[q] /= cn[q];  /* now the mean rbar */
+    for (i = 0; i < nrow; i++) {
+        q = (int64_t)rcell[i];
+        double d = ry[i] - v[(int64_t)rattr[i]] - sum[q];
+        ss[q] += d * d;
+    }
+    for (q = 0; q < ncell; q++) {
+        int64_t cc = (int64_t)cconn[q];
+        double n = cn[q], sc = s[cc], tc = t[cc];
+        double var = tc * tc + sc * sc / n;
+        double r = sum[q] - m[cc];
+        double dv;
+        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - ss[q] / (2.0 * sc * sc)
+               - 0.5 * log(n) - 0.5 * log(var) - r * r / (2.0 * var));
+        dv = -0.5 / var + 0.5 * r * r / (var * var);
+        gm[cc] += r / var;
+        gt[cc] += dv * 2.0 * tc;
+        gs[cc] += -(n - 1.0) / sc + ss[q] / (sc * sc * sc) + dv * 2.0 * sc / n;
+        dr[q] = 1.0 / (sc * sc);       /* d/dr_i = -(r_i - rbar) dr - dq */
+        dq[q] = r / (var * n);
+    }
+    for (i = 0; i < nrow; i++) {
+        q = (int64_t)rcell[i];
+        a = (int64_t)rattr[i];
+        /* dL/dv_a = -sum_i dL/dr_i */
+        gv[a] += (ry[i] - v[a] - sum[q]) * dr[q] + dq[q];
+    }
+    for (c = 0; c < 4; c++) {
+        double pg;
+        /* the prior of M[c] = A[c] - vbar[g(c)] */
+        lp += prior((int)priors[5 * c], priors[5 * c + 2], priors[5 * c + 3],
+                    priors[5 * c + 4], m[c], &pg);
+        gm[c] += pg;
+        gh[c] += gm[c];
+        gh[4 + c] += gt[c];
+        gh[8 + (int64_t)smap[c]] += gs[c];
+    }
+    gshift[0] = gm[0] + gm[1];
+    gshift[1] = gm[2];
+    gshift[2] = gm[3];
+    for (a = 0; a < na; a++) {
+        int64_t g = (int64_t)agrp[a];
+        gv[a] -= gshift[g] / gcnt[g];
+    }
+    for (a = 0; a < na; a++) {
+        int64_t k = (int64_t)akind[a];
+        double z = x[kh + a], ok = o[k];
+        if (nonc) {
+            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+            gh[8 + ns + k] += gv[a] * z;
+            out[kh + a] = gv[a] * ok - z;
+        } else {
+            lp += -0.5 * LOG_2PI - log(ok) - 0.5 * z * z / (ok * ok);
+            gh[8 + ns + k] += -1.0 / ok + z * z / (ok * ok * ok);
+            out[kh + a] = gv[a] - z / (ok * ok);
+        }
+        if (!isfinite(out[kh + a])) { rc = 3; goto done; }
+    }
+    for (j = 0; j < kh; j++) {
+        double pg = 0.0, pl = 0.0, g;
+        if (j >= 4)  /* the M priors were added above */
+            pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3],
+                       priors[5 * j + 4], h[j], &pg);
+        g = gh[j] + pg;
+        lp += pl;
+        if (priors[5 * j + 1] > 0.5) {
+            lp += x[j];
+            out[j] = g * h[j] + 1.0;
+        } else {
+            out[j] = g;
+        }
+        if (!isfinite(out[j])) { rc = 3; goto done; }
+    }
+    logp_[0] = lp;
+    if (!isfinite(lp)) rc = 4;
+done:
+    free(v);
+    return rc;
+}
+
+int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
+                  const double *data) {
+    int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
+    int64_t ncell = (int64_t)data[3], nonc = (int64_t)data[5], kh = 8 + ns + no, j, a, c;
+    const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
+    const double *akind = cconn + 2 * ncell, *agrp = akind + na;
+    double gsum[3] = {0, 0, 0}, gcnt[3] = {0, 0, 0};
+    if ((int64_t)dim != kh + na || (int64_t)expanded != kh + na) return -1;
+    for (j = 0; j < kh; j++) out[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+    for (a = 0; a < na; a++) {
+        out[kh + a] = nonc ? out[8 + ns + (int64_t)akind[a]] * x[kh + a] : x[kh + a];
+        gsum[(int64_t)agrp[a]] += out[kh + a];
+        gcnt[(int64_t)agrp[a]] += 1.0;
+    }
+    for (c = 0; c < 4; c++) {
+        int64_t g = c < 2 ? 0 : c - 1;
+        out[c] -= gcnt[g] > 0 ? gsum[g] / gcnt[g] : 0.0;
+    }
+    return 0;
+}
 """
 
 _LIB = None
@@ -373,11 +522,11 @@ class CFunc:
 
 
 def entry_points(family: str):
-    """``(logp, expand)`` of `family` ("cell" or "additive") as :class:`CFunc`, or None."""
+    """``(logp, expand)`` of `family` ("cell", "additive" or "crossed") as :class:`CFunc`, or None."""
     lib = library()
     if lib is None:
         return None
-    prefix = {"cell": "cm", "additive": "add"}[family]
+    prefix = {"cell": "cm", "additive": "add", "crossed": "cx"}[family]
     return CFunc(lib, f"{prefix}_logp", 5), CFunc(lib, f"{prefix}_expand", 5)
 
 

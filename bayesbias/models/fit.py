@@ -52,7 +52,7 @@ MAX_CHAINS = 64
 #: Largest number of stored draws x cells (8 bytes each): 2 GB.
 MAX_STORED = 250_000_000
 #: Posterior variables that are the sampler's helpers, not model parameters: kept last.
-HELPERS = ("mu_z", "mu_centred", "w")
+HELPERS = ("mu_z", "mu_centred", "w", "attribute_z")
 #: A fit warns when its 89% posterior predictive interval holds a share of the rows
 #: farther than this from 0.89.
 PPC_TOLERANCE = 0.05
@@ -479,6 +479,12 @@ class Fit:
             sig = np.repeat(sig[..., None], len(CONNECTIONS), axis=-1)
         return sig  # (chain, draw, connection)
 
+    def _attribute_effects(self) -> np.ndarray | None:
+        """Draws of the attribute effects (chain, draw, attribute), or None."""
+        if "attribute_effect" not in self.posterior:
+            return None
+        return self._draws_flat(self.posterior["attribute_effect"])
+
     def log_likelihood(self, dtype=np.float64) -> xr.DataArray:
         """Pointwise log-likelihood of every row (dims ``chain, draw, row``).
 
@@ -488,12 +494,15 @@ class Fit:
         c = self.cells
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()
+        effect = self._attribute_effects()
         out = np.empty(mu.shape[:2] + (c.n_rows,), dtype=dtype)
         step = max(1, 2_000_000 // max(mu.shape[0] * mu.shape[1], 1))
         for start in range(0, c.n_rows, step):
             sl = slice(start, start + step)
-            out[..., sl] = normal_logp_rows(c.y[sl], mu[..., c.unit_idx[sl], c.conn_idx[sl]],
-                                            sig[..., c.conn_idx[sl]])
+            mean = mu[..., c.unit_idx[sl], c.conn_idx[sl]]
+            if effect is not None:
+                mean = mean + effect[..., c.attr_idx[sl]]
+            out[..., sl] = normal_logp_rows(c.y[sl], mean, sig[..., c.conn_idx[sl]])
         post = self.idata.posterior
         return xr.DataArray(out, dims=("chain", "draw", "row"),
                             coords={"chain": post["chain"].values, "draw": post["draw"].values,
@@ -652,6 +661,10 @@ def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
         "row_unit": (("row",), cells.unit_idx),
         "row_connection": (("row",), cells.conn_idx),
     }, coords=coords)
+    if cells.attr_idx is not None:
+        constant["row_attribute"] = ("row",), cells.attr_idx
+        constant["attribute_kind"] = ("attribute",), cells.attribute_kind.astype(str)
+        constant = constant.assign_coords(attribute=cells.attributes.astype(str))
     observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
     return constant, observed
 
@@ -664,7 +677,12 @@ def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -
                  mean=constant["cell_mean"].values, ss=constant["cell_ss"].values,
                  y=observed["cosine_distance"].values,
                  unit_idx=constant["row_unit"].values.astype(np.int32),
-                 conn_idx=constant["row_connection"].values.astype(np.int32))
+                 conn_idx=constant["row_connection"].values.astype(np.int32),
+                 **({"attributes": np.asarray(constant["attribute"].values, dtype=object),
+                     "attribute_kind": np.asarray(constant["attribute_kind"].values,
+                                                  dtype=object),
+                     "attr_idx": constant["row_attribute"].values.astype(np.int32)}
+                    if "row_attribute" in constant else {}))
 
 
 #: Compiled nutpie models by structure (see :func:`~bayesbias.models.base.structure_key`):
@@ -839,8 +857,10 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
         wall_time_s=round(wall, 3),
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
-    if spec.family == "hierarchical" and not marginal:
+    if spec.family in ("hierarchical", "crossed") and not marginal:
         tree.attrs["noncentred"] = json.dumps(list(noncentred))
+    if "attribute_noncentred" in idata.posterior.attrs:
+        tree.attrs["attribute_noncentred"] = int(idata.posterior.attrs["attribute_noncentred"])
     fit = Fit(tree, spec, cells)
     log.info("fitted %s in %.1f s", spec.name, wall)
     check(fit, strict)
