@@ -18,7 +18,7 @@ import pandas as pd
 import xarray as xr
 
 from .._atomic import atomic_path
-from ..config import CONNECTIONS, defaults
+from ..config import CONNECTIONS, DEFAULT_MODEL, defaults
 from ..errors import DiagnosticsError, InvalidArgumentError, ModelSpecError
 from ..progress import progress
 from .base import LIKELIHOODS, build_model, model_data, structure_key
@@ -756,7 +756,7 @@ def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[i
     return draws, tune, chains
 
 
-def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = None,
+def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = None,
               tune: int | None = None, chains: int | None = None, cores: int | None = None,
               seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
               strict: bool = False, progressbar: bool = False, target_accept: float = 0.8,
@@ -768,8 +768,9 @@ def fit_model(table: pd.DataFrame, model="hierarchical", *, draws: int | None = 
     table : pandas.DataFrame
         A distance table (:mod:`bayesbias.distances`).
     model : str, path-like or ModelSpec
-        Shipped spec name (``"hierarchical"``, ``"additive"``, ``"separate"``, ...), TOML
-        file or spec; see :func:`~bayesbias.models.spec.load_spec`.
+        Shipped spec name (default ``"crossed"``: the paper's ``"hierarchical"`` model plus
+        an effect per attribute word; ``"additive"``, ``"separate"``, ...), TOML file or
+        spec; see :func:`~bayesbias.models.spec.load_spec`.
     draws, tune, chains, cores : int
         Sampler settings (defaults in ``bayesbias.config.defaults``); `cores` defaults to
         ``min(chains, 2)``. At most :data:`MAX_DRAWS` draws and :data:`MAX_CHAINS` chains.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..config import defaults, validate_ci_prob
+from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
 from ..datasets import read_table
 from ..distances import distance_table
 from ..embeddings import load_embedding
@@ -39,7 +39,7 @@ class ReportSettings:
     on_missing: str = "drop"
     format: str = "auto"
     trust_pickle: bool = False
-    model: str = "hierarchical"
+    model: str = DEFAULT_MODEL
     ci_prob: float = field(default_factory=lambda: defaults.ci_prob)
     ci_kind: str = field(default_factory=lambda: defaults.ci_kind)
     draws: int = field(default_factory=lambda: defaults.draws)

@@ -156,16 +156,18 @@ class WordListContext:
     @cached_property
     def fit(self):
         """The Bayesian fit (sampler warnings are shown in the report, not repeated)."""
-        from ..models import SamplerWarning, fit_model
+        from ..models import SamplerWarning
+        from ..verdicts import fit_for_verdict
 
         s = self.settings
         progress.info(f"{self.name}: fitting the {s.model} model "
                       f"({s.chains} chains x {s.draws} draws)")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SamplerWarning)
-            return fit_model(self.table, s.model, draws=s.draws, tune=s.tune,
-                             chains=s.chains, seed=s.seed, strict=s.strict,
-                             sampler=s.sampler, target_accept=s.target_accept)
+            return fit_for_verdict(self.table, s.model, draws=s.draws, tune=s.tune,
+                                   chains=s.chains, seed=s.seed, strict=s.strict,
+                                   sampler=s.sampler, target_accept=s.target_accept,
+                                   ci_prob=s.ci_prob, ci_kind=s.ci_kind, rope=s.rope)
 
     @cached_property
     def verdict(self):
