@@ -96,22 +96,36 @@ def _model_checks(fit) -> list[Check]:
             out.append(Check("contrast_no_data", False,
                              f"{_contrast_label(a, b)}: no data (no {' or '.join(empty)} rows); "
                              "its interval comes from the prior alone and is not a finding"))
-    ppc = fit.ppc(probs=(0.89,), seed=int(fit.idata.attrs.get("seed", defaults.seed)))
-    share = float(ppc.loc[ppc["connection"] == "all", "inside_0.89"].iloc[0])
-    if abs(share - 0.89) > PPC_TOLERANCE:
+    from .checks import ATTRIBUTE_ALPHA, attribute_dependence, coverage_tolerance, loo_coverage
+
+    share = loo_coverage(fit)
+    tol = coverage_tolerance(fit.cells.n_rows)
+    if abs(share - 0.89) > tol:
         what = ("too narrow: the model understates the spread of the distances, so its "
-                "intervals are likely too narrow (overconfident); prefer a model whose check "
-                "passes (e.g. hierarchical) before reading them" if share < 0.89 else
+                "intervals are likely too narrow (overconfident); prefer a model whose checks "
+                "pass before reading them" if share < 0.89 else
                 "too wide: the model overstates the spread of the distances, so its intervals "
                 "are likely conservative")
         out.append(Check("ppc_coverage", False,
-                         f"{share:.1%} of the observed distances lie inside the 89% posterior "
-                         f"predictive interval (expected about 89%): the predictive intervals "
-                         f"are {what}", share))
+                         f"{share:.1%} of the observed distances lie inside their 89% "
+                         f"leave-one-out predictive interval (expected 89% ± {tol:.1%}): the "
+                         f"predictive intervals are {what}", share))
     else:
         out.append(Check("ppc_coverage", True,
-                         f"{share:.1%} of the observed distances lie inside the 89% posterior "
-                         "predictive interval (expected about 89%)", share))
+                         f"{share:.1%} of the observed distances lie inside their 89% "
+                         f"leave-one-out predictive interval (expected 89% ± {tol:.1%})",
+                         share))
+    p = attribute_dependence(fit)
+    if p is not None and p < ATTRIBUTE_ALPHA:
+        out.append(Check("attribute_dependence", False,
+                         f"rows that share an attribute word share a shift this model does not "
+                         f"have (attribute-dependence check p = {p:.2g}): its group-level "
+                         "intervals treat the listed attributes as fixed and are likely too "
+                         "narrow; use the crossed model (the default)", p))
+    elif p is not None:
+        out.append(Check("attribute_dependence", True,
+                         f"no sign of attribute-word effects beyond the model's "
+                         f"(attribute-dependence check p = {p:.2g})", p))
     return out
 
 

@@ -98,8 +98,9 @@ def coverage_warning(fit, ppc: pd.DataFrame | None = None) -> str | None:
     """
     checks = getattr(fit, "checks", None)
     if checks is not None:  # the models layer's check
-        bad = [c for c in checks if getattr(c, "code", "") == "ppc_coverage" and not c.ok]
-        return bad[0].message if bad else None
+        bad = [c.message for c in checks if not c.ok and getattr(c, "code", "") in
+               ("ppc_coverage", "attribute_dependence")]
+        return "; ".join(bad) if bad else None
     ppc = fit.ppc() if ppc is None else ppc
     col = "inside_0.89"
     if col not in ppc:
