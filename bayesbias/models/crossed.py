@@ -285,6 +285,7 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
                   data=pack(spec, cells, noncentred), logp=native[0], expand=native[1],
                   init=lambda rng: _initial(spec, cells, noncentred, rng), complete=complete,
                   coords=coords, attrs={"attribute_noncentred": int(noncentred)},
+                  adaptation="low_rank",
                   dim=8 + (_NC if per else 1) + max(len(labels), 1) + na)
 
 
