@@ -241,4 +241,4 @@ def test_counterfactual_term_combinations_vs_groups_first():
     combos = cm("cfgap", y, groups, prob=prob, source=src, n_boot=0, cf_average="terms")
     assert within.value == pytest.approx(0.0)  # |mean(0.2, 0.6) - 0.4|
     assert combos.value == pytest.approx(0.2)  # mean(|0.2 - 0.4|, |0.6 - 0.4|)
-    assert combos.info["cf_average"] == "terms"
+    assert combos.info["cf_average"] == "combinations"  # "terms" is its earlier name

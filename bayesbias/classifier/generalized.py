@@ -399,63 +399,152 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
     raise InputDataError(f"unknown generalized metric {kind!r}")
 
 
-#: Averaging of counterfactual metrics when a group has several identity terms.
-CF_AVERAGES = ("groups", "terms")
-_MAX_COMBINATIONS = 100_000
+#: Averaging of counterfactual metrics when a group has several identity terms (rows) in a
+#: source: ``"groups"`` scores each group on all its rows (the authors' ``FlattenGroup.AVERAGE``
+#: option); ``"combinations"`` evaluates combinations of one row per group, pooled over all
+#: sources (the authors' default, ``FlattenGroup.RANDOM_MATCH``).
+CF_AVERAGES = ("groups", "combinations")
+#: Earlier names of the ``cf_average`` values.
+CF_AVERAGE_ALIASES = {"terms": "combinations"}
+#: Most combinations evaluated in one source; above it a seeded sample of this many distinct
+#: combinations (Czarnowska et al. 2021, Sec. 5, and their code's ``MAX_N_GROUPINGS``).
+MAX_COMBINATIONS = 100
 
 
-def _source_values(kind, d, phi, comp, background, normalization, rows, cf_average):
-    """One source's value: on its rows (groups), or averaged over term combinations."""
+def _check_cf_average(cf_average: str) -> str:
+    cf = CF_AVERAGE_ALIASES.get(cf_average, cf_average)
+    if cf not in CF_AVERAGES:
+        raise InputDataError(f"cf_average must be one of {', '.join(CF_AVERAGES)} ('terms' is "
+                             f"an alias of 'combinations'), got {cf_average!r}")
+    return cf
+
+
+def term_combinations(sizes, rs: np.random.RandomState, limit: int = MAX_COMBINATIONS
+                      ) -> list[tuple[int, ...]]:
+    """Combinations of one term index per group: all, or a sample above `limit`.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Number of terms of each group in one source.
+    rs : numpy.random.RandomState
+        Draws the sample. One index per group is drawn in group order with
+        ``rs.choice(size)`` until `limit` distinct combinations are found, the procedure of
+        the authors' ``CoreRecord.flatten_within_group`` (which uses the global, unseeded
+        ``np.random`` state): with ``rs = RandomState(s)`` it picks the combinations their
+        code picks after ``np.random.seed(s)``, sources taken in the same order.
+    limit : int
+        Most combinations (default 100).
+
+    Returns
+    -------
+    list of tuple of int
+        Sorted combinations.
+    """
+    total = 1
+    for k in sizes:
+        total *= int(k)
+        if total > limit:
+            break
+    if total <= limit:
+        return list(itertools.product(*[range(int(k)) for k in sizes]))
+    chosen: set[tuple[int, ...]] = set()
+    while len(chosen) < limit:
+        chosen.add(tuple(int(rs.choice(int(k))) for k in sizes))
+    return sorted(chosen)
+
+
+def _source_values(kind, d, phi, comp, background, normalization, rows, cf_average, rs):
+    """One source's evaluations: on its rows (groups), or on each term combination.
+
+    Returns the values (one per evaluation), the per-group values (evaluations x groups) and
+    the per-pair values (evaluations x pairs, or None).
+    """
     if cf_average == "groups":
-        return _group_eval(kind, d, phi, comp, background, normalization, rows)
-    member = d.groups[rows]
-    per_group_rows = [rows[member[:, t]] for t in range(member.shape[1])]
-    total = int(np.prod([len(r) for r in per_group_rows], dtype=float))
-    if total > _MAX_COMBINATIONS:
-        raise InputDataError(f"a source example has {total} term combinations (more than "
-                             f"{_MAX_COMBINATIONS}); use cf_average='groups'")
-    out = [_group_eval(kind, d, phi, comp, background, normalization, np.array(c))
-           for c in itertools.product(*per_group_rows)]
-    v = float(np.mean([o[0] for o in out]))
-    scores = [float(np.mean([o[1][t] for o in out])) if np.ndim(out[0][1][t]) == 0 else np.nan
-              for t in range(member.shape[1])]
-    comps = None if out[0][2] is None else np.mean([o[2] for o in out], axis=0)
-    pv = None if out[0][3] is None else np.mean([o[3] for o in out], axis=0)
-    return v, scores, comps, pv
+        subsets = [rows]
+    else:
+        member = d.groups[rows]
+        per_group_rows = [rows[member[:, t]] for t in range(member.shape[1])]
+        subsets = [np.array([r[i] for r, i in zip(per_group_rows, c)])
+                   for c in term_combinations([len(r) for r in per_group_rows], rs)]
+    vals, per_group, per_pair = [], [], []
+    for sub in subsets:
+        v, scores, comps, pv = _group_eval(kind, d, phi, comp, background, normalization, sub)
+        vals.append(v)
+        per_group.append(comps if comps is not None else
+                         [s if np.ndim(s) == 0 else np.nan for s in scores])
+        per_pair.append(pv)
+    return (np.asarray(vals, float), np.asarray(per_group, float),
+            None if per_pair[0] is None else np.asarray(per_pair, float))
 
 
-def _cf_eval(kind, d: _Data, phi, comp, background, normalization, cf_average="groups"):
-    """Per-source values of a counterfactual metric (sources with every group only).
+@dataclass
+class _CFSums:
+    """Per source: sums over its evaluations and their counts (pooled weighting)."""
+
+    value: np.ndarray       # (J,) sum of the values
+    count: np.ndarray       # (J,) number of evaluations (1, or its combinations)
+    group: np.ndarray       # (J, T) sum of the finite per-group values
+    group_count: np.ndarray  # (J, T) number of finite per-group values
+    pair: np.ndarray | None  # (J, P) sum of the per-pair values
+    skipped: int
+    sampled: int             # sources with more than MAX_COMBINATIONS combinations
+
+    def pooled(self, idx=None):
+        """Pooled means over all evaluations (of the sources `idx`, rows of resamples)."""
+        if idx is None:
+            idx = np.arange(len(self.value))
+        n = self.count[idx].sum(axis=-1)
+        v = self.value[idx].sum(axis=-1) / n
+        g = _nan(np.divide, self.group[idx].sum(axis=-2), self.group_count[idx].sum(axis=-2))
+        p = None if self.pair is None else self.pair[idx].sum(axis=-2) / n[..., None]
+        return v, g, p
+
+
+def _cf_eval(kind, d: _Data, phi, comp, background, normalization, cf_average="groups",
+             seed=None) -> _CFSums:
+    """Per-source sums of a counterfactual metric (sources with every group only).
 
     With several identity terms (rows) per group in a source, ``cf_average="groups"`` scores
-    each group on all its rows (averaging within groups first); ``"terms"`` evaluates every
-    combination of one row per group and averages over the combinations (the authors' code
-    of Czarnowska et al. 2021).
+    each group on all its rows (averaging within groups first); ``"combinations"`` evaluates
+    every combination of one row per group (a seeded sample of 100 above 100, see
+    :func:`term_combinations`), and the metric is the mean over all combinations of all
+    sources, as in the authors' code of Czarnowska et al. (2021). A set-valued phi (AvgIF)
+    always compares the groups' whole sets of rows within a source.
     """
-    if cf_average not in CF_AVERAGES:
-        raise InputDataError(f"cf_average must be one of {', '.join(CF_AVERAGES)}, got "
-                             f"{cf_average!r}")
+    cf_average = _check_cf_average(cf_average)
+    if phi.kind == "set":
+        cf_average = "groups"
+    rs = np.random.RandomState(defaults.seed if seed is None else seed)
     codes, uniques = pd.factorize(d.source, use_na_sentinel=True)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    per_source, per_group, per_pair, skipped = [], [], [], 0
+    value, count, gsum, gcount, psum = [], [], [], [], []
+    skipped = sampled = 0
     for j in range(len(uniques)):
         rows = order[bounds[j]:bounds[j + 1]]
         member = d.groups[rows]
         if not member.any(axis=0).all():
             skipped += 1
             continue
-        v, scores, comps, pv = _source_values(kind, d, phi, comp, background, normalization,
-                                              rows, cf_average)
-        per_source.append(v)
-        per_group.append(comps if comps is not None else
-                         np.array([s if np.ndim(s) == 0 else np.nan for s in scores], float))
-        per_pair.append(pv)
-    if not per_source:
+        if cf_average == "combinations":
+            n_comb = 1
+            for k in member.sum(axis=0):
+                n_comb *= int(k)
+            sampled += n_comb > MAX_COMBINATIONS
+        v, g, p = _source_values(kind, d, phi, comp, background, normalization, rows,
+                                 cf_average, rs)
+        value.append(v.sum())
+        count.append(len(v))
+        gsum.append(np.nansum(g, axis=0))
+        gcount.append(np.isfinite(g).sum(axis=0))
+        psum.append(None if p is None else p.sum(axis=0))
+    if not value:
         raise InputDataError(
             "no source example has variations for every group; check the source column")
-    return (np.array(per_source, float), np.array(per_group, float),
-            None if per_pair[0] is None else np.array(per_pair, float), skipped)
+    return _CFSums(np.array(value, float), np.array(count, float), np.array(gsum, float),
+                   np.array(gcount, float), None if psum[0] is None else np.array(psum, float),
+                   skipped, sampled)
 
 
 def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all",
@@ -526,31 +615,37 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
         overall = _phi(phi_f, data, all_rows)
         overall = float(overall) if np.ndim(overall) == 0 else np.nan
     else:
-        per_source, per_group, per_pair, skipped = _cf_eval(kind, data, phi_f, d, background,
-                                                            normalization, cf_average)
+        cf_average = _check_cf_average(cf_average)
+        sums = _cf_eval(kind, data, phi_f, d, background, normalization, cf_average, seed)
+        v, g, p = sums.pooled()
         info["cf_average"] = cf_average
-        value = np.nan if kind == "vbcm" else float(np.mean(per_source))
+        if phi_f.kind == "set" and cf_average == "combinations":
+            info["cf_note"] = (f"set-valued {phi_f.name}: each group's whole set of rows in a "
+                               "source is compared (combinations do not apply)")
+        value = np.nan if kind == "vbcm" else float(v)
         col = "comparison" if kind in ("bcm", "vbcm") else "score"
-        by = pd.DataFrame({"n": n_per_group, col: _nan(np.nanmean, per_group, axis=0)},
-                          index=pd.Index(data.names, name="group"))
-        if per_pair is not None:
+        by = pd.DataFrame({"n": n_per_group, col: g}, index=pd.Index(data.names, name="group"))
+        if p is not None:
             pairs = _pair_list(data.names, COMPARISONS[d][1])
             pairs_df = pd.DataFrame({"group_a": [data.names[i] for i, _ in pairs],
                                      "group_b": [data.names[j] for _, j in pairs],
-                                     "value": per_pair.mean(axis=0)})
-        info.update(sources=len(per_source), sources_skipped=skipped)
+                                     "value": p})
+        info.update(sources=len(sums.value), sources_skipped=sums.skipped,
+                    evaluations=int(sums.count.sum()))
+        if cf_average == "combinations" and phi_f.kind != "set":
+            info.update(sources_sampled=sums.sampled,
+                        combination_seed=defaults.seed if seed is None else seed)
         lo = hi = np.nan
         if q is not None and n_boot:
-            J = len(per_source)
-            idx = bootstrap_indices(rng, J, n_boot)
+            idx = bootstrap_indices(rng, len(sums.value), n_boot)
+            bv, bg, bp = sums.pooled(idx)
             if kind != "vbcm":
-                lo, hi = np.quantile(per_source[idx].mean(axis=1), q)
-            bg = _nan(np.nanmean, per_group[idx], axis=1)
+                lo, hi = np.quantile(bv, q)
             by[f"{col}_lower"], by[f"{col}_upper"] = _nan(np.nanquantile, bg, q, axis=0)
             if pairs_df is not None:
-                bp = per_pair[idx].mean(axis=1)
                 pairs_df["lower"], pairs_df["upper"] = np.quantile(bp, q, axis=0)
-            info["ci_method"] = f"percentile bootstrap over source examples, {n_boot} resamples"
+            info["ci_method"] = (f"percentile bootstrap over source examples (each with its "
+                                 f"evaluations), {n_boot} resamples")
         overall = np.nan
     if phi_f.kind == "scalar" and "score" in by:
         by["note"] = np.where(by["n"] == 0, "no examples in the group",
