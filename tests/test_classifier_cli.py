@@ -131,16 +131,22 @@ def test_parity_readings_and_match_word(tmp_path, capsys):
     src = tmp_path / "d.csv"
     t.to_csv(src, index=False)
     base = ["--quiet", "classifier", "--data", str(src), "--label", "gold", "--score", "p",
-            "--group-column", "dialect", "--metrics", "parity_gap,avggf", "--bootstrap", "0",
-            "--json"]
+            "--group-column", "dialect", "--metrics", "parity_gap,avggf,pos_avggf",
+            "--bootstrap", "0", "--json"]
     assert main(base) == 0
     paper = json.loads(capsys.readouterr().out)["metrics"]
-    assert main(base + ["--parity", "code"]) == 0
+    assert main(base + ["--reading", "code"]) == 0
     code = json.loads(capsys.readouterr().out)["metrics"]
+    assert main(base + ["--parity", "code"]) == 0  # the earlier name of --reading
+    assert json.loads(capsys.readouterr().out)["metrics"].keys() == code.keys()
     assert paper["parity_gap"]["phi"] == "accuracy"
     assert code["parity_gap_code"]["phi"] == "positive_rate"
-    assert code["avggf_code"]["background"] == "rest"
-    assert paper["avggf"]["background"] == "all"
+    # the authors' AverageGroupFairness compares each group with all rows in both readings;
+    # only its TC versions (AverageGroupFairnessOnlyClass) compare with the other groups
+    assert paper["avggf"]["background"] == code["avggf"]["background"] == "all"
+    assert code["avggf"]["value"] == paper["avggf"]["value"]
+    assert paper["pos_avggf"]["background"] == "all"
+    assert code["pos_avggf_code"]["background"] == "rest"
     # Borkan's published grouping: whole-word match ('american' in 'african american')
     assert main(["--quiet", "classifier", "--data", "madlibs", "--terms",
                  "american,african american", "--metrics", "auc", "--match", "word", "--json"]) == 0
@@ -149,3 +155,34 @@ def test_parity_readings_and_match_word(tmp_path, capsys):
                  "american,african american", "--metrics", "auc", "--json"]) == 0
     longest = json.loads(capsys.readouterr().out)
     assert word["groups"]["american"] > longest["groups"]["american"]
+
+
+def test_cf_average_follows_the_reading(tmp_path, capsys):
+    # 6 templates x 2 groups, 2 terms in group a and 1 or 3 in group b
+    rng = np.random.default_rng(2)
+    rows = []
+    for j in range(6):
+        for g, k in (("a", 2), ("b", 1 + 2 * (j % 2))):
+            rows += [{"src": f"t{j}", "grp": g, "gold": j % 2, "p": rng.random()}
+                     for _ in range(k)]
+    path = tmp_path / "cf.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    base = ["--quiet", "classifier", "--data", str(path), "--label", "gold", "--score", "p",
+            "--group-column", "grp", "--source", "src", "--metrics", "cfgap,avgif",
+            "--bootstrap", "0", "--json"]
+    out = {}
+    for extra in ([], ["--reading", "code"], ["--cf-average", "terms"],
+                  ["--reading", "code", "--cf-average", "groups"]):
+        assert main(base + extra) == 0
+        out[" ".join(extra)] = json.loads(capsys.readouterr().out)["metrics"]
+    assert out[""]["cfgap"]["cf_average"] == "groups"
+    assert out["--reading code"]["cfgap"]["cf_average"] == "combinations"
+    assert out["--reading code"]["cfgap"]["evaluations"] == 3 * 2 + 3 * 6
+    assert out["--cf-average terms"]["cfgap"] == out["--reading code"]["cfgap"]
+    assert out["--reading code --cf-average groups"]["cfgap"]["value"] == pytest.approx(
+        out[""]["cfgap"]["value"], abs=1e-15)
+    # AvgIF compares the groups' sets of terms in every mode
+    assert out["--reading code"]["avgif"]["value"] == out[""]["avgif"]["value"]
+    with pytest.raises(SystemExit) as exc:
+        main(base + ["--cf-average", "pairs"])
+    assert exc.value.code == 2

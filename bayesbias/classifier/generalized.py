@@ -12,7 +12,14 @@ examples) and a comparison function d:
 
 Counterfactual versions apply the same comparison within each source example (the
 variations of one template / sentence that differ only in the identity term) and average over
-the source examples. Per-group scores are always returned next to the aggregate.
+the source examples. When a group has several identity terms (rows) in a source,
+``cf_average="groups"`` scores each group on all its rows (the authors' ``FlattenGroup.AVERAGE``
+option), ``"combinations"`` compares combinations of one row per group and averages over all
+combinations of all sources (their default; a seeded sample of 100 where a source has more);
+a set-valued phi (AvgIF) compares the groups' whole sets in either mode. Per-group scores are
+always returned next to the aggregate.
+
+Each registry entry states its relation to the authors' code (``NamedMetric.code``).
 
 Comparison functions take the background (or first group) first: ``ratio(x, y) = y / x``
 (so the FPR ratio is group over background), ``aeg(X, Y) = 1/2 - MWU(X, Y) / (|X||Y|)`` with
@@ -53,6 +60,9 @@ __all__ = [
     "list_metrics",
     "PARITY_CODE",
     "CF_AVERAGES",
+    "CF_AVERAGE_ALIASES",
+    "MAX_COMBINATIONS",
+    "term_combinations",
 ]
 
 log = logging.getLogger(__name__)
@@ -681,7 +691,8 @@ def pcm(y, groups, *, phi: str, d: str = "abs_difference", normalization="pairs"
         N: number of pairs (corrected), number of groups, or 1.
     **kw
         ``pred``, ``prob``, ``version`` ("group" / "counterfactual"), ``source`` (source
-        example id per row, counterfactual), ``ci_prob``, ``n_boot``, ``seed``, ``name``.
+        example id per row, counterfactual), ``cf_average`` (see :func:`compute_metric`),
+        ``ci_prob``, ``n_boot``, ``seed``, ``name``.
     """
     return _run("pcm", kw.pop("name", None), y, groups, phi=phi, d=d,
                 normalization=normalization, **kw)
@@ -731,6 +742,13 @@ class NamedMetric:
         What it measures, and the normalisation remark of Czarnowska et al. where relevant.
     two_groups_only : bool
         Defined for two groups only (non-commutative d).
+    code : {"equal", "differs", "absent"}
+        Relation to the authors' code of Czarnowska et al. (2021),
+        amazon-research/generalized-fairness-metrics: the value of one of its metric classes
+        (checked to 1e-9 on synthetic data in ``tests/test_generalized.py``), a different
+        value by a named choice, or no class computes it.
+    code_note : str
+        Which class, and the choice where the value differs.
     """
 
     name: str
@@ -744,6 +762,8 @@ class NamedMetric:
     source: str
     description: str
     two_groups_only: bool = False
+    code: str = "absent"
+    code_note: str = "no class of the authors' code computes it"
 
 
 _M = NamedMetric
@@ -751,66 +771,110 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
     _M("fped", "False Positive Equality Difference (original)", "bcm", "group", "fpr",
        "abs_difference", "all", "none", "Dixon et al. 2018",
        "sum over groups of |FPR(all) - FPR(group)|; no normalisation, so it grows with the "
-       "number of groups (Czarnowska et al. 2021: incorrectly normalised)"),
+       "number of groups (Czarnowska et al. 2021: incorrectly normalised)",
+       code="equal",
+       code_note="FPED, positive class"),
     _M("fped*", "False Positive Equality Difference (corrected)", "bcm", "group", "fpr",
        "abs_difference", "all", "groups", "Czarnowska et al. 2021",
-       "FPED divided by the number of groups"),
+       "FPED divided by the number of groups",
+       code="equal",
+       code_note="FixedFPED, positive class"),
     _M("fned", "False Negative Equality Difference (original)", "bcm", "group", "fnr",
        "abs_difference", "all", "none", "Dixon et al. 2018",
-       "sum over groups of |FNR(all) - FNR(group)|; no normalisation"),
+       "sum over groups of |FNR(all) - FNR(group)|; no normalisation",
+       code="equal",
+       code_note="FNED, positive class"),
     _M("fned*", "False Negative Equality Difference (corrected)", "bcm", "group", "fnr",
        "abs_difference", "all", "groups", "Czarnowska et al. 2021",
-       "FNED divided by the number of groups"),
+       "FNED divided by the number of groups",
+       code="equal",
+       code_note="FixedFNED, positive class"),
     _M("avggf", "Average Group Fairness", "bcm", "group", "probs", "wasserstein1", "all",
        "groups", "Huang et al. 2020",
        "mean over groups of W1 between the positive-class probabilities of all examples and "
-       "of the group (targets demographic parity)"),
+       "of the group (targets demographic parity)",
+       code="equal",
+       code_note="AverageGroupFairness: each group against all rows, as the paper reads"),
     _M("pos_avggf", "Average Group Fairness, true class positive (TC)", "bcm", "group",
        "probs_pos", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
-       "AvgGF on gold positives only (targets equality of opportunity)"),
+       "AvgGF on gold positives only (targets equality of opportunity)",
+       code="differs",
+       code_note="the paper's reading (each group against all rows, as AvgGF); the authors' "
+                 "AverageGroupFairnessOnlyClass compares with the other groups: pos_avggf_code"),
     _M("neg_avggf", "Average Group Fairness, true class negative (TC)", "bcm", "group",
        "probs_neg", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
-       "AvgGF on gold negatives only"),
-    _M("avggf_code", "Average Group Fairness (authors' code)", "bcm", "group", "probs",
-       "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
-       "as avggf but each group against the OTHER groups' examples, as the authors' code "
-       "does (avggf, the paper's reading, compares with all examples)"),
+       "AvgGF on gold negatives only",
+       code="differs",
+       code_note="the paper's reading (each group against all rows, as AvgGF); the authors' "
+                 "AverageGroupFairnessOnlyClass compares with the other groups: neg_avggf_code"),
+    _M("avggf_code", "Average Group Fairness (authors' code: the same as avggf)", "bcm",
+       "group", "probs", "wasserstein1", "all", "groups", "Czarnowska et al. 2021, code",
+       "avggf: the authors' AverageGroupFairness also compares each group with all examples "
+       "(only its TC versions, pos/neg_avggf_code, compare with the other groups)",
+       code="equal",
+       code_note="AverageGroupFairness: the value of avggf; earlier versions gave this name "
+                 "to each group against the other groups, which no class of the authors "
+                 "computes"),
     _M("pos_avggf_code", "Average Group Fairness TC positive (authors' code)", "bcm", "group",
        "probs_pos", "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
-       "pos_avggf against the other groups (authors' code)"),
+       "pos_avggf against the other groups (authors' code)",
+       code="equal",
+       code_note="AverageGroupFairnessOnlyClass, positive class"),
     _M("neg_avggf_code", "Average Group Fairness TC negative (authors' code)", "bcm", "group",
        "probs_neg", "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
-       "neg_avggf against the other groups (authors' code)"),
+       "neg_avggf against the other groups (authors' code)",
+       code="equal",
+       code_note="AverageGroupFairnessOnlyClass, negative class"),
     _M("fpr_ratio", "FPR Ratio", "vbcm", "group", "fpr", "ratio", "rest", None,
        "Beutel et al. 2019", "per group FPR(group) / FPR(rest); relative, can amplify small "
-       "differences between small rates"),
+       "differences between small rates",
+       code="equal",
+       code_note="FPRRatioBCM, per group (its denominator adds 1e-13; its mean over groups is not "
+                 "a metric of the paper and is not computed)"),
     _M("pos_aeg", "Positive Average Equality Gap", "vbcm", "group", "probs_pos", "aeg", "rest",
        None, "Borkan et al. 2019",
        "per group 1/2 - P(background positive scores above group positive); signed; the "
-       "positive_aeg of the auc metrics (one definition), here with a bootstrap interval"),
+       "positive_aeg of the auc metrics (one definition), here with a bootstrap interval",
+       code="equal",
+       code_note="AverageEqualityGap, positive class, per group"),
     _M("neg_aeg", "Negative Average Equality Gap", "vbcm", "group", "probs_neg", "aeg", "rest",
        None, "Borkan et al. 2019",
        "per group 1/2 - P(background negative scores above group negative); signed; the "
-       "negative_aeg of the auc metrics (one definition), here with a bootstrap interval"),
+       "negative_aeg of the auc metrics (one definition), here with a bootstrap interval",
+       code="equal",
+       code_note="AverageEqualityGap, negative class, per group"),
     _M("disparity_score", "Disparity Score (original)", "pcm", "group", "f1", "abs_difference",
        None, "groups", "Gaut et al. 2020",
        "sum over group pairs of |F1_i - F1_j| divided by the number of groups (Czarnowska et "
-       "al. 2021: incorrectly normalised, should divide by the number of pairs)"),
+       "al. 2021: incorrectly normalised, should divide by the number of pairs)",
+       code="equal",
+       code_note="DisparsityScore, positive class"),
     _M("disparity_score*", "Disparity Score (corrected)", "pcm", "group", "f1",
        "abs_difference", None, "pairs", "Czarnowska et al. 2021",
-       "mean over group pairs of |F1_i - F1_j|"),
+       "mean over group pairs of |F1_i - F1_j|",
+       code="equal",
+       code_note="FixedDisparsityScore, positive class"),
     _M("tpr_gap", "TPR Gap", "pcm", "group", "tpr", "abs_difference", None, "pairs",
-       "Beutel et al. 2017; Prost et al. 2019", "mean over pairs of |TPR_i - TPR_j|"),
+       "Beutel et al. 2017; Prost et al. 2019", "mean over pairs of |TPR_i - TPR_j|",
+       code="equal",
+       code_note="TPRGapPCM, positive class"),
     _M("tnr_gap", "TNR Gap", "pcm", "group", "tnr", "abs_difference", None, "pairs",
-       "Prost et al. 2019", "mean over pairs of |TNR_i - TNR_j|"),
+       "Prost et al. 2019", "mean over pairs of |TNR_i - TNR_j|",
+       code="equal",
+       code_note="TNRGapPCM, positive class"),
     _M("parity_gap", "Parity Gap", "pcm", "group", "accuracy", "abs_difference", None,
        "pairs", "Beutel et al. 2017",
        "mean over pairs of |phi_i - phi_j| with phi(A) = |{x in A: yhat = y}| / |A| as "
-       "written in Czarnowska et al.'s Table 2"),
+       "written in Czarnowska et al.'s Table 2",
+       code="differs",
+       code_note="the paper's Table 2 (accuracy); the authors' ParityGap uses the "
+                 "positive-prediction rate: parity_gap_code"),
     _M("parity_gap_code", "Parity Gap (authors' code)", "pcm", "group", "positive_rate",
        "abs_difference", None, "pairs", "Czarnowska et al. 2021, code",
        "mean over pairs of |phi_i - phi_j| with phi the positive-prediction rate, as the "
-       "authors' code computes it (the paper's Table 2 reads accuracy: parity_gap)"),
+       "authors' code computes it (the paper's Table 2 reads accuracy: parity_gap)",
+       code="equal",
+       code_note="ParityGap, positive class"),
     _M("accuracy_difference", "Accuracy Difference", "pcm", "group", "accuracy", "difference",
        None, "none", "Blodgett & O'Connor 2017", "accuracy_1 - accuracy_2", True),
     _M("tpr_difference", "TPR Difference", "pcm", "group", "tpr", "difference", None, "none",
@@ -824,20 +888,47 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
     _M("cfgap", "Counterfactual Token Fairness Gap (as PCM)", "pcm", "counterfactual",
        "mean_prob", "abs_difference", None, "pairs", "Garg et al. 2019",
        "mean over source examples and group pairs of |F(x_i,1) - F(x_j,1)| (converted to a "
-       "PCM for templated data, as in Czarnowska et al.)"),
+       "PCM for templated data, as in Czarnowska et al.)",
+       code="equal",
+       code_note="CounterfactualFairnessGap; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("pertss", "Perturbation Score Sensitivity (as PCM)", "pcm", "counterfactual",
        "mean_prob_true_class", "abs_difference", None, "pairs", "Prabhakaran et al. 2019",
-       "mean over source examples and group pairs of |F(x_i, y) - F(x_j, y)| (gold class)"),
+       "mean over source examples and group pairs of |F(x_i, y) - F(x_j, y)| (gold class)",
+       code="equal",
+       code_note="PerturbationScoreSensitivity; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("pertsd", "Perturbation Score Deviation", "mcm", "counterfactual",
        "mean_prob_true_class", "std", None, None, "Prabhakaran et al. 2019",
-       "mean over source examples of the std of the gold-class probability across groups"),
+       "mean over source examples of the std of the gold-class probability across groups",
+       code="equal",
+       code_note="PerturbationScoreDeviation; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("pertsr", "Perturbation Score Range", "mcm", "counterfactual", "mean_prob_true_class",
        "range", None, None, "Prabhakaran et al. 2019",
-       "mean over source examples of max - min of the gold-class probability across groups"),
+       "mean over source examples of max - min of the gold-class probability across groups",
+       code="equal",
+       code_note="PerturbationScoreRange; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("avgif", "Average Individual Fairness", "pcm", "counterfactual", "probs",
        "wasserstein1", None, "pairs", "Huang et al. 2020",
        "mean over source examples and group pairs of W1 between the groups' positive-class "
-       "probabilities"),
+       "probabilities",
+       code="equal",
+       code_note="AverageIndividualFairness (FlattenGroup.NONE: W1 between each group's whole set "
+                 "of term probabilities in a source), in every cf_average mode"),
     _M("avg_score_difference", "Average Score Difference", "pcm", "counterfactual",
        "mean_prob", "difference", None, "none", "Huang et al. 2020",
        "mean over source examples of mean F(x,1) in group 1 minus group 2", True),
@@ -845,8 +936,8 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
 
 
 #: Paper reading -> authors' code reading, where Czarnowska et al.'s text and code differ.
-PARITY_CODE = {"parity_gap": "parity_gap_code", "avggf": "avggf_code",
-               "pos_avggf": "pos_avggf_code", "neg_avggf": "neg_avggf_code"}
+PARITY_CODE = {"parity_gap": "parity_gap_code", "pos_avggf": "pos_avggf_code",
+               "neg_avggf": "neg_avggf_code"}
 
 
 def list_metrics() -> pd.DataFrame:
@@ -865,9 +956,13 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
         Registry name (e.g. ``"fped"``, ``"fped*"``, ``"avgif"``).
     y, groups, pred, prob, source, ci_prob, n_boot, seed
         As :func:`pcm`.
-    cf_average : {"groups", "terms"}
-        Counterfactual metrics with several terms per group: average within groups first,
-        or over term combinations (the authors' code).
+    cf_average : {"groups", "combinations"}
+        Counterfactual metrics with several terms per group: score each group on all its
+        terms (default; the authors' ``FlattenGroup.AVERAGE`` option), or average over the
+        combinations of one term per group pooled over all sources (the authors' default;
+        above 100 combinations in a source a sample of 100 drawn with `seed`, see
+        :func:`term_combinations`). ``"terms"`` is an alias of ``"combinations"``. AvgIF
+        compares the groups' sets of terms in both.
     """
     try:
         m = METRICS[name.lower()]
