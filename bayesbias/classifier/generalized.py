@@ -631,7 +631,7 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
         info["cf_average"] = cf_average
         if phi_f.kind == "set" and cf_average == "combinations":
             info["cf_note"] = (f"set-valued {phi_f.name}: each group's whole set of rows in a "
-                               "source is compared (combinations do not apply)")
+                               "source is compared; combinations do not apply")
         value = np.nan if kind == "vbcm" else float(v)
         col = "comparison" if kind in ("bcm", "vbcm") else "score"
         by = pd.DataFrame({"n": n_per_group, col: g}, index=pd.Index(data.names, name="group"))
