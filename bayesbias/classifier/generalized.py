@@ -954,15 +954,18 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
     ----------
     name : str
         Registry name (e.g. ``"fped"``, ``"fped*"``, ``"avgif"``).
-    y, groups, pred, prob, source, ci_prob, n_boot, seed
+    y, groups, pred, prob, source, ci_prob, n_boot
         As :func:`pcm`.
+    seed : int, optional
+        Seeds the bootstrap and the sample of term combinations (default: the package seed).
     cf_average : {"groups", "combinations"}
         Counterfactual metrics with several terms per group: score each group on all its
         terms (default; the authors' ``FlattenGroup.AVERAGE`` option), or average over the
         combinations of one term per group pooled over all sources (the authors' default;
         above 100 combinations in a source a sample of 100 drawn with `seed`, see
-        :func:`term_combinations`). ``"terms"`` is an alias of ``"combinations"``. AvgIF
-        compares the groups' sets of terms in both.
+        :func:`term_combinations`; a group's k-th term is its k-th row of the source, in
+        data order). ``"terms"`` is an alias of ``"combinations"``. AvgIF compares the groups'
+        sets of terms in both.
     """
     try:
         m = METRICS[name.lower()]
