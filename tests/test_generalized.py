@@ -324,7 +324,7 @@ def _load(name):
 
 @pytest.fixture(scope="module")
 def authors():
-    """The reference data (module) and the full output of the authors' classes."""
+    """Return the reference data (module) and the full output of the authors' classes."""
     return (_load("czarnowska_data"),
             json.loads((REF_DIR / "czarnowska_reference.json").read_text()))
 

@@ -431,7 +431,7 @@ def _check_cf_average(cf_average: str) -> str:
 
 def term_combinations(sizes, rs: np.random.RandomState, limit: int = MAX_COMBINATIONS
                       ) -> list[tuple[int, ...]]:
-    """Combinations of one term index per group: all, or a sample above `limit`.
+    """Return the combinations of one term index per group: all, or a sample above `limit`.
 
     Parameters
     ----------
@@ -475,7 +475,7 @@ def _source_values(kind, d, phi, comp, background, normalization, rows, cf_avera
     else:
         member = d.groups[rows]
         per_group_rows = [rows[member[:, t]] for t in range(member.shape[1])]
-        subsets = [np.array([r[i] for r, i in zip(per_group_rows, c)])
+        subsets = [np.array([r[i] for r, i in zip(per_group_rows, c, strict=True)])
                    for c in term_combinations([len(r) for r in per_group_rows], rs)]
     vals, per_group, per_pair = [], [], []
     for sub in subsets:
