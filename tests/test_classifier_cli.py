@@ -186,3 +186,26 @@ def test_cf_average_follows_the_reading(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(base + ["--cf-average", "pairs"])
     assert exc.value.code == 2
+
+
+def test_reading_code_gives_the_authors_values(tmp_path, capsys):
+    # the counterfactual data of tests/data/reference with 2-3 and 5 terms per group; the
+    # authors' classes' values from tests/test_generalized.py (AUTHORS_CF)
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "czarnowska_data", Path(__file__).parent / "data" / "reference" / "czarnowska_data.py")
+    cd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cd)
+    df = cd.counterfactual_data("large", 1).assign(y=lambda t: t["y"].astype(int))
+    path = tmp_path / "cf.csv"
+    df.to_csv(path, index=False)
+    assert main(["--quiet", "classifier", "--data", str(path), "--label", "y", "--score", "prob",
+                 "--group-column", "group", "--source", "source", "--metrics",
+                 "cfgap,pertsd,avgif", "--reading", "code", "--seed", "20", "--bootstrap", "0",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["metrics"]
+    assert out["cfgap"]["value"] == pytest.approx(0.14208880681159042, abs=1e-9)
+    assert out["pertsd"]["value"] == pytest.approx(0.09136998573402703, abs=1e-9)
+    assert out["avgif"]["value"] == pytest.approx(0.11148232043348301, abs=1e-9)

@@ -836,13 +836,15 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
        "per group 1/2 - P(background positive scores above group positive); signed; the "
        "positive_aeg of the auc metrics (one definition), here with a bootstrap interval",
        code="equal",
-       code_note="AverageEqualityGap, positive class, per group"),
+       code_note="AverageEqualityGap, positive class, per group (its mean over groups is "
+                 "not computed)"),
     _M("neg_aeg", "Negative Average Equality Gap", "vbcm", "group", "probs_neg", "aeg", "rest",
        None, "Borkan et al. 2019",
        "per group 1/2 - P(background negative scores above group negative); signed; the "
        "negative_aeg of the auc metrics (one definition), here with a bootstrap interval",
        code="equal",
-       code_note="AverageEqualityGap, negative class, per group"),
+       code_note="AverageEqualityGap, negative class, per group (its mean over groups is "
+                 "not computed)"),
     _M("disparity_score", "Disparity Score (original)", "pcm", "group", "f1", "abs_difference",
        None, "groups", "Gaut et al. 2020",
        "sum over group pairs of |F1_i - F1_j| divided by the number of groups (Czarnowska et "
