@@ -67,11 +67,11 @@ def test_kernel_gradient_matches_finite_differences(noncentred, overrides):
     native, data, cells, spec = _kernel(overrides, noncentred)
     per = spec.residual_sd == "per_connection"
     no = 3 if spec.attribute_sd == "per_kind" else 1
-    dim = 8 + (4 if per else 1) + no + cells.attributes.size
+    dim = 8 + (4 if per else 1) + no + 3 + cells.attributes.size
     rng = np.random.default_rng(1)
     x = np.concatenate([[0.85, 0.9, 0.9, 0.95], np.log([0.05] * 4),
                         np.log([0.11] * (4 if per else 1)), np.log([0.1] * no),
-                        0.1 * rng.standard_normal(cells.attributes.size)])
+                        0.1 * rng.standard_normal(3 + cells.attributes.size)])
     assert x.size == dim
     lp, grad = _logp(native, data, x)
     eps = 1e-6
@@ -91,22 +91,26 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
     rng = np.random.default_rng(2)
     na = cells.attributes.size
 
-    def brute(m_shift, tau, sig, omega, v):
-        # rows of each cell jointly Normal with mean M + v, cov sig^2 I + tau^2 11'
+    def brute(m_shift, tau, sig, omega, b, dev):
+        # v = b[g] + dev - mean(dev in g), M = A - b[g]; rows of each cell jointly Normal
+        # with mean M + v, cov sig^2 I + tau^2 11'
+        from scipy.stats import norm as _norm
         total = 0.0
         ui, ci = cells.observed
         groups = {"associated": 0, "different": 0, "human": 1, "none": 2}
         kinds = np.array([{"stereotype": 0, "human": 1, "none": 2}[k]
                           for k in cells.attribute_kind])
-        vbar = np.array([v[kinds == g].mean() for g in range(3)])
-        m = np.array([m_shift[j] - vbar[groups[c]] for j, c in enumerate(CONNECTIONS)])
+        cnt = np.array([(kinds == g).sum() for g in range(3)])
+        v = b[kinds] + dev - np.array([dev[kinds == g].mean() for g in range(3)])[kinds]
+        m = np.array([m_shift[j] - b[groups[c]] for j, c in enumerate(CONNECTIONS)])
         for u, c in zip(ui, ci, strict=True):
             rows = (cells.unit_idx == u) & (cells.conn_idx == c)
             y = cells.y[rows] - v[cells.attr_idx[rows]]
             n = y.size
             cov = sig[c] ** 2 * np.eye(n) + tau[c] ** 2 * np.ones((n, n))
             total += multivariate_normal(np.full(n, m[c]), cov).logpdf(y)
-        total += np.sum(-0.5 * (v / omega) ** 2 - np.log(omega))
+        total += _norm(0, omega).logpdf(dev).sum() + 0.5 * na * np.log(2 * np.pi)
+        total += _norm(0, omega / np.sqrt(cnt)).logpdf(b).sum()
         from scipy.stats import expon, norm
         total += norm(1, 0.3).logpdf(m).sum() + expon(scale=0.5).logpdf(tau).sum()
         total += expon(scale=0.5).logpdf(sig).sum() + expon(scale=0.5).logpdf(omega)
@@ -118,9 +122,10 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
         a = np.array([0.85, 0.9, 0.9, 0.95]) + 0.02 * rng.standard_normal(4)
         tau, sig = rng.uniform(0.03, 0.08, 4), rng.uniform(0.08, 0.14, 4)
         omega = rng.uniform(0.05, 0.2)
-        v = 0.1 * rng.standard_normal(na)
-        x = np.concatenate([a, np.log(tau), np.log(sig), [np.log(omega)], v])
-        return x, brute(a, tau, sig, omega, v)
+        b = 0.05 * rng.standard_normal(3)
+        dev = 0.1 * rng.standard_normal(na)
+        x = np.concatenate([a, np.log(tau), np.log(sig), [np.log(omega)], b, dev])
+        return x, brute(a, tau, sig, omega, b, dev)
 
     (x1, b1), (x2, b2) = point(), point()
     l1, _ = _logp(native, data, x1)
@@ -218,15 +223,17 @@ def test_crossed_posterior_matches_pymc_row_level_model():
 
 @pytest.mark.slow
 def test_crossed_posterior_matches_bambi():
-    """An independent reference: bambi's formula for the same model (its default priors
-    differ, so only the well-identified group means are compared, within 0.01)."""
+    """An independent reference: bambi's formula for the same model with one residual sd.
+    Its default priors differ from ours, so the group means agree to a quarter of their
+    posterior sd, not to Monte Carlo error (the PyMC test above checks that)."""
     bmb = pytest.importorskip("bambi")
     from bayesbias.models import fit_model
 
-    t = _table(8, words=4, human=10, none=12)
+    t = _table(8, words=5, human=20, none=30)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fast = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3)
+        fast = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3,
+                         residual_sd="single")
         model = bmb.Model("cosine_distance ~ 0 + connection + (0 + connection | "
                           "protected_word) + (1 | attribute)", t)
         idata = model.fit(draws=1000, tune=1000, chains=2, random_seed=3, progressbar=False)
@@ -235,7 +242,9 @@ def test_crossed_posterior_matches_bambi():
     levels = [str(c) for c in post["connection_dim"].values]
     ours = fast.group_mean_draws().values.reshape(-1, 4)
     for j, c in enumerate(CONNECTIONS):
-        assert abs(coef[:, levels.index(c)].mean() - ours[:, j].mean()) < 0.01, c
+        b = coef[:, levels.index(c)]
+        assert abs(b.mean() - ours[:, j].mean()) < 0.25 * ours[:, j].std(), c
+        assert b.std() == pytest.approx(ours[:, j].std(), rel=0.35), c
 
 
 @pytest.mark.slow

@@ -170,8 +170,20 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
         [float(ns), float(no), float(cells.attributes.size), float(ci.size),
          float(cells.n_rows), float(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, ci.astype(float), n, kind.astype(float),
-        _groups(cells).astype(float), row_cell.astype(float), cells.attr_idx.astype(float),
-        cells.y]))
+        _groups(cells).astype(float), _group_sd_index(spec, cells), row_cell.astype(float),
+        cells.attr_idx.astype(float), cells.y]))
+
+
+def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
+    """For each group (stereotype, human, none): the index of its sd, or -1 if absent."""
+    _, labels = _kinds(spec, cells)
+    out = []
+    for k in ATTRIBUTE_KINDS:
+        if not (cells.attribute_kind == k).any():
+            out.append(-1.0)
+        else:
+            out.append(float(labels.index(k)) if labels else 0.0)
+    return np.asarray(out)
 
 
 def _groups(cells: Cells) -> np.ndarray:
@@ -195,7 +207,7 @@ def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng) -> np.ndarray
     o2, s2, _ = _moments(cells)
     sd, omega = np.sqrt(s2), max(np.sqrt(o2), 0.01)
     no = max(len(labels), 1)
-    v0 = np.zeros(cells.attributes.size)
+    v0 = np.zeros(3 + cells.attributes.size)
     x = np.concatenate([mean, np.log(between), np.log(np.full(_NC if per else 1, sd)),
                         np.log(np.full(no, omega)), v0])
     x[: x.size - v0.size] += rng.uniform(-0.1, 0.1, x.size - v0.size)
@@ -285,8 +297,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
                   data=pack(spec, cells, noncentred), logp=native[0], expand=native[1],
                   init=lambda rng: _initial(spec, cells, noncentred, rng), complete=complete,
                   coords=coords, attrs={"attribute_noncentred": int(noncentred)},
-                  adaptation="low_rank",
-                  dim=8 + (_NC if per else 1) + max(len(labels), 1) + na)
+                  dim=8 + (_NC if per else 1) + max(len(labels), 1) + 3 + na,
+                  expanded_dim=8 + (_NC if per else 1) + max(len(labels), 1) + na)
 
 
 def derived(values: dict, m) -> dict:

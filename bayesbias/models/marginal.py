@@ -75,6 +75,8 @@ class Kernel:
     attrs: dict | None = None
     #: Number of sampled (unconstrained) values; default ``data[0]``.
     dim: int | None = None
+    #: Number of values ``expand`` writes; default `dim`.
+    expanded_dim: int | None = None
 
 
 def supports(spec) -> bool:
@@ -313,7 +315,8 @@ def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chai
                       time.perf_counter() - t0)
 
     logp = lib.LogpFunc(kernel.logp.address, data.ctypes.data, data)
-    expand = lib.ExpandFunc(k, k, kernel.expand.address, data.ctypes.data, data)
+    expand = lib.ExpandFunc(k, k if kernel.expanded_dim is None else kernel.expanded_dim,
+                            kernel.expand.address, data.ctypes.data, data)
     coords = {"connection": list(CONNECTIONS), **(kernel.coords or {})}
     sizes = {name: len(labels) for name, labels in coords.items()}
     variables = lib.PyVariable.new_variables(kernel.names, ["float64"] * len(kernel.names),
