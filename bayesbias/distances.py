@@ -43,6 +43,9 @@ COLUMNS = (
     "cosine_distance",
     "cosine_similarity",
 )
+#: Columns kept when present: the embedding of each row and its corpus sample
+#: (:mod:`bayesbias.ensemble`).
+OPTIONAL_COLUMNS = ("embedding", "corpus_sample")
 PUBLISHED_SENTINEL = -100.0
 
 
@@ -156,7 +159,10 @@ def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
             f"{source}: missing column(s) {', '.join(missing_cols)}; a distance table needs "
             f"{', '.join(COLUMNS)}"
         )
-    table = table.loc[:, list(COLUMNS)].copy()
+    extra = [c for c in OPTIONAL_COLUMNS if c in table.columns]  # a multi-embedding table
+    table = table.loc[:, list(COLUMNS) + extra].copy()
+    for col in extra:
+        table[col] = table[col].astype(str)
     bad = sorted(set(table["connection"].astype(str)) - set(CONNECTIONS))
     if bad:
         raise DistanceTableError(
@@ -211,7 +217,8 @@ def _check_labels(table: pd.DataFrame, source: str) -> None:
 
 
 def _dedupe(table: pd.DataFrame, duplicates: str, source: str) -> pd.DataFrame:
-    key = ["protected_word", "attribute"]
+    key = ["protected_word", "attribute"] + (["embedding"] if "embedding" in table.columns
+                                             else [])
     dup = table.duplicated(key, keep=False)
     if not dup.any() or duplicates == "keep":
         return table

@@ -50,6 +50,13 @@ class Cells:
         The attribute words (first-appearance order), when the table names them;
         ``attr_idx`` gives each row's attribute and ``attribute_kind`` each attribute's
         kind (:data:`ATTRIBUTE_KINDS`: a stereotype, a human attribute or a neutral word).
+    unit_base, unit_embedding : ndarray of str or None
+        For a table of several embeddings (an ``embedding`` column, see
+        :mod:`bayesbias.ensemble`): a unit is a protected word (or class) in one embedding,
+        labelled ``"word @ embedding"``; these give its word and its embedding index.
+    embeddings, embedding_sample : ndarray of str or None
+        The embedding labels and the corpus sample of each (``corpus_sample`` column, else
+        ``"original"``).
     """
 
     level: str
@@ -64,6 +71,10 @@ class Cells:
     attributes: np.ndarray | None = None
     attribute_kind: np.ndarray | None = None
     attr_idx: np.ndarray | None = None
+    unit_base: np.ndarray | None = None
+    unit_embedding: np.ndarray | None = None
+    embeddings: np.ndarray | None = None
+    embedding_sample: np.ndarray | None = None
 
     @property
     def unit_dim(self) -> str:
@@ -134,7 +145,12 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
                                  f"{', '.join(CONNECTIONS)}")
     conn_idx = pd.Categorical(conn, categories=list(CONNECTIONS)).codes.astype(np.int32)
     col = UNIT_DIMS[level]
-    unit_codes, units = pd.factorize(table[col], sort=False)
+    per_embedding = {}
+    if "embedding" in table.columns:
+        per_embedding = _embedding_units(table, col)
+        unit_codes, units = pd.factorize(per_embedding.pop("key"), sort=False)
+    else:
+        unit_codes, units = pd.factorize(table[col], sort=False)
     unit_idx = unit_codes.astype(np.int32)
     units = np.asarray([str(u) for u in units], dtype=object)
     class_codes, class_names = pd.factorize(table["protected_class"], sort=False)
@@ -159,7 +175,40 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
         attributes, attribute_kind, attr_idx = _attribute_index(table, conn_idx)
     return Cells(level=level, units=units, unit_class=unit_class, n=n, mean=mean, ss=ss,
                  y=y, unit_idx=unit_idx, conn_idx=conn_idx, attributes=attributes,
-                 attribute_kind=attribute_kind, attr_idx=attr_idx)
+                 attribute_kind=attribute_kind, attr_idx=attr_idx,
+                 **_unit_parts(per_embedding, unit_codes, units.size))
+
+
+def _embedding_units(table: pd.DataFrame, col: str) -> dict:
+    """Unit keys ``"word @ embedding"`` of each row, embedding labels and their samples."""
+    emb = table["embedding"].astype(str).to_numpy()
+    codes, labels = pd.factorize(emb, sort=False)
+    if "corpus_sample" in table.columns:
+        sample = table["corpus_sample"].astype(str).to_numpy()
+        first = pd.Series(sample).groupby(codes).agg(lambda s: sorted(set(s)))
+        bad = [labels[i] for i, v in first.items() if len(v) > 1]
+        if bad:
+            raise DistanceTableError(f"embedding {bad[0]} has rows of more than one "
+                                     "corpus_sample")
+        samples = np.asarray([first[i][0] for i in range(labels.size)], dtype=object)
+    else:
+        samples = np.asarray(["original"] * labels.size, dtype=object)
+    base = table[col].astype(str).to_numpy()
+    return {"key": pd.Series(base, dtype=object) + " @ " + pd.Series(emb, dtype=object),
+            "base": base, "codes": codes, "labels": np.asarray(labels, dtype=object),
+            "samples": samples}
+
+
+def _unit_parts(per_embedding: dict, unit_codes: np.ndarray, n_units: int) -> dict:
+    """The Cells fields of a multi-embedding table (empty for a single embedding)."""
+    if not per_embedding:
+        return {}
+    first = np.zeros(n_units, dtype=np.int64)
+    first[unit_codes[::-1]] = np.arange(unit_codes.size)[::-1]  # a row of each unit
+    return {"unit_base": np.asarray(per_embedding["base"][first], dtype=object),
+            "unit_embedding": per_embedding["codes"][first].astype(np.int32),
+            "embeddings": per_embedding["labels"],
+            "embedding_sample": per_embedding["samples"]}
 
 
 def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):

@@ -23,7 +23,8 @@ __all__ = ["FAMILIES", "family_module"]
 
 #: Family name -> module (relative to this package).
 FAMILIES = {"hierarchical": ".hierarchical", "offsets": ".offsets", "additive": ".additive",
-            "separate": ".separate", "crossed": ".crossed"}
+            "separate": ".separate", "crossed": ".crossed",
+            "embedding_level": ".embedding_level"}
 
 
 def family_module(name: str):

@@ -1,0 +1,121 @@
+"""Seeded synthetic corpora with a planted association of known size, and their word list.
+
+Two protected classes (``alpha``, ``beta``) of protected words, each with its stereotype
+words; human-attribute and neutral control words; Zipf-distributed filler. Every document
+is about one class: it holds protected words of that class and stereotype words, each of
+which is one of the class's own stereotypes with probability ``(1 + planted) / 2`` (so
+``planted = 0`` is the null: stereotypes are independent of the class) and controls drawn
+independently of the class. For tests, notebooks and users' own checks: nothing is
+downloaded.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InvalidArgumentError
+
+__all__ = ["SyntheticDesign", "synthetic_corpus", "write_synthetic_corpus",
+           "synthetic_wordlist_toml"]
+
+CLASSES = ("alpha", "beta")
+
+
+@dataclass(frozen=True)
+class SyntheticDesign:
+    """Sizes of the synthetic vocabulary and documents."""
+
+    protected_per_class: int = 5
+    stereotypes_per_class: int = 6
+    n_human: int = 10
+    n_none: int = 20
+    n_filler: int = 2000
+    doc_length: int = 40
+    protected_per_doc: int = 2
+    stereotypes_per_doc: int = 2
+    human_per_doc: int = 1
+    none_per_doc: int = 2
+
+    def words(self) -> dict[str, list[str]]:
+        """The word-list parts: protected words and stereotypes per class, controls."""
+        out = {}
+        for c in CLASSES:
+            out[f"{c}:protected"] = [f"{c}{i}" for i in range(self.protected_per_class)]
+            out[f"{c}:stereotypes"] = [f"s{c}{i}" for i in range(self.stereotypes_per_class)]
+        out["human"] = [f"hum{i}" for i in range(self.n_human)]
+        out["none"] = [f"neu{i}" for i in range(self.n_none)]
+        return out
+
+
+def synthetic_corpus(n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
+                     design: SyntheticDesign | None = None):
+    """Yield `n_docs` documents (lists of tokens) with association strength `planted`.
+
+    Parameters
+    ----------
+    planted : float in [-1, 1]
+        0: no association (the null); 1: stereotypes only ever meet their own class.
+    """
+    if not -1.0 <= planted <= 1.0:
+        raise InvalidArgumentError(f"planted must be in [-1, 1], got {planted!r}")
+    d = design or SyntheticDesign()
+    words = d.words()
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, d.n_filler + 1)
+    zipf = 1.0 / ranks
+    zipf /= zipf.sum()
+    filler = np.array([f"f{i}" for i in range(d.n_filler)], dtype=object)
+    prot = [np.array(words[f"{c}:protected"], dtype=object) for c in CLASSES]
+    ster = [np.array(words[f"{c}:stereotypes"], dtype=object) for c in CLASSES]
+    human = np.array(words["human"], dtype=object)
+    none = np.array(words["none"], dtype=object)
+    own = (1.0 + planted) / 2.0
+    n_fill = d.doc_length - d.protected_per_doc - d.stereotypes_per_doc - d.human_per_doc \
+        - d.none_per_doc
+    for _ in range(n_docs):
+        k = int(rng.integers(len(CLASSES)))
+        which = np.where(rng.random(d.stereotypes_per_doc) < own, k, 1 - k)
+        doc = np.concatenate([
+            rng.choice(prot[k], d.protected_per_doc),
+            [rng.choice(ster[j]) for j in which],
+            rng.choice(human, d.human_per_doc), rng.choice(none, d.none_per_doc),
+            filler[rng.choice(d.n_filler, max(n_fill, 0), p=zipf)]])
+        rng.shuffle(doc)
+        yield doc.tolist()
+
+
+def write_synthetic_corpus(path, n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
+                           design: SyntheticDesign | None = None) -> Path:
+    """Write a synthetic corpus, one document per line (``.gz`` compresses); return the path.
+
+    The word list that goes with it is :func:`synthetic_wordlist_toml`.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as fh:
+        for doc in synthetic_corpus(n_docs, planted, seed, design):
+            fh.write(" ".join(doc) + "\n")
+    return path
+
+
+def synthetic_wordlist_toml(path=None, design: SyntheticDesign | None = None) -> str:
+    """The word list of the synthetic corpora (TOML text; written to `path` if given)."""
+    w = (design or SyntheticDesign()).words()
+
+    def q(words):
+        return "[" + ", ".join(f'"{x}"' for x in words) + "]"
+
+    lines = ['name = "synthetic"',
+             'description = "Synthetic corpus of bayesbias.corpora (planted association)"', ""]
+    for c in CLASSES:
+        lines += [f"[classes.{c}]", f"protected_words = {q(w[f'{c}:protected'])}",
+                  f"stereotypes = {q(w[f'{c}:stereotypes'])}", ""]
+    lines += ["[controls]", f"human = {q(w['human'])}", f"none = {q(w['none'])}", ""]
+    text = "\n".join(lines)
+    if path is not None:
+        Path(path).write_text(text)
+    return text
