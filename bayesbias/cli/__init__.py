@@ -35,6 +35,7 @@ COMMANDS = [
     "design",
     "calibrate",
     "contextual",
+    "train",
 ]
 
 #: One-line help of each command, shown by ``bayesbias --help`` without importing the
@@ -293,7 +294,7 @@ def _check_outputs(args) -> None:
 
     output = getattr(args, "output", None)
     if isinstance(output, str):
-        check_output(output, what="-o", folder=args.command == "report")
+        check_output(output, what="-o", folder=args.command in ("report", "train"))
     plot = getattr(args, "plot", None)
     if isinstance(plot, str):
         from ..models.plots import figure_format
