@@ -24,6 +24,8 @@ def cell_data(cells: Cells) -> dict[str, np.ndarray]:
 
 def model_data(spec: ModelSpec, cells: Cells) -> dict[str, np.ndarray]:
     """Values of every ``pm.Data`` of the sufficient-statistic model (for reusing a build)."""
+    if getattr(family_module(spec.family), "row_effects", None) is not None:
+        return {}  # a row-level model has no pm.Data (see structure_key)
     out = cell_data(cells)
     if spec.family == "additive":
         from .additive import rotation
@@ -40,6 +42,13 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
         from .hierarchical import choose_noncentred
 
         extra = choose_noncentred(cells)
+    if getattr(family_module(spec.family), "row_effects", None) is not None:
+        # a row-level model holds its data as constants, not pm.Data: never reuse it with
+        # other data (with_data would fail on the missing cell statistics)
+        import hashlib
+
+        extra = extra + (hashlib.sha256(np.ascontiguousarray(cells.y).tobytes()).hexdigest(),
+                         cells.n_rows)
     return (spec.hash, cells.level, cells.units.size, (cells.n > 0).tobytes(), extra)
 
 

@@ -1,0 +1,95 @@
+"""The embedding_level family: many embeddings in one model."""
+
+import numpy as np
+import pytest
+
+from bayesbias.ensemble import simulate_ensemble_table
+from bayesbias.errors import DistanceTableError
+from bayesbias.models import cells_from_table, load_spec
+from bayesbias.models.base import build_model
+from bayesbias.models.embedding_level import structure
+
+
+def _table(kind="bootstrap", **kw):
+    kw.setdefault("n_embeddings", 4)
+    return simulate_ensemble_table(kind=kind, seed=5, words_per_class=2,
+                                   stereotypes_per_class=3, n_human=3, n_none=4, **kw)
+
+
+def test_cells_per_word_and_embedding():
+    t, _ = _table()
+    c = cells_from_table(t)
+    assert c.units.size == 4 * 4 and " @ " in c.units[0]
+    assert list(c.embeddings) == sorted(set(t["embedding"]), key=list(t["embedding"]).index)
+    assert set(c.embedding_sample) == {f"bootstrap-{i}" for i in range(1, 5)}
+    assert (c.unit_base[c.unit_embedding == 0] == c.unit_base[c.unit_embedding == 1]).all()
+
+
+@pytest.mark.parametrize("kind, levels", [("bootstrap", (True, False, True)),
+                                          ("seeds", (False, True, False)),
+                                          ("corpora", (True, False, False))])
+def test_structure(kind, levels):
+    t, _ = _table(kind)
+    st = structure(cells_from_table(t))
+    assert (st["sample_level"], st["run_level"], st["bootstrap"]) == levels
+
+
+def test_one_embedding_refused():
+    t, _ = _table()
+    one = t[t["embedding"] == t["embedding"].iloc[0]]
+    with pytest.raises(DistanceTableError, match="2 or more embeddings"):
+        structure(cells_from_table(one))
+    with pytest.raises(DistanceTableError, match="2 or more embeddings"):
+        structure(cells_from_table(one.drop(columns=["embedding", "corpus_sample"])))
+
+
+def test_model_builds_with_the_right_variables():
+    spec = load_spec("embedding_level")
+    assert "kappa0" in spec.card() and "bootstrap" in spec.card()
+    t, _ = _table("bootstrap", runs_per_sample=2)
+    m = build_model(spec, cells_from_table(t))
+    names = set(m.named_vars)
+    assert {"mu", "mu_bar", "M", "sample_effect", "run_effect", "attribute_effect",
+            "sample_mean_z"} <= names
+    t, _ = _table("seeds")
+    names = set(build_model(spec, cells_from_table(t)).named_vars)
+    assert "run_effect" in names and "sample_effect" not in names
+    # the likelihood is row-level: the embedding effects live in the cell means mu
+    assert "distance" in names
+
+
+def test_mu_bar_extrapolates_only_for_bootstrap():
+    """At a fixed point, mu_bar - M has sd kappa sqrt(1 + 1/R) (bootstrap) or kappa/sqrt(R)
+    (corpora), from the prior draws of the missing means."""
+    import pymc as pm
+
+    spec = load_spec("embedding_level")
+    sds = {}
+    for kind in ("bootstrap", "corpora"):
+        t, _ = _table(kind, n_embeddings=4)
+        m = build_model(spec, cells_from_table(t))
+        fixed = {"kappa0": 0.0, "kappa": np.array([0.1, 0.1, 0.1]), "tau": np.zeros(4) + 1e-9,
+                 "omega": 1e-9}
+        m2 = pm.do(m, fixed)
+        draws = pm.draw(m2["mu_bar"] - m2["M"], draws=4000, random_seed=1)
+        sds[kind] = np.asarray(draws).reshape(4000, 4).std(axis=0)
+    assert sds["bootstrap"][0] == pytest.approx(0.1 * np.sqrt(1 + 1 / 4), rel=0.08)
+    assert sds["corpora"][0] == pytest.approx(0.1 / 2, rel=0.08)
+    assert sds["bootstrap"][3] < 1e-6  # the reference connection 'none' has no vs-none part
+
+
+@pytest.mark.slow
+def test_fit_recovers_and_cli(tmp_path):
+    from bayesbias.cli import main
+    from bayesbias.models import fit_model
+
+    t, truth = simulate_ensemble_table(kind="bootstrap", n_embeddings=6, seed=11,
+                                       words_per_class=3, stereotypes_per_class=4, n_human=6,
+                                       n_none=8)
+    f = fit_model(t, "embedding_level", draws=500, tune=500, chains=2, seed=3)
+    g = f.group_means(ci_prob=0.99).set_index("connection")
+    for c, v in truth["corpus_mean"].items():  # the observed corpus's means, well inside
+        assert g.loc[c, "lower"] < v < g.loc[c, "upper"]
+    t.to_csv(tmp_path / "t.csv", index=False)
+    assert main(["--quiet", "fit", "--distances", str(tmp_path / "t.csv"), "--model",
+                 "embedding_level", "--draws", "300", "--tune", "300", "--chains", "2"]) == 0
