@@ -24,7 +24,7 @@ from hostile import run_cli, run_main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "metric", "classifier", "design",
-                 "calibrate"}
+                 "calibrate", "train"}
 #: Commands whose default-run README lines run as the installed console script.
 AS_SCRIPT = {"wordlists"}
 
@@ -88,6 +88,11 @@ def workdir(tmp_path_factory):
     pd = __import__("pandas")
     pd.DataFrame({"y": (data["toxicity"] == "toxic").astype(int), "p": data["TOXICITY@1"],
                   "dialect": data["template"]}).to_csv(root / "scores.csv", index=False)
+    # corpus.txt.gz and synthetic.toml: a synthetic corpus and its word list (bayesbias train)
+    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+
+    write_synthetic_corpus(root / "corpus.txt.gz", n_docs=1250, planted=0.5, seed=0)
+    synthetic_wordlist_toml(root / "synthetic.toml")
     assert main(["--quiet", "debias", "--wordlist", "religion",
                  "-o", str(root / "glove-religion-debiased.bin")]) == 0
     return root
