@@ -50,7 +50,7 @@ def main(reps, out, start=0):
         row = {"rep": rep}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            kw = dict(draws=500, tune=500, chains=2, cores=1, seed=rep)
+            kw = dict(draws=400, tune=400, chains=2, cores=1, seed=rep)
             f = fit_model(table, "embedding_level", **kw)
             row["embedding_level"] = covers(f, truth)
             row["diagnostics_ok"] = f.diagnostics().ok

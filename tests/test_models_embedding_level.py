@@ -93,3 +93,18 @@ def test_fit_recovers_and_cli(tmp_path):
     t.to_csv(tmp_path / "t.csv", index=False)
     assert main(["--quiet", "fit", "--distances", str(tmp_path / "t.csv"), "--model",
                  "embedding_level", "--draws", "300", "--tune", "300", "--chains", "2"]) == 0
+
+
+def test_compiled_models_are_not_reused_across_data_or_labels():
+    from bayesbias.models.base import model_data, structure_key
+
+    spec = load_spec("embedding_level")
+    t, _ = _table()
+    c = cells_from_table(t)
+    relabelled = cells_from_table(t.assign(corpus_sample="original"))
+    other = cells_from_table(_table(n_embeddings=4, eta=0.05)[0])
+    key = structure_key(spec, c)
+    assert key != structure_key(spec, relabelled)
+    assert key != structure_key(spec, other)
+    assert key == structure_key(spec, cells_from_table(t))
+    assert model_data(spec, c) == {}  # a row-level model has no pm.Data to swap

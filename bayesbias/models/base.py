@@ -47,8 +47,15 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
         # other data (with_data would fail on the missing cell statistics)
         import hashlib
 
-        extra = extra + (hashlib.sha256(np.ascontiguousarray(cells.y).tobytes()).hexdigest(),
-                         cells.n_rows)
+        h = hashlib.sha256()
+        for part in (cells.y, cells.unit_idx, cells.conn_idx, cells.attr_idx,
+                     cells.unit_embedding):
+            if part is not None:
+                h.update(np.ascontiguousarray(part).tobytes())
+        for labels in (cells.units, cells.attributes, cells.embedding_sample):
+            if labels is not None:
+                h.update("\x00".join(map(str, labels)).encode())
+        extra = extra + (h.hexdigest(), cells.n_rows)
     return (spec.hash, cells.level, cells.units.size, (cells.n > 0).tobytes(), extra)
 
 
