@@ -166,3 +166,36 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
              "corpus_mean": dict(zip(CONNECTIONS, (mu_bar + corpus).tolist(), strict=True)),
              "kind": kind}
     return table, truth
+
+
+def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=None,
+                           ci_kind=None, **fit_kwargs) -> pd.DataFrame:
+    """The verdict each embedding of a multi-embedding table would give on its own.
+
+    Fits `model` (default ``crossed``) to each embedding's rows; returns one row per
+    embedding with ``corpus_sample``, the verdict ``code`` and the ``associated - none``
+    and ``associated - different`` contrasts (mean, lower, upper). Set beside the
+    embedding-level verdict, it says how many single embeddings would have said otherwise.
+    """
+    import warnings
+
+    from .models import fit_model
+    from .verdicts import verdict_from_fit
+
+    if "embedding" not in table.columns:
+        raise InputDataError("the table has no embedding column")
+    rows = []
+    for label, part in table.groupby("embedding", sort=False):
+        one = part.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in part.columns])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_model(one.reset_index(drop=True), model, **fit_kwargs)
+        v = verdict_from_fit(fit, str(label), ci_prob, ci_kind)
+        c = fit.contrasts(ci_prob, ci_kind).set_index("contrast")
+        row = {"embedding": label, "corpus_sample": part["corpus_sample"].iloc[0]
+               if "corpus_sample" in part else "original", "verdict": v.code}
+        for name in ("associated - none", "associated - different"):
+            for k in ("mean", "lower", "upper"):
+                row[f"{name} {k}"] = float(c.loc[name, k])
+        rows.append(row)
+    return pd.DataFrame(rows)
