@@ -108,3 +108,15 @@ def test_compiled_models_are_not_reused_across_data_or_labels():
     assert key != structure_key(spec, other)
     assert key == structure_key(spec, cells_from_table(t))
     assert model_data(spec, c) == {}  # a row-level model has no pm.Data to swap
+
+
+def test_cli_refuses_one_embedding(tmp_path, capsys):
+    from bayesbias.cli import main
+
+    t, _ = _table()
+    one = t[t["embedding"] == t["embedding"].iloc[0]]
+    one.to_csv(tmp_path / "one.csv", index=False)
+    assert main(["--quiet", "fit", "--distances", str(tmp_path / "one.csv"), "--model",
+                 "embedding_level", "--draws", "10", "--tune", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 or more embeddings" in err[0]
