@@ -12,10 +12,12 @@ is itself one draw around the language), fits
 and records whether each 90% interval of ``associated - none`` and ``associated -
 different`` covers the true population contrast.
 
-Usage: python benchmarks/embedding_level_coverage.py REPS [OUT.json] [START]
+Usage: [KAPPA=0.015 KAPPA0=0.02] python benchmarks/embedding_level_coverage.py REPS [OUT.json]
+[START]  (KAPPA, KAPPA0: the corpus-sample sds of the simulation)
 """
 
 import json
+import os
 import sys
 import time
 import warnings
@@ -46,7 +48,9 @@ def main(reps, out, start=0):
         t0 = time.time()
         table, truth = simulate_ensemble_table(kind="bootstrap", n_embeddings=6, seed=rep,
                                                words_per_class=3, stereotypes_per_class=4,
-                                               n_human=6, n_none=8)
+                                               n_human=6, n_none=8,
+                                               kappa=float(os.environ.get("KAPPA", 0.015)),
+                                               kappa0=float(os.environ.get("KAPPA0", 0.02)))
         row = {"rep": rep}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
