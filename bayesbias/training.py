@@ -15,7 +15,8 @@ Models are independent tasks, run with Dask (threads in-process by default, or a
 ``distributed`` scheduler address); each writes a word2vec binary file that
 :func:`~bayesbias.embeddings.load_embedding` reads, and the folder's ``manifest.json``
 records settings, seed, corpus digest, resample digest and gensim version. A re-run with
-the same settings skips the models already written.
+the same corpus and settings skips the models already written (each has a ``NAME.json``
+record beside its file, so an interrupted run keeps its finished models).
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def resample_counts(n_docs: int, resample: int, seed: int) -> np.ndarray:
 
 
 def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: str,
-               n_docs: int, bootstrap_seed: int) -> dict:
+               n_docs: int, bootstrap_seed: int, key: str) -> dict:
     """Train one model with one gensim thread; write it; return its manifest entry."""
     import gensim
     from gensim.models import Word2Vec
@@ -198,9 +199,14 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     path = Path(out) / f"{plan.name}.bin"
     save_embedding(Embedding(wv.index_to_key, wv.vectors, source=str(path)), path, binary=True)
     progress.info("trained %s: %d words in %.1f s", plan.name, len(wv.index_to_key), seconds)
-    return dict(plan.to_dict(), file=path.name, resample_sha256=digest,
-                vocabulary=len(wv.index_to_key), seconds=round(seconds, 3),
-                gensim_version=gensim.__version__)
+    entry = dict(plan.to_dict(), file=path.name, resample_sha256=digest,
+                 vocabulary=len(wv.index_to_key), seconds=round(seconds, 3),
+                 gensim_version=gensim.__version__, key=key)
+    # a record beside the file: an interrupted run keeps its finished models
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(entry))
+    tmp.replace(path.with_suffix(".json"))
+    return entry
 
 
 def _load_manifest(folder: Path) -> dict | None:
@@ -281,16 +287,23 @@ def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
             "documents": stats["documents"], "tokens": stats["tokens"],
             "settings": settings.to_dict(), "bootstrap_seed": bootstrap_seed,
             "workers_per_model": 1, "format": "word2vec-binary"}
-    old = _load_manifest(out) or {}
-    same = all(old.get(k) == head[k] for k in ("corpus_sha256", "settings", "bootstrap_seed"))
-    done = {m["name"]: m for m in old.get("models", [])
-            if same and (out / m.get("file", "")).is_file()}
+    key = hashlib.sha256(json.dumps([head[k] for k in ("corpus_sha256", "settings",
+                                                       "bootstrap_seed")]).encode()).hexdigest()
+    done = {}
+    for p in plans:  # finished models of the same corpus and settings (their records)
+        record = out / f"{p.name}.json"
+        try:
+            entry = json.loads(record.read_text()) if record.is_file() else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            entry = None
+        if entry and entry.get("key") == key and (out / f"{p.name}.bin").is_file():
+            done[p.name] = entry
     todo = [p for p in plans if p.name not in done]
     if done:
         progress.info("%d of %d models already trained in %s: skipped", len(plans) - len(todo),
                       len(plans), out)
     tasks = [dask.delayed(_train_one, pure=False)(str(corpus.path), p, settings, str(out),
-                                                  stats["documents"], bootstrap_seed)
+                                                  stats["documents"], bootstrap_seed, key)
              for p in todo]
     if scheduler:
         from distributed import Client

@@ -141,3 +141,15 @@ def test_cli_train_and_errors(corpus, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "nope.txt" in err and len(err.strip().splitlines()) == 1
     assert main(["train", str(corpus), "-o", str(out), "--seeds", "0"]) == 2
+
+
+def test_interrupted_run_keeps_finished_models(corpus, tmp_path):
+    train_models(corpus, tmp_path, seeds=1, settings=SMALL)
+    (tmp_path / "manifest.json").unlink()  # as if interrupted before the manifest
+    stamp = (tmp_path / "original-seed1.bin").stat().st_mtime_ns
+    m = train_models(corpus, tmp_path, seeds=2, settings=SMALL)
+    assert (tmp_path / "original-seed1.bin").stat().st_mtime_ns == stamp
+    assert len(m["models"]) == 2
+    other = TrainSettings(vector_size=8, min_count=2, epochs=1)
+    train_models(corpus, tmp_path, seeds=1, settings=other)  # new settings: retrained
+    assert (tmp_path / "original-seed1.bin").stat().st_mtime_ns != stamp
