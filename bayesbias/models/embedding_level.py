@@ -92,7 +92,8 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  m[c] ~ {p['mu_bar']}",
             f"  tau[c] ~ {p['tau']};  eta[c] ~ {p['eta']};  omega ~ {p['omega']}",
             f"  kappa0 ~ {p['kappa0']};  kappa[c] ~ {p['kappa']}",
-            f"  lambda0 ~ {p['lambda0']};  lambda[c] ~ {p['lambda']}"]
+            f"  lambda0 ~ {p['lambda0']};  lambda[c] ~ {p['lambda']}",
+            "  (the scales of a level the ensemble lacks keep their prior)"]
 
 
 def _kind_of_connection() -> np.ndarray:
@@ -114,11 +115,10 @@ def cell_means(spec: ModelSpec, cells: Cells):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from ..errors import DistanceTableError as _E
-
     st = structure(cells)
     if cells.attr_idx is None:
-        raise _E("the embedding_level model needs the column attribute in every row")
+        raise DistanceTableError("the embedding_level model needs the column attribute in "
+                                 "every row")
     model = pm.modelcontext(None)
     model.add_coord("word", st["words"].tolist())
     model.add_coord("embedding", st["embeddings"].tolist())
