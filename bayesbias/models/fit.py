@@ -98,8 +98,8 @@ def _model_checks(fit) -> list[Check]:
                              "its interval comes from the prior alone and is not a finding"))
     from .checks import ATTRIBUTE_ALPHA, attribute_dependence, coverage_tolerance, loo_coverage
 
-    share = loo_coverage(fit)
-    tol = coverage_tolerance(fit.cells.n_rows)
+    share, se = loo_coverage(fit)
+    tol = coverage_tolerance(se)
     if abs(share - 0.89) > tol:
         what = ("too narrow: the model understates the spread of the distances, so its "
                 "intervals are likely too narrow (overconfident); prefer a model whose checks "
