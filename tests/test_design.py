@@ -15,7 +15,8 @@ from bayesbias.studies.exact_posterior import marginal_posterior
 
 @pytest.fixture(scope="module")
 def pilot():
-    return Pilot.from_table(published_table("religion", "reddit"), draws=2000, seed=3)
+    return Pilot.from_table(published_table("religion", "reddit"), "hierarchical", draws=2000,
+                            seed=3)
 
 
 def _brute_force_mu_bar(n, ybar, ss, spec):
@@ -158,7 +159,8 @@ def test_cli_design_json(tmp_path, capsys):
 
     out = tmp_path / "d.json"
     code = main(["--quiet", "design", "--distances", "published:religion:reddit", "--words",
-                 "5,10", "--human", "20", "--none", "40", "--reps", "10", "-o", str(out),
+                 "5,10", "--stereotypes", "4", "--human", "20", "--none", "40", "--reps", "10",
+                 "-o", str(out),
                  "--plot", str(tmp_path / "d.png"), "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)

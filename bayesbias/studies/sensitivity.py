@@ -221,7 +221,7 @@ class Sensitivity:
 
     def to_dict(self, k: int = 10) -> dict:
         """Plain data for JSON (``results.json``)."""
-        return {"method": METHOD, "settings": self.settings,
+        return {"method": self.method, "settings": self.settings,
                 "baseline": self.baseline.to_dict(orient="records"),
                 "resampled": self.resampled.to_dict(orient="records"),
                 "most_influential": self.influential(k).to_dict(orient="records"),
@@ -230,7 +230,7 @@ class Sensitivity:
     def __str__(self) -> str:
         s = self.settings
         top = self.influential(8)
-        lines = [f"sensitivity of the verdicts ({METHOD}; {s['ci_prob']:.0%} HDI below 0)",
+        lines = [f"sensitivity of the verdicts ({self.method}; {s['ci_prob']:.0%} HDI below 0)",
                  "share of resampled word lists (with replacement within class, "
                  f"{s['n_resamples']} lists) under which each verdict holds:",
                  self.resampled.set_index("contrast").round(3).to_string(), "",
@@ -437,7 +437,7 @@ def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
         f"Which words drive the verdicts: every protected word and every attribute word was "
         f"left out in turn, and {s['n_resamples']} word lists were resampled with replacement "
         f"within each class (protected words within their class, attributes within their "
-        f"stereotype class, human or neutral group). Method: {METHOD}. A verdict holds when "
+        f"stereotype class, human or neutral group). Method: {sens.method}. A verdict holds when "
         f"the contrast's {s['ci_prob']:.0%} HDI lies below zero. {flip_text}")
     section.table(sens.resampled, f"{name}_sensitivity_resampled",
                   "Share of resampled word lists under which each verdict holds (with its "
