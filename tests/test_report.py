@@ -228,6 +228,22 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
     assert "permutation test keeps these very words" in md
 
 
+def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_run):
+    import pandas as pd
+
+    root, out, code = hostile_run
+    data = json.loads((out / "results.json").read_text())
+    for key, wl in data["wordlists"].items():
+        named = [c["contrast"] for c in data["verdicts"][0]["contrasts"]]
+        table = pd.read_csv(out / "tables" / f"{key}_contrasts.csv")
+        assert set(named) <= set(table["contrast"]), key
+        assert len(table) == 6 and table["contrast"].nunique() == 6  # "all": six pairs
+        assert set(named) <= set(wl["forest_contrasts"]), key
+        assert {r["contrast"] for r in wl["contrasts"]} == set(table["contrast"])
+    md = (out / "report.md").read_text()
+    assert "no closer than any human" not in md
+
+
 def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_path):
     # --jobs 2 (the WEAT, null and figure jobs ran in a worker or here, whichever came
     # first) against --jobs 1 (all here): the same files, figures byte for byte

@@ -264,11 +264,13 @@ def bayes_section(ctx: WordListContext) -> None:
     s, fit, sec, g = ctx.settings, ctx.fit, ctx.section, ctx.glossary
     sec.heading("Bayesian model")
     gm = fit.group_means(s.ci_prob, s.ci_kind)
-    con = fit.contrasts(s.ci_prob, s.ci_kind)
+    con = fit.contrasts(s.ci_prob, s.ci_kind, contrasts="all")
     sec.table(gm, f"{ctx.key}_group_means", f"Posterior group-level mean distance per "
               f"connection, {ctx.iv}")
-    sec.table(con, f"{ctx.key}_contrasts", "All contrasts between connections: an interval "
-              "that excludes zero is a difference the data support")
+    sec.table(con, f"{ctx.key}_contrasts", f"All six contrasts between connections ({ctx.iv}; "
+              "the first four are the ones the verdict reads; negative = the first connection "
+              "is closer; `prob_below_zero` = posterior probability of a value below 0): an "
+              "interval that excludes zero is a difference the data support")
     params = fit.parameters(s.ci_prob, s.ci_kind)
     names = {str(n).split("[")[0] for n in params["parameter"]}
     explain = "; ".join(g(t) for t in ("tau", "sigma") if t in names and t not in g.used)
@@ -276,12 +278,14 @@ def bayes_section(ctx: WordListContext) -> None:
                                                                       if explain else ""))
     from ..models.plots import figure_png, fit_forest_data, fit_forest_figure
 
-    forest = ctx.pool.submit(figure_png, fit_forest_figure,
-                                fit_forest_data(fit, s.ci_prob, s.ci_kind))
+    forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
+    ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
+    forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data)
     sec.figure_from(
         partial(_write_bytes, forest),
         f"{ctx.key}_forest", f"Forest plot: {ctx.iv} of the mean distance per protected word "
-        "and connection, and of the group-level means")
+        "and connection, of the group-level means, and of the six contrasts (the verdict's "
+        "four first)")
     sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
               "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
     diag = fit.diagnostics()
