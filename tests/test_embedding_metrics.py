@@ -323,9 +323,16 @@ def test_report_section_with_a_stand_in_context():
                           results={})
     metrics_section(ctx)
     kinds = [i[0] for i in ctx.section.items]
-    assert kinds == ["heading", "text", "table", "bullets"]
+    assert kinds == ["heading", "text", "table", "text", "bullets"]
     frame = ctx.section.items[2][2]
     assert set(frame["metric"]) == set(METRICS)
+    # each value read against every null range; a null that could not be drawn says why
+    assert frame["reading"].str.contains("null range").all()
+    nulls = [c for c in frame.columns if c.startswith("null ")]
+    cells = frame[nulls].to_numpy().ravel()
+    assert all(c.startswith("[") or c.startswith("n/a: ") for c in cells)
+    assert "None" not in frame.to_string() and "no bias" in frame.columns
+    assert "Target pairs used by RIPA" in ctx.section.items[3][1]
     json.dumps(ctx.results["embedding_metrics"])
     ctx = SimpleNamespace(settings=SimpleNamespace(embedding=None, wordlists=()),
                           name="weat7", key="weat7", section=Sec(), results={})

@@ -242,6 +242,13 @@ def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_
         assert {r["contrast"] for r in wl["contrasts"]} == set(table["contrast"])
     md = (out / "report.md").read_text()
     assert "no closer than any human" not in md
+    # WEAT reconciled with the verdict, p as a bound with its sidedness, one interval of d
+    assert md.count("asks only whether protected words are closer to their own") == 4
+    over = pd.read_csv(out / "tables" / "overview.csv")
+    assert over["WEAT p"].str.endswith("(two-sided)").all()
+    assert "weat_reconciliation" in wl
+    weat = pd.read_csv(out / "tables" / f"{key}_weat.csv")
+    assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
 
 
 def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_path):

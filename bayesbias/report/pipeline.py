@@ -120,8 +120,11 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
 
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
+    from ..reconcile import p_bound, sidedness, weat_sentence
+
     sec.bullets([f"**{c.name}**: {c.verdict.headline}"
                  + (f" (note: {'; '.join(c.verdict.notes)})" if c.verdict.notes else "")
+                 + (f" {weat_sentence(c.verdict, c.weats)}" if "weats" in c.__dict__ else "")
                  for c in contexts], css="verdict")
     rows = []
     for c in contexts:
@@ -135,7 +138,8 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
         (x, y), first = weats[0] if weats else (("", ""), None)
         row.update({"WEAT pair": f"{x} vs {y}" if first else "",
                     "WEAT d": first.effect_size if first else float("nan"),
-                    "WEAT p": first.p_value if first else float("nan"),
+                    "WEAT p": (f"{p_bound(first)} ({sidedness(first.alternative)})"
+                               if first else ""),
                     "MAC": c.mac.mac if "mac" in c.__dict__ else float("nan")})
         rows.append(row)
     over = pd.DataFrame(rows)

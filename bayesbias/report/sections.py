@@ -315,12 +315,22 @@ def comparators_section(ctx: WordListContext) -> None:
     weat_df = pd.DataFrame([{
         "X": x, "Y": y, "effect_size": r.effect_size,
         "ci_lower": r.ci[0] if r.ci else np.nan, "ci_upper": r.ci[1] if r.ci else np.nan,
-        "p_value": r.p_value, "permutation": r.permutation, "n_permutations": r.n_permutations,
+        "p_value": r.p_value, "alternative": r.alternative, "permutation": r.permutation,
+        "n_permutations": r.n_permutations,
     } for (x, y), r in weats])
     if weats:
-        sec.table(weat_df, f"{ctx.key}_weat", f"WEAT per pair of classes (X targets with their "
+        from ..reconcile import p_bound, weat_sentence
+
+        shown = weat_df.drop(columns="p_value")
+        shown.insert(5, "p", [p_bound(r) for _, r in weats])
+        sec.table(shown, f"{ctx.key}_weat", f"WEAT per pair of classes (X targets with their "
                   f"stereotypes A vs Y with B); {s.ci_prob:.0%} equal-tailed percentile "
-                  "bootstrap interval of d")
+                  f"bootstrap interval of d ({s.n_bootstrap} resamples of targets and "
+                  "attributes: the one interval of each WEAT d in this report); p of the "
+                  "two-sided permutation test, a bound below what the test resolves")
+        sentence = weat_sentence(ctx.verdict, weats)
+        sec.text(sentence)
+        ctx.results["weat_reconciliation"] = sentence
     else:
         sec.text("WEAT and its null distribution need two protected classes with "
                  "stereotypes; this table has fewer, so they are skipped.")
@@ -361,7 +371,7 @@ def comparators_section(ctx: WordListContext) -> None:
         f"Null distributions of WEAT d and MAC for {x} vs {y} (same list sizes) with the "
         f"observed values (red: d = {first.effect_size:.2f}, MAC = {pair_mac:.3f}). "
         f"{share:.1%} of null replications have |d| at least the observed "
-        f"{abs(first.effect_size):.2f}, while WEAT's permutation p is {first.p_value:.3g}. "
+        f"{abs(first.effect_size):.2f}, while WEAT's permutation {first.p_text}. "
         f"{NULL_VS_PERMUTATION} 95% of null MAC values lie in [{q['mac'][0]:.3f}, "
         f"{q['mac'][1]:.3f}].")
     ctx.results["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
