@@ -184,6 +184,7 @@ def run_contexts(args) -> int:
                                 tune=args.fit_draws, chains=args.chains, seed=src.seed,
                                 ci_prob=args.ci_prob)
         payload["fit"] = fit.to_dict()
-        text += "\n" + str(fit)
+        payload["verdict"] = payload["fit"]["verdict"]
+        text = str(fit) + "\n\n" + text  # the verdict block leads, as in `bayesbias fit`
     emit(args, payload, text)
     return 0
