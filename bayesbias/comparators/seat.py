@@ -297,6 +297,8 @@ class SeatResult(WeatResult):
         from ..reconcile import format_p, sidedness
 
         lines = super().__str__().splitlines()
+        lines[0] = lines[0].replace(" targets, ", " target sentences, ").replace(
+            " attributes)", " attribute sentences)")
         sl = self.sentence_level
         at = next((i for i, line in enumerate(lines) if "bootstrap interval" in line),
                   len(lines) - 1)

@@ -167,7 +167,13 @@ class ContextFit:
     def __str__(self) -> str:
         pct = f"{self.ci_prob:.0%} {self.ci_kind.upper()}"
         v = self.verdict()
-        lines = [str(v), f"  {v.rule}", "",
+        d = self.diagnostics
+        bad = d.get("max_rhat", 1.0) > 1.01 or d.get("divergences", 0) > 0
+        lines = [str(v), f"  {v.rule}"]
+        if bad:
+            lines.append(f"  warning: sampler diagnostics failed ({self.diagnostics_text()}); "
+                         "read the verdict as rough until --fit-draws and --chains are raised")
+        lines += ["",
                  f"context model ({self.n_rows} rows in {self.n_cells} cells: {self.n_words} "
                  f"words x {self.n_contexts} context draws; {pct})",
                  self.summary.round(4).to_string(index=False),
