@@ -19,7 +19,7 @@ from bayesbias.report.document import Report, check_output, safe_name, unique_na
 from bayesbias.verdicts import contrast_evidence, verdict_changes, verdict_from_draws
 
 SMALL = ["--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
-         "--bootstrap", "0", "--null-reps", "100", "--quiet"]
+         "--bootstrap", "0", "--null-reps", "100", "--quiet", "--no-robustness"]
 
 
 # -- verdict logic on draws with a known answer ---------------------------------------------
@@ -249,6 +249,31 @@ def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_
     assert "weat_reconciliation" in wl
     weat = pd.read_csv(out / "tables" / f"{key}_weat.csv")
     assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
+
+
+def test_verdict_box_carries_the_robustness_line(tmp_path):
+    from bayesbias.distances import write_distance_table
+    from bayesbias.testing import simulate_table
+
+    table, _ = simulate_table(seed=4, words_per_class=3, n_human=8, n_none=10)
+    csv = write_distance_table(table, tmp_path / "sim.csv")
+    small = [a for a in SMALL if a != "--no-robustness"]
+    out = tmp_path / "rep"
+    assert main(["report", "--distances", str(csv), "-o", str(out), "--jobs", "2",
+                 *small]) == 0
+    md = (out / "report.md").read_text()
+    data = json.loads((out / "results.json").read_text())
+    line = data["wordlists"]["sim"]["robustness"]
+    assert line.startswith("Robustness over 200 word lists resampled within each class")
+    assert "`associated - human`" in line and "% of the lists" in line
+    assert md.count(line) == 2  # the overview's verdict box and the word list's
+    assert "--no-robustness" in md  # the settings say how to leave it out
+    # a model without exact refits says why there is no robustness line
+    out2 = tmp_path / "rep2"
+    assert main(["report", "--distances", str(csv), "-o", str(out2), "--model", "additive",
+                 "--jobs", "1", *small]) == 0
+    data = json.loads((out2 / "results.json").read_text())
+    assert data["wordlists"]["sim"]["robustness"].startswith("Robustness: not computed")
 
 
 def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_path):

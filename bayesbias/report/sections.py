@@ -138,6 +138,8 @@ class WordListContext:
         :func:`~bayesbias.report.run_report` for every word list before the first builder.
         """
         for name in _JOBS:
+            if name == "robustness" and not _wants_robustness(self.settings):
+                continue
             self.job(name)
 
     def job(self, name: str) -> Job:
@@ -208,6 +210,14 @@ class WordListContext:
         return self.job("embedding_metrics").result()
 
     @cached_property
+    def robustness(self):
+        """Leave-one-out and resampled-list refits (a ``Sensitivity``), the reason they do
+        not apply (a str), or None when not asked for."""
+        if not _wants_robustness(self.settings):
+            return None
+        return self.job("robustness").result()
+
+    @cached_property
     def mac(self):
         """MAC over all classes."""
         from ..comparators.mac import mac_from_table
@@ -222,7 +232,9 @@ def verdict_section(ctx: WordListContext) -> None:
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
-    sec.bullets([f"**{v.headline}**"] + v.details + [f"Note: {n}" for n in v.notes],
+    robust = ([robustness_line(ctx.robustness)]
+              if getattr(ctx.settings, "robustness", False) else [])
+    sec.bullets([f"**{v.headline}**"] + v.details + [f"Note: {n}" for n in v.notes] + robust,
                 css="verdict")
     frame = v.to_frame().drop(columns="word list")
     sec.table(frame, f"{ctx.key}_verdict", f"The contrasts behind the verdict ({ctx.iv}; "
@@ -233,6 +245,8 @@ def verdict_section(ctx: WordListContext) -> None:
         sec.text(f"Warning: {warn}.")
     ctx.results["verdict"] = v.to_dict()
     ctx.results["coverage_warning"] = warn
+    if robust:
+        ctx.results["robustness"] = robust[0]
 
 
 def drivers_section(ctx: WordListContext) -> None:
@@ -254,9 +268,13 @@ def drivers_section(ctx: WordListContext) -> None:
 def sensitivity_section(ctx: WordListContext) -> None:
     """Leave-one-word-out and resampled-list sensitivity (only with ``--sensitivity``)."""
     if getattr(ctx.settings, "sensitivity", False):
-        from ..studies.sensitivity import report_builder
+        from ..studies.sensitivity import Sensitivity, report_builder, report_section
 
-        report_builder(ctx)
+        done = ctx.robustness  # the refits of the robustness line, when they were made
+        if isinstance(done, Sensitivity):
+            ctx.results["sensitivity"] = report_section(ctx.section, done, ctx.key)
+        else:
+            report_builder(ctx)
 
 
 def bayes_section(ctx: WordListContext) -> None:
@@ -445,6 +463,64 @@ def weat_and_null(table: pd.DataFrame, sd_convention: str, n_permutations: int, 
         return weats, exc
 
 
+def _wants_robustness(settings) -> bool:
+    return bool(getattr(settings, "robustness", False) or getattr(settings, "sensitivity",
+                                                                  False))
+
+
+def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed):
+    """Exact leave-one-out and resampled-list refits of `table` (a ``Sensitivity``), or why
+    they do not apply to `model` (a str)."""
+    from ..errors import ModelSpecError
+    from ..models import load_spec
+    from ..studies.sensitivity import check_model, sensitivity
+
+    try:
+        spec = check_model(load_spec(model))
+    except ModelSpecError as exc:
+        return str(exc)
+    try:
+        return sensitivity(table, spec, ci_prob=ci_prob, seed=seed)
+    except InputDataError as exc:
+        return str(exc)
+
+
+def robustness_line(sens) -> str:
+    """One line for a verdict box: how often each verdict contrast holds over resampled word
+    lists, and which left-out words flip one."""
+    from ..studies.design import VERDICTS
+
+    if sens is None:
+        return ""
+    if isinstance(sens, str):
+        return f"Robustness: not computed ({sens})."
+    share = sens.resampled.set_index("contrast")["share_holds"]
+    base = sens.baseline.set_index("contrast")["holds"]
+    parts = [f"`{c}` {'below 0' if base[c] else 'not below 0'} here, below 0 in "
+             f"{share[c]:.0%} of the lists" for c in VERDICTS]
+    lo = sens.leave_one_out
+    flips = lo.loc[lo["contrast"].isin(VERDICTS) & lo["flips"]]
+    if flips.empty:
+        flip = "no single left-out word flips a verdict contrast"
+    else:
+        by = []
+        for c, words in flips.groupby("contrast", sort=False)["word"]:
+            words = list(words)
+            by.append(", ".join(f"`{w}`" for w in words[:4])
+                      + (f" (or {len(words) - 4} other words)" if len(words) > 4 else "")
+                      + f" flips `{c}`")
+        flip = "leaving out " + "; ".join(by)
+    n = sens.settings.get("n_resamples")
+    iv = f"{sens.settings.get('ci_prob', 0.89):.0%} HDI"
+    return (f"Robustness over {n} word lists resampled within each class ({iv} wholly below "
+            f"0; exact refits): " + "; ".join(parts) + f"; {flip}.")
+
+
+def _robustness_job(ctx: WordListContext) -> tuple:
+    s = ctx.settings
+    return robustness, (ctx.table, s.model, s.ci_prob, s.seed), False
+
+
 def _comparators_job(ctx: WordListContext) -> tuple:
     s = ctx.settings
     return weat_and_null, (ctx.table, s.sd_convention, s.n_permutations, s.seed,
@@ -460,7 +536,8 @@ def _metrics_job(ctx: WordListContext) -> tuple:
 
 
 #: The jobs of :meth:`WordListContext.start`: name -> (function, arguments, run here?).
-_JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job}
+_JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job,
+         "robustness": _robustness_job}
 
 
 def _null_figure(null, observed: dict, title: str):
