@@ -81,6 +81,13 @@ def _weat(ta, tb, seed):
     return rows, pairs
 
 
+def _p(p) -> str:
+    from ..reconcile import format_p
+
+    text = format_p(p)
+    return text if text[:1] in "<n" else f"= {text}"
+
+
 def run(args) -> int:
     """Run ``bayesbias compare``; return the exit code."""
     from pathlib import Path
@@ -128,7 +135,7 @@ def run(args) -> int:
                 f"{k}: {', '.join(v)}" for k, v in table.attrs["missing"].items()))
     if mac and "error" not in mac:
         lines.append(f"MAC a = {mac['mac_a']:.4f}, b = {mac['mac_b']:.4f}; Manzini's paired "
-                     f"t-test: t = {mac['statistic']:.3f}, p = {mac['p_value']:.4g} "
+                     f"t-test: t = {mac['statistic']:.3f}, p {_p(mac['p_value'])} (two-sided) "
                      f"({mac['n_pairs']} pairs)")
     if isinstance(weat, list) and weat:
         import pandas as pd
