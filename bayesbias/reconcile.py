@@ -22,7 +22,7 @@ ALPHA = 0.05
 
 
 def format_p(p, *, floor: float | None = None) -> str:
-    """A p-value as printed: a bound below what the method resolves, else 3 significant digits.
+    """Return a p-value as printed: a bound below what the method resolves, else 3 digits.
 
     Parameters
     ----------
@@ -62,7 +62,7 @@ def _floor(result) -> float | None:
 
 
 def p_bound(result) -> str:
-    """The p-value of a WEAT-like result as :func:`format_p` prints it (its floor known)."""
+    """Return the p-value of a WEAT-like result as :func:`format_p` prints it."""
     return format_p(result.p_value, floor=_floor(result))
 
 

@@ -84,8 +84,11 @@ def test_ceat_draws_are_seeded_and_vary_with_contexts():
 # -- the interval over words and contexts (issue 25) -----------------------------------------
 
 def _population_pools(rng, n_words=10, n_ctx=10, dim=8, tau=1.0, sigma=1.0):
-    """Words drawn from a population (word effect tau), contexts sharing their word's
-    effect (context noise sigma); X and Y from the same population, so the truth is 0."""
+    """Pools of words drawn from a population; the truth is 0.
+
+    Word effect tau, contexts sharing their word's effect (context noise sigma); X and Y
+    come from the same population.
+    """
     base = {k: rng.normal(size=dim) * (1.0 if k in "AB" else 0.0) for k in "XYAB"}
     base["Y"] = base["X"]
     return {k: [c + sigma * rng.normal(size=(n_ctx, dim)) for c in

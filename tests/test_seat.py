@@ -140,12 +140,15 @@ def test_word_level_intervals_cover_better_than_sentence_level_ones_quick():
 
 @pytest.mark.slow
 def test_word_level_intervals_cover_and_sentence_level_ones_do_not():
-    """Words drawn from a population, sentences sharing a word effect (tau = sigma, 16
-    words of 8 sentences per set): the truth is d = 0. The word-level 89% interval covers 0
-    at about 89% and the word-level p rejects at about 5%; the sentence-level interval
+    """Word-level intervals cover at their nominal rate; sentence-level ones do not.
+
+    Words drawn from a population, sentences sharing a word effect (tau = sigma, 16 words
+    of 8 sentences per set): the truth is d = 0. The word-level 89% interval covers 0 at
+    about 89% and the word-level p rejects at about 5%; the sentence-level interval
     (sentences as independent) covers far less and its p rejects far more (design effect
     1 + 7 * 0.5). Measured over 400 data sets (1000 resamples each): word level 0.880,
-    sentence level 0.505."""
+    sentence level 0.505.
+    """
     word, sent, word_rej, sent_rej = _seat_coverage(400, 500, seed=7)
     # binomial sd of a share near 0.89 over 400 runs: 0.016
     assert 0.85 <= word <= 0.93, word

@@ -138,7 +138,7 @@ def _random_effects_rows(es: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _padded_units(words) -> tuple[np.ndarray, np.ndarray]:
-    """Unit vectors of each word's contexts, padded to (n_words, max_contexts, dim)."""
+    """Return unit vectors of each word's contexts, padded to (n_words, max_contexts, dim)."""
     sizes = np.array([len(p) for p in words])
     dim = np.asarray(words[0]).shape[1]
     out = np.zeros((len(words), int(sizes.max()), dim))

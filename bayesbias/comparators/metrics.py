@@ -879,7 +879,7 @@ def _reading(value: float, null: dict) -> str:
 
 
 def report_frame(table: MetricTable, weats=(), sd: str = "sample") -> pd.DataFrame:
-    """The metric table as the report shows it: one compact row per (class pair, metric).
+    """Return the metric table as the report shows it: one row per (class pair, metric).
 
     Columns ``classes, metric, value, interval, null <kind>..., no bias, reading``; null
     ranges as ``[lower, upper]`` or ``n/a: reason``; ``reading`` says whether the value lies

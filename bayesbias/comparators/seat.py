@@ -61,12 +61,12 @@ class SeatTest:
         return {k: len(v) for k, v in self.sets.items()}
 
     def units(self, key: str) -> tuple[str, ...]:
-        """The word of each sentence of set `key` (the sentence itself when unknown)."""
+        """Return the word of each sentence of set `key` (the sentence itself when unknown)."""
         return tuple(self.words.get(key) or self.sets[key])
 
 
 def _words_of_sentences(sets: dict, wordlist: str) -> dict:
-    """The word of each sentence, regenerated from the word list and SEAT's templates."""
+    """Return the word of each sentence, regenerated from the word list and templates."""
     from ..encoders.words import Templates
 
     try:

@@ -137,7 +137,7 @@ class ContextFit:
                 "diagnostics": self.diagnostics, "spec": self.spec}
 
     def verdict(self, name: str = "", rope: float | None = None):
-        """The control-group :class:`~bayesbias.verdicts.Verdict` from the draws of mu_bar.
+        """Return the control-group :class:`~bayesbias.verdicts.Verdict` from mu_bar's draws.
 
         The same rule and words as ``bayesbias fit``; a connection without rows makes its
         contrasts "no data".
@@ -157,7 +157,7 @@ class ContextFit:
         return verdict_from_draws(name, draws, self.ci_prob, self.ci_kind, rope, has)
 
     def diagnostics_text(self) -> str:
-        """The sampler diagnostics in one line."""
+        """Return the sampler diagnostics in one line."""
         d = self.diagnostics
         return (f"diagnostics: max r-hat {d.get('max_rhat', float('nan')):.3f}, min bulk ESS "
                 f"{d.get('min_ess_bulk', float('nan')):.0f}, {d.get('divergences', 0)} "

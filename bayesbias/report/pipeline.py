@@ -127,7 +127,6 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
     from ..reconcile import p_bound, sidedness, weat_sentence
-
     from .sections import robustness_line
 
     sec.bullets([f"**{c.name}**: {c.verdict.headline}"

@@ -211,8 +211,10 @@ class WordListContext:
 
     @cached_property
     def robustness(self):
-        """Leave-one-out and resampled-list refits (a ``Sensitivity``), the reason they do
-        not apply (a str), or None when not asked for."""
+        """Leave-one-out and resampled-list refits, or why they do not apply.
+
+        A ``Sensitivity``, the reason as a str, or None when not asked for.
+        """
         if not _wants_robustness(self.settings):
             return None
         return self.job("robustness").result()
@@ -469,8 +471,10 @@ def _wants_robustness(settings) -> bool:
 
 
 def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed):
-    """Exact leave-one-out and resampled-list refits of `table` (a ``Sensitivity``), or why
-    they do not apply to `model` (a str)."""
+    """Exact leave-one-out and resampled-list refits of `table`, or why they do not apply.
+
+    Returns a ``Sensitivity``, or the reason as a str when `model` has no exact refits.
+    """
     from ..errors import ModelSpecError
     from ..models import load_spec
     from ..studies.sensitivity import check_model, sensitivity
@@ -486,8 +490,11 @@ def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed):
 
 
 def robustness_line(sens) -> str:
-    """One line for a verdict box: how often each verdict contrast holds over resampled word
-    lists, and which left-out words flip one."""
+    """Return the verdict box's robustness line.
+
+    How often each verdict contrast holds over resampled word lists, and which left-out
+    words flip one.
+    """
     from ..studies.design import VERDICTS
 
     if sens is None:
