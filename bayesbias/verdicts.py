@@ -244,6 +244,14 @@ def _detail(c: ContrastEvidence, iv: str) -> str:
             f"P(< 0) = {c.prob_below_zero:.2f}{rope}): {c.phrase()}")
 
 
+def _vs_human(ah) -> str:
+    """An undecided `associated - human` in the headline's words."""
+    if ah.upper < 0:
+        return ("and closer than neutral human attributes, but not clearly by more than the "
+                "ROPE (undecided)")
+    return "but not credibly closer or further than neutral human attributes (undecided)"
+
+
 def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
     notes = []
     if an.status == "no data" or ah.status == "no data":
@@ -267,9 +275,8 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
                 "words is a human-attribute effect, not a stereotype effect")
         code = "human closer than stereotypes"
     elif an.status == "below":
-        head = ("stereotypes are closer than neutral words, but not credibly closer or "
-                "further than neutral human attributes (undecided): the data do not show "
-                "stereotype-specific association" if ah.status == "undecided" else
+        head = (f"stereotypes are closer than neutral words, {_vs_human(ah)}: the data "
+                "do not show stereotype-specific association" if ah.status == "undecided" else
                 "stereotypes are closer than neutral words, but practically as close as "
                 "neutral human attributes: the data do not show stereotype-specific "
                 "association")

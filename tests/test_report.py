@@ -65,6 +65,17 @@ def test_verdict_rule(means, code):
     assert v.headline in str(v)
 
 
+def test_undecided_never_reads_as_evidence_of_absence():
+    v = verdict_from_draws("t", _draws(-0.1, -0.005, 0.0, -0.05))  # P(< 0) about 0.69
+    assert 0.6 < v["associated - human"].prob_below_zero < 0.8
+    assert "not credibly closer or further than neutral human attributes (undecided)" in \
+        v.headline
+    assert "no closer than" not in str(v) and "no closer than" not in v.rule
+    assert "(undecided)" in v["associated - different"].phrase()
+    near = verdict_from_draws("t", _draws(-0.1, -0.025, 0.0, -0.05), rope=0.02)
+    assert "not clearly by more than the ROPE (undecided)" in near.headline
+
+
 def test_verdict_says_when_the_human_control_is_closer_than_the_stereotypes():
     v = verdict_from_draws("race", _draws(-0.13, 0.09, -0.01, -0.22))
     assert "human attributes are closer still" in v.headline
