@@ -245,7 +245,7 @@ def _detail(c: ContrastEvidence, iv: str) -> str:
 
 
 def _vs_human(ah) -> str:
-    """An undecided `associated - human` in the headline's words."""
+    """Return an undecided `associated - human` in the headline's words."""
     if ah.upper < 0:
         return ("and closer than neutral human attributes, but not clearly by more than the "
                 "ROPE (undecided)")
