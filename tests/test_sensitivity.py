@@ -68,7 +68,7 @@ def test_sensitivity_tables(sens):
 
 
 def test_sensitivity_reproducible_and_plot(table, sens, tmp_path):
-    again = sensitivity(table, n_resamples=40, n_draws=1000, seed=4)
+    again = sensitivity(table, "hierarchical", n_resamples=40, n_draws=1000, seed=4)
     assert again.leave_one_out.equals(sens.leave_one_out)
     assert again.resampled.equals(sens.resampled)
     sens.plot(tmp_path / "s.png")
