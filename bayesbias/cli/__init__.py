@@ -191,6 +191,9 @@ def main(argv=None) -> int:
     debug = False
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
+        from ..provenance import set_command
+
+        set_command(argv)  # the exact command line, for provenance
         debug = "--debug" in argv
         parser = build_parser(argv)
         args = parser.parse_args(argv)

@@ -1,0 +1,142 @@
+"""Provenance, "how to cite" and re-running a report from its ``results.json``.
+
+``results.json`` holds the report's :class:`~bayesbias.report.ReportSettings` and a
+provenance record (:func:`bayesbias.provenance.provenance`): :func:`settings_from_results`
+turns it back into settings, and ``bayesbias report --rerun results.json`` writes the same
+report again, after checking that every input file still has its recorded digest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import fields
+from pathlib import Path
+
+from .. import provenance as _prov
+from ..citation import cite_bayesbias, references
+from ..errors import InputDataError
+
+__all__ = ["back_matter", "report_inputs", "provenance_section", "cite_section",
+           "settings_from_results",
+           "check_inputs"]
+
+log = logging.getLogger(__name__)
+
+
+def report_inputs(settings) -> list[tuple[str, object]]:
+    """The report's inputs as (role, what the user gave): embedding, word lists, tables, model."""
+    s = settings
+    out: list[tuple[str, object]] = []
+    if s.distances:
+        out += [("distances", d) for d in s.distances]
+    else:
+        from .._atomic import shipped_dir
+
+        out.append(("embedding", s.embedding if s.embedding is not None else "default"))
+        out += [("wordlist", w) for w in s.wordlists]
+        try:
+            out.append(("controls", shipped_dir("wordlists") / "controls.toml"))
+        except FileNotFoundError:  # pragma: no cover - a broken installation
+            pass
+    out.append(("model", s.model))
+    return out
+
+
+def provenance_section(report, prov: dict) -> None:
+    """Add the provenance section (after the settings)."""
+    sec = report.section("Provenance", last=True)
+    sec.text("How this report was made: versions, date, the exact command line and the "
+             "sha256 digest and size of every input file (also in `results.json` under "
+             "`provenance`, and in each saved fit's attributes). Re-run it with "
+             "`bayesbias report --rerun results.json -o NEW-FOLDER`.")
+    sec.bullets(_prov.provenance_lines(prov))
+
+
+def cite_keys(settings, contexts) -> set[str]:
+    """Which references the report's methods, data and software call for."""
+    keys = {"bayesian", "mac", "pymc", "arviz"}
+    if any("weats" in c.__dict__ and c.weats for c in contexts):
+        keys.add("weat")
+    if any(str(w).startswith("weat") for w in getattr(settings, "wordlists", ())):
+        keys.add("weat")
+    if any(c.__dict__.get("embedding_metrics") is not None for c in contexts):
+        keys |= {"rnd", "rnsb", "ect", "ripa", "bolukbasi", "weat"}
+    if not settings.distances and settings.embedding in (None, "default", "glove-6b-50d"):
+        keys.add("glove")
+    emb = settings.embedding
+    if hasattr(emb, "to_dict") and emb.to_dict().get("how") == "templates":
+        keys.add("seat")
+    if any(getattr(c.fit, "checks", None) and any(
+            getattr(k, "code", "") == "ppc_coverage" for k in c.fit.checks) for c in contexts):
+        keys.add("loo")
+    return keys
+
+
+def cite_section(report, settings, contexts) -> None:
+    """Add "How to cite": bayesbias itself and the papers whose methods the report used."""
+    from .. import __version__
+
+    sec = report.section("How to cite", last=True)
+    sec.text("If you use these results, cite bayesbias (" + cite_bayesbias(__version__)
+             + ") and the papers whose methods, data and software the report used:")
+    sec.bullets([f"{ref} (for {what})" for what, ref in references(cite_keys(settings,
+                                                                               contexts))])
+
+
+def settings_from_results(path, output: str | None = None):
+    """The :class:`~bayesbias.report.ReportSettings` recorded in a report's ``results.json``.
+
+    Parameters
+    ----------
+    path : path-like
+        ``results.json`` of a report, or the report folder.
+    output : str, optional
+        The new report folder (default: the recorded one).
+    """
+    from .pipeline import ReportSettings
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        recorded = data["settings"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputDataError(f"{path}: not a bayesbias report's results.json ({exc})") from None
+    known = {f.name for f in fields(ReportSettings)}
+    unknown = set(recorded) - known
+    if unknown:
+        raise InputDataError(f"{path}: settings this version does not know: "
+                             f"{', '.join(sorted(unknown))}")
+    kwargs = dict(recorded)
+    for key in ("wordlists", "distances"):
+        kwargs[key] = tuple(kwargs.get(key) or ())
+    if isinstance(kwargs.get("embedding"), dict):
+        from ..encoders.words import EncoderSource
+
+        d = kwargs["embedding"]
+        kwargs["embedding"] = EncoderSource(
+            d["encoder"], how=d["how"], corpus=d.get("corpus"),
+            contexts=d.get("contexts") or 20, seed=d["seed"], cache=d.get("cache", True))
+    if output is not None:
+        kwargs["output"] = output
+    settings = ReportSettings(**kwargs)
+    settings.recorded_provenance = data.get("provenance")
+    return settings
+
+
+def check_inputs(settings) -> list[str]:
+    """Differences between the recorded input digests and the files now (empty if none)."""
+    recorded = getattr(settings, "recorded_provenance", None)
+    if not recorded:
+        return []
+    now = [_prov.input_record(role, spec) for role, spec in report_inputs(settings)]
+    return _prov.compare_inputs(recorded.get("inputs", []), json.loads(json.dumps(
+        now, default=str)))
+
+
+def back_matter(report, settings, contexts, prov: dict) -> None:
+    """The sections after the settings: provenance, then how to cite."""
+    provenance_section(report, prov)
+    cite_section(report, settings, contexts)
