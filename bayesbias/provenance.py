@@ -21,7 +21,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["provenance", "file_digest", "input_record", "set_command", "command_line",
+__all__ = ["provenance", "fit_provenance", "fit_inputs", "file_digest", "input_record",
+           "set_command", "command_line",
            "git_commit", "package_versions", "provenance_lines", "compare_inputs"]
 
 #: Distributions whose version is always recorded (when installed).
@@ -83,25 +84,22 @@ def file_digest(path) -> dict:
     """``{"path", "bytes", "sha256"}`` of a file, or of a folder (its files in name order).
 
     A folder's digest is the sha256 of each file's relative path and sha256, one per line;
-    results are cached per process by path, size and modification time.
+    a file's digest is cached per process by path, size and modification time.
     """
     path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        lines = [f"{p.relative_to(path).as_posix()} {file_digest(p)['sha256']}" for p in files]
+        return {"path": str(path), "bytes": int(sum(p.stat().st_size for p in files)),
+                "sha256": hashlib.sha256("\n".join(lines).encode()).hexdigest()}
     st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, path.is_dir())
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _DIGESTS:
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file())
-            lines = [f"{p.relative_to(path).as_posix()} {file_digest(p)['sha256']}"
-                     for p in files]
-            digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-            size = sum(p.stat().st_size for p in files)
-        else:
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            digest, size = h.hexdigest(), st.st_size
-        _DIGESTS[key] = {"bytes": int(size), "sha256": digest}
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = {"bytes": int(st.st_size), "sha256": h.hexdigest()}
     return {"path": str(path), **_DIGESTS[key]}
 
 
@@ -217,3 +215,34 @@ def provenance_lines(prov: dict) -> list[str]:
             f"`{f['path']}`, {f['bytes']:,} bytes, sha256 `{f['sha256']}`" if f
             else "no file (described by its settings)"))
     return lines
+
+
+def fit_inputs(fit) -> list[tuple[str, str]]:
+    """The inputs a fit records (its table's source, embedding, word list, model spec)."""
+    import json
+
+    attrs = fit.idata.attrs
+    try:
+        table = json.loads(attrs.get("table_attrs", "{}"))
+    except ValueError:
+        table = {}
+    out = []
+    if "topic" in table:  # a shipped published table
+        out.append(("distances", f"published:{table['topic']}:{table.get('embedding')}"))
+    else:
+        if table.get("source") and Path(table["source"]).is_file():
+            out.append(("distances", table["source"]))
+        emb = str(table.get("embedding", ""))
+        if emb.startswith("default"):
+            out.append(("embedding", "default"))
+        elif emb and Path(emb).is_file():
+            out.append(("embedding", emb))
+        if table.get("wordlist"):
+            out.append(("wordlist", table["wordlist"]))
+    out.append(("model", attrs.get("spec_name", fit.spec.name)))
+    return out
+
+
+def fit_provenance(fit) -> dict:
+    """:func:`provenance` of a fit's inputs (:func:`fit_inputs`), for :meth:`Fit.save`."""
+    return provenance(fit_inputs(fit))

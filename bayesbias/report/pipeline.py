@@ -286,7 +286,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     def write_fits(folder: Path):
         folder.mkdir()
         for c in contexts:
-            c.fit.save(folder / f"{c.key}.nc")
+            c.fit.save(folder / f"{c.key}.nc", provenance=prov)
         pool.help()  # the figures no worker has started yet
 
     progress.info(f"writing report to {out_dir}")

@@ -1,0 +1,77 @@
+"""Provenance (versions, command line, input digests) and the citation block."""
+
+import hashlib
+import json
+import sys
+
+import pytest
+
+from bayesbias import provenance as prov
+from bayesbias.citation import REFERENCES, references
+
+
+def test_shipped_names_resolve_to_the_files_they_stand_for():
+    from bayesbias.datasets import DATA_DIR
+
+    rec = prov.input_record("distances", "published:religion:reddit")
+    path = DATA_DIR / "published" / "religion_group_reddit_dataset.csv.gz"
+    assert rec["file"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert rec["file"]["bytes"] == path.stat().st_size and rec["shipped"] == "shipped"
+    for role, name in (("embedding", "default"), ("wordlist", "religion"), ("model", "crossed")):
+        assert len(prov.input_record(role, name)["file"]["sha256"]) == 64, name
+
+
+def test_files_folders_and_encoders(tmp_path):
+    f = tmp_path / "w.toml"
+    f.write_bytes(b"abc")
+    rec = prov.input_record("wordlist", str(f))
+    assert rec["file"] == {"path": str(f), "bytes": 3,
+                           "sha256": hashlib.sha256(b"abc").hexdigest()}
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x").write_bytes(b"1")
+    folder = prov.file_digest(tmp_path)
+    assert folder["bytes"] == 4
+    (tmp_path / "sub" / "x").write_bytes(b"2")  # same size, new content: a new digest
+    assert prov.file_digest(tmp_path)["sha256"] != folder["sha256"]
+
+    class Source:
+        def to_dict(self):
+            return {"encoder": "m", "how": "templates"}
+
+    assert prov.input_record("embedding", Source()) == {
+        "role": "embedding", "given": {"encoder": "m", "how": "templates"}, "file": None}
+    assert prov.input_record("embedding", tmp_path / "absent.txt")["file"] is None
+
+
+def test_record_is_plain_json_and_names_versions_and_command():
+    prov.set_command(["report", "--wordlist", "my list.toml"])
+    record = prov.provenance([("model", "hierarchical")])
+    assert json.loads(json.dumps(record)) == record
+    assert record["command"] == "bayesbias report --wordlist 'my list.toml'"
+    assert {"numpy", "pymc", "nutpie", "arviz"} <= set(record["packages"])
+    assert record["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert "torch" not in sys.modules or "torch" in record["packages"]
+    lines = prov.provenance_lines(record)
+    assert any("sha256" in line for line in lines)
+    same = prov.compare_inputs(record["inputs"], record["inputs"])
+    changed = [dict(r, file=dict(r["file"], sha256="0" * 64)) for r in record["inputs"]]
+    assert same == [] and len(prov.compare_inputs(changed, record["inputs"])) == 1
+
+
+def test_saved_fit_carries_provenance(religion_fit, tmp_path):
+    from bayesbias.models import load_fit
+
+    path = religion_fit.save(tmp_path / "fit.nc")
+    assert "provenance" not in religion_fit.idata.attrs
+    record = json.loads(load_fit(path).idata.attrs["provenance"])
+    roles = {r["role"]: r for r in record["inputs"]}
+    assert roles["distances"]["given"] == "published:religion:reddit"
+    assert roles["distances"]["file"]["sha256"] and roles["model"]["file"]["sha256"]
+    assert record["bayesbias"] and record["packages"]["arviz"]
+
+
+def test_references():
+    assert [r for _, r in references({"weat", "bayesian"})][0].startswith("Dobrzeniecka")
+    assert len(references(REFERENCES)) == len(REFERENCES)
+    with pytest.raises(KeyError, match="known"):
+        references({"nope"})
