@@ -75,3 +75,16 @@ def test_references():
     assert len(references(REFERENCES)) == len(REFERENCES)
     with pytest.raises(KeyError, match="known"):
         references({"nope"})
+
+
+def test_citation_file_names_this_version_and_the_papers():
+    yaml = pytest.importorskip("yaml")
+    import tomllib
+    from pathlib import Path
+
+    top = Path(__file__).resolve().parent.parent
+    cff = yaml.safe_load((top / "CITATION.cff").read_text())
+    version = tomllib.loads((top / "pyproject.toml").read_text())["project"]["version"]
+    assert cff["cff-version"] == "1.2.0" and str(cff["version"]) == version
+    names = {a["family-names"] for r in cff["references"] for a in r["authors"]}
+    assert {"Dobrzeniecka", "Caliskan", "Manzini"} <= names
