@@ -296,7 +296,9 @@ def _check_outputs(args) -> None:
 
     output = getattr(args, "output", None)
     if isinstance(output, str):
-        check_output(output, what="-o", folder=args.command == "report")
+        folder = args.command == "report" or (args.command == "compare"
+                                              and not output.endswith(".nc"))
+        check_output(output, what="-o", folder=folder)
     plot = getattr(args, "plot", None)
     if isinstance(plot, str):
         from ..models.plots import figure_format

@@ -43,13 +43,14 @@ def report_inputs(settings) -> list[tuple[str, object]]:
     return out
 
 
-def provenance_section(report, prov: dict) -> None:
+def provenance_section(report, prov: dict, rerun: bool = True) -> None:
     """Add the provenance section (after the settings)."""
     sec = report.section("Provenance", last=True)
     sec.text("How this report was made: versions, date, the exact command line and the "
              "sha256 digest and size of every input file (also in `results.json` under "
-             "`provenance`, and in each saved fit's attributes). Re-run it with "
-             "`bayesbias report --rerun results.json -o NEW-FOLDER`.")
+             "`provenance`, and in each saved fit's attributes)."
+             + (" Re-run it with `bayesbias report --rerun results.json -o NEW-FOLDER`."
+                if rerun else " Re-run it with the command line above."))
     sec.bullets(_prov.provenance_lines(prov))
 
 
