@@ -49,6 +49,7 @@ details.long>summary{color:#345;font-size:.9em;margin:.2em 0 .6em}
 .scroll{overflow-x:auto;max-width:100%}.scroll table{margin-top:0}
 a.top{font-size:.8em;float:right}
 img{height:auto}
+p,li,figcaption,.caption{overflow-wrap:anywhere}
 @media (max-width:700px){body{margin:.5em auto}th,td{padding:.2em .35em}}
 """
 
