@@ -117,6 +117,10 @@ def _resolve(role: str, spec) -> tuple[str | None, Path | None]:
         shipped = available_wordlists()
         if text in shipped:
             return "shipped", shipped[text]
+    elif role == "controls" and text == "controls":
+        from ._atomic import shipped_dir
+
+        return "shipped control groups", shipped_dir("wordlists") / "controls.toml"
     elif role == "distances" and text.startswith("published:"):
         from .datasets import _published_path
 

@@ -447,3 +447,25 @@ def test_settings_with_an_encoder_source_are_plain_json():
                                 "corpus": "madlibs", "contexts": 5,
                                 "seed": source.seed, "cache": True}
     assert json.loads(json.dumps(out)) == out
+
+
+def test_title_and_first_lines_name_the_source():
+    from types import SimpleNamespace
+
+    from bayesbias.report.navigation import measured_lines, report_title
+
+    class Encoder:
+        def to_dict(self):
+            return {"encoder": "all-MiniLM-L6-v2", "how": "templates"}
+
+    glove = SimpleNamespace(distances=(), embedding="default")
+    assert report_title(glove, ["religion", "race"]) == \
+        "bayesbias report: GloVe 6B 50d subset: religion, race"
+    published = SimpleNamespace(distances=("published:religion:debiased_reddit",),
+                                embedding="default")
+    assert report_title(published, []) == \
+        "bayesbias report: published religion table (Reddit, debiased)"
+    encoder = SimpleNamespace(distances=(), embedding=Encoder())
+    assert "sentence encoder all-MiniLM-L6-v2 (templates)" in report_title(encoder, ["x"])
+    lines = measured_lines(encoder, [])
+    assert lines[1].startswith("**Caveat**: Measured on template sentences")

@@ -41,7 +41,7 @@ _EMBEDDINGS = {"reddit": "Reddit", "google": "Google News word2vec", "glove": "G
 NAV_CSS = """
 nav.toc{background:#f7f9fb;border:1px solid #dde3ea;padding:.4em 1em;margin:1em 0;
 font-size:.92em}nav.toc ol{margin:.2em 0;padding-left:1.4em}
-nav.toc ul{margin:0;padding-left:1.1em;display:inline}nav.toc ul li{display:inline}
+nav.toc ul{margin:0;padding-left:.2em;display:inline}nav.toc ul li{display:inline}
 nav.toc ul li:not(:last-child)::after{content:" · "}
 ul.measured{background:#f3f7f3;border-left:4px solid #4a7;padding:.4em 1em .4em 2em}
 summary{cursor:pointer}summary>h2,summary>h3{display:inline}

@@ -31,14 +31,9 @@ def report_inputs(settings) -> list[tuple[str, object]]:
     if s.distances:
         out += [("distances", d) for d in s.distances]
     else:
-        from .._atomic import shipped_dir
-
         out.append(("embedding", s.embedding if s.embedding is not None else "default"))
         out += [("wordlist", w) for w in s.wordlists]
-        try:
-            out.append(("controls", shipped_dir("wordlists") / "controls.toml"))
-        except FileNotFoundError:  # pragma: no cover - a broken installation
-            pass
+        out.append(("controls", "controls"))  # the shipped control groups
     out.append(("model", s.model))
     return out
 
