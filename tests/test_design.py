@@ -228,3 +228,15 @@ def test_exact_path_agrees_with_nuts():
     close = np.abs(n.raw["upper"]) < 0.4 * sd
     agree = ((e.raw["upper"] < 0) == (n.raw["upper"] < 0)) | close
     assert bool(agree.all())
+
+
+def test_plot_axis_is_the_varied_design_variable():
+    import pandas as pd
+
+    from bayesbias.studies.design import design_axis
+
+    frame = pd.DataFrame({"words": [5, 10, 20], "stereotypes": 4, "human": 85, "none": 226,
+                          "classes": 3, "total_words": [338, 353, 383]})
+    assert design_axis(frame) == ("words", "protected words per class")
+    frame["human"] = [10, 20, 30]
+    assert design_axis(frame)[0] == "total_words"  # two vary: the total
