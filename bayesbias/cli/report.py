@@ -76,7 +76,7 @@ def _rerun_settings(args) -> ReportSettings:
     from ..report.reproduce import check_inputs, settings_from_results
 
     settings = settings_from_results(args.rerun, args.output)
-    for line in check_inputs(settings):
+    for line in check_inputs(args.rerun, settings):
         progress.warning(f"--rerun: an input changed since the recorded run: {line}")
     return settings
 

@@ -50,7 +50,7 @@ details.long>summary{color:#345;font-size:.9em;margin:.2em 0 .6em}
 a.top{font-size:.8em;float:right}
 img{height:auto}
 p,li,figcaption,.caption{overflow-wrap:anywhere}
-@media (max-width:700px){body{margin:.5em auto}th,td{padding:.2em .35em}}
+@media (max-width:700px){body{margin:.5em auto}h1{font-size:1.45em}th,td{padding:.2em .35em}}
 """
 
 

@@ -92,14 +92,8 @@ def settings_from_results(path, output: str | None = None):
     """
     from .pipeline import ReportSettings
 
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        recorded = data["settings"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputDataError(f"{path}: not a bayesbias report's results.json ({exc})") from None
+    path, data = _read_results(path)
+    recorded = data["settings"]
     known = {f.name for f in fields(ReportSettings)}
     unknown = set(recorded) - known
     if unknown:
@@ -117,14 +111,26 @@ def settings_from_results(path, output: str | None = None):
             contexts=d.get("contexts") or 20, seed=d["seed"], cache=d.get("cache", True))
     if output is not None:
         kwargs["output"] = output
-    settings = ReportSettings(**kwargs)
-    settings.recorded_provenance = data.get("provenance")
-    return settings
+    return ReportSettings(**kwargs)
 
 
-def check_inputs(settings) -> list[str]:
-    """Differences between the recorded input digests and the files now (empty if none)."""
-    recorded = getattr(settings, "recorded_provenance", None)
+def _read_results(path) -> tuple[Path, dict]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data.get("settings"), dict):
+            raise ValueError("no settings")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputDataError(f"{path}: not a bayesbias report's results.json ({exc})") from None
+    return path, data
+
+
+def check_inputs(path, settings) -> list[str]:
+    """Inputs of `settings` whose digest differs from the one recorded in the report at `path`
+    (``results.json`` or its folder); empty when all match or nothing was recorded."""
+    recorded = _read_results(path)[1].get("provenance")
     if not recorded:
         return []
     now = [_prov.input_record(role, spec) for role, spec in report_inputs(settings)]
