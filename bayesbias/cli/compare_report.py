@@ -35,6 +35,40 @@ def _side_table(va, vb, labels) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _metrics(args, labels):
+    """Embedding metrics of both embeddings side by side (a frame), or why not (a string)."""
+    from types import SimpleNamespace
+
+    from ..comparators.metrics import REPORT_BOOTSTRAP, REPORT_NULL_REPS, report_metrics
+    from ..errors import BayesbiasError
+    from ..wordlists import load_wordlist
+
+    frames = []
+    try:
+        name = load_wordlist(args.wordlist).name
+        for lab, source in zip(labels, (args.a, args.b), strict=True):
+            s = SimpleNamespace(embedding=source, wordlists=(args.wordlist,), distances=(),
+                                format=args.format, trust_pickle=args.trust_pickle,
+                                on_missing=args.on_missing or "drop",
+                                n_bootstrap=REPORT_BOOTSTRAP, null_reps=REPORT_NULL_REPS,
+                                ci_prob=args.ci_prob, seed=args.seed)
+            table = report_metrics(s, name)
+            f = table.to_frame() if table is not None else pd.DataFrame()
+            if f.empty:
+                return pd.DataFrame()
+            f = f.set_index(["metric", "X", "Y"])
+            frames.append(pd.DataFrame({
+                f"{lab}: value": f["value"],
+                f"{lab}: interval": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in
+                                     zip(f["ci_lower"], f["ci_upper"], strict=True)],
+                f"{lab}: null (resample)": [f"[{lo:.3f}, {hi:.3f}]" for lo, hi in
+                                            zip(f["null_resample_lower"],
+                                                f["null_resample_upper"], strict=True)]}))
+    except (BayesbiasError, KeyError) as exc:
+        return str(exc)
+    return frames[0].join(frames[1], how="outer").reset_index()
+
+
 def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
     """Write the before/after report folder ``args.output``; return it."""
     from ..citation import cite_bayesbias, references
@@ -44,12 +78,13 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
     from ._common import to_jsonable
 
     a, b = labels
-    inputs = ([("embedding", args.a), ("embedding", args.b), ("wordlist", args.wordlist)]
-              if args.wordlist else [("distances", args.a), ("distances", args.b)])
+    inputs = ([("embedding", args.a), ("embedding", args.b), ("wordlist", args.wordlist),
+               ("controls", "controls")] if args.wordlist else [("distances", args.a), ("distances", args.b)])
     prov = provenance([*inputs, ("model", args.model)])
     iv = comp.group_means.attrs["interval"]
     what = f"word list {args.wordlist}" if args.wordlist else "the same word list"
-    report = Report(f"bayesbias compare: {a} (before) vs {b} (after)",
+    report = Report(f"bayesbias compare{f', {args.wordlist}' if args.wordlist else ''}: "
+                    f"{a} (before) vs {b} (after)",
                     f"The same model fitted to {what} on two sides, a = {a} and b = {b}; every "
                     f"difference is b - a with its {iv} (Dobrzeniecka & Urbaniak's comparison "
                     "of an embedding and its debiased version).")
@@ -95,6 +130,17 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
                  f"({mac['n_pairs']} pairs).")
     elif mac:
         sec.text(f"MAC: not computed ({mac['error']}).")
+
+    if args.wordlist:
+        metrics = _metrics(args, labels)
+        if isinstance(metrics, str):
+            sec.text(f"Embedding-bias metrics: not computed ({metrics}).")
+        elif not metrics.empty:
+            sec.table(metrics, "metrics", "Embedding-bias metrics of other toolkits (RND, "
+                      "RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES) on both embeddings: "
+                      "value with its percentile bootstrap interval over words and the central "
+                      "95% under the `resample` null (real vectors, random labels)")
+            payload["metrics"] = metrics.to_dict(orient="records")
 
     sec = report.section("Per-word movements")
     words = comp.word_means.copy()
