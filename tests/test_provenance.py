@@ -88,3 +88,26 @@ def test_citation_file_names_this_version_and_the_papers():
     assert cff["cff-version"] == "1.2.0" and str(cff["version"]) == version
     names = {a["family-names"] for r in cff["references"] for a in r["authors"]}
     assert {"Dobrzeniecka", "Caliskan", "Manzini"} <= names
+
+
+def test_report_inputs_of_an_encoder_name_its_model_folder_and_corpus(tmp_path):
+    from types import SimpleNamespace
+
+    from bayesbias.report.reproduce import report_inputs
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a sentence\n")
+
+    class Encoder:
+        def to_dict(self):
+            return {"encoder": str(model), "how": "contexts", "corpus": str(corpus)}
+
+    settings = SimpleNamespace(distances=(), embedding=Encoder(), wordlists=("religion",),
+                               model="crossed")
+    roles = [role for role, _ in report_inputs(settings)]
+    assert roles == ["embedding", "encoder model", "corpus", "wordlist", "controls", "model"]
+    records = [prov.input_record(role, spec) for role, spec in report_inputs(settings)]
+    assert records[1]["file"]["bytes"] == 2 and records[2]["file"]["bytes"] == 11

@@ -32,6 +32,12 @@ def report_inputs(settings) -> list[tuple[str, object]]:
         out += [("distances", d) for d in s.distances]
     else:
         out.append(("embedding", s.embedding if s.embedding is not None else "default"))
+        if hasattr(s.embedding, "to_dict"):  # a sentence encoder: its model folder, corpus
+            d = s.embedding.to_dict()
+            if Path(str(d.get("encoder"))).is_dir():
+                out.append(("encoder model", d["encoder"]))
+            if d.get("corpus") and Path(str(d["corpus"])).is_file():
+                out.append(("corpus", d["corpus"]))
         out += [("wordlist", w) for w in s.wordlists]
         out.append(("controls", "controls"))  # the shipped control groups
     out.append(("model", s.model))
