@@ -111,3 +111,19 @@ def test_report_inputs_of_an_encoder_name_its_model_folder_and_corpus(tmp_path):
     assert roles == ["embedding", "encoder model", "corpus", "wordlist", "controls", "model"]
     records = [prov.input_record(role, spec) for role, spec in report_inputs(settings)]
     assert records[1]["file"]["bytes"] == 2 and records[2]["file"]["bytes"] == 11
+
+
+def test_rerun_settings_find_relative_inputs_in_the_recorded_folder(tmp_path, monkeypatch):
+    from bayesbias.report.reproduce import settings_from_results
+
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "t.csv").write_text("x")
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"settings": {"distances": ["t.csv", "published:race:glove"],
+                                                "draws": 50, "output": "rep"},
+                                   "provenance": {"cwd": str(first)}}))
+    monkeypatch.chdir(tmp_path)
+    s = settings_from_results(results, output="again")
+    assert s.distances == (str(first / "t.csv"), "published:race:glove")
+    assert s.draws == 50 and s.output == "again"

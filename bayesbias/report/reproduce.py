@@ -108,6 +108,12 @@ def settings_from_results(path, output: str | None = None):
     kwargs = dict(recorded)
     for key in ("wordlists", "distances"):
         kwargs[key] = tuple(kwargs.get(key) or ())
+    cwd = (data.get("provenance") or {}).get("cwd")
+    if cwd:  # relative file names were given in the recorded run's folder
+        kwargs["wordlists"] = tuple(_from(cwd, w) for w in kwargs["wordlists"])
+        kwargs["distances"] = tuple(_from(cwd, d) for d in kwargs["distances"])
+        if isinstance(kwargs.get("embedding"), str):
+            kwargs["embedding"] = _from(cwd, kwargs["embedding"])
     if isinstance(kwargs.get("embedding"), dict):
         from ..encoders.words import EncoderSource
 
@@ -118,6 +124,14 @@ def settings_from_results(path, output: str | None = None):
     if output is not None:
         kwargs["output"] = output
     return ReportSettings(**kwargs)
+
+
+def _from(cwd: str, name: str) -> str:
+    """`name` as given, unless it is a relative path found only under the recorded `cwd`."""
+    path = Path(name)
+    if path.is_absolute() or path.exists() or not (Path(cwd) / path).exists():
+        return name
+    return str(Path(cwd) / path)
 
 
 def _read_results(path) -> tuple[Path, dict]:
