@@ -469,3 +469,14 @@ def test_title_and_first_lines_name_the_source():
     assert "sentence encoder all-MiniLM-L6-v2 (templates)" in report_title(encoder, ["x"])
     lines = measured_lines(encoder, [])
     assert lines[1].startswith("**Caveat**: Measured on template sentences")
+
+
+def test_rerun_names_the_options_it_ignores():
+    from bayesbias.cli import build_parser
+    from bayesbias.cli.report import ignored_with_rerun
+
+    parser = build_parser(["report"])
+    args = parser.parse_args(["report", "--rerun", "r.json", "--draws", "50", "--wordlist",
+                              "race", "-o", "new", "--jobs", "1", "--quiet"])
+    assert ignored_with_rerun(args) == ["--wordlist", "--draws"]
+    assert ignored_with_rerun(parser.parse_args(["report", "--rerun", "r.json"])) == []

@@ -76,9 +76,30 @@ def _rerun_settings(args) -> ReportSettings:
     from ..report.reproduce import check_inputs, settings_from_results
 
     settings = settings_from_results(args.rerun, args.output)
+    ignored = ignored_with_rerun(args)
+    if ignored:
+        progress.warning(f"--rerun takes every setting from {args.rerun}; ignored: "
+                         + ", ".join(ignored))
     for line in check_inputs(args.rerun, settings):
         progress.warning(f"--rerun: an input changed since the recorded run: {line}")
     return settings
+
+
+#: Options of ``report`` that change a number (taken from results.json with --rerun).
+_SETTINGS_OPTIONS = ("embedding", "wordlists", "distances", "format", "model", "ci_prob",
+                     "ci_kind", "draws", "tune", "chains", "seed", "sampler", "target_accept",
+                     "rope", "permutations", "bootstrap", "null_reps", "sd_convention",
+                     "sensitivity", "strict")
+
+
+def ignored_with_rerun(args) -> list[str]:
+    """The number-changing options given on the command line next to ``--rerun``."""
+    from . import build_parser
+
+    defaults = build_parser(["report"]).parse_args(["report"])
+    flags = {"wordlists": "--wordlist"}
+    return [flags.get(name, "--" + name.replace("_", "-")) for name in _SETTINGS_OPTIONS
+            if hasattr(args, name) and getattr(args, name) != getattr(defaults, name, None)]
 
 
 def _settings(args) -> ReportSettings:
