@@ -268,3 +268,15 @@ def test_crossed_plugin_analysis_matches_nuts_fits():
     wp, wn = ci_p[..., 1] - ci_p[..., 0], ci_n[..., 1] - ci_n[..., 0]
     assert np.all(np.abs(wp.mean(axis=0) / wn.mean(axis=0) - 1) < 0.06)
     assert np.all(np.abs(ci_p[..., 1] - ci_n[..., 1]).mean(axis=0) < 0.02)
+
+
+def test_plot_axis_is_the_varied_design_variable():
+    import pandas as pd
+
+    from bayesbias.studies.design import design_axis
+
+    frame = pd.DataFrame({"words": [5, 10, 20], "stereotypes": 4, "human": 85, "none": 226,
+                          "classes": 3, "total_words": [338, 353, 383]})
+    assert design_axis(frame) == ("words", "protected words per class")
+    frame["human"] = [10, 20, 30]
+    assert design_axis(frame)[0] == "total_words"  # two vary: the total

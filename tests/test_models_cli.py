@@ -75,9 +75,20 @@ def test_compare_cli(tmp_path, capsys):
     pa = write_distance_table(a, tmp_path / "a.csv")
     pb = write_distance_table(b, tmp_path / "b.csv")
     rc = main(["compare", "--a", str(pa), "--b", str(pb), "--draws", "300", "--tune", "300",
-               "--chains", "2", "--json", "--plot", str(tmp_path / "d.png")])
+               "--chains", "2", "--json", "--plot", str(tmp_path / "d.png"),
+               "-o", str(tmp_path / "audit")])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
+    # -o DIR: the before/after report, with both fits and provenance
+    audit = tmp_path / "audit"
+    md = (audit / "report.md").read_text()
+    for heading in ("## Verdicts before and after", "## What changed and why",
+                    "## Comparators before and after", "## Per-word movements",
+                    "## Provenance", "## How to cite"):
+        assert heading in md
+    assert (audit / "fits" / "a.nc").is_file() and (audit / "figures" / "differences.png").is_file()
+    saved = json.loads((audit / "results.json").read_text())
+    assert saved["moved"] == out["moved"] and len(saved["provenance"]["inputs"]) == 3
     assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
     # the verdicts of both sides, and what changed, in the same words
     assert out["verdicts"]["a"]["code"] and out["verdicts"]["b"]["code"]

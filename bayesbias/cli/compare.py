@@ -35,8 +35,10 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None,
                    help="save a forest plot of the differences (PNG) (default: none)")
     p.add_argument("-o", "--output", default=None,
-                   help="save both fits: OUTPUT with suffixes _a.nc and _b.nc "
-                        "(default: not saved)")
+                   help="write a before/after report folder (index.html, report.md, "
+                        "tables, figures, fits/a.nc and fits/b.nc, results.json); a name "
+                        "ending in .nc saves only the two fits, as NAME_a.nc and NAME_b.nc "
+                        "(default: none)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -94,6 +96,12 @@ def run(args) -> int:
 
     from ..models import compare_fits
 
+    from .compare_report import is_report_output
+
+    if is_report_output(args.output):
+        from ..report.document import check_output
+
+        check_output(args.output)  # an earlier report or a new folder: before the work
     labels = tuple(args.labels) if args.labels else (args.a, args.b)
     ta, tb = _load(args.a, args), _load(args.b, args)
     fa, fb = fit_from_args(ta, args), fit_from_args(tb, args)
@@ -150,7 +158,12 @@ def run(args) -> int:
     if args.plot:
         comp.plot_forest(args.plot)
         lines.append(f"wrote {args.plot}")
-    if args.output:
+    if is_report_output(args.output):
+        from .compare_report import write_compare_report
+
+        out = write_compare_report(args, labels, ta, tb, fa, fb, comp, payload)
+        lines.append(f"before/after report written to {out}/index.html")
+    elif args.output:
         out = Path(args.output)
         for fit, tag in ((fa, "a"), (fb, "b")):
             path = out.with_name(f"{out.stem}_{tag}.nc")

@@ -690,14 +690,20 @@ class Fit:
             "checks": [c.to_dict() for c in self.checks],
         }
 
-    def save(self, path, loo: bool = False) -> Path:
+    def save(self, path, loo: bool = False, provenance: dict | None = None) -> Path:
         """Write the fit (posterior, data, spec, spec hash, version) to netCDF, atomically.
 
         With `loo`, also the pointwise ``log_likelihood`` group, so that ``arviz.loo`` works
-        on the loaded file (one value per row and draw: large for big tables).
+        on the loaded file (one value per row and draw: large for big tables). The
+        ``provenance`` attribute (JSON) holds `provenance`, by default
+        :func:`bayesbias.provenance.fit_provenance` (versions, date, command line, digests).
         """
+        from ..provenance import fit_provenance
+
         path = Path(path)
         tree = self.with_log_likelihood() if loo else self.idata.copy()
+        tree.attrs["provenance"] = json.dumps(provenance if provenance is not None
+                                              else fit_provenance(self), default=str)
         if "sample_stats" in tree:  # object-typed messages do not serialise
             ss = tree["sample_stats"].to_dataset()
             ss = ss.drop_vars([v for v in ss.data_vars if ss[v].dtype == object])

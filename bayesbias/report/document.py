@@ -28,6 +28,7 @@ import pandas as pd
 
 from .._atomic import check_output as _check_path
 from ..errors import OutputPathError
+from .navigation import NAV_CSS
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
            "safe_name", "unique_names", "MARKER", "REPORT_FILES"]
@@ -285,12 +286,20 @@ class Report:
         self.intro = intro
         self.choices: dict[str, str] = {}
         self.sections: list[Section] = []
+        #: Sections after the settings (provenance, how to cite).
+        self.after: list[Section] = []
+        #: Lines under the title: what was measured (Markdown-style inline text).
+        self.summary: list[str] = []
         self.data: dict = {}
 
-    def section(self, title: str, first: bool = False) -> Section:
-        """Start a new section (at the end, or before all others with `first`)."""
+    def section(self, title: str, first: bool = False, last: bool = False) -> Section:
+        """Start a new section (at the end, before all others with `first`, after the
+        settings with `last`)."""
         sec = Section(title)
-        self.sections.insert(0 if first else len(self.sections), sec)
+        if last:
+            self.after.append(sec)
+        else:
+            self.sections.insert(0 if first else len(self.sections), sec)
         return sec
 
     def choice(self, name: str, value) -> None:
@@ -326,51 +335,79 @@ class Report:
                 shutil.rmtree(tmp, ignore_errors=True)
         return folder
 
-    def _choices(self) -> tuple[list[str], list[str]]:
+    def _choices(self, anchor: str = "") -> tuple[list[str], list[str]]:
         if not self.choices:
             return [], []
         md = ["## Settings: choices that affect the numbers", ""]
         md += [f"- **{k}**: {v}" for k, v in self.choices.items()] + [""]
-        body = ['<div class="choices"><h2>Settings: choices that affect the numbers</h2><ul>']
+        ident = f' id="{html.escape(anchor, quote=True)}"' if anchor else ""
+        body = [f'<div class="choices"{ident}><h2>Settings: choices that affect the numbers'
+                "</h2><ul>"]
         body += [f"<li><b>{html.escape(k)}</b>: {_inline(v)}</li>"
                  for k, v in self.choices.items()]
         body.append("</ul></div>")
         return md, body
 
     def _render(self, root: Path) -> tuple[str, str]:
+        from .navigation import Slugs, table_html, toc_html, toc_markdown
+
+        slug = Slugs()
+        slug(self.title)
+        toc, anchors = [], {}
+        settings = "Settings: choices that affect the numbers"
+        for sec in [*self.sections, settings, *self.after]:
+            if sec is settings:
+                if self.choices:
+                    anchors[settings] = slug(settings)
+                    toc.append((anchors[settings], "Settings", []))
+                continue
+            subs = [(slug(h), h) for kind, h in sec.items if kind == "heading"]
+            anchors[id(sec)] = (slug(sec.title), subs)
+            toc.append((anchors[id(sec)][0], sec.title, subs))
         md = [f"# {self.title}", "", self.intro, ""]
         body = [f"<h1>{html.escape(self.title)}</h1>", f"<p>{_inline(self.intro)}</p>"]
-        for sec in self.sections:
-            md += [f"## {sec.title}", ""]
-            body.append(f"<h2>{html.escape(sec.title)}</h2>")
+        if self.summary:
+            md += [f"- {line}" for line in self.summary] + [""]
+            body.append('<ul class="measured">' + "".join(
+                f"<li>{_inline(line)}</li>" for line in self.summary) + "</ul>")
+        if len(toc) > 1:
+            md += toc_markdown(toc)
+            body.append(toc_html(toc))
+
+        def render(sec: Section):
+            anchor, subs = anchors[id(sec)]
+            subs = iter(subs)
+            md.extend([f"## {sec.title}", ""])
+            body.append(f'<section id="{html.escape(anchor, quote=True)}"><details open>'
+                        f"<summary><h2>{html.escape(sec.title)}</h2></summary>")
+            open_sub = False
             for kind, item in sec.items:
                 if kind == "heading":
-                    md += [f"### {item}", ""]
-                    body.append(f"<h3>{html.escape(item)}</h3>")
+                    md.extend([f"### {item}", ""])
+                    if open_sub:
+                        body.append("</details>")
+                    body.append(f'<details open id="{html.escape(next(subs)[0], quote=True)}">'
+                                f"<summary><h3>{html.escape(item)}</h3></summary>")
+                    open_sub = True
                 elif kind == "text":
-                    md += [item, ""]
+                    md.extend([item, ""])
                     body.append(f"<p>{_inline(item)}</p>")
                 elif kind == "bullets":
                     lines, css = item
-                    md += [f"- {line}" for line in lines] + [""]
+                    md.extend([f"- {line}" for line in lines] + [""])
                     cls = f' class="{html.escape(css, quote=True)}"' if css else ""
                     body.append(f"<ul{cls}>" + "".join(f"<li>{_inline(line)}</li>"
                                                        for line in lines) + "</ul>")
                 elif kind == "pre":
-                    md += ["```", item, "```", ""]
-                    body.append(f"<pre>{html.escape(item)}</pre>")
+                    md.extend(["```", item, "```", ""])
+                    body.append(f'<div class="scroll"><pre>{html.escape(item)}</pre></div>')
                 elif kind == "table":
                     df, name, caption = item
                     df.to_csv(root / "tables" / f"{name}.csv", index=False)
-                    md += [f"*{caption}* (`tables/{name}.csv`)" if caption else
-                           f"`tables/{name}.csv`", "", markdown_table(df), ""]
+                    md.extend([f"*{caption}* (`tables/{name}.csv`)" if caption else
+                               f"`tables/{name}.csv`", "", markdown_table(df), ""])
                     href = html.escape(f"tables/{name}.csv", quote=True)
-                    body.append(f'<p class="caption">{_inline(caption)} '
-                                f'(<a href="{href}">CSV</a>)</p>')
-                    # a wide table scrolls inside its box instead of widening the page
-                    body.append('<div class="tw">' + df.to_html(
-                        index=False, float_format=lambda v: f"{v:.3f}", na_rep="", border=0,
-                        escape=True) + "</div>")
+                    body.append(table_html(df, f'{_inline(caption)} (<a href="{href}">CSV</a>)'))
                 elif kind == "figure":
                     fig, name, caption = item
                     path = root / "figures" / f"{name}.png"
@@ -380,17 +417,28 @@ class Report:
                         from ..models.plots import save_figure
 
                         save_figure(fig, path, "png", dpi=110)
-                    md += [f"![{_md_cell(caption or name)}](figures/{name}.png)", "", caption,
-                           ""]
+                    md.extend([f"![{_md_cell(caption or name)}](figures/{name}.png)", "",
+                               caption, ""])
                     src = html.escape(f"figures/{name}.png", quote=True)
                     body.append(f'<figure><img src="{src}" alt="{html.escape(name, quote=True)}">'
                                 f"<figcaption>{_inline(caption)}</figcaption></figure>")
-        cmd, cbody = self._choices()
-        return "\n".join(md + cmd), "\n".join(body + cbody)
+            if open_sub:
+                body.append("</details>")
+            body.append("</details></section>")
+
+        for sec in self.sections:
+            render(sec)
+        cmd, cbody = self._choices(anchors.get(settings, ""))
+        md += cmd
+        body += cbody
+        for sec in self.after:
+            render(sec)
+        return "\n".join(md), "\n".join(body)
 
     def _html(self, body: str) -> str:
         return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-                f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
+                f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+                f"<title>{html.escape(self.title)}</title><style>{_CSS}{NAV_CSS}</style></head>"
                 f"<body>{body}</body></html>")
 
 

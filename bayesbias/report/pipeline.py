@@ -20,7 +20,10 @@ from ..errors import InputDataError
 from ..parallel import JobPool
 from ..progress import progress
 from ..wordlists import load_wordlist
+from ..provenance import provenance
 from .document import Report, check_output, unique_names
+from .navigation import front_matter
+from .reproduce import back_matter, report_inputs
 from .sections import SECTIONS, Glossary, WordListContext, records
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
@@ -266,6 +269,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     )
     glossary = Glossary(settings.ci_prob, settings.ci_kind)
     _choices(report, settings)
+    prov = provenance(report_inputs(settings))  # digests of the inputs before reading them
     tables = _tables(settings)
     keys = unique_names(name for name, _ in tables)
     contexts = []
@@ -275,6 +279,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
                                         report=report, section=report.section(title),
                                         glossary=glossary, pool=pool))
         contexts[-1].start()
+    front_matter(report, settings, contexts, glossary)
     # one builder for every word list, then the next: the fits come first, while the
     # pool's workers compute what needs only the tables
     for build in SECTIONS:
@@ -282,7 +287,8 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
             build(ctx)
     over = _overview(report, contexts, glossary, settings)
     _model_card(report, contexts)
-    results = {"settings": settings.to_dict(),
+    back_matter(report, settings, contexts, prov)
+    results = {"settings": settings.to_dict(), "provenance": prov,
                "verdicts": [c.verdict.to_dict() for c in contexts],
                "overview": records(over),
                "wordlists": {c.key: dict(c.results, name=c.name) for c in contexts}}
@@ -292,7 +298,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     def write_fits(folder: Path):
         folder.mkdir()
         for c in contexts:
-            c.fit.save(folder / f"{c.key}.nc")
+            c.fit.save(folder / f"{c.key}.nc", provenance=prov)
         pool.help()  # the figures no worker has started yet
 
     progress.info(f"writing report to {out_dir}")

@@ -47,8 +47,8 @@ class Glossary:
         "hdi": "{iv}: the narrowest interval holding {p} of the posterior probability; "
                "with this model and data the quantity lies inside it with that probability",
         "eti": "{iv}: the interval from the {lo:.1%} to the {hi:.1%} posterior quantile",
-        "different": "`different`: stereotypes listed for another protected class (for a "
-                     "religion word such as 'jew', a stereotype of christians or muslims); "
+        "different": "`different`: stereotypes listed for another protected class "
+                     "({example}); "
                      "`associated - different` "
                      "asks whether a word is closer to its own class's stereotypes than to "
                      "the other classes'",
@@ -64,6 +64,8 @@ class Glossary:
     def __init__(self, ci_prob: float, ci_kind: str):
         self.ci_prob, self.ci_kind = ci_prob, ci_kind
         self.used: set[str] = set()
+        #: The example of a `different` attribute (the report puts in its own lists' words).
+        self.example = "for a religion word such as 'jew', a stereotype of christians or muslims"
 
     def __call__(self, term: str) -> str:
         """Return the explanation the first time `term` is asked for, else ``""``."""
@@ -72,7 +74,8 @@ class Glossary:
         self.used.add(term)
         iv = f"{self.ci_prob:.0%} {self.ci_kind.upper()}"
         lo = (1 - self.ci_prob) / 2
-        return self.TERMS[term].format(iv=iv, p=f"{self.ci_prob:.0%}", lo=lo, hi=1 - lo)
+        return self.TERMS[term].format(iv=iv, p=f"{self.ci_prob:.0%}", lo=lo, hi=1 - lo,
+                                       example=self.example)
 
 
 def diagnostic_advice(problems: list[str], command: str = "report") -> str:

@@ -580,26 +580,49 @@ class DesignResult:
         from .._atomic import atomic_path
 
         f = self.to_frame()
-        fig, ax = plt.subplots(figsize=(7, 4.2))
+        fig, ax = plt.subplots(figsize=(8.6, 4.2))
         qs = list(verdicts) + ["WEAT (per pair)", "MAC t-test"]
-        for q in qs:
-            style = "-o" if q in VERDICTS else "--s"
-            ax.errorbar(f["total_words"], f[q], yerr=2 * f[f"{q} se"], fmt=style, ms=4,
-                        capsize=2, label=q)
+        column, xlabel = design_axis(f)
+        x = f[column].to_numpy(dtype=float)
+        # curves that coincide (e.g. WEAT and MAC both at 1) are shifted apart a little
+        span = float(np.ptp(x)) or 1.0
+        styles = {"WEAT (per pair)": ("--", "^", "C3"), "MAC t-test": (":", "s", "C4")}
+        for i, q in enumerate(qs):
+            ls, marker, color = styles.get(q, ("-", "o", f"C{i}"))
+            shift = (i - (len(qs) - 1) / 2) * 0.006 * span
+            ax.errorbar(x + shift, f[q], yerr=2 * f[f"{q} se"], ls=ls, marker=marker,
+                        color=color, ms=5 if q in styles else 4,
+                        mfc="white" if q == "MAC t-test" else color, capsize=2, label=q)
+        ax.set_xticks(sorted(set(x)))
         target = self.settings.get("target")
         if target:
             ax.axhline(target, color="grey", lw=0.8, ls=":")
-        ax.set_xlabel("words in the study (protected + stereotypes + controls)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("assurance / power")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(f"Design study ({self.settings['method']}; bars: 2 Monte Carlo se)",
                      fontsize=10)
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
         fig.tight_layout()
         with atomic_path(path, suffix=".png") as tmp:
             fig.savefig(tmp, dpi=120, format="png")
         plt.close(fig)
         return path
+
+
+#: Axis labels of the design variables.
+_AXIS = {"words": "protected words per class", "stereotypes": "stereotype attributes per class",
+         "human": "human-attribute control words", "none": "neutral control words",
+         "classes": "protected classes"}
+
+
+def design_axis(frame: pd.DataFrame) -> tuple[str, str]:
+    """The column and label for a design plot's x axis: the one design variable that varies
+    (e.g. words per class for ``--words 5,10,20``), else the total number of words."""
+    varying = [k for k in _AXIS if k in frame and frame[k].nunique() > 1]
+    if len(varying) == 1:
+        return varying[0], _AXIS[varying[0]]
+    return "total_words", "words in the study (protected + stereotypes + controls)"
 
 
 def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
