@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import BayesbiasError
 from ..progress import progress
 from .cache import VectorCache, default_cache_dir
+from .folder import ModelFolderError, check_loaded_weights, check_model_folder, model_digest
 
 __all__ = ["Encoder", "EncoderError", "MissingExtraError", "load_encoder", "NAMED_ENCODERS",
            "EXTRA"]
@@ -37,7 +38,6 @@ EXTRA = "contextual"
 NAMED_ENCODERS = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 _OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1"}
-_HASH_WHOLE = 1 << 20  # files up to 1 MiB are hashed whole; larger ones by size, head and tail
 
 
 class EncoderError(BayesbiasError, RuntimeError):
@@ -101,8 +101,8 @@ def _extract_once(archive: Path, label: str) -> Path:
     import zipfile
 
     size = archive.stat().st_size
-    with open(archive, "rb") as fh:
-        head = hashlib.sha256(fh.read(_HASH_WHOLE)).hexdigest()[:12]
+    with open(archive, "rb") as fh:  # whole archive: a changed byte is a new folder
+        head = hashlib.file_digest(fh, "sha256").hexdigest()[:12]
     target = default_cache_dir().parent / "models" / f"{label}-{size}-{head}"
     if (target / "modules.json").is_file():
         return target
@@ -139,25 +139,6 @@ def _find_model_root(path: Path) -> Path | None:
     return min(found, key=lambda p: len(p.parts)) if found else None
 
 
-def _model_key(root: Path) -> str:
-    """Digest of the model files (names, sizes, contents; head and tail of large files)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith(".") or "/." in rel:
-            continue
-        size = path.stat().st_size
-        h.update(f"{rel}\0{size}\0".encode())
-        with open(path, "rb") as fh:
-            if size <= _HASH_WHOLE:
-                h.update(fh.read())
-            else:
-                h.update(fh.read(_HASH_WHOLE // 2))
-                fh.seek(size - _HASH_WHOLE // 2)
-                h.update(fh.read())
-    return h.hexdigest()[:32]
-
-
 class Encoder:
     """A sentence encoder on the CPU, with an on-disk vector cache.
 
@@ -170,15 +151,16 @@ class Encoder:
     path : pathlib.Path
         The model folder.
     key : str
-        Digest of the model files; the cache key of every vector.
+        Digest of the full content of the model files (:func:`~bayesbias.encoders.folder.
+        model_digest`); the cache key of every vector.
     """
 
     def __init__(self, name: str, path: Path, model, *, cache_dir=None, cache: bool = True,
-                 batch_size: int = 64):
+                 batch_size: int = 64, key: str | None = None):
         self.name = name
         self.path = path
         self.model = model
-        self.key = _model_key(path)
+        self.key = key or model_digest(check_model_folder(path))
         self.batch_size = int(batch_size)
         self.cache = VectorCache(Path(cache_dir or default_cache_dir()) / f"{self.key}.sqlite",
                                  enabled=cache)
@@ -352,7 +334,7 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
     name = str(name_or_path)
     path = Path(name).expanduser()
     if name.lower() in NAMED_ENCODERS and not path.exists():
-        st = _import_sentence_transformers()
+        _import_sentence_transformers()  # names the extra when it is missing
         root = _packaged_model_dir(name)
     else:
         if not path.exists():
@@ -367,41 +349,80 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
             raise EncoderError(
                 f"{path}: not a model folder (no config.json or modules.json)"
                 + (f"; did you mean {root}?" if root is not None else ""))
-        st = _import_sentence_transformers()
-    if not any(root.glob("*.safetensors")) and not any(root.rglob("*.safetensors")):
-        raise EncoderError(
-            f"{root}: no .safetensors weights; bayesbias reads only safetensors (pickled "
-            "PyTorch .bin weights can run code when loaded)")
+    st = _import_sentence_transformers()
+    try:  # nothing of the folder is read by the libraries before it passes these checks
+        found = check_model_folder(root)
+        key = model_digest(found)
+    except ModelFolderError as exc:
+        raise EncoderError(str(exc)) from None
     try:  # our own progress records replace the libraries' progress bars
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
     except ImportError:
-        pass
-    with contextlib.redirect_stdout(sys.stderr), _quiet_hf():
+        hf_logging = None
+    with contextlib.redirect_stdout(sys.stderr), _quiet_hf(hf_logging):
         try:
             model = st.SentenceTransformer(str(root), device="cpu", local_files_only=True,
-                                           trust_remote_code=False)
-        except (OSError, ValueError, KeyError) as exc:
+                                           trust_remote_code=False,
+                                           model_kwargs={"use_safetensors": True,
+                                                         "ignore_mismatched_sizes": True})
+            model.eval()
+            unused = check_loaded_weights(found, model[0].auto_model)
+            _probe_tokenizer(root, model[0].tokenizer)
+        except ModelFolderError as exc:
+            raise EncoderError(str(exc)) from None
+        except (Exception, _panic_type()) as exc:  # noqa: BLE001 - a malformed folder
+            if isinstance(exc, MissingExtraError):
+                raise
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
             raise EncoderError(f"{root}: cannot load the model ({type(exc).__name__}: "
-                               f"{exc})") from None
-    model.eval()
-    tok = model[0].tokenizer
-    if not getattr(tok, "is_fast", False):
-        raise EncoderError(f"{root}: the tokenizer is not a fast tokenizer (needed to find "
-                           "the sub-word tokens of a word)")
+                               f"{first})") from None
+    if unused:
+        log.warning("%s: %d tensor(s) of the checkpoint are not used by the model (e.g. %s)",
+                    root, len(unused), ", ".join(unused[:3]))
     progress.info("loaded encoder %s from %s", name, root)
     return Encoder(name, root, model, cache_dir=cache_dir, cache=cache,
-                   batch_size=batch_size)
+                   batch_size=batch_size, key=key)
 
 
 @contextlib.contextmanager
-def _quiet_hf():
-    """Silence the 'creating a new model with mean pooling' notice of plain HF folders."""
+def _quiet_hf(hf_logging=None):
+    """Silence the libraries' notices and load reports while a model is loaded.
+
+    Missing weights are refused by :func:`~bayesbias.encoders.folder.check_loaded_weights`
+    with one line, in place of transformers' multi-line report.
+    """
     logger = logging.getLogger("sentence_transformers")
     level = logger.level
     logger.setLevel(logging.ERROR)
+    hf_level = hf_logging.get_verbosity() if hf_logging is not None else None
+    if hf_logging is not None:
+        hf_logging.set_verbosity(logging.CRITICAL)
     try:
         yield
     finally:
         logger.setLevel(level)
+        if hf_logging is not None:
+            hf_logging.set_verbosity(hf_level)
+
+
+def _panic_type() -> type:
+    """The exception of a Rust panic in the tokenizers library (a BaseException)."""
+    try:
+        from pyo3_runtime import PanicException  # type: ignore[import-not-found]
+    except ImportError:
+        return Exception
+    return PanicException
+
+
+def _probe_tokenizer(root: Path, tok) -> None:
+    """Refuse a tokenizer that is not fast, knows only special tokens, or panics."""
+    if not getattr(tok, "is_fast", False):
+        raise ModelFolderError(f"{root}: the tokenizer is not a fast tokenizer (needed to "
+                               "find the sub-word tokens of a word)")
+    specials = set(getattr(tok, "all_special_ids", []) or [])
+    ids = tok("This is a test sentence about a person.", add_special_tokens=False)["input_ids"]
+    if len(tok) <= len(specials) or not ids or all(i in specials for i in ids):
+        raise ModelFolderError(f"{root}: the tokenizer knows no words (only special tokens "
+                               f"among its {len(tok)} tokens)")
