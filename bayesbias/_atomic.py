@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .errors import OutputPathError
 
-__all__ = ["atomic_path", "check_output", "shipped_dir", "MIN_FREE_BYTES"]
+__all__ = ["atomic_path", "check_output", "shipped_dir", "spreadsheet_safe", "MIN_FREE_BYTES"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -198,6 +198,42 @@ def _release_signals(old) -> None:
         import signal
 
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP's list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _neutralise(value):
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value  # shown as text, never evaluated
+    return value  # a number written as text ("-1.5") is harmless
+
+
+def spreadsheet_safe(df):
+    """A copy of `df` whose text cells cannot run as spreadsheet formulas.
+
+    A string cell (or column name) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return gets a leading ``'``, the usual neutralisation (OWASP, "CSV
+    injection"): ``=HYPERLINK(...)`` is shown as text. Numbers, negative ones included,
+    and strings that are plain numbers are unchanged. Used for the CSV files meant for
+    spreadsheets (``classifier -o``, a report's ``tables/``); distance tables are not
+    neutralised, since bayesbias reads them back and the words must round-trip.
+    """
+    import pandas as pd
+
+    out = df.copy()
+    for col in out.columns:
+        dtype = out[col].dtype
+        if (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+                or isinstance(dtype, pd.CategoricalDtype)):
+            out[col] = out[col].astype(object).map(_neutralise)
+    out.columns = [_neutralise(c) for c in out.columns]
+    return out
 
 
 def shipped_dir(name: str) -> Path:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._atomic import check_output as _check_path
+from .._atomic import spreadsheet_safe
 from ..errors import OutputPathError
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
@@ -360,7 +361,7 @@ class Report:
                     body.append(f"<pre>{html.escape(item)}</pre>")
                 elif kind == "table":
                     df, name, caption = item
-                    df.to_csv(root / "tables" / f"{name}.csv", index=False)
+                    spreadsheet_safe(df).to_csv(root / "tables" / f"{name}.csv", index=False)
                     md += [f"*{caption}* (`tables/{name}.csv`)" if caption else
                            f"`tables/{name}.csv`", "", markdown_table(df), ""]
                     href = html.escape(f"tables/{name}.csv", quote=True)

@@ -1,0 +1,56 @@
+"""Hostile corpus, class 6: the surfaces added last round (issue 21).
+
+CSV formula injection, full disks during a netCDF write, memory bounds, the corpus reader,
+undefined diagnostics, the report folder (files a user added, unwritable targets, long
+names), forked workers whose parent dies. Every case: a typed error (CLI exit 2, one line),
+nothing half-written, nothing stray.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pandas as pd
+import pytest
+from hostile import run_main
+
+from bayesbias._atomic import spreadsheet_safe
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
+
+
+# -- CSV formula injection -------------------------------------------------------------
+def test_spreadsheet_safe_neutralises_text_only():
+    df = pd.DataFrame({"group": FORMULAS + ["plain", "-1.5"],
+                       "value": [-1.0, 2.0, -3.5, 0.0, 1.0, 2.0, -7.0, -0.25],
+                       "n": np.arange(8) - 4})
+    out = spreadsheet_safe(df)
+    assert all(v.startswith("'") for v in out["group"][:len(FORMULAS)])
+    assert out["group"].iloc[-2] == "plain" and out["group"].iloc[-1] == "-1.5"
+    pd.testing.assert_series_equal(out["value"], df["value"])  # numbers stay numbers
+    pd.testing.assert_series_equal(out["n"], df["n"])
+    assert df["group"].iloc[0].startswith("=")  # the input is not changed
+
+
+def test_classifier_output_has_no_formula_cells(tmp_path, capsys):
+    """Group names such as =HYPERLINK(...) were written unchanged into classifier -o."""
+    rng = np.random.default_rng(0)
+    n = 200
+    groups = {"=HYPERLINK(\"http://evil\")": rng.integers(0, 2, n),
+              "@cmd": rng.integers(0, 2, n), "+plus": rng.integers(0, 2, n)}
+    df = pd.DataFrame({"label": rng.integers(0, 2, n), "s": rng.random(n), **groups})
+    src = tmp_path / "scores.csv"
+    df.to_csv(src, index=False)
+    out = tmp_path / "table.csv"
+    code, _, err = run_main(capsys, ["classifier", "--data", src, "--label", "label",
+                                     "--score", "s", "--groups", ",".join(groups),
+                                     "--metrics", "auc", "--bootstrap", "0", "-o", out])
+    assert code == 0, err
+    with open(out, newline="", encoding="utf-8") as fh:
+        cells = [c for row in csv.reader(fh) for c in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "@")], cells
+    negative = [c for c in cells if c.startswith("-")]
+    assert all(float(c) < 0 for c in negative)  # only numbers start with '-'
+    table = pd.read_csv(out)
+    assert "'=HYPERLINK(\"http://evil\")" in set(table["group"])
