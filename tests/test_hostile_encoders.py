@@ -308,3 +308,27 @@ def test_good_folder_still_loads_and_hashes_everything(tiny_st, tmp_path):
     enc = load_encoder(tiny_st, cache_dir=tmp_path / "c")
     assert enc.encode(["this is a nurse"]).shape == (1, 8)
     assert enc.key == model_digest(check_model_folder(tiny_st))
+
+
+@pytest.mark.parametrize("content", [b"not a database" * 100, b""])
+def test_corrupt_cache_file_is_one_clean_error(tmp_path, content):
+    from bayesbias.encoders.cache import CacheError, VectorCache
+
+    path = tmp_path / "k.sqlite"
+    path.write_bytes(content)
+    cache = VectorCache(path)
+    if content:
+        with pytest.raises(CacheError, match=f"{path}.*--no-cache"):
+            cache.get_many(["a"], 3)
+    else:  # an empty file is a fresh database
+        cache.put_many({"a": np.ones(3)})
+        assert list(cache.get_many(["a"], 3)) == ["a"]
+
+
+def test_cache_rows_of_the_wrong_size_or_non_finite_are_ignored(tmp_path):
+    from bayesbias.encoders.cache import VectorCache
+
+    cache = VectorCache(tmp_path / "k.sqlite")
+    cache.put_many({"short": np.ones(2), "nan": np.array([1.0, np.nan, 2.0]),
+                    "ok": np.ones(3)})
+    assert set(cache.get_many(["short", "nan", "ok"], 3)) == {"ok"}

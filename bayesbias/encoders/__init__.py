@@ -16,7 +16,7 @@ _WHERE = {
     "EncoderSource": ".words", "Templates": ".words", "HOWS": ".words",
     "template_vectors": ".words", "read_corpus": ".words", "find_contexts": ".words",
     "MADLIBS": ".words",
-    "VectorCache": ".cache", "default_cache_dir": ".cache",
+    "VectorCache": ".cache", "CacheError": ".cache", "default_cache_dir": ".cache",
     "context_distance_table": ".contexts",
 }
 
