@@ -54,3 +54,52 @@ def test_classifier_output_has_no_formula_cells(tmp_path, capsys):
     assert all(float(c) < 0 for c in negative)  # only numbers start with '-'
     table = pd.read_csv(out)
     assert "'=HYPERLINK(\"http://evil\")" in set(table["group"])
+
+
+# -- Unicode spellings of one word ------------------------------------------------------
+def _wordlist(tmp_path, a_prot, b_prot, a_st=("x",), b_st=("y",)):
+    import json
+
+    text = (f"[classes.a]\nprotected_words = {json.dumps(list(a_prot))}\n"
+            f"stereotypes = {json.dumps(list(a_st))}\n"
+            f"[classes.b]\nprotected_words = {json.dumps(list(b_prot))}\n"
+            f"stereotypes = {json.dumps(list(b_st))}\n")
+    path = tmp_path / "w.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+NFC, NFD = "caf\u00e9", "cafe\u0301"
+
+
+@pytest.mark.parametrize(("a", "b", "note"), [
+    ([NFC, NFD], ["she"], "not in NFC form"),
+    ([NFC], [NFD], "not in NFC form"),
+    (["jew"], ["j\u200dew"], "invisible characters"),
+    (["jew", "jew\u200b"], ["she"], "invisible characters"),
+    (["jew"], ["\uff4a\uff45\uff57"], "compatibility"),
+], ids=["nfc-nfd-same-class", "nfc-nfd-two-classes", "zwj", "zwsp", "fullwidth"])
+def test_unicode_spellings_of_one_word_refused(tmp_path, capsys, a, b, note):
+    """Kept as different words with no message before issue 21."""
+    from bayesbias.errors import WordListError
+    from bayesbias.wordlists import load_wordlist
+
+    path = _wordlist(tmp_path, a, b)
+    with pytest.raises(WordListError, match=f"two Unicode spellings.*{note}"):
+        load_wordlist(path)
+    code, _, err = run_main(capsys, ["wordlists", path])
+    assert code == 2 and str(path) in err and "Traceback" not in err
+
+
+def test_unicode_words_alone_are_kept_as_written(tmp_path):
+    from bayesbias.wordlists import load_wordlist
+
+    wl = load_wordlist(_wordlist(tmp_path, [NFD, "\u05d9\u05d4\u05d5\u05d3\u05d9"], ["she"]))
+    assert NFD in wl.protected_words  # looked up as written: no silent normalisation
+
+
+def test_shipped_word_lists_have_one_spelling_per_word():
+    from bayesbias.wordlists import available_wordlists, load_wordlist
+
+    for name in available_wordlists():
+        load_wordlist(name)
