@@ -19,7 +19,8 @@ from pathlib import Path
 
 from .errors import OutputPathError
 
-__all__ = ["atomic_path", "check_output", "shipped_dir", "spreadsheet_safe", "MIN_FREE_BYTES"]
+__all__ = ["atomic_path", "atomic_write_bytes", "check_output", "shipped_dir",
+           "spreadsheet_safe", "MIN_FREE_BYTES"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -180,6 +181,47 @@ def atomic_path(path, suffix: str | None = None):
         with contextlib.suppress(OSError):
             if tmp.exists():
                 tmp.unlink()
+
+
+def atomic_write_bytes(path, data, suffix: str | None = None) -> Path:
+    """Write `data` (bytes, memoryview) to `path` through :func:`atomic_path`.
+
+    Made for serialisers that are unsafe on a full disk (h5py/netCDF: error cascades and a
+    crash at exit): serialise in memory first, then this plain write fails cleanly. The
+    free space is checked against the size first, so a too-full disk is refused before the
+    temporary file is created.
+
+    Raises
+    ------
+    OutputPathError
+        The target is refused, or the disk has less free space than `data` needs.
+    """
+    path = check_output(path)
+    size = memoryview(data).nbytes
+    free = _free_bytes(_existing_parent(path))
+    if free is not None and free < size:
+        raise OutputPathError(f"cannot write {path}: no space left on the device "
+                              f"({size:,} bytes to write, {free:,} free)")
+    with atomic_path(path, suffix=suffix) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def _existing_parent(path: Path) -> Path:
+    parent = path.parent if str(path.parent) else Path(".")
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return None
+    if not vfs.f_blocks:
+        return None
+    return (vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) * vfs.f_frsize
 
 
 def _hold_signals():

@@ -9,11 +9,12 @@ nothing half-written, nothing stray.
 from __future__ import annotations
 
 import csv
+import os
 
 import numpy as np
 import pandas as pd
 import pytest
-from hostile import run_main
+from hostile import listing, run_cli, run_main
 
 from bayesbias._atomic import spreadsheet_safe
 
@@ -103,3 +104,81 @@ def test_shipped_word_lists_have_one_spelling_per_word():
 
     for name in available_wordlists():
         load_wordlist(name)
+
+
+# -- full disk while writing --------------------------------------------------------------
+def test_netcdf_larger_than_the_free_space_is_refused_before_writing(tmp_path, monkeypatch,
+                                                                     religion_fit):
+    """The fit is serialised in memory, then checked against the free space."""
+    import bayesbias._atomic as atomic
+    from bayesbias.errors import OutputPathError
+
+    monkeypatch.setattr(atomic, "_free_bytes", lambda folder: 5000)
+    with pytest.raises(OutputPathError, match=r"no space left.*bytes to write, 5,000 free"):
+        religion_fit.save(tmp_path / "fit.nc")
+    assert listing(tmp_path) == []
+
+
+class _FullDisk:
+    """A file whose writes fail as on a disk that filled up meanwhile."""
+
+    def __init__(self, path, mode):
+        self.path = path
+
+    def __enter__(self):
+        open(self.path, "wb").close()  # noqa: SIM115 - the temporary file exists
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def write(self, data):
+        import errno
+        import os
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_disk_filling_during_the_netcdf_write_is_clean(tmp_path, monkeypatch, religion_fit):
+    """Today: ~200 lines of h5py errors, a segfault (rc 139), a hidden partial .nc left."""
+    import bayesbias._atomic as atomic
+    from bayesbias.errors import OutputPathError
+
+    monkeypatch.setattr(atomic, "open", _FullDisk, raising=False)
+    with pytest.raises(OutputPathError, match="cannot write .*fit.nc: no space left"):
+        religion_fit.save(tmp_path / "fit.nc")
+    assert listing(tmp_path) == []
+
+
+def _tmpfs(path, size):
+    import subprocess
+
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True)
+    if done.returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs")
+@pytest.mark.parametrize("size", ["2m", "4200k", "9m"])
+def test_report_and_fit_on_a_really_full_disk(tmp_path, size):
+    """A real small file system: exit 2, one line, nothing left (no segfault)."""
+    import subprocess
+
+    disk = _tmpfs(tmp_path / "disk", size)
+    try:
+        for args in (["fit", "--wordlist", "religion", "--draws", "2000", "--tune", "300",
+                      "--chains", "2", "-o", disk / "fit.nc"], ["report", "-o", disk / "rep"]):
+            done = run_cli([*args, "--quiet"], timeout=600)
+            if done.returncode == 0:  # it fitted: make room for the next command
+                subprocess.run(["rm", "-rf", str(args[-1])], check=True)
+                continue
+            assert done.returncode == 2, done.stderr[-2000:]
+            assert len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+            assert "no space left" in done.stderr
+            assert [p.name for p in disk.iterdir()] == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._atomic import atomic_path
+from .._atomic import atomic_write_bytes
 from ..config import CONNECTIONS, defaults
 from ..errors import DiagnosticsError, InvalidArgumentError, ModelSpecError
 from ..progress import progress
@@ -615,8 +615,9 @@ class Fit:
             ss = tree["sample_stats"].to_dataset()
             ss = ss.drop_vars([v for v in ss.data_vars if ss[v].dtype == object])
             tree["sample_stats"] = xr.DataTree(ss)
-        with atomic_path(path, suffix=".nc") as tmp, _no_distributed_probe():
-            tree.to_netcdf(tmp)
+        with _no_distributed_probe():  # in memory: h5py crashes on a disk that fills up
+            data = tree.to_netcdf(engine="h5netcdf")
+        atomic_write_bytes(path, data, suffix=".nc")
         return path
 
 

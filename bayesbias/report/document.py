@@ -40,6 +40,7 @@ REPORT_FILES = {"files": {MARKER, "index.html", "report.md", "results.json"},
                 "folders": {"tables": ".csv", "figures": ".png", "fits": ".nc"}}
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 
 
 def safe_name(name: str, fallback: str = "wordlist") -> str:
@@ -321,6 +322,13 @@ class Report:
             (tmp / "results.json").write_text(
                 json.dumps(self.data, indent=2, allow_nan=False), encoding="utf-8")
             _put_in_place(tmp, folder)
+        except OSError as exc:  # a full disk while writing: name the report, not tmp
+            if isinstance(exc, OutputPathError):
+                raise OutputPathError(str(exc).replace(str(tmp), str(folder))) from None
+            if exc.errno in _DEVICE_ERRORS:
+                raise OutputPathError(f"cannot write the report {folder}: "
+                                      f"{os.strerror(exc.errno).lower()}") from None
+            raise
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
