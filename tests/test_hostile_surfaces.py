@@ -182,3 +182,27 @@ def test_report_and_fit_on_a_really_full_disk(tmp_path, size):
             assert [p.name for p in disk.iterdir()] == []
     finally:
         subprocess.run(["umount", str(disk)], check=False)
+
+
+# -- memory bound of a fit ------------------------------------------------------------------
+@pytest.fixture
+def table40(tmp_path):
+    from bayesbias.datasets import published_table
+
+    t = published_table("religion", "reddit")
+    path = tmp_path / "t40.csv"
+    t.groupby("connection").sample(10, random_state=0).to_csv(path, index=False)
+    return path
+
+
+def test_fit_memory_bound_counts_what_is_stored(table40, capsys):
+    """1e6 draws x 4 chains on 40 rows passed the old '2 GB' guard, then took 9.3 GB."""
+    from bayesbias.models.fit import MAX_FIT_BYTES, fit_memory
+
+    code, _, err = run_main(capsys, ["fit", "--distances", table40, "--draws", "1000000",
+                                     "--chains", "4", "--quiet"])
+    assert code == 2 and "GB of draws in memory" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    # measured peak growth (nutpie, 60 cells): 9.0 kB per draw and chain
+    assert fit_memory(1, 1, 60) == pytest.approx(8_900, rel=0.1)
+    assert fit_memory(1000, 4, 4 * 1000) < MAX_FIT_BYTES  # defaults on 1000 words: allowed
