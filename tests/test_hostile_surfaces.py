@@ -206,3 +206,69 @@ def test_fit_memory_bound_counts_what_is_stored(table40, capsys):
     # measured peak growth (nutpie, 60 cells): 9.0 kB per draw and chain
     assert fit_memory(1, 1, 60) == pytest.approx(8_900, rel=0.1)
     assert fit_memory(1000, 4, 4 * 1000) < MAX_FIT_BYTES  # defaults on 1000 words: allowed
+
+
+# -- the corpus is streamed, its lines and expansion bounded ------------------------------
+def test_gzip_of_blank_lines_is_refused_fast_and_small(tmp_path):
+    """A 4 MB gzip of newlines ran out of memory after 81 s before issue 21."""
+    import gzip
+    import resource
+    import time
+
+    from bayesbias.encoders import EncoderError, iter_corpus
+
+    path = tmp_path / "bomb.gz"
+    path.write_bytes(gzip.compress(b"\n" * (300 << 20), compresslevel=9))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(EncoderError, match=f"{path}: expands more than 200-fold"):
+        list(iter_corpus(path))
+    assert time.perf_counter() - t0 < 10
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # kB
+
+
+@pytest.mark.parametrize("where", [1, 3])
+def test_overlong_corpus_line_refused_naming_it(tmp_path, where):
+    from bayesbias.encoders import EncoderError, iter_corpus
+
+    lines = [b"the nurse is here", b"a doctor"]
+    lines.insert(where - 1, b"x" * (2 << 20))
+    path = tmp_path / "c.txt"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(EncoderError, match=f"{path}, line {where}: longer than 1 MiB"):
+        list(iter_corpus(path))
+
+
+def test_corpus_stream_matches_the_whole_read(tmp_path):
+    """Streaming keeps only matching sentences; the draws are those of the whole list."""
+    from bayesbias.encoders import find_contexts, iter_corpus, read_corpus
+
+    rng = np.random.default_rng(3)
+    words = ["nurse", "doctor", "man", "woman", "ice-cream", "new york"]
+    lines = []
+    for i in range(4000):
+        pick = rng.choice(words + ["x", "y"], size=3)
+        lines.append(f"s{i % 1500} " + " ".join(pick) + ("\n\n" if i % 7 == 0 else ""))
+    path = tmp_path / "c.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = find_contexts(read_corpus(path), words, n=5, seed=9)
+    assert find_contexts(iter_corpus(path), words, n=5, seed=9) == whole
+    assert all(len(v) == 5 for v in whole.values())
+
+
+def test_corpus_bad_utf8_names_the_line(tmp_path):
+    from bayesbias.encoders import EncoderError, iter_corpus
+
+    path = tmp_path / "c.txt"
+    path.write_bytes(b"ok\nfine\nbad \xff here\n")
+    with pytest.raises(EncoderError, match=f"{path}, line 3: not UTF-8"):
+        list(iter_corpus(path))
+
+
+def test_contexts_draws_bounded_before_the_encoder_loads(tmp_path, capsys):
+    """contexts --draws 1000000 built the whole table in memory before issue 21."""
+    code, _, err = run_main(capsys, ["contexts", "--encoder", tmp_path / "no-such-model",
+                                     "--corpus", "madlibs", "--wordlist", "religion",
+                                     "--draws", "1000000", "-o", tmp_path / "t.csv"])
+    assert code == 2 and "--draws 1,000,000" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and listing(tmp_path) == []
