@@ -272,3 +272,84 @@ def test_contexts_draws_bounded_before_the_encoder_loads(tmp_path, capsys):
                                      "--draws", "1000000", "-o", tmp_path / "t.csv"])
     assert code == 2 and "--draws 1,000,000" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and listing(tmp_path) == []
+
+
+# -- the report folder ----------------------------------------------------------------------
+def _report(rows=None):
+    from bayesbias.report import Report
+
+    r = Report("t")
+    df = pd.DataFrame(rows or {"group": ["a", "=1+1"], "value": [-0.5, 1.0]})
+    r.section("s").table(df, "main", "a table")
+    return r
+
+
+def test_users_csv_in_tables_is_never_deleted(tmp_path):
+    """A user's tables/notes.csv was deleted when the report was written again."""
+    from bayesbias.errors import OutputPathError
+
+    out = tmp_path / "rep"
+    _report().write(out)
+    (out / "tables" / "notes.csv").write_text("mine")
+    (out / "figures" / "sketch.png").write_bytes(b"\x89PNG mine")
+    with pytest.raises(OutputPathError, match="tables/notes.csv"):
+        _report().write(out)
+    assert (out / "tables" / "notes.csv").read_text() == "mine"
+    assert (out / "figures" / "sketch.png").exists()
+    (out / "tables" / "notes.csv").unlink()
+    (out / "figures" / "sketch.png").unlink()
+    _report().write(out)  # only its own files: replaced
+    assert sorted(p.name for p in (out / "tables").iterdir()) == ["main.csv"]
+
+
+def test_marker_lists_every_file_written(tmp_path):
+    from bayesbias.report import MARKER
+
+    out = tmp_path / "rep"
+    _report().write(out, extra_files={"fits": lambda d: (d.mkdir(), (d / "x.nc").write_bytes(
+        b"nc"))})
+    listed = (out / MARKER).read_text().splitlines()[2:]
+    on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert sorted(listed) == on_disk
+
+
+def test_older_marker_without_a_list_protects_sub_folders(tmp_path):
+    from bayesbias.errors import OutputPathError
+    from bayesbias.report import MARKER
+
+    out = tmp_path / "rep"
+    _report().write(out)
+    (out / MARKER).write_text("written by bayesbias report\n")  # an older version's marker
+    with pytest.raises(OutputPathError, match="older bayesbias.*tables/main.csv"):
+        _report().write(out)
+    assert (out / "tables" / "main.csv").exists()
+
+
+def test_report_tables_are_spreadsheet_safe(tmp_path):
+    out = tmp_path / "rep"
+    _report().write(out)
+    table = pd.read_csv(out / "tables" / "main.csv")
+    assert list(table["group"]) == ["a", "'=1+1"] and list(table["value"]) == [-0.5, 1.0]
+
+
+def test_undefined_numbers_are_null_in_results_json(tmp_path):
+    """report --chains 1 exited 1 writing results.json (r-hat is NaN with one chain)."""
+    import json
+
+    r = _report()
+    r.data = {"max_rhat": np.float64("nan"), "ess": [np.inf, 3.0], "n": np.int64(4)}
+    out = tmp_path / "rep"
+    r.write(out)
+    assert json.loads((out / "results.json").read_text()) == {
+        "max_rhat": None, "ess": [None, 3.0], "n": 4}
+
+
+@pytest.mark.slow
+def test_report_with_one_chain_writes_null_diagnostics(tmp_path):
+    import json
+
+    done = run_cli(["report", "--chains", "1", "-o", tmp_path / "rep", "--quiet"], timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (tmp_path / "rep" / "results.json").read_text()
+    assert '"max_rhat": null' in text and "NaN" not in text
+    json.loads(text)
