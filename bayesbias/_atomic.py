@@ -20,7 +20,7 @@ from pathlib import Path
 from .errors import OutputPathError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "check_output", "shipped_dir",
-           "spreadsheet_safe", "MIN_FREE_BYTES"]
+           "spreadsheet_safe", "temp_prefix", "MIN_FREE_BYTES"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -73,6 +73,9 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
     except NotADirectoryError:
         st = None  # a parent is a file: reported below
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise OutputPathError(f"{what} {str(path)[:80]}...: the name is longer than the "
+                                  "file system takes") from None
         raise OutputPathError(f"{what} {path}: cannot check ({exc.strerror})") from None
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
@@ -106,6 +109,7 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
         break
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{what} {path}: no permission to write in {existing}")
+    _check_name_length(path, existing, what)
     try:
         vfs = os.statvfs(existing)
     except OSError:
@@ -118,7 +122,64 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
         if vfs.f_blocks and free < MIN_FREE_BYTES:
             raise OutputPathError(f"{what} {path}: no space left on the device of {existing} "
                                   f"({free:,} bytes free)")
+    _probe(existing, path, what)
     return path
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _check_name_length(path: Path, existing: Path, what: str) -> None:
+    """Refuse a name or path longer than the file system takes (before any work)."""
+    limit = _name_max(existing)
+    for part in path.parts:
+        if len(os.fsencode(part)) > limit:
+            raise OutputPathError(f"{what} {str(path)[:80]}...: the name {part[:40]!r}... is "
+                                  f"{len(os.fsencode(part))} bytes, longer than the "
+                                  f"{limit} the file system takes")
+    if len(os.fsencode(os.path.abspath(path))) >= 4096:
+        raise OutputPathError(f"{what} {str(path)[:80]}...: the path is longer than 4096 "
+                              "bytes")
+
+
+def _probe(folder: Path, path: Path, what: str) -> None:
+    """Create and remove a file in `folder`: /proc, /sys and the like refuse it up front.
+
+    Permissions and free space do not tell a pseudo file system (procfs, sysfs) from a
+    real one; creating a file does. The probe is hidden and removed at once (signals held
+    meanwhile), so nothing is left behind.
+    """
+    held = _hold_signals()
+    try:
+        try:
+            fd, name = tempfile.mkstemp(prefix=".bayesbias-probe.", dir=folder)
+        except OSError as exc:
+            raise OutputPathError(f"{what} {path}: cannot create a file in {folder} "
+                                  f"({_os_message(exc)})") from None
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    finally:
+        _release_signals(held)
+
+
+def temp_prefix(name: str, room: int = 16) -> str:
+    """Prefix of a hidden temporary name next to `name`, short enough for the file system.
+
+    ``.{name}.`` shortened (on a character boundary) so that the prefix plus `room` bytes
+    (random part and suffix) fit in 255 bytes: names of 250-255 bytes stay writable.
+    """
+    keep = 255 - room - 2
+    raw = os.fsencode(name)
+    if len(raw) > keep:
+        name = raw[:keep].decode("utf-8", "ignore") if not isinstance(name, bytes) else name
+        while len(os.fsencode(name)) > keep:
+            name = name[:-1]
+    return f".{name}."
 
 
 def _os_message(exc: OSError) -> str:
@@ -148,9 +209,11 @@ def atomic_path(path, suffix: str | None = None):
     held = _hold_signals()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=suffix or path.suffix or ".tmp", dir=path.parent
-        )
+        suffix = suffix or path.suffix or ".tmp"
+        if len(os.fsencode(suffix)) > 32:
+            suffix = ".tmp"
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name, 8 + len(os.fsencode(suffix))),
+                                   suffix=suffix, dir=path.parent)
         os.close(fd)
     except OSError as exc:
         _release_signals(held)

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._atomic import check_output as _check_path
-from .._atomic import spreadsheet_safe
+from .._atomic import spreadsheet_safe, temp_prefix
 from ..errors import OutputPathError
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
@@ -312,7 +312,8 @@ def _put_in_place(tmp: Path, folder: Path) -> None:
         except FileNotFoundError:
             continue  # another writer moved it away meanwhile
         # Fallback: move the old folder aside, put the new one in, roll back on failure.
-        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        aside = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name, 24) + "old.",
+                                      dir=folder.parent))
         try:
             os.rename(folder, aside / "r")
         except FileNotFoundError:
@@ -364,7 +365,7 @@ class Report:
         """
         folder = check_output(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name), dir=folder.parent))
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes owner-only folders
