@@ -153,17 +153,19 @@ def _probe(folder: Path, path: Path, what: str) -> None:
     real one; creating a file does. The probe is hidden and removed at once (signals held
     meanwhile), so nothing is left behind.
     """
+    import secrets
+
+    name = os.path.join(folder, f".bayesbias-probe.{os.getpid()}.{secrets.token_hex(4)}")
     held = _hold_signals()
     try:
         try:
-            fd, name = tempfile.mkstemp(prefix=".bayesbias-probe.", dir=folder)
+            os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except OSError as exc:
             raise OutputPathError(f"{what} {path}: cannot create a file in {folder} "
                                   f"({_os_message(exc)})") from None
-        os.close(fd)
+    finally:  # also when a signal's handler raises in between
         with contextlib.suppress(OSError):
             os.unlink(name)
-    finally:
         _release_signals(held)
 
 
