@@ -31,8 +31,9 @@ from bayesbias.encoders.folder import (
 HAVE_EXTRA = all(importlib.util.find_spec(m) is not None
                  for m in ("torch", "transformers", "sentence_transformers", "safetensors"))
 needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="optional extra [contextual] absent")
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "this", "is", "a", "the", "nurse",
-         "doctor", "man", "woman", "he", "she", "math", "art"] + [chr(c) for c in range(97, 123)]
+WORDS = list(dict.fromkeys(
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "this", "is", "a", "the", "nurse", "doctor",
+     "man", "woman", "he", "she", "math", "art"] + [chr(c) for c in range(97, 123)]))
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +193,8 @@ def test_malformed_safetensors_refused_naming_the_file(tmp_path, case):
 
 @needs_extra
 @pytest.mark.parametrize("case", ["no-tensors", "wrong-names", "wrong-shape", "no-tokenizer",
-                                  "truncated", "garbage", "empty-vocab"])
+                                  "truncated", "garbage", "empty-vocab", "ids-beyond-embedding",
+                                  "broken-bpe"])
 def test_broken_checkpoint_refused_not_randomly_initialised(tiny_st, tmp_path, capsys, case):
     """Today: random weights and a printed d with exit 0, or 'unexpected error' exit 1."""
     import torch
@@ -225,6 +227,21 @@ def test_broken_checkpoint_refused_not_randomly_initialised(tiny_st, tmp_path, c
                                  if k.startswith("[")}
         (d / "tokenizer.json").write_text(json.dumps(tok))
         needle = "knows no words"
+    elif case == "ids-beyond-embedding":  # token ids the model's embedding does not have
+        tok = json.loads((d / "tokenizer.json").read_text())
+        tok["model"]["vocab"]["extra"] = len(tok["model"]["vocab"]) + 5
+        (d / "tokenizer.json").write_text(json.dumps(tok))
+        needle = "embedding only"
+    elif case == "broken-bpe":  # merges of tokens the vocabulary lacks, no [UNK]
+        (d / "tokenizer.json").write_text(json.dumps({
+            "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+            "normalizer": None, "pre_tokenizer": {"type": "Whitespace"},
+            "post_processor": None, "decoder": None,
+            "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                      "fuse_unk": False, "byte_fallback": False, "vocab": {"a": 0, "aa": 1},
+                      "merges": ["a a", "aa aa", "a aa"]}}))
+        needle = "cannot load the model"
     code, out, err = _seat(capsys, d)
     assert_clean_error(code, err, str(d), needle)
     assert "p-value" not in out
@@ -332,3 +349,28 @@ def test_cache_rows_of_the_wrong_size_or_non_finite_are_ignored(tmp_path):
     cache.put_many({"short": np.ones(2), "nan": np.array([1.0, np.nan, 2.0]),
                     "ok": np.ones(3)})
     assert set(cache.get_many(["short", "nan", "ok"], 3)) == {"ok"}
+
+
+class PanicException(BaseException):
+    """Stands for pyo3_runtime.PanicException (a Rust panic; not importable by name)."""
+
+
+@needs_extra
+def test_rust_panic_while_loading_or_encoding_is_one_line(tiny_st, tmp_path, monkeypatch,
+                                                          capsys):
+    """A cyclic BPE tokenizer panicked in Rust: 'unexpected error', exit 1, before."""
+    import sentence_transformers
+
+    from bayesbias.encoders import EncoderError, load_encoder
+
+    enc = load_encoder(tiny_st, cache=False)
+
+    def panic(*a, **k):
+        raise PanicException("range end index 4 out of range for slice of length 2")
+
+    monkeypatch.setattr(enc.model, "encode", panic)
+    with pytest.raises(EncoderError, match=f"{tiny_st}: the tokenizer failed"):
+        enc.encode(["this is a nurse"])
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", panic)
+    code, _, err = _seat(capsys, tiny_st)
+    assert_clean_error(code, err, str(tiny_st), "PanicException")

@@ -213,9 +213,10 @@ class Encoder:
             fresh = []
             for start in range(0, len(todo), bs):
                 chunk = todo[start:start + bs]
-                fresh.append(np.asarray(self.model.encode(
-                    chunk, batch_size=bs, convert_to_numpy=True, show_progress_bar=False),
-                    dtype=np.float32))
+                with self._native_failure(chunk):
+                    fresh.append(np.asarray(self.model.encode(
+                        chunk, batch_size=bs, convert_to_numpy=True, show_progress_bar=False),
+                        dtype=np.float32))
                 progress.info("encoder %s: %d of %d new sentences encoded", self.name,
                               min(start + bs, len(todo)), len(todo))
             vectors = np.vstack(fresh)
@@ -258,7 +259,8 @@ class Encoder:
             new = {}
             for start in range(0, len(todo), bs):
                 chunk = todo[start:start + bs]
-                vecs = self._token_batch([s for s, _ in chunk], [sp for _, sp in chunk])
+                with self._native_failure([s for s, _ in chunk]):
+                    vecs = self._token_batch([s for s, _ in chunk], [sp for _, sp in chunk])
                 for (s, (a, b)), v in zip(chunk, vecs, strict=True):
                     new[self.cache.key("token", f"{a}:{b}:{s}")] = v
                 progress.info("encoder %s: %d of %d new contexts encoded", self.name,
@@ -268,6 +270,19 @@ class Encoder:
             out.update(new)
         return np.vstack([out[k] for k in keys]) if keys else np.empty((0, self.dim),
                                                                        np.float32)
+
+    @contextlib.contextmanager
+    def _native_failure(self, texts):
+        """A panic of the tokenizer (Rust) on some text: one EncoderError naming the model."""
+        with _native_stderr() as native:
+            try:
+                yield
+            except BaseException as exc:
+                if not _is_panic(exc):
+                    raise
+                native.drop()
+                raise EncoderError(f"{self.path}: the tokenizer failed on one of "
+                                   f"{[t[:40] for t in texts[:3]]}... ({exc})") from None
 
     def _token_batch(self, sentences, spans) -> np.ndarray:
         import torch
@@ -361,7 +376,8 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
         hf_logging.disable_progress_bar()
     except ImportError:
         hf_logging = None
-    with contextlib.redirect_stdout(sys.stderr), _quiet_hf(hf_logging):
+    with contextlib.redirect_stdout(sys.stderr), _quiet_hf(hf_logging), \
+            _native_stderr() as native:
         try:
             model = st.SentenceTransformer(str(root), device="cpu", local_files_only=True,
                                            trust_remote_code=False,
@@ -369,12 +385,14 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
                                                          "ignore_mismatched_sizes": True})
             model.eval()
             unused = check_loaded_weights(found, model[0].auto_model)
-            _probe_tokenizer(root, model[0].tokenizer)
+            _probe_tokenizer(root, model[0].tokenizer, model[0].auto_model)
         except ModelFolderError as exc:
             raise EncoderError(str(exc)) from None
-        except (Exception, _panic_type()) as exc:  # noqa: BLE001 - a malformed folder
-            if isinstance(exc, MissingExtraError):
-                raise
+        except BaseException as exc:  # a malformed folder, or a panic of native code
+            if isinstance(exc, MissingExtraError) or not (isinstance(exc, Exception)
+                                                          or _is_panic(exc)):
+                raise  # KeyboardInterrupt, SystemExit
+            native.drop()  # a Rust panic's report: our one line replaces it
             first = (str(exc).strip().splitlines() or [""])[0][:300]
             raise EncoderError(f"{root}: cannot load the model ({type(exc).__name__}: "
                                f"{first})") from None
@@ -407,20 +425,64 @@ def _quiet_hf(hf_logging=None):
             hf_logging.set_verbosity(hf_level)
 
 
-def _panic_type() -> type:
-    """The exception of a Rust panic in the tokenizers library (a BaseException)."""
+class _Captured:
+    def __init__(self):
+        self.keep = True
+
+    def drop(self) -> None:
+        """Do not show what native code wrote meanwhile."""
+        self.keep = False
+
+
+@contextlib.contextmanager
+def _native_stderr():
+    """Hold what native code writes to file descriptor 2 (a Rust panic's report).
+
+    Shown afterwards unless :meth:`_Captured.drop` was called, so a failure ends in one
+    line. Without a real stderr (tests capturing it) nothing is redirected.
+    """
+    captured = _Captured()
     try:
-        from pyo3_runtime import PanicException  # type: ignore[import-not-found]
-    except ImportError:
-        return Exception
-    return PanicException
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield captured
+        return
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), fd)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            if captured.keep:
+                held.seek(0)
+                data = held.read(1 << 20)
+                if data:
+                    sys.stderr.flush()
+                    os.write(fd, data)
 
 
-def _probe_tokenizer(root: Path, tok) -> None:
-    """Refuse a tokenizer that is not fast, knows only special tokens, or panics."""
+def _is_panic(exc: BaseException) -> bool:
+    """A Rust panic surfaced by pyo3 (``pyo3_runtime.PanicException``, a BaseException)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def _probe_tokenizer(root: Path, tok, model=None) -> None:
+    """Refuse a tokenizer that is not fast, knows only special tokens, has more tokens than
+    the model's embedding has rows, or panics."""
     if not getattr(tok, "is_fast", False):
         raise ModelFolderError(f"{root}: the tokenizer is not a fast tokenizer (needed to "
                                "find the sub-word tokens of a word)")
+    rows = getattr(getattr(model, "get_input_embeddings", lambda: None)(), "num_embeddings", None)
+    top = max(tok.get_vocab().values(), default=-1) + 1
+    if rows is not None and top > rows:
+        raise ModelFolderError(f"{root}: the tokenizer has token ids up to {top - 1} but the "
+                               f"model's embedding only {rows} rows (config.json vocab_size)")
     specials = set(getattr(tok, "all_special_ids", []) or [])
     ids = tok("This is a test sentence about a person.", add_special_tokens=False)["input_ids"]
     if len(tok) <= len(specials) or not ids or all(i in specials for i in ids):
