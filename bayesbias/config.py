@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 from .validation import validate_ci_kind, validate_ci_prob
 
-__all__ = ["defaults", "Defaults", "validate_ci_prob", "CONNECTIONS", "cache_dir"]
+__all__ = ["defaults", "Defaults", "validate_ci_prob", "CONNECTIONS", "cache_dir",
+           "DEFAULT_MODEL", "PAPER_MODEL"]
+
+#: The model behind every verdict unless another is asked for: the paper's hierarchical
+#: model plus crossed attribute-word effects (``models/crossed.toml``).
+DEFAULT_MODEL = "crossed"
+#: The published model (Dobrzeniecka & Urbaniak), shown beside the default.
+PAPER_MODEL = "hierarchical"
 
 #: The four connections of an attribute to a protected word, in reporting order.
 CONNECTIONS: tuple[str, ...] = ("associated", "different", "human", "none")

@@ -22,6 +22,11 @@ lies entirely above, *equivalent* when it lies inside the ROPE, otherwise *undec
 Stereotype-specific association needs both ``associated - none`` and ``associated - human``
 below.
 
+Monte Carlo precision: an interval end within :data:`PRECISION_MCSE` Monte Carlo standard
+errors of its threshold could move across it with another seed. Such a contrast is
+``imprecise`` and the verdict reads "undecided at this precision" instead of a finding;
+:func:`fit_for_verdict` draws more (up to :data:`MAX_VERDICT_DRAWS` per chain) before that.
+
 The array layer (:func:`contrast_evidence`) works on NumPy draws; :func:`verdict_from_draws`
 builds a :class:`Verdict`; :func:`verdict_from_fit` reads the draws of a fitted model;
 :func:`verdict_changes` says in the same words which verdicts changed between two fits.
@@ -47,7 +52,17 @@ __all__ = [
     "verdict_from_fit",
     "word_drivers",
     "verdict_changes",
+    "interval_end_mcse",
+    "fit_for_verdict",
+    "PRECISION_MCSE",
+    "MAX_VERDICT_DRAWS",
 ]
+
+#: An interval end closer than this many Monte Carlo standard errors to its threshold
+#: (0 or ±ROPE) is not read as a finding (3: a 0.3% chance per end under a Normal MCSE).
+PRECISION_MCSE = 3.0
+#: Most draws per chain :func:`fit_for_verdict` takes to decide a verdict.
+MAX_VERDICT_DRAWS = 16_000
 
 #: The contrasts a verdict reads, as (minuend, subtrahend) connections.
 VERDICT_CONTRASTS = (("associated", "none"), ("associated", "human"),
@@ -63,7 +78,7 @@ RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (b
         "specific to the word's own class.")
 
 #: Status codes of one contrast.
-STATUSES = ("below", "above", "equivalent", "undecided", "no data")
+STATUSES = ("below", "above", "equivalent", "undecided", "imprecise", "no data")
 
 
 def _interval(draws: np.ndarray, ci_prob: float, ci_kind: str) -> np.ndarray:
@@ -129,6 +144,9 @@ class ContrastEvidence:
     prob_below_zero: float
     share_in_rope: float | None
     status: str
+    #: Monte Carlo standard errors of the lower and upper interval ends (NaN if unknown).
+    mcse_lower: float = np.nan
+    mcse_upper: float = np.nan
 
     def phrase(self) -> str:
         """How the first connection sits relative to the second, in words."""
@@ -143,6 +161,10 @@ class ContrastEvidence:
                 "above": f"{what} are further than {other}",
                 "equivalent": f"{what} are practically as close as {other}",
                 "undecided": f"{what} are not credibly closer or further than {other}",
+                "imprecise": f"undecided at this precision: an end of the interval lies "
+                             f"within {PRECISION_MCSE:g} Monte Carlo standard errors of the "
+                             f"threshold, so whether {what} are closer than {other} depends "
+                             "on the sampler's seed",
                 "no data": f"no data for {what} vs {other}"}[self.status]
 
 
@@ -214,12 +236,15 @@ class Verdict:
                 "contrasts": [{"contrast": c.contrast, "mean": num(c.mean),
                                "lower": num(c.lower), "upper": num(c.upper),
                                "prob_below_zero": num(c.prob_below_zero),
-                               "share_in_rope": num(c.share_in_rope), "status": c.status}
+                               "share_in_rope": num(c.share_in_rope), "status": c.status,
+                               "mcse_lower": num(c.mcse_lower),
+                               "mcse_upper": num(c.mcse_upper)}
                               for c in self.contrasts]}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per contrast (``contrast, mean, lower, upper, prob_below_zero, ...``)."""
         frame = pd.DataFrame(self.to_dict()["contrasts"])
+        frame = frame.drop(columns=["mcse_lower", "mcse_upper"])
         if self.rope is None:
             frame = frame.drop(columns="share_in_rope")
         frame.insert(0, "word list", self.name)
@@ -238,12 +263,24 @@ def _detail(c: ContrastEvidence, iv: str) -> str:
         return f"`{c.contrast}`: no data on one side; not estimated from the prior alone"
     rope = "" if c.share_in_rope is None or not np.isfinite(c.share_in_rope) else \
         f", {c.share_in_rope:.0%} inside the ROPE"
+    if c.status == "imprecise":
+        rope += (f"; Monte Carlo standard errors of the ends {c.mcse_lower:.4f} and "
+                 f"{c.mcse_upper:.4f}")
     return (f"`{c.contrast}` = {_fmt(c.mean)} ({iv} {_fmt(c.lower)} to {_fmt(c.upper)}; "
             f"P(< 0) = {c.prob_below_zero:.2f}{rope}): {c.phrase()}")
 
 
 def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
     notes = []
+    shaky = [c for c in (an, ah, ad, hn) if c.status == "imprecise"]
+    if shaky:
+        ends = "; ".join(
+            f"`{c.contrast}` {c.lower:+.4f} to {c.upper:+.4f} (Monte Carlo standard errors "
+            f"{c.mcse_lower:.4f}, {c.mcse_upper:.4f})" for c in shaky)
+        return ("undecided at this precision: an interval end of " + ends + " lies within "
+                f"{PRECISION_MCSE:g} Monte Carlo standard errors of its threshold, so the "
+                "verdict could differ with another sampler seed; draw more (--draws) to "
+                "decide", "undecided at this precision", notes)
     if an.status == "no data" or ah.status == "no data":
         missing = " and ".join(c.contrast for c in (an, ah) if c.status == "no data")
         return ("no verdict: the table lacks rows for " + missing
@@ -291,7 +328,7 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
 
 def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
                        ci_kind: str | None = None, rope: float | None = None,
-                       has_data: dict | None = None) -> Verdict:
+                       has_data: dict | None = None, mcse: dict | None = None) -> Verdict:
     """Build a :class:`Verdict` from draws of the four contrasts.
 
     Parameters
@@ -302,6 +339,9 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
     has_data : dict, optional
         ``{label: bool}``; False marks a contrast with no rows on one side ("no data", not
         read from the prior).
+    mcse : dict, optional
+        ``{label: (mcse of lower end, mcse of upper end)}``; a contrast with an end within
+        :data:`PRECISION_MCSE` of them from its threshold is ``"imprecise"``.
     """
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
@@ -312,9 +352,18 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
     stacked = np.stack([np.ravel(np.asarray(draws[lab], dtype=float)) for lab in labels])
     ev = contrast_evidence(stacked, ci_prob, ci_kind, rope)
     has_data = has_data or {}
+    mcse = mcse or {}
+    r = 0.0 if rope is None else float(rope)
     items = []
     for i, lab in enumerate(labels):
         ok = bool(has_data.get(lab, True))
+        m_lo, m_hi = mcse.get(lab, (np.nan, np.nan))
+        status = str(ev["status"][i]) if ok else "no data"
+        near = [abs(end - t) < PRECISION_MCSE * m
+                for end, m in ((ev["lower"][i], m_lo), (ev["upper"][i], m_hi))
+                for t in {-r, r} if np.isfinite(m)]
+        if ok and any(near):
+            status = "imprecise"
         items.append(ContrastEvidence(
             contrast=lab, mean=float(ev["mean"][i]) if ok else np.nan,
             lower=float(ev["lower"][i]) if ok else np.nan,
@@ -322,7 +371,7 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
             prob_below_zero=float(ev["prob_below_zero"][i]) if ok else np.nan,
             share_in_rope=(float(ev["share_in_rope"][i]) if ok else np.nan)
             if rope is not None else None,
-            status=str(ev["status"][i]) if ok else "no data"))
+            status=status, mcse_lower=float(m_lo), mcse_upper=float(m_hi)))
     iv = f"{ci_prob:.0%} {ci_kind.upper()}"
     head, code, notes = _headline(*items)
     return Verdict(name=name, contrasts=items, ci_prob=ci_prob, ci_kind=ci_kind, rope=rope,
@@ -346,12 +395,62 @@ def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
     """
     da = fit.contrast_draws(VERDICT_CONTRASTS)
     rows = _rows_per_connection(fit)
-    draws, has = {}, {}
+    ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
+    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
+    draws, has, mcse = {}, {}, {}
     for a, b in VERDICT_CONTRASTS:
         lab = f"{a} - {b}"
-        draws[lab] = np.ravel(da.sel(contrast=lab).transpose("chain", "draw").values)
+        cd = da.sel(contrast=lab).transpose("chain", "draw").values
+        draws[lab] = np.ravel(cd)
         has[lab] = rows[a] > 0 and rows[b] > 0
-    return verdict_from_draws(name, draws, ci_prob, ci_kind, rope, has)
+        ends = _interval(draws[lab], ci_prob, ci_kind)
+        mcse[lab] = interval_end_mcse(cd, ends)
+    return verdict_from_draws(name, draws, ci_prob, ci_kind, rope, has, mcse)
+
+
+def interval_end_mcse(draws: np.ndarray, ends) -> tuple[float, ...]:
+    """Monte Carlo standard error of each interval end, from draws shaped (chain, draw).
+
+    An end e is read as the quantile at p = P(draw <= e); its MCSE is ArviZ's quantile
+    MCSE at p (from the effective sample size of the indicator ``draw <= e``).
+    """
+    from arviz_stats.base import array_stats
+
+    d = np.asarray(draws, dtype=float)
+    if d.ndim != 2 or d.shape[1] < 4:
+        return tuple(np.nan for _ in ends)
+    flat = d.ravel()
+    out = []
+    for e in ends:
+        p = float(np.clip(np.mean(flat <= e), 1.0 / flat.size, 1 - 1.0 / flat.size))
+        out.append(float(array_stats.mcse(d, chain_axis=0, draw_axis=1, method="quantile",
+                                          prob=p)))
+    return tuple(out)
+
+
+def fit_for_verdict(table, model=None, *, draws: int | None = None,
+                    max_draws: int = MAX_VERDICT_DRAWS, ci_prob: float | None = None,
+                    ci_kind: str | None = None, rope: float | None = None, **fit_kwargs):
+    """Fit `model` and draw more while the verdict is undecided at this precision.
+
+    Each refit has four times the draws per chain (same seed), up to `max_draws`. Returns
+    the last fit; its verdict may still be "undecided at this precision" (then said so).
+    """
+    from .config import DEFAULT_MODEL
+    from .models import fit_model
+    from .progress import progress
+
+    model = DEFAULT_MODEL if model is None else model
+    draws = defaults.draws if draws is None else int(draws)
+    fit = fit_model(table, model, draws=draws, **fit_kwargs)
+    while draws < max_draws and \
+            verdict_from_fit(fit, "", ci_prob, ci_kind, rope).code == "undecided at this " \
+                                                                      "precision":
+        draws = min(4 * draws, max_draws)
+        progress.info("an interval end lies within Monte Carlo error of its threshold: "
+                      "refitting with %d draws per chain", draws)
+        fit = fit_model(table, model, draws=draws, **fit_kwargs)
+    return fit
 
 
 def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,

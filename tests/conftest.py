@@ -33,5 +33,5 @@ def religion_fit():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains may miss the strict ESS targets
-        return fit_model(published_table("religion", "reddit"), draws=300, tune=300,
+        return fit_model(published_table("religion", "reddit"), "hierarchical", draws=300, tune=300,
                          chains=2, seed=11)

@@ -131,16 +131,22 @@ def test_parity_readings_and_match_word(tmp_path, capsys):
     src = tmp_path / "d.csv"
     t.to_csv(src, index=False)
     base = ["--quiet", "classifier", "--data", str(src), "--label", "gold", "--score", "p",
-            "--group-column", "dialect", "--metrics", "parity_gap,avggf", "--bootstrap", "0",
-            "--json"]
+            "--group-column", "dialect", "--metrics", "parity_gap,avggf,pos_avggf",
+            "--bootstrap", "0", "--json"]
     assert main(base) == 0
     paper = json.loads(capsys.readouterr().out)["metrics"]
-    assert main(base + ["--parity", "code"]) == 0
+    assert main(base + ["--reading", "code"]) == 0
     code = json.loads(capsys.readouterr().out)["metrics"]
+    assert main(base + ["--parity", "code"]) == 0  # the earlier name of --reading
+    assert json.loads(capsys.readouterr().out)["metrics"].keys() == code.keys()
     assert paper["parity_gap"]["phi"] == "accuracy"
     assert code["parity_gap_code"]["phi"] == "positive_rate"
-    assert code["avggf_code"]["background"] == "rest"
-    assert paper["avggf"]["background"] == "all"
+    # the authors' AverageGroupFairness compares each group with all rows in both readings;
+    # only its TC versions (AverageGroupFairnessOnlyClass) compare with the other groups
+    assert paper["avggf"]["background"] == code["avggf"]["background"] == "all"
+    assert code["avggf"]["value"] == paper["avggf"]["value"]
+    assert paper["pos_avggf"]["background"] == "all"
+    assert code["pos_avggf_code"]["background"] == "rest"
     # Borkan's published grouping: whole-word match ('american' in 'african american')
     assert main(["--quiet", "classifier", "--data", "madlibs", "--terms",
                  "american,african american", "--metrics", "auc", "--match", "word", "--json"]) == 0
@@ -149,3 +155,57 @@ def test_parity_readings_and_match_word(tmp_path, capsys):
                  "american,african american", "--metrics", "auc", "--json"]) == 0
     longest = json.loads(capsys.readouterr().out)
     assert word["groups"]["american"] > longest["groups"]["american"]
+
+
+def test_cf_average_follows_the_reading(tmp_path, capsys):
+    # 6 templates x 2 groups, 2 terms in group a and 1 or 3 in group b
+    rng = np.random.default_rng(2)
+    rows = []
+    for j in range(6):
+        for g, k in (("a", 2), ("b", 1 + 2 * (j % 2))):
+            rows += [{"src": f"t{j}", "grp": g, "gold": j % 2, "p": rng.random()}
+                     for _ in range(k)]
+    path = tmp_path / "cf.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    base = ["--quiet", "classifier", "--data", str(path), "--label", "gold", "--score", "p",
+            "--group-column", "grp", "--source", "src", "--metrics", "cfgap,avgif",
+            "--bootstrap", "0", "--json"]
+    out = {}
+    for extra in ([], ["--reading", "code"], ["--cf-average", "terms"],
+                  ["--reading", "code", "--cf-average", "groups"]):
+        assert main(base + extra) == 0
+        out[" ".join(extra)] = json.loads(capsys.readouterr().out)["metrics"]
+    assert out[""]["cfgap"]["cf_average"] == "groups"
+    assert out["--reading code"]["cfgap"]["cf_average"] == "combinations"
+    assert out["--reading code"]["cfgap"]["evaluations"] == 3 * 2 + 3 * 6
+    assert out["--cf-average terms"]["cfgap"] == out["--reading code"]["cfgap"]
+    assert out["--reading code --cf-average groups"]["cfgap"]["value"] == pytest.approx(
+        out[""]["cfgap"]["value"], abs=1e-15)
+    # AvgIF compares the groups' sets of terms in every mode
+    assert out["--reading code"]["avgif"]["value"] == out[""]["avgif"]["value"]
+    with pytest.raises(SystemExit) as exc:
+        main(base + ["--cf-average", "pairs"])
+    assert exc.value.code == 2
+
+
+def test_reading_code_gives_the_authors_values(tmp_path, capsys):
+    # the counterfactual data of tests/data/reference with 2-3 and 5 terms per group; the
+    # authors' classes' values from tests/test_generalized.py (AUTHORS_CF)
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "czarnowska_data", Path(__file__).parent / "data" / "reference" / "czarnowska_data.py")
+    cd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cd)
+    df = cd.counterfactual_data("large", 1).assign(y=lambda t: t["y"].astype(int))
+    path = tmp_path / "cf.csv"
+    df.to_csv(path, index=False)
+    assert main(["--quiet", "classifier", "--data", str(path), "--label", "y", "--score", "prob",
+                 "--group-column", "group", "--source", "source", "--metrics",
+                 "cfgap,pertsd,avgif", "--reading", "code", "--seed", "20", "--bootstrap", "0",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["metrics"]
+    assert out["cfgap"]["value"] == pytest.approx(0.14208880681159042, abs=1e-9)
+    assert out["pertsd"]["value"] == pytest.approx(0.09136998573402703, abs=1e-9)
+    assert out["avgif"]["value"] == pytest.approx(0.11148232043348301, abs=1e-9)

@@ -1,6 +1,10 @@
 """Generalized fairness metrics (Czarnowska et al. 2021): hand cases, normalisation, registry."""
 
+import importlib.util
+import itertools
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,11 +14,13 @@ from bayesbias.classifier.auc import nuanced_auc_metrics
 from bayesbias.classifier.data import counterfactual_frames, identity_groups
 from bayesbias.classifier.generalized import (
     METRICS,
+    PARITY_CODE,
     bcm,
     compute_metric,
     list_metrics,
     mcm,
     pcm,
+    term_combinations,
 )
 from bayesbias.datasets import madlibs
 from bayesbias.errors import InputDataError
@@ -241,4 +247,193 @@ def test_counterfactual_term_combinations_vs_groups_first():
     combos = cm("cfgap", y, groups, prob=prob, source=src, n_boot=0, cf_average="terms")
     assert within.value == pytest.approx(0.0)  # |mean(0.2, 0.6) - 0.4|
     assert combos.value == pytest.approx(0.2)  # mean(|0.2 - 0.4|, |0.6 - 0.4|)
-    assert combos.info["cf_average"] == "terms"
+    assert combos.info["cf_average"] == "combinations"  # "terms" is its earlier name
+
+
+# --------------------------------------------------------------------------- authors' code
+# Reference values of Czarnowska et al.'s own metric classes (amazon-research/
+# generalized-fairness-metrics at 4e24cf02101c86c960b2453406ab7c448d528753, run unchanged) on
+# the seeded synthetic data of tests/data/reference/czarnowska_data.py, produced by
+# tests/data/reference/czarnowska_reference.py (its full output, with the per-group and
+# per-pair values, is czarnowska_reference.json). Classes give one value per class: "1" is
+# the positive class, "0" the negative one (Neg AvgGF, Neg AEG).
+REF_DIR = Path(__file__).parent / "data" / "reference"
+AUTHORS_SEED = 20  # np.random.seed before their combination sample; our seed= reproduces it
+AUTHORS_GROUP = {
+    "fped": ("FPED", "1", 0.5257294305281921),
+    "fped*": ("FixedFPED", "1", 0.13143235763204802),
+    "fned": ("FNED", "1", 0.1726389552476509),
+    "fned*": ("FixedFNED", "1", 0.04315973881191273),
+    "avggf": ("AverageGroupFairness", "1", 0.08612142579357818),
+    "avggf_code": ("AverageGroupFairness", "1", 0.08612142579357818),
+    "pos_avggf_code": ("AverageGroupFairnessOnlyClass", "1", 0.06750073398694131),
+    "neg_avggf_code": ("AverageGroupFairnessOnlyClass", "0", 0.11722374800673613),
+    "disparity_score": ("DisparsityScore", "1", 0.11405419462214589),
+    "disparity_score*": ("FixedDisparsityScore", "1", 0.07603612974809726),
+    "tpr_gap": ("TPRGapPCM", "1", 0.0783829696873175),
+    "tnr_gap": ("TNRGapPCM", "1", 0.19561325327579202),
+    "parity_gap_code": ("ParityGap", "1", 0.1971793368510195),
+}
+AUTHORS_VECTOR = {
+    "fpr_ratio": ("FPRRatioBCM", "1", {
+        "g0": 0.6333333333330927,
+        "g1": 2.4117647058808696,
+        "g2": 0.2395577395576554,
+        "g3": 1.7304625199353914,
+    }),
+    "pos_aeg": ("AverageEqualityGap", "1", {
+        "g0": -0.02777777777777779,
+        "g1": -0.07048665620094197,
+        "g2": -0.06461538461538463,
+        "g3": 0.20704938792739552,
+    }),
+    "neg_aeg": ("AverageEqualityGap", "0", {
+        "g0": -0.07251461988304098,
+        "g1": 0.16076837238960623,
+        "g2": -0.14702797202797202,
+        "g3": 0.11154499151103564,
+    }),
+}
+AUTHORS_CF = {  # (name, terms): (class, default RANDOM_MATCH / NONE, AVERAGE option)
+    ("cfgap", "one"): ("CounterfactualFairnessGap", 0.16749753433253214, 0.16749753433253214),
+    ("pertss", "one"): ("PerturbationScoreSensitivity", 0.16749753433253217, 0.16749753433253217),
+    ("pertsd", "one"): ("PerturbationScoreDeviation", 0.10670187223051146, 0.10670187223051146),
+    ("pertsr", "one"): ("PerturbationScoreRange", 0.2512463014987983, 0.2512463014987983),
+    ("avgif", "one"): ("AverageIndividualFairness", 0.16749753433253214, None),
+    ("cfgap", "unequal"): ("CounterfactualFairnessGap", 0.12080865601088499, 0.08935298137062353),
+    ("pertss", "unequal"): ("PerturbationScoreSensitivity",
+                            0.12080865601088499, 0.08935298137062353),
+    ("pertsd", "unequal"): ("PerturbationScoreDeviation", 0.0775990239844749, 0.05714405319129857),
+    ("pertsr", "unequal"): ("PerturbationScoreRange", 0.18121298401632743, 0.13402947205593527),
+    ("avgif", "unequal"): ("AverageIndividualFairness", 0.10575498186351108, None),
+    ("cfgap", "large"): ("CounterfactualFairnessGap", 0.14208880681159042, 0.08810974936268935),
+    ("pertss", "large"): ("PerturbationScoreSensitivity", 0.14208880681159042, 0.08810974936268935),
+    ("pertsd", "large"): ("PerturbationScoreDeviation", 0.09136998573402703, 0.057170128376773224),
+    ("pertsr", "large"): ("PerturbationScoreRange", 0.21313321021738565, 0.132164624044034),
+    ("avgif", "large"): ("AverageIndividualFairness", 0.11148232043348301, None),
+}
+
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, REF_DIR / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def authors():
+    """Return the reference data (module) and the full output of the authors' classes."""
+    return (_load("czarnowska_data"),
+            json.loads((REF_DIR / "czarnowska_reference.json").read_text()))
+
+
+def _group_metric(cd, name):
+    df = cd.group_data(0)
+    return compute_metric(name, df["y"].to_numpy(), pd.Series(df["group"]),
+                          pred=df["pred"].to_numpy(), prob=df["prob"].to_numpy(), n_boot=0)
+
+
+@pytest.mark.parametrize("name", sorted(AUTHORS_GROUP))
+def test_group_metric_equals_authors_class(name, authors):
+    cd, ref = authors
+    cls, cl, want = AUTHORS_GROUP[name]
+    r = _group_metric(cd, name)
+    assert r.value == pytest.approx(want, abs=1e-9)
+    full = ref["group"][cls][cl]
+    if r.pairs is not None:  # PCM: every pair
+        got = {f"{a} | {b}": v for a, b, v in r.pairs[["group_a", "group_b", "value"]].values}
+        assert got == pytest.approx({k: v for k, v in full.items() if " | " in k}, abs=1e-9)
+    elif "comparison" in r.by_group:  # BCM: every group's comparison with the background
+        assert dict(r.by_group["comparison"]) == pytest.approx(
+            {k: v for k, v in full.items() if k.startswith("g")}, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(AUTHORS_VECTOR))
+def test_vector_metric_equals_authors_class(name, authors):
+    cd, _ = authors
+    _, _, want = AUTHORS_VECTOR[name]
+    # FPRRatioBCM divides by FPR(background) + 1e-13: a relative difference below 1e-12
+    assert dict(_group_metric(cd, name).by_group["comparison"]) == pytest.approx(want,
+                                                                                  abs=1e-9)
+
+
+def test_paper_readings_differ_from_the_authors_classes(authors):
+    cd, _ = authors
+    # Table 2's Parity Gap (accuracy) and the TC AvgGF against all rows: named choices
+    assert abs(_group_metric(cd, "parity_gap").value - AUTHORS_GROUP["parity_gap_code"][2]) > 0.05
+    assert abs(_group_metric(cd, "pos_avggf").value - AUTHORS_GROUP["pos_avggf_code"][2]) > 0.01
+    assert abs(_group_metric(cd, "neg_avggf").value - AUTHORS_GROUP["neg_avggf_code"][2]) > 0.01
+    # plain AvgGF: the authors' AverageGroupFairness compares with all rows, as the paper
+    assert _group_metric(cd, "avggf").value == pytest.approx(
+        AUTHORS_GROUP["avggf"][2], abs=1e-9)
+
+
+@pytest.mark.parametrize("terms", ["one", "unequal", "large"])
+@pytest.mark.parametrize("name", ["cfgap", "pertss", "pertsd", "pertsr", "avgif"])
+def test_counterfactual_metric_equals_authors_class(name, terms, authors):
+    cd, ref = authors
+    cls, want, want_average = AUTHORS_CF[(name, terms)]
+    df = cd.counterfactual_data(terms, 1)
+    groups = pd.get_dummies(df["group"]).astype(bool)
+    kw = dict(prob=df["prob"].to_numpy(), source=df["source"], n_boot=0, seed=AUTHORS_SEED)
+    comb = compute_metric(name, df["y"].to_numpy(), groups, cf_average="combinations", **kw)
+    avg = compute_metric(name, df["y"].to_numpy(), groups, cf_average="groups", **kw)
+    # the authors' default (RANDOM_MATCH: combinations pooled over templates; NONE for AvgIF)
+    assert comb.value == pytest.approx(want, abs=1e-9)
+    assert comb.info["evaluations"] == (40 if name == "avgif"
+                                        else ref["counterfactual"][terms][cls]["n_examples"])
+    # their FlattenGroup.AVERAGE option is our "groups"; AvgIF compares sets in both
+    assert avg.value == pytest.approx(want if name == "avgif" else want_average, abs=1e-9)
+    if comb.pairs is not None:  # pooled per-pair values
+        res = ref["counterfactual"][terms][cls]["results"]
+        full = res.get("1") or res["all"]  # PertSS: one value, of the gold class
+        got = {f"{a} | {b}": v for a, b, v in comb.pairs[["group_a", "group_b", "value"]].values}
+        assert got == pytest.approx({k: v for k, v in full.items() if " | " in k}, abs=1e-9)
+    if terms == "large" and name != "avgif":
+        assert comb.info["sources_sampled"] == 8 and comb.info["combination_seed"] == 20
+
+
+def test_every_registry_metric_states_its_relation_to_the_authors_code():
+    checked = set(AUTHORS_GROUP) | set(AUTHORS_VECTOR) | {n for n, _ in AUTHORS_CF}
+    for name, m in METRICS.items():
+        assert m.code in ("equal", "differs", "absent"), name
+        assert len(m.code_note) > 10, name
+        if m.code == "equal":  # backed by a test above
+            assert name in checked, name
+        elif m.code == "differs":  # the code's value is the metric's code twin
+            assert PARITY_CODE[name] in checked, name
+        else:
+            assert name not in checked, name
+    assert list_metrics()["code"].notna().all()
+
+
+def test_combinations_pooled_over_sources_with_bootstrap_over_sources():
+    # source A: one combination (value 0); source B: 2 x 2 terms, four combinations (value 1)
+    y = np.ones(6, bool)
+    groups = pd.DataFrame({"a": [1, 0, 1, 1, 0, 0], "b": [0, 1, 0, 0, 1, 1]}).astype(bool)
+    prob = np.array([0.5, 0.5, 0.0, 0.0, 1.0, 1.0])
+    src = pd.Series(["A", "A", "B", "B", "B", "B"])
+    r = compute_metric("cfgap", y, groups, prob=prob, source=src, cf_average="combinations",
+                       ci_prob=0.2, n_boot=2000, seed=1)
+    assert r.value == pytest.approx(0.8)  # (0 + 4 x 1) / 5, not (0 + 1) / 2
+    assert r.info["evaluations"] == 5 and r.info["sources"] == 2
+    # resamples AA, AB, BB give 0, 0.8, 1 (AB with weight 1/2): the middle 20% is AB's
+    assert r.lower == pytest.approx(0.8) and r.upper == pytest.approx(0.8)
+    assert "each with its evaluations" in r.info["ci_method"]
+    assert r.pairs["value"].iloc[0] == pytest.approx(0.8)
+    g = compute_metric("cfgap", y, groups, prob=prob, source=src, n_boot=0)
+    assert g.value == pytest.approx(0.5)  # groups: each source's group means, then sources
+
+
+def test_term_combinations_all_or_a_seeded_sample():
+    rs = np.random.RandomState
+    assert term_combinations([2, 3], rs(0)) == list(itertools.product(range(2), range(3)))
+    assert len(term_combinations([4, 5, 5], rs(0))) == 100  # exactly 100: all of them
+    s = term_combinations([5, 5, 5], rs(3))
+    assert len(s) == len(set(s)) == 100 and all(max(c) < 5 for c in s)
+    assert s == term_combinations([5, 5, 5], rs(3)) != term_combinations([5, 5, 5], rs(4))
+    with pytest.raises(InputDataError, match="cf_average"):
+        compute_metric("cfgap", [1, 1], pd.Series(["a", "b"]), prob=[0.1, 0.2],
+                       source=pd.Series(["s", "s"]), cf_average="pairs")

@@ -321,7 +321,7 @@ def test_a_contrast_without_data_is_marked_not_reported(religion_fit):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_model(table, draws=200, tune=200, chains=2, seed=1)
+        fit = fit_model(table, "hierarchical", draws=200, tune=200, chains=2, seed=1)
     c = fit.contrasts().set_index("contrast")
     assert not c.loc["associated - none", "has_data"]
     assert not c.loc["associated - none", "excludes_zero"]  # the prior's interval is no finding
@@ -340,7 +340,7 @@ def test_loo_works_on_a_saved_fit(tmp_path):
     table, _ = simulate_table(seed=2, words_per_class=2, n_human=5, n_none=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_model(table, draws=100, tune=100, chains=2, seed=1)  # plumbing only
+        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=1)  # plumbing only
     path = fit.save(tmp_path / "fit.nc", loo=True)
     loaded = load_fit(path)
     assert "log_likelihood" in loaded.idata.children

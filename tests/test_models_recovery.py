@@ -29,7 +29,7 @@ def test_hierarchical_recovers_known_parameters_from_half_a_million_rows():
     assert len(table) > 480_000
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_model(table, draws=500, tune=500, chains=2, seed=1)
+        fit = fit_model(table, "hierarchical", draws=500, tune=500, chains=2, seed=1)
     mu = fit.word_means(as_xarray=True)
     err = np.abs(mu["mean"] - truth["mu"])
     # 200 to 30,000 rows per cell (sigma ~0.2): sds below 0.02, errors within 4 sds

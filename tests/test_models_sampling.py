@@ -88,7 +88,7 @@ warnings.simplefilter("ignore")
 from bayesbias.datasets import published_table
 from bayesbias.models import fit_model
 from bayesbias.testing import simulate_table
-fit = fit_model(published_table("religion", "reddit"), draws=200, tune=200, chains=2, seed=5)
+fit = fit_model(published_table("religion", "reddit"), "hierarchical", draws=200, tune=200, chains=2, seed=5)
 add = fit_model(simulate_table("additive", seed=4, words_per_class=3)[0], "additive", draws=200,
                 tune=200, chains=2, seed=5)
 np.save(sys.argv[1], np.concatenate([fit.posterior[v].values.ravel()
@@ -104,7 +104,7 @@ def test_same_seed_same_draws_in_one_process(religion_fit):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        again = fit_model(published_table("religion", "reddit"), draws=300, tune=300,
+        again = fit_model(published_table("religion", "reddit"), "hierarchical", draws=300, tune=300,
                           chains=2, seed=11)
     for v in ("mu_bar", "tau", "sigma", "mu"):
         assert np.array_equal(religion_fit.posterior[v].values, again.posterior[v].values), v
@@ -210,8 +210,8 @@ def test_integrated_sampler_matches_the_full_model():
     table = published_table("religion", "reddit")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fast = fit_model(table, seed=3)
-        full = fit_model(table, seed=3, marginal=False)
+        fast = fit_model(table, "hierarchical", seed=3)
+        full = fit_model(table, "hierarchical", seed=3, marginal=False)
     assert fast.idata.attrs["marginal"] == 1 and full.idata.attrs["marginal"] == 0
     assert_same_posterior({v: (fast.posterior[v], full.posterior[v])
                            for v in ("mu_bar", "tau", "sigma", "mu")})

@@ -12,7 +12,14 @@ examples) and a comparison function d:
 
 Counterfactual versions apply the same comparison within each source example (the
 variations of one template / sentence that differ only in the identity term) and average over
-the source examples. Per-group scores are always returned next to the aggregate.
+the source examples. When a group has several identity terms (rows) in a source,
+``cf_average="groups"`` scores each group on all its rows (the authors' ``FlattenGroup.AVERAGE``
+option), ``"combinations"`` compares combinations of one row per group and averages over all
+combinations of all sources (their default; a seeded sample of 100 where a source has more);
+a set-valued phi (AvgIF) compares the groups' whole sets in either mode. Per-group scores are
+always returned next to the aggregate.
+
+Each registry entry states its relation to the authors' code (``NamedMetric.code``).
 
 Comparison functions take the background (or first group) first: ``ratio(x, y) = y / x``
 (so the FPR ratio is group over background), ``aeg(X, Y) = 1/2 - MWU(X, Y) / (|X||Y|)`` with
@@ -53,6 +60,9 @@ __all__ = [
     "list_metrics",
     "PARITY_CODE",
     "CF_AVERAGES",
+    "CF_AVERAGE_ALIASES",
+    "MAX_COMBINATIONS",
+    "term_combinations",
 ]
 
 log = logging.getLogger(__name__)
@@ -399,63 +409,152 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
     raise InputDataError(f"unknown generalized metric {kind!r}")
 
 
-#: Averaging of counterfactual metrics when a group has several identity terms.
-CF_AVERAGES = ("groups", "terms")
-_MAX_COMBINATIONS = 100_000
+#: Averaging of counterfactual metrics when a group has several identity terms (rows) in a
+#: source: ``"groups"`` scores each group on all its rows (the authors' ``FlattenGroup.AVERAGE``
+#: option); ``"combinations"`` evaluates combinations of one row per group, pooled over all
+#: sources (the authors' default, ``FlattenGroup.RANDOM_MATCH``).
+CF_AVERAGES = ("groups", "combinations")
+#: Earlier names of the ``cf_average`` values.
+CF_AVERAGE_ALIASES = {"terms": "combinations"}
+#: Most combinations evaluated in one source; above it a seeded sample of this many distinct
+#: combinations (Czarnowska et al. 2021, Sec. 5, and their code's ``MAX_N_GROUPINGS``).
+MAX_COMBINATIONS = 100
 
 
-def _source_values(kind, d, phi, comp, background, normalization, rows, cf_average):
-    """One source's value: on its rows (groups), or averaged over term combinations."""
+def _check_cf_average(cf_average: str) -> str:
+    cf = CF_AVERAGE_ALIASES.get(cf_average, cf_average)
+    if cf not in CF_AVERAGES:
+        raise InputDataError(f"cf_average must be one of {', '.join(CF_AVERAGES)} ('terms' is "
+                             f"an alias of 'combinations'), got {cf_average!r}")
+    return cf
+
+
+def term_combinations(sizes, rs: np.random.RandomState, limit: int = MAX_COMBINATIONS
+                      ) -> list[tuple[int, ...]]:
+    """Return the combinations of one term index per group: all, or a sample above `limit`.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Number of terms of each group in one source.
+    rs : numpy.random.RandomState
+        Draws the sample. One index per group is drawn in group order with
+        ``rs.choice(size)`` until `limit` distinct combinations are found, the procedure of
+        the authors' ``CoreRecord.flatten_within_group`` (which uses the global, unseeded
+        ``np.random`` state): with ``rs = RandomState(s)`` it picks the combinations their
+        code picks after ``np.random.seed(s)``, sources taken in the same order.
+    limit : int
+        Most combinations (default 100).
+
+    Returns
+    -------
+    list of tuple of int
+        Sorted combinations.
+    """
+    total = 1
+    for k in sizes:
+        total *= int(k)
+        if total > limit:
+            break
+    if total <= limit:
+        return list(itertools.product(*[range(int(k)) for k in sizes]))
+    chosen: set[tuple[int, ...]] = set()
+    while len(chosen) < limit:
+        chosen.add(tuple(int(rs.choice(int(k))) for k in sizes))
+    return sorted(chosen)
+
+
+def _source_values(kind, d, phi, comp, background, normalization, rows, cf_average, rs):
+    """One source's evaluations: on its rows (groups), or on each term combination.
+
+    Returns the values (one per evaluation), the per-group values (evaluations x groups) and
+    the per-pair values (evaluations x pairs, or None).
+    """
     if cf_average == "groups":
-        return _group_eval(kind, d, phi, comp, background, normalization, rows)
-    member = d.groups[rows]
-    per_group_rows = [rows[member[:, t]] for t in range(member.shape[1])]
-    total = int(np.prod([len(r) for r in per_group_rows], dtype=float))
-    if total > _MAX_COMBINATIONS:
-        raise InputDataError(f"a source example has {total} term combinations (more than "
-                             f"{_MAX_COMBINATIONS}); use cf_average='groups'")
-    out = [_group_eval(kind, d, phi, comp, background, normalization, np.array(c))
-           for c in itertools.product(*per_group_rows)]
-    v = float(np.mean([o[0] for o in out]))
-    scores = [float(np.mean([o[1][t] for o in out])) if np.ndim(out[0][1][t]) == 0 else np.nan
-              for t in range(member.shape[1])]
-    comps = None if out[0][2] is None else np.mean([o[2] for o in out], axis=0)
-    pv = None if out[0][3] is None else np.mean([o[3] for o in out], axis=0)
-    return v, scores, comps, pv
+        subsets = [rows]
+    else:
+        member = d.groups[rows]
+        per_group_rows = [rows[member[:, t]] for t in range(member.shape[1])]
+        subsets = [np.array([r[i] for r, i in zip(per_group_rows, c, strict=True)])
+                   for c in term_combinations([len(r) for r in per_group_rows], rs)]
+    vals, per_group, per_pair = [], [], []
+    for sub in subsets:
+        v, scores, comps, pv = _group_eval(kind, d, phi, comp, background, normalization, sub)
+        vals.append(v)
+        per_group.append(comps if comps is not None else
+                         [s if np.ndim(s) == 0 else np.nan for s in scores])
+        per_pair.append(pv)
+    return (np.asarray(vals, float), np.asarray(per_group, float),
+            None if per_pair[0] is None else np.asarray(per_pair, float))
 
 
-def _cf_eval(kind, d: _Data, phi, comp, background, normalization, cf_average="groups"):
-    """Per-source values of a counterfactual metric (sources with every group only).
+@dataclass
+class _CFSums:
+    """Per source: sums over its evaluations and their counts (pooled weighting)."""
+
+    value: np.ndarray       # (J,) sum of the values
+    count: np.ndarray       # (J,) number of evaluations (1, or its combinations)
+    group: np.ndarray       # (J, T) sum of the finite per-group values
+    group_count: np.ndarray  # (J, T) number of finite per-group values
+    pair: np.ndarray | None  # (J, P) sum of the per-pair values
+    skipped: int
+    sampled: int             # sources with more than MAX_COMBINATIONS combinations
+
+    def pooled(self, idx=None):
+        """Pooled means over all evaluations (of the sources `idx`, rows of resamples)."""
+        if idx is None:
+            idx = np.arange(len(self.value))
+        n = self.count[idx].sum(axis=-1)
+        v = self.value[idx].sum(axis=-1) / n
+        g = _nan(np.divide, self.group[idx].sum(axis=-2), self.group_count[idx].sum(axis=-2))
+        p = None if self.pair is None else self.pair[idx].sum(axis=-2) / n[..., None]
+        return v, g, p
+
+
+def _cf_eval(kind, d: _Data, phi, comp, background, normalization, cf_average="groups",
+             seed=None) -> _CFSums:
+    """Per-source sums of a counterfactual metric (sources with every group only).
 
     With several identity terms (rows) per group in a source, ``cf_average="groups"`` scores
-    each group on all its rows (averaging within groups first); ``"terms"`` evaluates every
-    combination of one row per group and averages over the combinations (the authors' code
-    of Czarnowska et al. 2021).
+    each group on all its rows (averaging within groups first); ``"combinations"`` evaluates
+    every combination of one row per group (a seeded sample of 100 above 100, see
+    :func:`term_combinations`), and the metric is the mean over all combinations of all
+    sources, as in the authors' code of Czarnowska et al. (2021). A set-valued phi (AvgIF)
+    always compares the groups' whole sets of rows within a source.
     """
-    if cf_average not in CF_AVERAGES:
-        raise InputDataError(f"cf_average must be one of {', '.join(CF_AVERAGES)}, got "
-                             f"{cf_average!r}")
+    cf_average = _check_cf_average(cf_average)
+    if phi.kind == "set":
+        cf_average = "groups"
+    rs = np.random.RandomState(defaults.seed if seed is None else seed)
     codes, uniques = pd.factorize(d.source, use_na_sentinel=True)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    per_source, per_group, per_pair, skipped = [], [], [], 0
+    value, count, gsum, gcount, psum = [], [], [], [], []
+    skipped = sampled = 0
     for j in range(len(uniques)):
         rows = order[bounds[j]:bounds[j + 1]]
         member = d.groups[rows]
         if not member.any(axis=0).all():
             skipped += 1
             continue
-        v, scores, comps, pv = _source_values(kind, d, phi, comp, background, normalization,
-                                              rows, cf_average)
-        per_source.append(v)
-        per_group.append(comps if comps is not None else
-                         np.array([s if np.ndim(s) == 0 else np.nan for s in scores], float))
-        per_pair.append(pv)
-    if not per_source:
+        if cf_average == "combinations":
+            n_comb = 1
+            for k in member.sum(axis=0):
+                n_comb *= int(k)
+            sampled += n_comb > MAX_COMBINATIONS
+        v, g, p = _source_values(kind, d, phi, comp, background, normalization, rows,
+                                 cf_average, rs)
+        value.append(v.sum())
+        count.append(len(v))
+        gsum.append(np.nansum(g, axis=0))
+        gcount.append(np.isfinite(g).sum(axis=0))
+        psum.append(None if p is None else p.sum(axis=0))
+    if not value:
         raise InputDataError(
             "no source example has variations for every group; check the source column")
-    return (np.array(per_source, float), np.array(per_group, float),
-            None if per_pair[0] is None else np.array(per_pair, float), skipped)
+    return _CFSums(np.array(value, float), np.array(count, float), np.array(gsum, float),
+                   np.array(gcount, float), None if psum[0] is None else np.array(psum, float),
+                   skipped, sampled)
 
 
 def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all",
@@ -526,31 +625,37 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
         overall = _phi(phi_f, data, all_rows)
         overall = float(overall) if np.ndim(overall) == 0 else np.nan
     else:
-        per_source, per_group, per_pair, skipped = _cf_eval(kind, data, phi_f, d, background,
-                                                            normalization, cf_average)
+        cf_average = _check_cf_average(cf_average)
+        sums = _cf_eval(kind, data, phi_f, d, background, normalization, cf_average, seed)
+        v, g, p = sums.pooled()
         info["cf_average"] = cf_average
-        value = np.nan if kind == "vbcm" else float(np.mean(per_source))
+        if phi_f.kind == "set" and cf_average == "combinations":
+            info["cf_note"] = (f"set-valued {phi_f.name}: each group's whole set of rows in a "
+                               "source is compared; combinations do not apply")
+        value = np.nan if kind == "vbcm" else float(v)
         col = "comparison" if kind in ("bcm", "vbcm") else "score"
-        by = pd.DataFrame({"n": n_per_group, col: _nan(np.nanmean, per_group, axis=0)},
-                          index=pd.Index(data.names, name="group"))
-        if per_pair is not None:
+        by = pd.DataFrame({"n": n_per_group, col: g}, index=pd.Index(data.names, name="group"))
+        if p is not None:
             pairs = _pair_list(data.names, COMPARISONS[d][1])
             pairs_df = pd.DataFrame({"group_a": [data.names[i] for i, _ in pairs],
                                      "group_b": [data.names[j] for _, j in pairs],
-                                     "value": per_pair.mean(axis=0)})
-        info.update(sources=len(per_source), sources_skipped=skipped)
+                                     "value": p})
+        info.update(sources=len(sums.value), sources_skipped=sums.skipped,
+                    evaluations=int(sums.count.sum()))
+        if cf_average == "combinations" and phi_f.kind != "set":
+            info.update(sources_sampled=sums.sampled,
+                        combination_seed=defaults.seed if seed is None else seed)
         lo = hi = np.nan
         if q is not None and n_boot:
-            J = len(per_source)
-            idx = bootstrap_indices(rng, J, n_boot)
+            idx = bootstrap_indices(rng, len(sums.value), n_boot)
+            bv, bg, bp = sums.pooled(idx)
             if kind != "vbcm":
-                lo, hi = np.quantile(per_source[idx].mean(axis=1), q)
-            bg = _nan(np.nanmean, per_group[idx], axis=1)
+                lo, hi = np.quantile(bv, q)
             by[f"{col}_lower"], by[f"{col}_upper"] = _nan(np.nanquantile, bg, q, axis=0)
             if pairs_df is not None:
-                bp = per_pair[idx].mean(axis=1)
                 pairs_df["lower"], pairs_df["upper"] = np.quantile(bp, q, axis=0)
-            info["ci_method"] = f"percentile bootstrap over source examples, {n_boot} resamples"
+            info["ci_method"] = (f"percentile bootstrap over source examples (each with its "
+                                 f"evaluations), {n_boot} resamples")
         overall = np.nan
     if phi_f.kind == "scalar" and "score" in by:
         by["note"] = np.where(by["n"] == 0, "no examples in the group",
@@ -586,7 +691,8 @@ def pcm(y, groups, *, phi: str, d: str = "abs_difference", normalization="pairs"
         N: number of pairs (corrected), number of groups, or 1.
     **kw
         ``pred``, ``prob``, ``version`` ("group" / "counterfactual"), ``source`` (source
-        example id per row, counterfactual), ``ci_prob``, ``n_boot``, ``seed``, ``name``.
+        example id per row, counterfactual), ``cf_average`` (see :func:`compute_metric`),
+        ``ci_prob``, ``n_boot``, ``seed``, ``name``.
     """
     return _run("pcm", kw.pop("name", None), y, groups, phi=phi, d=d,
                 normalization=normalization, **kw)
@@ -636,6 +742,13 @@ class NamedMetric:
         What it measures, and the normalisation remark of Czarnowska et al. where relevant.
     two_groups_only : bool
         Defined for two groups only (non-commutative d).
+    code : {"equal", "differs", "absent"}
+        Relation to the authors' code of Czarnowska et al. (2021),
+        amazon-research/generalized-fairness-metrics: the value of one of its metric classes
+        (checked to 1e-9 on synthetic data in ``tests/test_generalized.py``), a different
+        value by a named choice, or no class computes it.
+    code_note : str
+        Which class, and the choice where the value differs.
     """
 
     name: str
@@ -649,6 +762,8 @@ class NamedMetric:
     source: str
     description: str
     two_groups_only: bool = False
+    code: str = "absent"
+    code_note: str = "no class of the authors' code computes it"
 
 
 _M = NamedMetric
@@ -656,66 +771,112 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
     _M("fped", "False Positive Equality Difference (original)", "bcm", "group", "fpr",
        "abs_difference", "all", "none", "Dixon et al. 2018",
        "sum over groups of |FPR(all) - FPR(group)|; no normalisation, so it grows with the "
-       "number of groups (Czarnowska et al. 2021: incorrectly normalised)"),
+       "number of groups (Czarnowska et al. 2021: incorrectly normalised)",
+       code="equal",
+       code_note="FPED, positive class"),
     _M("fped*", "False Positive Equality Difference (corrected)", "bcm", "group", "fpr",
        "abs_difference", "all", "groups", "Czarnowska et al. 2021",
-       "FPED divided by the number of groups"),
+       "FPED divided by the number of groups",
+       code="equal",
+       code_note="FixedFPED, positive class"),
     _M("fned", "False Negative Equality Difference (original)", "bcm", "group", "fnr",
        "abs_difference", "all", "none", "Dixon et al. 2018",
-       "sum over groups of |FNR(all) - FNR(group)|; no normalisation"),
+       "sum over groups of |FNR(all) - FNR(group)|; no normalisation",
+       code="equal",
+       code_note="FNED, positive class"),
     _M("fned*", "False Negative Equality Difference (corrected)", "bcm", "group", "fnr",
        "abs_difference", "all", "groups", "Czarnowska et al. 2021",
-       "FNED divided by the number of groups"),
+       "FNED divided by the number of groups",
+       code="equal",
+       code_note="FixedFNED, positive class"),
     _M("avggf", "Average Group Fairness", "bcm", "group", "probs", "wasserstein1", "all",
        "groups", "Huang et al. 2020",
        "mean over groups of W1 between the positive-class probabilities of all examples and "
-       "of the group (targets demographic parity)"),
+       "of the group (targets demographic parity)",
+       code="equal",
+       code_note="AverageGroupFairness: each group against all rows, as the paper reads"),
     _M("pos_avggf", "Average Group Fairness, true class positive (TC)", "bcm", "group",
        "probs_pos", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
-       "AvgGF on gold positives only (targets equality of opportunity)"),
+       "AvgGF on gold positives only (targets equality of opportunity)",
+       code="differs",
+       code_note="the paper's reading (each group against all rows, as AvgGF); the authors' "
+                 "AverageGroupFairnessOnlyClass compares with the other groups: pos_avggf_code"),
     _M("neg_avggf", "Average Group Fairness, true class negative (TC)", "bcm", "group",
        "probs_neg", "wasserstein1", "all", "groups", "Czarnowska et al. 2021",
-       "AvgGF on gold negatives only"),
-    _M("avggf_code", "Average Group Fairness (authors' code)", "bcm", "group", "probs",
-       "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
-       "as avggf but each group against the OTHER groups' examples, as the authors' code "
-       "does (avggf, the paper's reading, compares with all examples)"),
+       "AvgGF on gold negatives only",
+       code="differs",
+       code_note="the paper's reading (each group against all rows, as AvgGF); the authors' "
+                 "AverageGroupFairnessOnlyClass compares with the other groups: neg_avggf_code"),
+    _M("avggf_code", "Average Group Fairness (authors' code: the same as avggf)", "bcm",
+       "group", "probs", "wasserstein1", "all", "groups", "Czarnowska et al. 2021, code",
+       "avggf: the authors' AverageGroupFairness also compares each group with all examples "
+       "(only its TC versions, pos/neg_avggf_code, compare with the other groups)",
+       code="equal",
+       code_note="AverageGroupFairness: the value of avggf; earlier versions gave this name "
+                 "to each group against the other groups, which no class of the authors "
+                 "computes"),
     _M("pos_avggf_code", "Average Group Fairness TC positive (authors' code)", "bcm", "group",
        "probs_pos", "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
-       "pos_avggf against the other groups (authors' code)"),
+       "pos_avggf against the other groups (authors' code)",
+       code="equal",
+       code_note="AverageGroupFairnessOnlyClass, positive class"),
     _M("neg_avggf_code", "Average Group Fairness TC negative (authors' code)", "bcm", "group",
        "probs_neg", "wasserstein1", "rest", "groups", "Czarnowska et al. 2021, code",
-       "neg_avggf against the other groups (authors' code)"),
+       "neg_avggf against the other groups (authors' code)",
+       code="equal",
+       code_note="AverageGroupFairnessOnlyClass, negative class"),
     _M("fpr_ratio", "FPR Ratio", "vbcm", "group", "fpr", "ratio", "rest", None,
        "Beutel et al. 2019", "per group FPR(group) / FPR(rest); relative, can amplify small "
-       "differences between small rates"),
+       "differences between small rates",
+       code="equal",
+       code_note="FPRRatioBCM, per group (its denominator adds 1e-13; its mean over groups is not "
+                 "a metric of the paper and is not computed)"),
     _M("pos_aeg", "Positive Average Equality Gap", "vbcm", "group", "probs_pos", "aeg", "rest",
        None, "Borkan et al. 2019",
        "per group 1/2 - P(background positive scores above group positive); signed; the "
-       "positive_aeg of the auc metrics (one definition), here with a bootstrap interval"),
+       "positive_aeg of the auc metrics (one definition), here with a bootstrap interval",
+       code="equal",
+       code_note="AverageEqualityGap, positive class, per group (its mean over groups is "
+                 "not computed)"),
     _M("neg_aeg", "Negative Average Equality Gap", "vbcm", "group", "probs_neg", "aeg", "rest",
        None, "Borkan et al. 2019",
        "per group 1/2 - P(background negative scores above group negative); signed; the "
-       "negative_aeg of the auc metrics (one definition), here with a bootstrap interval"),
+       "negative_aeg of the auc metrics (one definition), here with a bootstrap interval",
+       code="equal",
+       code_note="AverageEqualityGap, negative class, per group (its mean over groups is "
+                 "not computed)"),
     _M("disparity_score", "Disparity Score (original)", "pcm", "group", "f1", "abs_difference",
        None, "groups", "Gaut et al. 2020",
        "sum over group pairs of |F1_i - F1_j| divided by the number of groups (Czarnowska et "
-       "al. 2021: incorrectly normalised, should divide by the number of pairs)"),
+       "al. 2021: incorrectly normalised, should divide by the number of pairs)",
+       code="equal",
+       code_note="DisparsityScore, positive class"),
     _M("disparity_score*", "Disparity Score (corrected)", "pcm", "group", "f1",
        "abs_difference", None, "pairs", "Czarnowska et al. 2021",
-       "mean over group pairs of |F1_i - F1_j|"),
+       "mean over group pairs of |F1_i - F1_j|",
+       code="equal",
+       code_note="FixedDisparsityScore, positive class"),
     _M("tpr_gap", "TPR Gap", "pcm", "group", "tpr", "abs_difference", None, "pairs",
-       "Beutel et al. 2017; Prost et al. 2019", "mean over pairs of |TPR_i - TPR_j|"),
+       "Beutel et al. 2017; Prost et al. 2019", "mean over pairs of |TPR_i - TPR_j|",
+       code="equal",
+       code_note="TPRGapPCM, positive class"),
     _M("tnr_gap", "TNR Gap", "pcm", "group", "tnr", "abs_difference", None, "pairs",
-       "Prost et al. 2019", "mean over pairs of |TNR_i - TNR_j|"),
+       "Prost et al. 2019", "mean over pairs of |TNR_i - TNR_j|",
+       code="equal",
+       code_note="TNRGapPCM, positive class"),
     _M("parity_gap", "Parity Gap", "pcm", "group", "accuracy", "abs_difference", None,
        "pairs", "Beutel et al. 2017",
        "mean over pairs of |phi_i - phi_j| with phi(A) = |{x in A: yhat = y}| / |A| as "
-       "written in Czarnowska et al.'s Table 2"),
+       "written in Czarnowska et al.'s Table 2",
+       code="differs",
+       code_note="the paper's Table 2 (accuracy); the authors' ParityGap uses the "
+                 "positive-prediction rate: parity_gap_code"),
     _M("parity_gap_code", "Parity Gap (authors' code)", "pcm", "group", "positive_rate",
        "abs_difference", None, "pairs", "Czarnowska et al. 2021, code",
        "mean over pairs of |phi_i - phi_j| with phi the positive-prediction rate, as the "
-       "authors' code computes it (the paper's Table 2 reads accuracy: parity_gap)"),
+       "authors' code computes it (the paper's Table 2 reads accuracy: parity_gap)",
+       code="equal",
+       code_note="ParityGap, positive class"),
     _M("accuracy_difference", "Accuracy Difference", "pcm", "group", "accuracy", "difference",
        None, "none", "Blodgett & O'Connor 2017", "accuracy_1 - accuracy_2", True),
     _M("tpr_difference", "TPR Difference", "pcm", "group", "tpr", "difference", None, "none",
@@ -729,20 +890,47 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
     _M("cfgap", "Counterfactual Token Fairness Gap (as PCM)", "pcm", "counterfactual",
        "mean_prob", "abs_difference", None, "pairs", "Garg et al. 2019",
        "mean over source examples and group pairs of |F(x_i,1) - F(x_j,1)| (converted to a "
-       "PCM for templated data, as in Czarnowska et al.)"),
+       "PCM for templated data, as in Czarnowska et al.)",
+       code="equal",
+       code_note="CounterfactualFairnessGap; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("pertss", "Perturbation Score Sensitivity (as PCM)", "pcm", "counterfactual",
        "mean_prob_true_class", "abs_difference", None, "pairs", "Prabhakaran et al. 2019",
-       "mean over source examples and group pairs of |F(x_i, y) - F(x_j, y)| (gold class)"),
+       "mean over source examples and group pairs of |F(x_i, y) - F(x_j, y)| (gold class)",
+       code="equal",
+       code_note="PerturbationScoreSensitivity; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("pertsd", "Perturbation Score Deviation", "mcm", "counterfactual",
        "mean_prob_true_class", "std", None, None, "Prabhakaran et al. 2019",
-       "mean over source examples of the std of the gold-class probability across groups"),
+       "mean over source examples of the std of the gold-class probability across groups",
+       code="equal",
+       code_note="PerturbationScoreDeviation; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("pertsr", "Perturbation Score Range", "mcm", "counterfactual", "mean_prob_true_class",
        "range", None, None, "Prabhakaran et al. 2019",
-       "mean over source examples of max - min of the gold-class probability across groups"),
+       "mean over source examples of max - min of the gold-class probability across groups",
+       code="equal",
+       code_note="PerturbationScoreRange; with several terms per group under "
+                 "cf_average='combinations' (their default FlattenGroup.RANDOM_MATCH: every "
+                 "combination of one term per group, pooled over all sources, 100 sampled above "
+                 "100: seeded here, unseeded in their code); the default cf_average='groups' is "
+                 "their FlattenGroup.AVERAGE option"),
     _M("avgif", "Average Individual Fairness", "pcm", "counterfactual", "probs",
        "wasserstein1", None, "pairs", "Huang et al. 2020",
        "mean over source examples and group pairs of W1 between the groups' positive-class "
-       "probabilities"),
+       "probabilities",
+       code="equal",
+       code_note="AverageIndividualFairness (FlattenGroup.NONE: W1 between each group's whole set "
+                 "of term probabilities in a source), in every cf_average mode"),
     _M("avg_score_difference", "Average Score Difference", "pcm", "counterfactual",
        "mean_prob", "difference", None, "none", "Huang et al. 2020",
        "mean over source examples of mean F(x,1) in group 1 minus group 2", True),
@@ -750,8 +938,8 @@ METRICS: dict[str, NamedMetric] = {m.name: m for m in [
 
 
 #: Paper reading -> authors' code reading, where Czarnowska et al.'s text and code differ.
-PARITY_CODE = {"parity_gap": "parity_gap_code", "avggf": "avggf_code",
-               "pos_avggf": "pos_avggf_code", "neg_avggf": "neg_avggf_code"}
+PARITY_CODE = {"parity_gap": "parity_gap_code", "pos_avggf": "pos_avggf_code",
+               "neg_avggf": "neg_avggf_code"}
 
 
 def list_metrics() -> pd.DataFrame:
@@ -768,11 +956,18 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
     ----------
     name : str
         Registry name (e.g. ``"fped"``, ``"fped*"``, ``"avgif"``).
-    y, groups, pred, prob, source, ci_prob, n_boot, seed
+    y, groups, pred, prob, source, ci_prob, n_boot
         As :func:`pcm`.
-    cf_average : {"groups", "terms"}
-        Counterfactual metrics with several terms per group: average within groups first,
-        or over term combinations (the authors' code).
+    seed : int, optional
+        Seeds the bootstrap and the sample of term combinations (default: the package seed).
+    cf_average : {"groups", "combinations"}
+        Counterfactual metrics with several terms per group: score each group on all its
+        terms (default; the authors' ``FlattenGroup.AVERAGE`` option), or average over the
+        combinations of one term per group pooled over all sources (the authors' default;
+        above 100 combinations in a source a sample of 100 drawn with `seed`, see
+        :func:`term_combinations`; a group's k-th term is its k-th row of the source, in
+        data order). ``"terms"`` is an alias of ``"combinations"``. AvgIF compares the groups'
+        sets of terms in both.
     """
     try:
         m = METRICS[name.lower()]

@@ -120,9 +120,10 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
         Random seed.
     model : str, optional
         Label of the classifier in the table (default: the score column name).
-    cf_average : {"groups", "terms"}
-        Counterfactual metrics with several terms per group: within groups first, or over
-        term combinations (Czarnowska et al.'s code).
+    cf_average : {"groups", "combinations"}
+        Counterfactual metrics with several terms per group: each group on all its terms, or
+        over the term combinations pooled over all sources (Czarnowska et al.'s code; see
+        :func:`~bayesbias.classifier.generalized.compute_metric`).
     """
     metrics = [m.strip().lower() for m in metrics if m.strip()]
     unknown = [m for m in metrics if m not in METRIC_CHOICES]

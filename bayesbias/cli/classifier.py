@@ -94,13 +94,22 @@ def register(sub) -> None:
                    help="bootstrap resamples for the generalized metrics and bbu "
                         "(default 200; 0 = no intervals)")
     p.add_argument("--seed", type=seed_type, default=None, help="random seed")
-    p.add_argument("--parity", choices=["paper", "code"], default="paper",
-                   help="Czarnowska et al.'s Parity Gap and Average Group Fairness: 'paper' "
-                        "(Table 2: accuracy; group vs all rows, default) or 'code' (the "
-                        "authors' code: positive-prediction rate; group vs the other groups)")
-    p.add_argument("--cf-average", choices=["groups", "terms"], default="groups",
-                   help="counterfactual metrics with several terms per group: average within "
-                        "groups first (default) or over term combinations (authors' code)")
+    p.add_argument("--reading", "--parity", dest="reading", choices=["paper", "code"],
+                   default="paper",
+                   help="Czarnowska et al.'s metrics where their paper and their code differ: "
+                        "'paper' (default: Parity Gap of accuracy as in Table 2; Pos/Neg "
+                        "AvgGF against all rows, as AvgGF) or 'code' (the values of the "
+                        "authors' code: Parity Gap of the positive-prediction rate; Pos/Neg "
+                        "AvgGF against the other groups; counterfactual metrics over term "
+                        "combinations, --cf-average combinations). AvgGF and the other "
+                        "metrics are the same in both. --parity is the earlier name")
+    p.add_argument("--cf-average", choices=["groups", "combinations", "terms"], default=None,
+                   help="counterfactual metrics with several terms per group: 'groups' "
+                        "(score each group on all its terms; default with --reading paper) or "
+                        "'combinations' (every combination of one term per group, pooled over "
+                        "all templates, a seeded sample of 100 above 100, as the authors' "
+                        "code; default with --reading code; 'terms' is the earlier name). "
+                        "AvgIF compares the groups' sets of terms in both")
     p.add_argument("-o", "--output", help="write the tidy table (.csv or .parquet)")
     add_json(p)
     p.set_defaults(run=run)
@@ -156,8 +165,9 @@ def run(args) -> int:
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
         raise InputDataError(f"--metrics: no metric names in {args.metrics!r}")
-    if args.parity == "code":
+    if args.reading == "code":
         metrics = [PARITY_CODE.get(m, m) for m in metrics]
+    cf_average = args.cf_average or ("combinations" if args.reading == "code" else "groups")
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
         raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
@@ -197,11 +207,12 @@ def run(args) -> int:
     res = classifier_bias(cd, metrics, ci_prob=args.ci_prob, criterion=args.criterion,
                           gamma=args.gamma, variance=variance, n_boot=args.bootstrap,
                           source=source, seed=args.seed, model=model,
-                          cf_average=args.cf_average)
+                          cf_average=cf_average)
     ci = args.ci_prob
     payload: dict = {"data": args.data, "model": model, "n": cd.n,
                      "groups": {g: int(v) for g, v in cd.groups.sum().items()},
-                     "ci_prob": ci, "threshold": cd.threshold, "metrics": {}}
+                     "ci_prob": ci, "threshold": cd.threshold, "reading": args.reading,
+                     "metrics": {}}
     text: list[str] = [f"{args.data}: {cd.n} rows, {len(cd.group_names)} groups, model {model}"]
     for metric in metrics:
         if metric == "auc":
@@ -237,6 +248,10 @@ def run(args) -> int:
             text += ["", f"{m.title} ({metric}) = {val}  -- {m.description}",
                      r.by_group[[c for c in r.by_group.columns
                                  if c.startswith(col) or c == "n"]].round(4).to_string()]
+            if r.info.get("version") == "counterfactual":
+                text.append(f"{r.info['sources']} source examples, cf_average "
+                            f"{r.info['cf_average']}: {r.info['evaluations']} evaluations"
+                            + (f" ({r.info['cf_note']})" if r.info.get("cf_note") else ""))
             if r.info.get("note"):
                 text.append(r.info["note"])
     if args.output:

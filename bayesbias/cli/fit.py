@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..config import defaults
+from ..config import DEFAULT_MODEL, defaults
 from ..errors import DistanceTableError
 from ._common import (
     add_ci_prob,
@@ -51,9 +51,10 @@ def add_model_options(p, command: str = "fit") -> None:
     """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
     from ..models import available_models
 
-    p.add_argument("--model", default="hierarchical",
+    p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
-                        "(default %(default)s)")
+                        "(default %(default)s: the paper's hierarchical model plus an effect "
+                        "per attribute word; --model hierarchical is the paper's own)")
     if command != "report":
         p.add_argument("--level", choices=["word", "class"], default=None,
                        help="override the spec: means per protected word or per protected "
@@ -130,15 +131,21 @@ def load_table(source: str | None, args):
 
 
 def fit_from_args(table, args):
-    """Fit with the model and sampler options of `args`; sampler warnings go to the log."""
-    from ..models import fit_model
+    """Fit with the model and sampler options of `args`; sampler warnings go to the log.
+
+    More draws are taken while the verdict is undecided at this precision
+    (:func:`~bayesbias.verdicts.fit_for_verdict`).
+    """
+    from ..verdicts import fit_for_verdict
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the diagnostics are printed by the command
-        return fit_model(table, args.model, draws=args.draws, tune=args.tune,
-                         chains=args.chains, seed=args.seed, sampler=args.sampler,
-                         strict=args.strict, level=args.level, residual_sd=args.residual_sd,
-                         target_accept=args.target_accept)
+        return fit_for_verdict(table, args.model, draws=args.draws, tune=args.tune,
+                               chains=args.chains, seed=args.seed, sampler=args.sampler,
+                               strict=args.strict, level=args.level,
+                               residual_sd=args.residual_sd, target_accept=args.target_accept,
+                               ci_prob=args.ci_prob, ci_kind=args.ci_kind,
+                               rope=getattr(args, "rope", None))
 
 
 def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:

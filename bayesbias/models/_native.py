@@ -300,6 +300,200 @@ int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out
     for (j = 0; j < k; j++) out[j] = exp(x[j]);
     return 0;
 }
+/* ---- the crossed family (layout of crossed.pack) ----
+ * x = (A[4], log T[4], log S[ns], log O[no], b[3], a[n_attr]). The attribute effects are
+ * v[a] = b[g] + a[a] - abar[g] for the attributes of group g (stereotype, human, none), with
+ * b[g] ~ Normal(0, O/sqrt(n_g)) and a ~ Normal(0, O) (so v ~ Normal(0, O), and abar is a
+ * free direction with its own prior); M[c] = A[c] - b[g(c)]. The data pin A and the
+ * deviations, not M or b: these coordinates remove the ridge between M and the mean effect of
+ * a group (linear maps, unit Jacobian). Non-centred (nonc = 1): a = O z, b = O / sqrt(n) zb.
+ * The cell means are integrated out given v: the rows of cell q minus their attributes'
+ * effects have n, mean rbar and sum of squares ss, and the cell-marginal density of the
+ * hierarchical kernel applies. */
+int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
+    int64_t ncell = (int64_t)data[3], nrow = (int64_t)data[4], nonc = (int64_t)data[5];
+    int64_t kh = 8 + ns + no, j, c, q, i, a, g;
+    const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
+    const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
+    const double *gkind = agrp + na, *rcell = gkind + 3;
+    const double *rattr = rcell + nrow, *ry = rattr + nrow;
+    double h[16], gh[16], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
+    double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
+    double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0};
+    double *v, *gv, *sum, *ss, *dr, *dq;
+    int64_t rc = 0;
+    if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
+    v = (double *)malloc(sizeof(double) * (size_t)(2 * na + 4 * ncell));
+    if (v == NULL) return -2;
+    gv = v + na;
+    sum = gv + na;
+    ss = sum + ncell;
+    dr = ss + ncell;
+    dq = dr + ncell;
+    for (j = 0; j < kh; j++) {
+        h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+        gh[j] = 0.0;
+    }
+    for (j = 0; j < no; j++) o[j] = h[8 + ns + j];
+    for (a = 0; a < na; a++) {
+        g = (int64_t)agrp[a];
+        cnt[g] += 1.0;
+    }
+    for (g = 0; g < 3; g++) {
+        double og = gkind[g] >= 0 ? o[(int64_t)gkind[g]] : 1.0;
+        ob[g] = cnt[g] > 0 ? og / sqrt(cnt[g]) : 1.0;  /* prior sd of b[g] */
+        b[g] = nonc ? ob[g] * x[kh + g] : x[kh + g];
+    }
+    for (a = 0; a < na; a++) {
+        double ok = o[(int64_t)akind[a]], z = x[kh + 3 + a];
+        v[a] = nonc ? ok * z : z;  /* a[a] for now */
+        abar[(int64_t)agrp[a]] += v[a];
+    }
+    for (g = 0; g < 3; g++) abar[g] = cnt[g] > 0 ? abar[g] / cnt[g] : 0.0;
+    for (a = 0; a < na; a++) {
+        g = (int64_t)agrp[a];
+        v[a] = b[g] + v[a] - abar[g];
+        gv[a] = 0.0;
+    }
+    for (c = 0; c < 4; c++) {
+        g = c < 2 ? 0 : c - 1;
+        m[c] = h[c] - (cnt[g] > 0 ? b[g] : 0.0);
+        t[c] = h[4 + c];
+        s[c] = h[8 + (int64_t)smap[c]];
+    }
+    for (q = 0; q < ncell; q++) { sum[q] = 0.0; ss[q] = 0.0; }
+    for (i = 0; i < nrow; i++) sum[(int64_t)rcell[i]] += ry[i] - v[(int64_t)rattr[i]];
+    for (q = 0; q < ncell; q++) sum[q] /= cn[q];  /* now the mean rbar */
+    for (i = 0; i < nrow; i++) {
+        double d;
+        q = (int64_t)rcell[i];
+        d = ry[i] - v[(int64_t)rattr[i]] - sum[q];
+        ss[q] += d * d;
+    }
+    for (q = 0; q < ncell; q++) {
+        int64_t cc = (int64_t)cconn[q];
+        double n = cn[q], sc = s[cc], tc = t[cc];
+        double var = tc * tc + sc * sc / n;
+        double r = sum[q] - m[cc];
+        double dv;
+        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - ss[q] / (2.0 * sc * sc)
+               - 0.5 * log(n) - 0.5 * log(var) - r * r / (2.0 * var));
+        dv = -0.5 / var + 0.5 * r * r / (var * var);
+        gm[cc] += r / var;
+        gt[cc] += dv * 2.0 * tc;
+        gs[cc] += -(n - 1.0) / sc + ss[q] / (sc * sc * sc) + dv * 2.0 * sc / n;
+        dr[q] = 1.0 / (sc * sc);       /* d/dr_i = -(r_i - rbar) dr - dq */
+        dq[q] = r / (var * n);
+    }
+    for (i = 0; i < nrow; i++) {
+        q = (int64_t)rcell[i];
+        a = (int64_t)rattr[i];
+        gv[a] += (ry[i] - v[a] - sum[q]) * dr[q] + dq[q];  /* dL/dv_a = -sum_i dL/dr_i */
+    }
+    for (c = 0; c < 4; c++) {
+        double pg;
+        lp += prior((int)priors[5 * c], priors[5 * c + 2], priors[5 * c + 3],
+                    priors[5 * c + 4], m[c], &pg);  /* the prior of M[c] */
+        gm[c] += pg;
+        gh[c] += gm[c];
+        gh[4 + c] += gt[c];
+        gh[8 + (int64_t)smap[c]] += gs[c];
+    }
+    /* chain rule to b and a: v = b[g] + a - abar[g], M[c] = A[c] - b[g(c)] */
+    for (a = 0; a < na; a++) gsum[(int64_t)agrp[a]] += gv[a];
+    for (g = 0; g < 3; g++) {
+        gb[g] = gsum[g];
+        gsum[g] = cnt[g] > 0 ? gsum[g] / cnt[g] : 0.0;
+    }
+    if (cnt[0] > 0) gb[0] -= gm[0] + gm[1];
+    if (cnt[1] > 0) gb[1] -= gm[2];
+    if (cnt[2] > 0) gb[2] -= gm[3];
+    for (g = 0; g < 3; g++) {
+        int64_t k = gkind[g] >= 0 ? (int64_t)gkind[g] : -1;
+        double z = x[kh + g];
+        if (cnt[g] == 0) {  /* no attributes: b[g] is unused, a standard Normal */
+            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+            out[kh + g] = -z;
+        } else if (nonc) {
+            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+            gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
+            out[kh + g] = gb[g] * ob[g] - z;
+        } else {
+            lp += -0.5 * LOG_2PI - log(ob[g]) - 0.5 * z * z / (ob[g] * ob[g]);
+            gh[8 + ns + k] += -1.0 / o[k] + z * z * cnt[g] / (o[k] * o[k] * o[k]);
+            out[kh + g] = gb[g] - z / (ob[g] * ob[g]);
+        }
+        if (!isfinite(out[kh + g])) { rc = 3; goto done; }
+    }
+    for (a = 0; a < na; a++) {
+        int64_t k = (int64_t)akind[a];
+        double z = x[kh + 3 + a], ok = o[k], ga = gv[a] - gsum[(int64_t)agrp[a]];
+        if (nonc) {
+            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+            gh[8 + ns + k] += ga * z;
+            out[kh + 3 + a] = ga * ok - z;
+        } else {
+            lp += -0.5 * LOG_2PI - log(ok) - 0.5 * z * z / (ok * ok);
+            gh[8 + ns + k] += -1.0 / ok + z * z / (ok * ok * ok);
+            out[kh + 3 + a] = ga - z / (ok * ok);
+        }
+        if (!isfinite(out[kh + 3 + a])) { rc = 3; goto done; }
+    }
+    for (j = 0; j < kh; j++) {
+        double pg = 0.0, pl = 0.0, gg;
+        if (j >= 4)  /* the M priors were added above */
+            pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3],
+                       priors[5 * j + 4], h[j], &pg);
+        gg = gh[j] + pg;
+        lp += pl;
+        if (priors[5 * j + 1] > 0.5) {
+            lp += x[j];
+            out[j] = gg * h[j] + 1.0;
+        } else {
+            out[j] = gg;
+        }
+        if (!isfinite(out[j])) { rc = 3; goto done; }
+    }
+    logp_[0] = lp;
+    if (!isfinite(lp)) rc = 4;
+done:
+    free(v);
+    return rc;
+}
+
+/* expanded: (M[4], T[4], S[ns], O[no], v[n_attr]) */
+int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
+                  const double *data) {
+    int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
+    int64_t ncell = (int64_t)data[3], nonc = (int64_t)data[5], kh = 8 + ns + no, j, a, c, g;
+    const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
+    const double *akind = cconn + 2 * ncell, *agrp = akind + na, *gkind = agrp + na;
+    double cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0}, b[3];
+    if ((int64_t)dim != kh + 3 + na || (int64_t)expanded != kh + na) return -1;
+    for (j = 0; j < kh; j++) out[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+    for (a = 0; a < na; a++) cnt[(int64_t)agrp[a]] += 1.0;
+    for (g = 0; g < 3; g++) {
+        double og = gkind[g] >= 0 ? out[8 + ns + (int64_t)gkind[g]] : 1.0;
+        double obg = cnt[g] > 0 ? og / sqrt(cnt[g]) : 1.0;
+        b[g] = nonc ? obg * x[kh + g] : x[kh + g];
+    }
+    for (a = 0; a < na; a++) {
+        double z = x[kh + 3 + a];
+        out[kh + a] = nonc ? out[8 + ns + (int64_t)akind[a]] * z : z;
+        abar[(int64_t)agrp[a]] += out[kh + a];
+    }
+    for (g = 0; g < 3; g++) abar[g] = cnt[g] > 0 ? abar[g] / cnt[g] : 0.0;
+    for (a = 0; a < na; a++) {
+        g = (int64_t)agrp[a];
+        out[kh + a] = b[g] + out[kh + a] - abar[g];
+    }
+    for (c = 0; c < 4; c++) {
+        g = c < 2 ? 0 : c - 1;
+        if (cnt[g] > 0) out[c] -= b[g];
+    }
+    return 0;
+}
 """
 
 _LIB = None
@@ -373,11 +567,11 @@ class CFunc:
 
 
 def entry_points(family: str):
-    """``(logp, expand)`` of `family` ("cell" or "additive") as :class:`CFunc`, or None."""
+    """``(logp, expand)`` of `family` ("cell", "additive" or "crossed") as :class:`CFunc`, or None."""
     lib = library()
     if lib is None:
         return None
-    prefix = {"cell": "cm", "additive": "add"}[family]
+    prefix = {"cell": "cm", "additive": "add", "crossed": "cx"}[family]
     return CFunc(lib, f"{prefix}_logp", 5), CFunc(lib, f"{prefix}_expand", 5)
 
 

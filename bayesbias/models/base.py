@@ -54,7 +54,8 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
     likelihood : {"sufficient", "rows"}
         ``"sufficient"`` (default): the exact per-cell form as a ``pm.Potential`` named
         ``loglik``, whose cost does not grow with the number of rows. ``"rows"``: one
-        observed Normal per row named ``distance`` (for checks and benchmarks).
+        observed Normal per row named ``distance`` (for checks and benchmarks; always for
+        a family with row effects, e.g. crossed).
 
     Returns
     -------
@@ -66,12 +67,17 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
     if likelihood not in LIKELIHOODS:
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
+    family = family_module(spec.family)
+    if getattr(family, "row_effects", None) is not None:
+        likelihood = "rows"  # a mean per row, not per cell: no cell statistics
     if cells.level != spec.level:
         raise InvalidArgumentError(
             f"cells are at level {cells.level!r} but the spec wants {spec.level!r}")
     coords = {cells.unit_dim: cells.units.tolist(), "connection": list(CONNECTIONS)}
     with pm.Model(coords=coords) as model:
-        mu = family_module(spec.family).cell_means(spec, cells)
+        mu = family.cell_means(spec, cells)
+        row_effect = (family.row_effects(spec, cells)
+                      if getattr(family, "row_effects", None) is not None else 0.0)
         if spec.residual_sd == "per_connection":
             sigma = spec.priors["sigma"].create("sigma", dims="connection")
             sigma_col = sigma[None, :]
@@ -88,5 +94,6 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
             pm.Potential("loglik", normal_logp_cells(mu[ui, ci], sig, n, mean, ss, xp=pm.math))
         else:
             sig = (sigma_col * pm.math.ones_like(mu))[cells.unit_idx, cells.conn_idx]
-            pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx], sig, observed=cells.y)
+            pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx] + row_effect, sig,
+                      observed=cells.y)
     return model

@@ -19,12 +19,15 @@ import pandas as pd
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, InvalidArgumentError
 
-__all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows", "UNIT_DIMS"]
+__all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows", "UNIT_DIMS",
+           "ATTRIBUTE_KINDS"]
 
 #: The name of the unit dimension for each level.
 UNIT_DIMS = {"word": "protected_word", "class": "protected_class"}
 _NEEDED = ("protected_word", "protected_class", "connection", "cosine_distance")
 _LOG_2PI = float(np.log(2 * np.pi))
+#: Kinds of attribute word: a stereotype (of some class), a human attribute, a neutral word.
+ATTRIBUTE_KINDS = ("stereotype", "human", "none")
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +46,10 @@ class Cells:
         (mean is NaN and ss 0 in empty cells). Columns follow :data:`CONNECTIONS`.
     y : ndarray, shape (n_rows,)
         The cosine distances; ``unit_idx`` and ``conn_idx`` give each row's cell.
+    attributes : ndarray of str or None
+        The attribute words (first-appearance order), when the table names them;
+        ``attr_idx`` gives each row's attribute and ``attribute_kind`` each attribute's
+        kind (:data:`ATTRIBUTE_KINDS`: a stereotype, a human attribute or a neutral word).
     """
 
     level: str
@@ -54,6 +61,9 @@ class Cells:
     y: np.ndarray
     unit_idx: np.ndarray
     conn_idx: np.ndarray
+    attributes: np.ndarray | None = None
+    attribute_kind: np.ndarray | None = None
+    attr_idx: np.ndarray | None = None
 
     @property
     def unit_dim(self) -> str:
@@ -144,8 +154,35 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
         mean = np.where(n > 0, s1 / n, np.nan)
     dev = y - mean.ravel()[flat]
     ss = np.bincount(flat, weights=dev * dev, minlength=size).reshape(shape)
+    attributes = attribute_kind = attr_idx = None
+    if "attribute" in table.columns:
+        attributes, attribute_kind, attr_idx = _attribute_index(table, conn_idx)
     return Cells(level=level, units=units, unit_class=unit_class, n=n, mean=mean, ss=ss,
-                 y=y, unit_idx=unit_idx, conn_idx=conn_idx)
+                 y=y, unit_idx=unit_idx, conn_idx=conn_idx, attributes=attributes,
+                 attribute_kind=attribute_kind, attr_idx=attr_idx)
+
+
+def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
+    """Attribute words, the kind of each (from its rows' connections) and each row's index.
+
+    All three are None when some row has no attribute.
+    """
+    col = table["attribute"]
+    missing = col.isna().to_numpy() | (col.astype(str).str.strip() == "")
+    if missing.any():  # only the crossed family needs them; it says so
+        return None, None, None
+    # connection codes: 0 associated, 1 different -> stereotype (0); 2 human (1); 3 none (2)
+    kind_code = np.minimum(np.maximum(conn_idx - 1, 0), 2)
+    # An attribute listed in two roles (say a stereotype and a neutral word) is one
+    # attribute per role: its rows in one role say nothing of its effect in the other.
+    codes, pairs = pd.factorize(pd.MultiIndex.from_arrays([col.astype(str).to_numpy(),
+                                                          kind_code]), sort=False)
+    words = np.asarray([w for w, _ in pairs], dtype=object)
+    kinds = np.asarray([ATTRIBUTE_KINDS[k] for _, k in pairs], dtype=object)
+    repeated = pd.Series(words).duplicated(keep=False).to_numpy()
+    names = np.asarray([f"{w} ({k})" if r else w
+                        for w, k, r in zip(words, kinds, repeated, strict=True)], dtype=object)
+    return names, kinds, codes.astype(np.int32)
 
 
 def normal_logp_cells(mu, sigma, n, mean, ss, xp=np):

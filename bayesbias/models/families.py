@@ -23,7 +23,7 @@ __all__ = ["FAMILIES", "family_module"]
 
 #: Family name -> module (relative to this package).
 FAMILIES = {"hierarchical": ".hierarchical", "offsets": ".offsets", "additive": ".additive",
-            "separate": ".separate"}
+            "separate": ".separate", "crossed": ".crossed"}
 
 
 def family_module(name: str):

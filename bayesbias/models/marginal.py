@@ -69,6 +69,14 @@ class Kernel:
     init: object
     complete: object
     adaptation: str = "diag"
+    #: Coordinates of dims other than chain, draw, connection and the unit (name -> labels).
+    coords: dict | None = None
+    #: Attributes recorded on the posterior (e.g. the parametrisation chosen).
+    attrs: dict | None = None
+    #: Number of sampled (unconstrained) values; default ``data[0]``.
+    dim: int | None = None
+    #: Number of values ``expand`` writes; default `dim`.
+    expanded_dim: int | None = None
 
 
 def supports(spec) -> bool:
@@ -77,7 +85,7 @@ def supports(spec) -> bool:
 
     mod = family_module(spec.family)
     if getattr(mod, "marginal_kernel", None) is not None:
-        return True
+        return getattr(mod, "marginal_available", lambda: True)()
     fn = getattr(mod, "marginal_blocks", None)
     return fn is not None and fn(spec) is not None
 
@@ -299,7 +307,7 @@ def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chai
     """
     lib = nutpie_lib()
     data = kernel.data
-    k = int(data[0])
+    k = int(data[0]) if kernel.dim is None else kernel.dim
     t0 = time.perf_counter()
 
     def report(formatted):
@@ -307,11 +315,13 @@ def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chai
                       time.perf_counter() - t0)
 
     logp = lib.LogpFunc(kernel.logp.address, data.ctypes.data, data)
-    expand = lib.ExpandFunc(k, k, kernel.expand.address, data.ctypes.data, data)
+    expand = lib.ExpandFunc(k, k if kernel.expanded_dim is None else kernel.expanded_dim,
+                            kernel.expand.address, data.ctypes.data, data)
+    coords = {"connection": list(CONNECTIONS), **(kernel.coords or {})}
+    sizes = {name: len(labels) for name, labels in coords.items()}
     variables = lib.PyVariable.new_variables(kernel.names, ["float64"] * len(kernel.names),
-                                             kernel.shapes, {"connection": _NC}, kernel.dims)
-    model = lib.PyMcModel(logp, expand, variables, k, {"connection": _NC},
-                          {"connection": list(CONNECTIONS)}, init_fn, None)
+                                             kernel.shapes, sizes, kernel.dims)
+    model = lib.PyMcModel(logp, expand, variables, k, sizes, coords, init_fn, None)
     make = lib.PyNutsSettings.LowRank if kernel.adaptation == "low_rank" else \
         lib.PyNutsSettings.Diag
     settings = make(seed)
@@ -411,7 +421,9 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
                              "connection": list(CONNECTIONS), unit: cells.units.tolist()})
     for name, (dims, values) in kernel.complete(raw, rng).items():
         out[name] = dims, values
-    out.attrs.update(sampling_time=sampling_time, marginal="cell means integrated out")
+    out = out.assign_coords(kernel.coords or {})
+    out.attrs.update(kernel.attrs or {}, sampling_time=sampling_time,
+                     marginal="cell means integrated out")
     res = xr.DataTree()
     res["posterior"] = xr.DataTree(out)
     res["sample_stats"] = xr.DataTree(stats)

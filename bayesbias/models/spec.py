@@ -38,7 +38,10 @@ DISTRIBUTIONS = {
     "LogNormal": (("mu", "sigma"), True),
     "Gamma": (("alpha", "beta"), True),
 }
-_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors"}
+_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors",
+         "attribute_sd"}
+#: Families with pooled cell means (``noncentred`` applies).
+_POOLED = ("hierarchical", "crossed")
 
 
 def __getattr__(name):
@@ -165,6 +168,9 @@ class ModelSpec:
         centred otherwise. The posterior is the same either way.
     priors : dict of {str: Prior}
     description : str
+    attribute_sd : {"shared", "per_kind"}
+        Crossed family only: one sd of the attribute effects, or one per attribute kind
+        (stereotype, human, none).
     """
 
     name: str
@@ -174,6 +180,7 @@ class ModelSpec:
     noncentred: tuple[str, ...] | str = ()
     priors: dict = field(default_factory=dict)
     description: str = ""
+    attribute_sd: str = "shared"
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "spec") -> ModelSpec:
@@ -189,9 +196,12 @@ class ModelSpec:
         level = _choice(d.get("level", "word"), LEVELS, "level", source)
         residual_sd = _choice(d.get("residual_sd", "per_connection"), RESIDUAL_SDS,
                               "residual_sd", source)
-        noncentred = d.get("noncentred", "auto" if family == "hierarchical" else [])
-        if noncentred and family != "hierarchical":
-            raise ModelSpecError(f"{source}: noncentred applies to the hierarchical family only")
+        noncentred = d.get("noncentred", "auto" if family in _POOLED else [])
+        if noncentred and family not in _POOLED:
+            raise ModelSpecError(f"{source}: noncentred applies to the "
+                                 f"{' and '.join(_POOLED)} families only")
+        if "attribute_sd" in d and family != "crossed":
+            raise ModelSpecError(f"{source}: attribute_sd applies to the crossed family only")
         if noncentred != "auto":
             if isinstance(noncentred, str) or not isinstance(noncentred, (list, tuple)):
                 raise ModelSpecError(
@@ -220,7 +230,8 @@ class ModelSpec:
             noncentred = tuple(c for c in CONNECTIONS if c in noncentred)
         spec = cls(name=name, family=family, level=level, residual_sd=residual_sd,
                    noncentred=noncentred, priors=priors,
-                   description=str(d.get("description", "")))
+                   description=str(d.get("description", "")),
+                   attribute_sd=d.get("attribute_sd", "shared"))
         if hasattr(fam, "validate"):
             fam.validate(spec, source)
         return spec
@@ -230,9 +241,11 @@ class ModelSpec:
         d = {"name": self.name, "family": self.family, "description": self.description,
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
-        if self.family == "hierarchical":
+        if self.family in _POOLED:
             d["noncentred"] = (self.noncentred if self.noncentred == "auto"
                                else list(self.noncentred))
+        if self.family == "crossed":
+            d["attribute_sd"] = self.attribute_sd
         return d
 
     def to_json(self) -> str:

@@ -98,8 +98,9 @@ def coverage_warning(fit, ppc: pd.DataFrame | None = None) -> str | None:
     """
     checks = getattr(fit, "checks", None)
     if checks is not None:  # the models layer's check
-        bad = [c for c in checks if getattr(c, "code", "") == "ppc_coverage" and not c.ok]
-        return bad[0].message if bad else None
+        bad = [c.message for c in checks if not c.ok and getattr(c, "code", "") in
+               ("ppc_coverage", "attribute_dependence")]
+        return "; ".join(bad) if bad else None
     ppc = fit.ppc() if ppc is None else ppc
     col = "inside_0.89"
     if col not in ppc:
@@ -156,16 +157,18 @@ class WordListContext:
     @cached_property
     def fit(self):
         """The Bayesian fit (sampler warnings are shown in the report, not repeated)."""
-        from ..models import SamplerWarning, fit_model
+        from ..models import SamplerWarning
+        from ..verdicts import fit_for_verdict
 
         s = self.settings
         progress.info(f"{self.name}: fitting the {s.model} model "
                       f"({s.chains} chains x {s.draws} draws)")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SamplerWarning)
-            return fit_model(self.table, s.model, draws=s.draws, tune=s.tune,
-                             chains=s.chains, seed=s.seed, strict=s.strict,
-                             sampler=s.sampler, target_accept=s.target_accept)
+            return fit_for_verdict(self.table, s.model, draws=s.draws, tune=s.tune,
+                                   chains=s.chains, seed=s.seed, strict=s.strict,
+                                   sampler=s.sampler, target_accept=s.target_accept,
+                                   ci_prob=s.ci_prob, ci_kind=s.ci_kind, rope=s.rope)
 
     @cached_property
     def verdict(self):

@@ -1,0 +1,306 @@
+"""The crossed family: the hierarchical model plus an effect of every attribute word.
+
+``distance_i ~ Normal(mu[w, c] + v[a], sigma[c])``, ``mu[w, c] ~ Normal(mu_bar[c], tau[c])``,
+``v[a] ~ Normal(0, omega)``: an attribute's distance is shifted for every protected word that
+meets it, and the attribute words are a sample from a population of such words, as the
+protected words are. The group-level means ``mu_bar`` then describe the population of
+attributes, not the listed ones, so their contrasts carry the uncertainty of which
+stereotypes and controls were chosen (``associated - different`` is hardly affected: the same
+stereotypes appear on both sides). ``attribute_sd = "per_kind"`` gives stereotypes, human
+attributes and neutral words an sd each.
+
+Default sampler: nutpie on ``(mu_bar, tau, sigma, omega, v)`` with the cell means integrated
+out given ``v`` (a C kernel, :mod:`._native`; its cost grows with the rows), then each
+``mu[w, c]`` drawn from its exact conditional. The attribute effects are sampled centred when
+the data say more about each of them than the spread between them, non-centred otherwise.
+The PyMC model (``--sampler pymc``, ``likelihood="rows"``) is the reference the tests compare
+against, beside a bambi formula model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import CONNECTIONS
+from ..errors import DistanceTableError, ModelSpecError
+from .cells import ATTRIBUTE_KINDS, Cells
+from .spec import ModelSpec
+
+__all__ = ["cell_means", "row_effects", "card_lines", "validate", "marginal_kernel",
+           "attribute_noncentred", "ATTRIBUTE_SDS"]
+
+PRIORS = ("mu_bar", "tau", "sigma", "omega")
+SCALES = ("tau", "sigma", "omega")
+PARAMETERS = ("mu_bar", "tau", "sigma", "omega")
+GROUP_MEAN = "mu_bar"
+#: Whether attribute effects share one sd or have one per attribute kind.
+ATTRIBUTE_SDS = ("shared", "per_kind")
+#: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
+AUTO_RATIO = 10.0
+_NC = len(CONNECTIONS)
+
+
+def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
+    """Return the model card's equations."""
+    p = spec.priors
+    o = "omega[kind(a)]" if spec.attribute_sd == "per_kind" else "omega"
+    return [f"  distance_i ~ Normal(mu[{unit}, c] + v[a], {s})",
+            "  a: the row's attribute word (a sample of attributes, like the protected words)",
+            f"  mu[{unit}, c] ~ Normal(mu_bar[c], tau[c])",
+            f"  v[a] ~ Normal(0, {o})"
+            + ("  (kind: stereotype, human or none)" if spec.attribute_sd == "per_kind" else ""),
+            f"  mu_bar[c] ~ {p['mu_bar']}",
+            f"  tau[c] ~ {p['tau']}",
+            f"  {o.split('[')[0]} ~ {p['omega']}"]
+
+
+def validate(spec: ModelSpec, source: str) -> None:
+    """Check the structural choices of a crossed spec."""
+    if spec.attribute_sd not in ATTRIBUTE_SDS:
+        raise ModelSpecError(f"{source}: attribute_sd must be one of "
+                             f"{', '.join(ATTRIBUTE_SDS)}, got {spec.attribute_sd!r}")
+
+
+def check_cells(cells: Cells) -> None:
+    """Refuse a table without an ``attribute`` for every row (the family needs them)."""
+    if cells.attr_idx is None:
+        raise DistanceTableError(
+            "the crossed model needs the column attribute, filled in every row (the attribute "
+            "word of each distance); use --model hierarchical for a table without it")
+
+
+def _kinds(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, list[str]]:
+    """Index of each attribute's sd, and the labels of the sds."""
+    if spec.attribute_sd == "shared":
+        return np.zeros(cells.attributes.size, dtype=np.int64), []
+    present = [k for k in ATTRIBUTE_KINDS if (cells.attribute_kind == k).any()]
+    index = {k: i for i, k in enumerate(present)}
+    return np.array([index[k] for k in cells.attribute_kind], dtype=np.int64), present
+
+
+def _residual_moments(cells: Cells) -> tuple[np.ndarray, float, float]:
+    """Per-attribute mean residual from its cells, the residual variance and rows/attribute."""
+    resid = cells.y - cells.mean[cells.unit_idx, cells.conn_idx]
+    na = cells.attributes.size
+    cnt = np.bincount(cells.attr_idx, minlength=na).astype(float)
+    means = np.bincount(cells.attr_idx, weights=resid, minlength=na) / np.maximum(cnt, 1)
+    has = cells.n > 0
+    df = cells.n.sum() - has.sum()
+    s2 = float(cells.ss.sum() / df) if df > 0 else 0.01
+    return means, max(s2, 1e-12), float(np.median(cnt))
+
+
+def attribute_noncentred(cells: Cells) -> bool:
+    """Whether to sample the attribute effects non-centred (sparse information per attribute).
+
+    Moment estimates from the within-cell variance s2 (= sigma^2 + omega^2) and the variance
+    of the attributes' mean residuals (= omega^2 + sigma^2 / n, n rows per attribute);
+    non-centred when ``n * omega^2 / sigma^2 < AUTO_RATIO``.
+    """
+    return _information_ratio(cells) < AUTO_RATIO
+
+
+def _moments(cells: Cells) -> tuple[float, float, float]:
+    """Moment estimates of omega^2 and sigma^2, and the rows per attribute."""
+    means, s2, n = _residual_moments(cells)
+    var_means = float(np.var(means, ddof=1)) if means.size > 1 else 0.0
+    o2 = max((var_means - s2 / n) / max(1.0 - 1.0 / n, 1e-3), 1e-8) if n > 1 else 1e-8
+    return o2, max(s2 - o2, 1e-3 * s2), n
+
+
+def _information_ratio(cells: Cells) -> float:
+    o2, s2, n = _moments(cells)
+    return n * o2 / s2
+
+
+def cell_means(spec: ModelSpec, cells: Cells):
+    """Add the hierarchical cell means ``mu`` to the current PyMC model."""
+    from . import hierarchical
+
+    return hierarchical.cell_means(spec, cells)
+
+
+def row_effects(spec: ModelSpec, cells: Cells):
+    """Add ``omega`` and the attribute effects; return each row's effect (PyMC)."""
+    import pymc as pm
+
+    check_cells(cells)
+    model = pm.modelcontext(None)
+    model.add_coord("attribute", cells.attributes.tolist())
+    kind, labels = _kinds(spec, cells)
+    if labels:
+        model.add_coord("attribute_kind", labels)
+        omega = spec.priors["omega"].create("omega", dims="attribute_kind")
+        scale = omega[kind]
+    else:
+        omega = spec.priors["omega"].create("omega")
+        scale = omega
+    if attribute_noncentred(cells):
+        z = pm.Normal("attribute_z", 0.0, 1.0, dims="attribute")
+        v = pm.Deterministic("attribute_effect", scale * z, dims="attribute")
+    else:
+        v = pm.Normal("attribute_effect", 0.0, scale, dims="attribute")
+    return v[cells.attr_idx]
+
+
+def _cell_layout(cells: Cells):
+    """Non-empty cells (unit, connection), each row's cell number, counts."""
+    ui, ci = cells.observed
+    number = -np.ones(cells.n.shape, dtype=np.int64)
+    number[ui, ci] = np.arange(ui.size)
+    return ui, ci, number[cells.unit_idx, cells.conn_idx], cells.n[ui, ci].astype(float)
+
+
+def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
+    """One flat float64 array: what ``cx_logp`` reads."""
+    from ._native import CODES
+
+    per = spec.residual_sd == "per_connection"
+    kind, labels = _kinds(spec, cells)
+    ns, no = (_NC if per else 1), max(len(labels), 1)
+    rows = []
+    for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
+        prior = spec.priors[name]
+        vals = [v for _, v in prior.params]
+        rows += [[CODES[prior.dist], float(prior.positive), *vals, *[0.0] * (3 - len(vals))]] \
+            * count
+    smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
+    _, ci, row_cell, n = _cell_layout(cells)
+    return np.ascontiguousarray(np.concatenate([
+        [float(ns), float(no), float(cells.attributes.size), float(ci.size),
+         float(cells.n_rows), float(noncentred)],
+        np.asarray(rows, dtype=float).ravel(), smap, ci.astype(float), n, kind.astype(float),
+        _groups(cells).astype(float), _group_sd_index(spec, cells), row_cell.astype(float),
+        cells.attr_idx.astype(float), cells.y]))
+
+
+def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
+    """For each group (stereotype, human, none): the index of its sd, or -1 if absent."""
+    _, labels = _kinds(spec, cells)
+    out = []
+    for k in ATTRIBUTE_KINDS:
+        if not (cells.attribute_kind == k).any():
+            out.append(-1.0)
+        else:
+            out.append(float(labels.index(k)) if labels else 0.0)
+    return np.asarray(out)
+
+
+def _groups(cells: Cells) -> np.ndarray:
+    """Each attribute's group: 0 stereotype, 1 human, 2 none (as in ATTRIBUTE_KINDS)."""
+    index = {k: i for i, k in enumerate(ATTRIBUTE_KINDS)}
+    return np.array([index[k] for k in cells.attribute_kind], dtype=np.int64)
+
+
+def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng) -> np.ndarray:
+    """A start near the data (pooled means and sds, moment estimates), jittered."""
+    per = spec.residual_sd == "per_connection"
+    _, labels = _kinds(spec, cells)
+    n = cells.n.sum(axis=0)
+    tot = np.where(cells.n > 0, cells.n * np.nan_to_num(cells.mean), 0.0).sum(axis=0)
+    overall = tot.sum() / max(n.sum(), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, tot / np.maximum(n, 1), overall)
+    between = np.array([np.std(cells.mean[cells.n[:, j] > 0, j])
+                        if (cells.n[:, j] > 0).sum() > 1 else 0.1 for j in range(_NC)])
+    between = np.clip(np.nan_to_num(between, nan=0.1), 0.01, None)
+    o2, s2, _ = _moments(cells)
+    sd, omega = np.sqrt(s2), max(np.sqrt(o2), 0.01)
+    no = max(len(labels), 1)
+    v0 = np.zeros(3 + cells.attributes.size)
+    x = np.concatenate([mean, np.log(between), np.log(np.full(_NC if per else 1, sd)),
+                        np.log(np.full(no, omega)), v0])
+    x[: x.size - v0.size] += rng.uniform(-0.1, 0.1, x.size - v0.size)
+    x[x.size - v0.size:] += rng.uniform(-0.1, 0.1, v0.size) * (1.0 if noncentred else omega)
+    return x
+
+
+def conditional_cell_means(m, t, s, v, cells: Cells, rng, chunk: int = 256) -> np.ndarray:
+    """Draw ``mu[u, c]`` given M, T, S (chain, draw, connection) and v (chain, draw, attr).
+
+    The rows of a cell minus their attributes' effects have mean ``rbar``; ``mu`` is Normal
+    with precision ``1/T^2 + n/S^2`` and mean ``(M/T^2 + n rbar/S^2) / precision``.
+    Empty cells get prior draws.
+    """
+    import scipy.sparse as sp
+
+    ui, ci, row_cell, n_obs = _cell_layout(cells)
+    # average of v over the rows of each non-empty cell: (cell x attribute) weights
+    w = sp.csr_matrix((1.0 / n_obs[row_cell], (row_cell, cells.attr_idx)),
+                      shape=(ui.size, cells.attributes.size))
+    lead = m.shape[:2]
+    n_u = cells.units.size
+    out = np.empty(lead + (n_u, _NC))
+    n = cells.n.astype(float)
+    ybar = np.nan_to_num(cells.mean)
+    vf = v.reshape(-1, v.shape[-1])
+    mf, tf, sf = (a.reshape(-1, _NC) for a in (m, t, s))
+    of = out.reshape(-1, n_u, _NC)
+    for lo in range(0, vf.shape[0], chunk):
+        sl = slice(lo, lo + chunk)
+        vbar = np.zeros((vf[sl].shape[0], n_u, _NC))
+        vbar[:, ui, ci] = (w @ vf[sl].T).T
+        mm, tt, ss = mf[sl, None, :], tf[sl, None, :], sf[sl, None, :]
+        prec = 1.0 / (tt * tt) + n[None] / (ss * ss)
+        mean = (mm / (tt * tt) + n[None] * (ybar[None] - vbar) / (ss * ss)) / prec
+        of[sl] = mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
+    return out
+
+
+def marginal_available() -> bool:
+    """Whether the C kernel is available (else the PyMC model is sampled)."""
+    from ._native import entry_points
+
+    return entry_points("crossed") is not None
+
+
+def marginal_kernel(spec: ModelSpec, cells: Cells):
+    """Return the sampler's :class:`~bayesbias.models.marginal.Kernel`, or None without a C
+    compiler (the PyMC model is then sampled)."""
+    from ._native import entry_points
+    from .marginal import Kernel
+
+    check_cells(cells)
+    native = entry_points("crossed")
+    if native is None:
+        return None
+    per = spec.residual_sd == "per_connection"
+    kind, labels = _kinds(spec, cells)
+    noncentred = attribute_noncentred(cells)
+    na = cells.attributes.size
+    names = ["mu_bar", "tau", "sigma", "omega", "attribute_effect"]
+    shapes = [(_NC,), (_NC,), (_NC,) if per else (), (len(labels),) if labels else (), (na,)]
+
+    def complete(raw, rng):
+        shape = raw["mu_bar"].shape[:2]
+        sig = raw["sigma"] if per else np.repeat(raw["sigma"][..., None], _NC, axis=-1)
+        mu = conditional_cell_means(raw["mu_bar"], raw["tau"], sig, raw["attribute_effect"],
+                                    cells, rng)
+        sd_dims = ("chain", "draw", "connection") if per else ("chain", "draw")
+        o_dims = ("chain", "draw", "attribute_kind") if labels else ("chain", "draw")
+        del shape
+        return {"mu_bar": (("chain", "draw", "connection"), raw["mu_bar"]),
+                "tau": (("chain", "draw", "connection"), raw["tau"]),
+                "sigma": (sd_dims, raw["sigma"]),
+                "omega": (o_dims, raw["omega"]),
+                "attribute_effect": (("chain", "draw", "attribute"), raw["attribute_effect"]),
+                "mu": (("chain", "draw", cells.unit_dim, "connection"), mu)}
+
+    coords = {"attribute": cells.attributes.tolist()}
+    if labels:
+        coords["attribute_kind"] = labels
+    return Kernel(names=names, shapes=shapes,
+                  dims={"mu_bar": ("connection",), "tau": ("connection",),
+                        **({"sigma": ("connection",)} if per else {}),
+                        **({"omega": ("attribute_kind",)} if labels else {}),
+                        "attribute_effect": ("attribute",)},
+                  data=pack(spec, cells, noncentred), logp=native[0], expand=native[1],
+                  init=lambda rng: _initial(spec, cells, noncentred, rng), complete=complete,
+                  coords=coords, attrs={"attribute_noncentred": int(noncentred)},
+                  dim=8 + (_NC if per else 1) + max(len(labels), 1) + 3 + na,
+                  expanded_dim=8 + (_NC if per else 1) + max(len(labels), 1) + na)
+
+
+def derived(values: dict, m) -> dict:
+    """Return no derived variables (mu_bar is sampled)."""
+    return {}

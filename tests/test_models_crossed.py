@@ -1,0 +1,275 @@
+"""The crossed family: kernel against finite differences, posterior against row-level
+references (PyMC and bambi), checks with a known reference, verdict precision."""
+
+import ctypes
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesbias.config import CONNECTIONS
+
+
+def _table(seed=0, omega=0.13, words=3, classes=2, stereotypes=2, human=6, none=8,
+           sigma=0.11):
+    """A small complete table: every protected word meets every attribute once."""
+    rng = np.random.default_rng(seed)
+    mu_bar = {"associated": 0.85, "different": 0.9, "human": 0.9, "none": 0.95}
+    attrs = [(f"s{k}_{j}", f"c{k}") for k in range(classes) for j in range(stereotypes)]
+    attrs += [(f"h{j}", "human") for j in range(human)] + [(f"n{j}", "none")
+                                                          for j in range(none)]
+    v = {a: omega * rng.standard_normal() for a, _ in attrs}
+    rows = []
+    for k in range(classes):
+        for w in range(words):
+            word = f"w{k}_{w}"
+            cell = {c: mu_bar[c] + 0.05 * rng.standard_normal() for c in CONNECTIONS}
+            for a, ac in attrs:
+                conn = ac if ac in ("human", "none") else (
+                    "associated" if ac == f"c{k}" else "different")
+                y = cell[conn] + v[a] + sigma * rng.standard_normal()
+                rows.append((word, f"c{k}", a, ac, conn, y))
+    t = pd.DataFrame(rows, columns=["protected_word", "protected_class", "attribute",
+                                    "attribute_class", "connection", "cosine_distance"])
+    t["cosine_similarity"] = 1 - t["cosine_distance"]
+    return t
+
+
+def _kernel(spec_overrides=None, noncentred=False, seed=0):
+    from bayesbias.models import cells_from_table, load_spec
+    from bayesbias.models._native import entry_points
+    from bayesbias.models.crossed import pack
+
+    spec = load_spec("crossed", **(spec_overrides or {}))
+    cells = cells_from_table(_table(seed), spec.level)
+    native = entry_points("crossed")
+    if native is None:
+        pytest.skip("no C compiler")
+    data = pack(spec, cells, noncentred)
+    return native, data, cells, spec
+
+
+def _logp(native, data, x):
+    grad = np.zeros_like(x)
+    out = np.zeros(1)
+    p = ctypes.POINTER(ctypes.c_double)
+    rc = native[0].ctypes(x.size, x.ctypes.data_as(p), grad.ctypes.data_as(p),
+                          out.ctypes.data_as(p), data.ctypes.data_as(p))
+    assert rc == 0
+    return out[0], grad
+
+
+@pytest.mark.parametrize("noncentred", [False, True])
+@pytest.mark.parametrize("overrides", [{}, {"attribute_sd": "per_kind",
+                                            "residual_sd": "single"}])
+def test_kernel_gradient_matches_finite_differences(noncentred, overrides):
+    native, data, cells, spec = _kernel(overrides, noncentred)
+    per = spec.residual_sd == "per_connection"
+    no = 3 if spec.attribute_sd == "per_kind" else 1
+    dim = 8 + (4 if per else 1) + no + 3 + cells.attributes.size
+    rng = np.random.default_rng(1)
+    x = np.concatenate([[0.85, 0.9, 0.9, 0.95], np.log([0.05] * 4),
+                        np.log([0.11] * (4 if per else 1)), np.log([0.1] * no),
+                        0.1 * rng.standard_normal(3 + cells.attributes.size)])
+    assert x.size == dim
+    lp, grad = _logp(native, data, x)
+    eps = 1e-6
+    for j in range(dim):
+        e = np.zeros(dim)
+        e[j] = eps
+        fd = (_logp(native, data, x + e)[0] - _logp(native, data, x - e)[0]) / (2 * eps)
+        assert grad[j] == pytest.approx(fd, rel=1e-5, abs=1e-5), j
+
+
+def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
+    """Differences of the kernel's log-density between two points equal those of the
+    PyMC row-level model with the cell means integrated out numerically (closed form)."""
+    from scipy.stats import multivariate_normal
+
+    native, data, cells, spec = _kernel()
+    rng = np.random.default_rng(2)
+    na = cells.attributes.size
+
+    def brute(m_shift, tau, sig, omega, b, dev):
+        # v = b[g] + dev - mean(dev in g), M = A - b[g]; rows of each cell jointly Normal
+        # with mean M + v, cov sig^2 I + tau^2 11'
+        from scipy.stats import norm as _norm
+        total = 0.0
+        ui, ci = cells.observed
+        groups = {"associated": 0, "different": 0, "human": 1, "none": 2}
+        kinds = np.array([{"stereotype": 0, "human": 1, "none": 2}[k]
+                          for k in cells.attribute_kind])
+        cnt = np.array([(kinds == g).sum() for g in range(3)])
+        v = b[kinds] + dev - np.array([dev[kinds == g].mean() for g in range(3)])[kinds]
+        m = np.array([m_shift[j] - b[groups[c]] for j, c in enumerate(CONNECTIONS)])
+        for u, c in zip(ui, ci, strict=True):
+            rows = (cells.unit_idx == u) & (cells.conn_idx == c)
+            y = cells.y[rows] - v[cells.attr_idx[rows]]
+            n = y.size
+            cov = sig[c] ** 2 * np.eye(n) + tau[c] ** 2 * np.ones((n, n))
+            total += multivariate_normal(np.full(n, m[c]), cov).logpdf(y)
+        total += _norm(0, omega).logpdf(dev).sum() + 0.5 * na * np.log(2 * np.pi)
+        total += _norm(0, omega / np.sqrt(cnt)).logpdf(b).sum()
+        from scipy.stats import expon, norm
+        total += norm(1, 0.3).logpdf(m).sum() + expon(scale=0.5).logpdf(tau).sum()
+        total += expon(scale=0.5).logpdf(sig).sum() + expon(scale=0.5).logpdf(omega)
+        # the log-transform Jacobians of tau, sigma, omega
+        total += np.log(tau).sum() + np.log(sig).sum() + np.log(omega)
+        return total
+
+    def point():
+        a = np.array([0.85, 0.9, 0.9, 0.95]) + 0.02 * rng.standard_normal(4)
+        tau, sig = rng.uniform(0.03, 0.08, 4), rng.uniform(0.08, 0.14, 4)
+        omega = rng.uniform(0.05, 0.2)
+        b = 0.05 * rng.standard_normal(3)
+        dev = 0.1 * rng.standard_normal(na)
+        x = np.concatenate([a, np.log(tau), np.log(sig), [np.log(omega)], b, dev])
+        return x, brute(a, tau, sig, omega, b, dev)
+
+    (x1, b1), (x2, b2) = point(), point()
+    l1, _ = _logp(native, data, x1)
+    l2, _ = _logp(native, data, x2)
+    assert l1 - l2 == pytest.approx(b1 - b2, abs=1e-8)
+
+
+def test_crossed_fit_has_attribute_effects_and_saves(tmp_path):
+    from bayesbias.models import fit_model, load_fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(_table(3), "crossed", draws=300, tune=300, chains=2, seed=1)
+    post = fit.posterior
+    assert set(post["attribute_effect"].dims) == {"chain", "draw", "attribute"}
+    assert post["omega"].dims == ("chain", "draw")
+    assert fit.group_mean_draws().sizes["connection"] == 4
+    again = load_fit(fit.save(tmp_path / "f.nc"))
+    assert again.cells.attributes.tolist() == fit.cells.attributes.tolist()
+    assert np.array_equal(again.cells.attr_idx, fit.cells.attr_idx)
+    np.testing.assert_array_equal(again.log_likelihood().values, fit.log_likelihood().values)
+
+
+def test_crossed_needs_the_attribute_column():
+    from bayesbias.errors import DistanceTableError
+    from bayesbias.models import fit_model
+
+    t = _table(4).drop(columns="attribute")
+    with pytest.raises(DistanceTableError, match="attribute"):
+        fit_model(t, "crossed", draws=50, tune=50, chains=1)
+
+
+def test_attribute_listed_in_two_roles_is_two_attributes():
+    from bayesbias.models import cells_from_table
+
+    t = _table(5)
+    t.loc[t["attribute"] == "h0", "attribute"] = "n0"  # 'n0' now human and none
+    cells = cells_from_table(t)
+    assert {"n0 (human)", "n0 (none)"} <= set(cells.attributes.tolist())
+
+
+def test_same_seed_same_draws():
+    from bayesbias.models import fit_model
+
+    t = _table(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = fit_model(t, "crossed", draws=100, tune=100, chains=2, seed=9)
+        b = fit_model(t, "crossed", draws=100, tune=100, chains=2, seed=9)
+    np.testing.assert_array_equal(a.posterior["mu"].values, b.posterior["mu"].values)
+
+
+def test_interval_end_mcse_shrinks_with_draws_and_marks_imprecise_verdicts():
+    from bayesbias.verdicts import interval_end_mcse, verdict_from_draws
+
+    rng = np.random.default_rng(0)
+    small = rng.normal(-0.05, 0.03, (4, 250))
+    big = rng.normal(-0.05, 0.03, (4, 16000))
+    m_small = interval_end_mcse(small, (-0.1, 0.0))
+    m_big = interval_end_mcse(big, (-0.1, 0.0))
+    assert all(b < s / 4 for s, b in zip(m_small, m_big, strict=True))
+    draws = {lab: rng.normal(-0.1, 0.03, 4000) for lab in
+             ("associated - none", "associated - human", "associated - different",
+              "human - none")}
+    from bayesbias.verdicts import _interval
+    lo, hi = _interval(draws["associated - human"], 0.89, "hdi")
+    draws["associated - human"] = draws["associated - human"] - hi + 0.001  # upper end +0.001
+    v = verdict_from_draws("x", draws, mcse={"associated - human": (0.002, 0.002)})
+    assert v.code == "undecided at this precision"
+    assert v["associated - human"].status == "imprecise"
+    far = verdict_from_draws("x", draws, mcse={"associated - human": (1e-9, 1e-9)})
+    assert far.code != "undecided at this precision"
+
+
+@pytest.mark.slow
+def test_crossed_posterior_matches_pymc_row_level_model():
+    """The kernel sampler and PyMC's row-level model give the same posterior (within
+    4.5 Monte Carlo standard errors of the difference, group means and contrasts)."""
+    from bayesbias.models import fit_model
+
+    t = _table(7, words=4, human=10, none=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3)
+        ref = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3,
+                        sampler="pymc", likelihood="rows")
+    for da_f, da_r in ((fast.group_mean_draws(), ref.group_mean_draws()),
+                       (fast.posterior["omega"], ref.posterior["omega"])):
+        f = da_f.values.reshape(-1, *da_f.shape[2:]) if da_f.ndim > 2 else da_f.values.ravel()
+        r = da_r.values.reshape(-1, *da_r.shape[2:]) if da_r.ndim > 2 else da_r.values.ravel()
+        se = np.sqrt(f.var(axis=0) / 1000 + r.var(axis=0) / 1000)  # ESS >= 1000 assumed
+        assert np.all(np.abs(f.mean(axis=0) - r.mean(axis=0)) < 4.5 * se)
+        np.testing.assert_allclose(f.std(axis=0), r.std(axis=0), rtol=0.12)
+
+
+@pytest.mark.slow
+def test_crossed_posterior_matches_bambi():
+    """An independent reference: bambi's formula for the same model with one residual sd.
+    Its default priors differ from ours, so the group means agree to a quarter of their
+    posterior sd, not to Monte Carlo error (the PyMC test above checks that)."""
+    bmb = pytest.importorskip("bambi")
+    from bayesbias.models import fit_model
+
+    t = _table(8, words=5, human=20, none=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3,
+                         residual_sd="single")
+        model = bmb.Model("cosine_distance ~ 0 + connection + (0 + connection | "
+                          "protected_word) + (1 | attribute)", t)
+        idata = model.fit(draws=1000, tune=1000, chains=2, random_seed=3, progressbar=False)
+    post = idata.posterior
+    coef = post["connection"].values.reshape(-1, 4)
+    levels = [str(c) for c in post["connection_dim"].values]
+    ours = fast.group_mean_draws().values.reshape(-1, 4)
+    for j, c in enumerate(CONNECTIONS):
+        b = coef[:, levels.index(c)]
+        assert abs(b.mean() - ours[:, j].mean()) < 0.25 * ours[:, j].std(), c
+        assert b.std() == pytest.approx(ours[:, j].std(), rel=0.35), c
+
+
+@pytest.mark.slow
+def test_checks_are_quiet_on_the_model_and_fire_on_attribute_effects():
+    """LOO coverage: at most 10% false alarms on small tables from the model (90 rows, 24
+    cells: the in-sample check warned on most of them); the attribute-dependence check
+    fires when the paper's model meets attribute effects and is quiet for crossed."""
+    from bayesbias.models import fit_model
+    from bayesbias.testing import simulate_table
+
+    alarms = 0
+    reps = 30
+    for seed in range(reps):
+        table, _ = simulate_table("hierarchical", seed=seed, n_classes=2, words_per_class=3,
+                                  stereotypes_per_class=2, n_human=5, n_none=6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_model(table, "hierarchical", draws=500, tune=500, chains=2, seed=seed)
+        alarms += any(not c.ok for c in fit.checks
+                      if c.code in ("ppc_coverage", "attribute_dependence"))
+    assert alarms / reps <= 0.10
+    t = _table(9, omega=0.13, words=5, human=20, none=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        paper = fit_model(t, "hierarchical", seed=1)
+        crossed = fit_model(t, "crossed", seed=1)
+    assert not {c.code: c.ok for c in paper.checks}["attribute_dependence"]
+    assert {c.code: c.ok for c in crossed.checks}["attribute_dependence"]
