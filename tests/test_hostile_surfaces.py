@@ -203,9 +203,12 @@ def test_fit_memory_bound_counts_what_is_stored(table40, capsys):
                                      "--chains", "4", "--quiet"])
     assert code == 2 and "GB of draws in memory" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
-    # measured peak growth (nutpie, 60 cells): 9.0 kB per draw and chain
+    # measured peak growth per draw and chain (nutpie, 60 cells): hierarchical 8.9 kB;
+    # crossed with 29 / 322 attribute words 12.4 / 46.6 kB
     assert fit_memory(1, 1, 60) == pytest.approx(8_900, rel=0.1)
-    assert fit_memory(1000, 4, 4 * 1000) < MAX_FIT_BYTES  # defaults on 1000 words: allowed
+    assert fit_memory(1, 1, 60, 29) == pytest.approx(12_400, rel=0.1)
+    assert fit_memory(1, 1, 60, 322) == pytest.approx(46_600, rel=0.1)
+    assert fit_memory(1000, 4, 4 * 1000, 1000) < MAX_FIT_BYTES  # defaults, 1000 words: fine
 
 
 # -- the corpus is streamed, its lines and expansion bounded ------------------------------

@@ -50,11 +50,14 @@ SAMPLERS = ("auto", "nutpie", "pymc")
 MAX_DRAWS = 1_000_000
 MAX_CHAINS = 64
 #: Memory a fit keeps per draw and chain, measured with nutpie (the most costly sampler
-#: here): about 2.2 kB plus 120 bytes per cell (the posterior with its helper variables,
-#: the sampler statistics and the copies made while the draws are converted and
-#: summarised). A 60-cell table: 9.0 kB per draw and chain, measured 8.9 kB.
+#: here): about 2.2 kB, plus 120 bytes per cell and, for the crossed family, per attribute
+#: word (the posterior with its helper variables, the sampler statistics and the copies
+#: made while the draws are converted and summarised). Measured from the peak RSS growth
+#: between two draw counts: hierarchical, 60 cells: 8.9 kB (predicted 9.4); crossed, 60
+#: cells and 29 / 322 attributes: 12.4 / 46.6 kB (predicted 12.9 / 48.0).
 BYTES_PER_DRAW = 2_200
 BYTES_PER_CELL = 120
+BYTES_PER_ATTRIBUTE = 120
 #: Largest memory the draws of one fit may take (checked before sampling): 4 GB.
 MAX_FIT_BYTES = 4_000_000_000
 #: Posterior variables that are the sampler's helpers, not model parameters: kept last.
@@ -750,12 +753,18 @@ def _resolve_sampler(sampler: str) -> str:
     return sampler
 
 
-def fit_memory(draws: int, chains: int, n_cells: int) -> int:
-    """Bytes the draws of a fit take in memory (:data:`BYTES_PER_DRAW`, :data:`BYTES_PER_CELL`)."""
-    return int(draws) * int(chains) * (BYTES_PER_DRAW + BYTES_PER_CELL * max(int(n_cells), 1))
+def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0) -> int:
+    """Bytes the draws of a fit take in memory (:data:`BYTES_PER_DRAW` and co).
+
+    `n_attributes`: attribute words with an effect of their own (crossed family), else 0.
+    """
+    per = (BYTES_PER_DRAW + BYTES_PER_CELL * max(int(n_cells), 1)
+           + BYTES_PER_ATTRIBUTE * int(n_attributes))
+    return int(draws) * int(chains) * per
 
 
-def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[int, int, int]:
+def _check_settings(draws, tune, chains, target_accept, n_cells: int,
+                    n_attributes: int = 0) -> tuple[int, int, int]:
     def _int(value, name, lo, hi):
         try:
             ok = float(value) == int(value)
@@ -775,11 +784,12 @@ def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[i
         ta = float("nan")
     if not 0 < ta < 1:
         raise InvalidArgumentError(f"target_accept must be in (0, 1), got {target_accept!r}")
-    need = fit_memory(draws, chains, n_cells)
+    need = fit_memory(draws, chains, n_cells, n_attributes)
     if need > MAX_FIT_BYTES:
+        extra = f" and {n_attributes:,} attribute effects" if n_attributes else ""
         raise InvalidArgumentError(
-            f"draws x chains = {draws:,} x {chains} on {n_cells:,} cells would keep about "
-            f"{need / 1e9:.1f} GB of draws in memory (limit {MAX_FIT_BYTES / 1e9:.0f} GB); "
+            f"draws x chains = {draws:,} x {chains} on {n_cells:,} cells{extra} would keep "
+            f"about {need / 1e9:.1f} GB of draws in memory (limit {MAX_FIT_BYTES / 1e9:.0f} GB); "
             "use fewer draws or chains")
     return draws, tune, chains
 
@@ -833,7 +843,10 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
-    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size)
+    n_attr = (len(cells.attributes) if spec.family == "crossed" and cells.attributes is not None
+              else 0)
+    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
+                                          n_attr)
     seed = defaults.seed if seed is None else int(seed)
     sampler = _resolve_sampler(sampler)
     cores = min(chains, 2) if cores is None else cores
