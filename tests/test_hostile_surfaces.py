@@ -356,3 +356,48 @@ def test_report_with_one_chain_writes_null_diagnostics(tmp_path):
     text = (tmp_path / "rep" / "results.json").read_text()
     assert '"max_rhat": null' in text and "NaN" not in text
     json.loads(text)
+
+
+# -- design and sensitivity on unusual pilots ------------------------------------------------
+@pytest.fixture(scope="module")
+def pilots(tmp_path_factory):
+    from bayesbias.datasets import published_table
+
+    t = published_table("religion", "reddit")
+    root = tmp_path_factory.mktemp("pilots")
+    first = t.groupby("protected_class", observed=True)["protected_word"].first()
+    const = t.copy()
+    const["cosine_distance"] = 0.5
+    const["cosine_similarity"] = 0.5
+    cases = {"no-none": t[t["connection"] != "none"], "one-word": t[t["protected_word"].isin(
+        first)], "constant": const}
+    out = {}
+    for name, table in cases.items():
+        out[name] = root / f"{name}.csv"
+        table.to_csv(out[name], index=False)
+    return out
+
+
+@pytest.mark.parametrize(("case", "words"), [
+    ("no-none", "no 'none' rows"), ("one-word", "single protected word"),
+    ("constant", "every distance of connection")])
+def test_design_refuses_a_pilot_it_cannot_use(pilots, capsys, case, words):
+    """No none rows: an assurance drawn from the prior; one word per class or a constant
+    table: 'mass on the grid edge ... please report' (exit 1) or no end, before issue 21."""
+    code, _, err = run_main(capsys, ["design", "--distances", pilots[case], "--reps", "4",
+                                     "--quiet"])
+    assert code == 2 and words in err and str(pilots[case].name) in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_sensitivity_and_fit_refuse_unusable_tables(pilots):
+    from bayesbias.distances import read_distance_table
+    from bayesbias.errors import DistanceTableError
+    from bayesbias.models import fit_model
+    from bayesbias.studies.sensitivity import sensitivity
+
+    for case in ("no-none", "one-word", "constant"):
+        with pytest.raises(DistanceTableError):
+            sensitivity(read_distance_table(pilots[case]), "hierarchical", n_resamples=2)
+    with pytest.raises(DistanceTableError, match="every distance of connection"):
+        fit_model(read_distance_table(pilots["constant"]), draws=10, tune=10, chains=1)

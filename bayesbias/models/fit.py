@@ -840,6 +840,9 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     cells = cells_from_table(table, spec.level)
+    from ..distances import check_spread
+
+    check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains

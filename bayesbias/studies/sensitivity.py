@@ -288,7 +288,10 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
     from ..models import load_spec
     from ..models.summaries import resolve_ci
 
+    from ..distances import check_pilot
+
     spec = check_model(load_spec(model))
+    check_pilot(table, str(table.attrs.get("source", "distance table")))
     ci_prob, _ = resolve_ci(ci_prob, "hdi")
     seed = defaults.seed if seed is None else int(seed)
     rows = _Rows.from_table(table)
