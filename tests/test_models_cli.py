@@ -41,6 +41,9 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     assert [c["contrast"] for c in out["verdict"]["contrasts"]] == [
         "associated - none", "associated - human", "associated - different", "human - none"]
     assert out["verdict"]["headline"] and out["verdict"]["rope"] is None
+    # one sentence on what WEAT answers and whether it agrees with the model
+    assert "`associated - different`, no control group" in out["weat_reconciliation"]
+    assert all(r["alternative"] == "two-sided" and r["p"] for r in out["weat"])
     assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
     # Same table shape: the compiled model is reused, so this costs no compilation.
     # 2 chains x 15 draws cannot reach a bulk ESS of 200: --strict must exit with 3.
@@ -82,4 +85,6 @@ def test_compare_cli(tmp_path, capsys):
     ah = {c["contrast"]: c for c in out["verdicts"]["b"]["contrasts"]}["associated - human"]
     assert 0 <= ah["prob_below_zero"] <= 1
     assert out["mac_ttest"] is not None
+    rec = out["weat_reconciliation"]
+    assert set(rec) == {"a", "b", "change"} and "measures only the gap" in rec["change"]
     assert (tmp_path / "d.png").exists()

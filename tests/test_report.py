@@ -19,7 +19,7 @@ from bayesbias.report.document import Report, check_output, safe_name, unique_na
 from bayesbias.verdicts import contrast_evidence, verdict_changes, verdict_from_draws
 
 SMALL = ["--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
-         "--bootstrap", "0", "--null-reps", "100", "--quiet"]
+         "--bootstrap", "0", "--null-reps", "100", "--quiet", "--no-robustness"]
 
 
 # -- verdict logic on draws with a known answer ---------------------------------------------
@@ -63,6 +63,17 @@ def test_verdict_rule(means, code):
     json.dumps(v.to_dict(), allow_nan=False)
     assert list(v.to_frame()["contrast"]) == [c.contrast for c in v.contrasts]
     assert v.headline in str(v)
+
+
+def test_undecided_never_reads_as_evidence_of_absence():
+    v = verdict_from_draws("t", _draws(-0.1, -0.005, 0.0, -0.05))  # P(< 0) about 0.69
+    assert 0.6 < v["associated - human"].prob_below_zero < 0.8
+    assert "not credibly closer or further than neutral human attributes (undecided)" in \
+        v.headline
+    assert "no closer than" not in str(v) and "no closer than" not in v.rule
+    assert "(undecided)" in v["associated - different"].phrase()
+    near = verdict_from_draws("t", _draws(-0.1, -0.025, 0.0, -0.05), rope=0.02)
+    assert "not clearly by more than the ROPE (undecided)" in near.headline
 
 
 def test_verdict_says_when_the_human_control_is_closer_than_the_stereotypes():
@@ -226,6 +237,54 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
     # the MAC in the null figure is the MAC printed (the pair's)
     assert f"MAC = {wl['null']['mac_pair']:.3f}" in md
     assert "permutation test keeps these very words" in md
+
+
+def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_run):
+    import pandas as pd
+
+    root, out, code = hostile_run
+    data = json.loads((out / "results.json").read_text())
+    for key, wl in data["wordlists"].items():
+        named = [c["contrast"] for c in data["verdicts"][0]["contrasts"]]
+        table = pd.read_csv(out / "tables" / f"{key}_contrasts.csv")
+        assert set(named) <= set(table["contrast"]), key
+        assert len(table) == 6 and table["contrast"].nunique() == 6  # "all": six pairs
+        assert set(named) <= set(wl["forest_contrasts"]), key
+        assert {r["contrast"] for r in wl["contrasts"]} == set(table["contrast"])
+    md = (out / "report.md").read_text()
+    assert "no closer than any human" not in md
+    # WEAT reconciled with the verdict, p as a bound with its sidedness, one interval of d
+    assert md.count("asks only whether protected words are closer to their own") == 4
+    over = pd.read_csv(out / "tables" / "overview.csv")
+    assert over["WEAT p"].str.endswith("(two-sided)").all()
+    assert "weat_reconciliation" in wl
+    weat = pd.read_csv(out / "tables" / f"{key}_weat.csv")
+    assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
+
+
+def test_verdict_box_carries_the_robustness_line(tmp_path):
+    from bayesbias.distances import write_distance_table
+    from bayesbias.testing import simulate_table
+
+    table, _ = simulate_table(seed=4, words_per_class=3, n_human=8, n_none=10)
+    csv = write_distance_table(table, tmp_path / "sim.csv")
+    small = [a for a in SMALL if a != "--no-robustness"]
+    out = tmp_path / "rep"
+    assert main(["report", "--distances", str(csv), "-o", str(out), "--jobs", "2",
+                 *small]) == 0
+    md = (out / "report.md").read_text()
+    data = json.loads((out / "results.json").read_text())
+    line = data["wordlists"]["sim"]["robustness"]
+    assert line.startswith("Robustness over 200 word lists resampled within each class")
+    assert "`associated - human`" in line and "% of the lists" in line
+    assert md.count(line) == 2  # the overview's verdict box and the word list's
+    assert "--no-robustness" in md  # the settings say how to leave it out
+    # a model without exact refits says why there is no robustness line
+    out2 = tmp_path / "rep2"
+    assert main(["report", "--distances", str(csv), "-o", str(out2), "--model", "additive",
+                 "--jobs", "1", *small]) == 0
+    data = json.loads((out2 / "results.json").read_text())
+    assert data["wordlists"]["sim"]["robustness"].startswith("Robustness: not computed")
 
 
 def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_path):

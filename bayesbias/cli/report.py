@@ -45,6 +45,12 @@ def register(sub) -> None:
     p.add_argument("--sensitivity", action="store_true",
                    help="add which words drive the verdicts: each word left out, and 200 "
                         "resampled word lists (exact refits; hierarchical model only)")
+    p.add_argument("--no-robustness", dest="robustness", action="store_false",
+                   help="leave out the robustness line of each verdict box (the share of 200 "
+                        "resampled word lists under which each verdict contrast holds, and "
+                        "the words whose removal flips one; exact refits, hierarchical model "
+                        "only; a few seconds per word list, in a worker process) (default: "
+                        "shown)")
     p.add_argument("--jobs", type=int_range(1, 64, "jobs"), default=None,
                    help="processes: with 2 or more, worker processes compute the "
                         "comparators, metrics and figures while this one fits the models; 1 "
@@ -67,7 +73,8 @@ def run(args) -> int:
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
-        target_accept=args.target_accept, rope=args.rope, sensitivity=args.sensitivity)
+        target_accept=args.target_accept, rope=args.rope, sensitivity=args.sensitivity,
+        robustness=args.robustness)
     from ..parallel import default_jobs
 
     results = run_report(settings, default_jobs() if args.jobs is None else args.jobs)

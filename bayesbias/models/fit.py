@@ -33,6 +33,8 @@ __all__ = [
     "fit_model",
     "load_fit",
     "CONTRASTS",
+    "ALL_CONTRASTS",
+    "contrast_pairs",
     "SAMPLERS",
     "RHAT_MAX",
     "ESS_PER_CHAIN_MIN",
@@ -42,9 +44,37 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The contrasts reported by default, as (minuend, subtrahend) connections.
-CONTRASTS = (("associated", "none"), ("associated", "different"), ("different", "none"),
-             ("human", "none"))
+#: The contrasts reported by default, as (minuend, subtrahend) connections: the four a
+#: verdict reads (:data:`bayesbias.verdicts.VERDICT_CONTRASTS`, in its order), then
+#: ``different - none``.
+CONTRASTS = (("associated", "none"), ("associated", "human"), ("associated", "different"),
+             ("human", "none"), ("different", "none"))
+#: All six pairwise contrasts between the four connections (``contrasts="all"``).
+ALL_CONTRASTS = CONTRASTS + (("different", "human"),)
+
+
+def contrast_pairs(contrasts=None) -> tuple[tuple[str, str], ...]:
+    """Resolve `contrasts` to (minuend, subtrahend) pairs of connections.
+
+    ``None`` gives :data:`CONTRASTS`, ``"all"`` :data:`ALL_CONTRASTS`; otherwise a sequence of
+    pairs or of labels such as ``"associated - human"`` (any pair of connections, either
+    order).
+    """
+    if contrasts is None:
+        return CONTRASTS
+    if isinstance(contrasts, str):
+        if contrasts == "all":
+            return ALL_CONTRASTS
+        contrasts = [contrasts]
+    out = []
+    for c in contrasts:
+        pair = tuple(p.strip() for p in c.split(" - ")) if isinstance(c, str) else tuple(c)
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(CONNECTIONS):
+            raise InvalidArgumentError(
+                f"contrast {c!r}: give two different connections of {', '.join(CONNECTIONS)} "
+                "as a pair or as 'a - b' (or contrasts='all')")
+        out.append(pair)
+    return tuple(out)
 SAMPLERS = ("auto", "nutpie", "pymc")
 #: Upper limits of the sampler settings (beyond them a fit cannot finish or fit in memory).
 MAX_DRAWS = 1_000_000
@@ -379,8 +409,11 @@ class Fit:
         return out.rename("group_mean")
 
     def contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
-        """Draws of differences between group-level means, dim ``contrast``."""
-        return _differences(self.group_mean_draws(), contrasts)
+        """Draws of differences between group-level means, dim ``contrast``.
+
+        `contrasts`: pairs, ``"a - b"`` labels or ``"all"`` (see :func:`contrast_pairs`).
+        """
+        return _differences(self.group_mean_draws(), contrast_pairs(contrasts))
 
     def word_mean_draws(self) -> xr.DataArray:
         """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``)."""
@@ -388,7 +421,7 @@ class Fit:
 
     def word_contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
         """Per-unit differences between connections, dims ``(..., unit, contrast)``."""
-        return _differences(self.word_mean_draws(), contrasts)
+        return _differences(self.word_mean_draws(), contrast_pairs(contrasts))
 
     # -- tables ---------------------------------------------------------------------------
     def group_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
@@ -401,17 +434,24 @@ class Fit:
         ds["rows"] = ("connection", self.cells.n.sum(axis=0))
         return ds if as_xarray else to_frame(ds)
 
-    def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+    def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
+                  contrasts=None):
         """Differences between group-level means (associated - none, ...), with intervals.
 
-        ``excludes_zero`` says whether the interval lies entirely on one side of 0;
+        `contrasts`: ``None`` for :data:`CONTRASTS` (the four verdict contrasts first, then
+        ``different - none``), ``"all"`` for the six pairwise ones, or any pairs / ``"a - b"``
+        labels. ``excludes_zero`` says whether the interval lies entirely on one side of 0;
+        ``prob_below_zero`` is the posterior probability that the contrast is below 0;
         ``has_data`` is False when one side of the contrast has no rows (the interval is
         then the prior's and ``excludes_zero`` is False; see :attr:`checks`).
         """
-        ds = summarise(self.contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        pairs = contrast_pairs(contrasts)
+        draws = self.contrast_draws(pairs)
+        ds = summarise(draws, ci_prob, ci_kind, zero_check=True)
+        ds["prob_below_zero"] = (draws < 0).mean(SAMPLE_DIMS)
         rows = self.cells.n.sum(axis=0)
         has = {c: rows[i] > 0 for i, c in enumerate(CONNECTIONS)}
-        ok = [bool(has[a] and has[b]) for a, b in CONTRASTS]
+        ok = [bool(has[a] and has[b]) for a, b in pairs]
         ds["has_data"] = ("contrast", ok)
         # A contrast with no rows on one side is the prior's, not a finding.
         ds["excludes_zero"] = ds["excludes_zero"] & ds["has_data"]
@@ -432,9 +472,10 @@ class Fit:
             frame = frame.drop(columns="protected_class_of")
         return frame
 
-    def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+    def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
+                       contrasts=None):
         """Per-unit contrasts (e.g. associated - none for each protected word)."""
-        ds = summarise(self.word_contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        ds = summarise(self.word_contrast_draws(contrasts), ci_prob, ci_kind, zero_check=True)
         if as_xarray:
             return ds
         frame = to_frame(ds)
@@ -567,6 +608,8 @@ class Fit:
     def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
         c = self.cells
         rng = np.random.default_rng(seed)
+        if "attribute_effect" in self.posterior:
+            return self._ppc_rows(probs, ci_kind, rng)
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()[:, :, None, :]
         rep = mu + sig * rng.standard_normal(mu.shape)
@@ -577,6 +620,27 @@ class Fit:
             ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound").values
             lo, hi = ci[c.unit_idx, c.conn_idx, 0], ci[c.unit_idx, c.conn_idx, 1]
             inside = (c.y >= lo) & (c.y <= hi)
+            per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = per / c.n.sum(axis=0)
+            rows[f"inside_{p:g}"] = list(share) + [float(inside.mean())]
+        frame = pd.DataFrame(rows)
+        frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
+        return frame
+
+    def _ppc_rows(self, probs, ci_kind, rng) -> pd.DataFrame:
+        """In-sample PPC when each row has its own mean (attribute effects): thinned draws."""
+        from .checks import _row_moments
+
+        c = self.cells
+        mean, sd = _row_moments(self)
+        rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
+                           dims=("chain", "draw", "row"))
+        rows = {"connection": list(CONNECTIONS) + ["all"],
+                "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
+        for p in probs:
+            ci = interval(rep, p, ci_kind).transpose("row", "ci_bound").values
+            inside = (c.y >= ci[:, 0]) & (c.y <= ci[:, 1])
             per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
             with np.errstate(invalid="ignore", divide="ignore"):
                 share = per / c.n.sum(axis=0)
@@ -611,8 +675,8 @@ class Fit:
                  f"group-level mean cosine distance per connection ({iv}):",
                  groups.set_index("connection")[cols + ["rows"]].round(4).to_string(), "",
                  f"contrasts ({iv}):",
-                 contrasts.set_index("contrast")[cols + ["excludes_zero"]].round(4)
-                 .to_string()]
+                 contrasts.set_index("contrast")[cols + ["prob_below_zero", "excludes_zero"]]
+                 .round(4).to_string()]
         if ppc:
             lines += ["", "posterior predictive check (share of observed distances inside "
                       "the predictive HDI):",

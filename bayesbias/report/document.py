@@ -268,6 +268,7 @@ figcaption,.caption{font-size:.85em;color:#555}
 code{background:#f3f3f3;padding:0 .2em}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
 .choices{background:#f7f9fb;border-left:4px solid #4a7;padding:.5em 1em}
 .verdict{background:#fff8e6;border-left:4px solid #c90;padding:.4em 1em}
+.tw{overflow-x:auto;max-width:100%}
 """
 
 _RENAME_EXCHANGE, _RENAME_NOREPLACE = 2, 1
@@ -438,8 +439,10 @@ class Report:
                     href = html.escape(f"tables/{name}.csv", quote=True)
                     body.append(f'<p class="caption">{_inline(caption)} '
                                 f'(<a href="{href}">CSV</a>)</p>')
-                    body.append(df.to_html(index=False, float_format=lambda v: f"{v:.3f}",
-                                           na_rep="", border=0, escape=True))
+                    # a wide table scrolls inside its box instead of widening the page
+                    body.append('<div class="tw">' + df.to_html(
+                        index=False, float_format=lambda v: f"{v:.3f}", na_rep="", border=0,
+                        escape=True) + "</div>")
                 elif kind == "figure":
                     fig, name, caption = item
                     path = root / "figures" / f"{name}.png"

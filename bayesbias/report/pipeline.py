@@ -57,6 +57,7 @@ class ReportSettings:
     sd_convention: str = "sample"
     strict: bool = False
     sensitivity: bool = False
+    robustness: bool = True
 
     def __post_init__(self):
         self.ci_prob = validate_ci_prob(self.ci_prob)
@@ -113,6 +114,11 @@ def _choices(report: Report, settings: ReportSettings) -> None:
                           f"over words ({s.n_bootstrap} resamples)")
     report.choice("null distributions", f"{s.null_reps} replications resampling real "
                                         "neutral-word similarities of the same table")
+    report.choice("robustness", "each verdict box gives the share of 200 resampled word "
+                                "lists under which each verdict contrast holds and the words "
+                                "whose removal flips one (exact refits of the hierarchical "
+                                "model; --no-robustness leaves it out)" if s.robustness else
+                  "not computed (--no-robustness)")
     report.choice("missing words", f"on_missing={s.on_missing}")
 
 
@@ -122,8 +128,13 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
 
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
+    from ..reconcile import p_bound, sidedness, weat_sentence
+    from .sections import robustness_line
+
     sec.bullets([f"**{c.name}**: {c.verdict.headline}"
                  + (f" (note: {'; '.join(c.verdict.notes)})" if c.verdict.notes else "")
+                 + (f" {robustness_line(c.robustness)}" if settings.robustness else "")
+                 + (f" {weat_sentence(c.verdict, c.weats)}" if "weats" in c.__dict__ else "")
                  for c in contexts], css="verdict")
     rows = []
     for c in contexts:
@@ -137,7 +148,8 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
         (x, y), first = weats[0] if weats else (("", ""), None)
         row.update({"WEAT pair": f"{x} vs {y}" if first else "",
                     "WEAT d": first.effect_size if first else float("nan"),
-                    "WEAT p": first.p_value if first else float("nan"),
+                    "WEAT p": (f"{p_bound(first)} ({sidedness(first.alternative)})"
+                               if first else ""),
                     "MAC": c.mac.mac if "mac" in c.__dict__ else float("nan")})
         rows.append(row)
     over = pd.DataFrame(rows)

@@ -362,15 +362,28 @@ def _bayes_crossed_plugin(spec, y, design, ci_prob, n_draws, rng):
             o2 += m.sum() * np.maximum(vhat[:, m].var(axis=1, ddof=1) - s2 / W, 0.0)
     o2 = o2 / A
     post = marginal_posterior(n2, mean2, ss2, _hierarchical_part(spec)).draw(rng, n_draws)
-    mb = post["mu_bar"].copy()                                # (R, D, 4)
-    sizes = np.array([(group == g).sum() for g in range(3)], dtype=float)
-    b = np.sqrt(o2)[:, None, None] / np.sqrt(np.maximum(sizes, 1))[None, None, :] * \
-        rng.standard_normal((R, mb.shape[1], 3))
-    for c, g in ((0, 0), (1, 0), (2, 1), (3, 2)):
-        mb[..., c] -= b[..., g]
+    sizes = [(group == g).sum() for g in range(3)]
+    mb = subtract_group_effects(post["mu_bar"], o2, sizes, rng)  # (R, D, 4)
     diffs = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                       for v in VERDICTS], axis=1)             # (R, V, D)
     return _evidence(diffs, ci_prob)
+
+
+def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng) -> np.ndarray:
+    """``mu_bar`` (..., draws, 4) minus each attribute group's mean effect.
+
+    The group means of the listed attributes, ``mu_bar``, become population means: the mean
+    effect of a group of n attribute words is drawn as ``Normal(0, omega / sqrt(n))`` (groups:
+    stereotypes for associated and different, human, none). `omega2` is a scalar or has the
+    leading shape of `mu_bar` without its last two axes.
+    """
+    mb = np.array(mu_bar, dtype=float, copy=True)
+    sd = np.sqrt(np.asarray(omega2, float))[..., None, None] / \
+        np.sqrt(np.maximum(np.asarray(sizes, float), 1))
+    b = sd * rng.standard_normal(mb.shape[:-1] + (3,))
+    for c, g in ((0, 0), (1, 0), (2, 1), (3, 2)):
+        mb[..., c] -= b[..., g]
+    return mb
 
 
 def _bayes_nuts(spec, y, design, ci_prob, fit_kwargs, rng):
