@@ -401,3 +401,12 @@ def test_sensitivity_and_fit_refuse_unusable_tables(pilots):
             sensitivity(read_distance_table(pilots[case]), "hierarchical", n_resamples=2)
     with pytest.raises(DistanceTableError, match="every distance of connection"):
         fit_model(read_distance_table(pilots["constant"]), draws=10, tune=10, chains=1)
+
+
+def test_fit_sensitivity_refuses_an_unusable_table_before_sampling(pilots, capsys, monkeypatch):
+    from bayesbias.cli import fit as fit_cli
+
+    monkeypatch.setattr(fit_cli, "fit_from_args", lambda *a, **k: pytest.fail("sampled"))
+    code, _, err = run_main(capsys, ["fit", "--distances", pilots["no-none"], "--sensitivity",
+                                     "--quiet"])
+    assert code == 2 and "no 'none' rows" in err
