@@ -15,8 +15,8 @@ A model folder is untrusted input. Before sentence-transformers or transformers 
 
 :func:`model_digest` hashes the full content of every file of the model folder and of
 its module folders (following symbolic links), so any changed byte changes the vector
-cache key. SHA-256 runs at about 1.4 GB/s here: 0.07 s for all-MiniLM-L6-v2 (91 MB), less
-than reading the weights into torch.
+cache key. Measured for all-MiniLM-L6-v2 (91 MB): 0.17 s warm, 0.4 s cold, against 14 s for
+loading the encoder (torch import included); no sidecar of earlier digests is kept.
 """
 
 from __future__ import annotations
