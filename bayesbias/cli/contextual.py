@@ -162,11 +162,12 @@ def run_ceat(args) -> int:
 def run_contexts(args) -> int:
     """Run ``bayesbias contexts``; return the exit code."""
     from .._atomic import atomic_path
-    from ..encoders.contexts import context_distance_table
+    from ..encoders.contexts import check_context_draws, context_distance_table
     from ..wordlists import load_wordlist
 
-    src = _source(args, "contexts")
     wl = load_wordlist(args.wordlist)
+    check_context_draws(wl, args.draws)  # before the encoder is loaded
+    src = _source(args, "contexts")
     table, dropped = context_distance_table(src, wl, n_draws=args.draws,
                                             on_missing=args.on_missing)
     if table.empty:

@@ -204,6 +204,10 @@ def run(args) -> int:
 
         check_model(load_spec(args.model, level=args.level, residual_sd=args.residual_sd))
     table = load_table(args.distances, args)
+    if args.sensitivity:  # a table it cannot use: refused before sampling too
+        from ..distances import check_pilot
+
+        check_pilot(table, str(args.distances or table.attrs.get("source", "distance table")))
     fit = fit_from_args(table, args)
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()

@@ -474,6 +474,10 @@ def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str =
     test = permutation_test(s_x, s_y, alternative=alternative, n_permutations=n_permutations,
                             exact_limit=exact_limit, seed=np.random.default_rng(perm_seed))
     d = float(effect_size(s_x, s_y, sd=sd))
+    if not np.isfinite(d):  # never a p-value for an undefined statistic
+        raise InputDataError(
+            "the effect size is undefined: every target has the same association with A "
+            "and B (are all the vectors equal, e.g. from an encoder that knows no word?)")
     ci = None
     n_degenerate = 0
     if bootstrap:

@@ -222,6 +222,9 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
     cells = context_cells(table)
     present = [c for c in CONNECTIONS if (cells["c"] == c).any()]
     words = sorted(cells["w"].unique())
+    from .fit import _check_settings  # the same bounds (and memory bound) as every fit
+
+    draws, tune, chains = _check_settings(draws, tune, chains, 0.8, len(words) * len(present))
     wi = cells["w"].map({w: i for i, w in enumerate(words)}).to_numpy()
     ci = cells["c"].map({c: i for i, c in enumerate(present)}).to_numpy()
     n = cells["n"].to_numpy(float)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._atomic import check_output as _check_path
+from .._atomic import spreadsheet_safe, temp_prefix
 from ..errors import OutputPathError
 from .navigation import NAV_CSS
 
@@ -40,6 +41,7 @@ REPORT_FILES = {"files": {MARKER, "index.html", "report.md", "results.json"},
                 "folders": {"tables": ".csv", "figures": ".png", "fits": ".nc"}}
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 
 
 def safe_name(name: str, fallback: str = "wordlist") -> str:
@@ -67,18 +69,50 @@ def unique_names(names) -> list[str]:
     return out
 
 
+_MARKER_HEADER = "written by bayesbias report"
+_MARKER_MAX = 4 << 20
+
+
+def _marker_text(files) -> str:
+    """The marker: a header, then every file the report wrote (relative paths)."""
+    return "\n".join([_MARKER_HEADER, "files:", *sorted(files)]) + "\n"
+
+
+def _listed_files(folder: Path) -> set[str] | None:
+    """Files an earlier report recorded in its marker; None for an older marker."""
+    try:
+        with open(folder / MARKER, encoding="utf-8") as fh:
+            lines = fh.read(_MARKER_MAX).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(lines) < 2 or lines[1] != "files:":
+        return None
+    return set(lines[2:])
+
+
 def _foreign_entries(folder: Path) -> list[str]:
-    """Entries of `folder` that a report does not write (relative paths)."""
+    """Entries of `folder` that the earlier report did not write (relative paths).
+
+    A report lists in its marker every file it wrote; anything else (a user's
+    ``tables/notes.csv``) is foreign. A marker of an older version lists nothing: then
+    only the fixed top-level files count as the report's.
+    """
+    listed = _listed_files(folder)
     bad = []
-    for entry in folder.iterdir():
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
         if entry.is_symlink():
-            bad.append(entry.name)
-        elif entry.is_dir() and entry.name in REPORT_FILES["folders"]:
-            suffix = REPORT_FILES["folders"][entry.name]
-            bad += [f"{entry.name}/{p.name}" for p in entry.iterdir()
-                    if p.is_symlink() or not p.is_file() or p.suffix != suffix]
-        elif not (entry.is_file() and entry.name in REPORT_FILES["files"]):
-            bad.append(entry.name)
+            bad.append(name)
+        elif entry.is_dir() and name in REPORT_FILES["folders"]:
+            suffix = REPORT_FILES["folders"][name]
+            for p in sorted(entry.iterdir()):
+                rel = f"{name}/{p.name}"
+                if (p.is_symlink() or not p.is_file() or p.suffix != suffix
+                        or listed is None or rel not in listed):
+                    bad.append(rel)
+        elif not (entry.is_file() and name in REPORT_FILES["files"]
+                  and (listed is None or name in listed or name == MARKER)):
+            bad.append(name)
     return bad
 
 
@@ -107,10 +141,12 @@ def check_replaceable(folder) -> None:
             "(choose another -o, or remove the folder yourself)")
     foreign = _foreign_entries(folder)
     if foreign:
+        older = "" if _listed_files(folder) is not None else (
+            " (its marker, from an older bayesbias, does not list the files it wrote)")
         raise OutputPathError(
-            f"{folder}: a bayesbias report folder that also holds files a report does not "
-            f"write ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); refusing "
-            "to replace it (move them out or choose another -o)")
+            f"{folder}: a bayesbias report folder that also holds files the report did not "
+            f"write{older}: {', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}; "
+            "refusing to replace it (move them out, or choose another -o)")
 
 
 def check_output(folder) -> Path:
@@ -131,6 +167,30 @@ def check_output(folder) -> Path:
                               "report folder inside it")
     check_replaceable(folder)
     return folder
+
+
+def json_values(obj):
+    """`obj` with NumPy scalars and arrays as plain values and NaN / infinity as None.
+
+    JSON has no NaN: an undefined number (the r-hat of a single chain) is written null.
+    """
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): json_values(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_values(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_values(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
 
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".3f") -> str:
@@ -254,7 +314,8 @@ def _put_in_place(tmp: Path, folder: Path) -> None:
         except FileNotFoundError:
             continue  # another writer moved it away meanwhile
         # Fallback: move the old folder aside, put the new one in, roll back on failure.
-        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        aside = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name, 24) + "old.",
+                                      dir=folder.parent))
         try:
             os.rename(folder, aside / "r")
         except FileNotFoundError:
@@ -314,12 +375,12 @@ class Report:
         """
         folder = check_output(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name), dir=folder.parent))
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes owner-only folders
         try:
-            (tmp / MARKER).write_text("written by bayesbias report\n", encoding="utf-8")
+            (tmp / MARKER).write_text(_MARKER_HEADER + "\n", encoding="utf-8")
             (tmp / "tables").mkdir()
             (tmp / "figures").mkdir()
             for name, writer in (extra_files or {}).items():
@@ -327,9 +388,20 @@ class Report:
             md, body = self._render(tmp)
             (tmp / "report.md").write_text(md, encoding="utf-8")
             (tmp / "index.html").write_text(self._html(body), encoding="utf-8")
-            (tmp / "results.json").write_text(
-                json.dumps(self.data, indent=2, allow_nan=False), encoding="utf-8")
+            written = [p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()]
+            (tmp / "results.json").write_text(  # undefined values (r-hat of 1 chain): null
+                json.dumps(json_values(self.data), indent=2, allow_nan=False),
+                encoding="utf-8")
+            (tmp / MARKER).write_text(_marker_text([*written, "results.json"]),
+                                      encoding="utf-8")
             _put_in_place(tmp, folder)
+        except OSError as exc:  # a full disk while writing: name the report, not tmp
+            if isinstance(exc, OutputPathError):
+                raise OutputPathError(str(exc).replace(str(tmp), str(folder))) from None
+            if exc.errno in _DEVICE_ERRORS:
+                raise OutputPathError(f"cannot write the report {folder}: "
+                                      f"{os.strerror(exc.errno).lower()}") from None
+            raise
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -403,7 +475,7 @@ class Report:
                     body.append(f'<div class="scroll"><pre>{html.escape(item)}</pre></div>')
                 elif kind == "table":
                     df, name, caption = item
-                    df.to_csv(root / "tables" / f"{name}.csv", index=False)
+                    spreadsheet_safe(df).to_csv(root / "tables" / f"{name}.csv", index=False)
                     md.extend([f"*{caption}* (`tables/{name}.csv`)" if caption else
                                f"`tables/{name}.csv`", "", markdown_table(df), ""])
                     href = html.escape(f"tables/{name}.csv", quote=True)

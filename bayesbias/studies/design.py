@@ -42,7 +42,7 @@ import pandas as pd
 import xarray as xr
 
 from ..config import CONNECTIONS, defaults
-from ..errors import InputDataError, ModelSpecError
+from ..errors import DistanceTableError, InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks, task_rng
 from .exact_posterior import marginal_posterior, supports
 
@@ -181,10 +181,13 @@ class Pilot:
         from ..config import DEFAULT_MODEL
         from ..models import cells_from_table, fit_model, load_spec
 
+        from ..distances import check_pilot
+
         spec = load_spec(DEFAULT_MODEL if model is None else model)
         _check_spec(spec)
         seed = defaults.seed if seed is None else int(seed)
         src = str(table.attrs.get("source", "distance table"))
+        check_pilot(table, f"pilot {src}")  # the prior alone would answer otherwise
         if method == "exact" and spec.family == "hierarchical":
             cells = cells_from_table(table, spec.level)
             post = marginal_posterior(cells.n, cells.mean, cells.ss, spec).draw(
@@ -202,6 +205,15 @@ class Pilot:
     def from_fit(cls, fit) -> Pilot:
         """Posterior draws of a hierarchical fit (:class:`bayesbias.models.Fit`)."""
         _check_spec(fit.spec)
+        n = np.asarray(fit.cells.n)
+        empty = [c for c, k in zip(CONNECTIONS, n.sum(axis=0), strict=True) if k == 0]
+        if empty:
+            raise DistanceTableError(f"pilot fit: no {', '.join(map(repr, empty))} rows; the "
+                                     "contrasts with it would come from the prior alone")
+        classes, counts = np.unique(np.asarray(fit.cells.unit_class), return_counts=True)
+        if (counts < 2).any():
+            raise DistanceTableError(f"pilot fit: class(es) {list(classes[counts < 2])} have "
+                                     "a single protected word")
         post = fit.posterior
 
         def flat(v):

@@ -309,8 +309,11 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     from ..models import load_spec
     from ..models.summaries import resolve_ci
 
+    from ..distances import check_pilot
+
     model = DEFAULT_MODEL if model is None else model
     spec = check_model(load_spec(model))
+    check_pilot(table, str(table.attrs.get("source", "distance table")))
     ci_prob, _ = resolve_ci(ci_prob, "hdi")
     seed = defaults.seed if seed is None else int(seed)
     rows = _Rows.from_table(table)
