@@ -19,7 +19,8 @@ from pathlib import Path
 
 from .errors import OutputPathError
 
-__all__ = ["atomic_path", "check_output", "shipped_dir", "MIN_FREE_BYTES"]
+__all__ = ["atomic_path", "atomic_write_bytes", "check_output", "shipped_dir",
+           "spreadsheet_safe", "temp_prefix", "MIN_FREE_BYTES"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -72,6 +73,9 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
     except NotADirectoryError:
         st = None  # a parent is a file: reported below
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise OutputPathError(f"{what} {str(path)[:80]}...: the name is longer than the "
+                                  "file system takes") from None
         raise OutputPathError(f"{what} {path}: cannot check ({exc.strerror})") from None
     if st is not None:
         if stat.S_ISLNK(st.st_mode):
@@ -105,6 +109,7 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
         break
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{what} {path}: no permission to write in {existing}")
+    _check_name_length(path, existing, what)
     try:
         vfs = os.statvfs(existing)
     except OSError:
@@ -117,7 +122,66 @@ def check_output(path, *, what: str = "output", folder: bool = False) -> Path:
         if vfs.f_blocks and free < MIN_FREE_BYTES:
             raise OutputPathError(f"{what} {path}: no space left on the device of {existing} "
                                   f"({free:,} bytes free)")
+    _probe(existing, path, what)
     return path
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _check_name_length(path: Path, existing: Path, what: str) -> None:
+    """Refuse a name or path longer than the file system takes (before any work)."""
+    limit = _name_max(existing)
+    for part in path.parts:
+        if len(os.fsencode(part)) > limit:
+            raise OutputPathError(f"{what} {str(path)[:80]}...: the name {part[:40]!r}... is "
+                                  f"{len(os.fsencode(part))} bytes, longer than the "
+                                  f"{limit} the file system takes")
+    if len(os.fsencode(os.path.abspath(path))) >= 4096:
+        raise OutputPathError(f"{what} {str(path)[:80]}...: the path is longer than 4096 "
+                              "bytes")
+
+
+def _probe(folder: Path, path: Path, what: str) -> None:
+    """Create and remove a file in `folder`: /proc, /sys and the like refuse it up front.
+
+    Permissions and free space do not tell a pseudo file system (procfs, sysfs) from a
+    real one; creating a file does. The probe is hidden and removed at once (signals held
+    meanwhile), so nothing is left behind.
+    """
+    import secrets
+
+    name = os.path.join(folder, f".bayesbias-probe.{os.getpid()}.{secrets.token_hex(4)}")
+    held = _hold_signals()
+    try:
+        try:
+            os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except OSError as exc:
+            raise OutputPathError(f"{what} {path}: cannot create a file in {folder} "
+                                  f"({_os_message(exc)})") from None
+    finally:  # also when a signal's handler raises in between
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        _release_signals(held)
+
+
+def temp_prefix(name: str, room: int = 16) -> str:
+    """Prefix of a hidden temporary name next to `name`, short enough for the file system.
+
+    ``.{name}.`` shortened (on a character boundary) so that the prefix plus `room` bytes
+    (random part and suffix) fit in 255 bytes: names of 250-255 bytes stay writable.
+    """
+    keep = 255 - room - 2
+    raw = os.fsencode(name)
+    if len(raw) > keep:
+        name = raw[:keep].decode("utf-8", "ignore") if not isinstance(name, bytes) else name
+        while len(os.fsencode(name)) > keep:
+            name = name[:-1]
+    return f".{name}."
 
 
 def _os_message(exc: OSError) -> str:
@@ -147,9 +211,11 @@ def atomic_path(path, suffix: str | None = None):
     held = _hold_signals()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=suffix or path.suffix or ".tmp", dir=path.parent
-        )
+        suffix = suffix or path.suffix or ".tmp"
+        if len(os.fsencode(suffix)) > 32:
+            suffix = ".tmp"
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name, 8 + len(os.fsencode(suffix))),
+                                   suffix=suffix, dir=path.parent)
         os.close(fd)
     except OSError as exc:
         _release_signals(held)
@@ -182,6 +248,47 @@ def atomic_path(path, suffix: str | None = None):
                 tmp.unlink()
 
 
+def atomic_write_bytes(path, data, suffix: str | None = None) -> Path:
+    """Write `data` (bytes, memoryview) to `path` through :func:`atomic_path`.
+
+    Made for serialisers that are unsafe on a full disk (h5py/netCDF: error cascades and a
+    crash at exit): serialise in memory first, then this plain write fails cleanly. The
+    free space is checked against the size first, so a too-full disk is refused before the
+    temporary file is created.
+
+    Raises
+    ------
+    OutputPathError
+        The target is refused, or the disk has less free space than `data` needs.
+    """
+    path = check_output(path)
+    size = memoryview(data).nbytes
+    free = _free_bytes(_existing_parent(path))
+    if free is not None and free < size:
+        raise OutputPathError(f"cannot write {path}: no space left on the device "
+                              f"({size:,} bytes to write, {free:,} free)")
+    with atomic_path(path, suffix=suffix) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def _existing_parent(path: Path) -> Path:
+    parent = path.parent if str(path.parent) else Path(".")
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        vfs = os.statvfs(folder)
+    except OSError:
+        return None
+    if not vfs.f_blocks:
+        return None
+    return (vfs.f_bfree if os.geteuid() == 0 else vfs.f_bavail) * vfs.f_frsize
+
+
 def _hold_signals():
     """Block SIGINT and SIGTERM in this thread (main thread only); return the old mask."""
     import signal
@@ -198,6 +305,42 @@ def _release_signals(old) -> None:
         import signal
 
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP's list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _neutralise(value):
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value  # shown as text, never evaluated
+    return value  # a number written as text ("-1.5") is harmless
+
+
+def spreadsheet_safe(df):
+    """A copy of `df` whose text cells cannot run as spreadsheet formulas.
+
+    A string cell (or column name) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return gets a leading ``'``, the usual neutralisation (OWASP, "CSV
+    injection"): ``=HYPERLINK(...)`` is shown as text. Numbers, negative ones included,
+    and strings that are plain numbers are unchanged. Used for the CSV files meant for
+    spreadsheets (``classifier -o``, a report's ``tables/``); distance tables are not
+    neutralised, since bayesbias reads them back and the words must round-trip.
+    """
+    import pandas as pd
+
+    out = df.copy()
+    for col in out.columns:
+        dtype = out[col].dtype
+        if (pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+                or isinstance(dtype, pd.CategoricalDtype)):
+            out[col] = out[col].astype(object).map(_neutralise)
+    out.columns = [_neutralise(c) for c in out.columns]
+    return out
 
 
 def shipped_dir(name: str) -> Path:

@@ -23,6 +23,8 @@ from .wordlists import WordList, load_wordlist
 
 __all__ = [
     "COLUMNS",
+    "check_pilot",
+    "check_spread",
     "cosine_similarity_matrix",
     "distance_table",
     "lookup_parts",
@@ -234,6 +236,54 @@ def _dedupe(table: pd.DataFrame, duplicates: str, source: str) -> pd.DataFrame:
     out = table.drop_duplicates(key).reset_index(drop=True)
     out.attrs = dict(table.attrs, repeats_dropped=n)
     return out
+
+
+def check_spread(table: pd.DataFrame, source: str = "distance table") -> None:
+    """Refuse a connection whose distances are all equal: no model with a residual sd fits.
+
+    Its posterior piles onto sd = 0 and the sampler never finishes (a constant table used
+    to run for ever in ``fit`` and ``design``).
+
+    Raises
+    ------
+    DistanceTableError
+        Naming the connection.
+    """
+    x = table["cosine_distance"].to_numpy(dtype=float)
+    conn = table["connection"].astype(str).to_numpy()
+    for c in dict.fromkeys(conn):
+        v = x[conn == c]
+        if v.size > 1 and np.ptp(v) <= 1e-12 * max(1.0, float(np.abs(v).max())):
+            raise DistanceTableError(
+                f"{source}: every distance of connection {c!r} is {v[0]:.6g}; a model "
+                "with a residual spread cannot be fitted to identical values")
+
+
+def check_pilot(table: pd.DataFrame, source: str = "pilot") -> None:
+    """Refuse a pilot table a design or sensitivity study cannot use, with the reason.
+
+    Every connection (associated, different, human, none) must have rows, or its
+    contrasts would come from the prior alone; every protected class needs two words, or
+    the spread between words is the prior's; the distances must vary (:func:`check_spread`).
+
+    Raises
+    ------
+    DistanceTableError
+    """
+    present = set(table["connection"].astype(str))
+    missing = [c for c in CONNECTIONS if c not in present]
+    if missing:
+        raise DistanceTableError(
+            f"{source}: no {', '.join(repr(c) for c in missing)} rows; the contrasts with "
+            f"{missing[0]!r} would come from the prior alone (give a pilot with all of "
+            f"{', '.join(CONNECTIONS)})")
+    words = table.groupby("protected_class", observed=True)["protected_word"].nunique()
+    few = sorted(str(k) for k, n in words.items() if n < 2)
+    if few:
+        raise DistanceTableError(
+            f"{source}: class(es) {', '.join(map(repr, few))} have a single protected word; "
+            "the spread between words cannot be learned from one (give two or more)")
+    check_spread(table, source)
 
 
 def read_published_table(path, duplicates: str = "drop", missing: str = "drop") -> pd.DataFrame:

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
+import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -245,8 +248,6 @@ class JobPool:
     """
 
     def __init__(self, jobs: int = 1, preload: tuple = ()):
-        import threading
-
         self.jobs = int(jobs)
         self.preload = tuple(preload)
         self._pool = None
@@ -257,12 +258,12 @@ class JobPool:
 
     def _start(self) -> ProcessPoolExecutor:
         import importlib
-        import sys
 
         for item in self.preload:
             item() if callable(item) else importlib.import_module(item)
         method = "fork" if sys.platform == "linux" else "spawn"
         pool = ProcessPoolExecutor(self.jobs - 1, initializer=_worker_start,
+                                   initargs=(os.getpid(),),
                                    mp_context=multiprocessing.get_context(method))
         if method == "fork":
             # The only other threads here are BLAS's idle pool, which OpenBLAS shuts down
@@ -353,7 +354,38 @@ class JobPool:
         self.close(stop=exc_type is not None)
 
 
-def _worker_start() -> None:
+def _exit_with_parent(parent: int) -> None:
+    """End this worker when the main process dies, even by SIGKILL.
+
+    Linux: the kernel sends SIGKILL on the parent's death (``PR_SET_PDEATHSIG``); a parent
+    that died before the call is caught by comparing ``getppid``. Elsewhere a daemon thread
+    watches ``getppid`` every half second.
+    """
+    if sys.platform == "linux":
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0:  # PR_SET_PDEATHSIG = 1
+                if os.getppid() != parent:
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="bayesbias-parent-watch", daemon=True).start()
+
+
+def _worker_start(parent: int | None = None) -> None:
+    # A worker does not outlive the main process (a SIGKILL of it would leave the worker
+    # running, holding the caller's stdout and stderr).
+    if parent is not None:
+        _exit_with_parent(parent)
     # Ctrl-C reaches the whole process group: the main process handles it and cancels the
     # jobs; a worker must not print a traceback of its own. A forked worker also drops the
     # main process's SIGTERM handler.

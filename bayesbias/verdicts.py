@@ -73,9 +73,10 @@ RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (b
         "a region of practical equivalence is given), 'further' when it lies above 0 (above "
         "+ROPE), 'practically equal' when it lies inside the ROPE, and 'undecided' otherwise. "
         "Stereotypes closer than neutral words AND than neutral human attributes = evidence of "
-        "stereotype-specific association; `associated - human` undecided = stereotypes are no "
-        "closer than any human attribute; `associated - different` closer = the association is "
-        "specific to the word's own class.")
+        "stereotype-specific association; `associated - human` undecided = the data cannot "
+        "tell whether stereotypes are closer than human attributes (not evidence that they "
+        "are not); `associated - different` closer = the association is specific to the "
+        "word's own class.")
 
 #: Status codes of one contrast.
 STATUSES = ("below", "above", "equivalent", "undecided", "imprecise", "no data")
@@ -160,7 +161,8 @@ class ContrastEvidence:
         return {"below": f"{what} are closer than {other}",
                 "above": f"{what} are further than {other}",
                 "equivalent": f"{what} are practically as close as {other}",
-                "undecided": f"{what} are not credibly closer or further than {other}",
+                "undecided": f"{what} are not credibly closer or further than {other} "
+                             "(undecided)",
                 "imprecise": f"undecided at this precision: an end of the interval lies "
                              f"within {PRECISION_MCSE:g} Monte Carlo standard errors of the "
                              f"threshold, so whether {what} are closer than {other} depends "
@@ -270,6 +272,14 @@ def _detail(c: ContrastEvidence, iv: str) -> str:
             f"P(< 0) = {c.prob_below_zero:.2f}{rope}): {c.phrase()}")
 
 
+def _vs_human(ah) -> str:
+    """Return an undecided `associated - human` in the headline's words."""
+    if ah.upper < 0:
+        return ("and closer than neutral human attributes, but not clearly by more than the "
+                "ROPE (undecided)")
+    return "but not credibly closer or further than neutral human attributes (undecided)"
+
+
 def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
     notes = []
     shaky = [c for c in (an, ah, ad, hn) if c.status == "imprecise"]
@@ -302,8 +312,11 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
                 "words is a human-attribute effect, not a stereotype effect")
         code = "human closer than stereotypes"
     elif an.status == "below":
-        head = ("stereotypes are closer than neutral words, but no closer than any human "
-                "attribute: the data do not show stereotype-specific association")
+        head = (f"stereotypes are closer than neutral words, {_vs_human(ah)}: the data "
+                "do not show stereotype-specific association" if ah.status == "undecided" else
+                "stereotypes are closer than neutral words, but practically as close as "
+                "neutral human attributes: the data do not show stereotype-specific "
+                "association")
         code = "no closer than human"
     elif an.status == "above":
         head = "stereotypes are further from the protected words than neutral words"
@@ -313,8 +326,8 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
                 "association of practical size")
         code = "practically none"
     else:
-        head = ("no evidence of association: stereotypes are not credibly closer than neutral "
-                "words")
+        head = ("no evidence of association: stereotypes are not credibly closer or further "
+                "than neutral words (undecided)")
         code = "not closer than neutral"
     if hn.status == "below" and hn.mean < an.mean:
         notes.append(f"the control's own effect `human - none` ({_fmt(hn.mean)}) is larger "

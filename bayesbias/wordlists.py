@@ -20,6 +20,11 @@ A word list ("topic") is a TOML file::
 
 Two-class lists double as WEAT tests: X and Y are the protected words of the first and
 second class, A and B their stereotypes.
+
+Unicode: words are looked up exactly as written (an embedding's vocabulary is not
+normalised either), but two words of one list that differ only in Unicode form (NFC and
+NFD spellings, fullwidth or compatibility forms, zero-width characters) are refused as the
+same word written twice; see :func:`spelling_key`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import os
 import re
 import stat
 import tomllib
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +46,7 @@ __all__ = [
     "WordList",
     "WeatSets",
     "load_wordlist",
+    "spelling_key",
     "available_wordlists",
     "default_controls",
 ]
@@ -226,6 +233,7 @@ def _validate(wl: WordList) -> None:
     if set(wl.controls.get("human", ())) & set(wl.controls.get("none", ())):
         both = sorted(set(wl.controls["human"]) & set(wl.controls["none"]))
         raise WordListError(f"{where}: word(s) in both control groups: {', '.join(both)}")
+    _check_spellings(wl, where)
     for s in wl.definite_sets:
         if len(s) < 2:
             raise WordListError(f"{where}: definite set {list(s)} needs at least two words")
@@ -235,6 +243,46 @@ def _validate(wl: WordList) -> None:
                 f"{where}: definite set {list(s)} has word(s) that are not protected words: "
                 f"{', '.join(unknown)}"
             )
+
+
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060"
+                                "\u2061\u2062\u2063\u2064\ufeff"))
+
+
+def spelling_key(word: str) -> str:
+    """The word as read: NFKC form, invisible format characters removed, case kept.
+
+    Two words of a list with the same key (``"café"`` in NFC and NFD, ``"ｊｅｗ"`` and
+    ``"jew"``, ``"jew\u200d"`` and ``"jew"``) would be one word to a reader and two to an
+    embedding.
+    """
+    return unicodedata.normalize("NFKC", word).translate(_INVISIBLE)
+
+
+def _check_spellings(wl: WordList, where: str) -> None:
+    seen: dict[str, str] = {}
+    for word in wl.all_words:
+        if word.isascii():
+            key = word
+        else:
+            key = spelling_key(word)
+        other = seen.setdefault(key, word)
+        if other != word:
+            raise WordListError(
+                f"{where}: {other!r} and {word!r} are one word in two Unicode spellings "
+                f"({_spelling_note(other, word)}); keep the one the embedding uses")
+
+
+def _spelling_note(a: str, b: str) -> str:
+    notes = []
+    for w in (a, b):
+        if w.translate(_INVISIBLE) != w:
+            notes.append(f"{w!r} has invisible characters")
+        elif unicodedata.normalize("NFC", w) != w:
+            notes.append(f"{w!r} is not in NFC form")
+        elif unicodedata.normalize("NFKC", w) != w:
+            notes.append(f"{w!r} has compatibility (e.g. fullwidth) characters")
+    return "; ".join(notes) or "same NFKC form"
 
 
 # -- files -----------------------------------------------------------------------

@@ -346,9 +346,10 @@ if comparisons:
 # * The verdict lines above say, in the report's words, which control-group verdicts
 #   changed. For religion on Reddit (`bayesbias compare --a published:religion:reddit --b
 #   published:religion:debiased_reddit --draws 500 --tune 500 --chains 2`), the verdict
-#   goes from "stereotypes are closer than neutral words, but no closer than any human
-#   attribute" to "stereotypes are not credibly closer than neutral words": the original
-#   table never showed stereotype-specific association in the first place.
+#   goes from "stereotypes are closer than neutral words, but not credibly closer or
+#   further than neutral human attributes (undecided)" to "stereotypes are not credibly
+#   closer or further than neutral words (undecided)": the original table never showed
+#   stereotype-specific association in the first place.
 # * On the debiased religion Reddit table the human controls also moved away (+0.024 in
 #   the raw mean and the posterior mean, HDI about −0.01 to +0.06, so not credibly): the
 #   cost-of-debiasing pattern Dobrzeniecka & Urbaniak point to, where part of an apparent

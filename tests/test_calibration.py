@@ -36,9 +36,24 @@ def test_sbc_validates():
 def test_uniformity_test_detects_miscalibration(exact):
     import copy
 
+    import xarray as xr
+
     r = copy.copy(exact)  # the fixture's ranks stay as they are
-    r.ranks = exact.ranks.copy(data=np.zeros_like(exact.ranks.values))  # all 0: too narrow
+    r.ranks = xr.DataArray(np.zeros((100, exact.ranks.sizes["quantity"])),  # all 0: too narrow
+                           dims=("replication", "quantity"),
+                           coords={"quantity": exact.ranks.quantity.values})
     assert r.uniformity().attrs["bonferroni_p"] < 1e-6
+
+
+def test_few_replications_get_fewer_bins_a_warning_and_a_y_axis(exact):
+    # 10 replications cannot fill 20 bins (the chi-square wants about 5 per bin)
+    assert exact.uniformity().attrs["bins"] == 2
+    with pytest.warns(UserWarning, match="only 10 replications"):
+        fig = exact.plot()
+    assert fig.axes[0].get_ylabel() == "replications" and len(fig.axes[0].get_yticks())
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
 
 
 @pytest.mark.slow

@@ -79,3 +79,66 @@ def test_ceat_draws_are_seeded_and_vary_with_contexts():
     d = a.to_dict()
     assert d["n_draws"] == 200 and "effect_size_quantiles" in d
     assert "CEAT" in str(a)
+
+
+# -- the interval over words and contexts (issue 25) -----------------------------------------
+
+def _population_pools(rng, n_words=10, n_ctx=10, dim=8, tau=1.0, sigma=1.0):
+    """Pools of words drawn from a population; the truth is 0.
+
+    Word effect tau, contexts sharing their word's effect (context noise sigma); X and Y
+    come from the same population.
+    """
+    base = {k: rng.normal(size=dim) * (1.0 if k in "AB" else 0.0) for k in "XYAB"}
+    base["Y"] = base["X"]
+    return {k: [c + sigma * rng.normal(size=(n_ctx, dim)) for c in
+                base[k] + tau * rng.normal(size=(n_words, dim))] for k in "XYAB"}
+
+
+def test_word_interval_does_not_shrink_with_draws():
+    pools = _population_pools(np.random.default_rng(5), n_words=6, n_ctx=8)
+    runs = {n: ceat_from_pools(pools, n_draws=n, seed=3, bootstrap=150) for n in (100, 1000,
+                                                                                   10000)}
+    width = {n: r.word_ci[1] - r.word_ci[0] for n, r in runs.items()}
+    se = {n: r.se for n, r in runs.items()}
+    assert se[10000] < se[100] / 5  # the paper's se: a simulation setting
+    assert width[10000] > 0.8 * width[100] and width[1000] > 0.8 * width[100]
+    assert width[10000] > 10 * (runs[10000].ci[1] - runs[10000].ci[0])
+    text = str(runs[10000])
+    assert "interval over words and contexts" in text and "secondary" in text
+    assert runs[10000].to_dict()["word_ci"] == list(runs[10000].word_ci)
+    assert ceat_from_pools(pools, n_draws=50, seed=3, bootstrap=0).word_ci is None
+
+
+def test_ceat_p_is_printed_as_a_bound():
+    rng = np.random.default_rng(6)
+    pools = {k: [rng.normal(size=(4, 6)) + (3.0 if k in "XA" else -3.0) * np.eye(6)[0]
+                 for _ in range(5)] for k in "XYAB"}
+    r = ceat_from_pools(pools, n_draws=2000, seed=1, bootstrap=0)
+    assert r.p_value < 1e-300
+    assert "< 1e-300" in str(r) and "= 0 " not in str(r) and "= 0;" not in str(r)
+
+
+def _ceat_coverage(n_sims, n_draws, bootstrap, seed):
+    rng = np.random.default_rng(seed)
+    word = re = 0
+    for i in range(n_sims):
+        r = ceat_from_pools(_population_pools(rng), n_draws=n_draws, seed=i,
+                            bootstrap=bootstrap)
+        word += r.word_ci[0] <= 0 <= r.word_ci[1]
+        re += r.ci[0] <= 0 <= r.ci[1]
+    return word / n_sims, re / n_sims
+
+
+def test_word_interval_covers_where_the_random_effects_one_does_not_quick():
+    word, re = _ceat_coverage(25, 50, 80, seed=12)
+    assert word >= 0.7 and re <= 0.4, (word, re)
+
+
+@pytest.mark.slow
+def test_word_interval_covers_at_its_nominal_rate():
+    """200 data sets with truth 0 (measured: word/context 0.890, random effects 0.100)."""
+    word, re = _ceat_coverage(200, 200, 200, seed=11)
+    # binomial sd of a share near 0.89 over 200 runs: 0.022
+    assert 0.84 <= word <= 0.96, word
+    assert re < 0.5, re

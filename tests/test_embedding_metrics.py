@@ -323,9 +323,30 @@ def test_report_section_with_a_stand_in_context():
                           results={})
     metrics_section(ctx)
     kinds = [i[0] for i in ctx.section.items]
-    assert kinds == ["heading", "text", "table", "bullets"]
+    assert kinds == ["heading", "text", "table", "text", "bullets"]
     frame = ctx.section.items[2][2]
     assert set(frame["metric"]) == set(METRICS)
+    # each value read against every null range; a null that could not be drawn says why
+    assert frame["reading"].str.contains("null range").all()
+    nulls = [c for c in frame.columns if c.startswith("null ")]
+    cells = frame[nulls].to_numpy().ravel()
+    assert all(c.startswith("[") or c.startswith("n/a: ") for c in cells)
+    assert "None" not in frame.to_string() and "no bias" in frame.columns
+    assert "Target pairs used by RIPA" in ctx.section.items[3][1]
+    # one interval per WEAT effect size on a page: the WEAT table's, when its d is this one
+    from bayesbias.comparators.metrics import report_frame
+
+    table = ctx.embedding_metrics if hasattr(ctx, "embedding_metrics") else None
+    if table is None:
+        from bayesbias.comparators.metrics import report_metrics
+
+        table = report_metrics(settings, "weat7")
+    es = next(r for r in table.results if r.metric == "weat_es")
+    weat = SimpleNamespace(effect_size=es.value, ci=(0.123, 0.456), ci_prob=0.89,
+                           n_bootstrap=2000, sd_convention="sample")
+    shown = report_frame(table, [((es.names["X"], es.names["Y"]), weat)])
+    row = shown.loc[shown["metric"] == "weat_es"].iloc[0]
+    assert row["interval"].startswith("[0.123, 0.456]") and "WEAT table" in row["interval"]
     json.dumps(ctx.results["embedding_metrics"])
     ctx = SimpleNamespace(settings=SimpleNamespace(embedding=None, wordlists=()),
                           name="weat7", key="weat7", section=Sec(), results={})

@@ -348,13 +348,17 @@ def test_cli_seat_ceat_contexts(tiny_dirs, capsys, tmp_path, monkeypatch):
     assert code == 0, err
     data = json.loads(out)
     assert data["sizes"] == {"X": 72, "Y": 72, "A": 80, "B": 80}
-    assert data["permutation"] == "monte-carlo"
+    # the words are permuted (8 + 8: all 12,870 splits); the sentences only as secondary
+    assert data["permutation"] == "exact" and data["units"]["X"] == 8
+    assert data["sentence_level"]["permutation"] == "monte-carlo"
+    assert data["test"] == "SEAT" and data["alternative"] == "two-sided"
     code, out, err = _cli(capsys, "--quiet", "ceat", "--encoder", str(hf), "--corpus",
                           "madlibs", "--test", "madlibs_identity", "--contexts", "5",
                           "--draws", "50", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["n_draws"] == 50 and data["ci"][0] < data["combined"] < data["ci"][1]
+    assert data["word_ci"][0] < data["ci"][0] and data["ci"][1] < data["word_ci"][1]
     table = tmp_path / "ctx.csv"
     code, out, err = _cli(capsys, "--quiet", "contexts", "--encoder", str(hf), "--corpus",
                           "madlibs", "--wordlist", "madlibs_identity", "--contexts", "3",

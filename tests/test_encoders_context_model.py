@@ -81,3 +81,30 @@ def test_recovers_word_and_context_spreads():
         assert sum(inside) >= 3, name
     assert fit.diagnostics["max_rhat"] < 1.02
     assert fit.n_rows == len(table) and fit.n_cells == 15 * 4 * 12
+
+
+def test_context_fit_leads_with_the_verdict_block_of_fit():
+    import xarray as xr
+
+    from bayesbias.models.context import ContextFit
+
+    rng = np.random.default_rng(0)
+    means = {"associated": 0.70, "different": 0.74, "human": 0.76, "none": 0.85}
+    mu = np.stack([rng.normal(m, 0.005, (2, 500)) for m in means.values()], axis=-1)
+    post = xr.Dataset({"mu_bar": (("chain", "draw", "connection"), mu)},
+                      coords={"connection": list(means)})
+    contrasts = pd.DataFrame([{"contrast": "associated - none", "mean": -0.15, "lower": -0.16,
+                               "upper": -0.14, "prob_below_zero": 1.0}])
+    fit = ContextFit(pd.DataFrame({"parameter": ["mu_bar"]}), contrasts, post,
+                     diagnostics={"max_rhat": 1.001, "min_ess_bulk": 900.0, "divergences": 0,
+                                  "draws": 500, "chains": 2, "seed": 1})
+    text = str(fit)
+    assert text.startswith("verdict for : evidence of stereotype-specific association")
+    assert "`associated - human` = -0.060" in text and "Rule:" in text
+    assert "diagnostics: max r-hat 1.001" in text and "{" not in text
+    d = fit.to_dict()
+    assert d["verdict"]["code"] == "stereotype-specific"
+    assert "prob_below_zero" in d["contrasts"][0]
+    # a missing connection: its contrasts are "no data", not read from the prior
+    fit.posterior = post.sel(connection=["associated", "different", "none"])
+    assert fit.verdict()["associated - human"].status == "no data"

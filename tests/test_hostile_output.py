@@ -183,3 +183,53 @@ def test_figure_written_in_the_format_its_suffix_names(tmp_path, suffix):
     head = path.read_bytes()[:16]
     magic = {"png": b"\x89PNG", "svg": b"<?xml", "pdf": b"%PDF"}[suffix]
     assert head.startswith(magic), head
+
+
+# -- issue 21: pseudo file systems and names near the length limit ------------------------
+@pytest.mark.skipif(not os.path.isdir("/proc/self") or not os.path.isdir("/sys/kernel"),
+                    reason="Linux /proc and /sys")
+@pytest.mark.parametrize("target", ["/proc/x.csv", "/sys/kernel/x.csv",
+                                    "/proc/sys/vm/drop_caches", "/sys/kernel/rep/t.csv"])
+@pytest.mark.parametrize("command", ["distances", "report"])
+def test_proc_and_sys_refused_before_computation(capsys, monkeypatch, no_compute, command,
+                                                 target):
+    """-o under /proc or /sys failed only after the analysis before issue 21."""
+    if command == "report":
+        target = os.path.dirname(target) + "/rep"
+    code, _, err = run_main(capsys, [command, "--wordlist", "religion", "-o", target])
+    assert_clean_error(code, err, target.split("/")[1])
+
+
+@pytest.mark.parametrize("length", [250, 253, 255])
+def test_names_up_to_255_bytes_are_written(tmp_path, length):
+    """The temporary name was longer than the target's, so 250-255 bytes were refused."""
+    for name in ("a" * (length - 4) + ".csv", "é" * ((length - 4) // 2) + ".csv"):
+        target = tmp_path / name
+        if len(os.fsencode(target.name)) > 255:
+            continue
+        with atomic_path(target) as tmp:
+            tmp.write_text("x")
+        assert target.read_text() == "x"
+        assert listing(tmp_path) == [name]
+        target.unlink()
+
+
+def test_report_folder_name_of_255_bytes(tmp_path):
+    from bayesbias.report import Report
+
+    out = tmp_path / ("r" * 255)
+    Report("t").write(out)
+    Report("t").write(out)  # replaced: the aside folder's name fits too
+    assert listing(tmp_path)[0] == out.name and (out / "index.html").exists()
+
+
+def test_name_over_255_bytes_refused_up_front(tmp_path, capsys, no_compute):
+    target = tmp_path / ("a" * 256 + ".csv")
+    code, _, err = run_main(capsys, ["distances", "--wordlist", "religion", "-o", target])
+    assert_clean_error(code, err, "longer than")
+    assert listing(tmp_path) == []
+
+
+def test_check_output_probe_leaves_nothing(tmp_path):
+    check_output(tmp_path / "sub" / "t.csv")
+    assert listing(tmp_path) == []

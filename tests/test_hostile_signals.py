@@ -247,3 +247,44 @@ def test_signal_swallowed_by_a_library_still_reads_as_an_interruption(monkeypatc
     # without a signal, the same error stays an unexpected error (exit 1)
     monkeypatch.setattr(cli, "_run", lambda p, a: (_ for _ in ()).throw(ImportError("x")))
     assert cli.main(["wordlists"]) == 1
+
+
+# -- issue 21: a forked worker does not outlive its main process ---------------------------
+_ORPHAN = """
+import sys, time
+from bayesbias.parallel import JobPool
+pool = JobPool(jobs=2)
+job = pool.submit(time.sleep, 120)
+import os
+time.sleep(1.0)
+kids = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+print(" ".join(kids), flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+def test_worker_exits_when_the_main_process_is_killed():
+    """After SIGKILL of report --jobs 2's main process its worker lived on (30-62 s)."""
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE,
+                            text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                sys.path)))
+    try:
+        kids = [int(k) for k in proc.stdout.readline().split()]
+        assert kids and all(_alive(k) for k in kids)
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 5
+        while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(k) for k in kids)
+    finally:
+        proc.kill()

@@ -41,6 +41,9 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     assert [c["contrast"] for c in out["verdict"]["contrasts"]] == [
         "associated - none", "associated - human", "associated - different", "human - none"]
     assert out["verdict"]["headline"] and out["verdict"]["rope"] is None
+    # one sentence on what WEAT answers and whether it agrees with the model
+    assert "`associated - different`, no control group" in out["weat_reconciliation"]
+    assert all(r["alternative"] == "two-sided" and r["p"] for r in out["weat"])
     assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
     # Same table shape: the compiled model is reused, so this costs no compilation.
     # 2 chains x 15 draws cannot reach a bulk ESS of 200: --strict must exit with 3.
@@ -72,9 +75,20 @@ def test_compare_cli(tmp_path, capsys):
     pa = write_distance_table(a, tmp_path / "a.csv")
     pb = write_distance_table(b, tmp_path / "b.csv")
     rc = main(["compare", "--a", str(pa), "--b", str(pb), "--draws", "300", "--tune", "300",
-               "--chains", "2", "--json", "--plot", str(tmp_path / "d.png")])
+               "--chains", "2", "--json", "--plot", str(tmp_path / "d.png"),
+               "-o", str(tmp_path / "audit")])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
+    # -o DIR: the before/after report, with both fits and provenance
+    audit = tmp_path / "audit"
+    md = (audit / "report.md").read_text()
+    for heading in ("## Verdicts before and after", "## What changed and why",
+                    "## Comparators before and after", "## Per-word movements",
+                    "## Provenance", "## How to cite"):
+        assert heading in md
+    assert (audit / "fits" / "a.nc").is_file() and (audit / "figures" / "differences.png").is_file()
+    saved = json.loads((audit / "results.json").read_text())
+    assert saved["moved"] == out["moved"] and len(saved["provenance"]["inputs"]) == 3
     assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
     # the verdicts of both sides, and what changed, in the same words
     assert out["verdicts"]["a"]["code"] and out["verdicts"]["b"]["code"]
@@ -82,4 +96,6 @@ def test_compare_cli(tmp_path, capsys):
     ah = {c["contrast"]: c for c in out["verdicts"]["b"]["contrasts"]}["associated - human"]
     assert 0 <= ah["prob_below_zero"] <= 1
     assert out["mac_ttest"] is not None
+    rec = out["weat_reconciliation"]
+    assert set(rec) == {"a", "b", "change"} and "measures only the gap" in rec["change"]
     assert (tmp_path / "d.png").exists()

@@ -43,11 +43,36 @@ def test_ci_kind_and_prob_change_the_intervals(religion_fit):
         religion_fit.group_means(ci_kind="spline")
 
 
+def test_verdict_contrasts_are_in_every_contrast_table_and_forest(religion_fit):
+    from bayesbias.models.plots import fit_forest_data
+    from bayesbias.verdicts import VERDICT_CONTRASTS, verdict_from_fit
+
+    named = [c.contrast for c in verdict_from_fit(religion_fit).contrasts]
+    assert named == [f"{a} - {b}" for a, b in VERDICT_CONTRASTS]
+    for which in (None, "all"):
+        assert set(named) <= set(religion_fit.contrasts(contrasts=which)["contrast"])
+        forest = fit_forest_data(religion_fit, contrasts=which)["contrasts"]
+        assert set(named) <= set(forest["contrast"])
+    assert set(named) <= set(religion_fit.summary()["contrasts"]["contrast"])
+    text = religion_fit.to_text(ppc=False)
+    assert all(c in text for c in named)
+
+
 def test_contrasts_and_word_tables(religion_fit):
     c = religion_fit.contrasts()
-    assert list(c["contrast"]) == ["associated - none", "associated - different",
-                                   "different - none", "human - none"]
+    assert list(c["contrast"]) == ["associated - none", "associated - human",
+                                   "associated - different", "human - none",
+                                   "different - none"]
     assert (c["excludes_zero"] == ((c["lower"] > 0) | (c["upper"] < 0))).all()
+    draws = religion_fit.contrast_draws().sel(contrast="associated - human").values
+    assert c.loc[1, "prob_below_zero"] == pytest.approx((draws < 0).mean())
+    every = religion_fit.contrasts(contrasts="all")
+    assert len(every) == 6 and list(every["contrast"][:5]) == list(c["contrast"])
+    any_pair = religion_fit.contrasts(contrasts=["none - human", ("human", "different")])
+    assert list(any_pair["contrast"]) == ["none - human", "human - different"]
+    assert any_pair.loc[0, "mean"] == pytest.approx(-c.loc[3, "mean"], abs=1e-12)
+    with pytest.raises(ValueError, match="contrast"):
+        religion_fit.contrasts(contrasts=["associated - stereotype"])
     g = religion_fit.group_means().set_index("connection")["mean"]
     assert c.loc[0, "mean"] == pytest.approx(g["associated"] - g["none"], abs=1e-12)
     w = religion_fit.word_means()
@@ -182,7 +207,11 @@ def saved_fit(religion_fit, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("saved") / "fit.nc"
     with dask.config.set(scheduler="threads"):
-        return religion_fit.save(path)
+        return religion_fit.save(path, provenance=FIXED_PROVENANCE)
+
+
+#: A provenance record that does not change with the date (for byte comparisons of saves).
+FIXED_PROVENANCE = {"date": "fixed for the byte comparison"}
 
 
 def _with_attrs(path, dest, **attrs):
@@ -240,7 +269,7 @@ def test_save_does_not_import_distributed(religion_fit, saved_fit, tmp_path, mon
                 asked.append(name)
 
     monkeypatch.setattr(sys, "meta_path", [Finder, *sys.meta_path])
-    path = religion_fit.save(tmp_path / "fit.nc")
+    path = religion_fit.save(tmp_path / "fit.nc", provenance=FIXED_PROVENANCE)
     assert not asked and "distributed" not in sys.modules
     assert path.read_bytes() == reference
     with dask.config.set(scheduler="synchronous"), _no_distributed_probe():
@@ -275,6 +304,9 @@ def test_compare_flags_when_only_neutral_words_moved(religion_fit, tmp_path):
     w = comp.word_means
     assert np.allclose(w.loc[w["connection"] == "human", "diff_mean"], -0.1)
     assert comp.plot_forest(tmp_path / "c.png").exists()
+    named = [c.contrast for c in comp.verdicts["a"].contrasts]
+    assert set(named) <= set(comp.contrasts["contrast"])  # the figure draws this table
+    assert any(v.startswith("bias contrast associated - human") for v in comp.verdict)
     stereo = compare_fits(religion_fit, _shifted(religion_fit, "associated", 0.3))
     assert stereo.moved["stereotype"] == ["associated"] and not stereo.only_neutral_moved
 
@@ -405,7 +437,7 @@ def test_hostile_tables_and_settings_are_refused_up_front():
                      (dict(target_accept=1.5), "target_accept")):
         with pytest.raises(InvalidArgumentError, match=what):
             fit_model(table, **kw)
-    with pytest.raises(InvalidArgumentError, match="exceeds the limit"):
+    with pytest.raises(InvalidArgumentError, match="GB of draws in memory"):
         fit_model(table, draws=1_000_000, chains=64)
 
 

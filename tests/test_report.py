@@ -19,7 +19,7 @@ from bayesbias.report.document import Report, check_output, safe_name, unique_na
 from bayesbias.verdicts import contrast_evidence, verdict_changes, verdict_from_draws
 
 SMALL = ["--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
-         "--bootstrap", "0", "--null-reps", "100", "--quiet"]
+         "--bootstrap", "0", "--null-reps", "100", "--quiet", "--no-robustness"]
 
 
 # -- verdict logic on draws with a known answer ---------------------------------------------
@@ -63,6 +63,17 @@ def test_verdict_rule(means, code):
     json.dumps(v.to_dict(), allow_nan=False)
     assert list(v.to_frame()["contrast"]) == [c.contrast for c in v.contrasts]
     assert v.headline in str(v)
+
+
+def test_undecided_never_reads_as_evidence_of_absence():
+    v = verdict_from_draws("t", _draws(-0.1, -0.005, 0.0, -0.05))  # P(< 0) about 0.69
+    assert 0.6 < v["associated - human"].prob_below_zero < 0.8
+    assert "not credibly closer or further than neutral human attributes (undecided)" in \
+        v.headline
+    assert "no closer than" not in str(v) and "no closer than" not in v.rule
+    assert "(undecided)" in v["associated - different"].phrase()
+    near = verdict_from_draws("t", _draws(-0.1, -0.025, 0.0, -0.05), rope=0.02)
+    assert "not clearly by more than the ROPE (undecided)" in near.headline
 
 
 def test_verdict_says_when_the_human_control_is_closer_than_the_stereotypes():
@@ -201,7 +212,8 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
     md = (out / "report.md").read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
     assert sections[0] == "## Verdicts"
-    assert sections[-2:] == ["## Model card", "## Settings: choices that affect the numbers"]
+    assert sections[-4:] == ["## Model card", "## Settings: choices that affect the numbers",
+                             "## Provenance", "## How to cite"]
     assert md.index("associated - human") < md.index("WEAT per pair")
     # explanations where the term first appears
     for term in ("89% HDI: the narrowest interval", "`different`: stereotypes listed",
@@ -228,15 +240,70 @@ def test_report_leads_with_verdicts(hostile_run, capsys):
     assert "permutation test keeps these very words" in md
 
 
-def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_path):
-    # --jobs 2 (the WEAT, null and figure jobs ran in a worker or here, whichever came
-    # first) against --jobs 1 (all here): the same files, figures byte for byte
+def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_run):
+    import pandas as pd
+
+    root, out, code = hostile_run
+    data = json.loads((out / "results.json").read_text())
+    for key, wl in data["wordlists"].items():
+        named = [c["contrast"] for c in data["verdicts"][0]["contrasts"]]
+        table = pd.read_csv(out / "tables" / f"{key}_contrasts.csv")
+        assert set(named) <= set(table["contrast"]), key
+        assert len(table) == 6 and table["contrast"].nunique() == 6  # "all": six pairs
+        assert set(named) <= set(wl["forest_contrasts"]), key
+        assert {r["contrast"] for r in wl["contrasts"]} == set(table["contrast"])
+    md = (out / "report.md").read_text()
+    assert "no closer than any human" not in md
+    # WEAT reconciled with the verdict, p as a bound with its sidedness, one interval of d
+    assert md.count("asks only whether protected words are closer to their own") == 4
+    over = pd.read_csv(out / "tables" / "overview.csv")
+    assert over["WEAT p"].str.endswith("(two-sided)").all()
+    assert "weat_reconciliation" in wl
+    weat = pd.read_csv(out / "tables" / f"{key}_weat.csv")
+    assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
+
+
+def test_verdict_box_carries_the_robustness_line(tmp_path):
+    from bayesbias.distances import write_distance_table
+    from bayesbias.testing import simulate_table
+
+    table, _ = simulate_table(seed=4, words_per_class=3, n_human=8, n_none=10)
+    csv = write_distance_table(table, tmp_path / "sim.csv")
+    small = [a for a in SMALL if a != "--no-robustness"]
+    out = tmp_path / "rep"
+    assert main(["report", "--distances", str(csv), "-o", str(out), "--jobs", "2",
+                 *small]) == 0
+    md = (out / "report.md").read_text()
+    data = json.loads((out / "results.json").read_text())
+    line = data["wordlists"]["sim"]["robustness"]
+    assert line.startswith("Robustness over 200 word lists resampled within each class")
+    assert "`associated - human`" in line and "% of the lists" in line
+    assert md.count(line) == 2  # the overview's verdict box and the word list's
+    assert "--no-robustness" in md  # the settings say how to leave it out
+    # a model without exact refits says why there is no robustness line
+    out2 = tmp_path / "rep2"
+    assert main(["report", "--distances", str(csv), "-o", str(out2), "--model", "additive",
+                 "--jobs", "1", *small]) == 0
+    data = json.loads((out2 / "results.json").read_text())
+    assert data["wordlists"]["sim"]["robustness"].startswith("Robustness: not computed")
+
+
+def _without_provenance(name: str, text: str) -> str:
+    """The page without its provenance section (date and command line differ run to run)."""
+    if name == "report.md":
+        return text[:text.index("## Provenance")] + text[text.index("## How to cite"):]
+    start = text.index('<section id="provenance">')
+    return text[:start] + text[text.index("</section>", start):]
+
+
+def test_rerun_reproduces_the_report_with_any_number_of_processes(hostile_run, tmp_path):
+    # `--rerun results.json --jobs 1` against the first run's --jobs 2 (the WEAT, null and
+    # figure jobs ran in a worker or here, whichever came first): the settings come back from
+    # results.json and every file is the same, numbers and figures byte for byte
     root, out, _ = hostile_run
     one = tmp_path / "one"
-    tables = sorted(str(p) for p in (root / "a").iterdir()) + sorted(
-        str(p) for p in (root / "b").iterdir())
-    assert main(["report", "--distances", tables[0], "--distances", tables[1], "-o", str(one),
-                 "--json", "--rope", "0.02", "--jobs", "1", *SMALL]) == 0
+    assert main(["report", "--rerun", str(out / "results.json"), "-o", str(one),
+                 "--jobs", "1", "--quiet"]) == 0
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
     assert any(f.suffix == ".png" for f in files)
@@ -246,9 +313,44 @@ def test_the_report_does_not_depend_on_the_number_of_processes(hostile_run, tmp_
         a, b = (out / f).read_bytes(), (one / f).read_bytes()
         if f.name == "results.json":
             a, b = (json.loads(x) for x in (a, b))
+            assert a["provenance"]["inputs"] == b["provenance"]["inputs"]
+            assert "--rerun" in b["provenance"]["command"]
             for d in (a, b):
                 d.pop("elapsed_s"), d.pop("output", None), d["settings"].pop("output")
+                d.pop("provenance")
+        elif f.suffix in (".md", ".html"):
+            a, b = (_without_provenance(f.name, x.decode()) for x in (a, b))
         assert a == b, f
+
+
+def test_rerun_refuses_what_is_not_a_report(tmp_path, capsys):
+    bad = tmp_path / "results.json"
+    bad.write_text('{"settings": {"draws": 10, "colour": "red"}}')
+    assert main(["report", "--rerun", str(bad), "-o", str(tmp_path / "r")]) == 2
+    assert "colour" in capsys.readouterr().err
+    assert main(["report", "--rerun", str(tmp_path / "none.json"),
+                 "-o", str(tmp_path / "r")]) == 2
+
+
+def test_report_says_what_it_measured_and_how_to_cite(hostile_run):
+    root, out, code = hostile_run
+    md = (out / "report.md").read_text()
+    head = md[:md.index("## Verdicts")]
+    assert head.startswith("# bayesbias report: x_onerror") or "onerror" in head.splitlines()[0]
+    assert "**Measured**" in head and "15 protected words in 3 classes (jew, christian, muslim)" \
+        in head and "**Contents**" in head and "](#provenance)" in head
+    assert "for the x\" onerror=\"alert(1) word 'judaism' (class jew)" in md  # own words
+    assert "religion word such as 'jew'" not in md
+    cite = md[md.index("## How to cite"):]
+    assert "Dobrzeniecka" in cite and "Caliskan" in cite and "Manzini" in cite
+    prov = md[md.index("## Provenance"):md.index("## How to cite")]
+    assert "sha256" in prov and "command: `bayesbias report --distances" in prov
+    page = (out / "index.html").read_text()
+    assert '<nav class="toc"' in page and 'href="#verdicts"' in page
+    assert '<details class="long">' in page and "overflow-x:auto" in page
+    data = json.loads((out / "results.json").read_text())
+    assert [r["role"] for r in data["provenance"]["inputs"]] == ["distances", "distances",
+                                                                 "model"]
 
 
 def test_duplicate_names_keep_every_result(hostile_run):
@@ -271,9 +373,12 @@ def test_html_escapes_input_in_text_and_attributes(hostile_run):
     assert not doc.findall(".//script")
     texts = [el.text or "" for el in doc.iter("h2")]
     assert any('x" onerror="alert(1)' in t for t in texts)
+    ids = {el.attrib["id"] for el in doc.iter() if "id" in el.attrib}
     for el in doc.iter():
         for key in ("src", "href"):
-            if key in el.attrib:
+            if el.attrib.get(key, "").startswith("#"):  # the table of contents
+                assert el.attrib[key][1:] in ids
+            elif key in el.attrib:
                 target = (out / el.attrib[key]).resolve()
                 assert target.is_file() and out.resolve() in target.parents
 
@@ -401,3 +506,36 @@ def test_settings_with_an_encoder_source_are_plain_json():
                                 "corpus": "madlibs", "contexts": 5,
                                 "seed": source.seed, "cache": True}
     assert json.loads(json.dumps(out)) == out
+
+
+def test_title_and_first_lines_name_the_source():
+    from types import SimpleNamespace
+
+    from bayesbias.report.navigation import measured_lines, report_title
+
+    class Encoder:
+        def to_dict(self):
+            return {"encoder": "all-MiniLM-L6-v2", "how": "templates"}
+
+    glove = SimpleNamespace(distances=(), embedding="default")
+    assert report_title(glove, ["religion", "race"]) == \
+        "bayesbias report: GloVe 6B 50d subset: religion, race"
+    published = SimpleNamespace(distances=("published:religion:debiased_reddit",),
+                                embedding="default")
+    assert report_title(published, []) == \
+        "bayesbias report: published religion table (Reddit, debiased)"
+    encoder = SimpleNamespace(distances=(), embedding=Encoder())
+    assert "sentence encoder all-MiniLM-L6-v2 (templates)" in report_title(encoder, ["x"])
+    lines = measured_lines(encoder, [])
+    assert lines[1].startswith("**Caveat**: Measured on template sentences")
+
+
+def test_rerun_names_the_options_it_ignores():
+    from bayesbias.cli import build_parser
+    from bayesbias.cli.report import ignored_with_rerun
+
+    parser = build_parser(["report"])
+    args = parser.parse_args(["report", "--rerun", "r.json", "--draws", "50", "--wordlist",
+                              "race", "-o", "new", "--jobs", "1", "--quiet"])
+    assert ignored_with_rerun(args) == ["--wordlist", "--draws"]
+    assert ignored_with_rerun(parser.parse_args(["report", "--rerun", "r.json"])) == []

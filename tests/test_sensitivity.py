@@ -30,7 +30,7 @@ def table():
 
 @pytest.fixture(scope="module")
 def sens(table):
-    return sensitivity(table, n_resamples=40, n_draws=1000, seed=4)
+    return sensitivity(table, "hierarchical", n_resamples=40, n_draws=1000, seed=4)
 
 
 def test_leave_one_out_equals_a_refit_without_the_word(table, sens):
@@ -68,7 +68,7 @@ def test_sensitivity_tables(sens):
 
 
 def test_sensitivity_reproducible_and_plot(table, sens, tmp_path):
-    again = sensitivity(table, n_resamples=40, n_draws=1000, seed=4)
+    again = sensitivity(table, "hierarchical", n_resamples=40, n_draws=1000, seed=4)
     assert again.leave_one_out.equals(sens.leave_one_out)
     assert again.resampled.equals(sens.resampled)
     sens.plot(tmp_path / "s.png")
@@ -108,7 +108,7 @@ def test_report_section(table, tmp_path, monkeypatch):
     report_builder(ctx)
     report.write(tmp_path / "rep")
     md = "".join(p.read_text() for p in (tmp_path / "rep").glob("*.md"))
-    assert "most influential words" in md and "exact refit" in md
+    assert "most influential words" in md and "plug-in" in md and "exact" in md
     assert (tmp_path / "rep" / "figures" / "religion_sensitivity.png").exists()
     assert ctx.results["sensitivity"]["most_influential"]
     ctx = SimpleNamespace(table=table, settings=ReportSettings(model="additive"),
@@ -137,3 +137,14 @@ def test_resampled_lists_that_repeat_one_attribute_have_no_posterior_and_are_cou
     ss = np.zeros_like(n)
     ss[1, :, 0] = [0.1, 0.2]
     assert mod._degenerate(n, ss).tolist() == [True, False]
+
+
+def test_crossed_sensitivity_is_wider_than_the_papers(table):
+    """The default (crossed) refits carry the attribute words' sampling: wider intervals."""
+    crossed = sensitivity(table, n_resamples=20, n_draws=1000, seed=4)
+    paper = sensitivity(table, "hierarchical", n_resamples=20, n_draws=1000, seed=4)
+    w = {name: (s.baseline["upper"] - s.baseline["lower"]).to_numpy()
+         for name, s in (("crossed", crossed), ("paper", paper))}
+    ah = list(crossed.baseline["contrast"]).index("associated - human")
+    assert w["crossed"][ah] > 1.15 * w["paper"][ah]
+    assert "plug-in" in crossed.method and crossed.settings["model"] == "crossed"

@@ -192,6 +192,9 @@ def main(argv=None) -> int:
     debug = False
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
+        from ..provenance import set_command
+
+        set_command(argv)  # the exact command line, for provenance
         debug = "--debug" in argv
         parser = build_parser(argv)
         args = parser.parse_args(argv)
@@ -294,7 +297,9 @@ def _check_outputs(args) -> None:
 
     output = getattr(args, "output", None)
     if isinstance(output, str):
-        check_output(output, what="-o", folder=args.command in ("report", "train"))
+        folder = args.command in ("report", "train") or (args.command == "compare"
+                                                         and not output.endswith(".nc"))
+        check_output(output, what="-o", folder=folder)
     plot = getattr(args, "plot", None)
     if isinstance(plot, str):
         from ..models.plots import figure_format

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._atomic import atomic_path
+from .._atomic import atomic_path, spreadsheet_safe
 from ..classifier.auc import AUC_METRICS
 from ..classifier.bernstein import CRITERIA
 from ..classifier.data import (
@@ -259,8 +259,8 @@ def run(args) -> int:
         with atomic_path(out) as tmp:
             if out.suffix.lower() in (".parquet", ".pq"):
                 res.table.to_parquet(tmp, index=False)
-            else:
-                res.table.to_csv(tmp, index=False)
+            else:  # for spreadsheets: no cell runs as a formula
+                spreadsheet_safe(res.table).to_csv(tmp, index=False)
         payload["output"] = str(out)
         text.append(f"\nwrote {len(res.table)} rows to {out}")
     emit(args, payload, "\n".join(text))

@@ -35,8 +35,10 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None,
                    help="save a forest plot of the differences (PNG) (default: none)")
     p.add_argument("-o", "--output", default=None,
-                   help="save both fits: OUTPUT with suffixes _a.nc and _b.nc "
-                        "(default: not saved)")
+                   help="write a before/after report folder (index.html, report.md, "
+                        "tables, figures, fits/a.nc and fits/b.nc, results.json); a name "
+                        "ending in .nc saves only the two fits, as NAME_a.nc and NAME_b.nc "
+                        "(default: none)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -63,19 +65,29 @@ def _mac(ta, tb):
 
 
 def _weat(ta, tb, seed):
-    """WEAT (two-sided, exact or Monte Carlo p) per pair of classes on both sides."""
+    """WEAT (two-sided, exact or Monte Carlo p) per pair of classes on both sides.
+
+    Returns the rows (or ``{"error": ...}``) and the results per side.
+    """
     from ..comparators.weat import weat_class_pairs
     from ..errors import BayesbiasError
+    from .fit import weat_rows
 
-    rows = []
+    rows, pairs = [], {}
     try:
         for tag, table in (("a", ta), ("b", tb)):
-            for (x, y), r in weat_class_pairs(table, alternative="two-sided", seed=seed):
-                rows.append({"side": tag, "X": x, "Y": y, "effect_size": r.effect_size,
-                             "p_value": r.p_value, "permutation": r.permutation})
+            pairs[tag] = weat_class_pairs(table, alternative="two-sided", seed=seed)
+            rows += [{"side": tag, **row} for row in weat_rows(pairs[tag])]
     except BayesbiasError as exc:
-        return {"error": str(exc)}
-    return rows
+        return {"error": str(exc)}, {}
+    return rows, pairs
+
+
+def _p(p) -> str:
+    from ..reconcile import format_p
+
+    text = format_p(p)
+    return text if text[:1] in "<n" else f"= {text}"
 
 
 def run(args) -> int:
@@ -84,6 +96,12 @@ def run(args) -> int:
 
     from ..models import compare_fits
 
+    from .compare_report import is_report_output
+
+    if is_report_output(args.output):
+        from ..report.document import check_output
+
+        check_output(args.output)  # an earlier report or a new folder: before the work
     labels = tuple(args.labels) if args.labels else (args.a, args.b)
     ta, tb = _load(args.a, args), _load(args.b, args)
     fa, fb = fit_from_args(ta, args), fit_from_args(tb, args)
@@ -94,8 +112,16 @@ def run(args) -> int:
     payload["mac_ttest"] = mac
     payload["dropped_words"] = {"a": ta.attrs.get("missing", {}),
                                 "b": tb.attrs.get("missing", {})}
-    weat = _weat(ta, tb, args.seed)
+    weat, weat_pairs = _weat(ta, tb, args.seed)
     payload["weat"] = weat
+    from ..reconcile import weat_change_sentence, weat_sentence
+
+    va, vb = comp.verdicts["a"], comp.verdicts["b"]
+    reconcile = {tag: weat_sentence(v, weat_pairs.get(tag, []))
+                 for tag, v in (("a", va), ("b", vb))}
+    reconcile["change"] = weat_change_sentence(weat_pairs.get("a", []),
+                                               weat_pairs.get("b", []), va, vb, labels)
+    payload["weat_reconciliation"] = reconcile
     payload["model"] = fa.spec.name
     from ..report.sections import coverage_warning, diagnostic_advice
 
@@ -117,17 +143,27 @@ def run(args) -> int:
                 f"{k}: {', '.join(v)}" for k, v in table.attrs["missing"].items()))
     if mac and "error" not in mac:
         lines.append(f"MAC a = {mac['mac_a']:.4f}, b = {mac['mac_b']:.4f}; Manzini's paired "
-                     f"t-test: t = {mac['statistic']:.3f}, p = {mac['p_value']:.4g} "
+                     f"t-test: t = {mac['statistic']:.3f}, p {_p(mac['p_value'])} (two-sided) "
                      f"({mac['n_pairs']} pairs)")
     if isinstance(weat, list) and weat:
         import pandas as pd
 
-        lines.append("WEAT per pair of classes (sample sd, two-sided permutation p):")
-        lines.append(pd.DataFrame(weat).round(4).to_string(index=False))
+        lines.append("WEAT per pair of classes (sample sd, two-sided permutation p, printed "
+                     "as a bound below 0.001):")
+        lines.append(pd.DataFrame(weat).drop(columns="p_value").round(4)
+                     .to_string(index=False))
+    lines += [f"WEAT and the verdict ({labels[0]}): {reconcile['a']}",
+              f"WEAT and the verdict ({labels[1]}): {reconcile['b']}",
+              f"WEAT and the verdict, {labels[0]} -> {labels[1]}: {reconcile['change']}"]
     if args.plot:
         comp.plot_forest(args.plot)
         lines.append(f"wrote {args.plot}")
-    if args.output:
+    if is_report_output(args.output):
+        from .compare_report import write_compare_report
+
+        out = write_compare_report(args, labels, ta, tb, fa, fb, comp, payload)
+        lines.append(f"before/after report written to {out}/index.html")
+    elif args.output:
         out = Path(args.output)
         for fit, tag in ((fa, "a"), (fb, "b")):
             path = out.with_name(f"{out.stem}_{tag}.nc")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import defaults
 from ..errors import BayesbiasError
-from ._common import add_json, add_parser, emit, positive_int, probability
+from ._common import add_json, add_parser, emit, nonneg_int, positive_int, probability
 
 ALTERNATIVES = ("greater", "less", "two-sided")  # as comparators.weat (not imported: --help)
 SD_CONVENTIONS = ("sample", "population")
@@ -15,14 +15,21 @@ B is put into semantically bleached templates ("This is a nurse.", "The nurse is
 and every sentence counts as one member of its set. --test seat6 / seat7 are the authors'
 sentences for WEAT 6 and 7; any two-class word list (weat7, gender, my.toml) is turned into
 sentences with the same templates (a [templates] table in the word list overrides them).
-The p-value is a permutation test over sentences, as in the paper."""
+The sentences of one word share the word, so the units that were sampled are the words: the
+p-value re-partitions the words of X and Y (all sentences of a word move together) and
+--bootstrap resamples the words of X, Y, A and B with all their sentences. May et al.'s
+sentence-level p and interval (every sentence on its own, as if independent; too narrow)
+are printed as a labelled secondary line. Two-sided by default, as `weat` and the report."""
 
 CEAT_DESCRIPTION = """\
 CEAT (Guo & Caliskan 2021): each word gets up to --contexts sentences of --corpus that
 contain it (drawn with --seed); a draw picks one of them per word, takes the word's
 contextual token vector (mean over its sub-word tokens) and computes the WEAT effect size.
 --draws such draws give a distribution of effect sizes; a random-effects meta-analysis
-(DerSimonian-Laird) combines them into one effect size with a normal interval."""
+(DerSimonian-Laird) combines them into one effect size (the paper's method). Its normal
+interval counts only the spread between draws and narrows as --draws grows, so it is shown
+as secondary; the primary interval is a two-stage bootstrap over the words and then each
+word's contexts (--bootstrap resamples), which does not shrink with --draws."""
 
 CONTEXTS_DESCRIPTION = """\
 The distance table of a word list with a context column: for each of --draws draws, every
@@ -58,10 +65,13 @@ def register(sub) -> None:
                    help="shipped SEAT test (seat6, seat7), a SEAT TOML file, or a two-class "
                         "word list turned into template sentences (default seat7)")
     p.add_argument("--permutations", type=positive_int, default=defaults.n_permutations)
-    p.add_argument("--alternative", choices=ALTERNATIVES, default="greater")
+    p.add_argument("--alternative", choices=ALTERNATIVES, default="two-sided",
+                   help="two-sided (default, as weat and the report), greater (May et al.'s "
+                        "one-sided test) or less")
     p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample")
-    p.add_argument("--bootstrap", type=int, default=0,
-                   help="bootstrap resamples for an effect-size interval (default 0)")
+    p.add_argument("--bootstrap", type=nonneg_int, default=0,
+                   help="resamples of the words (with all their sentences) for an "
+                        "effect-size interval (default 0)")
     p.add_argument("--ci-prob", type=probability, default=None)
     add_json(p)
     p.set_defaults(run=run_seat)
@@ -77,6 +87,9 @@ def register(sub) -> None:
     p.add_argument("--draws", type=positive_int, default=1000,
                    help="random context draws (default %(default)s; the paper: 10,000)")
     p.add_argument("--ci-prob", type=probability, default=None)
+    p.add_argument("--bootstrap", type=nonneg_int, default=500,
+                   help="resamples of the two-stage bootstrap over words and contexts "
+                        "(default %(default)s; 0: only the paper's random-effects interval)")
     p.add_argument("--on-missing", choices=["error", "drop"], default="error",
                    help="words with no context in the corpus: fail (default) or drop")
     add_json(p)
@@ -139,7 +152,7 @@ def run_ceat(args) -> int:
 
     src = _source(args, "contexts")
     result = ceat(src, args.test, n_draws=args.draws, ci_prob=args.ci_prob,
-                  on_missing=args.on_missing)
+                  on_missing=args.on_missing, bootstrap=args.bootstrap)
     payload = result.to_dict()
     payload["encoder"] = src.encoder.describe()
     emit(args, payload, str(result))
@@ -149,11 +162,12 @@ def run_ceat(args) -> int:
 def run_contexts(args) -> int:
     """Run ``bayesbias contexts``; return the exit code."""
     from .._atomic import atomic_path
-    from ..encoders.contexts import context_distance_table
+    from ..encoders.contexts import check_context_draws, context_distance_table
     from ..wordlists import load_wordlist
 
-    src = _source(args, "contexts")
     wl = load_wordlist(args.wordlist)
+    check_context_draws(wl, args.draws)  # before the encoder is loaded
+    src = _source(args, "contexts")
     table, dropped = context_distance_table(src, wl, n_draws=args.draws,
                                             on_missing=args.on_missing)
     if table.empty:
@@ -171,6 +185,7 @@ def run_contexts(args) -> int:
                                 tune=args.fit_draws, chains=args.chains, seed=src.seed,
                                 ci_prob=args.ci_prob)
         payload["fit"] = fit.to_dict()
-        text += "\n" + str(fit)
+        payload["verdict"] = payload["fit"]["verdict"]
+        text = str(fit) + "\n\n" + text  # the verdict block leads, as in `bayesbias fit`
     emit(args, payload, text)
     return 0

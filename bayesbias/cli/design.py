@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import defaults
+import numpy as np
+
+from ..config import DEFAULT_MODEL, defaults
 from ..errors import InputDataError
 from ._common import (
     add_json,
@@ -71,8 +73,9 @@ def register(sub) -> None:
     add_table_source(p)
     p.add_argument("--pilot-fit", default=None,
                    help="a saved hierarchical fit (.nc from 'bayesbias fit -o') as the pilot")
-    p.add_argument("--model", default="hierarchical",
-                   help="hierarchical spec (name or .toml) for the pilot and the studies")
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help="crossed (default: attribute words resampled too) or hierarchical spec "
+                        "(name or .toml) for the pilot and the studies")
     p.add_argument("--words", type=_int_list, default=None,
                    help="protected words per class, comma-separated (default: 1, 2, 3 and 4 "
                         "times the pilot's)")
@@ -108,6 +111,13 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
+def _stereotype_grid(pilot, own) -> list[int]:
+    """Stereotypes per class to try: the pilot's, and 2x and 4x with attribute effects."""
+    if float(np.mean(pilot.omega)) > 0:
+        return [own.stereotypes * k for k in (1, 2, 4)]
+    return [own.stereotypes]
+
+
 def _pilot(args):
     from ..studies.design import Pilot
 
@@ -137,7 +147,8 @@ def run(args) -> int:
     own = pilot.design
     words = args.words or [own.words * k for k in (1, 2, 3, 4)]
     designs = designs_grid(args.classes or own.classes, words,
-                           args.stereotypes or [own.stereotypes], args.human or [own.human],
+                           args.stereotypes or _stereotype_grid(pilot, own),
+                           args.human or [own.human],
                            args.none or [own.none])
     result = run_design(pilot, designs, reps=args.reps, method=args.method, alpha=args.alpha,
                         ci_prob=args.ci_prob, null=args.null, seed=args.seed,

@@ -161,6 +161,34 @@ def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:
     return v, lines
 
 
+def weat_pairs(table, seed):
+    """WEAT (two-sided, as the report) per pair of classes of `table`; [] when it cannot run."""
+    from ..comparators.weat import weat_class_pairs
+    from ..errors import BayesbiasError
+
+    try:
+        return weat_class_pairs(table, alternative="two-sided", seed=seed)
+    except BayesbiasError:
+        return []
+
+
+def weat_rows(pairs) -> list[dict]:
+    """Plain rows of :func:`weat_pairs`: pair, d, p (number and as printed), sidedness."""
+    from ..reconcile import p_bound
+
+    return [{"X": x, "Y": y, "effect_size": r.effect_size, "p_value": r.p_value,
+             "p": p_bound(r), "alternative": r.alternative, "permutation": r.permutation}
+            for (x, y), r in pairs]
+
+
+def weat_reconciliation(table, verdict, seed) -> tuple[list[dict], str]:
+    """WEAT rows of `table` and the sentence that says how WEAT relates to `verdict`."""
+    from ..reconcile import weat_sentence
+
+    pairs = weat_pairs(table, seed)
+    return weat_rows(pairs), weat_sentence(verdict, pairs)
+
+
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
     from ..models import load_spec
@@ -176,10 +204,16 @@ def run(args) -> int:
 
         check_model(load_spec(args.model, level=args.level, residual_sd=args.residual_sd))
     table = load_table(args.distances, args)
+    if args.sensitivity:  # a table it cannot use: refused before sampling too
+        from ..distances import check_pilot
+
+        check_pilot(table, str(args.distances or table.attrs.get("source", "distance table")))
     fit = fit_from_args(table, args)
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
     verdict, head = verdict_lines(fit, args, args.distances or args.wordlist or "")
+    weat_rows, weat_note = weat_reconciliation(table, verdict, args.seed)
+    head.append(f"  {weat_note}")
     diag = fit.diagnostics()
     missing = table.attrs.get("missing", {})
     run_attrs = ("seed", "draws", "tune", "chains", "sampler", "likelihood", "bayesbias_version",
@@ -188,7 +222,8 @@ def run(args) -> int:
                    plot=args.plot, dropped_words=missing,
                    coverage_warning=coverage_warning(fit, ppc),
                    run={k: fit.idata.attrs.get(k) for k in run_attrs},
-                   target_accept=args.target_accept)
+                   target_accept=args.target_accept, weat=weat_rows,
+                   weat_reconciliation=weat_note)
     if args.loo:
         loo = fit.loo()
         payload["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p": float(loo.p),

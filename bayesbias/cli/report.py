@@ -27,9 +27,14 @@ def register(sub) -> None:
                    help="distance table(s) instead of an embedding (ours, the published CSV "
                         "format, or published:TOPIC:EMBEDDING for a shipped published table); "
                         "repeat for several (default: none, use --embedding)")
-    p.add_argument("-o", "--output", default="bayesbias-report",
+    p.add_argument("-o", "--output", default=None,
                    help="report folder; replaced only if it is an earlier report "
-                        "(default %(default)s)")
+                        "(default bayesbias-report; with --rerun, the recorded one)")
+    p.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
+                   help="write the report again with the settings recorded in an earlier "
+                        "report's results.json (or its folder); the other options that "
+                        "change numbers are ignored; warns when an input file's digest "
+                        "differs (default: none)")
     add_model_options(p, "report")
     add_rope(p)
     p.add_argument("--permutations", type=int_range(1, 10**9, "permutations"), default=100_000,
@@ -45,6 +50,12 @@ def register(sub) -> None:
     p.add_argument("--sensitivity", action="store_true",
                    help="add which words drive the verdicts: each word left out, and 200 "
                         "resampled word lists (exact refits; hierarchical model only)")
+    p.add_argument("--no-robustness", dest="robustness", action="store_false",
+                   help="leave out the robustness line of each verdict box (the share of 200 "
+                        "resampled word lists under which each verdict contrast holds, and "
+                        "the words whose removal flips one; exact refits, hierarchical model "
+                        "only; a few seconds per word list, in a worker process) (default: "
+                        "shown)")
     p.add_argument("--jobs", type=int_range(1, 64, "jobs"), default=None,
                    help="processes: with 2 or more, worker processes compute the "
                         "comparators, metrics and figures while this one fits the models; 1 "
@@ -59,18 +70,59 @@ def run(args) -> int:
     """Run ``bayesbias report``; return the exit code."""
     from ..report.sections import diagnostic_advice
 
-    settings = ReportSettings(
+    settings = _rerun_settings(args) if args.rerun else _settings(args)
+    from ..parallel import default_jobs
+
+    results = run_report(settings, default_jobs() if args.jobs is None else args.jobs)
+    return _print(args, results, diagnostic_advice)
+
+
+def _rerun_settings(args) -> ReportSettings:
+    from ..progress import progress
+    from ..report.reproduce import check_inputs, settings_from_results
+
+    settings = settings_from_results(args.rerun, args.output)
+    ignored = ignored_with_rerun(args)
+    if ignored:
+        progress.warning(f"--rerun takes every setting from {args.rerun}; ignored: "
+                         + ", ".join(ignored))
+    for line in check_inputs(args.rerun, settings):
+        progress.warning(f"--rerun: an input changed since the recorded run: {line}")
+    return settings
+
+
+#: Options of ``report`` that change a number (taken from results.json with --rerun).
+_SETTINGS_OPTIONS = ("embedding", "wordlists", "distances", "format", "model", "ci_prob",
+                     "ci_kind", "draws", "tune", "chains", "seed", "sampler", "target_accept",
+                     "rope", "permutations", "bootstrap", "null_reps", "sd_convention",
+                     "sensitivity", "robustness", "strict")
+
+
+def ignored_with_rerun(args) -> list[str]:
+    """The number-changing options given on the command line next to ``--rerun``."""
+    from . import build_parser
+
+    defaults = build_parser(["report"]).parse_args(["report"])
+    flags = {"wordlists": "--wordlist"}
+    return [flags.get(name, "--" + name.replace("_", "-")) for name in _SETTINGS_OPTIONS
+            if hasattr(args, name) and getattr(args, name) != getattr(defaults, name, None)]
+
+
+def _settings(args) -> ReportSettings:
+    return ReportSettings(
         embedding=args.embedding, wordlists=tuple(args.wordlists or DEFAULT_WORDLISTS),
-        distances=tuple(args.distances or ()), output=args.output, on_missing=args.on_missing,
+        distances=tuple(args.distances or ()), output=args.output or "bayesbias-report",
+        on_missing=args.on_missing,
         format=args.format, trust_pickle=args.trust_pickle, model=args.model,
         ci_prob=args.ci_prob, ci_kind=args.ci_kind, draws=args.draws, tune=args.tune,
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
-        target_accept=args.target_accept, rope=args.rope, sensitivity=args.sensitivity)
-    from ..parallel import default_jobs
+        target_accept=args.target_accept, rope=args.rope, sensitivity=args.sensitivity,
+        robustness=args.robustness)
 
-    results = run_report(settings, default_jobs() if args.jobs is None else args.jobs)
+
+def _print(args, results, diagnostic_advice) -> int:
     text = []
     for v, (key, res) in zip(results["verdicts"], results["wordlists"].items(), strict=True):
         text.append(f"{v['name']}: {v['headline']}")

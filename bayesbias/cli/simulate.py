@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from .._atomic import atomic_path
+from .._atomic import atomic_write_bytes
 from ..comparators.null import (
     DEFAULT_STATISTICS,
     NULLS,
@@ -163,8 +163,8 @@ def run(args) -> int:
     summary = summarize(ds, thresholds=args.thresholds, alpha=args.alpha)
     if args.output:
         path = Path(args.output)
-        with atomic_path(path, suffix=".nc") as tmp:
-            ds.to_netcdf(tmp)
+        # in memory first: h5py crashes on a disk that fills up during the write
+        atomic_write_bytes(path, ds.to_netcdf(engine="h5netcdf"), suffix=".nc")
     payload = {"study": study.describe(), "output": args.output}
     if grid:
         payload["grid"] = {"sizes": [f"{t[0]}+{t[1]} targets, {a[0]}+{a[1]} attributes"

@@ -30,7 +30,9 @@ existing toolkits use the population sd: --sd-convention population).
 
 The p-value re-partitions X and Y without replacement: exactly over all splits when there
 are at most --exact-limit of them, else over --permutations random splits with the +1
-correction (p is never 0). --bootstrap N adds an interval for the effect size resampling
+correction (p is never 0; below 0.001 it is printed as the bound "< 0.001"). The test is
+two-sided by default, as in the report (Caliskan's one-sided test: --alternative greater).
+--bootstrap N adds an interval for the effect size resampling
 targets and attributes. Words missing from the embedding stop the run unless
 --on-missing drop, which drops and lists them."""
 
@@ -65,8 +67,9 @@ def register(sub) -> None:
                    default=defaults.exact_permutation_limit,
                    help="enumerate all splits when there are at most this many "
                         f"(default {defaults.exact_permutation_limit})")
-    p.add_argument("--alternative", choices=ALTERNATIVES, default="greater",
-                   help="greater (Caliskan's one-sided test, default), less, or two-sided")
+    p.add_argument("--alternative", choices=ALTERNATIVES, default="two-sided",
+                   help="two-sided (default, as the report, fit and compare), greater "
+                        "(Caliskan's one-sided test) or less; the output names it beside p")
     p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample",
                    help="sd of the effect size: sample (n - 1, default) or population (n)")
     p.add_argument("--bootstrap", type=nonneg_int, default=0,

@@ -163,7 +163,7 @@ class MacTTest:
     def __str__(self) -> str:
         return (f"MAC a = {self.mac_a:.4f}, MAC b = {self.mac_b:.4f}; paired t-test over "
                 f"{self.n_pairs} S values: t = {self.statistic:.3f}, df = {self.df}, "
-                f"p = {self.p_value:.4g}")
+                f"p {_p_text(self.p_value)} (two-sided)")
 
 
 # --------------------------------------------------------------------------------------
@@ -313,3 +313,9 @@ def mac_ttest(a: MacResult, b: MacResult) -> MacTTest:
                     p_value=float(res.pvalue), df=int(xa.size - 1), n_pairs=int(xa.size),
                     mean_difference=float(np.mean(xa - xb)), unmatched=unmatched)
 
+
+def _p_text(p) -> str:
+    from ..reconcile import format_p
+
+    text = format_p(p)
+    return text if text[:1] in "<n" else f"= {text}"

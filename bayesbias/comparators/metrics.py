@@ -852,6 +852,85 @@ def _report_null_reps(settings) -> int:
     return min(int(getattr(settings, "null_reps", REPORT_NULL_REPS)), REPORT_NULL_REPS)
 
 
+def _null_cell(d: dict) -> str:
+    lo, hi = d.get("lower"), d.get("upper")
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        why = d.get("note") or ("every null draw was degenerate (undefined metric)"
+                                if d.get("n_degenerate") else "not computed")
+        return f"n/a: {why}"
+    return f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _reading(value: float, null: dict) -> str:
+    """Inside or beyond each no-bias (null) range, in words."""
+    ranges = [(d.get("lower"), d.get("upper")) for d in null.values()]
+    ranges = [(lo, hi) for lo, hi in ranges
+              if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi)]
+    if not np.isfinite(value):
+        return "no value"
+    if not ranges:
+        return "no null range could be computed (see the null columns)"
+    beyond = sum(not (lo <= value <= hi) for lo, hi in ranges)
+    if beyond == 0:
+        return f"inside all {len(ranges)} null ranges"
+    if beyond == len(ranges):
+        return f"beyond all {len(ranges)} null ranges"
+    return f"beyond {beyond} of {len(ranges)} null ranges"
+
+
+def report_frame(table: MetricTable, weats=(), sd: str = "sample") -> pd.DataFrame:
+    """Return the metric table as the report shows it: one row per (class pair, metric).
+
+    Columns ``classes, metric, value, interval, null <kind>..., no bias, reading``; null
+    ranges as ``[lower, upper]`` or ``n/a: reason``; ``reading`` says whether the value lies
+    inside or beyond every null range. A WEAT-ES row whose value is the effect size of the
+    report's WEAT table for the same pair shows that table's interval (one interval per
+    effect size on a page), as `weats` (``[((x, y), WeatResult), ...]``) give it.
+    """
+    weat_ci = {}
+    for (x, y), r in weats or ():
+        if r.ci is not None and r.sd_convention == sd:
+            weat_ci[(x, y)] = r
+    rows = []
+    for r in table.results:
+        ci = (f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}] ({r.ci_prob:.0%}, {r.n_bootstrap} resamples)"
+              if r.ci else "—")
+        w = weat_ci.get((r.names.get("X"), r.names.get("Y")))
+        if r.metric == "weat_es" and w is not None and np.isclose(w.effect_size, r.value,
+                                                                   rtol=1e-9, atol=1e-12):
+            ci = (f"[{w.ci[0]:.3f}, {w.ci[1]:.3f}] ({w.ci_prob:.0%}, {w.n_bootstrap} "
+                  "resamples; the WEAT table's)")
+        row = {"classes": f"{r.names.get('X')} vs {r.names.get('Y')}", "metric": r.metric,
+               "value": float(r.value), "interval": ci}
+        for k, d in r.null.items():
+            row[f"null {k}"] = _null_cell(d)
+        row["no bias"] = f"{METRICS[r.metric].no_bias:g}"
+        row["reading"] = _reading(float(r.value), r.null)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _pairs_sentence(s, wl: WordList) -> str | None:
+    """Which target pairs RIPA and direct/indirect bias used, and where they came from."""
+    out = []
+    for c1, c2 in itertools.combinations([c.name for c in wl.classes], 2):
+        try:
+            sets = metric_sets(wl, (c1, c2))
+        except WordListError:
+            continue
+        if not sets.pairs:
+            out.append(f"{c1} vs {c2}: no pairs (unequal sizes and no definite sets)")
+            continue
+        how = ("the list's definite sets" if wl.definite_sets else
+               "no definite sets in the list, so X and Y zipped in list order")
+        shown = ", ".join(f"{a}-{b}" for a, b in sets.pairs[:8]) + (
+            ", ..." if len(sets.pairs) > 8 else "")
+        out.append(f"{c1} vs {c2}: {shown} ({how})")
+    if not out:
+        return None
+    return "Target pairs used by RIPA and Bolukbasi's direct/indirect bias: " + "; ".join(out)
+
+
 def metrics_section(ctx) -> None:
     """Report section: RND, RNSB, ECT, RIPA, direct/indirect bias and WEAT-ES per class pair.
 
@@ -874,15 +953,21 @@ def metrics_section(ctx) -> None:
     table = (ctx.embedding_metrics if hasattr(ctx, "embedding_metrics")
              else report_metrics(s, ctx.name))
     boot, reps = _report_bootstrap(s), _report_null_reps(s)
-    frame = table.to_frame()
+    weats = ctx.weats if hasattr(ctx, "weats") else ()
+    frame = report_frame(table, weats, getattr(s, "sd_convention", "sample"))
     sec.text(f"Each metric computed from its paper on the word list's classes (X, Y: "
              f"protected words; A, B: stereotypes), with a percentile bootstrap interval over "
-             f"the words ({boot} resamples) and the central 95% of the metric under three nulls "
-             f"at the same list sizes ({reps} draws each): what 'no bias' gives here. A value "
-             "inside the null ranges is no evidence of bias by that metric; the 'no bias' "
-             "column is the metric's own reference value.")
+             f"the words ({boot} resamples; WEAT-ES shows the WEAT table's interval of the same "
+             f"d) and the central 95% of the metric under three nulls at the same list sizes "
+             f"({reps} draws each): what 'no bias' gives here. `reading` says whether the "
+             "value lies inside or beyond every null range (inside = no evidence of bias by "
+             "that metric); `no bias` is the metric's own reference value.")
     sec.table(frame, f"{ctx.key}_embedding_metrics",
-              "Embedding-bias metrics: value, bootstrap interval, null ranges")
+              "Embedding-bias metrics: value, bootstrap interval, null ranges (or why a null "
+              "could not be drawn), reference value and reading")
+    pairs = _pairs_sentence(s, wl)
+    if pairs:
+        sec.text(pairs)
     sec.bullets([f"{m.name}: {m.title} ({m.paper}); {m.definition}; {m.direction}"
                  for m in METRICS.values()])
     ctx.results["embedding_metrics"] = table.to_dict()

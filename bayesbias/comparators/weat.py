@@ -360,6 +360,8 @@ class WeatResult:
     n_bootstrap_degenerate: int = 0
     dropped: dict = field(default_factory=dict)
     source: str = ""
+    #: The test's name in the output (``"WEAT"``; ``"SEAT"`` for sentence sets).
+    test: str = "WEAT"
 
     @property
     def exact(self) -> bool:
@@ -374,7 +376,18 @@ class WeatResult:
         d["statistic_description"] = ("sum of s(x, A, B) over X minus sum of s(y, A, B) "
                                       "over Y (Caliskan et al. 2017)")
         d["p_value_description"] = self.p_value_description
+        d["p_text"] = self.p_text
         return d
+
+    @property
+    def p_text(self) -> str:
+        """The p-value as printed, with its sidedness: e.g. ``"p < 0.001 (two-sided)"``.
+
+        Below what the test resolves it is a bound (:func:`bayesbias.reconcile.format_p`).
+        """
+        from ..reconcile import p_text
+
+        return p_text(self)
 
     @property
     def p_value_description(self) -> str:
@@ -389,7 +402,7 @@ class WeatResult:
         return pd.DataFrame([{
             "X": self.names.get("X"), "Y": self.names.get("Y"), "A": self.names.get("A"),
             "B": self.names.get("B"), "effect_size": self.effect_size,
-            "statistic": self.statistic, "p_value": self.p_value,
+            "statistic": self.statistic, "p_value": self.p_value, "p": self.p_text,
             "alternative": self.alternative, "permutation": self.permutation,
             "n_permutations": self.n_permutations,
             "ci_lower": self.ci[0] if self.ci else np.nan,
@@ -399,12 +412,12 @@ class WeatResult:
     def __str__(self) -> str:
         n = self.names
         lines = [
-            f"WEAT {n.get('X', 'X')} vs {n.get('Y', 'Y')} / {n.get('A', 'A')} vs "
+            f"{self.test} {n.get('X', 'X')} vs {n.get('Y', 'Y')} / {n.get('A', 'A')} vs "
             f"{n.get('B', 'B')} ({self.sizes['X']}+{self.sizes['Y']} targets, "
             f"{self.sizes['A']}+{self.sizes['B']} attributes)",
             f"  effect size d = {self.effect_size:.4f} ({_SD_LABEL[self.sd_convention]})",
             f"  statistic     = {self.statistic:.6f}",
-            f"  p-value       = {self.p_value:.4g} ({self.p_value_description})",
+            f"  {self.p_text}; {self.p_value_description}",
         ]
         if self.ci is not None:
             lines.append(f"  {self.ci_prob:.0%} bootstrap interval for d: "
@@ -461,6 +474,10 @@ def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str =
     test = permutation_test(s_x, s_y, alternative=alternative, n_permutations=n_permutations,
                             exact_limit=exact_limit, seed=np.random.default_rng(perm_seed))
     d = float(effect_size(s_x, s_y, sd=sd))
+    if not np.isfinite(d):  # never a p-value for an undefined statistic
+        raise InputDataError(
+            "the effect size is undefined: every target has the same association with A "
+            "and B (are all the vectors equal, e.g. from an encoder that knows no word?)")
     ci = None
     n_degenerate = 0
     if bootstrap:

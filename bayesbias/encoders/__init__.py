@@ -14,9 +14,10 @@ _WHERE = {
     "Encoder": ".model", "EncoderError": ".model", "MissingExtraError": ".model",
     "load_encoder": ".model", "EXTRA": ".model", "NAMED_ENCODERS": ".model",
     "EncoderSource": ".words", "Templates": ".words", "HOWS": ".words",
-    "template_vectors": ".words", "read_corpus": ".words", "find_contexts": ".words",
+    "template_vectors": ".words", "read_corpus": ".words", "iter_corpus": ".words",
+    "find_contexts": ".words",
     "MADLIBS": ".words",
-    "VectorCache": ".cache", "default_cache_dir": ".cache",
+    "VectorCache": ".cache", "CacheError": ".cache", "default_cache_dir": ".cache",
     "context_distance_table": ".contexts",
 }
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["VectorCache", "default_cache_dir"]
+from ..errors import BayesbiasError
+
+__all__ = ["VectorCache", "CacheError", "default_cache_dir"]
+
+
+class CacheError(BayesbiasError, RuntimeError):
+    """The vector cache file cannot be used (not a database, read-only, corrupt)."""
 
 _CHUNK = 500  # keys per SELECT (SQLite's parameter limit is larger)
 
@@ -32,12 +39,23 @@ class VectorCache:
         self.enabled = enabled
         self._db = None
 
+    @contextlib.contextmanager
+    def _guard(self):
+        """Turn SQLite and file-system failures into one CacheError naming the file."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise CacheError(f"{self.path}: cannot use the encoder cache ({exc}); remove the "
+                             "file or run with --no-cache") from None
+
     def _conn(self):
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=60)
-            self._db.execute("CREATE TABLE IF NOT EXISTS vectors "
-                             "(key TEXT PRIMARY KEY, data BLOB NOT NULL)")
+            with self._guard():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=60)
+                db.execute("CREATE TABLE IF NOT EXISTS vectors "
+                           "(key TEXT PRIMARY KEY, data BLOB NOT NULL)")
+                self._db = db
         return self._db
 
     @staticmethod
@@ -54,11 +72,14 @@ class VectorCache:
         db = self._conn()
         for start in range(0, len(unique), _CHUNK):
             part = unique[start:start + _CHUNK]
-            rows = db.execute(f"SELECT key, data FROM vectors WHERE key IN "
-                              f"({','.join('?' * len(part))})", part).fetchall()
+            with self._guard():
+                rows = db.execute(f"SELECT key, data FROM vectors WHERE key IN "
+                                  f"({','.join('?' * len(part))})", part).fetchall()
             for key, data in rows:
+                if not isinstance(data, bytes):
+                    continue
                 vec = np.frombuffer(data, dtype="<f4")
-                if vec.shape == (dim,):
+                if vec.shape == (dim,) and np.isfinite(vec).all():
                     out[key] = vec.astype(np.float32)
         return out
 
@@ -67,11 +88,12 @@ class VectorCache:
         if not self.enabled or not items:
             return
         db = self._conn()
-        with db:
+        with self._guard(), db:
             db.executemany("INSERT OR REPLACE INTO vectors (key, data) VALUES (?, ?)",
                            [(k, np.asarray(v, dtype="<f4").tobytes()) for k, v in items.items()])
 
     def __len__(self) -> int:
         if not self.enabled or not self.path.exists():
             return 0
-        return int(self._conn().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+        with self._guard():
+            return int(self._conn().execute("SELECT COUNT(*) FROM vectors").fetchone()[0])

@@ -7,14 +7,34 @@ import pandas as pd
 
 from ..distances import distance_table
 from ..embeddings import Embedding
-from ..errors import OutOfVocabularyError
+from ..errors import InvalidArgumentError, OutOfVocabularyError
 from ..progress import progress
 from ..wordlists import load_wordlist
 
-__all__ = ["context_distance_table", "CONTEXT_COLUMN"]
+__all__ = ["context_distance_table", "check_context_draws", "CONTEXT_COLUMN",
+           "MAX_CONTEXT_ROWS"]
 
 #: Name of the column that numbers the context draws.
 CONTEXT_COLUMN = "context"
+#: Most rows of a context distance table (about 100 bytes each in memory: 2 GB).
+MAX_CONTEXT_ROWS = 20_000_000
+
+
+def check_context_draws(wordlist, n_draws: int) -> int:
+    """Refuse `n_draws` whose table would exceed :data:`MAX_CONTEXT_ROWS`; return it.
+
+    Checked before any encoding: the rows are at most protected words x attributes per
+    draw.
+    """
+    wl = load_wordlist(wordlist)
+    n_draws = int(n_draws)
+    per_draw = len(wl.protected_words) * len(wl.attributes)
+    if n_draws < 1 or n_draws * per_draw > MAX_CONTEXT_ROWS:
+        raise InvalidArgumentError(
+            f"--draws {n_draws:,}: {per_draw:,} rows per draw would give "
+            f"{n_draws * per_draw:,} rows, more than {MAX_CONTEXT_ROWS:,} (about 2 GB); "
+            f"use at most {max(MAX_CONTEXT_ROWS // max(per_draw, 1), 1):,} draws")
+    return n_draws
 
 
 def context_distance_table(source, wordlist, *, n_draws: int = 10, on_missing: str = "drop",
@@ -44,6 +64,7 @@ def context_distance_table(source, wordlist, *, n_draws: int = 10, on_missing: s
         Words without a context, per word-list part.
     """
     wl = load_wordlist(wordlist)
+    n_draws = check_context_draws(wl, n_draws)
     words = list(wl.all_words)
     vecs = source.context_vectors(words)
     present = [w for w in words if len(vecs[w])]

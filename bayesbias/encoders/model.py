@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import BayesbiasError
 from ..progress import progress
 from .cache import VectorCache, default_cache_dir
+from .folder import ModelFolderError, check_loaded_weights, check_model_folder, model_digest
 
 __all__ = ["Encoder", "EncoderError", "MissingExtraError", "load_encoder", "NAMED_ENCODERS",
            "EXTRA"]
@@ -37,7 +38,6 @@ EXTRA = "contextual"
 NAMED_ENCODERS = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 _OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1"}
-_HASH_WHOLE = 1 << 20  # files up to 1 MiB are hashed whole; larger ones by size, head and tail
 
 
 class EncoderError(BayesbiasError, RuntimeError):
@@ -101,8 +101,8 @@ def _extract_once(archive: Path, label: str) -> Path:
     import zipfile
 
     size = archive.stat().st_size
-    with open(archive, "rb") as fh:
-        head = hashlib.sha256(fh.read(_HASH_WHOLE)).hexdigest()[:12]
+    with open(archive, "rb") as fh:  # whole archive: a changed byte is a new folder
+        head = hashlib.file_digest(fh, "sha256").hexdigest()[:12]
     target = default_cache_dir().parent / "models" / f"{label}-{size}-{head}"
     if (target / "modules.json").is_file():
         return target
@@ -139,25 +139,6 @@ def _find_model_root(path: Path) -> Path | None:
     return min(found, key=lambda p: len(p.parts)) if found else None
 
 
-def _model_key(root: Path) -> str:
-    """Digest of the model files (names, sizes, contents; head and tail of large files)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith(".") or "/." in rel:
-            continue
-        size = path.stat().st_size
-        h.update(f"{rel}\0{size}\0".encode())
-        with open(path, "rb") as fh:
-            if size <= _HASH_WHOLE:
-                h.update(fh.read())
-            else:
-                h.update(fh.read(_HASH_WHOLE // 2))
-                fh.seek(size - _HASH_WHOLE // 2)
-                h.update(fh.read())
-    return h.hexdigest()[:32]
-
-
 class Encoder:
     """A sentence encoder on the CPU, with an on-disk vector cache.
 
@@ -170,15 +151,16 @@ class Encoder:
     path : pathlib.Path
         The model folder.
     key : str
-        Digest of the model files; the cache key of every vector.
+        Digest of the full content of the model files (:func:`~bayesbias.encoders.folder.
+        model_digest`); the cache key of every vector.
     """
 
     def __init__(self, name: str, path: Path, model, *, cache_dir=None, cache: bool = True,
-                 batch_size: int = 64):
+                 batch_size: int = 64, key: str | None = None):
         self.name = name
         self.path = path
         self.model = model
-        self.key = _model_key(path)
+        self.key = key or model_digest(check_model_folder(path))
         self.batch_size = int(batch_size)
         self.cache = VectorCache(Path(cache_dir or default_cache_dir()) / f"{self.key}.sqlite",
                                  enabled=cache)
@@ -231,9 +213,10 @@ class Encoder:
             fresh = []
             for start in range(0, len(todo), bs):
                 chunk = todo[start:start + bs]
-                fresh.append(np.asarray(self.model.encode(
-                    chunk, batch_size=bs, convert_to_numpy=True, show_progress_bar=False),
-                    dtype=np.float32))
+                with self._native_failure(chunk):
+                    fresh.append(np.asarray(self.model.encode(
+                        chunk, batch_size=bs, convert_to_numpy=True, show_progress_bar=False),
+                        dtype=np.float32))
                 progress.info("encoder %s: %d of %d new sentences encoded", self.name,
                               min(start + bs, len(todo)), len(todo))
             vectors = np.vstack(fresh)
@@ -276,7 +259,8 @@ class Encoder:
             new = {}
             for start in range(0, len(todo), bs):
                 chunk = todo[start:start + bs]
-                vecs = self._token_batch([s for s, _ in chunk], [sp for _, sp in chunk])
+                with self._native_failure([s for s, _ in chunk]):
+                    vecs = self._token_batch([s for s, _ in chunk], [sp for _, sp in chunk])
                 for (s, (a, b)), v in zip(chunk, vecs, strict=True):
                     new[self.cache.key("token", f"{a}:{b}:{s}")] = v
                 progress.info("encoder %s: %d of %d new contexts encoded", self.name,
@@ -286,6 +270,19 @@ class Encoder:
             out.update(new)
         return np.vstack([out[k] for k in keys]) if keys else np.empty((0, self.dim),
                                                                        np.float32)
+
+    @contextlib.contextmanager
+    def _native_failure(self, texts):
+        """A panic of the tokenizer (Rust) on some text: one EncoderError naming the model."""
+        with _native_stderr() as native:
+            try:
+                yield
+            except BaseException as exc:
+                if not _is_panic(exc):
+                    raise
+                native.drop()
+                raise EncoderError(f"{self.path}: the tokenizer failed on one of "
+                                   f"{[t[:40] for t in texts[:3]]}... ({exc})") from None
 
     def _token_batch(self, sentences, spans) -> np.ndarray:
         import torch
@@ -352,7 +349,7 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
     name = str(name_or_path)
     path = Path(name).expanduser()
     if name.lower() in NAMED_ENCODERS and not path.exists():
-        st = _import_sentence_transformers()
+        _import_sentence_transformers()  # names the extra when it is missing
         root = _packaged_model_dir(name)
     else:
         if not path.exists():
@@ -367,41 +364,127 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
             raise EncoderError(
                 f"{path}: not a model folder (no config.json or modules.json)"
                 + (f"; did you mean {root}?" if root is not None else ""))
-        st = _import_sentence_transformers()
-    if not any(root.glob("*.safetensors")) and not any(root.rglob("*.safetensors")):
-        raise EncoderError(
-            f"{root}: no .safetensors weights; bayesbias reads only safetensors (pickled "
-            "PyTorch .bin weights can run code when loaded)")
+    st = _import_sentence_transformers()
+    try:  # nothing of the folder is read by the libraries before it passes these checks
+        found = check_model_folder(root)
+        key = model_digest(found)
+    except ModelFolderError as exc:
+        raise EncoderError(str(exc)) from None
     try:  # our own progress records replace the libraries' progress bars
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
     except ImportError:
-        pass
-    with contextlib.redirect_stdout(sys.stderr), _quiet_hf():
+        hf_logging = None
+    with contextlib.redirect_stdout(sys.stderr), _quiet_hf(hf_logging), \
+            _native_stderr() as native:
         try:
             model = st.SentenceTransformer(str(root), device="cpu", local_files_only=True,
-                                           trust_remote_code=False)
-        except (OSError, ValueError, KeyError) as exc:
+                                           trust_remote_code=False,
+                                           model_kwargs={"use_safetensors": True,
+                                                         "ignore_mismatched_sizes": True})
+            model.eval()
+            unused = check_loaded_weights(found, model[0].auto_model)
+            _probe_tokenizer(root, model[0].tokenizer, model[0].auto_model)
+        except ModelFolderError as exc:
+            raise EncoderError(str(exc)) from None
+        except BaseException as exc:  # a malformed folder, or a panic of native code
+            if isinstance(exc, MissingExtraError) or not (isinstance(exc, Exception)
+                                                          or _is_panic(exc)):
+                raise  # KeyboardInterrupt, SystemExit
+            native.drop()  # a Rust panic's report: our one line replaces it
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
             raise EncoderError(f"{root}: cannot load the model ({type(exc).__name__}: "
-                               f"{exc})") from None
-    model.eval()
-    tok = model[0].tokenizer
-    if not getattr(tok, "is_fast", False):
-        raise EncoderError(f"{root}: the tokenizer is not a fast tokenizer (needed to find "
-                           "the sub-word tokens of a word)")
+                               f"{first})") from None
+    if unused:
+        log.warning("%s: %d tensor(s) of the checkpoint are not used by the model (e.g. %s)",
+                    root, len(unused), ", ".join(unused[:3]))
     progress.info("loaded encoder %s from %s", name, root)
     return Encoder(name, root, model, cache_dir=cache_dir, cache=cache,
-                   batch_size=batch_size)
+                   batch_size=batch_size, key=key)
 
 
 @contextlib.contextmanager
-def _quiet_hf():
-    """Silence the 'creating a new model with mean pooling' notice of plain HF folders."""
+def _quiet_hf(hf_logging=None):
+    """Silence the libraries' notices and load reports while a model is loaded.
+
+    Missing weights are refused by :func:`~bayesbias.encoders.folder.check_loaded_weights`
+    with one line, in place of transformers' multi-line report.
+    """
     logger = logging.getLogger("sentence_transformers")
     level = logger.level
     logger.setLevel(logging.ERROR)
+    hf_level = hf_logging.get_verbosity() if hf_logging is not None else None
+    if hf_logging is not None:
+        hf_logging.set_verbosity(logging.CRITICAL)
     try:
         yield
     finally:
         logger.setLevel(level)
+        if hf_logging is not None:
+            hf_logging.set_verbosity(hf_level)
+
+
+class _Captured:
+    def __init__(self):
+        self.keep = True
+
+    def drop(self) -> None:
+        """Do not show what native code wrote meanwhile."""
+        self.keep = False
+
+
+@contextlib.contextmanager
+def _native_stderr():
+    """Hold what native code writes to file descriptor 2 (a Rust panic's report).
+
+    Shown afterwards unless :meth:`_Captured.drop` was called, so a failure ends in one
+    line. Without a real stderr (tests capturing it) nothing is redirected.
+    """
+    captured = _Captured()
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield captured
+        return
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), fd)
+        try:
+            yield captured
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            if captured.keep:
+                held.seek(0)
+                data = held.read(1 << 20)
+                if data:
+                    sys.stderr.flush()
+                    os.write(fd, data)
+
+
+def _is_panic(exc: BaseException) -> bool:
+    """A Rust panic surfaced by pyo3 (``pyo3_runtime.PanicException``, a BaseException)."""
+    return type(exc).__name__ == "PanicException"
+
+
+def _probe_tokenizer(root: Path, tok, model=None) -> None:
+    """Refuse a tokenizer that is not fast, knows only special tokens, has more tokens than
+    the model's embedding has rows, or panics."""
+    if not getattr(tok, "is_fast", False):
+        raise ModelFolderError(f"{root}: the tokenizer is not a fast tokenizer (needed to "
+                               "find the sub-word tokens of a word)")
+    rows = getattr(getattr(model, "get_input_embeddings", lambda: None)(), "num_embeddings", None)
+    top = max(tok.get_vocab().values(), default=-1) + 1
+    if rows is not None and top > rows:
+        raise ModelFolderError(f"{root}: the tokenizer has token ids up to {top - 1} but the "
+                               f"model's embedding only {rows} rows (config.json vocab_size)")
+    specials = set(getattr(tok, "all_special_ids", []) or [])
+    ids = tok("This is a test sentence about a person.", add_special_tokens=False)["input_ids"]
+    if len(tok) <= len(specials) or not ids or all(i in specials for i in ids):
+        raise ModelFolderError(f"{root}: the tokenizer knows no words (only special tokens "
+                               f"among its {len(tok)} tokens)")

@@ -17,6 +17,7 @@ accepts one in place of a file, so every command that reads an embedding reads a
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import tomllib
 import zlib
@@ -36,6 +37,7 @@ __all__ = [
     "Templates",
     "EncoderSource",
     "read_corpus",
+    "iter_corpus",
     "find_contexts",
     "template_vectors",
 ]
@@ -222,29 +224,90 @@ def template_vectors(encoder: Encoder, words, templates: Templates | None = None
 
 
 # -- corpus contexts ---------------------------------------------------------------------
+#: Longest corpus line (a sentence); a longer one is refused, naming its line.
+MAX_SENTENCE_BYTES = 1 << 20
+#: Most text kept from a corpus: the sentences that contain a word of the study (repeats
+#: once). The corpus itself is streamed, so its size costs time only.
+MAX_KEPT_BYTES = 512 << 20
+_READ_BYTES = 1 << 20
+#: Largest decompressed / compressed size of a gzip corpus (text: 3 to 20; a stream of
+#: blank lines: 1000), above 64 MiB decompressed.
+MAX_GZIP_RATIO = 200
+
+
+def iter_corpus(path):
+    """Stream the sentences of a corpus file: one per line, plain or gzip, blanks skipped.
+
+    Memory and time are bounded: the file is read in blocks, each line at most
+    :data:`MAX_SENTENCE_BYTES` long, and a gzip file may expand at most
+    :data:`MAX_GZIP_RATIO`-fold.
+
+    Raises
+    ------
+    EncoderError
+        The file is missing, not a regular file, unreadable, not UTF-8 (naming the line),
+        or has a line longer than the bound.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise EncoderError(f"corpus {path}: no such file" if not path.exists() else
+                           f"corpus {path}: not a regular file")
+    lineno = 0
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            fh = gzip.GzipFile(fileobj=raw) if gz else raw
+            limit = max(MAX_GZIP_RATIO * os.fstat(raw.fileno()).st_size, 64 << 20) if gz \
+                else None
+            buf, total = b"", 0
+            while True:
+                chunk = fh.read(_READ_BYTES)
+                total += len(chunk)
+                if limit is not None and total > limit:
+                    raise EncoderError(f"corpus {path}: expands more than {MAX_GZIP_RATIO}-fold "
+                                       "when decompressed; not a text corpus (a compression "
+                                       "bomb?)")
+                if chunk and not buf and not chunk.strip():  # a blank block: skipped in C
+                    lineno += chunk.count(b"\n")
+                    continue
+                lines = (buf + chunk).split(b"\n")
+                buf = lines.pop() if chunk else b""  # at the end the last piece is a line
+                for line in lines:
+                    lineno += 1
+                    if len(line) > MAX_SENTENCE_BYTES:
+                        raise _too_long(path, lineno)
+                    text = line.decode("utf-8").strip()
+                    if text:
+                        yield text
+                if len(buf) > MAX_SENTENCE_BYTES:
+                    raise _too_long(path, lineno + 1)
+                if not chunk:
+                    return
+    except UnicodeDecodeError as exc:
+        raise EncoderError(f"corpus {path}, line {lineno}: not UTF-8 text ({exc.reason} at "
+                           f"byte {exc.start} of the line)") from None
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise EncoderError(f"corpus {path}: cannot read ({exc})") from None
+
+
+def _too_long(path, lineno: int) -> EncoderError:
+    return EncoderError(f"corpus {path}, line {lineno}: longer than "
+                        f"{MAX_SENTENCE_BYTES >> 20} MiB; one sentence per line expected")
+
+
 def read_corpus(path) -> list[str]:
     """Sentences of a corpus file: one per line, plain text or gzip; blanks and repeats dropped.
+
+    The whole corpus is kept in memory: :class:`EncoderSource` streams it instead
+    (:func:`iter_corpus`).
 
     Raises
     ------
     EncoderError
         The file is missing, unreadable, not UTF-8 or has no sentence.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise EncoderError(f"corpus {path}: no such file")
-    try:
-        with open(path, "rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
-        opener = gzip.open if gz else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            lines = [line.strip() for line in fh]
-    except UnicodeDecodeError as exc:
-        raise EncoderError(f"corpus {path}: not UTF-8 text ({exc.reason} at byte "
-                           f"{exc.start})") from None
-    except (OSError, EOFError, zlib.error) as exc:
-        raise EncoderError(f"corpus {path}: cannot read ({exc})") from None
-    sentences = list(dict.fromkeys(s for s in lines if s))
+    sentences = list(dict.fromkeys(iter_corpus(path)))
     if not sentences:
         raise EncoderError(f"corpus {path}: no sentences (one sentence per line expected)")
     return sentences
@@ -255,45 +318,67 @@ def _word_rng(seed: int, word: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(word.encode("utf-8"))])
 
 
-def find_contexts(sentences, words, n: int, seed: int) -> dict[str, list[tuple[str, tuple]]]:
+def find_contexts(sentences, words, n: int, seed: int, *, source: str = "corpus"
+                  ) -> dict[str, list[tuple[str, tuple]]]:
     """Up to `n` corpus sentences per word, drawn without replacement with `seed`.
 
     A word matches a whole token, case-insensitively (``"nurse"`` matches ``"Nurse"`` but not
-    ``"nurses"``); its first occurrence in a sentence is used.
+    ``"nurses"``); its first occurrence in a sentence is used. `sentences` may be any
+    iterable (a stream, read once); only the sentences that contain a word are kept
+    (a repeated sentence counts once), at most :data:`MAX_KEPT_BYTES` of them.
 
     Returns
     -------
     dict of {str: list of (sentence, (start, end))}
         Words that occur nowhere map to an empty list.
+
+    Raises
+    ------
+    EncoderError
+        The sentences that contain the words exceed :data:`MAX_KEPT_BYTES`, or there is
+        no sentence at all.
     """
+    words = list(words)
     wanted = {w.lower(): w for w in words}
-    hits: dict[str, list[int]] = {w: [] for w in words}
-    spans: dict[tuple[str, int], tuple[int, int]] = {}
-    for i, s in enumerate(sentences):
-        seen = set()
+    # words that are not one token (rare): case-insensitive search on word boundaries
+    patterns = {w: re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE)
+                for w in words if not _TOKEN.fullmatch(w)}
+    hits: dict[str, list[tuple[str, tuple]]] = {w: [] for w in words}
+    seen: dict[str, set] = {w: set() for w in words}
+    kept: set[str] = set()
+    kept_bytes = 0
+    any_sentence = False
+    for s in sentences:
+        any_sentence = True
+        found = {}
         for m in _TOKEN.finditer(s):
-            low = m.group(0).lower()
-            if low in wanted and low not in seen:
-                seen.add(low)
-                w = wanted[low]
-                hits[w].append(i)
-                spans[(w, i)] = m.span()
-    # multi-token words (rare): plain case-insensitive search on word boundaries
-    for w in words:
-        if not hits[w] and not _TOKEN.fullmatch(w):
-            pat = re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE)
-            for i, s in enumerate(sentences):
-                m = pat.search(s)
-                if m:
-                    hits[w].append(i)
-                    spans[(w, i)] = m.span()
+            w = wanted.get(m.group(0).lower())
+            if w is not None and w not in found:
+                found[w] = m.span()
+        for w, pat in patterns.items():
+            m = pat.search(s)
+            if m:
+                found.setdefault(w, m.span())
+        for w, span in found.items():
+            if s not in seen[w]:
+                seen[w].add(s)
+                hits[w].append((s, span))
+        if found and s not in kept:
+            kept.add(s)
+            kept_bytes += len(s)
+            if kept_bytes > MAX_KEPT_BYTES:
+                raise EncoderError(
+                    f"{source}: the sentences that contain the words exceed "
+                    f"{MAX_KEPT_BYTES >> 20} MiB; give a smaller corpus")
+    if not any_sentence:
+        raise EncoderError(f"{source}: no sentences (one sentence per line expected)")
     out = {}
     for w in words:
         idx = hits[w]
         if len(idx) > n:
             pick = _word_rng(seed, w).choice(len(idx), size=n, replace=False)
             idx = [idx[j] for j in sorted(pick)]
-        out[w] = [(sentences[i], spans[(w, i)]) for i in idx]
+        out[w] = list(idx)
     return out
 
 
@@ -360,23 +445,24 @@ class EncoderSource:
                                          batch_size=self.batch_size)
         return self._encoder
 
-    def sentences(self) -> list[str]:
-        """Return the corpus sentences (read once).
+    def sentences(self):
+        """Return the corpus sentences: the shipped list, or a stream of a corpus file.
 
-        ``corpus="madlibs"`` is the shipped demonstration corpus (the toxicity madlibs).
+        ``corpus="madlibs"`` is the shipped demonstration corpus (the toxicity madlibs),
+        kept in memory; a file is streamed on each call (:func:`iter_corpus`).
         """
-        if self._corpus is None:
-            if self.corpus == MADLIBS:
+        if self.corpus == MADLIBS:
+            if self._corpus is None:
                 from ..datasets import madlibs
 
                 self._corpus = list(dict.fromkeys(madlibs()["phrase"].astype(str)))
-            else:
-                self._corpus = read_corpus(self.corpus)
-        return self._corpus
+            return self._corpus
+        return iter_corpus(self.corpus)
 
     def word_contexts(self, words) -> dict:
         """Contexts of each word (see :func:`find_contexts`)."""
-        return find_contexts(self.sentences(), list(words), int(self.contexts), self.seed)
+        return find_contexts(self.sentences(), list(words), int(self.contexts), self.seed,
+                             source=f"corpus {self.corpus}")
 
     def context_vectors(self, words) -> dict[str, np.ndarray]:
         """Return the contextual vectors of each word, one row per drawn context.

@@ -12,7 +12,7 @@ from .._lazy import lazy_exports
 _MODULES = {
     ".spec": ("ModelSpec", "Prior", "load_spec", "available_models"),
     ".fit": ("fit_model", "Fit", "Diagnostics", "Check", "FitFileError", "SamplerWarning",
-             "load_fit", "CONTRASTS"),
+             "load_fit", "CONTRASTS", "ALL_CONTRASTS"),
     ".cells": ("Cells", "cells_from_table"),
     ".compare": ("compare_fits", "Comparison", "loo_compare"),
 }
@@ -34,6 +34,7 @@ __all__ = [
     "SamplerWarning",
     "load_fit",
     "CONTRASTS",
+    "ALL_CONTRASTS",
     # data
     "Cells",
     "cells_from_table",

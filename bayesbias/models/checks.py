@@ -7,8 +7,10 @@ Both are computed from a thinned set of posterior draws (at most :data:`CHECK_DR
     Rao-Blackwellised LOO-PIT values: ``PIT_i = sum_s w_is Phi((y_i - m_is) / s_is)`` with
     PSIS weights ``w_is`` from ArviZ. In-sample coverage is inflated when cells have few rows
     (a row helps fit its own cell mean); the LOO version is not. Under the true model the
-    share is about 0.89, within binomial noise, so the tolerance is
-    ``max(0.05, 3.5 * sqrt(0.89 * 0.11 / rows))``.
+    share is about 0.89 within sampling noise; rows that share an attribute word (or a cell)
+    are not independent, so the noise is the cluster standard error of the share over
+    attribute words (cells without them), and the tolerance is
+    ``max(0.05, 3.5 * cluster se)``.
 ``attribute_dependence``
     Do rows that share an attribute word share a shift the model does not have? Given the
     parameters, a row's standardised residual ``(y_i - m_i) / s_i`` is Normal(0, 1), so
@@ -63,22 +65,35 @@ def loo_pit(fit) -> np.ndarray:
     mean, sd = _row_moments(fit)
     z = (y[None, :] - mean) / sd
     loglik = -0.5 * z * z - np.log(sd)
-    lw, _ = array_stats.psislw(-loglik, axis=0)  # (rows, draws)
+    lw, _ = array_stats.psislw(loglik, axis=0)  # log-likelihood in; (rows, draws) out
     lw = np.asarray(lw)
     lw = lw - np.logaddexp.reduce(lw, axis=-1, keepdims=True)
     return np.exp(np.logaddexp.reduce(lw + log_ndtr(z.T), axis=-1))
 
 
-def coverage_tolerance(rows: int, prob: float = 0.89) -> float:
-    """Allowed distance of the LOO coverage share from `prob` for `rows` rows."""
-    return max(MIN_TOLERANCE, 3.5 * np.sqrt(prob * (1 - prob) / max(rows, 1)))
+def coverage_tolerance(cluster_se: float) -> float:
+    """Allowed distance of the LOO coverage share from its nominal value."""
+    return max(MIN_TOLERANCE, 3.5 * float(cluster_se))
 
 
-def loo_coverage(fit, prob: float = 0.89) -> float:
-    """Share of rows inside their central `prob` leave-one-out predictive interval."""
+def loo_coverage(fit, prob: float = 0.89) -> tuple[float, float]:
+    """Share of rows inside their central `prob` leave-one-out predictive interval, and its
+    cluster standard error (clusters: attribute words, else cells)."""
+    c = fit.cells
     pit = loo_pit(fit)
     a = (1 - prob) / 2
-    return float(np.mean((pit >= a) & (pit <= 1 - a)))
+    inside = ((pit >= a) & (pit <= 1 - a)).astype(float)
+    if c.attr_idx is not None:
+        cluster = c.attr_idx
+    else:
+        cluster = c.unit_idx.astype(np.int64) * len(CONNECTIONS) + c.conn_idx
+    _, cluster = np.unique(cluster, return_inverse=True)
+    k = cluster.max() + 1
+    n = np.bincount(cluster, minlength=k)
+    dev = np.bincount(cluster, weights=inside - inside.mean(), minlength=k)
+    # ratio-estimator cluster se of a mean: sqrt(sum_k (sum_i dev_i)^2) / N
+    se = float(np.sqrt(np.sum(dev**2) * k / max(k - 1, 1)) / n.sum())
+    return float(inside.mean()), se
 
 
 def attribute_dependence(fit) -> float | None:

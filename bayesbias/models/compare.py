@@ -196,7 +196,7 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
                        "the stereotype distances did not change credibly, so any change in a "
                        "bias score comes from neutral words moving")
     crow = contrasts.set_index("contrast")
-    for lab in ("associated - none", "associated - different"):
+    for lab in ("associated - none", "associated - human", "associated - different"):
         r = crow.loc[lab]
         verdict.append(f"bias contrast {lab}: {r['a_mean']:+.4f} -> {r['b_mean']:+.4f} "
                        + ("(credible change)" if r["excludes_zero"] else

@@ -129,20 +129,57 @@ class ContextFit:
 
     def to_dict(self) -> dict:
         """Plain-Python dict (JSON-ready)."""
-        return {"summary": self.summary.to_dict(orient="records"),
+        return {"verdict": self.verdict().to_dict(),
+                "summary": self.summary.to_dict(orient="records"),
                 "contrasts": self.contrasts.to_dict(orient="records"),
                 "ci_prob": self.ci_prob, "ci_kind": self.ci_kind, "rows": self.n_rows,
                 "cells": self.n_cells, "words": self.n_words, "contexts": self.n_contexts,
                 "diagnostics": self.diagnostics, "spec": self.spec}
 
+    def verdict(self, name: str = "", rope: float | None = None):
+        """Return the control-group :class:`~bayesbias.verdicts.Verdict` from mu_bar's draws.
+
+        The same rule and words as ``bayesbias fit``; a connection without rows makes its
+        contrasts "no data".
+        """
+        from ..verdicts import VERDICT_CONTRASTS, verdict_from_draws
+
+        mu = self.posterior["mu_bar"]
+        present = set(mu["connection"].values.tolist())
+        draws, has = {}, {}
+        n = mu.sizes["chain"] * mu.sizes["draw"]
+        for a, b in VERDICT_CONTRASTS:
+            lab = f"{a} - {b}"
+            has[lab] = a in present and b in present
+            draws[lab] = (np.ravel((mu.sel(connection=a) - mu.sel(connection=b))
+                                   .transpose("chain", "draw").values)
+                          if has[lab] else np.zeros(n))
+        return verdict_from_draws(name, draws, self.ci_prob, self.ci_kind, rope, has)
+
+    def diagnostics_text(self) -> str:
+        """Return the sampler diagnostics in one line."""
+        d = self.diagnostics
+        return (f"diagnostics: max r-hat {d.get('max_rhat', float('nan')):.3f}, min bulk ESS "
+                f"{d.get('min_ess_bulk', float('nan')):.0f}, {d.get('divergences', 0)} "
+                f"divergence(s) ({d.get('chains')} chains x {d.get('draws')} draws, seed "
+                f"{d.get('seed')})")
+
     def __str__(self) -> str:
         pct = f"{self.ci_prob:.0%} {self.ci_kind.upper()}"
-        lines = [f"context model ({self.n_rows} rows in {self.n_cells} cells: {self.n_words} "
+        v = self.verdict()
+        d = self.diagnostics
+        bad = d.get("max_rhat", 1.0) > 1.01 or d.get("divergences", 0) > 0
+        lines = [str(v), f"  {v.rule}"]
+        if bad:
+            lines.append(f"  warning: sampler diagnostics failed ({self.diagnostics_text()}); "
+                         "read the verdict as rough until --fit-draws and --chains are raised")
+        lines += ["",
+                 f"context model ({self.n_rows} rows in {self.n_cells} cells: {self.n_words} "
                  f"words x {self.n_contexts} context draws; {pct})",
                  self.summary.round(4).to_string(index=False),
                  "contrasts of the group means (mu_bar):",
                  self.contrasts.round(4).to_string(index=False),
-                 f"diagnostics: {self.diagnostics}"]
+                 self.diagnostics_text()]
         return "\n".join(lines)
 
 
@@ -185,6 +222,9 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
     cells = context_cells(table)
     present = [c for c in CONNECTIONS if (cells["c"] == c).any()]
     words = sorted(cells["w"].unique())
+    from .fit import _check_settings  # the same bounds (and memory bound) as every fit
+
+    draws, tune, chains = _check_settings(draws, tune, chains, 0.8, len(words) * len(present))
     wi = cells["w"].map({w: i for i, w in enumerate(words)}).to_numpy()
     ci = cells["c"].map({c: i for i, c in enumerate(present)}).to_numpy()
     n = cells["n"].to_numpy(float)
@@ -227,7 +267,7 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
             lo, hi = _interval(az, d, ci_prob, ci_kind)
             crow.append({"contrast": f"{a} - {b}", "mean": float(d.mean()),
                          "lower": float(lo), "upper": float(hi),
-                         "p_below_0": float((d < 0).mean())})
+                         "prob_below_zero": float((d < 0).mean())})
     rhat = az.rhat(idata, var_names=["mu_bar", "tau_word", "tau_context", "sigma"])
     ess = az.ess(idata, var_names=["mu_bar", "tau_word", "tau_context", "sigma"])
     diverging = idata.sample_stats["diverging"] if "diverging" in idata.sample_stats else None

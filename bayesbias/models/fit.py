@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._atomic import atomic_path
+from .._atomic import atomic_write_bytes
 from ..config import CONNECTIONS, DEFAULT_MODEL, defaults
 from ..errors import DiagnosticsError, InvalidArgumentError, ModelSpecError
 from ..progress import progress
@@ -33,6 +33,8 @@ __all__ = [
     "fit_model",
     "load_fit",
     "CONTRASTS",
+    "ALL_CONTRASTS",
+    "contrast_pairs",
     "SAMPLERS",
     "RHAT_MAX",
     "ESS_PER_CHAIN_MIN",
@@ -42,15 +44,52 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: The contrasts reported by default, as (minuend, subtrahend) connections.
-CONTRASTS = (("associated", "none"), ("associated", "different"), ("different", "none"),
-             ("human", "none"))
+#: The contrasts reported by default, as (minuend, subtrahend) connections: the four a
+#: verdict reads (:data:`bayesbias.verdicts.VERDICT_CONTRASTS`, in its order), then
+#: ``different - none``.
+CONTRASTS = (("associated", "none"), ("associated", "human"), ("associated", "different"),
+             ("human", "none"), ("different", "none"))
+#: All six pairwise contrasts between the four connections (``contrasts="all"``).
+ALL_CONTRASTS = CONTRASTS + (("different", "human"),)
+
+
+def contrast_pairs(contrasts=None) -> tuple[tuple[str, str], ...]:
+    """Resolve `contrasts` to (minuend, subtrahend) pairs of connections.
+
+    ``None`` gives :data:`CONTRASTS`, ``"all"`` :data:`ALL_CONTRASTS`; otherwise a sequence of
+    pairs or of labels such as ``"associated - human"`` (any pair of connections, either
+    order).
+    """
+    if contrasts is None:
+        return CONTRASTS
+    if isinstance(contrasts, str):
+        if contrasts == "all":
+            return ALL_CONTRASTS
+        contrasts = [contrasts]
+    out = []
+    for c in contrasts:
+        pair = tuple(p.strip() for p in c.split(" - ")) if isinstance(c, str) else tuple(c)
+        if len(pair) != 2 or pair[0] == pair[1] or not set(pair) <= set(CONNECTIONS):
+            raise InvalidArgumentError(
+                f"contrast {c!r}: give two different connections of {', '.join(CONNECTIONS)} "
+                "as a pair or as 'a - b' (or contrasts='all')")
+        out.append(pair)
+    return tuple(out)
 SAMPLERS = ("auto", "nutpie", "pymc")
 #: Upper limits of the sampler settings (beyond them a fit cannot finish or fit in memory).
 MAX_DRAWS = 1_000_000
 MAX_CHAINS = 64
-#: Largest number of stored draws x cells (8 bytes each): 2 GB.
-MAX_STORED = 250_000_000
+#: Memory a fit keeps per draw and chain, measured with nutpie (the most costly sampler
+#: here): about 2.2 kB, plus 120 bytes per cell and, for the crossed family, per attribute
+#: word (the posterior with its helper variables, the sampler statistics and the copies
+#: made while the draws are converted and summarised). Measured from the peak RSS growth
+#: between two draw counts: hierarchical, 60 cells: 8.9 kB (predicted 9.4); crossed, 60
+#: cells and 29 / 322 attributes: 12.4 / 46.6 kB (predicted 12.9 / 48.0).
+BYTES_PER_DRAW = 2_200
+BYTES_PER_CELL = 120
+BYTES_PER_ATTRIBUTE = 120
+#: Largest memory the draws of one fit may take (checked before sampling): 4 GB.
+MAX_FIT_BYTES = 4_000_000_000
 #: Posterior variables that are the sampler's helpers, not model parameters: kept last.
 HELPERS = ("mu_z", "mu_centred", "w", "attribute_z")
 #: A fit warns when its 89% posterior predictive interval holds a share of the rows
@@ -98,8 +137,8 @@ def _model_checks(fit) -> list[Check]:
                              "its interval comes from the prior alone and is not a finding"))
     from .checks import ATTRIBUTE_ALPHA, attribute_dependence, coverage_tolerance, loo_coverage
 
-    share = loo_coverage(fit)
-    tol = coverage_tolerance(fit.cells.n_rows)
+    share, se = loo_coverage(fit)
+    tol = coverage_tolerance(se)
     if abs(share - 0.89) > tol:
         what = ("too narrow: the model understates the spread of the distances, so its "
                 "intervals are likely too narrow (overconfident); prefer a model whose checks "
@@ -370,8 +409,11 @@ class Fit:
         return out.rename("group_mean")
 
     def contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
-        """Draws of differences between group-level means, dim ``contrast``."""
-        return _differences(self.group_mean_draws(), contrasts)
+        """Draws of differences between group-level means, dim ``contrast``.
+
+        `contrasts`: pairs, ``"a - b"`` labels or ``"all"`` (see :func:`contrast_pairs`).
+        """
+        return _differences(self.group_mean_draws(), contrast_pairs(contrasts))
 
     def word_mean_draws(self) -> xr.DataArray:
         """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``)."""
@@ -379,7 +421,7 @@ class Fit:
 
     def word_contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
         """Per-unit differences between connections, dims ``(..., unit, contrast)``."""
-        return _differences(self.word_mean_draws(), contrasts)
+        return _differences(self.word_mean_draws(), contrast_pairs(contrasts))
 
     # -- tables ---------------------------------------------------------------------------
     def group_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
@@ -392,17 +434,24 @@ class Fit:
         ds["rows"] = ("connection", self.cells.n.sum(axis=0))
         return ds if as_xarray else to_frame(ds)
 
-    def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+    def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
+                  contrasts=None):
         """Differences between group-level means (associated - none, ...), with intervals.
 
-        ``excludes_zero`` says whether the interval lies entirely on one side of 0;
+        `contrasts`: ``None`` for :data:`CONTRASTS` (the four verdict contrasts first, then
+        ``different - none``), ``"all"`` for the six pairwise ones, or any pairs / ``"a - b"``
+        labels. ``excludes_zero`` says whether the interval lies entirely on one side of 0;
+        ``prob_below_zero`` is the posterior probability that the contrast is below 0;
         ``has_data`` is False when one side of the contrast has no rows (the interval is
         then the prior's and ``excludes_zero`` is False; see :attr:`checks`).
         """
-        ds = summarise(self.contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        pairs = contrast_pairs(contrasts)
+        draws = self.contrast_draws(pairs)
+        ds = summarise(draws, ci_prob, ci_kind, zero_check=True)
+        ds["prob_below_zero"] = (draws < 0).mean(SAMPLE_DIMS)
         rows = self.cells.n.sum(axis=0)
         has = {c: rows[i] > 0 for i, c in enumerate(CONNECTIONS)}
-        ok = [bool(has[a] and has[b]) for a, b in CONTRASTS]
+        ok = [bool(has[a] and has[b]) for a, b in pairs]
         ds["has_data"] = ("contrast", ok)
         # A contrast with no rows on one side is the prior's, not a finding.
         ds["excludes_zero"] = ds["excludes_zero"] & ds["has_data"]
@@ -423,9 +472,10 @@ class Fit:
             frame = frame.drop(columns="protected_class_of")
         return frame
 
-    def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+    def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
+                       contrasts=None):
         """Per-unit contrasts (e.g. associated - none for each protected word)."""
-        ds = summarise(self.word_contrast_draws(), ci_prob, ci_kind, zero_check=True)
+        ds = summarise(self.word_contrast_draws(contrasts), ci_prob, ci_kind, zero_check=True)
         if as_xarray:
             return ds
         frame = to_frame(ds)
@@ -558,6 +608,8 @@ class Fit:
     def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
         c = self.cells
         rng = np.random.default_rng(seed)
+        if "attribute_effect" in self.posterior:
+            return self._ppc_rows(probs, ci_kind, rng)
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()[:, :, None, :]
         rep = mu + sig * rng.standard_normal(mu.shape)
@@ -568,6 +620,27 @@ class Fit:
             ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound").values
             lo, hi = ci[c.unit_idx, c.conn_idx, 0], ci[c.unit_idx, c.conn_idx, 1]
             inside = (c.y >= lo) & (c.y <= hi)
+            per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = per / c.n.sum(axis=0)
+            rows[f"inside_{p:g}"] = list(share) + [float(inside.mean())]
+        frame = pd.DataFrame(rows)
+        frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
+        return frame
+
+    def _ppc_rows(self, probs, ci_kind, rng) -> pd.DataFrame:
+        """In-sample PPC when each row has its own mean (attribute effects): thinned draws."""
+        from .checks import _row_moments
+
+        c = self.cells
+        mean, sd = _row_moments(self)
+        rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
+                           dims=("chain", "draw", "row"))
+        rows = {"connection": list(CONNECTIONS) + ["all"],
+                "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
+        for p in probs:
+            ci = interval(rep, p, ci_kind).transpose("row", "ci_bound").values
+            inside = (c.y >= ci[:, 0]) & (c.y <= ci[:, 1])
             per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
             with np.errstate(invalid="ignore", divide="ignore"):
                 share = per / c.n.sum(axis=0)
@@ -602,8 +675,8 @@ class Fit:
                  f"group-level mean cosine distance per connection ({iv}):",
                  groups.set_index("connection")[cols + ["rows"]].round(4).to_string(), "",
                  f"contrasts ({iv}):",
-                 contrasts.set_index("contrast")[cols + ["excludes_zero"]].round(4)
-                 .to_string()]
+                 contrasts.set_index("contrast")[cols + ["prob_below_zero", "excludes_zero"]]
+                 .round(4).to_string()]
         if ppc:
             lines += ["", "posterior predictive check (share of observed distances inside "
                       "the predictive HDI):",
@@ -626,20 +699,27 @@ class Fit:
             "checks": [c.to_dict() for c in self.checks],
         }
 
-    def save(self, path, loo: bool = False) -> Path:
+    def save(self, path, loo: bool = False, provenance: dict | None = None) -> Path:
         """Write the fit (posterior, data, spec, spec hash, version) to netCDF, atomically.
 
         With `loo`, also the pointwise ``log_likelihood`` group, so that ``arviz.loo`` works
-        on the loaded file (one value per row and draw: large for big tables).
+        on the loaded file (one value per row and draw: large for big tables). The
+        ``provenance`` attribute (JSON) holds `provenance`, by default
+        :func:`bayesbias.provenance.fit_provenance` (versions, date, command line, digests).
         """
+        from ..provenance import fit_provenance
+
         path = Path(path)
         tree = self.with_log_likelihood() if loo else self.idata.copy()
+        tree.attrs["provenance"] = json.dumps(provenance if provenance is not None
+                                              else fit_provenance(self), default=str)
         if "sample_stats" in tree:  # object-typed messages do not serialise
             ss = tree["sample_stats"].to_dataset()
             ss = ss.drop_vars([v for v in ss.data_vars if ss[v].dtype == object])
             tree["sample_stats"] = xr.DataTree(ss)
-        with atomic_path(path, suffix=".nc") as tmp, _no_distributed_probe():
-            tree.to_netcdf(tmp)
+        with _no_distributed_probe():  # in memory: h5py crashes on a disk that fills up
+            data = tree.to_netcdf(engine="h5netcdf")
+        atomic_write_bytes(path, data, suffix=".nc")
         return path
 
 
@@ -743,7 +823,18 @@ def _resolve_sampler(sampler: str) -> str:
     return sampler
 
 
-def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[int, int, int]:
+def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0) -> int:
+    """Bytes the draws of a fit take in memory (:data:`BYTES_PER_DRAW` and co).
+
+    `n_attributes`: attribute words with an effect of their own (crossed family), else 0.
+    """
+    per = (BYTES_PER_DRAW + BYTES_PER_CELL * max(int(n_cells), 1)
+           + BYTES_PER_ATTRIBUTE * int(n_attributes))
+    return int(draws) * int(chains) * per
+
+
+def _check_settings(draws, tune, chains, target_accept, n_cells: int,
+                    n_attributes: int = 0) -> tuple[int, int, int]:
     def _int(value, name, lo, hi):
         try:
             ok = float(value) == int(value)
@@ -763,10 +854,13 @@ def _check_settings(draws, tune, chains, target_accept, n_cells: int) -> tuple[i
         ta = float("nan")
     if not 0 < ta < 1:
         raise InvalidArgumentError(f"target_accept must be in (0, 1), got {target_accept!r}")
-    if draws * chains * max(n_cells, 1) > MAX_STORED:
+    need = fit_memory(draws, chains, n_cells, n_attributes)
+    if need > MAX_FIT_BYTES:
+        extra = f" and {n_attributes:,} attribute effects" if n_attributes else ""
         raise InvalidArgumentError(
-            f"draws x chains x cells = {draws:,} x {chains} x {n_cells} exceeds the limit of "
-            f"{MAX_STORED:,} stored values (2 GB); use fewer draws or chains")
+            f"draws x chains = {draws:,} x {chains} on {n_cells:,} cells{extra} would keep "
+            f"about {need / 1e9:.1f} GB of draws in memory (limit {MAX_FIT_BYTES / 1e9:.0f} GB); "
+            "use fewer draws or chains")
     return draws, tune, chains
 
 
@@ -816,10 +910,16 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     cells = cells_from_table(table, spec.level)
+    from ..distances import check_spread
+
+    check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
-    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size)
+    n_attr = (len(cells.attributes) if spec.family == "crossed" and cells.attributes is not None
+              else 0)
+    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
+                                          n_attr)
     seed = defaults.seed if seed is None else int(seed)
     sampler = _resolve_sampler(sampler)
     cores = min(chains, 2) if cores is None else cores

@@ -149,12 +149,16 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
     return fig
 
 
-def plot_fit_forest(fit, path, ci_prob=None, ci_kind=None) -> Path:
-    """Per-word means (by connection), group-level means and contrasts of `fit`, as PNG."""
-    return _save(fit_forest_figure(fit_forest_data(fit, ci_prob, ci_kind)), path)
+def plot_fit_forest(fit, path, ci_prob=None, ci_kind=None, contrasts=None) -> Path:
+    """Per-word means (by connection), group-level means and contrasts of `fit`, as PNG.
+
+    `contrasts` as in :meth:`~bayesbias.models.Fit.contrasts` (default: the four verdict
+    contrasts and ``different - none``; ``"all"`` for the six pairs).
+    """
+    return _save(fit_forest_figure(fit_forest_data(fit, ci_prob, ci_kind, contrasts)), path)
 
 
-def fit_forest_data(fit, ci_prob=None, ci_kind=None) -> dict:
+def fit_forest_data(fit, ci_prob=None, ci_kind=None, contrasts=None) -> dict:
     """Return what :func:`fit_forest_figure` draws: the interval tables of `fit`, labels."""
     words = fit.word_means(ci_prob, ci_kind)
     label = words.attrs["interval"]
@@ -163,7 +167,7 @@ def fit_forest_data(fit, ci_prob=None, ci_kind=None) -> dict:
     keys = (["protected_class"] if "protected_class" in words else []) + [unit, "_c"]
     words = words.assign(_c=words["connection"].map(order)).sort_values(keys, kind="stable")
     return {"words": words, "groups": fit.group_means(ci_prob, ci_kind),
-            "contrasts": fit.contrasts(ci_prob, ci_kind), "unit": unit,
+            "contrasts": fit.contrasts(ci_prob, ci_kind, contrasts=contrasts), "unit": unit,
             "label": label,
             "title": f"{fit.spec.name} model, {fit.cells.n_rows} rows"}
 

@@ -20,6 +20,14 @@ Layout
     two or more cores) a worker process computes them while this one fits the models.
 ``document.py``
     :class:`Report` / :class:`Section` and the atomic, escaped HTML + Markdown writer.
+``navigation.py``
+    The first screen (a title naming the source, what was measured) and the page's
+    navigation: contents with anchors, folding sections, long tables folded, wide tables
+    scrolling inside the page.
+``reproduce.py``
+    Provenance (:mod:`bayesbias.provenance`) and "how to cite" (:mod:`bayesbias.citation`)
+    sections, and the settings of an earlier report for ``bayesbias report --rerun``
+    (:func:`~bayesbias.report.reproduce.settings_from_results`).
 
 Adding a section
 ----------------

@@ -27,7 +27,9 @@ from pathlib import Path
 import pandas as pd
 
 from .._atomic import check_output as _check_path
+from .._atomic import spreadsheet_safe, temp_prefix
 from ..errors import OutputPathError
+from .navigation import NAV_CSS
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
            "safe_name", "unique_names", "MARKER", "REPORT_FILES"]
@@ -39,6 +41,7 @@ REPORT_FILES = {"files": {MARKER, "index.html", "report.md", "results.json"},
                 "folders": {"tables": ".csv", "figures": ".png", "fits": ".nc"}}
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 
 
 def safe_name(name: str, fallback: str = "wordlist") -> str:
@@ -66,18 +69,50 @@ def unique_names(names) -> list[str]:
     return out
 
 
+_MARKER_HEADER = "written by bayesbias report"
+_MARKER_MAX = 4 << 20
+
+
+def _marker_text(files) -> str:
+    """The marker: a header, then every file the report wrote (relative paths)."""
+    return "\n".join([_MARKER_HEADER, "files:", *sorted(files)]) + "\n"
+
+
+def _listed_files(folder: Path) -> set[str] | None:
+    """Files an earlier report recorded in its marker; None for an older marker."""
+    try:
+        with open(folder / MARKER, encoding="utf-8") as fh:
+            lines = fh.read(_MARKER_MAX).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(lines) < 2 or lines[1] != "files:":
+        return None
+    return set(lines[2:])
+
+
 def _foreign_entries(folder: Path) -> list[str]:
-    """Entries of `folder` that a report does not write (relative paths)."""
+    """Entries of `folder` that the earlier report did not write (relative paths).
+
+    A report lists in its marker every file it wrote; anything else (a user's
+    ``tables/notes.csv``) is foreign. A marker of an older version lists nothing: then
+    only the fixed top-level files count as the report's.
+    """
+    listed = _listed_files(folder)
     bad = []
-    for entry in folder.iterdir():
+    for entry in sorted(folder.iterdir()):
+        name = entry.name
         if entry.is_symlink():
-            bad.append(entry.name)
-        elif entry.is_dir() and entry.name in REPORT_FILES["folders"]:
-            suffix = REPORT_FILES["folders"][entry.name]
-            bad += [f"{entry.name}/{p.name}" for p in entry.iterdir()
-                    if p.is_symlink() or not p.is_file() or p.suffix != suffix]
-        elif not (entry.is_file() and entry.name in REPORT_FILES["files"]):
-            bad.append(entry.name)
+            bad.append(name)
+        elif entry.is_dir() and name in REPORT_FILES["folders"]:
+            suffix = REPORT_FILES["folders"][name]
+            for p in sorted(entry.iterdir()):
+                rel = f"{name}/{p.name}"
+                if (p.is_symlink() or not p.is_file() or p.suffix != suffix
+                        or listed is None or rel not in listed):
+                    bad.append(rel)
+        elif not (entry.is_file() and name in REPORT_FILES["files"]
+                  and (listed is None or name in listed or name == MARKER)):
+            bad.append(name)
     return bad
 
 
@@ -106,10 +141,12 @@ def check_replaceable(folder) -> None:
             "(choose another -o, or remove the folder yourself)")
     foreign = _foreign_entries(folder)
     if foreign:
+        older = "" if _listed_files(folder) is not None else (
+            " (its marker, from an older bayesbias, does not list the files it wrote)")
         raise OutputPathError(
-            f"{folder}: a bayesbias report folder that also holds files a report does not "
-            f"write ({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}); refusing "
-            "to replace it (move them out or choose another -o)")
+            f"{folder}: a bayesbias report folder that also holds files the report did not "
+            f"write{older}: {', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}; "
+            "refusing to replace it (move them out, or choose another -o)")
 
 
 def check_output(folder) -> Path:
@@ -130,6 +167,30 @@ def check_output(folder) -> Path:
                               "report folder inside it")
     check_replaceable(folder)
     return folder
+
+
+def json_values(obj):
+    """`obj` with NumPy scalars and arrays as plain values and NaN / infinity as None.
+
+    JSON has no NaN: an undefined number (the r-hat of a single chain) is written null.
+    """
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): json_values(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_values(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_values(obj.tolist())
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
 
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".3f") -> str:
@@ -208,6 +269,7 @@ figcaption,.caption{font-size:.85em;color:#555}
 code{background:#f3f3f3;padding:0 .2em}pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
 .choices{background:#f7f9fb;border-left:4px solid #4a7;padding:.5em 1em}
 .verdict{background:#fff8e6;border-left:4px solid #c90;padding:.4em 1em}
+.tw{overflow-x:auto;max-width:100%}
 """
 
 _RENAME_EXCHANGE, _RENAME_NOREPLACE = 2, 1
@@ -252,7 +314,8 @@ def _put_in_place(tmp: Path, folder: Path) -> None:
         except FileNotFoundError:
             continue  # another writer moved it away meanwhile
         # Fallback: move the old folder aside, put the new one in, roll back on failure.
-        aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent))
+        aside = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name, 24) + "old.",
+                                      dir=folder.parent))
         try:
             os.rename(folder, aside / "r")
         except FileNotFoundError:
@@ -284,12 +347,20 @@ class Report:
         self.intro = intro
         self.choices: dict[str, str] = {}
         self.sections: list[Section] = []
+        #: Sections after the settings (provenance, how to cite).
+        self.after: list[Section] = []
+        #: Lines under the title: what was measured (Markdown-style inline text).
+        self.summary: list[str] = []
         self.data: dict = {}
 
-    def section(self, title: str, first: bool = False) -> Section:
-        """Start a new section (at the end, or before all others with `first`)."""
+    def section(self, title: str, first: bool = False, last: bool = False) -> Section:
+        """Start a new section (at the end, before all others with `first`, after the
+        settings with `last`)."""
         sec = Section(title)
-        self.sections.insert(0 if first else len(self.sections), sec)
+        if last:
+            self.after.append(sec)
+        else:
+            self.sections.insert(0 if first else len(self.sections), sec)
         return sec
 
     def choice(self, name: str, value) -> None:
@@ -304,12 +375,12 @@ class Report:
         """
         folder = check_output(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name), dir=folder.parent))
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes owner-only folders
         try:
-            (tmp / MARKER).write_text("written by bayesbias report\n", encoding="utf-8")
+            (tmp / MARKER).write_text(_MARKER_HEADER + "\n", encoding="utf-8")
             (tmp / "tables").mkdir()
             (tmp / "figures").mkdir()
             for name, writer in (extra_files or {}).items():
@@ -317,57 +388,98 @@ class Report:
             md, body = self._render(tmp)
             (tmp / "report.md").write_text(md, encoding="utf-8")
             (tmp / "index.html").write_text(self._html(body), encoding="utf-8")
-            (tmp / "results.json").write_text(
-                json.dumps(self.data, indent=2, allow_nan=False), encoding="utf-8")
+            written = [p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()]
+            (tmp / "results.json").write_text(  # undefined values (r-hat of 1 chain): null
+                json.dumps(json_values(self.data), indent=2, allow_nan=False),
+                encoding="utf-8")
+            (tmp / MARKER).write_text(_marker_text([*written, "results.json"]),
+                                      encoding="utf-8")
             _put_in_place(tmp, folder)
+        except OSError as exc:  # a full disk while writing: name the report, not tmp
+            if isinstance(exc, OutputPathError):
+                raise OutputPathError(str(exc).replace(str(tmp), str(folder))) from None
+            if exc.errno in _DEVICE_ERRORS:
+                raise OutputPathError(f"cannot write the report {folder}: "
+                                      f"{os.strerror(exc.errno).lower()}") from None
+            raise
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         return folder
 
-    def _choices(self) -> tuple[list[str], list[str]]:
+    def _choices(self, anchor: str = "") -> tuple[list[str], list[str]]:
         if not self.choices:
             return [], []
         md = ["## Settings: choices that affect the numbers", ""]
         md += [f"- **{k}**: {v}" for k, v in self.choices.items()] + [""]
-        body = ['<div class="choices"><h2>Settings: choices that affect the numbers</h2><ul>']
+        ident = f' id="{html.escape(anchor, quote=True)}"' if anchor else ""
+        body = [f'<div class="choices"{ident}><h2>Settings: choices that affect the numbers'
+                "</h2><ul>"]
         body += [f"<li><b>{html.escape(k)}</b>: {_inline(v)}</li>"
                  for k, v in self.choices.items()]
         body.append("</ul></div>")
         return md, body
 
     def _render(self, root: Path) -> tuple[str, str]:
+        from .navigation import Slugs, table_html, toc_html, toc_markdown
+
+        slug = Slugs()
+        slug(self.title)
+        toc, anchors = [], {}
+        settings = "Settings: choices that affect the numbers"
+        for sec in [*self.sections, settings, *self.after]:
+            if sec is settings:
+                if self.choices:
+                    anchors[settings] = slug(settings)
+                    toc.append((anchors[settings], "Settings", []))
+                continue
+            subs = [(slug(h), h) for kind, h in sec.items if kind == "heading"]
+            anchors[id(sec)] = (slug(sec.title), subs)
+            toc.append((anchors[id(sec)][0], sec.title, subs))
         md = [f"# {self.title}", "", self.intro, ""]
         body = [f"<h1>{html.escape(self.title)}</h1>", f"<p>{_inline(self.intro)}</p>"]
-        for sec in self.sections:
-            md += [f"## {sec.title}", ""]
-            body.append(f"<h2>{html.escape(sec.title)}</h2>")
+        if self.summary:
+            md += [f"- {line}" for line in self.summary] + [""]
+            body.append('<ul class="measured">' + "".join(
+                f"<li>{_inline(line)}</li>" for line in self.summary) + "</ul>")
+        if len(toc) > 1:
+            md += toc_markdown(toc)
+            body.append(toc_html(toc))
+
+        def render(sec: Section):
+            anchor, subs = anchors[id(sec)]
+            subs = iter(subs)
+            md.extend([f"## {sec.title}", ""])
+            body.append(f'<section id="{html.escape(anchor, quote=True)}"><details open>'
+                        f"<summary><h2>{html.escape(sec.title)}</h2></summary>")
+            open_sub = False
             for kind, item in sec.items:
                 if kind == "heading":
-                    md += [f"### {item}", ""]
-                    body.append(f"<h3>{html.escape(item)}</h3>")
+                    md.extend([f"### {item}", ""])
+                    if open_sub:
+                        body.append("</details>")
+                    body.append(f'<details open id="{html.escape(next(subs)[0], quote=True)}">'
+                                f"<summary><h3>{html.escape(item)}</h3></summary>")
+                    open_sub = True
                 elif kind == "text":
-                    md += [item, ""]
+                    md.extend([item, ""])
                     body.append(f"<p>{_inline(item)}</p>")
                 elif kind == "bullets":
                     lines, css = item
-                    md += [f"- {line}" for line in lines] + [""]
+                    md.extend([f"- {line}" for line in lines] + [""])
                     cls = f' class="{html.escape(css, quote=True)}"' if css else ""
                     body.append(f"<ul{cls}>" + "".join(f"<li>{_inline(line)}</li>"
                                                        for line in lines) + "</ul>")
                 elif kind == "pre":
-                    md += ["```", item, "```", ""]
-                    body.append(f"<pre>{html.escape(item)}</pre>")
+                    md.extend(["```", item, "```", ""])
+                    body.append(f'<div class="scroll"><pre>{html.escape(item)}</pre></div>')
                 elif kind == "table":
                     df, name, caption = item
-                    df.to_csv(root / "tables" / f"{name}.csv", index=False)
-                    md += [f"*{caption}* (`tables/{name}.csv`)" if caption else
-                           f"`tables/{name}.csv`", "", markdown_table(df), ""]
+                    spreadsheet_safe(df).to_csv(root / "tables" / f"{name}.csv", index=False)
+                    md.extend([f"*{caption}* (`tables/{name}.csv`)" if caption else
+                               f"`tables/{name}.csv`", "", markdown_table(df), ""])
                     href = html.escape(f"tables/{name}.csv", quote=True)
-                    body.append(f'<p class="caption">{_inline(caption)} '
-                                f'(<a href="{href}">CSV</a>)</p>')
-                    body.append(df.to_html(index=False, float_format=lambda v: f"{v:.3f}",
-                                           na_rep="", border=0, escape=True))
+                    body.append(table_html(df, f'{_inline(caption)} (<a href="{href}">CSV</a>)'))
                 elif kind == "figure":
                     fig, name, caption = item
                     path = root / "figures" / f"{name}.png"
@@ -377,17 +489,28 @@ class Report:
                         from ..models.plots import save_figure
 
                         save_figure(fig, path, "png", dpi=110)
-                    md += [f"![{_md_cell(caption or name)}](figures/{name}.png)", "", caption,
-                           ""]
+                    md.extend([f"![{_md_cell(caption or name)}](figures/{name}.png)", "",
+                               caption, ""])
                     src = html.escape(f"figures/{name}.png", quote=True)
                     body.append(f'<figure><img src="{src}" alt="{html.escape(name, quote=True)}">'
                                 f"<figcaption>{_inline(caption)}</figcaption></figure>")
-        cmd, cbody = self._choices()
-        return "\n".join(md + cmd), "\n".join(body + cbody)
+            if open_sub:
+                body.append("</details>")
+            body.append("</details></section>")
+
+        for sec in self.sections:
+            render(sec)
+        cmd, cbody = self._choices(anchors.get(settings, ""))
+        md += cmd
+        body += cbody
+        for sec in self.after:
+            render(sec)
+        return "\n".join(md), "\n".join(body)
 
     def _html(self, body: str) -> str:
         return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-                f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
+                f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+                f"<title>{html.escape(self.title)}</title><style>{_CSS}{NAV_CSS}</style></head>"
                 f"<body>{body}</body></html>")
 
 

@@ -20,7 +20,10 @@ from ..errors import InputDataError
 from ..parallel import JobPool
 from ..progress import progress
 from ..wordlists import load_wordlist
+from ..provenance import provenance
 from .document import Report, check_output, unique_names
+from .navigation import front_matter
+from .reproduce import back_matter, report_inputs
 from .sections import SECTIONS, Glossary, WordListContext, records
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
@@ -57,6 +60,7 @@ class ReportSettings:
     sd_convention: str = "sample"
     strict: bool = False
     sensitivity: bool = False
+    robustness: bool = True
 
     def __post_init__(self):
         self.ci_prob = validate_ci_prob(self.ci_prob)
@@ -113,6 +117,11 @@ def _choices(report: Report, settings: ReportSettings) -> None:
                           f"over words ({s.n_bootstrap} resamples)")
     report.choice("null distributions", f"{s.null_reps} replications resampling real "
                                         "neutral-word similarities of the same table")
+    report.choice("robustness", "each verdict box gives the share of 200 resampled word "
+                                "lists under which each verdict contrast holds and the words "
+                                "whose removal flips one (exact refits of the hierarchical "
+                                "model; --no-robustness leaves it out)" if s.robustness else
+                  "not computed (--no-robustness)")
     report.choice("missing words", f"on_missing={s.on_missing}")
 
 
@@ -122,8 +131,13 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
 
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
+    from ..reconcile import p_bound, sidedness, weat_sentence
+    from .sections import robustness_line
+
     sec.bullets([f"**{c.name}**: {c.verdict.headline}"
                  + (f" (note: {'; '.join(c.verdict.notes)})" if c.verdict.notes else "")
+                 + (f" {robustness_line(c.robustness)}" if settings.robustness else "")
+                 + (f" {weat_sentence(c.verdict, c.weats)}" if "weats" in c.__dict__ else "")
                  for c in contexts], css="verdict")
     rows = []
     for c in contexts:
@@ -137,7 +151,8 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
         (x, y), first = weats[0] if weats else (("", ""), None)
         row.update({"WEAT pair": f"{x} vs {y}" if first else "",
                     "WEAT d": first.effect_size if first else float("nan"),
-                    "WEAT p": first.p_value if first else float("nan"),
+                    "WEAT p": (f"{p_bound(first)} ({sidedness(first.alternative)})"
+                               if first else ""),
                     "MAC": c.mac.mac if "mac" in c.__dict__ else float("nan")})
         rows.append(row)
     over = pd.DataFrame(rows)
@@ -254,6 +269,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     )
     glossary = Glossary(settings.ci_prob, settings.ci_kind)
     _choices(report, settings)
+    prov = provenance(report_inputs(settings))  # digests of the inputs before reading them
     tables = _tables(settings)
     keys = unique_names(name for name, _ in tables)
     contexts = []
@@ -263,6 +279,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
                                         report=report, section=report.section(title),
                                         glossary=glossary, pool=pool))
         contexts[-1].start()
+    front_matter(report, settings, contexts, glossary)
     # one builder for every word list, then the next: the fits come first, while the
     # pool's workers compute what needs only the tables
     for build in SECTIONS:
@@ -270,7 +287,8 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
             build(ctx)
     over = _overview(report, contexts, glossary, settings)
     _model_card(report, contexts)
-    results = {"settings": settings.to_dict(),
+    back_matter(report, settings, contexts, prov)
+    results = {"settings": settings.to_dict(), "provenance": prov,
                "verdicts": [c.verdict.to_dict() for c in contexts],
                "overview": records(over),
                "wordlists": {c.key: dict(c.results, name=c.name) for c in contexts}}
@@ -280,7 +298,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     def write_fits(folder: Path):
         folder.mkdir()
         for c in contexts:
-            c.fit.save(folder / f"{c.key}.nc")
+            c.fit.save(folder / f"{c.key}.nc", provenance=prov)
         pool.help()  # the figures no worker has started yet
 
     progress.info(f"writing report to {out_dir}")

@@ -47,8 +47,8 @@ class Glossary:
         "hdi": "{iv}: the narrowest interval holding {p} of the posterior probability; "
                "with this model and data the quantity lies inside it with that probability",
         "eti": "{iv}: the interval from the {lo:.1%} to the {hi:.1%} posterior quantile",
-        "different": "`different`: stereotypes listed for another protected class (for a "
-                     "religion word such as 'jew', a stereotype of christians or muslims); "
+        "different": "`different`: stereotypes listed for another protected class "
+                     "({example}); "
                      "`associated - different` "
                      "asks whether a word is closer to its own class's stereotypes than to "
                      "the other classes'",
@@ -64,6 +64,8 @@ class Glossary:
     def __init__(self, ci_prob: float, ci_kind: str):
         self.ci_prob, self.ci_kind = ci_prob, ci_kind
         self.used: set[str] = set()
+        #: The example of a `different` attribute (the report puts in its own lists' words).
+        self.example = "for a religion word such as 'jew', a stereotype of christians or muslims"
 
     def __call__(self, term: str) -> str:
         """Return the explanation the first time `term` is asked for, else ``""``."""
@@ -72,7 +74,8 @@ class Glossary:
         self.used.add(term)
         iv = f"{self.ci_prob:.0%} {self.ci_kind.upper()}"
         lo = (1 - self.ci_prob) / 2
-        return self.TERMS[term].format(iv=iv, p=f"{self.ci_prob:.0%}", lo=lo, hi=1 - lo)
+        return self.TERMS[term].format(iv=iv, p=f"{self.ci_prob:.0%}", lo=lo, hi=1 - lo,
+                                       example=self.example)
 
 
 def diagnostic_advice(problems: list[str], command: str = "report") -> str:
@@ -139,6 +142,8 @@ class WordListContext:
         :func:`~bayesbias.report.run_report` for every word list before the first builder.
         """
         for name in _JOBS:
+            if name == "robustness" and not _wants_robustness(self.settings):
+                continue
             self.job(name)
 
     def job(self, name: str) -> Job:
@@ -211,6 +216,16 @@ class WordListContext:
         return self.job("embedding_metrics").result()
 
     @cached_property
+    def robustness(self):
+        """Leave-one-out and resampled-list refits, or why they do not apply.
+
+        A ``Sensitivity``, the reason as a str, or None when not asked for.
+        """
+        if not _wants_robustness(self.settings):
+            return None
+        return self.job("robustness").result()
+
+    @cached_property
     def mac(self):
         """MAC over all classes."""
         from ..comparators.mac import mac_from_table
@@ -225,7 +240,9 @@ def verdict_section(ctx: WordListContext) -> None:
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
-    sec.bullets([f"**{v.headline}**"] + v.details + [f"Note: {n}" for n in v.notes],
+    robust = ([robustness_line(ctx.robustness)]
+              if getattr(ctx.settings, "robustness", False) else [])
+    sec.bullets([f"**{v.headline}**"] + v.details + [f"Note: {n}" for n in v.notes] + robust,
                 css="verdict")
     frame = v.to_frame().drop(columns="word list")
     sec.table(frame, f"{ctx.key}_verdict", f"The contrasts behind the verdict ({ctx.iv}; "
@@ -236,6 +253,8 @@ def verdict_section(ctx: WordListContext) -> None:
         sec.text(f"Warning: {warn}.")
     ctx.results["verdict"] = v.to_dict()
     ctx.results["coverage_warning"] = warn
+    if robust:
+        ctx.results["robustness"] = robust[0]
 
 
 def drivers_section(ctx: WordListContext) -> None:
@@ -257,9 +276,13 @@ def drivers_section(ctx: WordListContext) -> None:
 def sensitivity_section(ctx: WordListContext) -> None:
     """Leave-one-word-out and resampled-list sensitivity (only with ``--sensitivity``)."""
     if getattr(ctx.settings, "sensitivity", False):
-        from ..studies.sensitivity import report_builder
+        from ..studies.sensitivity import Sensitivity, report_builder, report_section
 
-        report_builder(ctx)
+        done = ctx.robustness  # the refits of the robustness line, when they were made
+        if isinstance(done, Sensitivity):
+            ctx.results["sensitivity"] = report_section(ctx.section, done, ctx.key)
+        else:
+            report_builder(ctx)
 
 
 def bayes_section(ctx: WordListContext) -> None:
@@ -267,11 +290,13 @@ def bayes_section(ctx: WordListContext) -> None:
     s, fit, sec, g = ctx.settings, ctx.fit, ctx.section, ctx.glossary
     sec.heading("Bayesian model")
     gm = fit.group_means(s.ci_prob, s.ci_kind)
-    con = fit.contrasts(s.ci_prob, s.ci_kind)
+    con = fit.contrasts(s.ci_prob, s.ci_kind, contrasts="all")
     sec.table(gm, f"{ctx.key}_group_means", f"Posterior group-level mean distance per "
               f"connection, {ctx.iv}")
-    sec.table(con, f"{ctx.key}_contrasts", "All contrasts between connections: an interval "
-              "that excludes zero is a difference the data support")
+    sec.table(con, f"{ctx.key}_contrasts", f"All six contrasts between connections ({ctx.iv}; "
+              "the first four are the ones the verdict reads; negative = the first connection "
+              "is closer; `prob_below_zero` = posterior probability of a value below 0): an "
+              "interval that excludes zero is a difference the data support")
     params = fit.parameters(s.ci_prob, s.ci_kind)
     names = {str(n).split("[")[0] for n in params["parameter"]}
     explain = "; ".join(g(t) for t in ("tau", "sigma") if t in names and t not in g.used)
@@ -279,12 +304,14 @@ def bayes_section(ctx: WordListContext) -> None:
                                                                       if explain else ""))
     from ..models.plots import figure_png, fit_forest_data, fit_forest_figure
 
-    forest = ctx.pool.submit(figure_png, fit_forest_figure,
-                                fit_forest_data(fit, s.ci_prob, s.ci_kind))
+    forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
+    ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
+    forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data)
     sec.figure_from(
         partial(_write_bytes, forest),
         f"{ctx.key}_forest", f"Forest plot: {ctx.iv} of the mean distance per protected word "
-        "and connection, and of the group-level means")
+        "and connection, of the group-level means, and of the six contrasts (the verdict's "
+        "four first)")
     sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
               "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
     diag = fit.diagnostics()
@@ -314,12 +341,22 @@ def comparators_section(ctx: WordListContext) -> None:
     weat_df = pd.DataFrame([{
         "X": x, "Y": y, "effect_size": r.effect_size,
         "ci_lower": r.ci[0] if r.ci else np.nan, "ci_upper": r.ci[1] if r.ci else np.nan,
-        "p_value": r.p_value, "permutation": r.permutation, "n_permutations": r.n_permutations,
+        "p_value": r.p_value, "alternative": r.alternative, "permutation": r.permutation,
+        "n_permutations": r.n_permutations,
     } for (x, y), r in weats])
     if weats:
-        sec.table(weat_df, f"{ctx.key}_weat", f"WEAT per pair of classes (X targets with their "
+        from ..reconcile import p_bound, weat_sentence
+
+        shown = weat_df.drop(columns="p_value")
+        shown.insert(5, "p", [p_bound(r) for _, r in weats])
+        sec.table(shown, f"{ctx.key}_weat", f"WEAT per pair of classes (X targets with their "
                   f"stereotypes A vs Y with B); {s.ci_prob:.0%} equal-tailed percentile "
-                  "bootstrap interval of d")
+                  f"bootstrap interval of d ({s.n_bootstrap} resamples of targets and "
+                  "attributes: the one interval of each WEAT d in this report); p of the "
+                  "two-sided permutation test, a bound below what the test resolves")
+        sentence = weat_sentence(ctx.verdict, weats)
+        sec.text(sentence)
+        ctx.results["weat_reconciliation"] = sentence
     else:
         sec.text("WEAT and its null distribution need two protected classes with "
                  "stereotypes; this table has fewer, so they are skipped.")
@@ -360,7 +397,7 @@ def comparators_section(ctx: WordListContext) -> None:
         f"Null distributions of WEAT d and MAC for {x} vs {y} (same list sizes) with the "
         f"observed values (red: d = {first.effect_size:.2f}, MAC = {pair_mac:.3f}). "
         f"{share:.1%} of null replications have |d| at least the observed "
-        f"{abs(first.effect_size):.2f}, while WEAT's permutation p is {first.p_value:.3g}. "
+        f"{abs(first.effect_size):.2f}, while WEAT's permutation {first.p_text}. "
         f"{NULL_VS_PERMUTATION} 95% of null MAC values lie in [{q['mac'][0]:.3f}, "
         f"{q['mac'][1]:.3f}].")
     ctx.results["null"] = {"pair": [x, y], "share_abs_d_at_least_observed": share,
@@ -434,6 +471,69 @@ def weat_and_null(table: pd.DataFrame, sd_convention: str, n_permutations: int, 
         return weats, exc
 
 
+def _wants_robustness(settings) -> bool:
+    return bool(getattr(settings, "robustness", False) or getattr(settings, "sensitivity",
+                                                                  False))
+
+
+def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed):
+    """Exact leave-one-out and resampled-list refits of `table`, or why they do not apply.
+
+    Returns a ``Sensitivity``, or the reason as a str when `model` has no exact refits.
+    """
+    from ..errors import ModelSpecError
+    from ..models import load_spec
+    from ..studies.sensitivity import check_model, sensitivity
+
+    try:
+        spec = check_model(load_spec(model))
+    except ModelSpecError as exc:
+        return str(exc)
+    try:
+        return sensitivity(table, spec, ci_prob=ci_prob, seed=seed)
+    except InputDataError as exc:
+        return str(exc)
+
+
+def robustness_line(sens) -> str:
+    """Return the verdict box's robustness line.
+
+    How often each verdict contrast holds over resampled word lists, and which left-out
+    words flip one.
+    """
+    from ..studies.design import VERDICTS
+
+    if sens is None:
+        return ""
+    if isinstance(sens, str):
+        return f"Robustness: not computed ({sens})."
+    share = sens.resampled.set_index("contrast")["share_holds"]
+    base = sens.baseline.set_index("contrast")["holds"]
+    parts = [f"`{c}` {'below 0' if base[c] else 'not below 0'} here, below 0 in "
+             f"{share[c]:.0%} of the lists" for c in VERDICTS]
+    lo = sens.leave_one_out
+    flips = lo.loc[lo["contrast"].isin(VERDICTS) & lo["flips"]]
+    if flips.empty:
+        flip = "no single left-out word flips a verdict contrast"
+    else:
+        by = []
+        for c, words in flips.groupby("contrast", sort=False)["word"]:
+            words = list(words)
+            by.append(", ".join(f"`{w}`" for w in words[:4])
+                      + (f" (or {len(words) - 4} other words)" if len(words) > 4 else "")
+                      + f" flips `{c}`")
+        flip = "leaving out " + "; ".join(by)
+    n = sens.settings.get("n_resamples")
+    iv = f"{sens.settings.get('ci_prob', 0.89):.0%} HDI"
+    return (f"Robustness over {n} word lists resampled within each class ({iv} wholly below "
+            f"0; exact refits): " + "; ".join(parts) + f"; {flip}.")
+
+
+def _robustness_job(ctx: WordListContext) -> tuple:
+    s = ctx.settings
+    return robustness, (ctx.table, s.model, s.ci_prob, s.seed), False
+
+
 def _comparators_job(ctx: WordListContext) -> tuple:
     s = ctx.settings
     return weat_and_null, (ctx.table, s.sd_convention, s.n_permutations, s.seed,
@@ -449,7 +549,8 @@ def _metrics_job(ctx: WordListContext) -> tuple:
 
 
 #: The jobs of :meth:`WordListContext.start`: name -> (function, arguments, run here?).
-_JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job}
+_JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job,
+         "robustness": _robustness_job}
 
 
 def _null_figure(null, observed: dict, title: str):

@@ -132,6 +132,27 @@ def _sbc_chunk(model, n_reps, shape, method, n_keep, fit_kwargs, rng):
     return {"ranks": np.asarray(ranks), "names": names, "divergent": np.asarray(diverged)}
 
 
+
+#: Expected replications per bin below which the chi-square test of uniformity is unreliable.
+MIN_PER_BIN = 5
+
+
+def rank_bins(bins: int, n_keep: int, replications: int, warn: bool = False) -> int:
+    """Bins for rank histograms: at most ``n_keep + 1``, and few enough that each expects
+    :data:`MIN_PER_BIN` replications (the chi-square's rule); with `warn`, say so when
+    fewer bins than asked are used because replications are too few."""
+    bins = max(1, min(int(bins), n_keep + 1))
+    enough = max(2, replications // MIN_PER_BIN)
+    if bins > enough:
+        if warn:
+            msg = (f"only {replications} replications: the chi-square test of uniform ranks "
+                   f"needs about {MIN_PER_BIN} per bin, so {enough} bins are used instead of "
+                   f"{bins}; run more --reps for a finer check")
+            warnings.warn(msg, UserWarning, stacklevel=3)
+            log.warning("%s", msg)
+        bins = enough
+    return bins
+
 @dataclass
 class SBCResult:
     """Ranks of the true values among the posterior draws, per replication and quantity.
@@ -160,7 +181,7 @@ class SBCResult:
         Bonferroni-adjusted one (min p times the number of quantities).
         """
         L = self.n_keep
-        bins = min(bins, L + 1)
+        bins = rank_bins(bins, L, int(self.ranks.sizes["replication"]))
         edges = np.linspace(0, L + 1, bins + 1)
         rows = []
         for q in self.ranks.quantity.values:
@@ -212,20 +233,21 @@ class SBCResult:
         nrow = int(np.ceil(len(qs) / ncol))
         fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.1 * nrow), squeeze=False)
         L = self.n_keep
-        bins = min(bins, L + 1)
         R = self.ranks.sizes["replication"]
+        bins = rank_bins(bins, L, R, warn=True)
         lo, hi = stats.binom.ppf([0.005, 0.995], R, 1 / bins)
         for ax_, q in zip(axes.ravel(), qs, strict=False):
             ax_.axhspan(lo, hi, color="0.88")
             ax_.hist(self.ranks.sel(quantity=q).values, bins=np.linspace(0, L + 1, bins + 1),
                      color="C0")
             ax_.set_title(str(q), fontsize=8)
-            ax_.set_yticks([])
             ax_.tick_params(labelsize=7)
+        for row in axes:
+            row[0].set_ylabel("replications", fontsize=8)
         for ax_ in axes.ravel()[len(qs):]:
             ax_.axis("off")
-        fig.suptitle(f"SBC rank histograms: {self.model} ({R} replications; grey: 99% band "
-                     "for uniform ranks)", fontsize=10)
+        fig.suptitle(f"SBC rank histograms: {self.model} ({R} replications, {bins} bins; "
+                     "grey: 99% band for uniform ranks)", fontsize=10)
         fig.tight_layout()
         if path is not None:
             from .._atomic import atomic_path

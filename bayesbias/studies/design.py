@@ -17,6 +17,16 @@ The share of replications reaching a verdict is its *assurance* (power averaged 
 pilot's uncertainty). Method ``"exact"`` analyses each simulated study with the exact
 marginal posterior (:mod:`bayesbias.studies.exact_posterior`, no MCMC); ``"nuts"`` fits the spec
 with :func:`bayesbias.models.fit_model` (slow; used to check the exact method).
+
+**Attribute words are resampled too** when the pilot is a ``crossed`` model (the default):
+every study draws new attribute effects ``v[a] ~ Normal(0, omega)`` shared by the protected
+words that meet the attribute, and is analysed with the crossed model's population contrasts.
+Method ``"exact"`` does that with a plug-in form of the crossed posterior (validated against
+NUTS fits of the crossed model in ``tests/test_design.py``): the attribute deviations are
+estimated (two-way ANOVA) and removed, the exact hierarchical posterior of the adjusted cell
+statistics gives the means of the listed attributes, and the mean effect of each attribute group
+(``Normal(0, omega / sqrt(n_group))``, omega estimated per study) is subtracted, so a claim needs
+enough attribute words as well as enough protected words.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ import pandas as pd
 import xarray as xr
 
 from ..config import CONNECTIONS, defaults
-from ..errors import InputDataError, ModelSpecError
+from ..errors import DistanceTableError, InputDataError, ModelSpecError
 from ..parallel import chunks, run_tasks, task_rng
 from .exact_posterior import marginal_posterior, supports
 
@@ -145,6 +155,12 @@ class Pilot:
     spec: object
     source: str = ""
     method: str = "exact"
+    #: Draws of the attribute-word sd (draws,); zeros for a model without attribute effects.
+    omega: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.omega is None:
+            self.omega = np.zeros(self.mu_bar.shape[0])
 
     @staticmethod
     def _layout(cells) -> Design:
@@ -158,22 +174,27 @@ class Pilot:
                       classes=max(len(classes), 2))
 
     @classmethod
-    def from_table(cls, table: pd.DataFrame, model="hierarchical", *, method: str = "exact",
+    def from_table(cls, table: pd.DataFrame, model=None, *, method: str = "exact",
                    draws: int = 4000, seed: int | None = None, **fit_kwargs) -> Pilot:
-        """Posterior of `model` (hierarchical, per-connection sd) on a pilot distance table."""
+        """Posterior of `model` (default: crossed; hierarchical or crossed with per-connection
+        sds) on a pilot distance table. A crossed pilot is always fitted with NUTS."""
+        from ..config import DEFAULT_MODEL
         from ..models import cells_from_table, fit_model, load_spec
 
-        spec = load_spec(model)
+        from ..distances import check_pilot
+
+        spec = load_spec(DEFAULT_MODEL if model is None else model)
         _check_spec(spec)
         seed = defaults.seed if seed is None else int(seed)
         src = str(table.attrs.get("source", "distance table"))
-        if method == "exact":
+        check_pilot(table, f"pilot {src}")  # the prior alone would answer otherwise
+        if method == "exact" and spec.family == "hierarchical":
             cells = cells_from_table(table, spec.level)
             post = marginal_posterior(cells.n, cells.mean, cells.ss, spec).draw(
                 np.random.default_rng(seed), draws)
             return cls(post["mu_bar"][0], post["tau"][0], post["sigma"][0], cls._layout(cells),
                        spec, src, "exact")
-        if method != "nuts":
+        if method not in METHODS:
             raise InputDataError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -184,30 +205,46 @@ class Pilot:
     def from_fit(cls, fit) -> Pilot:
         """Posterior draws of a hierarchical fit (:class:`bayesbias.models.Fit`)."""
         _check_spec(fit.spec)
+        n = np.asarray(fit.cells.n)
+        empty = [c for c, k in zip(CONNECTIONS, n.sum(axis=0), strict=True) if k == 0]
+        if empty:
+            raise DistanceTableError(f"pilot fit: no {', '.join(map(repr, empty))} rows; the "
+                                     "contrasts with it would come from the prior alone")
+        classes, counts = np.unique(np.asarray(fit.cells.unit_class), return_counts=True)
+        if (counts < 2).any():
+            raise DistanceTableError(f"pilot fit: class(es) {list(classes[counts < 2])} have "
+                                     "a single protected word")
         post = fit.posterior
 
         def flat(v):
             return post[v].transpose("chain", "draw", "connection").values.reshape(
                 -1, len(CONNECTIONS))
 
+        omega = None
+        if "omega" in post:
+            om = post["omega"].transpose("chain", "draw", ...).values
+            om = om.reshape(om.shape[0] * om.shape[1], -1)
+            omega = np.sqrt(np.mean(om**2, axis=1))  # one sd: the kinds' root mean square
         return cls(flat("mu_bar"), flat("tau"), flat("sigma"), cls._layout(fit.cells),
                    fit.spec, str(json.loads(fit.idata.attrs.get("table_attrs", "{}")).get(
-                       "source", "saved fit")), "nuts")
+                       "source", "saved fit")), "nuts", omega)
 
     def to_dict(self) -> dict:
         """Summary for JSON: the pilot's own design and posterior means of the contrasts."""
         mb = self.mu_bar
         return {"source": self.source, "model": self.spec.name, "method": self.method,
                 "draws": int(mb.shape[0]), "design": asdict(self.design),
+                "attribute_sd_mean": float(np.mean(self.omega)),
                 "contrast_means": {v: float(np.mean(mb[:, _contrast_index(v)[0]]
                                                     - mb[:, _contrast_index(v)[1]]))
                                    for v in VERDICTS}}
 
 
 def _check_spec(spec) -> None:
-    if spec.family != "hierarchical" or spec.level != "word":
+    if spec.family not in ("hierarchical", "crossed") or spec.level != "word":
         raise ModelSpecError(f"model {spec.name!r}: design studies draw new protected words "
-                             "from a fitted hierarchy; use a hierarchical spec at level 'word'")
+                             "from a fitted hierarchy; use a hierarchical or crossed spec at "
+                             "level 'word'")
     if spec.residual_sd != "per_connection":
         raise ModelSpecError(f"model {spec.name!r}: design studies need residual_sd = "
                              "per_connection")
@@ -219,15 +256,21 @@ def _check_spec(spec) -> None:
 def simulate_study(truth: dict, design: Design, rng) -> np.ndarray:
     """Distances (R, words, attributes) of R studies of `design` under `truth`.
 
-    `truth` holds ``mu_bar``, ``tau``, ``sigma`` of shape (R, 4): new word means are drawn
-    from the hierarchy, then every (word, attribute) distance around them.
+    `truth` holds ``mu_bar``, ``tau``, ``sigma`` of shape (R, 4) and optionally ``omega``
+    (R,): new word means are drawn from the hierarchy, new attribute effects
+    ``Normal(0, omega)`` (shared by every word that meets the attribute), then every
+    (word, attribute) distance around them.
     """
     _, _, conn = design.layout()
     mu_bar, tau, sigma = (np.asarray(truth[k], float) for k in ("mu_bar", "tau", "sigma"))
     R, W = mu_bar.shape[0], design.classes * design.words
     mu = mu_bar[:, None, :] + tau[:, None, :] * rng.standard_normal((R, W, len(CONNECTIONS)))
     m = np.take_along_axis(mu, np.broadcast_to(conn, (R,) + conn.shape), axis=2)
-    return m + sigma[:, conn] * rng.standard_normal((R,) + conn.shape)
+    y = m + sigma[:, conn] * rng.standard_normal((R,) + conn.shape)
+    omega = np.asarray(truth.get("omega", np.zeros(R)), float)
+    if np.any(omega > 0):
+        y = y + (omega[:, None] * rng.standard_normal((R, conn.shape[1])))[:, None, :]
+    return y
 
 
 def study_cells(y: np.ndarray, conn: np.ndarray):
@@ -281,6 +324,66 @@ def _bayes_exact(spec, n, mean, ss, ci_prob, n_draws, rng):
     diffs = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                       for v in VERDICTS], axis=1)             # (R, V, D)
     return _evidence(diffs, ci_prob)
+
+
+def _hierarchical_part(spec):
+    """The hierarchical spec with the crossed spec's priors (for the plug-in analysis)."""
+    from ..models import load_spec
+
+    return load_spec("hierarchical", priors={k: spec.priors[k]
+                                             for k in ("mu_bar", "tau", "sigma")})
+
+
+def _bayes_crossed_plugin(spec, y, design, ci_prob, n_draws, rng):
+    """Population contrasts of the crossed model for each study, in plug-in form.
+
+    The attribute deviations (each attribute's mean residual from its cells) are removed,
+    the exact hierarchical posterior of the adjusted statistics gives the group means of the
+    listed attributes (the within-cell sum of squares is rescaled for the degrees of freedom
+    the deviations used), and the mean effect of each attribute group, drawn as
+    ``Normal(0, omega / sqrt(n_group))`` with omega estimated from the study, is subtracted.
+    """
+    wc, ac, conn = design.layout()
+    R, W, A = y.shape
+    n, mean, ss = study_cells(y, conn)
+    cm = np.take_along_axis(np.nan_to_num(mean), np.broadcast_to(conn, (R, W, A)), axis=2)
+    vhat = (y - cm).mean(axis=1)                              # (R, A)
+    adj = y - vhat[:, None, :]
+    n2, mean2, ss2 = study_cells(adj, conn)
+    df = W * A - int((n[0] > 0).sum())
+    ss2 = ss2 * (df / max(df - A, 1))
+    s2 = ss2.sum(axis=(1, 2)) / max(df, 1)                    # (R,)
+    K = design.classes
+    group = np.where(ac < K, 0, np.where(ac == K, 1, 2))      # stereotype, human, none
+    o2 = np.zeros(R)
+    for g in range(3):
+        m = group == g
+        if m.sum() > 1:
+            o2 += m.sum() * np.maximum(vhat[:, m].var(axis=1, ddof=1) - s2 / W, 0.0)
+    o2 = o2 / A
+    post = marginal_posterior(n2, mean2, ss2, _hierarchical_part(spec)).draw(rng, n_draws)
+    sizes = [(group == g).sum() for g in range(3)]
+    mb = subtract_group_effects(post["mu_bar"], o2, sizes, rng)  # (R, D, 4)
+    diffs = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
+                      for v in VERDICTS], axis=1)             # (R, V, D)
+    return _evidence(diffs, ci_prob)
+
+
+def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng) -> np.ndarray:
+    """``mu_bar`` (..., draws, 4) minus each attribute group's mean effect.
+
+    The group means of the listed attributes, ``mu_bar``, become population means: the mean
+    effect of a group of n attribute words is drawn as ``Normal(0, omega / sqrt(n))`` (groups:
+    stereotypes for associated and different, human, none). `omega2` is a scalar or has the
+    leading shape of `mu_bar` without its last two axes.
+    """
+    mb = np.array(mu_bar, dtype=float, copy=True)
+    sd = np.sqrt(np.asarray(omega2, float))[..., None, None] / \
+        np.sqrt(np.maximum(np.asarray(sizes, float), 1))
+    b = sd * rng.standard_normal(mb.shape[:-1] + (3,))
+    for c, g in ((0, 0), (1, 0), (2, 1), (3, 2)):
+        mb[..., c] -= b[..., g]
+    return mb
 
 
 def _bayes_nuts(spec, y, design, ci_prob, fit_kwargs, rng):
@@ -354,7 +457,10 @@ def _run_chunk(pilot_draws, spec, design, seed, chunk, n_reps, settings, rng):
     """
     truth = _truth(pilot_draws, n_reps, settings["null"], task_rng(seed, (2**20, chunk)))
     y = simulate_study(truth, design, rng)
-    if settings["method"] == "exact":
+    if settings["method"] == "exact" and spec.family == "crossed":
+        ci, p_below = _bayes_crossed_plugin(spec, y, design, settings["ci_prob"],
+                                            settings["n_draws"], rng)
+    elif settings["method"] == "exact":
         n, mean, ss = study_cells(y, design.layout()[2])
         ci, p_below = _bayes_exact(spec, n, mean, ss, settings["ci_prob"],
                                    settings["n_draws"], rng)
@@ -486,26 +592,49 @@ class DesignResult:
         from .._atomic import atomic_path
 
         f = self.to_frame()
-        fig, ax = plt.subplots(figsize=(7, 4.2))
+        fig, ax = plt.subplots(figsize=(8.6, 4.2))
         qs = list(verdicts) + ["WEAT (per pair)", "MAC t-test"]
-        for q in qs:
-            style = "-o" if q in VERDICTS else "--s"
-            ax.errorbar(f["total_words"], f[q], yerr=2 * f[f"{q} se"], fmt=style, ms=4,
-                        capsize=2, label=q)
+        column, xlabel = design_axis(f)
+        x = f[column].to_numpy(dtype=float)
+        # curves that coincide (e.g. WEAT and MAC both at 1) are shifted apart a little
+        span = float(np.ptp(x)) or 1.0
+        styles = {"WEAT (per pair)": ("--", "^", "C3"), "MAC t-test": (":", "s", "C4")}
+        for i, q in enumerate(qs):
+            ls, marker, color = styles.get(q, ("-", "o", f"C{i}"))
+            shift = (i - (len(qs) - 1) / 2) * 0.006 * span
+            ax.errorbar(x + shift, f[q], yerr=2 * f[f"{q} se"], ls=ls, marker=marker,
+                        color=color, ms=5 if q in styles else 4,
+                        mfc="white" if q == "MAC t-test" else color, capsize=2, label=q)
+        ax.set_xticks(sorted(set(x)))
         target = self.settings.get("target")
         if target:
             ax.axhline(target, color="grey", lw=0.8, ls=":")
-        ax.set_xlabel("words in the study (protected + stereotypes + controls)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("assurance / power")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(f"Design study ({self.settings['method']}; bars: 2 Monte Carlo se)",
                      fontsize=10)
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
         fig.tight_layout()
         with atomic_path(path, suffix=".png") as tmp:
             fig.savefig(tmp, dpi=120, format="png")
         plt.close(fig)
         return path
+
+
+#: Axis labels of the design variables.
+_AXIS = {"words": "protected words per class", "stereotypes": "stereotype attributes per class",
+         "human": "human-attribute control words", "none": "neutral control words",
+         "classes": "protected classes"}
+
+
+def design_axis(frame: pd.DataFrame) -> tuple[str, str]:
+    """The column and label for a design plot's x axis: the one design variable that varies
+    (e.g. words per class for ``--words 5,10,20``), else the total number of words."""
+    varying = [k for k in _AXIS if k in frame and frame[k].nunique() > 1]
+    if len(varying) == 1:
+        return varying[0], _AXIS[varying[0]]
+    return "total_words", "words in the study (protected + stereotypes + controls)"
 
 
 def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
@@ -545,7 +674,8 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
 
     if method not in METHODS:
         raise InputDataError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if method == "exact" and not supports(pilot.spec):
+    if method == "exact" and not (supports(pilot.spec) or (
+            pilot.spec.family == "crossed" and supports(_hierarchical_part(pilot.spec)))):
         raise ModelSpecError(f"model {pilot.spec.name!r} has no exact marginal form; "
                              "use method='nuts'")
     if not 0 < alpha < 1:
@@ -563,7 +693,8 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
                 "target": target, "fit_kwargs": dict(fit_kwargs or {}),
                 "seed_scheme": "numpy SeedSequence(seed, spawn_key=(design, chunk)); truths "
                                "from spawn_key=(2**20, chunk), shared by all designs"}
-    draws = {"mu_bar": pilot.mu_bar, "tau": pilot.tau, "sigma": pilot.sigma}
+    draws = {"mu_bar": pilot.mu_bar, "tau": pilot.tau, "sigma": pilot.sigma,
+             "omega": pilot.omega}
     parts = chunks(int(reps), int(chunk_size))
     tasks = [((d, k), (draws, pilot.spec, design, seed, k, n, settings))
              for d, design in enumerate(designs) for k, (_, n) in enumerate(parts)]

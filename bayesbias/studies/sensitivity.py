@@ -13,7 +13,11 @@ sums and sums of squares, and :mod:`bayesbias.studies.exact_posterior` computes 
 left-out word or a resampled list only changes those statistics, so every refit is exact
 (up to the quadrature and Monte Carlo error of the draws) and costs milliseconds. Other
 specs have no such form and are refused here (importance sampling with Pareto-k checks is
-not implemented).
+not implemented). For the crossed spec (the default) the refits use the plug-in form of the
+design study (:mod:`bayesbias.studies.design`): the attribute deviations estimated on the
+whole table are removed from every row, the exact hierarchical posterior of the adjusted
+statistics is drawn, and each attribute group's mean effect, ``Normal(0, omega /
+sqrt(n_group))``, is subtracted (the same draws for every refit).
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ class _Rows:
     unit_class: np.ndarray
     attrs: np.ndarray
     attr_group: np.ndarray   # attribute class (stereotype class, human, none)
+    #: Crossed plug-in: within-cell ss rescaling, attribute-effect variance, and the number
+    #: of attribute words per group (stereotype, human, none); omega2 = 0 otherwise.
+    ss_scale: float = 1.0
+    omega2: float = 0.0
+    group_sizes: tuple = (1, 1, 1)
 
     @classmethod
     def from_table(cls, table: pd.DataFrame) -> _Rows:
@@ -91,7 +100,7 @@ def _cells(n, s1, s2):
     return n, mean, ss
 
 
-def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng):
+def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng, rows=None):
     """Posterior mean, HDI and P(< 0) of the contrasts for a batch of cell statistics.
 
     `rng` is a fixed seed shared by every refit (common random numbers): the difference
@@ -102,9 +111,15 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng):
            for k in ("mean", "lower", "upper", "p_below")}
     if not ok.any():
         return out
-    post = marginal_posterior(n[ok], mean[ok], ss[ok], spec).draw(
+    scale = 1.0 if rows is None else rows.ss_scale
+    post = marginal_posterior(n[ok], mean[ok], ss[ok] * scale, spec).draw(
         np.random.default_rng(rng), n_draws, common=True)
     mb = post["mu_bar"]
+    if rows is not None and rows.omega2 > 0:
+        from .design import subtract_group_effects
+
+        mb = subtract_group_effects(mb, rows.omega2, rows.group_sizes,
+                                    np.random.default_rng([rng, 1]))
     d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                   for v in _CONTRASTS], axis=1)                 # (B, K, D)
     from ..verdicts import contrast_evidence
@@ -144,7 +159,7 @@ def _leave_out_task(rows, spec, variants, ci_prob, n_draws, crn, rng):
         n, mean, ss = _cells(n, s1, s2)
         ns.append(n), means.append(mean), sss.append(ss)
     return _analyse(spec, np.stack(ns), np.stack(means), np.stack(sss), ci_prob, n_draws,
-                    crn)
+                    crn, rows)
 
 
 def _resample_task(rows, spec, n_lists, ci_prob, n_draws, crn, rng):
@@ -162,7 +177,7 @@ def _resample_task(rows, spec, n_lists, ci_prob, n_draws, crn, rng):
         n, mean, ss = _cells(n[units], s1[units], s2[units])
         ns.append(n), means.append(mean), sss.append(ss)
     return _analyse(spec, np.stack(ns), np.stack(means), np.stack(sss), ci_prob, n_draws,
-                    crn)
+                    crn, rows)
 
 
 @dataclass
@@ -189,7 +204,7 @@ class Sensitivity:
     @property
     def method(self) -> str:
         """How the refits were made."""
-        return METHOD
+        return self.settings.get("method", METHOD)
 
     def influential(self, k: int = 10) -> pd.DataFrame:
         """Return the `k` words whose removal moves the verdict contrasts most (by |change|)."""
@@ -206,7 +221,7 @@ class Sensitivity:
 
     def to_dict(self, k: int = 10) -> dict:
         """Plain data for JSON (``results.json``)."""
-        return {"method": METHOD, "settings": self.settings,
+        return {"method": self.method, "settings": self.settings,
                 "baseline": self.baseline.to_dict(orient="records"),
                 "resampled": self.resampled.to_dict(orient="records"),
                 "most_influential": self.influential(k).to_dict(orient="records"),
@@ -215,7 +230,7 @@ class Sensitivity:
     def __str__(self) -> str:
         s = self.settings
         top = self.influential(8)
-        lines = [f"sensitivity of the verdicts ({METHOD}; {s['ci_prob']:.0%} HDI below 0)",
+        lines = [f"sensitivity of the verdicts ({self.method}; {s['ci_prob']:.0%} HDI below 0)",
                  "share of resampled word lists (with replacement within class, "
                  f"{s['n_resamples']} lists) under which each verdict holds:",
                  self.resampled.set_index("contrast").round(3).to_string(), "",
@@ -257,6 +272,11 @@ class Sensitivity:
 
 def check_model(spec):
     """Return `spec` if sensitivity refits support it, else raise ModelSpecError."""
+    if spec.family == "crossed":
+        from .design import _hierarchical_part
+
+        if spec.level == "word" and supports(_hierarchical_part(spec)):
+            return spec
     if not supports(spec) or spec.level != "word":
         raise ModelSpecError(f"model {spec.name!r}: sensitivity refits are exact only for the "
                              "hierarchical spec at level word with residual_sd "
@@ -264,7 +284,7 @@ def check_model(spec):
     return spec
 
 
-def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | None = None,
+def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None,
                 n_resamples: int = 200, n_draws: int = 4000, seed: int | None = None,
                 chunk_size: int = 25, workers: int | None = None,
                 scheduler: str | None = None) -> Sensitivity:
@@ -285,13 +305,27 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
     seed, chunk_size, workers, scheduler
         See :func:`bayesbias.parallel.run_tasks` (results do not depend on the workers).
     """
+    from ..config import DEFAULT_MODEL
     from ..models import load_spec
     from ..models.summaries import resolve_ci
 
+    from ..distances import check_pilot
+
+    model = DEFAULT_MODEL if model is None else model
     spec = check_model(load_spec(model))
+    check_pilot(table, str(table.attrs.get("source", "distance table")))
     ci_prob, _ = resolve_ci(ci_prob, "hdi")
     seed = defaults.seed if seed is None else int(seed)
     rows = _Rows.from_table(table)
+    name, method = spec.name, METHOD
+    if spec.family == "crossed":
+        method = ("crossed plug-in: attribute deviations removed, exact hierarchical refit on "
+                  "the adjusted statistics, each attribute group's mean effect drawn from "
+                  "Normal(0, omega / sqrt(n_group))")
+        from .design import _hierarchical_part
+
+        rows = _attribute_adjusted(rows)
+        spec = _hierarchical_part(spec)
     loo = [("word", i) for i in range(rows.units.size)] + \
         [("attribute", j) for j in range(rows.attrs.size)]
     tasks = [((0, 0), (rows, spec, [("all", -1)], ci_prob, n_draws, seed))]
@@ -336,10 +370,50 @@ def sensitivity(table: pd.DataFrame, model="hierarchical", *, ci_prob: float | N
                               "lists": boot.shape[0],
                               "degenerate_lists": int((~usable).sum())})
     settings = {"ci_prob": ci_prob, "ci_kind": "hdi", "n_resamples": int(n_resamples),
-                "n_draws": int(n_draws), "seed": seed, "model": spec.name,
-                "method": METHOD, "rule": "a verdict holds when the contrast's HDI lies "
+                "n_draws": int(n_draws), "seed": seed, "model": name,
+                "method": method, "rule": "a verdict holds when the contrast's HDI lies "
                 "below zero"}
     return Sensitivity(baseline, pd.DataFrame(recs), resampled, settings)
+
+
+def _attribute_adjusted(rows: _Rows) -> _Rows:
+    """Rows minus their attribute's estimated deviation, with the crossed plug-in terms."""
+    from dataclasses import replace
+
+    n, s1, _ = rows.stats()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cell_mean = np.where(n > 0, s1 / np.where(n > 0, n, 1), 0.0)
+    resid = rows.y - cell_mean[rows.unit, rows.conn]
+    A = rows.attrs.size
+    cnt = np.bincount(rows.attr, minlength=A).astype(float)
+    vhat = np.bincount(rows.attr, weights=resid, minlength=A) / np.maximum(cnt, 1)
+    # attribute groups: stereotypes (any class), human, none
+    kind = np.array([0 if c in ("associated", "different") else (1 if c == "human" else 2)
+                     for c in pd.Series(np.asarray(CONNECTIONS)[rows.conn]).groupby(
+                         rows.attr).first().reindex(range(A)).to_numpy()])
+    y = rows.y - vhat[rows.attr]
+    cells = int((n > 0).sum())
+    df = rows.y.size - cells
+    ss_res = np.sum((y - _cell_means(rows, y)[rows.unit, rows.conn]) ** 2)
+    s2 = ss_res / max(df - A, 1)
+    per_row = float(np.median(cnt))
+    o2 = 0.0
+    for g in range(3):
+        m = kind == g
+        if m.sum() > 1:
+            o2 += m.sum() * max(float(np.var(vhat[m], ddof=1)) - s2 / per_row, 0.0)
+    sizes = tuple(int((kind == g).sum()) for g in range(3))
+    return replace(rows, y=y, ss_scale=df / max(df - A, 1), omega2=o2 / max(A, 1),
+                   group_sizes=sizes)
+
+
+def _cell_means(rows: _Rows, y: np.ndarray) -> np.ndarray:
+    U, C = rows.units.size, len(CONNECTIONS)
+    flat = rows.unit * C + rows.conn
+    n = np.bincount(flat, minlength=U * C).reshape(U, C)
+    s = np.bincount(flat, weights=y, minlength=U * C).reshape(U, C)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
 
 
 def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
@@ -366,7 +440,7 @@ def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
         f"Which words drive the verdicts: every protected word and every attribute word was "
         f"left out in turn, and {s['n_resamples']} word lists were resampled with replacement "
         f"within each class (protected words within their class, attributes within their "
-        f"stereotype class, human or neutral group). Method: {METHOD}. A verdict holds when "
+        f"stereotype class, human or neutral group). Method: {sens.method}. A verdict holds when "
         f"the contrast's {s['ci_prob']:.0%} HDI lies below zero. {flip_text}")
     section.table(sens.resampled, f"{name}_sensitivity_resampled",
                   "Share of resampled word lists under which each verdict holds (with its "
