@@ -122,8 +122,10 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     given = dict(REALISTIC, **(params if isinstance(params, dict) else {}))
     truth = {}
     if spec.family in ("hierarchical", "crossed"):
-        mu_bar = _draw(p["mu_bar"], rng, n_c) if prior else np.asarray(given["mu_bar"], float)
-        tau = _draw(p["tau"], rng, n_c) if prior else np.asarray(given["tau"], float)
+        mu_bar = _draw(p["mu_bar"], rng, n_c) if prior else np.broadcast_to(
+            np.asarray(given["mu_bar"], float), (n_c,)).copy()
+        tau = _draw(p["tau"], rng, n_c) if prior else np.broadcast_to(
+            np.asarray(given["tau"], float), (n_c,)).copy()
         mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
         truth.update(mu_bar=(("connection",), mu_bar), tau=(("connection",), tau))
     elif spec.family == "offsets":  # the authors' code: mu_bar = m + offset[c]

@@ -187,8 +187,11 @@ def main_published(args, out: Path) -> int:
         # the headline table whose verdict flipped first
         pairs.sort(key=lambda p: p != ("religion", "reddit"))
         seeds = [defaults.seed + k for k in range(args.published_seeds)]
-        tasks = [(t, e, s, m, args.cores) for t, e in pairs for m in models for s in seeds
-                 if (t, e, s, m) not in done]
+        # seed-major: every table gets its first seeds before any gets its last, so that a
+        # run stopped early has covered every table; religion/Reddit gets all its seeds first
+        head = [(t, e, s, m, args.cores) for t, e in pairs[:1] for s in seeds for m in models]
+        rest = [(t, e, s, m, args.cores) for s in seeds for t, e in pairs[1:] for m in models]
+        tasks = [task for task in head + rest if task[:4] not in done]
         print(f"{len(tasks)} fits of shipped tables to run", flush=True)
         t0 = time.time()
         for i, task in enumerate(tasks):
