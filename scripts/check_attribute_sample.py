@@ -150,6 +150,8 @@ def summarize_published(rows):
     df = pd.DataFrame(rows)
     if df.empty:
         return df
+    # two runs of the same (table, seed) give identical draws: keep one
+    df = df.drop_duplicates(["topic", "embedding", "seed", "model"])
     out = []
     for (topic, emb, model), g in df.groupby(["topic", "embedding", "model"], sort=False):
         counts = g["code"].value_counts()
@@ -228,6 +230,7 @@ def summarize(rows: list[dict]):
     df = pd.DataFrame(rows)
     if df.empty:
         return df
+    df = df.drop_duplicates(["cell", "rep", "model"])
     out = []
     for (cell, model), g in df.groupby(["cell", "model"], sort=False):
         n = len(g)
