@@ -319,6 +319,9 @@ def main(argv=None) -> int:
     ap.add_argument("--power-omega", default="0.13",
                     help="comma-separated omegas of the power cell (empty: none)")
     ap.add_argument("--seed", type=int, default=24)
+    ap.add_argument("--first-rep", type=int, default=0,
+                    help="number of the first table of each cell (a second process on other "
+                         "tables of the same cells: --first-rep 1000 --out OTHER)")
     ap.add_argument("--workers", type=int, default=1,
                     help="processes (each fits with cores=1 when > 1)")
     ap.add_argument("--cores", type=int, default=None,
@@ -328,6 +331,8 @@ def main(argv=None) -> int:
                          "OUT.summary.csv and OUT.summary.json")
     ap.add_argument("--summarize", action="store_true",
                     help="only print the table of the results already in OUT.jsonl")
+    ap.add_argument("--merge", nargs="*", default=[],
+                    help="with --summarize: other OUT prefixes whose results are added")
     ap.add_argument("--deadline", default=None,
                     help="stop submitting new tables after this UTC time (HH:MM)")
     ap.add_argument("--published-seeds", type=int, default=0,
@@ -349,7 +354,10 @@ def main(argv=None) -> int:
     raw = out.with_suffix(".jsonl")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.summarize:
-        res = write_summary(read_rows(raw), out)
+        rows = read_rows(raw)
+        for extra in args.merge:
+            rows += read_rows(Path(extra).with_suffix(".jsonl"))
+        res = write_summary(rows, out)
         print(format_table(res))
         return 0
     omegas = [float(x) for x in args.omega.split(",") if x.strip()]
@@ -358,7 +366,7 @@ def main(argv=None) -> int:
     todo_cells = cells(nulls, omegas, pomegas)
     done = {(r["cell"], r["rep"], r["model"]) for r in read_rows(raw)}
     tasks = []
-    for rep in range(args.reps):
+    for rep in range(args.first_rep, args.first_rep + args.reps):
         for setting, omega in todo_cells:
             need = [m for m in models if (_cell_id(setting, omega), rep, m) not in done]
             if need:
