@@ -156,24 +156,36 @@ def summarize_published(rows):
     for (topic, emb, model), g in df.groupby(["topic", "embedding", "model"], sort=False):
         counts = g["code"].value_counts()
         ah = g["associated - human|upper"]
-        out.append({"topic": topic, "embedding": emb, "model": model, "seeds": len(g),
-                     "distinct_verdicts": int(counts.size),
-                     "verdicts": "; ".join(f"{k} x{v}" for k, v in counts.items()),
-                     "ah_upper_min": float(ah.min()), "ah_upper_max": float(ah.max()),
-                     "fits_with_divergences": int((g["divergences"] > 0).sum())})
+        an = g["associated - none|upper"]
+        rec = {"topic": topic, "embedding": emb, "model": model, "seeds": len(g),
+               "distinct_verdicts": int(counts.size),
+               "verdicts": "; ".join(f"{k} x{v}" for k, v in counts.items()),
+               "ah_upper_min": float(ah.min()), "ah_upper_max": float(ah.max()),
+               "an_upper_min": float(an.min()), "an_upper_max": float(an.max()),
+               "fits_with_divergences": int((g["divergences"] > 0).sum())}
+        # distance of the decisive interval ends from 0 in seed-to-seed sds (Monte Carlo
+        # error of the end): below ~3 a verdict can flip with another seed
+        for key, col in (("z_an", an), ("z_ah", ah)):
+            sd = col.std(ddof=1) if len(col) > 2 else float("nan")
+            rec[key] = float(abs(col.mean()) / sd) if sd and sd > 0 else float("nan")
+        out.append(rec)
     return pd.DataFrame(out)
 
 
 def format_published(res) -> str:
     if res.empty:
         return "(no results yet)"
-    lines = [f"{'topic':<9}{'embedding':<17}{'model':<9}{'seeds':>6}{'distinct':>9}  "
-             f"{'upper HDI end of assoc - human':<32}verdicts (count)"]
+    lines = [f"{'topic':<9}{'embedding':<17}{'model':<13}{'seeds':>6}{'distinct':>9}  "
+             f"{'upper end assoc-human':<23}{'z':>6}  {'upper end assoc-none':<23}{'z':>6}  "
+             "verdicts (count)"]
     for _, r in res.iterrows():
-        lines.append(f"{r['topic']:<9}{r['embedding']:<17}{r['model']:<9}{int(r['seeds']):>6}"
+        lines.append(f"{r['topic']:<9}{r['embedding']:<17}{r['model']:<13}{int(r['seeds']):>6}"
                      f"{int(r['distinct_verdicts']):>9}  "
-                     f"{r['ah_upper_min']:+.4f} to {r['ah_upper_max']:+.4f}{'':<12}"
+                     f"{r['ah_upper_min']:+.4f} to {r['ah_upper_max']:+.4f}  {r['z_ah']:>6.1f}  "
+                     f"{r['an_upper_min']:+.4f} to {r['an_upper_max']:+.4f}  {r['z_an']:>6.1f}  "
                      f"{r['verdicts']}")
+    lines.append("upper end: range over seeds of the upper 89% HDI end; z: |mean of that end| / "
+                 "its sd over seeds (below ~3 another seed can flip the verdict)")
     return "\n".join(lines)
 
 
