@@ -110,7 +110,8 @@ def test_crossed_false_positives_under_stereotype_equals_human_null():
     reps = 60
     rows = []
     for rep in range(reps):
-        rows += mod.run_one(("N2", 0.13, rep, 2024, ("crossed", "hierarchical"), None))
+        # seed 24 and reps 0..59: the first tables of the script's N2 cell at omega 0.13
+        rows += mod.run_one(("N2", 0.13, rep, 24, ("crossed", "hierarchical"), None))
     res = mod.summarize(rows).set_index("model")
     crossed, hier = res.loc["crossed"], res.loc["hierarchical"]
     assert crossed["reps"] == hier["reps"] == reps
