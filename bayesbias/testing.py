@@ -11,7 +11,7 @@ import xarray as xr
 
 from .config import CONNECTIONS, defaults
 
-__all__ = ["simulate_table", "design", "coverage_study", "REALISTIC"]
+__all__ = ["simulate_table", "design", "coverage_study", "REALISTIC", "RELIGION_DESIGN"]
 
 #: Parameter values close to the published religion/Reddit fit (cosine distances).
 REALISTIC = {
@@ -21,21 +21,31 @@ REALISTIC = {
     "co": (-0.16, -0.11, -0.09, -0.04),
     "m_mean": 1.0,
     "m_sd": 0.05,
+    # crossed family: sd of the attribute-word effects (the shipped Reddit tables: 0.11-0.14)
+    "omega": 0.13,
 }
 
+#: The religion/Reddit word list's layout: 15 protected words in 3 classes, 11 stereotypes
+#: (4/4/3), 85 human and 226 neutral attributes; every word meets every attribute (4,830 rows).
+RELIGION_DESIGN = dict(n_classes=3, words_per_class=5, stereotypes_per_class=(4, 4, 3),
+                       n_human=85, n_none=226)
 
-def design(n_classes: int = 3, words_per_class: int = 5, stereotypes_per_class: int = 5,
+
+def design(n_classes: int = 3, words_per_class: int = 5,
+           stereotypes_per_class: int | tuple[int, ...] = 5,
            n_human: int = 40, n_none: int = 100) -> pd.DataFrame:
     """Every (protected word, attribute) pair of a synthetic word list, without distances.
 
-    Each class has `stereotypes_per_class` attributes; every word meets every attribute, so a
-    word has ``stereotypes_per_class`` associated rows and ``(n_classes - 1) *
-    stereotypes_per_class`` different rows. Columns are categorical (cheap at millions of rows).
+    Each class has `stereotypes_per_class` attributes (one number for all classes, or one per
+    class); every word meets every attribute, so a stereotype is an ``associated`` row for
+    the words of its class and a ``different`` row for the others. Columns are categorical
+    (cheap at millions of rows).
     """
+    per = np.broadcast_to(np.asarray(stereotypes_per_class, dtype=int), (n_classes,))
     classes = [f"class{k}" for k in range(n_classes)]
     words = [f"word{k}_{i}" for k in range(n_classes) for i in range(words_per_class)]
     word_class = np.repeat(np.arange(n_classes), words_per_class)
-    attr_class = np.r_[np.repeat(np.arange(n_classes), stereotypes_per_class),
+    attr_class = np.r_[np.repeat(np.arange(n_classes), per),
                        np.full(n_human, n_classes), np.full(n_none, n_classes + 1)]
     attrs = [f"attr{j}" for j in range(attr_class.size)]
     n_w, n_a = len(words), attr_class.size
@@ -59,7 +69,8 @@ def _draw(prior, rng, size=None):
 
 
 def simulate_table(model="hierarchical", *, params="realistic", seed: int | None = None,
-                   n_classes: int = 3, words_per_class: int = 5, stereotypes_per_class: int = 5,
+                   n_classes: int = 3, words_per_class: int = 5,
+                   stereotypes_per_class: int | tuple[int, ...] = 5,
                    n_human: int = 40, n_none: int = 100, **spec_overrides):
     """Simulate a distance table from a model spec with known parameters.
 
@@ -70,7 +81,9 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     params : {"realistic", "prior"} or dict
         ``"realistic"``: values near the published fits (:data:`REALISTIC`; cell means are
         drawn from them); ``"prior"``: every parameter drawn from the spec's priors (for
-        calibration checks); a dict overrides named parameters of ``"realistic"``.
+        calibration checks); a dict overrides named parameters of ``"realistic"`` (e.g.
+        ``{"mu_bar": ..., "tau": ..., "sigma": ..., "omega": ...}``; a scalar ``sigma`` is
+        one residual sd for every connection).
     seed : int, optional
         Default ``bayesbias.config.defaults.seed``.
     n_classes, words_per_class, stereotypes_per_class, n_human, n_none : int
@@ -82,8 +95,17 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
         A distance table (:data:`bayesbias.distances.COLUMNS`).
     truth : xarray.Dataset
         The true parameters (``mu`` with dims ``(unit, connection)``, and per family
-        ``mu_bar``, ``tau``, ``m``, ``co``, ``sigma``), plus ``group_mean`` and
-        ``contrasts`` (dim ``contrast``) defined as in :class:`bayesbias.models.Fit`.
+        ``mu_bar``, ``tau``, ``m``, ``co``, ``sigma``; crossed: ``omega`` and
+        ``attribute_effect`` with dim ``attribute``), plus ``group_mean`` and ``contrasts``
+        (dim ``contrast``) defined as in :class:`bayesbias.models.Fit`.
+
+    Notes
+    -----
+    Crossed family: every attribute word gets one effect ``v[a] ~ Normal(0, omega)`` (one
+    ``omega``, or one per attribute kind stereotype/human/none with ``attribute_sd =
+    "per_kind"``), shared by all the protected words that meet it: a stereotype shifts its
+    ``associated`` rows and its ``different`` rows alike. ``group_mean`` is ``mu_bar``, the
+    mean over the *population* of attributes, not over the listed ones.
     """
     from .models.cells import UNIT_DIMS
     from .models.fit import CONTRASTS
@@ -99,9 +121,11 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     prior = params == "prior"
     given = dict(REALISTIC, **(params if isinstance(params, dict) else {}))
     truth = {}
-    if spec.family == "hierarchical":
-        mu_bar = _draw(p["mu_bar"], rng, n_c) if prior else np.asarray(given["mu_bar"], float)
-        tau = _draw(p["tau"], rng, n_c) if prior else np.asarray(given["tau"], float)
+    if spec.family in ("hierarchical", "crossed"):
+        mu_bar = _draw(p["mu_bar"], rng, n_c) if prior else np.broadcast_to(
+            np.asarray(given["mu_bar"], float), (n_c,)).copy()
+        tau = _draw(p["tau"], rng, n_c) if prior else np.broadcast_to(
+            np.asarray(given["tau"], float), (n_c,)).copy()
         mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
         truth.update(mu_bar=(("connection",), mu_bar), tau=(("connection",), tau))
     elif spec.family == "offsets":  # the authors' code: mu_bar = m + offset[c]
@@ -130,7 +154,8 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
             mu = (np.asarray(given["mu_bar"], float)
                   + np.asarray(given["tau"], float) * rng.standard_normal((n_u, n_c)))
     if spec.residual_sd == "per_connection":
-        sigma = _draw(p["sigma"], rng, n_c) if prior else np.asarray(given["sigma"], float)
+        sigma = _draw(p["sigma"], rng, n_c) if prior else np.broadcast_to(
+            np.asarray(given["sigma"], float), (n_c,)).copy()
         truth["sigma"] = (("connection",), sigma)
         sig_c = sigma
     else:
@@ -140,17 +165,40 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     ui = table[unit_col].cat.codes.to_numpy()
     ci = table["connection"].cat.codes.to_numpy()
     y = mu[ui, ci] + sig_c[ci] * rng.standard_normal(len(table))
+    attr_coords = {}
+    if spec.family == "crossed":
+        # one effect per attribute word, shared by every protected word that meets it
+        attrs = list(table["attribute"].cat.categories)
+        ai = table["attribute"].cat.codes.to_numpy()
+        a_kind = np.empty(len(attrs), dtype=object)
+        a_kind[ai] = table["attribute_class"].astype(str).to_numpy()
+        a_kind = np.where(np.isin(a_kind, ("human", "none")), a_kind, "stereotype")
+        kinds = ("stereotype", "human", "none")
+        if spec.attribute_sd == "per_kind":
+            omega = _draw(p["omega"], rng, 3) if prior else np.broadcast_to(
+                np.asarray(given["omega"], float), (3,)).copy()
+            truth["omega"] = (("attribute_kind",), omega)
+            attr_coords["attribute_kind"] = list(kinds)
+            scale = omega[[kinds.index(k) for k in a_kind]]
+        else:
+            omega = float(_draw(p["omega"], rng)) if prior else float(given["omega"])
+            truth["omega"] = ((), omega)
+            scale = np.full(len(attrs), omega)
+        v = scale * rng.standard_normal(len(attrs))
+        truth["attribute_effect"] = (("attribute",), v)
+        attr_coords["attribute"] = attrs
+        y = y + v[ai]
     table["cosine_distance"] = y
     table["cosine_similarity"] = 1.0 - y
     table.attrs.update(source=f"simulated from {spec.name} (seed {seed})", simulated=True)
 
     truth["mu"] = ((unit_col, "connection"), mu)
     coords = {unit_col: units, "connection": list(CONNECTIONS)}
-    ds = xr.Dataset(truth, coords=coords)
+    ds = xr.Dataset(truth, coords={**coords, **attr_coords})
     n = np.zeros((n_u, n_c), dtype=int)
     np.add.at(n, (ui, ci), 1)
     has = xr.DataArray(n > 0, dims=(unit_col, "connection"), coords=coords)
-    if spec.family in ("hierarchical", "offsets"):
+    if spec.family in ("hierarchical", "offsets", "crossed"):
         group = ds["mu_bar"]
     else:
         group = ds["mu"].where(has).sum(unit_col) / has.sum(unit_col)

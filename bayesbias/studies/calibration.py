@@ -25,6 +25,7 @@ from scipy import stats
 
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError
+from ..models.cells import ATTRIBUTE_KINDS
 from ..parallel import chunks, run_tasks
 
 __all__ = ["SBCResult", "sbc", "SHAPES", "DEFAULT_MODELS"]
@@ -52,15 +53,22 @@ def _quantities(group: np.ndarray, sds: dict) -> dict[str, np.ndarray]:
     for a, b in _CONTRASTS:
         out[f"contrast[{a} - {b}]"] = group[..., idx[a]] - group[..., idx[b]]
     for name, v in sds.items():
-        if v.ndim and v.shape[-1] == len(CONNECTIONS):
+        if name == "omega" and v.ndim and v.shape[-1] == len(ATTRIBUTE_KINDS):
+            # crossed family with attribute_sd = "per_kind": one sd per attribute kind
+            out.update({f"{name}[{k}]": v[..., i] for i, k in enumerate(ATTRIBUTE_KINDS)})
+        elif v.ndim and v.shape[-1] == len(CONNECTIONS):
             out.update({f"{name}[{c}]": v[..., i] for i, c in enumerate(CONNECTIONS)})
         else:
             out[name] = v
     return out
 
 
+#: Scale parameters whose ranks are checked when the family has them (omega: crossed).
+_SDS = ("tau", "sigma", "omega")
+
+
 def _truth(truth: xr.Dataset) -> dict[str, np.ndarray]:
-    sds = {k: truth[k].values for k in ("tau", "sigma") if k in truth}
+    sds = {k: truth[k].values for k in _SDS if k in truth}
     return _quantities(truth["group_mean"].transpose("connection").values, sds)
 
 
@@ -69,7 +77,7 @@ def _posterior(fit, n_keep: int) -> dict[str, np.ndarray]:
     group = group.reshape(-1, len(CONNECTIONS))
     post = fit.posterior
     sds = {}
-    for k in ("tau", "sigma"):
+    for k in _SDS:
         if k in post:
             v = post[k].values
             sds[k] = v.reshape((-1,) + v.shape[2:])
