@@ -212,7 +212,7 @@ def test_exact_path_agrees_with_nuts():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = fit_model(table, "hierarchical", draws=1000, chains=4, seed=4)
-    ex = Pilot.from_table(table, draws=20_000, seed=4)
+    ex = Pilot.from_table(table, "hierarchical", draws=20_000, seed=4)
     nu = Pilot.from_fit(fit)
     for name in ("mu_bar", "tau", "sigma"):
         a, b = getattr(ex, name), getattr(nu, name)
