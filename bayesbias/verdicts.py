@@ -62,7 +62,7 @@ __all__ = [
 #: (0 or ±ROPE) is not read as a finding (3: a 0.3% chance per end under a Normal MCSE).
 PRECISION_MCSE = 3.0
 #: Most draws per chain :func:`fit_for_verdict` takes to decide a verdict.
-MAX_VERDICT_DRAWS = 16_000
+MAX_VERDICT_DRAWS = 4_000
 
 #: The contrasts a verdict reads, as (minuend, subtrahend) connections.
 VERDICT_CONTRASTS = (("associated", "none"), ("associated", "human"),
@@ -446,7 +446,7 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
                     ci_kind: str | None = None, rope: float | None = None, **fit_kwargs):
     """Fit `model` and draw more while the verdict is undecided at this precision.
 
-    Each refit has four times the draws per chain (same seed), up to `max_draws`. Returns
+    One refit with four times the draws per chain (same seed), up to `max_draws`. Returns
     the last fit; its verdict may still be "undecided at this precision" (then said so).
     """
     from .config import DEFAULT_MODEL
