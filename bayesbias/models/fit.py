@@ -609,37 +609,28 @@ class Fit:
         c = self.cells
         rng = np.random.default_rng(seed)
         if "attribute_effect" in self.posterior:
-            return self._ppc_rows(probs, ci_kind, rng)
-        mu = self._draws_flat(self.posterior["mu"])
-        sig = self._cell_sigma()[:, :, None, :]
-        rep = mu + sig * rng.standard_normal(mu.shape)
-        rep = xr.DataArray(rep, dims=("chain", "draw", "unit", "connection"))
+            # each row has its own mean (attribute effects): replicate rows on thinned draws
+            from .checks import _row_moments
+
+            mean, sd = _row_moments(self)
+            rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
+                               dims=("chain", "draw", "row"))
+
+            def bounds(p):
+                return interval(rep, p, ci_kind).transpose("row", "ci_bound").values
+        else:  # a row's predictive depends only on its cell: one replicate per draw and cell
+            mu = self._draws_flat(self.posterior["mu"])
+            sig = self._cell_sigma()[:, :, None, :]
+            rep = xr.DataArray(mu + sig * rng.standard_normal(mu.shape),
+                               dims=("chain", "draw", "unit", "connection"))
+
+            def bounds(p):
+                ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound")
+                return ci.values[c.unit_idx, c.conn_idx]
         rows = {"connection": list(CONNECTIONS) + ["all"],
                 "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
         for p in probs:
-            ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound").values
-            lo, hi = ci[c.unit_idx, c.conn_idx, 0], ci[c.unit_idx, c.conn_idx, 1]
-            inside = (c.y >= lo) & (c.y <= hi)
-            per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                share = per / c.n.sum(axis=0)
-            rows[f"inside_{p:g}"] = list(share) + [float(inside.mean())]
-        frame = pd.DataFrame(rows)
-        frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
-        return frame
-
-    def _ppc_rows(self, probs, ci_kind, rng) -> pd.DataFrame:
-        """In-sample PPC when each row has its own mean (attribute effects): thinned draws."""
-        from .checks import _row_moments
-
-        c = self.cells
-        mean, sd = _row_moments(self)
-        rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
-                           dims=("chain", "draw", "row"))
-        rows = {"connection": list(CONNECTIONS) + ["all"],
-                "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
-        for p in probs:
-            ci = interval(rep, p, ci_kind).transpose("row", "ci_bound").values
+            ci = bounds(p)
             inside = (c.y >= ci[:, 0]) & (c.y <= ci[:, 1])
             per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
             with np.errstate(invalid="ignore", divide="ignore"):
