@@ -73,6 +73,20 @@ def test_an_error_in_a_worker_is_raised_here_as_itself():
             job.result()
 
 
+@pytest.fixture
+def progress_logger_as_the_library_leaves_it():
+    # an in-process CLI test earlier in this pytest worker may have quietened the progress
+    # logger (main() stops it propagating and sets WARNING): start from the library default
+    progress = logging.getLogger("bayesbias.progress")
+    saved = progress.propagate, progress.level
+    progress.propagate = True
+    progress.setLevel(logging.NOTSET)
+    yield
+    progress.propagate = saved[0]
+    progress.setLevel(saved[1])
+
+
+@pytest.mark.usefixtures("progress_logger_as_the_library_leaves_it")
 def test_a_workers_records_and_warnings_are_shown_here(caplog):
     with JobPool(2) as pool:
         job = pool.submit(talkative, 7)
