@@ -6,18 +6,18 @@ turns them into a clean interruption of the running command (temporary files rem
 Only the interpreter's own start-up, before this module runs, is out of reach.
 """
 
-import signal
+import _signal  # built in: no import time in which a signal finds no handler (``signal`` imports enum)
 import sys
 
 
 def _early_exit(signum, frame):
-    sys.stderr.write(f"bayesbias: {'interrupted' if signum == signal.SIGINT else 'terminated'}"
+    sys.stderr.write(f"bayesbias: {'interrupted' if signum == _signal.SIGINT else 'terminated'}"
                      "; no output written\n")
     raise SystemExit(128 + signum)
 
 
-signal.signal(signal.SIGINT, _early_exit)
-signal.signal(signal.SIGTERM, _early_exit)
+_signal.signal(_signal.SIGINT, _early_exit)
+_signal.signal(_signal.SIGTERM, _early_exit)
 
 
 def main() -> int:

@@ -68,10 +68,14 @@ def _killed_outside_main(code, err, sig) -> bool:
     if code not in (-sig, 1):
         return False
     frames = set(re.findall(r'File "[^"]*/bayesbias/([^"]+)"', err))
-    if frames:
+    # _entry's first line imports the built-in _signal before installing its handlers
+    early = re.search(r'/bayesbias/_entry\.py", line \d+, in <module>\n\s+import _signal', err)
+    if early:
+        frames.discard("_entry.py")
+    if frames or early:
         return frames <= {"__init__.py", "errors.py"} and "KeyboardInterrupt" in err
     # the console script's own first lines (pip's wrapper, before it imports _entry)
-    outside = re.sub(r'File "[^"]*/bin/bayesbias"', "", err)
+    outside = re.sub(r'File "[^"]*/bin/bayesbias".*\n.*\n', "", err)  # the frame and its line
     if outside != err:
         return "bayesbias" not in outside and "KeyboardInterrupt" in err
     return "bayesbias" not in err and (not err or "Fatal Python error" in err or "site" in err)
