@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputDataError
+from .errors import InputDataError, InvalidArgumentError
 from .progress import progress
 
 __all__ = ["TaskResults", "run_tasks", "task_rng", "chunks", "JobPool", "Job", "default_jobs"]
@@ -143,7 +143,7 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
     if len(set(keys)) != len(keys):
         raise InputDataError("task keys must be unique")
     if workers is not None and workers < 1:
-        raise InputDataError(f"workers must be >= 1, got {workers}")
+        raise InvalidArgumentError(f"workers must be >= 1, got {workers}")
     t0 = time.perf_counter()
     results: dict = {}
     total = len(keys)

@@ -16,6 +16,7 @@ from .errors import InvalidArgumentError
 
 __all__ = [
     "CI_KINDS",
+    "POSTERIOR_CI_KINDS",
     "MAX_SEED",
     "validate_ci_prob",
     "validate_ci_kind",
@@ -28,6 +29,9 @@ __all__ = [
 
 #: Interval kinds a result can carry in ``ci_kind``.
 CI_KINDS = ("hdi", "eti", "delong", "bootstrap", "bernstein", "t")
+
+#: Interval kinds a posterior summary can be asked for (``ci_kind=`` / ``--ci-kind``).
+POSTERIOR_CI_KINDS = ("hdi", "eti")
 
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative int; PyMC and
 #: nutpie take 32-bit seeds).
@@ -108,7 +112,7 @@ def validate_choice(value, choices: Iterable[str], name: str) -> str:
     return value
 
 
-def validate_ci_kind(ci_kind, allowed: Iterable[str] = ("hdi", "eti"),
+def validate_ci_kind(ci_kind, allowed: Iterable[str] = POSTERIOR_CI_KINDS,
                      name: str = "ci_kind") -> str:
     """Return `ci_kind` if it is one of `allowed` (codes of :data:`CI_KINDS`)."""
     return validate_choice(ci_kind, allowed, name)

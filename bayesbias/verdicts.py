@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from .config import defaults, validate_ci_prob
-from .errors import InputDataError
+from .validation import validate_ci_kind
+from .errors import InputDataError, InvalidArgumentError
 
 __all__ = [
     "VERDICT_CONTRASTS",
@@ -112,10 +113,9 @@ def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None =
     """
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    if ci_kind not in ("hdi", "eti"):
-        raise InputDataError(f"ci_kind must be 'hdi' or 'eti', got {ci_kind!r}")
+    ci_kind = validate_ci_kind(ci_kind)
     if rope is not None and not (np.isfinite(rope) and rope >= 0):
-        raise InputDataError(f"rope must be a finite number >= 0, got {rope!r}")
+        raise InvalidArgumentError(f"rope must be a finite number >= 0, got {rope!r}")
     d = np.asarray(draws, dtype=float)
     if d.ndim == 0 or d.shape[-1] < 2:
         raise InputDataError("contrast_evidence needs at least two draws on the last axis")

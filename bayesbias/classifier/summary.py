@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import validate_ci_prob
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from .auc import AUC_METRICS, nuanced_auc_metrics
 from .bernstein import CRITERIA, bbu_by_group
 from .data import ClassifierData
@@ -128,16 +128,16 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
     metrics = [m.strip().lower() for m in metrics if m.strip()]
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
-        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
-                             + ", ".join(METRIC_CHOICES))
+        raise InvalidArgumentError(f"unknown metric(s) {', '.join(unknown)}; choose from "
+                                   + ", ".join(METRIC_CHOICES))
     if criterion not in CRITERIA:
-        raise InputDataError(f"unknown criterion {criterion!r}; choose from "
-                             + ", ".join(CRITERIA))
+        raise InvalidArgumentError(f"unknown criterion {criterion!r}; choose from "
+                                   + ", ".join(CRITERIA))
     model = model or cd.score_column or "classifier"
     rows: list[dict] = []
     ci_prob = validate_ci_prob(ci_prob)
     if int(n_boot) < 0:
-        raise InputDataError(f"n_boot must be >= 0, got {n_boot}")
+        raise InvalidArgumentError(f"n_boot must be >= 0, got {n_boot}")
     out = ClassifierBias(table=pd.DataFrame(columns=TIDY_COLUMNS), ci_prob=ci_prob,
                          model=model)
     for metric in metrics:

@@ -7,7 +7,7 @@ from ..classifier.bernstein import (
     bernstein_min_n,
     smallest_claimable_delta,
 )
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from ._common import add_json, add_parser, emit, float_range, positive_int, probability
 
 
@@ -44,7 +44,8 @@ def register(sub) -> None:
 def run(args) -> int:
     """Print the minimum n and / or the half-width."""
     if args.delta is None and args.n is None:
-        raise InputDataError("give --delta (for the minimum n) and/or --n (for the half-width)")
+        raise InvalidArgumentError(
+            "give --delta (for the minimum n) and/or --n (for the half-width)")
     common = dict(confidence=args.confidence, gamma=args.gamma, variance=args.variance,
                   C=args.max_cost)
     try:

@@ -20,7 +20,7 @@ from ..classifier.data import (
 )
 from ..classifier.generalized import METRICS, PARITY_CODE
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from ._common import (
     add_json,
     add_parser,
@@ -147,11 +147,11 @@ def _groups(args, table: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]
         else:
             terms = [t.strip() for t in args.terms.split(",") if t.strip()]
             if not terms:
-                raise InputDataError(f"--terms: no terms in {args.terms!r}")
+                raise InvalidArgumentError(f"--terms: no terms in {args.terms!r}")
         return identity_groups(table, terms, text=args.text_column, template=args.template,
                                match=args.match), None
-    raise InputDataError("give --groups (boolean columns) or --group-column (a categorical "
-                         "column), or a text column (--text-column) to derive identity groups")
+    raise InvalidArgumentError("give --groups (boolean columns) or --group-column (a categorical "
+                               "column), or a text column (--text-column) to derive identity groups")
 
 
 def run(args) -> int:
@@ -161,17 +161,17 @@ def run(args) -> int:
     score = args.score or dflt.get("score")
     positive = args.positive if args.positive is not None else dflt.get("positive")
     if label is None:
-        raise InputDataError("give --label (the gold label column)")
+        raise InvalidArgumentError("give --label (the gold label column)")
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
-        raise InputDataError(f"--metrics: no metric names in {args.metrics!r}")
+        raise InvalidArgumentError(f"--metrics: no metric names in {args.metrics!r}")
     if args.reading == "code":
         metrics = [PARITY_CODE.get(m, m) for m in metrics]
     cf_average = args.cf_average or ("combinations" if args.reading == "code" else "groups")
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
-        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
-                             + ", ".join(METRIC_CHOICES))
+        raise InvalidArgumentError(f"unknown metric(s) {', '.join(unknown)}; choose from "
+                                   + ", ".join(METRIC_CHOICES))
     derived, group_column = _groups(args, table)
     if derived is not None:
         table = pd.concat([table, derived.add_prefix("group:")], axis=1)
@@ -192,8 +192,8 @@ def run(args) -> int:
         except ValueError:
             variance = float("nan")
         if not (np.isfinite(variance) and variance > 0):
-            raise InputDataError(f"--variance must be 'estimate', 'worst' or a finite number "
-                                 f"> 0, got {args.variance!r}")
+            raise InvalidArgumentError(f"--variance must be 'estimate', 'worst' or a finite number "
+                                       f"> 0, got {args.variance!r}")
     source = None
     if any(METRICS[m].version == "counterfactual" for m in metrics if m in METRICS):
         if args.source:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_json, add_parser, emit
+from ._common import add_json, add_output, add_parser, add_plot, dropped_line, emit
 from .fit import add_model_options, add_rope, add_table_source, fit_from_args, load_table
 
 DESCRIPTION = """\
@@ -32,13 +32,10 @@ def register(sub) -> None:
     add_table_source(p)
     add_model_options(p)
     add_rope(p)
-    p.add_argument("--plot", default=None,
-                   help="save a forest plot of the differences (PNG) (default: none)")
-    p.add_argument("-o", "--output", default=None,
-                   help="write a before/after report folder (index.html, report.md, "
-                        "tables, figures, fits/a.nc and fits/b.nc, results.json); a name "
-                        "ending in .nc saves only the two fits, as NAME_a.nc and NAME_b.nc "
-                        "(default: none)")
+    add_plot(p, "save a forest plot of the differences (PNG) (default: none)")
+    add_output(p, "write a before/after report folder (index.html, report.md, tables, "
+                  "figures, fits/a.nc and fits/b.nc, results.json); a name ending in .nc "
+                  "saves only the two fits, as NAME_a.nc and NAME_b.nc (default: none)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -139,8 +136,7 @@ def run(args) -> int:
             lines.append(f"warning ({tag}): {warn}")
     for tag, table in (("a", ta), ("b", tb)):
         if table.attrs.get("missing"):
-            lines.append(f"dropped on side {tag}: " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in table.attrs["missing"].items()))
+            lines.append(dropped_line(table.attrs["missing"], f"dropped on side {tag}"))
     if mac and "error" not in mac:
         lines.append(f"MAC a = {mac['mac_a']:.4f}, b = {mac['mac_b']:.4f}; Manzini's paired "
                      f"t-test: t = {mac['statistic']:.3f}, p {_p(mac['p_value'])} (two-sided) "

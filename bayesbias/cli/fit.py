@@ -6,14 +6,19 @@ import warnings
 
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import DistanceTableError
+from ..validation import POSTERIOR_CI_KINDS
 from ._common import (
     add_ci_prob,
     add_distances,
     add_embedding_options,
     add_json,
+    add_output,
     add_parser,
+    add_plot,
     add_sampling_options,
     add_seed,
+    add_wordlist,
+    dropped_line,
     emit,
     float_range,
     probability,
@@ -31,8 +36,8 @@ sampler diagnostics. The input is a distance table (--distances), a shipped publ
 def add_table_source(p) -> None:
     """Options that select a distance table or an embedding + word list."""
     add_embedding_options(p)
-    p.add_argument("--wordlist", default=None,
-                   help="shipped list name or TOML file, with --embedding (default: none)")
+    add_wordlist(p, None, "word list: a shipped name or a TOML file, with --embedding "
+                          "(default: none)")
 
 
 #: A ROPE half-width: a finite number >= 0.
@@ -64,7 +69,7 @@ def add_model_options(p, command: str = "fit") -> None:
                             "(default: the spec's)")
     add_ci_prob(p, defaults.ci_prob, "credible interval probability in (0, 1) "
                                      f"(default {defaults.ci_prob})")
-    p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind,
+    p.add_argument("--ci-kind", choices=list(POSTERIOR_CI_KINDS), default=defaults.ci_kind,
                    help="highest-density (hdi) or equal-tailed (eti) intervals "
                         "(default %(default)s)")
     add_sampling_options(p)
@@ -96,10 +101,8 @@ def register(sub) -> None:
     add_table_source(p)
     add_model_options(p)
     add_rope(p)
-    p.add_argument("-o", "--output", default=None,
-                   help="save the fit as netCDF (.nc) (default: not saved)")
-    p.add_argument("--plot", default=None,
-                   help="save a forest plot (.png, .svg or .pdf) (default: none)")
+    add_output(p, "save the fit as netCDF (.nc) (default: not saved)")
+    add_plot(p, "save a forest plot (.png, .svg or .pdf) (default: none)")
     p.add_argument("--loo", action="store_true",
                    help="also report PSIS-LOO (elpd) (default: off)")
     p.add_argument("--show-model", action="store_true",
@@ -238,8 +241,7 @@ def run(args) -> int:
     if not diag.ok:
         lines.append(diagnostic_advice(diag.problems, "fit"))
     if missing:
-        lines.append("dropped (not in the embedding or the table): " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in missing.items()))
+        lines.append(dropped_line(missing, "dropped (not in the embedding or the table)"))
     if args.loo:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
-from ..errors import DistanceTableError, InputDataError, WordListError
+from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -171,7 +171,8 @@ class MacTTest:
 # --------------------------------------------------------------------------------------
 def _target_weights(words: Sequence[str], targets: str, wordlist: WordList | None) -> dict:
     if targets not in TARGET_MODES:
-        raise InputDataError(f"targets must be one of {', '.join(TARGET_MODES)}, got {targets!r}")
+        raise InvalidArgumentError(
+            f"targets must be one of {', '.join(TARGET_MODES)}, got {targets!r}")
     if targets == "unique":
         return dict.fromkeys(words, 1)
     if wordlist is None or not wordlist.definite_sets:

@@ -27,7 +27,7 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
-from ..errors import DistanceTableError, InputDataError, WordListError
+from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..resampling import (
     bootstrap_indices,
     bootstrap_weights,
@@ -156,7 +156,7 @@ def _ddof(sd: str) -> int:
     try:
         return SD_CONVENTIONS[sd]
     except KeyError:
-        raise InputDataError(
+        raise InvalidArgumentError(
             f"sd must be one of {', '.join(SD_CONVENTIONS)}, got {sd!r}") from None
 
 
@@ -193,7 +193,7 @@ def split_indicators(n_x: int, n_y: int, *, n_permutations: int | None = None,
             yield ind
         return
     if n_permutations < 1:
-        raise InputDataError("n_permutations must be at least 1")
+        raise InvalidArgumentError("n_permutations must be at least 1")
     rng = np.random.default_rng(rng)
     done = 0
     while done < n_permutations:
@@ -245,7 +245,7 @@ def permutation_test(s_x, s_y, *, alternative: str = "greater",
         Monte Carlo: ``(1 + #extreme) / (1 + n_permutations)``, so p is never 0.
     """
     if alternative not in ALTERNATIVES:
-        raise InputDataError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
+        raise InvalidArgumentError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
                          f"got {alternative!r}")
     s_x, s_y = _check_s(s_x, s_y)
     n_x, n_y = s_x.shape[-1], s_y.shape[-1]
