@@ -346,7 +346,7 @@ def add_embedding_options(parser, required: bool = False) -> None:
     parser.add_argument("--format", default="auto",
                         choices=["auto", "word2vec", "word2vec-binary", "glove", "fasttext",
                                  "gensim"],
-                        help="embedding file format (default: guess from the file)")
+                        help="embedding file format (default auto: guess from the file)")
     parser.add_argument("--trust-pickle", action="store_true",
                         help="allow loading gensim KeyedVectors files (pickles): only for "
                              "files you trust")
@@ -363,6 +363,9 @@ def add_embedding_options(parser, required: bool = False) -> None:
     from ..encoders.options import add_encoder_options
 
     add_encoder_options(parser)
+    for action in parser._actions:  # the encoder options without a default say so
+        if action.dest in ("encoder", "corpus") and "default" not in (action.help or ""):
+            action.help = f"{action.help} (default: none)"
 
 
 def to_jsonable(obj):

@@ -8,7 +8,7 @@ from ..classifier.bernstein import (
     smallest_claimable_delta,
 )
 from ..errors import InputDataError, InvalidArgumentError
-from ._common import add_json, add_parser, emit, float_range, positive_int, probability
+from ._common import add_ci_prob, add_json, add_parser, emit, float_range, positive_int
 
 
 def register(sub) -> None:
@@ -26,10 +26,11 @@ def register(sub) -> None:
                     "that can be claimed.",
     )
     p.add_argument("--delta", type=float_range(1e-6, 2.0),
-                   help="sample disparity to be claimed (1e-6 to 2)")
-    p.add_argument("--n", type=positive_int, help="number of annotated examples available")
-    p.add_argument("--ci-prob", "--confidence", dest="confidence", type=probability, default=0.95,
-                   help="confidence rho of the interval (default 0.95)")
+                   help="sample disparity to be claimed (1e-6 to 2) (default: none)")
+    p.add_argument("--n", type=positive_int,
+                   help="number of annotated examples available (default: none)")
+    add_ci_prob(p, 0.95, "confidence rho of the interval (default 0.95)",
+                deprecated=("--confidence",), dest="confidence")
     p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=0.5,
                    help="lower bound on the smaller group proportion, in (0, 0.5] (default 0.5)")
     p.add_argument("--variance", type=float_range(0.0, 1e12, low_open=True), default=None,

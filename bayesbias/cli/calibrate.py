@@ -41,7 +41,8 @@ def register(sub) -> None:
     p.add_argument("--reps", type=positive_int, default=500,
                    help="replications (default 500)")
     p.add_argument("--method", choices=["nuts", "exact"], default="nuts",
-                   help="NUTS fits (default) or the exact marginal posterior (hierarchical)")
+                   help="nuts: NUTS fits (default), or exact: the exact marginal posterior "
+                        "(hierarchical)")
     p.add_argument("--shape", choices=["religion", "small"], default="religion",
                    help="table shape: like the shipped religion list (default) or small")
     p.add_argument("--keep", type=positive_int, default=99,

@@ -22,16 +22,16 @@ from ..classifier.generalized import METRICS, PARITY_CODE
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
 from ..errors import InputDataError, InvalidArgumentError
 from ._common import (
+    add_bootstrap,
+    add_ci_prob,
     add_json,
+    add_option,
+    add_output,
     add_parser,
+    add_seed,
     emit,
     finite_float,
     float_range,
-    nonneg_int,
-    probability,
-)
-from ._common import (
-    seed as seed_type,
 )
 
 log = logging.getLogger(__name__)
@@ -56,46 +56,55 @@ def register(sub) -> None:
     )
     p.add_argument("--data", required=True,
                    help="CSV or Parquet table, or 'madlibs' for the shipped scored madlibs")
-    p.add_argument("--label", default=None, help="gold label column (madlibs: toxicity)")
+    p.add_argument("--label", default=None,
+                   help="gold label column (default: toxicity for madlibs; required otherwise)")
     p.add_argument("--positive", default=None,
-                   help="value of the label column that is the positive class (madlibs: toxic)")
-    p.add_argument("--score", default=None, help="score column (madlibs: TOXICITY@1)")
-    p.add_argument("--pred", default=None, help="predicted label column (else score >= "
-                   "--threshold)")
+                   help="value of the label column that is the positive class (default: toxic "
+                        "for madlibs; otherwise the label must be 0/1 or True/False)")
+    p.add_argument("--score", default=None,
+                   help="score column (default: TOXICITY@1 for madlibs; none otherwise)")
+    p.add_argument("--pred", default=None, help="predicted label column (default: none, "
+                   "score >= --threshold)")
     p.add_argument("--threshold", type=finite_float, default=0.5,
                    help="threshold turning scores into labels (default 0.5)")
     p.add_argument("--groups", default=None,
-                   help="comma-separated boolean group columns (may overlap)")
-    p.add_argument("--group-column", default=None, help="one categorical group column")
+                   help="comma-separated boolean group columns (may overlap) (default: none; "
+                        "groups from --group-column or the text column)")
+    p.add_argument("--group-column", default=None,
+                   help="one categorical group column (default: none)")
     p.add_argument("--terms", default="reference",
-                   help="madlibs groups: 'reference' (the 12 terms of the published tables), "
-                        "'all' (every recovered identity term) or comma-separated terms")
+                   help="madlibs groups: 'reference' (the 12 terms of the published tables; "
+                        "default), 'all' (every recovered identity term) or comma-separated "
+                        "terms")
     p.add_argument("--text-column", default="phrase",
                    help="text column for identity groups (default phrase)")
     p.add_argument("--match", choices=["longest", "word"], default="longest",
                    help="madlibs groups: 'longest' (a phrase's longest identity term only, "
                         "default) or 'word' (every whole-word match, so 'american' also matches "
                         "'african american', as the published Borkan tables group)")
-    p.add_argument("--template", default="template", help="template column")
+    p.add_argument("--template", default="template",
+                   help="template column (default template)")
     p.add_argument("--source", default=None,
-                   help="source-example column for counterfactual metrics (madlibs: derived)")
+                   help="source-example column for counterfactual metrics (default: derived "
+                        "from the text and template columns)")
     p.add_argument("--metrics", default="bbu,auc",
                    help="comma-separated: bbu, auc and names from the registry "
                         "(default bbu,auc)")
     p.add_argument("--criterion", default="demographic_parity", choices=list(CRITERIA),
                    help="cost/annotation for bbu (default demographic_parity)")
-    p.add_argument("--ci-prob", "--confidence", dest="ci_prob", type=probability,
-                   default=0.95, help="probability of every interval (default 0.95)")
+    add_ci_prob(p, 0.95, "probability of every interval (default 0.95)",
+                deprecated=("--confidence",))
     p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=None,
                    help="bbu: lower bound on group proportions (default: estimated)")
     p.add_argument("--variance", default="estimate",
                    help="bbu: 'estimate', 'worst' or a number (default estimate)")
-    p.add_argument("--bootstrap", "--n-boot", dest="bootstrap", type=nonneg_int, default=200,
-                   help="bootstrap resamples for the generalized metrics and bbu "
-                        "(default 200; 0 = no intervals)")
-    p.add_argument("--seed", type=seed_type, default=None, help="random seed")
-    p.add_argument("--reading", "--parity", dest="reading", choices=["paper", "code"],
-                   default="paper",
+    add_bootstrap(p, 200, "bootstrap resamples for the generalized metrics and bbu "
+                          "(default 200; 0 = no intervals)")
+    from ..config import defaults
+
+    add_seed(p, None, f"random seed (default {defaults.seed})")
+    add_option(p, "--reading", deprecated=("--parity",), dest="reading",
+               choices=["paper", "code"], default="paper",
                    help="Czarnowska et al.'s metrics where their paper and their code differ: "
                         "'paper' (default: Parity Gap of accuracy as in Table 2; Pos/Neg "
                         "AvgGF against all rows, as AvgGF) or 'code' (the values of the "
@@ -110,7 +119,7 @@ def register(sub) -> None:
                         "all templates, a seeded sample of 100 above 100, as the authors' "
                         "code; default with --reading code; 'terms' is the earlier name). "
                         "AvgIF compares the groups' sets of terms in both")
-    p.add_argument("-o", "--output", help="write the tidy table (.csv or .parquet)")
+    add_output(p, "write the tidy table (.csv or .parquet)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -150,8 +159,9 @@ def _groups(args, table: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]
                 raise InvalidArgumentError(f"--terms: no terms in {args.terms!r}")
         return identity_groups(table, terms, text=args.text_column, template=args.template,
                                match=args.match), None
-    raise InvalidArgumentError("give --groups (boolean columns) or --group-column (a categorical "
-                               "column), or a text column (--text-column) to derive identity groups")
+    raise InvalidArgumentError("give --groups (boolean columns) or --group-column (a "
+                               "categorical column), or a text column (--text-column) to "
+                               "derive identity groups")
 
 
 def run(args) -> int:

@@ -50,8 +50,9 @@ def register(sub) -> None:
                    help="second distance table for the paired t-test (default: none)")
     add_option(p, "--target-counting", deprecated=("--targets",), dest="targets",
                choices=["unique", "definite_sets"], default="unique",
-               help="count every protected word once (default) or as often as it appears "
-                    "in the word list's definite sets, as Manzini's evaluation loop")
+               help="unique: count every protected word once (default), or definite_sets: as "
+                    "often as it appears in the word list's definite sets, as Manzini's "
+                    "evaluation loop")
     add_json(p)
     p.set_defaults(run=run)
 

@@ -73,14 +73,14 @@ def register(sub) -> None:
     add_ci_prob(p, None, "probability of the bootstrap interval (default 0.89)")
     p.add_argument("--null", default=",".join(NULLS), metavar="NULLS",
                    help="nulls, comma-separated, of: " + ", ".join(NULLS) + " ('' for none) "
-                        "(default: all three)")
+                        "(default: %(default)s)")
     p.add_argument("--null-reps", dest="null_draws", type=nonneg_int, default=500,
                    help="draws per null (default 500; 0: none)")
     add_seed(p, None, "seed (default 20240101)")
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
-                   help="weat_es: sd with n - 1 (default) or n (WEFE's)")
+                   help="weat_es: sd with n - 1 (sample, default) or n (population, WEFE's)")
     p.add_argument("--distance", choices=["euclidean", "cosine"], default="euclidean",
-                   help="rnd: Euclidean norm (paper, default) or cosine distance (variant)")
+                   help="rnd: euclidean norm (paper, default) or cosine distance (variant)")
     p.add_argument("--splits", type=nonneg_int, default=100,
                    help="rnsb: seeded training splits averaged (default 100)")
     p.add_argument("--test-size", type=float_range(0.0, 1.0, high_open=True), default=0.2,
