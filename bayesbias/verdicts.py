@@ -228,8 +228,7 @@ class Verdict:
 
     def to_dict(self) -> dict:
         """Plain JSON data (no NaN: missing values are ``None``)."""
-        def num(v):
-            return None if v is None or not np.isfinite(v) else float(v)
+        from .plain import plain_number as num
 
         return {"name": self.name, "code": self.code, "headline": self.headline,
                 "details": list(self.details), "notes": list(self.notes), "rule": self.rule,

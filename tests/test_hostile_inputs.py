@@ -125,9 +125,10 @@ def test_validate_flag_in_cli(capsys, tmp_path):
                                      "--validate", "-o", out])
     assert_clean_error(code, err, str(path), "line 5", "non-numeric")
     assert not out.exists()
-    from bayesbias import embeddings
-
-    embeddings.VALIDATE = False  # main() set the process-wide default
+    # --validate held for that run only: the same call without it loads the file again
+    code, _, err = run_main(capsys, ["distances", "--embedding", path, "--wordlist", wl,
+                                     "-o", out])
+    assert code == 0 and out.exists(), err
 
 
 # -- non-regular files: FIFO, devices, folders -----------------------------------------

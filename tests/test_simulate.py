@@ -208,7 +208,7 @@ def test_cli_simulate_grid_and_output(tmp_path, capsys):
 
 def test_cli_simulate_bad_input(capsys):
     assert main(["simulate", "--null", "resample"]) == 2
-    assert "--table" in capsys.readouterr().err
+    assert "--distances" in capsys.readouterr().err
 
 
 @pytest.mark.slow

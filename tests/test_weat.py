@@ -382,7 +382,7 @@ def test_cli_from_distance_table(tmp_path, capsys):
 
     path = tmp_path / "weat7.csv"
     write_distance_table(published_table("weat_7", "reddit"), path)
-    assert main(["weat", "--table", str(path), "--json"]) == 0
+    assert main(["weat", "--distances", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sizes"] == {"X": 8, "Y": 8, "A": 8, "B": 8}
     assert out["effect_size"] == pytest.approx(weat_from_table(

@@ -319,10 +319,15 @@ def _run(parser, args) -> int:
         return 0
     _check_common(args)
     _check_outputs(args)
-    if getattr(args, "validate", False) is True:
-        from .. import embeddings
+    if getattr(args, "validate", False) is True:  # --validate: for this run only
+        from ..embeddings import validating
 
-        embeddings.VALIDATE = True
+        with validating():
+            return _run_command(parser, args)
+    return _run_command(parser, args)
+
+
+def _run_command(parser, args) -> int:
     if hasattr(args, "word_vectors"):  # --encoder: word vectors from a sentence encoder
         from ..encoders.options import use_encoder
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InvalidArgumentError
+from ..plain import dropped_line, to_plain
 from ..validation import MAX_SEED, validate_float, validate_int
 
 __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable",
@@ -280,18 +281,6 @@ def add_plot(parser, help: str = "save the figure (.png, .svg or .pdf)") -> None
                         help=help if "default" in help else f"{help} (default: none)")
 
 
-def dropped_line(dropped: dict, lead: str = "dropped (not in the embedding)") -> str:
-    """One line listing dropped words per word-list part, or ``""`` when none was dropped.
-
-    The one wording of every command's dropped-words note (the JSON key is
-    ``dropped_words``).
-    """
-    parts = {k: v for k, v in (dropped or {}).items() if v}
-    if not parts:
-        return ""
-    return f"{lead}: " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in parts.items())
-
-
 def add_sampling_options(parser, draws: int | None = None, tune: int | None = None,
                          chains: int | None = None) -> None:
     """Add ``--draws``, ``--tune`` and ``--chains`` with their limits (defaults: config)."""
@@ -368,30 +357,9 @@ def add_embedding_options(parser, required: bool = False) -> None:
             action.help = f"{action.help} (default: none)"
 
 
-def to_jsonable(obj):
-    """Convert numpy / pandas / xarray values to plain JSON types (NaN -> null)."""
-    import numpy as np
-    import pandas as pd
+#: Plain JSON values of any result (see :func:`bayesbias.plain.to_plain`).
+to_jsonable = to_plain
 
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, pd.DataFrame):
-        return to_jsonable(obj.to_dict(orient="records"))
-    if isinstance(obj, pd.Series):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        return None if not math.isfinite(float(obj)) else float(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
 
 
 def write_study_outputs(args, result, payload: dict, lines: list[str], indent=None) -> None:

@@ -219,25 +219,16 @@ def run(args) -> int:
                           source=source, seed=args.seed, model=model,
                           cf_average=cf_average)
     ci = args.ci_prob
-    payload: dict = {"data": args.data, "model": model, "n": cd.n,
-                     "groups": {g: int(v) for g, v in cd.groups.sum().items()},
-                     "ci_prob": ci, "threshold": cd.threshold, "reading": args.reading,
-                     "metrics": {}}
+    res.settings.update(data=args.data, reading=args.reading)
     text: list[str] = [f"{args.data}: {cd.n} rows, {len(cd.group_names)} groups, model {model}"]
     for metric in metrics:
         if metric == "auc":
             r = res.auc
-            payload["metrics"]["auc"] = {"overall_auc": r.attrs["overall_auc"],
-                                         "ci_kind": r.attrs.get("ci_kind"),
-                                         "by_group": r.reset_index()}
             text += ["", f"nuanced AUC metrics (Borkan et al. 2019), {ci:.0%} DeLong intervals "
                      f"(overall AUC {r.attrs['overall_auc']:.4f}):",
                      r[list(AUC_METRICS)].round(4).to_string()]
         elif metric == "bbu":
             r = res.bbu
-            payload["metrics"]["bbu"] = {"criterion": args.criterion,
-                                         "description": CRITERIA[args.criterion].description,
-                                         "by_group": r.reset_index()}
             cols = [c for c in ("disparity", "lower", "upper", "bayes_lower", "bayes_upper",
                                 "bootstrap_lower", "bootstrap_upper", "claims_bias")
                     if c in r]
@@ -246,11 +237,6 @@ def run(args) -> int:
                      "(Bernstein | Bayes HDI | bootstrap):", r[cols].round(4).to_string()]
         else:
             m, r = METRICS[metric], res.generalized[metric]
-            payload["metrics"][metric] = {
-                "value": r.value, "lower": r.lower, "upper": r.upper,
-                "ci_kind": r.ci_kind, **r.info,
-                "by_group": r.by_group.reset_index(),
-                "pairs": r.pairs if r.pairs is not None else []}
             val = (f"{r.value:.4g}" + (f" [{r.lower:.4g}, {r.upper:.4g}]"
                                        if np.isfinite(r.lower) else "")
                    if np.isfinite(r.value) else "(per group)")
@@ -271,7 +257,7 @@ def run(args) -> int:
                 res.table.to_parquet(tmp, index=False)
             else:  # for spreadsheets: no cell runs as a formula
                 spreadsheet_safe(res.table).to_csv(tmp, index=False)
-        payload["output"] = str(out)
+        res.settings["output"] = str(out)
         text.append(f"\nwrote {len(res.table)} rows to {out}")
-    emit(args, payload, "\n".join(text))
+    emit(args, res.to_dict(), "\n".join(text))
     return 0

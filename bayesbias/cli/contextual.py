@@ -13,6 +13,7 @@ from ._common import (
     add_parser,
     add_seed,
     add_wordlist,
+    dropped_line,
     emit,
     positive_int,
 )
@@ -193,9 +194,11 @@ def run_contexts(args) -> int:
     with atomic_path(args.output) as tmp:
         table.to_csv(tmp, index=False)
     payload = {"output": args.output, "rows": len(table), "draws": args.draws,
-               "contexts_per_word": args.contexts, "dropped": dropped, "source": str(src)}
+               "contexts_per_word": args.contexts, "dropped_words": dropped,
+               "source": str(src)}
     text = (f"wrote {len(table)} rows ({args.draws} context draws) to {args.output}"
-            + (f"; dropped (no context): {dropped}" if any(dropped.values()) else ""))
+            + (f"; {dropped_line(dropped, 'dropped (no context)')}"
+               if dropped_line(dropped) else ""))
     if args.fit:
         from ..models.context import fit_context_model
 

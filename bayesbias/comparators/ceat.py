@@ -28,6 +28,7 @@ from scipy import stats
 
 from ..config import defaults, validate_ci_prob
 from ..errors import InputDataError, WordListError
+from ..plain import DROPPED_KEY, dropped_line
 from .weat import association, effect_size, resolve_weat_sets
 
 __all__ = ["random_effects", "RandomEffects", "ceat_draws", "ceat_from_pools", "CeatResult",
@@ -258,6 +259,7 @@ class CeatResult:
     def to_dict(self) -> dict:
         """Plain-Python dict (JSON-ready); per-draw effect sizes summarised by quantiles."""
         d = asdict(self)
+        d[DROPPED_KEY] = d.pop("dropped")
         d.pop("effect_sizes")
         d.pop("variances")
         d["ci"] = list(self.ci)
@@ -299,15 +301,14 @@ class CeatResult:
             *word,
             f"  secondary, the paper's random-effects combination over draws: se "
             f"{self.se:.4f}, {self.ci_prob:.0%} interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
-            f"(normal; narrows as --draws grows, a simulation setting)",
+            f"(normal; narrows as --context-draws grows, a simulation setting)",
             f"  p (combined > 0, random effects, one-sided) {_op(format_p(self.p_value))}; "
             f"two-sided {_op(format_p(self.p_two_sided))}; "
             f"tau^2 = {self.tau2:.4g}, Q = {self.q:.1f} on {self.n_draws - 1} df",
             f"  per-draw effect sizes: median {q[0.5]:.3f}, 90% of draws in "
             f"[{q[0.05]:.3f}, {q[0.95]:.3f}]",
-        ] + (["  dropped (no context): " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in self.dropped.items() if v)]
-             if any(self.dropped.values()) else []))
+        ] + (["  " + dropped_line(self.dropped, "dropped (no context)")]
+             if dropped_line(self.dropped) else []))
 
 
 def _op(text: str) -> str:

@@ -32,6 +32,7 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
 from ..errors import InputDataError, InvalidArgumentError, WordListError
+from ..plain import DROPPED_KEY, dropped_line, plain_number
 from ..resampling import bootstrap_indices, percentile_interval
 from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
@@ -436,8 +437,7 @@ def _draws(name: str, opts: dict, vectors: Vectors) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # Result
 # --------------------------------------------------------------------------------------
-def _num(x):
-    return None if x is None or not np.isfinite(x) else float(x)
+_num = plain_number
 
 
 @dataclass
@@ -485,7 +485,7 @@ class MetricResult:
             "names": dict(self.names), "seed": self.seed,
             "per_word": [{"word": str(r.word), "role": str(r.role), "value": _num(r.value)}
                          for r in self.per_word.itertuples()],
-            "dropped": {k: list(v) for k, v in self.dropped.items()}, "source": self.source,
+            DROPPED_KEY: {k: list(v) for k, v in self.dropped.items()}, "source": self.source,
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -526,10 +526,8 @@ class MetricResult:
                 continue
             lines.append(f"  null {k}: {self.null_ci_prob:.0%} of {self.null_reps} draws in "
                          f"[{d['lower']:.4f}, {d['upper']:.4f}] (median {d['median']:.4f})")
-        dropped = {k: v for k, v in self.dropped.items() if v}
-        if dropped:
-            lines.append("  dropped (not in embedding): " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in dropped.items()))
+        if dropped_line(self.dropped):
+            lines.append("  " + dropped_line(self.dropped))
         return "\n".join(lines)
 
 

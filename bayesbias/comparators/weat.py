@@ -28,6 +28,7 @@ from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
+from ..plain import DROPPED_KEY, dropped_line
 from ..resampling import (
     bootstrap_indices,
     bootstrap_weights,
@@ -371,6 +372,7 @@ class WeatResult:
     def to_dict(self) -> dict:
         """Plain-Python dict (JSON-ready)."""
         d = asdict(self)
+        d[DROPPED_KEY] = d.pop("dropped")
         d["ci"] = list(self.ci) if self.ci is not None else None
         d["sd_description"] = _SD_LABEL[self.sd_convention]
         d["statistic_description"] = ("sum of s(x, A, B) over X minus sum of s(y, A, B) "
@@ -425,10 +427,8 @@ class WeatResult:
                          "targets and attributes"
                          + (f", {self.n_bootstrap_degenerate} degenerate dropped"
                             if self.n_bootstrap_degenerate else "") + ")")
-        dropped = {k: v for k, v in self.dropped.items() if v}
-        if dropped:
-            lines.append("  dropped (not in embedding): " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in dropped.items()))
+        if dropped_line(self.dropped):
+            lines.append("  " + dropped_line(self.dropped))
         return "\n".join(lines)
 
 
