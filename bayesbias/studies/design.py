@@ -469,7 +469,7 @@ def _run_chunk(pilot_draws, spec, design, seed, chunk, n_reps, settings, rng):
         ci, p_below = _bayes_nuts(spec, y, design, settings["ci_prob"],
                                   settings["fit_kwargs"], rng)
     out = frequentist_tests(y, design, n_permutations=settings["n_permutations"], rng=rng)
-    out.update(lower=ci[..., 0], upper=ci[..., 1], p_below=p_below,
+    out.update(lower=ci[..., 0], upper=ci[..., 1], prob_below_zero=p_below,
                true_contrast=np.stack([truth["mu_bar"][:, _contrast_index(v)[0]]
                                        - truth["mu_bar"][:, _contrast_index(v)[1]]
                                        for v in VERDICTS], axis=1))
@@ -486,7 +486,7 @@ class DesignResult:
     Attributes
     ----------
     raw : xarray.Dataset
-        ``lower``, ``upper``, ``p_below``, ``true_contrast`` (design, replication, verdict),
+        ``lower``, ``upper``, ``prob_below_zero``, ``true_contrast`` (design, replication, verdict),
         ``weat_p`` (design, replication, class_pair), ``mac_p`` (design, replication).
     designs : list of Design
     pilot : Pilot
@@ -717,7 +717,7 @@ def _assemble(res, designs, parts) -> xr.Dataset:
         start, n = parts[k]
         for name, v in out.items():
             arrays[name][d, start:start + n] = v
-    dims = {"lower": ("verdict",), "upper": ("verdict",), "p_below": ("verdict",),
+    dims = {"lower": ("verdict",), "upper": ("verdict",), "prob_below_zero": ("verdict",),
             "true_contrast": ("verdict",), "weat_p": ("class_pair",), "mac_p": ()}
     ds = xr.Dataset({k: (("design", "replication") + dims[k], v) for k, v in arrays.items()},
                     coords={"design": [d.label for d in designs], "replication": np.arange(R),
