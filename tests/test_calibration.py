@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bayesbias.errors import InputDataError, ModelSpecError
+from bayesbias.errors import InvalidArgumentError, ModelSpecError
 from bayesbias.studies.calibration import sbc
 
 SMALL = dict(method="exact", reps=10, chunk_size=5, n_keep=49, seed=1)
@@ -29,7 +29,7 @@ def test_sbc_exact_runs_and_reports(exact):
 def test_sbc_validates():
     with pytest.raises(ModelSpecError):
         sbc("additive", method="exact", reps=2)
-    with pytest.raises(InputDataError, match="shape"):
+    with pytest.raises(InvalidArgumentError, match="shape"):
         sbc("hierarchical", method="exact", reps=2, shape="huge")
 
 

@@ -111,7 +111,7 @@ def register(sub) -> None:
                         "authors' code: Parity Gap of the positive-prediction rate; Pos/Neg "
                         "AvgGF against the other groups; counterfactual metrics over term "
                         "combinations, --cf-average combinations). AvgGF and the other "
-                        "metrics are the same in both. --parity is the earlier name")
+                        "metrics are the same in both")
     p.add_argument("--cf-average", choices=["groups", "combinations", "terms"], default=None,
                    help="counterfactual metrics with several terms per group: 'groups' "
                         "(score each group on all its terms; default with --reading paper) or "

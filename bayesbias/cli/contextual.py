@@ -185,7 +185,10 @@ def run_contexts(args) -> int:
     from ..wordlists import load_wordlist
 
     wl = load_wordlist(args.wordlist)
-    check_context_draws(wl, args.draws)  # before the encoder is loaded
+    try:
+        check_context_draws(wl, args.draws)  # before the encoder is loaded
+    except BayesbiasError as exc:  # the library names the flag by its earlier spelling
+        raise type(exc)(str(exc).replace("--draws ", "--context-draws ", 1)) from None
     src = _source(args, "contexts")
     table, dropped = context_distance_table(src, wl, n_draws=args.draws,
                                             on_missing=args.on_missing)

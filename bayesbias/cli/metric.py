@@ -74,7 +74,7 @@ def register(sub) -> None:
     p.add_argument("--null", default=",".join(NULLS), metavar="NULLS",
                    help="nulls, comma-separated, of: " + ", ".join(NULLS) + " ('' for none) "
                         "(default: %(default)s)")
-    p.add_argument("--null-reps", dest="null_draws", type=nonneg_int, default=500,
+    p.add_argument("--null-reps", type=nonneg_int, default=500,
                    help="draws per null (default 500; 0: none)")
     add_seed(p, None, "seed (default 20240101)")
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
@@ -129,7 +129,7 @@ def run(args) -> int:
                "rnsb": {"test_size": args.test_size, "splits": max(args.splits, 1)},
                "ripa": {"variant": args.ripa_variant}, "direct_bias": {"c": args.strictness}}
     common = dict(on_missing=args.on_missing, bootstrap=args.bootstrap, ci_prob=args.ci_prob,
-                  nulls=nulls, null_reps=args.null_draws, seed=args.seed)
+                  nulls=nulls, null_reps=args.null_reps, seed=args.seed)
     explicit, wordlist = _sets(args)
     classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
     if explicit is not None:

@@ -290,7 +290,7 @@ class CeatResult:
                  f"{self.word_ci[1]:.3f}] (two-stage bootstrap: {sizes.get('X')}+"
                  f"{sizes.get('Y')} target and {sizes.get('A')}+{sizes.get('B')} attribute "
                  f"words, then each word's contexts; {self.n_bootstrap} resamples of "
-                 f"{self.bootstrap_draws} draws; does not shrink with --draws)"]
+                 f"{self.bootstrap_draws} draws; does not shrink with --context-draws)"]
                 if self.word_ci else
                 ["  no interval over words and contexts (--bootstrap 0): the interval below "
                  "counts only the draws"])

@@ -103,9 +103,9 @@ class Design:
             if int(getattr(self, k)) < 1:
                 raise InvalidArgumentError(f"design: {k} must be >= 1, got {getattr(self, k)}")
         if self.words < 2:
-            raise InputDataError("design: need at least 2 protected words per class")
+            raise InvalidArgumentError("design: need at least 2 protected words per class")
         if self.classes < 2:
-            raise InputDataError("design: need at least 2 protected classes")
+            raise InvalidArgumentError("design: need at least 2 protected classes")
 
     @property
     def total_words(self) -> int:
