@@ -13,12 +13,12 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
+from json_schemas import validate
 
 from bayesbias.cli import build_parser, main
 from bayesbias.cli._common import _DeprecatedAlias
-
-jsonschema = pytest.importorskip("jsonschema")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -173,13 +173,6 @@ def test_word_sets_parsed_in_one_place(capsys, tmp_path):
 
 
 # -- JSON ---------------------------------------------------------------------------
-def validate(payload, result_type: str) -> None:
-    """Check `payload` against the schema of `result_type` (raises on a mismatch)."""
-    from bayesbias.schemas import schema
-
-    jsonschema.validate(payload, schema(result_type))
-
-
 def _json(capsys, argv) -> dict:
     assert main(["--quiet", *argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)

@@ -6,6 +6,7 @@ import re
 from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
 from bayesbias.testing import simulate_table
+from json_schemas import validate
 
 
 def test_show_model_prints_the_priors(capsys):
@@ -41,6 +42,7 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     assert [c["contrast"] for c in out["verdict"]["contrasts"]] == [
         "associated - none", "associated - human", "associated - different", "human - none"]
     assert out["verdict"]["headline"] and out["verdict"]["rope"] is None
+    validate(out, "fit")
     # one sentence on what WEAT answers and whether it agrees with the model
     assert "`associated - different`, no control group" in out["weat_reconciliation"]
     assert all(r["alternative"] == "two-sided" and r["p"] for r in out["weat"])
@@ -96,6 +98,8 @@ def test_compare_cli(tmp_path, capsys):
     ah = {c["contrast"]: c for c in out["verdicts"]["b"]["contrasts"]}["associated - human"]
     assert 0 <= ah["prob_below_zero"] <= 1
     assert out["mac_ttest"] is not None
+    validate(out, "comparison")  # "verdict" is fit's object: the sentences are "summary"
+    assert "verdict" not in out and out["summary"]
     rec = out["weat_reconciliation"]
     assert set(rec) == {"a", "b", "change"} and "measures only the gap" in rec["change"]
     assert (tmp_path / "d.png").exists()

@@ -186,8 +186,12 @@ def test_concurrent_reports_to_one_folder_last_writer_wins(tmp_path):
 
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
-    """One report on the published table under three names: duplicate and hostile."""
-    import pandas as pd
+    """One report on the published table under three names: duplicate and hostile.
+
+    Its ``--json`` output is kept as ``stdout.json`` beside the report.
+    """
+    import contextlib
+    import io
 
     from bayesbias.datasets import published_table
     from bayesbias.distances import write_distance_table
@@ -200,10 +204,21 @@ def hostile_run(tmp_path_factory):
     first = write_distance_table(table, root / "a" / evil)
     second = write_distance_table(table, root / "b" / evil)  # the same name again
     out = root / "rep"
-    code = main(["report", "--distances", str(first), "--distances", str(second),
-                 "-o", str(out), "--json", "--rope", "0.02", "--jobs", "2", *SMALL])
-    assert isinstance(table, pd.DataFrame)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["report", "--distances", str(first), "--distances", str(second),
+                     "-o", str(out), "--json", "--rope", "0.02", "--jobs", "2", *SMALL])
+    (root / "stdout.json").write_text(printed.getvalue())
     return root, out, code
+
+
+def test_report_json_follows_its_schema(hostile_run):
+    from json_schemas import validate
+
+    root, out, code = hostile_run
+    printed = json.loads((root / "stdout.json").read_text())
+    validate(printed, "report")
+    assert printed["output"] == str(out) and len(printed["verdicts"]) == 2
 
 
 def test_report_leads_with_verdicts(hostile_run, capsys):

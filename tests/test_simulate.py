@@ -5,7 +5,6 @@ Determinism is checked across Dask worker counts; uniform p-values under the nul
 
 import json
 import math
-import time
 
 import numpy as np
 import pytest
@@ -67,13 +66,14 @@ def test_resample_null_uses_real_neutral_block():
     assert np.isfinite(ds.weat_effect).all()
 
 
-def test_ten_thousand_reps_of_16x16_weat_null_fast():
+def test_ten_thousand_reps_of_16x16_weat_null():
+    """Every replication is computed (no timing here: benchmarks/bench_weat.py --check)."""
     study = NullStudy(reps=10_000, seed=1, statistics=("weat_effect",))
-    t0 = time.perf_counter()
     ds = run_null_study(study)
-    elapsed = time.perf_counter() - t0
     assert ds.sizes["replication"] == 10_000
-    assert elapsed < 3.0  # ~0.2 s on one core; generous for a loaded CI machine
+    d = ds.weat_effect.values
+    assert np.isfinite(d).all() and len(np.unique(d)) > 9_000
+    assert abs(np.median(d)) < 0.05  # no bias: centred on 0
 
 
 def test_seeded_and_chunk_keyed():
