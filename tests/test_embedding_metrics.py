@@ -15,7 +15,7 @@ from bayesbias.comparators.metrics import (
     embedding_metric,
     metric_table,
 )
-from bayesbias.embeddings import Embedding, load_embedding
+from bayesbias.embeddings import Embedding
 from bayesbias.errors import (
     InputDataError,
     InvalidArgumentError,
@@ -25,11 +25,6 @@ from bayesbias.errors import (
 
 REF = json.loads((Path(__file__).parent / "data" / "reference" /
                   "wefe_reference.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def glove():
-    return load_embedding("default")
 
 
 def _vectors(emb, s):
