@@ -18,6 +18,9 @@ __all__ = [
     "CI_KINDS",
     "POSTERIOR_CI_KINDS",
     "MAX_SEED",
+    "MAX_DRAWS",
+    "MAX_CHAINS",
+    "MAX_RESAMPLES",
     "validate_ci_prob",
     "validate_ci_kind",
     "validate_choice",
@@ -36,6 +39,13 @@ POSTERIOR_CI_KINDS = ("hdi", "eti")
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative int; PyMC and
 #: nutpie take 32-bit seeds).
 MAX_SEED = 2**32 - 1
+
+#: Upper limits of counts, far above any useful value but below what exhausts memory
+#: or overflows the sampler (``--draws 1e12`` aborted inside nutpie): posterior draws
+#: (and tuning steps) per chain, chains, and resamples / replications.
+MAX_DRAWS = 1_000_000
+MAX_CHAINS = 64
+MAX_RESAMPLES = 100_000_000
 
 
 def _number(value, name: str) -> float:

@@ -492,4 +492,5 @@ def test_failed_check_writes_nothing_without_force(tmp_path, monkeypatch):
     assert not out.exists() and list(tmp_path.iterdir()) == []
     assert main(["--quiet", "debias", "--wordlist", "religion", "-o", str(out),
                  "--force"]) == 3
-    assert out.exists()
+    written = load_embedding(out, ["jew", "church"])  # --force wrote the debiased vectors
+    assert written.vectors.shape == (2, load_embedding("default", ["jew"]).vectors.shape[1])

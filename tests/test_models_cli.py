@@ -7,6 +7,7 @@ from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
 from bayesbias.testing import simulate_table
 from json_schemas import validate
+from written import assert_fit, assert_png
 
 
 def test_show_model_prints_the_priors(capsys):
@@ -46,7 +47,9 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     # one sentence on what WEAT answers and whether it agrees with the model
     assert "`associated - different`, no control group" in out["weat_reconciliation"]
     assert all(r["alternative"] == "two-sided" and r["p"] for r in out["weat"])
-    assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
+    saved = assert_fit(tmp_path / "f.nc", out["spec_hash"])  # the fit printed, reloaded
+    assert saved.idata["posterior"].sizes["chain"] == 2
+    assert_png(tmp_path / "f.png")
     # Same table shape: the compiled model is reused, so this costs no compilation.
     # 2 chains x 15 draws cannot reach a bulk ESS of 200: --strict must exit with 3.
     rc = main(["fit", "--distances", str(csv), "--draws", "15", "--tune", "15", "--chains", "2",
@@ -88,7 +91,9 @@ def test_compare_cli(tmp_path, capsys):
                     "## Comparators before and after", "## Per-word movements",
                     "## Provenance", "## How to cite"):
         assert heading in md
-    assert (audit / "fits" / "a.nc").is_file() and (audit / "figures" / "differences.png").is_file()
+    assert_fit(audit / "fits" / "a.nc", saved_hash := out["spec_hash"])
+    assert_fit(audit / "fits" / "b.nc", saved_hash)
+    assert_png(audit / "figures" / "differences.png")
     saved = json.loads((audit / "results.json").read_text())
     assert saved["moved"] == out["moved"] and len(saved["provenance"]["inputs"]) == 3
     assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
@@ -102,4 +107,4 @@ def test_compare_cli(tmp_path, capsys):
     assert "verdict" not in out and out["summary"]
     rec = out["weat_reconciliation"]
     assert set(rec) == {"a", "b", "change"} and "measures only the gap" in rec["change"]
-    assert (tmp_path / "d.png").exists()
+    assert_png(tmp_path / "d.png")

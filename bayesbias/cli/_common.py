@@ -24,7 +24,14 @@ from pathlib import Path
 
 from ..errors import InvalidArgumentError
 from ..plain import dropped_line, to_plain
-from ..validation import MAX_SEED, validate_float, validate_int
+from ..validation import (
+    MAX_CHAINS,
+    MAX_DRAWS,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    validate_float,
+    validate_int,
+)
 
 __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable",
            "int_range", "float_range", "positive_int", "nonneg_int", "probability",
@@ -34,11 +41,6 @@ __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonab
            "add_output", "add_plot", "dropped_line", "printable", "MAX_DRAWS", "MAX_CHAINS",
            "MAX_RESAMPLES"]
 
-#: Upper limits of counts, far above any useful value but below what exhausts memory
-#: or overflows the sampler (``--draws 1e12`` aborted inside nutpie).
-MAX_DRAWS = 1_000_000
-MAX_CHAINS = 64
-MAX_RESAMPLES = 100_000_000
 
 
 class _Type:

@@ -40,11 +40,14 @@ the numbers depend on --seed only."""
 
 
 def _int_list(text: str) -> list[int]:
+    from ..validation import validate_int
+
     try:
-        out = [int(v) for v in text.split(",") if v.strip()]
-        if not out or min(out) < 1:
-            raise ValueError
-    except ValueError:
+        out = [validate_int(v, "value", low=1, high=10**6) for v in text.split(",")
+               if v.strip()]
+        if not out:
+            raise InvalidArgumentError("empty")
+    except InvalidArgumentError:
         raise argparse.ArgumentTypeError(
             f"must be positive integers separated by commas (e.g. 5,10,20), got {text!r}"
         ) from None

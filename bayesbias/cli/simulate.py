@@ -146,9 +146,9 @@ def run(args) -> int:
             logging.getLogger(name).setLevel(logging.WARNING)
     client = None
     if args.scheduler:
-        from dask.distributed import Client
+        from ..parallel import dask_client
 
-        client = Client(args.scheduler)
+        client, _ = dask_client(scheduler=args.scheduler)
     grid = args.grid is not None or len(args.sd) > 1
     try:
         if grid:

@@ -33,6 +33,7 @@ from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
 from ..errors import InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line, plain_number
+from ..validation import MAX_RESAMPLES, validate_int
 from ..resampling import bootstrap_indices, percentile_interval
 from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
@@ -631,8 +632,8 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
 
 
 def _validate_draws(bootstrap, null_reps, nulls) -> tuple[int, int, tuple[str, ...]]:
-    if int(bootstrap) < 0 or int(null_reps) < 0:
-        raise InvalidArgumentError("bootstrap and null_reps must be >= 0")
+    bootstrap = validate_int(bootstrap, "bootstrap", low=0, high=MAX_RESAMPLES)
+    null_reps = validate_int(null_reps, "null_reps", low=0, high=MAX_RESAMPLES)
     unknown = [k for k in nulls if k not in VECTOR_NULLS]
     if unknown:
         raise InvalidArgumentError(f"unknown null(s) {', '.join(unknown)}; valid: "

@@ -396,16 +396,6 @@ def _stamp(ds: xr.Dataset, study: NullStudy) -> xr.Dataset:
     return ds
 
 
-def _dask_client(client, n_workers, processes):
-    if client is not None:
-        return client, None
-    from dask.distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
-                           dashboard_address=None, silence_logs=logging.ERROR)
-    return Client(cluster), cluster
-
-
 def _run_cells(cells: list[tuple[int, NullStudy]], client=None, n_workers=None,
                processes=True, use_dask=True) -> list[list[dict]]:
     tasks = [(ci, study, chunk, n) for ci, study in cells for chunk, n in _chunks(study)]
@@ -416,7 +406,9 @@ def _run_cells(cells: list[tuple[int, NullStudy]], client=None, n_workers=None,
             if len(tasks) > 1:
                 progress.info("null study: %d of %d chunks done", i, len(tasks))
     else:
-        own_client, cluster = _dask_client(client, n_workers, processes)
+        from ..parallel import dask_client
+
+        own_client, cluster = dask_client(n_workers, processes=processes, client=client)
         try:
             futures = [own_client.submit(_run_chunk, study, ci, chunk, n, pure=False)
                        for ci, study, chunk, n in tasks]

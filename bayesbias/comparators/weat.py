@@ -35,6 +35,7 @@ from ..resampling import (
     ordered_subsets,
     percentile_interval,
 )
+from ..validation import validate_int
 from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
 
 __all__ = [
@@ -193,8 +194,7 @@ def split_indicators(n_x: int, n_y: int, *, n_permutations: int | None = None,
             done += k
             yield ind
         return
-    if n_permutations < 1:
-        raise InvalidArgumentError("n_permutations must be at least 1")
+    n_permutations = validate_int(n_permutations, "n_permutations", low=1)
     rng = np.random.default_rng(rng)
     done = 0
     while done < n_permutations:
