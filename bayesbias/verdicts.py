@@ -40,8 +40,9 @@ import numpy as np
 import pandas as pd
 
 from .config import defaults, validate_ci_prob
-from .validation import validate_ci_kind
 from .errors import InputDataError, InvalidArgumentError
+from .intervals import posterior_interval as _interval
+from .validation import validate_ci_kind
 
 __all__ = [
     "VERDICT_CONTRASTS",
@@ -81,14 +82,6 @@ RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (b
 
 #: Status codes of one contrast.
 STATUSES = ("below", "above", "equivalent", "undecided", "imprecise", "no data")
-
-
-def _interval(draws: np.ndarray, ci_prob: float, ci_kind: str) -> np.ndarray:
-    """ArviZ's HDI or ETI over the last axis; returns (..., 2)."""
-    from arviz_stats.base import array_stats
-
-    fn = array_stats.hdi if ci_kind == "hdi" else array_stats.eti
-    return np.asarray(fn(draws, ci_prob, axis=-1), dtype=float)
 
 
 def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None = None,

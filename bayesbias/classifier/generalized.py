@@ -41,6 +41,7 @@ from scipy.stats import wasserstein_distance
 
 from ..config import defaults
 from ..errors import InputDataError, InvalidArgumentError
+from ..intervals import tail_probabilities
 from ..resampling import bootstrap_indices
 from .auc import average_equality_gap
 from .data import check_boolean_flags
@@ -589,7 +590,7 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
     info.update(generalized=kind, version=version, phi=phi_f.name, d=d,
                 normalization=normalization, background=background if kind in ("bcm", "vbcm")
                 else None)
-    q = None if ci_prob is None else ((1 - ci_prob) / 2, (1 + ci_prob) / 2)
+    q = None if ci_prob is None else tail_probabilities(ci_prob)
     pairs_df = None
     if version == "group":
         value, scores, comps, pvals = _group_eval(kind, data, phi_f, d, background,

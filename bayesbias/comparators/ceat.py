@@ -28,6 +28,7 @@ from scipy import stats
 
 from ..config import defaults, validate_ci_prob
 from ..errors import InputDataError, WordListError
+from ..intervals import normal_quantile
 from ..plain import DROPPED_KEY, dropped_line
 from .weat import association, effect_size, resolve_weat_sets
 
@@ -83,7 +84,7 @@ def random_effects(es, v, ci_prob: float | None = None) -> RandomEffects:
     w_star = 1.0 / (v + tau2)
     est = float((w_star * es).sum() / w_star.sum())
     se = float(np.sqrt(1.0 / w_star.sum()))
-    z = stats.norm.ppf((1 + ci_prob) / 2)
+    z = normal_quantile(ci_prob)
     p_greater = float(stats.norm.sf(est / se))
     p_two = float(2 * stats.norm.sf(abs(est) / se))
     return RandomEffects(est, se, float(tau2), q, int(df), (est - z * se, est + z * se),
