@@ -204,11 +204,11 @@ class BBUResult:
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready; NaN as null)."""
+        from ..plain import to_plain
+
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d = {k: (None if isinstance(v, float) and not math.isfinite(v) else
-                 (v.item() if isinstance(v, np.generic) else v)) for k, v in d.items()}
         d.update(claims_bias=self.claims_bias, ci_prob=self.ci_prob, ci_kind=self.ci_kind)
-        return d
+        return to_plain(d)
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""

@@ -262,22 +262,14 @@ class FairnessResult:
 
     def to_dict(self) -> dict:
         """Plain JSON data (NaN as null)."""
-        def clean(v):
-            if isinstance(v, (float, np.floating)):
-                return float(v) if np.isfinite(v) else None
-            if isinstance(v, np.generic):
-                return v.item()
-            return v
+        from ..plain import to_plain
 
-        by = [{k: clean(v) for k, v in r.items()}
-              for r in self.by_group.reset_index().to_dict("records")]
-        pairs = ([{k: clean(v) for k, v in r.items()} for r in self.pairs.to_dict("records")]
-                 if self.pairs is not None else [])
-        return {"name": self.name, "value": clean(self.value), "overall": clean(self.overall),
-                "difference": clean(self.difference), "lower": clean(self.lower),
-                "upper": clean(self.upper), "ci_prob": self.ci_prob, "ci_kind": self.ci_kind,
-                "by_group": by, "pairs": pairs,
-                "info": {k: clean(v) for k, v in self.info.items()}}
+        return to_plain({
+            "name": self.name, "value": self.value, "overall": self.overall,
+            "difference": self.difference, "lower": self.lower, "upper": self.upper,
+            "ci_prob": self.ci_prob, "ci_kind": self.ci_kind,
+            "by_group": self.by_group.reset_index(),
+            "pairs": self.pairs if self.pairs is not None else [], "info": self.info})
 
     def __str__(self) -> str:
         head = repr(self)
