@@ -37,11 +37,12 @@ CEAT_DESCRIPTION = """\
 CEAT (Guo & Caliskan 2021): each word gets up to --contexts sentences of --corpus that
 contain it (drawn with --seed); a draw picks one of them per word, takes the word's
 contextual token vector (mean over its sub-word tokens) and computes the WEAT effect size.
---context-draws such draws give a distribution of effect sizes; a random-effects meta-analysis
-(DerSimonian-Laird) combines them into one effect size (the paper's method). Its normal
-interval counts only the spread between draws and narrows as --context-draws grows, so it
-is shown as secondary; the primary interval is a two-stage bootstrap over the words and then each
-word's contexts (--bootstrap resamples), which does not shrink with --context-draws."""
+--context-draws such draws give a distribution of effect sizes; a random-effects
+meta-analysis (DerSimonian-Laird) combines them into one effect size (the paper's method).
+Its normal interval counts only the spread between draws and narrows as --context-draws
+grows, so it is shown as secondary; the primary interval is a two-stage bootstrap over the
+words and then each word's contexts (--bootstrap resamples), which does not shrink with
+--context-draws."""
 
 CONTEXTS_DESCRIPTION = """\
 The distance table of a word list with a context column: for each of --context-draws draws,
