@@ -188,7 +188,7 @@ def test_concurrent_reports_to_one_folder_last_writer_wins(tmp_path):
 def hostile_run(tmp_path_factory):
     """One report on the published table under three names: duplicate and hostile.
 
-    Its ``--json`` output is kept as ``stdout.json`` beside the report.
+    Its ``--json`` output is kept in :data:`PRINTED`.
     """
     import contextlib
     import io
@@ -208,15 +208,19 @@ def hostile_run(tmp_path_factory):
     with contextlib.redirect_stdout(printed):
         code = main(["report", "--distances", str(first), "--distances", str(second),
                      "-o", str(out), "--json", "--rope", "0.02", "--jobs", "2", *SMALL])
-    (root / "stdout.json").write_text(printed.getvalue())
+    PRINTED["hostile_run"] = printed.getvalue()
     return root, out, code
+
+
+#: What the module's report runs printed on stdout.
+PRINTED: dict[str, str] = {}
 
 
 def test_report_json_follows_its_schema(hostile_run):
     from json_schemas import validate
 
     root, out, code = hostile_run
-    printed = json.loads((root / "stdout.json").read_text())
+    printed = json.loads(PRINTED["hostile_run"])
     validate(printed, "report")
     assert printed["output"] == str(out) and len(printed["verdicts"]) == 2
 

@@ -370,7 +370,7 @@ def test_cli_word_files_and_oov(emb_file, tmp_path, capsys):
     assert main(args + ["--on-missing", "drop", "--json", "--alternative", "two-sided",
                         "--sd-convention", "population"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["dropped"] == {"X": ["notaword"]}
+    assert out["dropped_words"] == {"X": ["notaword"]}
     assert out["alternative"] == "two-sided" and out["sd_convention"] == "population"
 
 
