@@ -109,7 +109,7 @@ class VersionAction(argparse.Action):
 
 
 class _DeprecatedAlias(argparse.Action):
-    """An earlier spelling of an option: stores like the option and warns once on stderr."""
+    """An earlier spelling of an option: stores like the option and warns on stderr."""
 
     def __init__(self, option_strings, dest, use: str = "", inner=None, **kwargs):
         self.use = use
