@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..config import defaults
 from ..errors import BayesbiasError
 from ._common import (
+    MAX_CHAINS,
+    MAX_DRAWS,
     add_bootstrap,
     add_ci_prob,
     add_json,
@@ -15,6 +17,7 @@ from ._common import (
     add_wordlist,
     dropped_line,
     emit,
+    int_range,
     positive_int,
 )
 
@@ -132,10 +135,10 @@ def register(sub) -> None:
                         "intervals per connection")
     p.add_argument("--model", default="context",
                    help="context model spec (name or TOML) (default context)")
-    p.add_argument("--fit-draws", type=positive_int, default=defaults.draws,
+    p.add_argument("--fit-draws", type=int_range(1, MAX_DRAWS, "draws"), default=defaults.draws,
                    help="with --fit: posterior draws per chain, and as many tuning steps "
                         "(default %(default)s)")
-    p.add_argument("--chains", type=positive_int, default=defaults.chains,
+    p.add_argument("--chains", type=int_range(1, MAX_CHAINS, "chains"), default=defaults.chains,
                    help="with --fit: chains (default %(default)s)")
     add_ci_prob(p, None, f"with --fit: interval probability (default {defaults.ci_prob})")
     add_json(p)
