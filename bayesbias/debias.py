@@ -55,7 +55,7 @@ import numpy as np
 from .embeddings import Embedding, lookup
 from .errors import InputDataError, InvalidArgumentError, WordListError
 from .plain import DROPPED_KEY, dropped_line
-from .validation import validate_choice, validate_int
+from .validation import validate_choice
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -135,9 +135,8 @@ def bias_subspace(vectors_by_set: Sequence[np.ndarray], k: int = 1) -> BiasSubsp
         If there are no sets, a set has fewer than two vectors, or `k` exceeds the
         ``sum(n_i - 1)`` dimensions the centred vectors can span (or their numerical rank).
     """
-    if not isinstance(k, (int, np.integer)):  # 2.0 is refused too: k counts directions
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InvalidArgumentError(f"k must be a positive integer, got {k!r}")
-    k = validate_int(k, "k", low=1)
     sets = [np.atleast_2d(np.asarray(v, dtype=np.float64)) for v in vectors_by_set]
     if not sets:
         raise WordListError("no definite sets: the bias subspace needs at least one set")
