@@ -23,12 +23,12 @@ __all__ = ["tail_probabilities", "normal_quantile", "posterior_interval",
 
 
 def tail_probabilities(ci_prob: float) -> tuple[float, float]:
-    """The quantiles ``((1 - ci_prob) / 2, (1 + ci_prob) / 2)`` of an equal-tailed interval."""
+    """Return ``((1 - ci_prob) / 2, (1 + ci_prob) / 2)``, an equal-tailed interval's quantiles."""
     return (1 - ci_prob) / 2, (1 + ci_prob) / 2
 
 
 def normal_quantile(ci_prob: float) -> float:
-    """z of a two-sided normal interval of probability `ci_prob` (1.96 for 0.95)."""
+    """Return z of a two-sided normal interval of probability `ci_prob` (1.96 for 0.95)."""
     from scipy import stats
 
     return float(stats.norm.ppf(tail_probabilities(ci_prob)[1]))

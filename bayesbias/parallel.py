@@ -104,7 +104,7 @@ def _call(fn, seed, key, args):
 
 def dask_client(workers: int | None = None, scheduler: str | None = None,
                 processes: bool = True, client=None):
-    """The Dask client of a run, and the local cluster it started (None if none).
+    """Return the Dask client of a run, and the local cluster it started (None if none).
 
     `client` as given; else a client of the scheduler at `scheduler`; else a new
     ``LocalCluster`` of `workers` single-threaded workers (processes or threads). The one

@@ -103,7 +103,7 @@ DEFS = {
 
 
 def _result(required: dict, optional: dict | None = None, description: str = "") -> dict:
-    """An object schema: `required` keys with their schemas, `optional` ones."""
+    """Return an object schema: `required` keys with their schemas, `optional` ones."""
     out = {"type": "object", "required": list(required),
            "properties": {**required, **(optional or {})}}
     if description:
@@ -220,7 +220,7 @@ COMMANDS = {"wordlists": "wordlists", "distances": "distance_table", "weat": "we
 
 
 def schema(result_type: str) -> dict:
-    """The complete JSON Schema of `result_type` (with the shared definitions)."""
+    """Return the complete JSON Schema of `result_type` (with the shared definitions)."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": result_type, **SCHEMAS[result_type], "$defs": DEFS}
 

@@ -27,7 +27,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.fixture(scope="module")
 def glove():
-    """The shipped GloVe subset (``load_embedding("default")``), loaded once per module."""
+    """Load the shipped GloVe subset (``load_embedding("default")``) once per module."""
     from bayesbias.embeddings import load_embedding
 
     return load_embedding("default")

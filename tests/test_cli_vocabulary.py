@@ -30,7 +30,7 @@ def _subparsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def _options(p):
-    """The visible options of `p` (not --help, not the global --debug / --quiet)."""
+    """Yield the visible options of `p` (not --help, not the global --debug / --quiet)."""
     for a in p._actions:
         if (isinstance(a, (argparse._HelpAction, _DeprecatedAlias)) or not a.option_strings
                 or a.help == argparse.SUPPRESS or a.dest in ("debug", "quiet")):
@@ -162,7 +162,7 @@ def test_deprecated_alias_keeps_a_repeatable_option_repeatable(capsys):
 
 
 def test_word_sets_parsed_in_one_place(capsys, tmp_path):
-    """weat and metric take --x/--y/--a/--b alike, with the same errors."""
+    """Both weat and metric take --x/--y/--a/--b alike, with the same errors."""
     for command in ("weat", "metric"):
         extra = ["rnd"] if command == "metric" else []
         assert main([command, *extra, "--x", "he", "--y", "she"]) == 2

@@ -12,7 +12,6 @@ import pytest
 from bayesbias.errors import EmbeddingFormatError
 from bayesbias.parallel import JobPool
 
-
 #: Longest a test waits for a worker to reach a state: a regression fails, never hangs.
 TIMEOUT = 60.0
 

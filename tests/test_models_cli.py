@@ -3,11 +3,12 @@
 import json
 import re
 
+from json_schemas import validate
+from written import assert_fit, assert_png
+
 from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
 from bayesbias.testing import simulate_table
-from json_schemas import validate
-from written import assert_fit, assert_png
 
 
 def test_show_model_prints_the_priors(capsys):

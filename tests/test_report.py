@@ -413,7 +413,7 @@ def test_wordlist_names_become_confined_unique_keys(tmp_path):
 
 
 def _renamed(folder: Path, i: int, name: str) -> str:
-    """The shipped religion list saved as ``folder/l{i}.toml`` under the list name `name`."""
+    """Save the shipped religion list as ``folder/l{i}.toml`` under the list name `name`."""
     import tomllib
 
     from bayesbias._atomic import shipped_dir

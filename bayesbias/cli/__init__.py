@@ -245,8 +245,10 @@ def _report_exception(command: str, exc: BaseException) -> int:
 
 
 def _int_limits() -> dict[str, tuple[int, int]]:
-    """Limits every command's options of these names obey (checked after parsing, so a
-    command whose option still has a plain ``type=int`` is covered too)."""
+    """Return the limits every command's options of these names obey.
+
+    Checked after parsing, so a command whose option has a plain ``type=int`` is covered.
+    """
     from ..validation import MAX_CHAINS, MAX_DRAWS, MAX_RESAMPLES, MAX_SEED
 
     return {"seed": (0, MAX_SEED), "draws": (1, MAX_DRAWS), "tune": (1, MAX_DRAWS),

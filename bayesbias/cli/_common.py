@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -224,7 +223,7 @@ def _words(text: str, flag: str) -> tuple[str, ...]:
 
 
 def word_sets(args) -> dict[str, tuple[str, ...]] | None:
-    """The sets of ``--x/--y/--a/--b`` as ``{"X": words, ...}``, or None if none is given.
+    """Return the sets of ``--x/--y/--a/--b`` as ``{"X": words, ...}`` (None if not given).
 
     Refuses a partial set of the four and their use together with ``--wordlist``.
     """

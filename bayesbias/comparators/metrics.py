@@ -33,8 +33,8 @@ from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
 from ..errors import InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line, plain_number
-from ..validation import MAX_RESAMPLES, validate_int
 from ..resampling import bootstrap_indices, percentile_interval
+from ..validation import MAX_RESAMPLES, validate_int
 from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
 from .null import VECTOR_NULLS, VectorNull

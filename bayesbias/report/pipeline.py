@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 
 from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
-from ..validation import validate_ci_kind
 from ..datasets import read_table
 from ..distances import distance_table
 from ..embeddings import load_embedding
 from ..errors import InvalidArgumentError
 from ..parallel import JobPool
 from ..progress import progress
-from ..wordlists import load_wordlist
 from ..provenance import provenance
+from ..validation import validate_ci_kind
+from ..wordlists import load_wordlist
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
