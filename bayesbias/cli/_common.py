@@ -37,8 +37,8 @@ __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonab
            "positive_float", "finite_float", "seed", "add_seed", "add_distances",
            "add_ci_prob", "add_bootstrap", "add_sampling_options", "add_global_options",
            "add_option", "add_wordlist", "add_word_sets", "word_sets", "add_parallel_options",
-           "add_output", "add_plot", "dropped_line", "printable", "MAX_DRAWS", "MAX_CHAINS",
-           "MAX_RESAMPLES"]
+           "add_output", "add_plot", "add_table_source", "add_model_options", "add_rope",
+           "dropped_line", "printable", "MAX_DRAWS", "MAX_CHAINS", "MAX_RESAMPLES"]
 
 
 
@@ -305,6 +305,59 @@ def printable(text) -> str:
         return text
     return "".join(ch if ch.isprintable() or ch in "\n\t"
                    else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def add_table_source(p) -> None:
+    """Options that select a distance table or an embedding + word list."""
+    add_embedding_options(p)
+    add_wordlist(p, None, "word list: a shipped name or a TOML file, with --embedding "
+                          "(default: none)")
+
+
+#: A ROPE half-width: a finite number >= 0.
+rope_value = float_range(0.0, None, name="rope")
+
+
+def add_rope(p) -> None:
+    """Add ``--rope``."""
+    p.add_argument("--rope", type=rope_value, default=None, metavar="HALF_WIDTH",
+                   help="region of practical equivalence around 0 for the verdict contrasts, "
+                        "e.g. 0.02 (default: none); the share of the posterior inside it is "
+                        "shown")
+
+
+def add_model_options(p, command: str = "fit") -> None:
+    """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
+    from ..config import DEFAULT_MODEL, defaults
+    from ..models import available_models
+    from ..validation import POSTERIOR_CI_KINDS
+
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
+                        "(default %(default)s: the paper's hierarchical model plus an effect "
+                        "per attribute word; --model hierarchical is the paper's own)")
+    if command != "report":
+        p.add_argument("--level", choices=["word", "class"], default=None,
+                       help="override the spec: means per protected word or per protected "
+                            "class (default: the spec's)")
+        p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
+                       help="override the spec: residual sd per connection or a single one "
+                            "(default: the spec's)")
+    add_ci_prob(p, defaults.ci_prob, "credible interval probability in (0, 1) "
+                                     f"(default {defaults.ci_prob})")
+    p.add_argument("--ci-kind", choices=list(POSTERIOR_CI_KINDS), default=defaults.ci_kind,
+                   help="highest-density (hdi) or equal-tailed (eti) intervals "
+                        "(default %(default)s)")
+    add_sampling_options(p)
+    add_seed(p, defaults.seed)
+    p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
+                   help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
+    p.add_argument("--target-accept", type=probability, default=0.8,
+                   help="NUTS target acceptance rate (default %(default)s); raise to "
+                        "0.95-0.99 if there are divergences")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 3 if r-hat, ESS or divergences fail "
+                        "(default: warn only)")
 
 
 def add_parser(subparsers, name: str, help: str, examples: str, description: str = ""):

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from ._common import add_json, add_output, add_parser, add_plot, dropped_line, emit
-from .fit import add_model_options, add_rope, add_table_source, fit_from_args, load_table
+from ._common import (
+    add_json,
+    add_model_options,
+    add_output,
+    add_parser,
+    add_plot,
+    add_rope,
+    add_table_source,
+    dropped_line,
+    emit,
+)
+from .fit import fit_from_args, load_table
 
 DESCRIPTION = """\
 Fit the same model to two distance tables (or to one word list on two embeddings) and report

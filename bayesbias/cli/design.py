@@ -18,6 +18,7 @@ from ._common import (
     add_parser,
     add_plot,
     add_seed,
+    add_table_source,
     emit,
     positive_int,
     probability,
@@ -56,8 +57,6 @@ def _int_list(text: str) -> list[int]:
 
 def register(sub) -> None:
     """Add the ``design`` sub-command to `sub`."""
-    from .fit import add_table_source
-
     p = add_parser(
         sub, "design", "plan a study: assurance of the verdicts and WEAT/MAC power per design",
         "  bayesbias design --distances published:religion:reddit --words 5,10,15,20,30 \\\n"

@@ -8,12 +8,13 @@ from ._common import (
     add_distances,
     add_embedding_options,
     add_json,
+    add_model_options,
     add_output,
     add_parser,
+    add_rope,
     emit,
     int_range,
 )
-from .fit import add_model_options, add_rope
 
 
 def register(sub) -> None:
