@@ -54,6 +54,7 @@ import numpy as np
 
 from .embeddings import Embedding, lookup
 from .errors import InputDataError, InvalidArgumentError, WordListError
+from .plain import DROPPED_KEY, dropped_line
 from .validation import validate_choice
 from .wordlists import WordList, load_wordlist
 
@@ -321,6 +322,7 @@ class DebiasReport:
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready), with `changed_words` and `passed`."""
         out = asdict(self)
+        out[DROPPED_KEY] = out.pop("missing")
         out["equalized"] = [list(s) for s in self.equalized]
         out["changed_words"] = list(self.changed_words)
         out["merged_words"] = [list(p) for p in self.merged_words]
@@ -358,10 +360,8 @@ class DebiasReport:
         if self.skipped:
             lines.append("not neutralised (in a definite set, equalised instead): "
                          + ", ".join(self.skipped))
-        missing = {k: v for k, v in self.missing.items() if v}
-        if missing:
-            lines.append("missing from the embedding (dropped): " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in missing.items()))
+        if dropped_line(self.missing):
+            lines.append(dropped_line(self.missing))
         lines.append(
             f"{len(self.changed_words)} of {self.n_words} words changed"
             + ("; every row scaled to unit length" if self.normalize_all

@@ -43,6 +43,8 @@ in ``bayesbias/data/embeddings`` and ``"glove-6b-50d"`` is the complete GloVe 6B
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import gzip
 import io
 import logging
@@ -75,12 +77,34 @@ __all__ = [
     "load_embedding",
     "lookup",
     "save_embedding",
+    "validating",
 ]
 
 log = logging.getLogger(__name__)
 
-#: Default of ``load_embedding(validate=...)``; the CLI's ``--validate`` sets it to True.
-VALIDATE = False
+#: Default of ``load_embedding(validate=None)`` in the current context: set only for the
+#: duration of a ``with validating():`` block (the CLI's ``--validate``), so it never
+#: leaks into later calls of the same process.
+_VALIDATE: contextvars.ContextVar[bool] = contextvars.ContextVar("bayesbias_validate",
+                                                                 default=False)
+
+
+@contextlib.contextmanager
+def validating(on: bool = True):
+    """Within the block, :func:`load_embedding` checks every record unless told otherwise.
+
+    ``load_embedding(validate=True/False)`` still decides for one call; ``validate=None``
+    (the default) follows the innermost block, else False. The CLI wraps a command run
+    with ``--validate`` in ``validating()``.
+
+    >>> with validating():
+    ...     emb = load_embedding("vectors.txt", ["he", "she"])  # doctest: +SKIP
+    """
+    token = _VALIDATE.set(bool(on))
+    try:
+        yield
+    finally:
+        _VALIDATE.reset(token)
 
 #: Values accepted by the ``format`` argument (and the CLI's ``--format``).
 FORMATS = ("auto", "word2vec", "word2vec-binary", "glove", "fasttext", "gensim")
@@ -204,9 +228,9 @@ def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "a
     validate : bool, optional
         Check every record of a text or binary file (vector length, numbers, NaN or
         infinite values, zero vectors, duplicate words, UTF-8), not only the records of
-        `words`; about as fast as loading every word. Default: :data:`VALIDATE` (False;
-        the CLI's ``--validate`` sets it). Without it, see the module notes for what is
-        checked.
+        `words`; about as fast as loading every word. Default: False, or True inside a
+        :func:`validating` block (the CLI's ``--validate``). Without it, see the module
+        notes for what is checked.
 
     Returns
     -------
@@ -223,7 +247,7 @@ def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "a
         A gensim native file was given without ``trust_pickle=True``.
     """
     validate_choice(format, FORMATS, "format")
-    validate = VALIDATE if validate is None else bool(validate)
+    validate = _VALIDATE.get() if validate is None else bool(validate)
     if hasattr(path, "word_vectors"):  # an encoder (bayesbias.encoders.EncoderSource)
         return path.word_vectors(None if words is None else list(dict.fromkeys(words)))
     wanted = _wanted(words)

@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import InputDataError
+from .errors import InputDataError, InvalidArgumentError
 from .progress import progress
 
-__all__ = ["TaskResults", "run_tasks", "task_rng", "chunks", "JobPool", "Job", "default_jobs"]
+__all__ = ["TaskResults", "run_tasks", "task_rng", "chunks", "dask_client", "JobPool", "Job",
+           "default_jobs"]
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,16 @@ def _call(fn, seed, key, args):
     return fn(*args, rng=task_rng(seed, key))
 
 
-def _client(workers: int | None, scheduler: str | None, processes: bool):
+def dask_client(workers: int | None = None, scheduler: str | None = None,
+                processes: bool = True, client=None):
+    """Return the Dask client of a run, and the local cluster it started (None if none).
+
+    `client` as given; else a client of the scheduler at `scheduler`; else a new
+    ``LocalCluster`` of `workers` single-threaded workers (processes or threads). The one
+    place that starts Dask for :func:`run_tasks` and the null studies.
+    """
+    if client is not None:
+        return client, None
     from dask.distributed import Client, LocalCluster
 
     if scheduler:
@@ -143,7 +153,7 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
     if len(set(keys)) != len(keys):
         raise InputDataError("task keys must be unique")
     if workers is not None and workers < 1:
-        raise InputDataError(f"workers must be >= 1, got {workers}")
+        raise InvalidArgumentError(f"workers must be >= 1, got {workers}")
     t0 = time.perf_counter()
     results: dict = {}
     total = len(keys)
@@ -165,7 +175,7 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
 
     from dask.distributed import as_completed
 
-    client, cluster = _client(workers, scheduler, processes)
+    client, cluster = dask_client(workers, scheduler, processes)
     n_workers = len(client.scheduler_info().get("workers", {})) or workers
     try:
         submitted = [client.submit(_call, fn, seed, key, args, pure=False)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputDataError
+from .errors import InputDataError, InvalidArgumentError
 
 __all__ = ["mean_squares", "icc", "cronbach_alpha", "word_scores", "ensemble_reliability",
            "Reliability", "SCORING_RULES"]
@@ -64,7 +64,7 @@ def icc(scores, kind: str = "2,1") -> float:
         return float((msr - mse) / (msr + (k - 1) * mse + k / n * (msc - mse)))
     if kind == "3,1":
         return float((msr - mse) / (msr + (k - 1) * mse))
-    raise InputDataError(f"kind must be '2,1' or '3,1', got {kind!r}")
+    raise InvalidArgumentError(f"kind must be '2,1' or '3,1', got {kind!r}")
 
 
 def cronbach_alpha(scores) -> float:
@@ -84,7 +84,7 @@ def word_scores(table: pd.DataFrame, rule: str = "none") -> pd.DataFrame:
     columns.
     """
     if rule not in SCORING_RULES:
-        raise InputDataError(f"rule must be one of {', '.join(SCORING_RULES)}, got {rule!r}")
+        raise InvalidArgumentError(f"rule must be one of {', '.join(SCORING_RULES)}, got {rule!r}")
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column (one embedding only)")
     t = table.assign(connection=table["connection"].astype(str))

@@ -1,7 +1,8 @@
 """Resampling shared by the comparators and classifier metrics: one home for the bootstraps.
 
 Random subsets without replacement (permutation tests, the resampled-neutral null),
-bootstrap indices and means, and the equal-tailed percentile interval of bootstrap draws.
+bootstrap indices and means. The percentile interval of the draws is
+:func:`bayesbias.intervals.percentile_interval` (importable from here too).
 Every function takes a :class:`numpy.random.Generator` (or a seed) so results are seeded.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputDataError
+from .intervals import percentile_interval
 
 __all__ = ["ordered_subsets", "bootstrap_indices", "bootstrap_weights", "bootstrap_means",
            "percentile_interval"]
@@ -63,13 +65,3 @@ def bootstrap_means(x, n_boot: int, rng, max_cells: int = 2_000_000) -> np.ndarr
         k = min(step, n_boot - i)
         out[i:i + k] = x[bootstrap_indices(rng, len(x), k)].mean(axis=1)
     return out
-
-
-def percentile_interval(draws, ci_prob: float) -> tuple[float, float] | None:
-    """Equal-tailed percentile interval of the finite `draws` (None when there are none)."""
-    d = np.asarray(draws, dtype=np.float64)
-    d = d[np.isfinite(d)]
-    if not d.size:
-        return None
-    lo, hi = np.quantile(d, [(1 - ci_prob) / 2, (1 + ci_prob) / 2])
-    return float(lo), float(hi)

@@ -16,7 +16,11 @@ from .errors import InvalidArgumentError
 
 __all__ = [
     "CI_KINDS",
+    "POSTERIOR_CI_KINDS",
     "MAX_SEED",
+    "MAX_DRAWS",
+    "MAX_CHAINS",
+    "MAX_RESAMPLES",
     "validate_ci_prob",
     "validate_ci_kind",
     "validate_choice",
@@ -29,9 +33,19 @@ __all__ = [
 #: Interval kinds a result can carry in ``ci_kind``.
 CI_KINDS = ("hdi", "eti", "delong", "bootstrap", "bernstein", "t")
 
+#: Interval kinds a posterior summary can be asked for (``ci_kind=`` / ``--ci-kind``).
+POSTERIOR_CI_KINDS = ("hdi", "eti")
+
 #: Largest seed accepted (numpy's SeedSequence takes any non-negative int; PyMC and
 #: nutpie take 32-bit seeds).
 MAX_SEED = 2**32 - 1
+
+#: Upper limits of counts, far above any useful value but below what exhausts memory
+#: or overflows the sampler (``--draws 1e12`` aborted inside nutpie): posterior draws
+#: (and tuning steps) per chain, chains, and resamples / replications.
+MAX_DRAWS = 1_000_000
+MAX_CHAINS = 64
+MAX_RESAMPLES = 100_000_000
 
 
 def _number(value, name: str) -> float:
@@ -108,7 +122,7 @@ def validate_choice(value, choices: Iterable[str], name: str) -> str:
     return value
 
 
-def validate_ci_kind(ci_kind, allowed: Iterable[str] = ("hdi", "eti"),
+def validate_ci_kind(ci_kind, allowed: Iterable[str] = POSTERIOR_CI_KINDS,
                      name: str = "ci_kind") -> str:
     """Return `ci_kind` if it is one of `allowed` (codes of :data:`CI_KINDS`)."""
     return validate_choice(ci_kind, allowed, name)

@@ -40,7 +40,9 @@ import numpy as np
 import pandas as pd
 
 from .config import defaults, validate_ci_prob
-from .errors import InputDataError
+from .errors import InputDataError, InvalidArgumentError
+from .intervals import posterior_interval as _interval
+from .validation import validate_ci_kind
 
 __all__ = [
     "VERDICT_CONTRASTS",
@@ -82,14 +84,6 @@ RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (b
 STATUSES = ("below", "above", "equivalent", "undecided", "imprecise", "no data")
 
 
-def _interval(draws: np.ndarray, ci_prob: float, ci_kind: str) -> np.ndarray:
-    """ArviZ's HDI or ETI over the last axis; returns (..., 2)."""
-    from arviz_stats.base import array_stats
-
-    fn = array_stats.hdi if ci_kind == "hdi" else array_stats.eti
-    return np.asarray(fn(draws, ci_prob, axis=-1), dtype=float)
-
-
 def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None = None,
                       rope: float | None = None) -> dict[str, np.ndarray]:
     """Posterior evidence about contrasts from their draws (NumPy layer).
@@ -112,10 +106,9 @@ def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None =
     """
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    if ci_kind not in ("hdi", "eti"):
-        raise InputDataError(f"ci_kind must be 'hdi' or 'eti', got {ci_kind!r}")
+    ci_kind = validate_ci_kind(ci_kind)
     if rope is not None and not (np.isfinite(rope) and rope >= 0):
-        raise InputDataError(f"rope must be a finite number >= 0, got {rope!r}")
+        raise InvalidArgumentError(f"rope must be a finite number >= 0, got {rope!r}")
     d = np.asarray(draws, dtype=float)
     if d.ndim == 0 or d.shape[-1] < 2:
         raise InputDataError("contrast_evidence needs at least two draws on the last axis")
@@ -228,8 +221,7 @@ class Verdict:
 
     def to_dict(self) -> dict:
         """Plain JSON data (no NaN: missing values are ``None``)."""
-        def num(v):
-            return None if v is None or not np.isfinite(v) else float(v)
+        from .plain import plain_number as num
 
         return {"name": self.name, "code": self.code, "headline": self.headline,
                 "details": list(self.details), "notes": list(self.notes), "rule": self.rule,

@@ -29,10 +29,10 @@ CASES = {
     "import bayesbias": None,
     "bayesbias --help": ["--help"],
     "bayesbias wordlists": ["wordlists"],
-    "bayesbias bbu --n 3160 ...": ["bbu", "--n", "3160", "--confidence", "0.95", "--gamma",
+    "bayesbias bbu --n 3160 ...": ["bbu", "--n", "3160", "--ci-prob", "0.95", "--gamma",
                                    "0.5", "--variance", "4"],
     "bayesbias distances (religion, default)": ["--quiet", "distances"],
-    "bayesbias weat --test weat7 (default)": ["--quiet", "weat", "--test", "weat7"],
+    "bayesbias weat --wordlist weat7 (default)": ["--quiet", "weat", "--wordlist", "weat7"],
 }
 
 

@@ -3,6 +3,7 @@
 Run from the repository root (nice it on a shared machine)::
 
     nice /work/venv/bin/python benchmarks/bench_weat.py
+    nice /work/venv/bin/python benchmarks/bench_weat.py --check   # exit 1 if slow
     nice /work/venv/bin/python benchmarks/bench_weat.py --wefe-python /tmp/wefe-venv/bin/python
 
 The test is WEAT-1 sized: 25 + 25 targets, 25 + 25 attributes, random 50-d vectors
@@ -11,6 +12,13 @@ pins an old numpy, so it runs in its own environment through `--wefe-python`; it
 a dependency of bayesbias. Its p-value draws target orders with replacement and without a
 seed, and its effect size uses the population sd, so its numbers are printed for
 comparison only.
+
+``--check`` replaces the wall-clock asserts the unit tests had: it measures, in the same
+run, a baseline of one Python-level iteration per permutation / per null replication (the
+way that would be too slow) on a small count, scales it to the full count, and exits 1
+when the vectorised code is not at least :data:`MIN_SPEEDUP` times faster (a regression
+to a per-iteration loop gives a ratio near 1). A ratio
+measured on one machine in one run does not depend on how loaded the machine is.
 """
 
 from __future__ import annotations
@@ -54,6 +62,43 @@ print(json.dumps({"seconds": elapsed, "seconds_without_p": no_p,
 """
 
 
+#: Speed-ups over a per-iteration Python loop that --check requires. Measured on a loaded
+#: 2-core machine (2026-11-27, --repeat 3): permutations 6.4x, null replications 50x.
+MIN_SPEEDUP = {"permutation_speedup": 3.0, "null_speedup": 10.0}
+
+
+def _loop_permutations(sx, sy, n: int, seed: int = 1) -> float:
+    """Baseline: one Python iteration per random split (what the vectorised test avoids)."""
+    rng = np.random.default_rng(seed)
+    s = np.concatenate([sx, sy])
+    observed = sx.mean() - sy.mean()
+    hits = 0
+    for _ in range(n):
+        perm = rng.permutation(s.size)
+        hits += s[perm[:sx.size]].mean() - s[perm[sx.size:]].mean() >= observed
+    return (hits + 1) / (n + 1)
+
+
+def speed_checks(repeat: int = 3) -> dict:
+    """Ratios of a per-iteration baseline to the vectorised code, measured in this run."""
+    from bayesbias.comparators.weat import permutation_test
+
+    rng = np.random.default_rng(0)
+    sx, sy = rng.normal(size=25), rng.normal(size=25)
+    fast, _ = _time(lambda: permutation_test(sx, sy, n_permutations=100_000, seed=1), repeat)
+    slow, _ = _time(lambda: _loop_permutations(sx, sy, 2_000), repeat)
+    out = {"permutations_100000_s": fast, "loop_baseline_100000_s_extrapolated": slow * 50}
+    out["permutation_speedup"] = out["loop_baseline_100000_s_extrapolated"] / fast
+    study = NullStudy(reps=10_000, seed=1, statistics=("weat_effect",))
+    small = NullStudy(reps=100, seed=1, statistics=("weat_effect",), chunk_size=1)
+    fast, _ = _time(lambda: run_null_study(study), repeat)
+    slow, _ = _time(lambda: run_null_study(small), repeat)  # one replication per chunk
+    out.update({"null_10000_reps_s": fast, "null_one_rep_per_chunk_10000_s_extrapolated":
+                slow * 100})
+    out["null_speedup"] = out["null_one_rep_per_chunk_10000_s_extrapolated"] / fast
+    return out
+
+
 def _sets(n: int = 25) -> dict[str, list[str]]:
     return {k: [f"{k.lower()}{i}" for i in range(n)] for k in "XYAB"}
 
@@ -82,7 +127,14 @@ def main(argv=None) -> int:
     parser.add_argument("--wefe-python", default=None,
                         help="python of a separate environment with wefe installed")
     parser.add_argument("--wefe-iterations", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--check", action="store_true",
+                        help="only the speed ratios; exit 1 below MIN_SPEEDUP")
     args = parser.parse_args(argv)
+    if args.check:
+        ratios = speed_checks(args.repeat)
+        print(json.dumps(ratios, indent=2))
+        ok = all(ratios[k] >= v for k, v in MIN_SPEEDUP.items())
+        return 0 if ok else 1
 
     sets = _sets()
     emb = _embedding(sets)

@@ -25,6 +25,14 @@ def pytest_xdist_make_scheduler(config, log):
     return WorkStealingScheduling(config, log)
 
 
+@pytest.fixture(scope="module")
+def glove():
+    """Load the shipped GloVe subset (``load_embedding("default")``) once per module."""
+    from bayesbias.embeddings import load_embedding
+
+    return load_embedding("default")
+
+
 @pytest.fixture(scope="session")
 def religion_fit():
     """Hierarchical fit of the published religion / Reddit table (short chains)."""

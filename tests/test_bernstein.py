@@ -147,7 +147,7 @@ def test_result_shapes_and_given_variance_checked():
     import json
 
     from bayesbias.classifier.bernstein import groupwise_disparity
-    from bayesbias.errors import InputDataError
+    from bayesbias.errors import InvalidArgumentError
 
     cost = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.0])
     ann = np.array([1, 1, 1, -1, -1, -1])
@@ -156,5 +156,5 @@ def test_result_shapes_and_given_variance_checked():
     assert r.to_frame()["ci_kind"].iloc[0] == "bernstein"
     assert "Bernstein interval" in str(r)
     for bad in (float("inf"), float("nan"), 0.0):
-        with pytest.raises(InputDataError, match="variance"):
+        with pytest.raises(InvalidArgumentError, match="variance"):
             groupwise_disparity(cost, ann, variance=bad)

@@ -17,13 +17,14 @@ def test_bbu_minimum_n(capsys):
     assert main(["bbu", "--delta", "0.05", "--ci-prob", "0.95", "--gamma", "0.5",
                  "--variance", "4", "--json"]) == 0
     out = _json(capsys)
-    assert out["min_n"] == 11903
+    assert out["min_n"] == 11903  # Ethayarajh (2020), section 3.3 (test_bernstein.py)
 
 
 def test_bbu_with_n(capsys):
     assert main(["bbu", "--n", "3160", "--ci-prob", "0.95", "--gamma", "0.5",
                  "--variance", "4", "--json"]) == 0
     out = _json(capsys)
+    # Ethayarajh (2020), section 3.3: WinoBias's 3160 examples claim only delta >= 0.0975
     assert out["smallest_claimable_delta"] == pytest.approx(0.0975, abs=5e-4)
     assert out["half_width"] == out["smallest_claimable_delta"]
 

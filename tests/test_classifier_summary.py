@@ -7,7 +7,7 @@ import pytest
 
 from bayesbias.classifier import classifier_bias, counterfactual_frames, madlibs_data
 from bayesbias.classifier.summary import TIDY_COLUMNS
-from bayesbias.errors import InputDataError
+from bayesbias.errors import InputDataError, InvalidArgumentError
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_tidy_table_for_all_kinds(madlibs_cd):
 
 def test_errors(madlibs_cd):
     cd, _ = madlibs_cd
-    with pytest.raises(InputDataError, match="choose from"):
+    with pytest.raises(InvalidArgumentError, match="choose from"):
         classifier_bias(cd, ["auc", "nope"])
     with pytest.raises(InputDataError, match="counterfactual"):
         classifier_bias(cd, ["cfgap"])

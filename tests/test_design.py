@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bayesbias.datasets import published_table
-from bayesbias.errors import InputDataError, ModelSpecError
+from bayesbias.errors import InputDataError, InvalidArgumentError, ModelSpecError
 from bayesbias.models import load_spec
 from bayesbias.parallel import chunks, run_tasks
 from bayesbias.studies.design import Design, Pilot, designs_grid, run_design
@@ -69,7 +69,7 @@ def test_marginal_refuses_specs_without_exact_form():
 def test_designs_grid_sorted_and_validated():
     g = designs_grid(3, [10, 5], [4], [40], [100, 50])
     assert [d.total_words for d in g] == sorted(d.total_words for d in g)
-    with pytest.raises(InputDataError, match="words"):
+    with pytest.raises(InvalidArgumentError, match="words"):
         Design(1, 4, 40, 100)
 
 
@@ -92,7 +92,7 @@ def test_design_study_is_reproducible_and_sane(pilot):
     s = a.smallest(0.0, "associated - none")
     assert s["design"]["words"] == 5
     assert "assurance" in str(a)
-    with pytest.raises(InputDataError, match="unknown verdict"):
+    with pytest.raises(InvalidArgumentError, match="unknown verdict"):
         a.smallest(0.8, "nonsense")
 
 

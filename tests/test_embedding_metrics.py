@@ -15,16 +15,16 @@ from bayesbias.comparators.metrics import (
     embedding_metric,
     metric_table,
 )
-from bayesbias.embeddings import Embedding, load_embedding
-from bayesbias.errors import InputDataError, OutOfVocabularyError, WordListError
+from bayesbias.embeddings import Embedding
+from bayesbias.errors import (
+    InputDataError,
+    InvalidArgumentError,
+    OutOfVocabularyError,
+    WordListError,
+)
 
 REF = json.loads((Path(__file__).parent / "data" / "reference" /
                   "wefe_reference.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def glove():
-    return load_embedding("default")
 
 
 def _vectors(emb, s):
@@ -223,9 +223,9 @@ def test_errors_name_the_problem(glove):
     with pytest.raises(InputDataError, match="at least three attribute"):
         embedding_metric("ect", glove, {"X": ["he"], "Y": ["she"], "A": ["doctor"],
                                         "B": ["nurse"]}, bootstrap=0, null_reps=0)
-    with pytest.raises(InputDataError, match="strictness"):
+    with pytest.raises(InvalidArgumentError, match="strictness"):
         embedding_metric("direct_bias", glove, "gender", c=-1)
-    with pytest.raises(InputDataError, match="unknown metric"):
+    with pytest.raises(InvalidArgumentError, match="unknown metric"):
         embedding_metric("bogus", glove, "gender")
     with pytest.raises(InputDataError, match="degenerate"):
         rnsb.fit_logistic(np.ones((3, 2)), [1, 1, 1])

@@ -452,7 +452,9 @@ def test_cli_distances_on_a_users_own_word2vec_file(tmp_path, capsys):
     out = tmp_path / "t.csv"
     assert main(["distances", "--embedding", str(own), "--wordlist", "religion",
                  "--on-missing", "drop", "-o", str(out)]) == 0
-    assert out.exists()
+    from written import assert_distance_table
+
+    assert set(assert_distance_table(out)["protected_word"]) <= set(wl.all_words)
     bad = tmp_path / "bad.vec"
     bad.write_bytes(own.read_bytes().replace(b"\njew ", b"\njew oops ", 1))
     capsys.readouterr()

@@ -317,7 +317,7 @@ def test_cli_weat_and_report_options_accept_an_encoder(tiny_dirs, capsys, tmp_pa
                                                        monkeypatch):
     monkeypatch.setenv("BAYESBIAS_CACHE", str(tmp_path / "cache"))
     hf, _ = tiny_dirs
-    code, out, err = _cli(capsys, "--quiet", "weat", "--encoder", str(hf), "--test", "weat7",
+    code, out, err = _cli(capsys, "--quiet", "weat", "--encoder", str(hf), "--wordlist", "weat7",
                           "--json")
     assert code == 0, err
     data = json.loads(out)  # nothing but JSON on stdout
@@ -335,7 +335,7 @@ def test_cli_encoder_errors_exit_2(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         _cli(capsys, "weat", "--corpus", "c.txt")
     assert exc.value.code == 2 and "need --encoder" in capsys.readouterr().err
-    code, _, err = _cli(capsys, "weat", "--encoder", str(tmp_path / "nope"), "--test", "weat7")
+    code, _, err = _cli(capsys, "weat", "--encoder", str(tmp_path / "nope"), "--wordlist", "weat7")
     assert code == 2 and "not on disk" in err
 
 
@@ -343,7 +343,7 @@ def test_cli_encoder_errors_exit_2(capsys, tmp_path):
 def test_cli_seat_ceat_contexts(tiny_dirs, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("BAYESBIAS_CACHE", str(tmp_path / "cache"))
     hf, _ = tiny_dirs
-    code, out, err = _cli(capsys, "--quiet", "seat", "--encoder", str(hf), "--test", "seat7",
+    code, out, err = _cli(capsys, "--quiet", "seat", "--encoder", str(hf), "--wordlist", "seat7",
                           "--permutations", "999", "--json")
     assert code == 0, err
     data = json.loads(out)
@@ -353,8 +353,8 @@ def test_cli_seat_ceat_contexts(tiny_dirs, capsys, tmp_path, monkeypatch):
     assert data["sentence_level"]["permutation"] == "monte-carlo"
     assert data["test"] == "SEAT" and data["alternative"] == "two-sided"
     code, out, err = _cli(capsys, "--quiet", "ceat", "--encoder", str(hf), "--corpus",
-                          "madlibs", "--test", "madlibs_identity", "--contexts", "5",
-                          "--draws", "50", "--json")
+                          "madlibs", "--wordlist", "madlibs_identity", "--contexts", "5",
+                          "--context-draws", "50", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert data["n_draws"] == 50 and data["ci"][0] < data["combined"] < data["ci"][1]

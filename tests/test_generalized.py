@@ -23,7 +23,7 @@ from bayesbias.classifier.generalized import (
     term_combinations,
 )
 from bayesbias.datasets import madlibs
-from bayesbias.errors import InputDataError
+from bayesbias.errors import InputDataError, InvalidArgumentError
 
 # Three disjoint groups of four examples; gold / predicted labels chosen so the rates are
 # easy to read off.
@@ -434,6 +434,6 @@ def test_term_combinations_all_or_a_seeded_sample():
     s = term_combinations([5, 5, 5], rs(3))
     assert len(s) == len(set(s)) == 100 and all(max(c) < 5 for c in s)
     assert s == term_combinations([5, 5, 5], rs(3)) != term_combinations([5, 5, 5], rs(4))
-    with pytest.raises(InputDataError, match="cf_average"):
+    with pytest.raises(InvalidArgumentError, match="cf_average"):
         compute_metric("cfgap", [1, 1], pd.Series(["a", "b"]), prob=[0.1, 0.2],
                        source=pd.Series(["s", "s"]), cf_average="pairs")

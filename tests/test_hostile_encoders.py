@@ -78,7 +78,7 @@ def _copy(src, dest):
 
 
 def _seat(capsys, folder, *extra):
-    return run_main(capsys, ["seat", "--encoder", folder, "--test", "weat7",
+    return run_main(capsys, ["seat", "--encoder", folder, "--wordlist", "weat7",
                              "--permutations", "20", "--quiet", *extra])
 
 

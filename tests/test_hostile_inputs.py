@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from hostile import assert_clean_error, listing, run_cli, run_main
+from written import assert_distance_table
 
 from bayesbias.distances import distance_table, read_distance_table, write_distance_table
 from bayesbias.embeddings import Embedding, load_embedding
@@ -119,15 +120,18 @@ def test_validate_flag_in_cli(capsys, tmp_path):
     out = tmp_path / "t.csv"
     code, _, err = run_main(capsys, ["distances", "--embedding", path, "--wordlist", wl,
                                      "-o", out])
-    assert code == 0 and out.exists()
+    assert code == 0
+    rows = len(assert_distance_table(out))
     out.unlink()
     code, _, err = run_main(capsys, ["distances", "--embedding", path, "--wordlist", wl,
                                      "--validate", "-o", out])
     assert_clean_error(code, err, str(path), "line 5", "non-numeric")
     assert not out.exists()
-    from bayesbias import embeddings
-
-    embeddings.VALIDATE = False  # main() set the process-wide default
+    # --validate held for that run only: the same call without it loads the file again
+    code, _, err = run_main(capsys, ["distances", "--embedding", path, "--wordlist", wl,
+                                     "-o", out])
+    assert code == 0, err
+    assert_distance_table(out, rows)
 
 
 # -- non-regular files: FIFO, devices, folders -----------------------------------------

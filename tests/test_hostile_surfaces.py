@@ -269,11 +269,11 @@ def test_corpus_bad_utf8_names_the_line(tmp_path):
 
 
 def test_contexts_draws_bounded_before_the_encoder_loads(tmp_path, capsys):
-    """contexts --draws 1000000 built the whole table in memory before issue 21."""
+    """contexts --context-draws 1000000 built the whole table in memory before issue 21."""
     code, _, err = run_main(capsys, ["contexts", "--encoder", tmp_path / "no-such-model",
                                      "--corpus", "madlibs", "--wordlist", "religion",
-                                     "--draws", "1000000", "-o", tmp_path / "t.csv"])
-    assert code == 2 and "--draws 1,000,000" in err and "Traceback" not in err
+                                     "--context-draws", "1000000", "-o", tmp_path / "t.csv"])
+    assert code == 2 and "--context-draws 1,000,000" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and listing(tmp_path) == []
 
 

@@ -12,6 +12,18 @@ import pytest
 from bayesbias.errors import EmbeddingFormatError
 from bayesbias.parallel import JobPool
 
+#: Longest a test waits for a worker to reach a state: a regression fails, never hangs.
+TIMEOUT = 60.0
+
+
+def wait_until(condition, what: str, timeout: float = TIMEOUT, every: float = 0.01) -> None:
+    """Poll `condition()` until it is true; fail the test naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting until {what}")
+        time.sleep(every)
+
 
 def seeded_draws(seed: int, n: int) -> tuple[int, np.ndarray]:
     return os.getpid(), np.random.default_rng(seed).normal(size=n)
@@ -47,8 +59,8 @@ def test_one_job_runs_here_when_asked_for():
 def test_results_do_not_depend_on_where_a_job_ran():
     with JobPool(2) as pool:
         jobs = [pool.submit(seeded_draws, s, 1000) for s in range(4)]
-        while not jobs[0]._future.done():  # else this process may take it first
-            time.sleep(0.01)
+        # else this process may take it first
+        wait_until(jobs[0]._future.done, "the first job is done")
         results = [j.result() for j in jobs]
     assert results[0][0] != os.getpid()  # the first job ran in the worker
     for seed, (_, draws) in enumerate(results):
@@ -91,8 +103,8 @@ def test_a_workers_records_and_warnings_are_shown_here(caplog):
     with JobPool(2) as pool:
         job = pool.submit(talkative, 7)
         # wait until the worker has it, so that result() replays rather than runs it here
-        while not (job._future.running() or job._future.done()):
-            time.sleep(0.01)
+        wait_until(lambda: job._future.running() or job._future.done(),
+                   "the job has started")
         with caplog.at_level(logging.INFO, logger="bayesbias"), \
                 pytest.warns(UserWarning, match="job warning 7"):
             assert job.result() == 7
@@ -105,14 +117,11 @@ def test_leaving_on_an_error_stops_the_workers_at_once():
     pool = JobPool(2)
     with pytest.raises(KeyboardInterrupt), pool:
         job = pool.submit(wait_then_pid, 30)
-        while not job._future.running():
-            time.sleep(0.01)
+        wait_until(job._future.running, "the job is running")
         procs = list(pool._pool._processes.values())
         raise KeyboardInterrupt
-    t0 = time.perf_counter()
-    while any(p.is_alive() for p in procs) and time.perf_counter() - t0 < 5:
-        time.sleep(0.02)
-    assert not any(p.is_alive() for p in procs)
+    wait_until(lambda: not any(p.is_alive() for p in procs), "every worker has stopped",
+               timeout=5, every=0.02)
     assert threading.active_count() < 10  # nothing left spinning
 
 
@@ -129,8 +138,7 @@ def test_a_worker_that_dies_costs_time_not_results():
 
     with JobPool(2) as pool:
         first = pool.submit(wait_then_pid, 1.5)
-        while not first._future.running():
-            time.sleep(0.01)
+        wait_until(first._future.running, "the first job is running")
         for proc in pool._pool._processes.values():
             os.kill(proc.pid, signal.SIGKILL)
         later = [pool.submit(seeded_draws, s, 10) for s in range(3)]

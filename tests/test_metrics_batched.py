@@ -14,17 +14,12 @@ import pytest
 from bayesbias.comparators import metrics as M
 from bayesbias.comparators import rnsb
 from bayesbias.comparators.null import VECTOR_NULLS, VectorNull
-from bayesbias.embeddings import Embedding, load_embedding
+from bayesbias.embeddings import Embedding
 from bayesbias.errors import InputDataError
 from bayesbias.resampling import bootstrap_indices, ordered_subsets, percentile_interval
 from bayesbias.wordlists import load_wordlist
 
 RTOL = 1e-12
-
-
-@pytest.fixture(scope="module")
-def glove():
-    return load_embedding("default")
 
 
 # ---------------------------------------------------------------- the per-draw reference

@@ -3,6 +3,9 @@
 import json
 import re
 
+from json_schemas import validate
+from written import assert_fit, assert_png
+
 from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
 from bayesbias.testing import simulate_table
@@ -41,10 +44,13 @@ def test_fit_json_netcdf_and_plot(tmp_path, capsys):
     assert [c["contrast"] for c in out["verdict"]["contrasts"]] == [
         "associated - none", "associated - human", "associated - different", "human - none"]
     assert out["verdict"]["headline"] and out["verdict"]["rope"] is None
+    validate(out, "fit")
     # one sentence on what WEAT answers and whether it agrees with the model
     assert "`associated - different`, no control group" in out["weat_reconciliation"]
     assert all(r["alternative"] == "two-sided" and r["p"] for r in out["weat"])
-    assert (tmp_path / "f.nc").stat().st_size > 0 and (tmp_path / "f.png").exists()
+    saved = assert_fit(tmp_path / "f.nc", out["spec_hash"])  # the fit printed, reloaded
+    assert saved.idata["posterior"].sizes["chain"] == 2
+    assert_png(tmp_path / "f.png")
     # Same table shape: the compiled model is reused, so this costs no compilation.
     # 2 chains x 15 draws cannot reach a bulk ESS of 200: --strict must exit with 3.
     rc = main(["fit", "--distances", str(csv), "--draws", "15", "--tune", "15", "--chains", "2",
@@ -86,7 +92,9 @@ def test_compare_cli(tmp_path, capsys):
                     "## Comparators before and after", "## Per-word movements",
                     "## Provenance", "## How to cite"):
         assert heading in md
-    assert (audit / "fits" / "a.nc").is_file() and (audit / "figures" / "differences.png").is_file()
+    assert_fit(audit / "fits" / "a.nc", saved_hash := out["spec_hash"])
+    assert_fit(audit / "fits" / "b.nc", saved_hash)
+    assert_png(audit / "figures" / "differences.png")
     saved = json.loads((audit / "results.json").read_text())
     assert saved["moved"] == out["moved"] and len(saved["provenance"]["inputs"]) == 3
     assert out["moved"]["neutral"] == ["human"] and out["only_neutral_moved"]
@@ -96,6 +104,8 @@ def test_compare_cli(tmp_path, capsys):
     ah = {c["contrast"]: c for c in out["verdicts"]["b"]["contrasts"]}["associated - human"]
     assert 0 <= ah["prob_below_zero"] <= 1
     assert out["mac_ttest"] is not None
+    validate(out, "comparison")  # "verdict" is fit's object: the sentences are "summary"
+    assert "verdict" not in out and out["summary"]
     rec = out["weat_reconciliation"]
     assert set(rec) == {"a", "b", "change"} and "measures only the gap" in rec["change"]
-    assert (tmp_path / "d.png").exists()
+    assert_png(tmp_path / "d.png")

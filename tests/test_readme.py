@@ -141,4 +141,7 @@ def test_readme_python_snippet(workdir, monkeypatch):
     monkeypatch.chdir(workdir)
     for code in _blocks("python"):
         exec(compile(code, str(README), "exec"), {"__name__": "readme"})
-    assert (workdir / "fit.nc").exists() and (workdir / "forest.png").exists()
+    from written import assert_fit, assert_png
+
+    assert_fit(workdir / "fit.nc")
+    assert_png(workdir / "forest.png")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bayesbias.errors import InputDataError
+from bayesbias.errors import InputDataError, InvalidArgumentError
 from bayesbias.reliability import cronbach_alpha, ensemble_reliability, icc, mean_squares
 
 #: Shrout & Fleiss (1979), Table 2: 6 targets rated by 4 judges.
@@ -54,7 +54,7 @@ def test_invariances():
 def test_bad_input():
     with pytest.raises(InputDataError):
         icc(np.ones((1, 3)))
-    with pytest.raises(InputDataError):
+    with pytest.raises(InvalidArgumentError):
         icc(SHROUT_FLEISS, "1,1")
     with pytest.raises(InputDataError):
         cronbach_alpha([[1.0, np.nan], [2, 3]])

@@ -186,8 +186,12 @@ def test_concurrent_reports_to_one_folder_last_writer_wins(tmp_path):
 
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
-    """One report on the published table under three names: duplicate and hostile."""
-    import pandas as pd
+    """One report on the published table under three names: duplicate and hostile.
+
+    Its ``--json`` output is kept in :data:`PRINTED`.
+    """
+    import contextlib
+    import io
 
     from bayesbias.datasets import published_table
     from bayesbias.distances import write_distance_table
@@ -200,10 +204,25 @@ def hostile_run(tmp_path_factory):
     first = write_distance_table(table, root / "a" / evil)
     second = write_distance_table(table, root / "b" / evil)  # the same name again
     out = root / "rep"
-    code = main(["report", "--distances", str(first), "--distances", str(second),
-                 "-o", str(out), "--json", "--rope", "0.02", "--jobs", "2", *SMALL])
-    assert isinstance(table, pd.DataFrame)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["report", "--distances", str(first), "--distances", str(second),
+                     "-o", str(out), "--json", "--rope", "0.02", "--jobs", "2", *SMALL])
+    PRINTED["hostile_run"] = printed.getvalue()
     return root, out, code
+
+
+#: What the module's report runs printed on stdout.
+PRINTED: dict[str, str] = {}
+
+
+def test_report_json_follows_its_schema(hostile_run):
+    from json_schemas import validate
+
+    root, out, code = hostile_run
+    printed = json.loads(PRINTED["hostile_run"])
+    validate(printed, "report")
+    assert printed["output"] == str(out) and len(printed["verdicts"]) == 2
 
 
 def test_report_leads_with_verdicts(hostile_run, capsys):
@@ -383,32 +402,38 @@ def test_html_escapes_input_in_text_and_attributes(hostile_run):
                 assert target.is_file() and out.resolve() in target.parents
 
 
-def test_wordlist_names_become_confined_unique_keys():
-    from bayesbias._atomic import shipped_dir
+def test_wordlist_names_become_confined_unique_keys(tmp_path):
     from bayesbias.wordlists import load_wordlist
 
-    text = (shipped_dir("wordlists") / "religion.toml").read_text()
-    names = [load_wordlist("religion").name]
-    for name in ["/tmp/x", "../../../x", "religion"]:
-        names.append(name)
-        assert 'name = "religion"' in text
+    lists = [_renamed(tmp_path, i, name) for i, name in enumerate(["/tmp/x", "../../../x",
+                                                                    "religion"])]
+    names = [load_wordlist("religion").name] + [load_wordlist(p).name for p in lists]
+    assert names == ["religion", "/tmp/x", "../../../x", "religion"]  # as written
     assert unique_names(names) == ["religion", "tmp_x", "x", "religion_2"]
+
+
+def _renamed(folder: Path, i: int, name: str) -> str:
+    """Save the shipped religion list as ``folder/l{i}.toml`` under the list name `name`."""
+    import tomllib
+
+    from bayesbias._atomic import shipped_dir
+
+    text = (shipped_dir("wordlists") / "religion.toml").read_text(encoding="utf-8")
+    old = tomllib.loads(text)["name"]
+    p = folder / f"l{i}.toml"
+    p.write_text(text.replace(f"name = {json.dumps(old)}", f"name = {json.dumps(name)}", 1),
+                 encoding="utf-8")
+    return str(p)
 
 
 @pytest.mark.slow
 def test_wordlist_names_are_confined(tmp_path, monkeypatch):
-    from bayesbias._atomic import shipped_dir
-
-    text = (shipped_dir("wordlists") / "religion.toml").read_text()
     before = {p: p.exists() for p in (Path("/tmp/x.nc"), Path("/tmp/x_forest.png"))}
     work = tmp_path / "a" / "b"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
-    paths = []
-    for i, name in enumerate(["/tmp/x", "../../../x", "religion"]):
-        p = work / f"l{i}.toml"
-        p.write_text(text.replace('name = "religion"', f'name = "{name}"', 1))
-        paths.append(str(p))
+    paths = [_renamed(work, i, name) for i, name in enumerate(["/tmp/x", "../../../x",
+                                                                "religion"])]
     argv = ["report", "--wordlist", "religion", *sum([["--wordlist", p] for p in paths], []),
             "-o", "rep", "--json", *SMALL]
     assert main(argv) == 0
@@ -458,7 +483,12 @@ def test_report_options_have_help_with_defaults(capsys):
     text = capsys.readouterr().out
     for opt in ("--target-accept", "--sampler", "--rope", "--null-reps", "--quiet", "--debug"):
         assert opt in text
-    assert text.count("default") >= 15
+    # each option's own default, stated in its help (every command: test_cli_vocabulary)
+    flat = " ".join(text.split())
+    for stated in ("(default 0.8)", "(default auto)", "(default: none)", "(default 5000)",
+                   "(default 100000)", "(default 2000)", "(default sample)",
+                   "(default bayesbias-report;"):
+        assert stated in flat, stated
 
 
 def test_quiet_and_debug_after_the_command_name():

@@ -109,7 +109,9 @@ def test_report_section(table, tmp_path, monkeypatch):
     report.write(tmp_path / "rep")
     md = "".join(p.read_text() for p in (tmp_path / "rep").glob("*.md"))
     assert "most influential words" in md and "plug-in" in md and "exact" in md
-    assert (tmp_path / "rep" / "figures" / "religion_sensitivity.png").exists()
+    from written import assert_png
+
+    assert_png(tmp_path / "rep" / "figures" / "religion_sensitivity.png")
     assert ctx.results["sensitivity"]["most_influential"]
     ctx = SimpleNamespace(table=table, settings=ReportSettings(model="additive"),
                           section=report.section("x"), results={}, key="x")

@@ -38,6 +38,7 @@ import xarray as xr
 from scipy import stats
 
 from ..errors import InputDataError
+from ..intervals import normal_quantile
 from .data import check_boolean_flags
 
 __all__ = ["nuanced_auc_metrics", "nuanced_auc_table", "pairwise_u", "AUC_METRICS",
@@ -153,7 +154,7 @@ def nuanced_auc_metrics(
     below_n = cn - 0.5 * nk  # mid-count of negatives below a block
     above_p, above_n = n_pos - cp + 0.5 * pk, n_neg - cn + 0.5 * nk
     ms = m[order]
-    z = stats.norm.ppf(0.5 + ci_prob / 2) if ci_prob is not None else None
+    z = normal_quantile(ci_prob) if ci_prob is not None else None
 
     rows = []
     for j, name in enumerate(names):

@@ -30,8 +30,9 @@ if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts witho
     import pandas as pd
 
 from ..config import defaults
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from ..resampling import bootstrap_means
+from ..validation import validate_probability
 
 __all__ = [
     "bernstein_half_width",
@@ -52,12 +53,13 @@ log = logging.getLogger(__name__)
 
 
 def _check(confidence: float, gamma: float, C: float) -> float:
-    if not 0 <= confidence < 1:
-        raise InputDataError(f"confidence must be in [0, 1), got {confidence}")
+    # a probability in (0, 1), as the CLI's --ci-prob: a "0% interval" is refused too
+    confidence = validate_probability(confidence, "confidence")
     if not 0 < gamma <= 0.5:
-        raise InputDataError(f"gamma = min(gamma_A, gamma_B) must be in (0, 0.5], got {gamma}")
+        raise InvalidArgumentError(
+            f"gamma = min(gamma_A, gamma_B) must be in (0, 0.5], got {gamma}")
     if not C > 0:
-        raise InputDataError(f"the maximum cost C must be positive, got {C}")
+        raise InvalidArgumentError(f"the maximum cost C must be positive, got {C}")
     return math.log(0.5 * (1.0 - confidence))  # negative
 
 
@@ -66,7 +68,7 @@ def _variance(variance, gamma, C):
     if variance is None:
         return worst
     if variance < 0:
-        raise InputDataError(f"variance must be >= 0, got {variance}")
+        raise InvalidArgumentError(f"variance must be >= 0, got {variance}")
     return float(variance)
 
 
@@ -94,7 +96,7 @@ def bernstein_half_width(n: int, confidence: float = 0.95, gamma: float = 0.5,
         L = log((1 - rho) / 2).
     """
     if n < 1:
-        raise InputDataError(f"n must be >= 1, got {n}")
+        raise InvalidArgumentError(f"n must be >= 1, got {n}")
     L = _check(confidence, gamma, C)
     s2 = _variance(variance, gamma, C)
     B = -(2.0 * C / (3.0 * gamma)) * L
@@ -112,7 +114,7 @@ def bernstein_min_n(delta: float, confidence: float = 0.95, gamma: float = 0.5,
         ``min_n``: the smallest integer above it; and the inputs.
     """
     if not delta > 0:
-        raise InputDataError(f"delta must be positive, got {delta}")
+        raise InvalidArgumentError(f"delta must be positive, got {delta}")
     L = _check(confidence, gamma, C)
     s2 = _variance(variance, gamma, C)
     bound = (2.0 * s2 + 2.0 * C * delta / (3.0 * gamma)) * (-L) / delta ** 2
@@ -202,11 +204,11 @@ class BBUResult:
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready; NaN as null)."""
+        from ..plain import to_plain
+
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d = {k: (None if isinstance(v, float) and not math.isfinite(v) else
-                 (v.item() if isinstance(v, np.generic) else v)) for k, v in d.items()}
         d.update(claims_bias=self.claims_bias, ci_prob=self.ci_prob, ci_kind=self.ci_kind)
-        return d
+        return to_plain(d)
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
@@ -276,12 +278,12 @@ def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
         elif variance == "worst":
             s2, vk = (C / g) ** 2, "worst case"
         else:
-            raise InputDataError(
+            raise InvalidArgumentError(
                 f"variance must be 'estimate', 'worst' or a number, got {variance!r}")
     else:
         s2, vk = float(variance), "given"
         if not (math.isfinite(s2) and s2 > 0):
-            raise InputDataError(f"variance must be a finite number > 0, got {variance!r}")
+            raise InvalidArgumentError(f"variance must be a finite number > 0, got {variance!r}")
     t = bernstein_half_width(n, confidence, g, s2, C)
     return BBUResult(disparity, t, disparity - t, disparity + t, n, n_a, n_b, g, s2,
                      confidence, C, vk, gk)
@@ -342,7 +344,7 @@ def criterion(name: str) -> FairnessCriterion:
     try:
         return CRITERIA[name]
     except KeyError:
-        raise InputDataError(
+        raise InvalidArgumentError(
             f"unknown criterion {name!r}; choose from {', '.join(CRITERIA)}") from None
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 
 __all__ = [
     "ClassifierData",
@@ -354,7 +354,7 @@ def identity_groups(data: pd.DataFrame, terms: Sequence[str] | None = None, *,
         Same index as `data`, one column per term (in the order of `terms`).
     """
     if match not in ("longest", "word"):
-        raise InputDataError(f"match must be 'longest' or 'word', got {match!r}")
+        raise InvalidArgumentError(f"match must be 'longest' or 'word', got {match!r}")
     _require_columns(data, [text])
     if terms is None:
         terms = identity_terms(data, text=text, template=template)

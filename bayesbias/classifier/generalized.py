@@ -40,7 +40,8 @@ import pandas as pd
 from scipy.stats import wasserstein_distance
 
 from ..config import defaults
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
+from ..intervals import tail_probabilities
 from ..resampling import bootstrap_indices
 from .auc import average_equality_gap
 from .data import check_boolean_flags
@@ -261,22 +262,14 @@ class FairnessResult:
 
     def to_dict(self) -> dict:
         """Plain JSON data (NaN as null)."""
-        def clean(v):
-            if isinstance(v, (float, np.floating)):
-                return float(v) if np.isfinite(v) else None
-            if isinstance(v, np.generic):
-                return v.item()
-            return v
+        from ..plain import to_plain
 
-        by = [{k: clean(v) for k, v in r.items()}
-              for r in self.by_group.reset_index().to_dict("records")]
-        pairs = ([{k: clean(v) for k, v in r.items()} for r in self.pairs.to_dict("records")]
-                 if self.pairs is not None else [])
-        return {"name": self.name, "value": clean(self.value), "overall": clean(self.overall),
-                "difference": clean(self.difference), "lower": clean(self.lower),
-                "upper": clean(self.upper), "ci_prob": self.ci_prob, "ci_kind": self.ci_kind,
-                "by_group": by, "pairs": pairs,
-                "info": {k: clean(v) for k, v in self.info.items()}}
+        return to_plain({
+            "name": self.name, "value": self.value, "overall": self.overall,
+            "difference": self.difference, "lower": self.lower, "upper": self.upper,
+            "ci_prob": self.ci_prob, "ci_kind": self.ci_kind,
+            "by_group": self.by_group.reset_index(),
+            "pairs": self.pairs if self.pairs is not None else [], "info": self.info})
 
     def __str__(self) -> str:
         head = repr(self)
@@ -364,7 +357,7 @@ def _norm(normalization, n_terms: int) -> float:
         return 1.0
     if normalization in ("pairs", "groups"):
         return float(n_terms)
-    raise InputDataError(f"normalization must be 'pairs', 'groups', 'none' or a number, "
+    raise InvalidArgumentError(f"normalization must be 'pairs', 'groups', 'none' or a number, "
                      f"got {normalization!r}")
 
 
@@ -398,7 +391,8 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
             elif background == "rest":
                 b = _phi(phi, d, idx[~member[:, t]])
             else:
-                raise InputDataError(f"background must be 'all' or 'rest', got {background!r}")
+                raise InvalidArgumentError(
+                    f"background must be 'all' or 'rest', got {background!r}")
             comps.append(fn(b, scores[t]))
         comps = np.array(comps, dtype=float)
         value = np.nan if kind == "vbcm" else float(np.sum(comps) / _norm(normalization, T))
@@ -406,7 +400,7 @@ def _group_eval(kind, d: _Data, phi, comp, background, normalization, rows=None)
     if kind == "mcm":
         fn = MULTI_COMPARISONS[comp][0]
         return fn(np.asarray(scores, dtype=float)), scores, None, None
-    raise InputDataError(f"unknown generalized metric {kind!r}")
+    raise InvalidArgumentError(f"unknown generalized metric {kind!r}")
 
 
 #: Averaging of counterfactual metrics when a group has several identity terms (rows) in a
@@ -424,8 +418,9 @@ MAX_COMBINATIONS = 100
 def _check_cf_average(cf_average: str) -> str:
     cf = CF_AVERAGE_ALIASES.get(cf_average, cf_average)
     if cf not in CF_AVERAGES:
-        raise InputDataError(f"cf_average must be one of {', '.join(CF_AVERAGES)} ('terms' is "
-                             f"an alias of 'combinations'), got {cf_average!r}")
+        raise InvalidArgumentError(
+            f"cf_average must be one of {', '.join(CF_AVERAGES)} ('terms' is "
+            f"an alias of 'combinations'), got {cf_average!r}")
     return cf
 
 
@@ -562,11 +557,12 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
          seed=None, info=None, cf_average="groups") -> FairnessResult:
     phi_f = SCORING_FUNCTIONS.get(phi) if isinstance(phi, str) else phi
     if phi_f is None:
-        raise InputDataError(f"unknown scoring function {phi!r}; choose from "
+        raise InvalidArgumentError(f"unknown scoring function {phi!r}; choose from "
                          f"{', '.join(SCORING_FUNCTIONS)}")
     table = MULTI_COMPARISONS if kind == "mcm" else COMPARISONS
     if d not in table:
-        raise InputDataError(f"unknown comparison {d!r} for {kind}; choose from {', '.join(table)}")
+        raise InvalidArgumentError(
+            f"unknown comparison {d!r} for {kind}; choose from {', '.join(table)}")
     if kind != "mcm" and COMPARISONS[d][2] != phi_f.kind:
         raise InputDataError(f"comparison {d!r} takes {COMPARISONS[d][2]} scores but phi "
                          f"{phi_f.name!r} gives {phi_f.kind} scores")
@@ -575,7 +571,7 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
     if normalization is None:
         normalization = {"pcm": "pairs", "bcm": "groups"}.get(kind, "none")
     if version not in ("group", "counterfactual"):
-        raise InputDataError(f"version must be 'group' or 'counterfactual', got {version!r}")
+        raise InvalidArgumentError(f"version must be 'group' or 'counterfactual', got {version!r}")
     if version == "counterfactual" and source is None:
         raise InputDataError("a counterfactual metric needs source= (the source example / "
                              "template id of each row)")
@@ -586,7 +582,7 @@ def _run(kind, name, y, groups, *, phi, d, pred=None, prob=None, background="all
     info.update(generalized=kind, version=version, phi=phi_f.name, d=d,
                 normalization=normalization, background=background if kind in ("bcm", "vbcm")
                 else None)
-    q = None if ci_prob is None else ((1 - ci_prob) / 2, (1 + ci_prob) / 2)
+    q = None if ci_prob is None else tail_probabilities(ci_prob)
     pairs_df = None
     if version == "group":
         value, scores, comps, pvals = _group_eval(kind, data, phi_f, d, background,
@@ -972,7 +968,8 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
     try:
         m = METRICS[name.lower()]
     except KeyError:
-        raise InputDataError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
+        raise InvalidArgumentError(
+            f"unknown metric {name!r}; choose from {', '.join(METRICS)}") from None
     kw = dict(pred=pred, prob=prob, version=m.version, source=source, ci_prob=ci_prob,
               n_boot=n_boot, seed=seed, cf_average=cf_average,
               info={"title": m.title, "source": m.source, "description": m.description})

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import validate_ci_prob
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from .auc import AUC_METRICS, nuanced_auc_metrics
 from .bernstein import CRITERIA, bbu_by_group
 from .data import ClassifierData
@@ -52,6 +52,10 @@ class ClassifierBias:
         Probability of every interval.
     model : str
         Name of the score / prediction column.
+    settings : dict
+        What was computed on what: ``n`` (rows), ``groups`` (rows per group), ``threshold``,
+        ``metrics``, ``criterion``, ``cf_average``, ``n_boot``, ``seed``; the command line
+        adds ``data``, ``reading`` and ``output``.
 
     Every metric has the same shape in :attr:`table` (fairlearn's MetricFrame): an overall
     value where the metric has one (level ``aggregate``), one row per group, the
@@ -65,22 +69,48 @@ class ClassifierBias:
     generalized: dict[str, FairnessResult] = field(default_factory=dict)
     ci_prob: float = 0.95
     model: str = ""
+    settings: dict = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         """Return the tidy table (a copy)."""
         return self.table.copy()
 
+    def _details(self) -> dict:
+        """Each metric's own result: AUC and BBU tables by group, generalized metrics."""
+        out: dict = {}
+        for metric in self.settings.get("metrics", []):
+            if metric == "auc" and self.auc is not None:
+                out["auc"] = {"overall_auc": self.auc.attrs["overall_auc"],
+                              "ci_kind": self.auc.attrs.get("ci_kind"),
+                              "by_group": self.auc.reset_index()}
+            elif metric == "bbu" and self.bbu is not None:
+                criterion = self.settings.get("criterion", "demographic_parity")
+                out["bbu"] = {"criterion": criterion,
+                              "description": CRITERIA[criterion].description,
+                              "by_group": self.bbu.reset_index()}
+            elif metric in self.generalized:
+                r = self.generalized[metric]
+                out[metric] = {"value": r.value, "lower": r.lower, "upper": r.upper,
+                               "ci_kind": r.ci_kind, **r.info,
+                               "by_group": r.by_group.reset_index(),
+                               "pairs": r.pairs if r.pairs is not None else []}
+        return out
+
     def to_dict(self) -> dict:
-        """Plain JSON data: settings and the tidy rows (NaN as null)."""
-        rows = []
-        for rec in self.table.to_dict("records"):
-            rows.append({k: (None if isinstance(v, float) and not np.isfinite(v) else
-                             (v.item() if isinstance(v, np.generic) else v))
-                         for k, v in rec.items()})
-        return {"model": self.model, "ci_prob": self.ci_prob,
-                "ci_kinds": {k: CI_KINDS[k] for k in dict.fromkeys(self.table["ci_kind"])
-                             if k in CI_KINDS},
-                "rows": rows}
+        """Plain JSON data (NaN as null); ``bayesbias classifier --json`` prints it.
+
+        Keys: ``model``, ``ci_prob``, ``ci_kinds`` (the interval kinds used), the
+        :attr:`settings` (``n``, ``groups``, ``threshold``, ...), ``metrics`` (each
+        metric's detailed result) and ``rows`` (the tidy table).
+        """
+        from ..plain import to_plain
+
+        return to_plain({
+            "model": self.model, "ci_prob": self.ci_prob,
+            "ci_kinds": {k: CI_KINDS[k] for k in dict.fromkeys(self.table["ci_kind"])
+                         if k in CI_KINDS},
+            **self.settings, "metrics": self._details(),
+            "rows": self.table.to_dict("records")})
 
     def __str__(self) -> str:
         if self.table.empty:
@@ -128,18 +158,23 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
     metrics = [m.strip().lower() for m in metrics if m.strip()]
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
-        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
-                             + ", ".join(METRIC_CHOICES))
+        raise InvalidArgumentError(f"unknown metric(s) {', '.join(unknown)}; choose from "
+                                   + ", ".join(METRIC_CHOICES))
     if criterion not in CRITERIA:
-        raise InputDataError(f"unknown criterion {criterion!r}; choose from "
-                             + ", ".join(CRITERIA))
+        raise InvalidArgumentError(f"unknown criterion {criterion!r}; choose from "
+                                   + ", ".join(CRITERIA))
     model = model or cd.score_column or "classifier"
     rows: list[dict] = []
     ci_prob = validate_ci_prob(ci_prob)
     if int(n_boot) < 0:
-        raise InputDataError(f"n_boot must be >= 0, got {n_boot}")
+        raise InvalidArgumentError(f"n_boot must be >= 0, got {n_boot}")
     out = ClassifierBias(table=pd.DataFrame(columns=TIDY_COLUMNS), ci_prob=ci_prob,
-                         model=model)
+                         model=model,
+                         settings={"n": cd.n, "groups": {str(g): int(v) for g, v in
+                                                         cd.groups.sum().items()},
+                                   "threshold": cd.threshold, "metrics": list(metrics),
+                                   "criterion": criterion, "cf_average": cf_average,
+                                   "n_boot": int(n_boot), "seed": seed})
     for metric in metrics:
         if metric == "auc":
             if cd.score is None:

@@ -244,22 +244,18 @@ def _report_exception(command: str, exc: BaseException) -> int:
     return 1
 
 
-#: Limits every command's options of these names obey (checked after parsing, so a
-#: command whose option still has a plain ``type=int`` is covered too).
-_INT_LIMITS = {
-    "seed": (0, 2**32 - 1),
-    "draws": (1, 1_000_000),
-    "tune": (1, 1_000_000),
-    "chains": (1, 64),
-    "permutations": (0, 10**9),
-    "null_reps": (0, 10**8),
-    "reps": (1, 10**8),
-    "bootstrap": (0, 10**8),
-    "n_boot": (0, 10**8),
-    "workers": (1, 1024),
-    "jobs": (1, 1024),
-    "k": (1, 10_000),
-}
+def _int_limits() -> dict[str, tuple[int, int]]:
+    """Return the limits every command's options of these names obey.
+
+    Checked after parsing, so a command whose option has a plain ``type=int`` is covered.
+    """
+    from ..validation import MAX_CHAINS, MAX_DRAWS, MAX_RESAMPLES, MAX_SEED
+
+    return {"seed": (0, MAX_SEED), "draws": (1, MAX_DRAWS), "tune": (1, MAX_DRAWS),
+            "chains": (1, MAX_CHAINS), "permutations": (0, 10**9),
+            "null_reps": (0, MAX_RESAMPLES), "reps": (1, MAX_RESAMPLES),
+            "bootstrap": (0, MAX_RESAMPLES), "workers": (1, 1024), "jobs": (1, 1024),
+            "k": (1, 10_000)}
 _PROBABILITIES = ("ci_prob", "confidence", "alpha", "target_accept")
 
 
@@ -275,6 +271,7 @@ def _check_common(args) -> None:
     from ..errors import InvalidArgumentError
     from ..validation import validate_int, validate_probability
 
+    limits = _int_limits()
     for dest, value in vars(args).items():
         if value is None or isinstance(value, bool) or dest in ("run", "command"):
             continue
@@ -282,8 +279,8 @@ def _check_common(args) -> None:
         for v in values:
             if isinstance(v, float) and not math.isfinite(v):
                 raise InvalidArgumentError(f"{_flag(dest)} must be a finite number, got {v!r}")
-        if dest in _INT_LIMITS and all(isinstance(v, numbers.Real) for v in values):
-            low, high = _INT_LIMITS[dest]
+        if dest in limits and all(isinstance(v, numbers.Real) for v in values):
+            low, high = limits[dest]
             for v in values:
                 validate_int(v, _flag(dest), low=low, high=high)
         if dest in _PROBABILITIES and all(isinstance(v, numbers.Real) for v in values):
@@ -319,10 +316,15 @@ def _run(parser, args) -> int:
         return 0
     _check_common(args)
     _check_outputs(args)
-    if getattr(args, "validate", False) is True:
-        from .. import embeddings
+    if getattr(args, "validate", False) is True:  # --validate: for this run only
+        from ..embeddings import validating
 
-        embeddings.VALIDATE = True
+        with validating():
+            return _run_command(parser, args)
+    return _run_command(parser, args)
+
+
+def _run_command(parser, args) -> int:
     if hasattr(args, "word_vectors"):  # --encoder: word vectors from a sentence encoder
         from ..encoders.options import use_encoder
 

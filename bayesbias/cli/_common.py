@@ -1,34 +1,45 @@
 """Helpers shared by the sub-commands: option vocabulary, validated types, JSON output.
 
-One definition per option used by several commands (``--distances``, ``--ci-prob``,
-``--bootstrap``, ``--seed``, ``--draws``/``--tune``/``--chains``, the embedding options),
+One definition per option used by several commands (``--distances``, ``--wordlist``,
+``--x/--y/--a/--b``, ``--ci-prob``, ``--bootstrap``, ``--seed``,
+``--draws``/``--tune``/``--chains``, ``--workers``/``--scheduler``, the embedding options),
 and argparse types that reject what makes no sense at parse time (``inf``, ``nan``,
 negative counts, probabilities outside (0, 1)) with one line naming the flag. The types
 call :mod:`bayesbias.validation`, so Python and the CLI accept the same values.
+
+Vocabulary: an option name means one thing in every command. An earlier spelling stays
+accepted as a deprecated alias (:func:`add_option`): hidden from ``--help``, it works as
+before and prints ``warning: --OLD is deprecated; use --NEW`` on stderr. Every option's
+help shows its default (:class:`HelpFormatter` adds ``(default: ...)`` where the text
+does not say it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
 from ..errors import InvalidArgumentError
-from ..validation import MAX_SEED, validate_float, validate_int
+from ..plain import dropped_line, to_plain
+from ..validation import (
+    MAX_CHAINS,
+    MAX_DRAWS,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    validate_float,
+    validate_int,
+)
 
 __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonable",
            "int_range", "float_range", "positive_int", "nonneg_int", "probability",
            "positive_float", "finite_float", "seed", "add_seed", "add_distances",
            "add_ci_prob", "add_bootstrap", "add_sampling_options", "add_global_options",
-           "printable", "MAX_DRAWS", "MAX_CHAINS", "MAX_RESAMPLES"]
+           "add_option", "add_wordlist", "add_word_sets", "word_sets", "add_parallel_options",
+           "add_output", "add_plot", "add_table_source", "add_model_options", "add_rope",
+           "dropped_line", "printable", "MAX_DRAWS", "MAX_CHAINS", "MAX_RESAMPLES"]
 
-#: Upper limits of counts, far above any useful value but below what exhausts memory
-#: or overflows the sampler (``--draws 1e12`` aborted inside nutpie).
-MAX_DRAWS = 1_000_000
-MAX_CHAINS = 64
-MAX_RESAMPLES = 100_000_000
 
 
 class _Type:
@@ -96,6 +107,63 @@ class VersionAction(argparse.Action):
         parser.exit(message=f"bayesbias {__version__}\n")
 
 
+class _DeprecatedAlias(argparse.Action):
+    """An earlier spelling of an option: stores like the option and warns on stderr."""
+
+    def __init__(self, option_strings, dest, use: str = "", inner=None, **kwargs):
+        self.use = use
+        self.inner = inner or argparse._StoreAction
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: warning: {option_string} is deprecated; use {self.use}",
+              file=sys.stderr)
+        self.inner(self.option_strings, self.dest)(parser, namespace, values, option_string)
+
+
+_INNER = {None: argparse._StoreAction, "store": argparse._StoreAction,
+          "append": argparse._AppendAction, "store_true": argparse._StoreTrueAction,
+          "store_false": argparse._StoreFalseAction}
+
+
+def add_option(parser, *flags: str, deprecated: tuple[str, ...] = (), **kwargs):
+    """Add an option; each of `deprecated` is an earlier spelling kept as a hidden alias.
+
+    The alias takes the same values, stores into the same ``dest`` and prints
+    ``PROG: warning: --OLD is deprecated; use --NEW`` when used.
+    """
+    action = parser.add_argument(*flags, **kwargs)
+    if deprecated:
+        kind = kwargs.get("action")
+        inner = _INNER[kind]
+        extra = {k: v for k, v in kwargs.items() if k in ("type", "choices", "nargs", "metavar")}
+        if kind in ("store_true", "store_false"):
+            extra = {"nargs": 0}
+        parser.add_argument(*deprecated, dest=action.dest, action=_DeprecatedAlias,
+                            use=flags[0], inner=inner, default=argparse.SUPPRESS,
+                            help=argparse.SUPPRESS, **extra)
+    return action
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help with the description as written and every option's default shown.
+
+    An option whose help does not mention its default gets ``(default: VALUE)``; options
+    whose default is ``None`` must say in words what happens without them.
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or "%(default)" in text or default in (None, False)
+                or default is argparse.SUPPRESS or isinstance(action, argparse._HelpAction)
+                or not action.option_strings):
+            return text
+        shown = (" ".join(map(str, default)) if isinstance(default, (list, tuple))
+                 else "%(default)s")
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
 def add_global_options(parser, suppress: bool = False) -> None:
     """Add ``--debug`` and ``--quiet`` (also accepted after the command name)."""
     default = argparse.SUPPRESS if suppress else False
@@ -112,27 +180,106 @@ def add_seed(parser, default=None, help: str | None = None) -> None:
 
 
 def add_distances(parser, help: str | None = None, **kwargs) -> None:
-    """Add ``--distances`` (alias ``--table``): a file or ``published:TOPIC:EMBEDDING``."""
+    """Add ``--distances TABLE``: a file or ``published:TOPIC:EMBEDDING``.
+
+    The one spelling of the distance-table option (``--table`` is a deprecated alias).
+    """
     kwargs.setdefault("default", None)
-    parser.add_argument(
-        "--distances", "--table", dest=kwargs.pop("dest", "distances"), metavar="TABLE",
+    add_option(
+        parser, "--distances", deprecated=("--table",), dest="distances", metavar="TABLE",
         help=help or "distance table: a CSV/Parquet file (ours or the published format) "
-                     "or published:TOPIC:EMBEDDING (e.g. published:religion:reddit)",
+                     "or published:TOPIC:EMBEDDING (e.g. published:religion:reddit) "
+                     "(default: none)",
         **kwargs)
 
 
-def add_ci_prob(parser, default: float | None = 0.89, help: str | None = None) -> None:
+def add_wordlist(parser, default: str | None = "religion", help: str | None = None,
+                 deprecated: tuple[str, ...] = ()) -> None:
+    """Add ``--wordlist NAME``: a shipped list name or a TOML file."""
+    shown = "none" if default is None else default
+    add_option(parser, "--wordlist", deprecated=deprecated, dest="wordlist", default=default,
+               metavar="NAME",
+               help=help or f"word list: a shipped name or a TOML file (default {shown})")
+
+
+def add_word_sets(parser) -> None:
+    """Add ``--x``, ``--y``, ``--a`` and ``--b``: explicit word sets (see :func:`word_sets`)."""
+    for name in ("x", "y", "a", "b"):
+        parser.add_argument(f"--{name}", default=None, metavar="WORDS",
+                            help=f"set {name.upper()}: comma-separated words or a file with "
+                                 "one word per line (default: from the word list)")
+
+
+def _words(text: str, flag: str) -> tuple[str, ...]:
+    from ..errors import WordListError
+
+    path = Path(text)
+    raw = path.read_text(encoding="utf-8").splitlines() if path.is_file() else [text]
+    words = [w.strip() for line in raw for w in line.split(",")]
+    words = [w for w in words if w and not w.startswith("#")]
+    if not words:
+        raise WordListError(f"--{flag}: no words in {text!r}")
+    return tuple(words)
+
+
+def word_sets(args) -> dict[str, tuple[str, ...]] | None:
+    """Return the sets of ``--x/--y/--a/--b`` as ``{"X": words, ...}`` (None if not given).
+
+    Refuses a partial set of the four and their use together with ``--wordlist``.
+    """
+    from ..errors import WordListError
+
+    given = {k: getattr(args, k) for k in "xyab"}
+    if not any(given.values()):
+        return None
+    if getattr(args, "wordlist", None):
+        raise WordListError("give either --wordlist or --x/--y/--a/--b, not both")
+    absent = [f"--{k}" for k, v in given.items() if not v]
+    if absent:
+        raise WordListError(f"explicit sets need all of --x --y --a --b; missing "
+                            f"{' '.join(absent)}")
+    return {k.upper(): _words(v, k) for k, v in given.items()}
+
+
+def add_ci_prob(parser, default: float | None = 0.89, help: str | None = None,
+                deprecated: tuple[str, ...] = (), dest: str = "ci_prob") -> None:
     """Add ``--ci-prob``: interval probability in (0, 1)."""
-    shown = "package default, 0.89" if default is None else default
-    parser.add_argument("--ci-prob", type=probability, default=default, metavar="P",
-                        help=help or f"interval probability in (0, 1) (default {shown})")
+    from ..config import defaults
+
+    shown = f"{defaults.ci_prob}" if default is None else default
+    add_option(parser, "--ci-prob", deprecated=deprecated, dest=dest, type=probability,
+               default=default, metavar="P",
+               help=help or f"interval probability in (0, 1) (default {shown})")
 
 
 def add_bootstrap(parser, default: int = 0, help: str | None = None) -> None:
-    """Add ``--bootstrap N`` (resamples; 0 = none), alias ``--n-boot``."""
-    parser.add_argument("--bootstrap", "--n-boot", dest="bootstrap", metavar="N",
-                        type=int_range(0, MAX_RESAMPLES, "resamples"), default=default,
-                        help=help or f"bootstrap resamples (default {default})")
+    """Add ``--bootstrap N`` (resamples; 0 = none); ``--n-boot`` is a deprecated alias."""
+    add_option(parser, "--bootstrap", deprecated=("--n-boot",), dest="bootstrap", metavar="N",
+               type=int_range(0, MAX_RESAMPLES, "resamples"), default=default,
+               help=help or f"bootstrap resamples, 0 for none (default {default})")
+
+
+def add_parallel_options(parser) -> None:
+    """Add ``--workers`` and ``--scheduler`` (Dask; results do not depend on them)."""
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                        help="run on a local Dask cluster of N worker processes (default: "
+                             "in this process); results do not depend on N")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="address of a running Dask scheduler, e.g. tcp://host:8786 "
+                             "(default: none)")
+
+
+def add_output(parser, help: str, required: bool = False) -> None:
+    """Add ``-o/--output``."""
+    parser.add_argument("-o", "--output", default=None, required=required, metavar="PATH",
+                        help=help if (required or "default" in help)
+                        else f"{help} (default: none)")
+
+
+def add_plot(parser, help: str = "save the figure (.png, .svg or .pdf)") -> None:
+    """Add ``--plot``."""
+    parser.add_argument("--plot", default=None, metavar="FILE",
+                        help=help if "default" in help else f"{help} (default: none)")
 
 
 def add_sampling_options(parser, draws: int | None = None, tune: int | None = None,
@@ -160,12 +307,65 @@ def printable(text) -> str:
                    else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
+def add_table_source(p) -> None:
+    """Options that select a distance table or an embedding + word list."""
+    add_embedding_options(p)
+    add_wordlist(p, None, "word list: a shipped name or a TOML file, with --embedding "
+                          "(default: none)")
+
+
+#: A ROPE half-width: a finite number >= 0.
+rope_value = float_range(0.0, None, name="rope")
+
+
+def add_rope(p) -> None:
+    """Add ``--rope``."""
+    p.add_argument("--rope", type=rope_value, default=None, metavar="HALF_WIDTH",
+                   help="region of practical equivalence around 0 for the verdict contrasts, "
+                        "e.g. 0.02 (default: none); the share of the posterior inside it is "
+                        "shown")
+
+
+def add_model_options(p, command: str = "fit") -> None:
+    """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
+    from ..config import DEFAULT_MODEL, defaults
+    from ..models import available_models
+    from ..validation import POSTERIOR_CI_KINDS
+
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
+                        "(default %(default)s: the paper's hierarchical model plus an effect "
+                        "per attribute word; --model hierarchical is the paper's own)")
+    if command != "report":
+        p.add_argument("--level", choices=["word", "class"], default=None,
+                       help="override the spec: means per protected word or per protected "
+                            "class (default: the spec's)")
+        p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
+                       help="override the spec: residual sd per connection or a single one "
+                            "(default: the spec's)")
+    add_ci_prob(p, defaults.ci_prob, "credible interval probability in (0, 1) "
+                                     f"(default {defaults.ci_prob})")
+    p.add_argument("--ci-kind", choices=list(POSTERIOR_CI_KINDS), default=defaults.ci_kind,
+                   help="highest-density (hdi) or equal-tailed (eti) intervals "
+                        "(default %(default)s)")
+    add_sampling_options(p)
+    add_seed(p, defaults.seed)
+    p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
+                   help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
+    p.add_argument("--target-accept", type=probability, default=0.8,
+                   help="NUTS target acceptance rate (default %(default)s); raise to "
+                        "0.95-0.99 if there are divergences")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 3 if r-hat, ESS or divergences fail "
+                        "(default: warn only)")
+
+
 def add_parser(subparsers, name: str, help: str, examples: str, description: str = ""):
     """Add a sub-command parser whose ``--help`` ends with examples."""
     p = subparsers.add_parser(
         name, help=help, description=description or help,
         epilog="examples:\n" + examples,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_global_options(p, suppress=True)
     return p
@@ -173,7 +373,8 @@ def add_parser(subparsers, name: str, help: str, examples: str, description: str
 
 def add_json(parser) -> None:
     """Add ``--json``."""
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print machine-readable JSON (schema: docs/json.md)")
 
 
 def add_embedding_options(parser, required: bool = False) -> None:
@@ -188,7 +389,7 @@ def add_embedding_options(parser, required: bool = False) -> None:
     parser.add_argument("--format", default="auto",
                         choices=["auto", "word2vec", "word2vec-binary", "glove", "fasttext",
                                  "gensim"],
-                        help="embedding file format (default: guess from the file)")
+                        help="embedding file format (default auto: guess from the file)")
     parser.add_argument("--trust-pickle", action="store_true",
                         help="allow loading gensim KeyedVectors files (pickles): only for "
                              "files you trust")
@@ -205,32 +406,14 @@ def add_embedding_options(parser, required: bool = False) -> None:
     from ..encoders.options import add_encoder_options
 
     add_encoder_options(parser)
+    for action in parser._actions:  # the encoder options without a default say so
+        if action.dest in ("encoder", "corpus") and "default" not in (action.help or ""):
+            action.help = f"{action.help} (default: none)"
 
 
-def to_jsonable(obj):
-    """Convert numpy / pandas / xarray values to plain JSON types (NaN -> null)."""
-    import numpy as np
-    import pandas as pd
+#: Plain JSON values of any result (see :func:`bayesbias.plain.to_plain`).
+to_jsonable = to_plain
 
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, pd.DataFrame):
-        return to_jsonable(obj.to_dict(orient="records"))
-    if isinstance(obj, pd.Series):
-        return to_jsonable(obj.to_dict())
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        return None if not math.isfinite(float(obj)) else float(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
 
 
 def write_study_outputs(args, result, payload: dict, lines: list[str], indent=None) -> None:

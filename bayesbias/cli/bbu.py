@@ -7,8 +7,8 @@ from ..classifier.bernstein import (
     bernstein_min_n,
     smallest_claimable_delta,
 )
-from ..errors import InputDataError
-from ._common import add_json, add_parser, emit, float_range, positive_int, probability
+from ..errors import InputDataError, InvalidArgumentError
+from ._common import add_ci_prob, add_json, add_parser, emit, float_range, positive_int
 
 
 def register(sub) -> None:
@@ -26,10 +26,11 @@ def register(sub) -> None:
                     "that can be claimed.",
     )
     p.add_argument("--delta", type=float_range(1e-6, 2.0),
-                   help="sample disparity to be claimed (1e-6 to 2)")
-    p.add_argument("--n", type=positive_int, help="number of annotated examples available")
-    p.add_argument("--ci-prob", "--confidence", dest="confidence", type=probability, default=0.95,
-                   help="confidence rho of the interval (default 0.95)")
+                   help="sample disparity to be claimed (1e-6 to 2) (default: none)")
+    p.add_argument("--n", type=positive_int,
+                   help="number of annotated examples available (default: none)")
+    add_ci_prob(p, 0.95, "confidence rho of the interval (default 0.95)",
+                deprecated=("--confidence",))
     p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=0.5,
                    help="lower bound on the smaller group proportion, in (0, 0.5] (default 0.5)")
     p.add_argument("--variance", type=float_range(0.0, 1e12, low_open=True), default=None,
@@ -44,11 +45,12 @@ def register(sub) -> None:
 def run(args) -> int:
     """Print the minimum n and / or the half-width."""
     if args.delta is None and args.n is None:
-        raise InputDataError("give --delta (for the minimum n) and/or --n (for the half-width)")
-    common = dict(confidence=args.confidence, gamma=args.gamma, variance=args.variance,
+        raise InvalidArgumentError(
+            "give --delta (for the minimum n) and/or --n (for the half-width)")
+    common = dict(confidence=args.ci_prob, gamma=args.gamma, variance=args.variance,
                   C=args.max_cost)
     try:
-        payload = {"confidence": args.confidence, "gamma": args.gamma, "C": args.max_cost,
+        payload = {"confidence": args.ci_prob, "gamma": args.gamma, "C": args.max_cost,
                    "variance": args.variance if args.variance is not None
                    else (args.max_cost / args.gamma) ** 2,
                    "variance_is_worst_case": args.variance is None}
@@ -56,7 +58,7 @@ def run(args) -> int:
         if args.delta is not None:
             r = bernstein_min_n(args.delta, **common)
             payload.update(delta=args.delta, min_n=r["min_n"], n_bound=r["bound"])
-            lines.append(f"to claim a disparity of {args.delta:g} with {args.confidence:.0%} "
+            lines.append(f"to claim a disparity of {args.delta:g} with {args.ci_prob:.0%} "
                          f"confidence: n > {r['bound']:.1f}, i.e. at least {r['min_n']} "
                          "annotated examples")
         if args.n is not None:
@@ -64,7 +66,7 @@ def run(args) -> int:
             payload.update(n=args.n, half_width=t,
                            smallest_claimable_delta=smallest_claimable_delta(args.n, **common))
             lines.append(f"with n = {args.n}: half-width t = {t:.4f}; a bias claim at "
-                         f"{args.confidence:.0%} confidence needs |sample disparity| > {t:.4f}")
+                         f"{args.ci_prob:.0%} confidence needs |sample disparity| > {t:.4f}")
             if args.delta is not None:
                 payload["claimable"] = bool(args.delta > t)
                 lines.append(f"a disparity of {args.delta:g} is "

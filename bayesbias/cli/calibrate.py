@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from ..config import defaults
-from ._common import add_json, add_parser, add_seed, emit, positive_int, write_study_outputs
+from ._common import (
+    add_json,
+    add_output,
+    add_parallel_options,
+    add_parser,
+    add_plot,
+    add_sampling_options,
+    add_seed,
+    emit,
+    positive_int,
+    write_study_outputs,
+)
 
 DESCRIPTION = """\
 Simulation-based calibration (Talts et al. 2018): draw every parameter from the spec's
@@ -18,8 +29,6 @@ quantity and draws rank histograms (--plot). Each replication is a full NUTS fit
 
 def register(sub) -> None:
     """Add the ``calibrate`` sub-command to `sub`."""
-    from .design import add_parallel_options
-
     p = add_parser(
         sub, "calibrate", "simulation-based calibration of a model (rank histograms)",
         "  bayesbias calibrate --model hierarchical --method exact --reps 1000 --plot sbc.png\n"
@@ -27,24 +36,22 @@ def register(sub) -> None:
         "  bayesbias calibrate --model separate --reps 50 --shape small --json",
         description=DESCRIPTION,
     )
-    p.add_argument("--model", default="hierarchical", help="spec name or .toml file")
+    p.add_argument("--model", default="hierarchical",
+                   help="spec name or .toml file (default hierarchical)")
     p.add_argument("--reps", type=positive_int, default=500,
                    help="replications (default 500)")
     p.add_argument("--method", choices=["nuts", "exact"], default="nuts",
-                   help="NUTS fits (default) or the exact marginal posterior (hierarchical)")
+                   help="nuts: NUTS fits (default), or exact: the exact marginal posterior "
+                        "(hierarchical)")
     p.add_argument("--shape", choices=["religion", "small"], default="religion",
                    help="table shape: like the shipped religion list (default) or small")
     p.add_argument("--keep", type=positive_int, default=99,
                    help="thinned posterior draws each rank is taken among (default 99)")
-    p.add_argument("--draws", type=positive_int, default=500,
-                   help="NUTS draws per chain (default 500)")
-    p.add_argument("--tune", type=positive_int, default=500,
-                   help="NUTS tuning steps per chain (default 500)")
-    p.add_argument("--chains", type=positive_int, default=2, help="chains (default 2)")
+    add_sampling_options(p, draws=500, tune=500, chains=2)
     add_seed(p, default=defaults.seed)
     add_parallel_options(p)
-    p.add_argument("--plot", default=None, help="save the rank histograms (PNG)")
-    p.add_argument("-o", "--output", default=None, help="write the ranks and tests as JSON")
+    add_plot(p, "save the rank histograms (PNG)")
+    add_output(p, "write the ranks and tests as JSON")
     add_json(p)
     p.set_defaults(run=run)
 

@@ -20,18 +20,18 @@ from ..classifier.data import (
 )
 from ..classifier.generalized import METRICS, PARITY_CODE
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from ._common import (
+    add_bootstrap,
+    add_ci_prob,
     add_json,
+    add_option,
+    add_output,
     add_parser,
+    add_seed,
     emit,
     finite_float,
     float_range,
-    nonneg_int,
-    probability,
-)
-from ._common import (
-    seed as seed_type,
 )
 
 log = logging.getLogger(__name__)
@@ -56,53 +56,62 @@ def register(sub) -> None:
     )
     p.add_argument("--data", required=True,
                    help="CSV or Parquet table, or 'madlibs' for the shipped scored madlibs")
-    p.add_argument("--label", default=None, help="gold label column (madlibs: toxicity)")
+    p.add_argument("--label", default=None,
+                   help="gold label column (default: toxicity for madlibs; required otherwise)")
     p.add_argument("--positive", default=None,
-                   help="value of the label column that is the positive class (madlibs: toxic)")
-    p.add_argument("--score", default=None, help="score column (madlibs: TOXICITY@1)")
-    p.add_argument("--pred", default=None, help="predicted label column (else score >= "
-                   "--threshold)")
+                   help="value of the label column that is the positive class (default: toxic "
+                        "for madlibs; otherwise the label must be 0/1 or True/False)")
+    p.add_argument("--score", default=None,
+                   help="score column (default: TOXICITY@1 for madlibs; none otherwise)")
+    p.add_argument("--pred", default=None, help="predicted label column (default: none, "
+                   "score >= --threshold)")
     p.add_argument("--threshold", type=finite_float, default=0.5,
                    help="threshold turning scores into labels (default 0.5)")
     p.add_argument("--groups", default=None,
-                   help="comma-separated boolean group columns (may overlap)")
-    p.add_argument("--group-column", default=None, help="one categorical group column")
+                   help="comma-separated boolean group columns (may overlap) (default: none; "
+                        "groups from --group-column or the text column)")
+    p.add_argument("--group-column", default=None,
+                   help="one categorical group column (default: none)")
     p.add_argument("--terms", default="reference",
-                   help="madlibs groups: 'reference' (the 12 terms of the published tables), "
-                        "'all' (every recovered identity term) or comma-separated terms")
+                   help="madlibs groups: 'reference' (the 12 terms of the published tables; "
+                        "default), 'all' (every recovered identity term) or comma-separated "
+                        "terms")
     p.add_argument("--text-column", default="phrase",
                    help="text column for identity groups (default phrase)")
     p.add_argument("--match", choices=["longest", "word"], default="longest",
                    help="madlibs groups: 'longest' (a phrase's longest identity term only, "
                         "default) or 'word' (every whole-word match, so 'american' also matches "
                         "'african american', as the published Borkan tables group)")
-    p.add_argument("--template", default="template", help="template column")
+    p.add_argument("--template", default="template",
+                   help="template column (default template)")
     p.add_argument("--source", default=None,
-                   help="source-example column for counterfactual metrics (madlibs: derived)")
+                   help="source-example column for counterfactual metrics (default: derived "
+                        "from the text and template columns)")
     p.add_argument("--metrics", default="bbu,auc",
                    help="comma-separated: bbu, auc and names from the registry "
                         "(default bbu,auc)")
     p.add_argument("--criterion", default="demographic_parity", choices=list(CRITERIA),
                    help="cost/annotation for bbu (default demographic_parity)")
-    p.add_argument("--ci-prob", "--confidence", dest="ci_prob", type=probability,
-                   default=0.95, help="probability of every interval (default 0.95)")
+    add_ci_prob(p, 0.95, "probability of every interval (default 0.95)",
+                deprecated=("--confidence",))
     p.add_argument("--gamma", type=float_range(0.0, 0.5, low_open=True), default=None,
                    help="bbu: lower bound on group proportions (default: estimated)")
     p.add_argument("--variance", default="estimate",
                    help="bbu: 'estimate', 'worst' or a number (default estimate)")
-    p.add_argument("--bootstrap", "--n-boot", dest="bootstrap", type=nonneg_int, default=200,
-                   help="bootstrap resamples for the generalized metrics and bbu "
-                        "(default 200; 0 = no intervals)")
-    p.add_argument("--seed", type=seed_type, default=None, help="random seed")
-    p.add_argument("--reading", "--parity", dest="reading", choices=["paper", "code"],
-                   default="paper",
+    add_bootstrap(p, 200, "bootstrap resamples for the generalized metrics and bbu "
+                          "(default 200; 0 = no intervals)")
+    from ..config import defaults
+
+    add_seed(p, None, f"random seed (default {defaults.seed})")
+    add_option(p, "--reading", deprecated=("--parity",), dest="reading",
+               choices=["paper", "code"], default="paper",
                    help="Czarnowska et al.'s metrics where their paper and their code differ: "
                         "'paper' (default: Parity Gap of accuracy as in Table 2; Pos/Neg "
                         "AvgGF against all rows, as AvgGF) or 'code' (the values of the "
                         "authors' code: Parity Gap of the positive-prediction rate; Pos/Neg "
                         "AvgGF against the other groups; counterfactual metrics over term "
                         "combinations, --cf-average combinations). AvgGF and the other "
-                        "metrics are the same in both. --parity is the earlier name")
+                        "metrics are the same in both")
     p.add_argument("--cf-average", choices=["groups", "combinations", "terms"], default=None,
                    help="counterfactual metrics with several terms per group: 'groups' "
                         "(score each group on all its terms; default with --reading paper) or "
@@ -110,7 +119,7 @@ def register(sub) -> None:
                         "all templates, a seeded sample of 100 above 100, as the authors' "
                         "code; default with --reading code; 'terms' is the earlier name). "
                         "AvgIF compares the groups' sets of terms in both")
-    p.add_argument("-o", "--output", help="write the tidy table (.csv or .parquet)")
+    add_output(p, "write the tidy table (.csv or .parquet)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -147,11 +156,12 @@ def _groups(args, table: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]
         else:
             terms = [t.strip() for t in args.terms.split(",") if t.strip()]
             if not terms:
-                raise InputDataError(f"--terms: no terms in {args.terms!r}")
+                raise InvalidArgumentError(f"--terms: no terms in {args.terms!r}")
         return identity_groups(table, terms, text=args.text_column, template=args.template,
                                match=args.match), None
-    raise InputDataError("give --groups (boolean columns) or --group-column (a categorical "
-                         "column), or a text column (--text-column) to derive identity groups")
+    raise InvalidArgumentError("give --groups (boolean columns) or --group-column (a "
+                               "categorical column), or a text column (--text-column) to "
+                               "derive identity groups")
 
 
 def run(args) -> int:
@@ -161,17 +171,17 @@ def run(args) -> int:
     score = args.score or dflt.get("score")
     positive = args.positive if args.positive is not None else dflt.get("positive")
     if label is None:
-        raise InputDataError("give --label (the gold label column)")
+        raise InvalidArgumentError("give --label (the gold label column)")
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
     if not metrics:
-        raise InputDataError(f"--metrics: no metric names in {args.metrics!r}")
+        raise InvalidArgumentError(f"--metrics: no metric names in {args.metrics!r}")
     if args.reading == "code":
         metrics = [PARITY_CODE.get(m, m) for m in metrics]
     cf_average = args.cf_average or ("combinations" if args.reading == "code" else "groups")
     unknown = [m for m in metrics if m not in METRIC_CHOICES]
     if unknown:
-        raise InputDataError(f"unknown metric(s) {', '.join(unknown)}; choose from "
-                             + ", ".join(METRIC_CHOICES))
+        raise InvalidArgumentError(f"unknown metric(s) {', '.join(unknown)}; choose from "
+                                   + ", ".join(METRIC_CHOICES))
     derived, group_column = _groups(args, table)
     if derived is not None:
         table = pd.concat([table, derived.add_prefix("group:")], axis=1)
@@ -192,8 +202,8 @@ def run(args) -> int:
         except ValueError:
             variance = float("nan")
         if not (np.isfinite(variance) and variance > 0):
-            raise InputDataError(f"--variance must be 'estimate', 'worst' or a finite number "
-                                 f"> 0, got {args.variance!r}")
+            raise InvalidArgumentError(f"--variance must be 'estimate', 'worst' or a finite number "
+                                       f"> 0, got {args.variance!r}")
     source = None
     if any(METRICS[m].version == "counterfactual" for m in metrics if m in METRICS):
         if args.source:
@@ -209,25 +219,16 @@ def run(args) -> int:
                           source=source, seed=args.seed, model=model,
                           cf_average=cf_average)
     ci = args.ci_prob
-    payload: dict = {"data": args.data, "model": model, "n": cd.n,
-                     "groups": {g: int(v) for g, v in cd.groups.sum().items()},
-                     "ci_prob": ci, "threshold": cd.threshold, "reading": args.reading,
-                     "metrics": {}}
+    res.settings.update(data=args.data, reading=args.reading)
     text: list[str] = [f"{args.data}: {cd.n} rows, {len(cd.group_names)} groups, model {model}"]
     for metric in metrics:
         if metric == "auc":
             r = res.auc
-            payload["metrics"]["auc"] = {"overall_auc": r.attrs["overall_auc"],
-                                         "ci_kind": r.attrs.get("ci_kind"),
-                                         "by_group": r.reset_index()}
             text += ["", f"nuanced AUC metrics (Borkan et al. 2019), {ci:.0%} DeLong intervals "
                      f"(overall AUC {r.attrs['overall_auc']:.4f}):",
                      r[list(AUC_METRICS)].round(4).to_string()]
         elif metric == "bbu":
             r = res.bbu
-            payload["metrics"]["bbu"] = {"criterion": args.criterion,
-                                         "description": CRITERIA[args.criterion].description,
-                                         "by_group": r.reset_index()}
             cols = [c for c in ("disparity", "lower", "upper", "bayes_lower", "bayes_upper",
                                 "bootstrap_lower", "bootstrap_upper", "claims_bias")
                     if c in r]
@@ -236,11 +237,6 @@ def run(args) -> int:
                      "(Bernstein | Bayes HDI | bootstrap):", r[cols].round(4).to_string()]
         else:
             m, r = METRICS[metric], res.generalized[metric]
-            payload["metrics"][metric] = {
-                "value": r.value, "lower": r.lower, "upper": r.upper,
-                "ci_kind": r.ci_kind, **r.info,
-                "by_group": r.by_group.reset_index(),
-                "pairs": r.pairs if r.pairs is not None else []}
             val = (f"{r.value:.4g}" + (f" [{r.lower:.4g}, {r.upper:.4g}]"
                                        if np.isfinite(r.lower) else "")
                    if np.isfinite(r.value) else "(per group)")
@@ -261,7 +257,7 @@ def run(args) -> int:
                 res.table.to_parquet(tmp, index=False)
             else:  # for spreadsheets: no cell runs as a formula
                 spreadsheet_safe(res.table).to_csv(tmp, index=False)
-        payload["output"] = str(out)
+        res.settings["output"] = str(out)
         text.append(f"\nwrote {len(res.table)} rows to {out}")
-    emit(args, payload, "\n".join(text))
+    emit(args, res.to_dict(), "\n".join(text))
     return 0

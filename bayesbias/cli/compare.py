@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from ._common import add_json, add_parser, emit
-from .fit import add_model_options, add_rope, add_table_source, fit_from_args, load_table
+from ._common import (
+    add_json,
+    add_model_options,
+    add_output,
+    add_parser,
+    add_plot,
+    add_rope,
+    add_table_source,
+    dropped_line,
+    emit,
+)
+from .fit import fit_from_args, load_table
 
 DESCRIPTION = """\
 Fit the same model to two distance tables (or to one word list on two embeddings) and report
@@ -32,13 +42,10 @@ def register(sub) -> None:
     add_table_source(p)
     add_model_options(p)
     add_rope(p)
-    p.add_argument("--plot", default=None,
-                   help="save a forest plot of the differences (PNG) (default: none)")
-    p.add_argument("-o", "--output", default=None,
-                   help="write a before/after report folder (index.html, report.md, "
-                        "tables, figures, fits/a.nc and fits/b.nc, results.json); a name "
-                        "ending in .nc saves only the two fits, as NAME_a.nc and NAME_b.nc "
-                        "(default: none)")
+    add_plot(p, "save a forest plot of the differences (PNG) (default: none)")
+    add_output(p, "write a before/after report folder (index.html, report.md, tables, "
+                  "figures, fits/a.nc and fits/b.nc, results.json); a name ending in .nc "
+                  "saves only the two fits, as NAME_a.nc and NAME_b.nc (default: none)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -108,6 +115,10 @@ def run(args) -> int:
     comp = compare_fits(fa, fb, args.ci_prob, args.ci_kind, labels=labels, rope=args.rope)
     mac = _mac(ta, tb)
     payload = comp.to_dict()
+    # one JSON vocabulary: "verdict" is a verdict object (as in `fit --json`); the two
+    # sides' verdicts are under "verdicts" ("a", "b", "changes"), the plain-language reading
+    # of the differences under "summary"
+    payload["summary"] = payload.pop("verdict")
     payload["diagnostics"] = {"a": fa.diagnostics().to_dict(), "b": fb.diagnostics().to_dict()}
     payload["mac_ttest"] = mac
     payload["dropped_words"] = {"a": ta.attrs.get("missing", {}),
@@ -139,8 +150,7 @@ def run(args) -> int:
             lines.append(f"warning ({tag}): {warn}")
     for tag, table in (("a", ta), ("b", tb)):
         if table.attrs.get("missing"):
-            lines.append(f"dropped on side {tag}: " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in table.attrs["missing"].items()))
+            lines.append(dropped_line(table.attrs["missing"], f"dropped on side {tag}"))
     if mac and "error" not in mac:
         lines.append(f"MAC a = {mac['mac_a']:.4f}, b = {mac['mac_b']:.4f}; Manzini's paired "
                      f"t-test: t = {mac['statistic']:.3f}, p {_p(mac['p_value'])} (two-sided) "

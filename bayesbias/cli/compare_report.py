@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..plain import dropped_line
+
 __all__ = ["is_report_output", "write_compare_report"]
 
 
@@ -153,9 +155,9 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
                                                                   strict=True)]
                 + [f"warning ({tag}): {w}" for tag, w in
                    payload.get("coverage_warning", {}).items() if w]
-                + [f"dropped on side {tag}: " + "; ".join(f"{k}: {', '.join(v)}"
-                                                          for k, v in miss.items())
-                   for tag, miss in payload.get("dropped_words", {}).items() if miss])
+                + [dropped_line(miss, f"dropped on side {tag}")
+                   for tag, miss in payload.get("dropped_words", {}).items()
+                   if dropped_line(miss)])
 
     report.choice("sides", f"a = {args.a}, b = {args.b}" + (f"; word list {args.wordlist}"
                                                             if args.wordlist else ""))

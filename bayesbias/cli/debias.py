@@ -11,7 +11,16 @@ from ..distances import distance_table
 from ..embeddings import load_embedding, save_embedding
 from ..errors import InvalidArgumentError, WordListError
 from ..wordlists import load_wordlist
-from ._common import add_embedding_options, add_json, add_parser, emit, int_range
+from ._common import (
+    add_embedding_options,
+    add_json,
+    add_output,
+    add_parser,
+    add_wordlist,
+    dropped_line,
+    emit,
+    int_range,
+)
 
 DESCRIPTION = """\
 Hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et al. 2019). The bias subspace
@@ -47,8 +56,8 @@ def register(sub) -> None:
         description=DESCRIPTION,
     )
     add_embedding_options(p)
-    p.add_argument("--wordlist", default="religion",
-                   help="shipped list name or TOML file; it must have definite_sets")
+    add_wordlist(p, "religion", "word list: a shipped name or a TOML file with definite_sets "
+                                "(default religion)")
     p.add_argument("-k", type=int_range(1, 10_000, "k"), default=None,
                    help="bias directions (default: the largest definite set's size minus one, "
                         "which keeps every set's words distinct: 2 for religion and race, 1 "
@@ -63,16 +72,15 @@ def register(sub) -> None:
                         "'attributes' (stereotypes + human and neutral controls), 'none', "
                         "or a comma-separated list of words")
     p.add_argument("--no-equalize", dest="equalize", action="store_false",
-                   help="do not equalise the definite sets")
+                   help="do not equalise the definite sets (default: equalise)")
     p.add_argument("--overlapping", default="sequential", choices=list(OVERLAPPING_CHOICES),
-                   help="definite sets sharing words (race): equalise one after another as "
-                        "Manzini et al. (default; a shared word is symmetric within its last "
-                        "set only), or merge them into one group each")
+                   help="definite sets sharing words (race): sequential, equalise one after "
+                        "another as Manzini et al. (default; a shared word is symmetric within "
+                        "its last set only), or merge them into one group each")
     p.add_argument("--normalize-all", action="store_true",
                    help="also scale every unchanged row to unit length (cosines unchanged)")
-    p.add_argument("-o", "--output",
-                   help="write the debiased embedding (word2vec; '.gz' compresses); "
-                        "without it only the report is printed")
+    add_output(p, "write the debiased embedding (word2vec; '.gz' compresses) (default: "
+                  "none, only the report is printed)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--binary", dest="binary", action="store_true", default=None,
                      help="word2vec binary (default for a .bin output)")
@@ -144,8 +152,8 @@ def run(args) -> int:
              "mean cosine distance by connection (word-list words in the embedding):",
              means.round(4).to_string()]
     if dropped:
-        lines.append("  (not in the embedding, left out of these means: " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in dropped.items()) + ")")
+        lines.append("  " + dropped_line(dropped, "dropped (not in the embedding) from "
+                                                  "these means"))
     if written:
         lines.append(f"wrote {args.output} ({payload['output_format']}, {len(debiased)} words)"
                      + ("" if report.passed else " despite the failed checks (--force)"))

@@ -7,11 +7,18 @@ import argparse
 import numpy as np
 
 from ..config import DEFAULT_MODEL, defaults
-from ..errors import InputDataError
+from ..errors import InvalidArgumentError
 from ._common import (
+    add_ci_prob,
+    add_distances,
     add_json,
+    add_option,
+    add_output,
+    add_parallel_options,
     add_parser,
+    add_plot,
     add_seed,
+    add_table_source,
     emit,
     positive_int,
     probability,
@@ -28,51 +35,44 @@ them. Each study is analysed with the verdict rule of the report (a contrast's H
 associated - none, associated - human, associated - different), WEAT's permutation test
 (every class pair) and MAC's paired t-test, one-sided at --alpha. Prints the assurance
 (share of studies reaching each verdict) with its Monte Carlo se, and the smallest design
-reaching --target for --verdict. --null CONTRAST sets that contrast to 0 in every truth, so
-the shares are false-positive rates. Runs on Dask with --workers N or --scheduler ADDRESS;
+reaching --target for --verdict. --null-contrast CONTRAST sets that contrast to 0 in every
+truth, so the shares are false-positive rates. Runs on Dask with --workers N or --scheduler ADDRESS;
 the numbers depend on --seed only."""
 
 
 def _int_list(text: str) -> list[int]:
+    from ..validation import validate_int
+
     try:
-        out = [int(v) for v in text.split(",") if v.strip()]
-        if not out or min(out) < 1:
-            raise ValueError
-    except ValueError:
+        out = [validate_int(v, "value", low=1, high=10**6) for v in text.split(",")
+               if v.strip()]
+        if not out:
+            raise InvalidArgumentError("empty")
+    except InvalidArgumentError:
         raise argparse.ArgumentTypeError(
             f"must be positive integers separated by commas (e.g. 5,10,20), got {text!r}"
         ) from None
     return out
 
 
-def add_parallel_options(p) -> None:
-    """``--workers`` and ``--scheduler`` (shared by design, calibrate and fit --sensitivity)."""
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="run on a local Dask cluster of N worker processes (default: in "
-                        "this process); results do not depend on N")
-    p.add_argument("--scheduler", default=None,
-                   help="address of an existing Dask scheduler (tcp://host:8786)")
-
-
 def register(sub) -> None:
     """Add the ``design`` sub-command to `sub`."""
-    from .fit import add_table_source
-
     p = add_parser(
         sub, "design", "plan a study: assurance of the verdicts and WEAT/MAC power per design",
         "  bayesbias design --distances published:religion:reddit --words 5,10,15,20,30 \\\n"
         "                   --reps 200 --target 0.8 --plot design.png\n"
         "  bayesbias design --pilot-fit fit.nc --words 10 --stereotypes 3,6,9 --json\n"
         "  bayesbias design --distances published:religion:reddit --words 5 --reps 1000 \\\n"
-        "                   --null 'associated - human'      # false-positive rate\n"
+        "                   --null-contrast 'associated - human'   # false-positive rate\n"
         "  bayesbias design --embedding default --wordlist religion --workers 2",
         description=DESCRIPTION,
     )
-    p.add_argument("--distances", default=None,
-                   help="pilot distance table (file or published:TOPIC:EMBEDDING)")
+    add_distances(p, help="pilot distance table (file or published:TOPIC:EMBEDDING) "
+                          "(default: none)")
     add_table_source(p)
-    p.add_argument("--pilot-fit", default=None,
-                   help="a saved hierarchical fit (.nc from 'bayesbias fit -o') as the pilot")
+    p.add_argument("--pilot-fit", default=None, metavar="FIT_NC",
+                   help="a saved hierarchical fit (.nc from 'bayesbias fit -o') as the pilot "
+                        "(default: none)")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="crossed (default: attribute words resampled too) or hierarchical spec "
                         "(name or .toml) for the pilot and the studies")
@@ -85,8 +85,9 @@ def register(sub) -> None:
                    help="human-attribute controls (default: the pilot's)")
     p.add_argument("--none", type=_int_list, default=None,
                    help="neutral-word controls (default: the pilot's)")
-    p.add_argument("--classes", type=positive_int, default=None,
-                   help="protected classes (default: the pilot's)")
+    add_option(p, "--n-classes", deprecated=("--classes",), dest="n_classes", type=positive_int,
+               default=None, metavar="N", help="number of protected classes (default: the "
+                                                "pilot's)")
     p.add_argument("--reps", type=positive_int, default=200,
                    help="simulated studies per design (default 200)")
     p.add_argument("--target", type=probability, default=0.8,
@@ -94,19 +95,20 @@ def register(sub) -> None:
     p.add_argument("--verdict", default="associated - human",
                    help="verdict whose assurance must reach --target (default "
                         "'associated - human')")
-    p.add_argument("--null", default=None,
-                   help="set this contrast to 0 in every truth (false-positive rates)")
+    add_option(p, "--null-contrast", deprecated=("--null",), dest="null_contrast", default=None,
+               metavar="CONTRAST",
+               help="set this contrast to 0 in every truth, e.g. 'associated - human' "
+                    "(false-positive rates) (default: none)")
     p.add_argument("--alpha", type=probability, default=0.05,
                    help="level of WEAT's and MAC's tests (default 0.05)")
-    p.add_argument("--ci-prob", type=probability, default=defaults.ci_prob,
-                   help="HDI probability of the verdicts (default %(default)s)")
+    add_ci_prob(p, defaults.ci_prob, "HDI probability of the verdicts (default %(default)s)")
     p.add_argument("--method", choices=["exact", "nuts"], default="exact",
                    help="posterior of each simulated study: exact marginal (default, fast) "
                         "or full NUTS fits (slow; for checking)")
     add_seed(p, default=defaults.seed)
     add_parallel_options(p)
-    p.add_argument("--plot", default=None, help="save the power curves (PNG)")
-    p.add_argument("-o", "--output", default=None, help="write the results as JSON")
+    add_plot(p, "save the power curves (PNG)")
+    add_output(p, "write the results as JSON")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -123,7 +125,7 @@ def _pilot(args):
 
     if args.pilot_fit:
         if args.distances:
-            raise InputDataError("give --distances or --pilot-fit, not both")
+            raise InvalidArgumentError("give --distances or --pilot-fit, not both")
         from ..models import load_fit
 
         return Pilot.from_fit(load_fit(args.pilot_fit))
@@ -140,18 +142,19 @@ def run(args) -> int:
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):
         if path:
             check_output(path, what=what)
-    for label in filter(None, (args.null,)):
+    for label in filter(None, (args.null_contrast,)):
         if label not in VERDICTS and " - " not in label:
-            raise InputDataError(f"--null {label!r}: write e.g. 'associated - human'")
+            raise InvalidArgumentError(f"--null-contrast {label!r}: write e.g. "
+                                       "'associated - human'")
     pilot = _pilot(args)
     own = pilot.design
     words = args.words or [own.words * k for k in (1, 2, 3, 4)]
-    designs = designs_grid(args.classes or own.classes, words,
+    designs = designs_grid(args.n_classes or own.classes, words,
                            args.stereotypes or _stereotype_grid(pilot, own),
                            args.human or [own.human],
                            args.none or [own.none])
     result = run_design(pilot, designs, reps=args.reps, method=args.method, alpha=args.alpha,
-                        ci_prob=args.ci_prob, null=args.null, seed=args.seed,
+                        ci_prob=args.ci_prob, null=args.null_contrast, seed=args.seed,
                         workers=args.workers, scheduler=args.scheduler, target=args.target,
                         fit_kwargs={"draws": 1000, "tune": 1000, "chains": 4})
     smallest = result.smallest(args.target, args.verdict)

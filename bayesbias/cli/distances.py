@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from ._common import add_distances, add_embedding_options, add_json, add_parser, emit
+from ._common import (
+    add_distances,
+    add_embedding_options,
+    add_json,
+    add_output,
+    add_parser,
+    add_wordlist,
+    dropped_line,
+    emit,
+)
 
 
 def register(sub) -> None:
@@ -11,15 +20,13 @@ def register(sub) -> None:
         sub, "distances", "build the table of cosine distances for a word list",
         "  bayesbias distances --embedding default --wordlist gender -o gender.csv\n"
         "  bayesbias distances --embedding vectors.txt --wordlist my_topic.toml -o t.parquet\n"
-        "  bayesbias distances --table published.csv --json   # summarise an existing table",
+        "  bayesbias distances --distances published.csv --json   # summarise a table",
     )
     add_embedding_options(p)
-    p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
-    add_distances(p, dest="table",
-                  help="summarise an existing table (ours, the published format, or "
-                       "published:TOPIC:EMBEDDING)")
-    p.add_argument("-o", "--output",
-                   help="write the table (.csv, or .parquet/.pq; other suffixes are refused)")
+    add_wordlist(p)
+    add_distances(p, help="summarise an existing table (ours, the published format, or "
+                          "published:TOPIC:EMBEDDING) (default: none, build one)")
+    add_output(p, "write the table (.csv, or .parquet/.pq; other suffixes are refused)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -33,8 +40,8 @@ def run(args) -> int:
 
     if args.output is not None:
         check_table_path(args.output, what="-o")
-    if args.table:
-        table = read_table(args.table)
+    if args.distances:
+        table = read_table(args.distances)
     else:
         wl = load_wordlist(args.wordlist)
         emb = load_embedding(args.embedding, wl.all_words, format=args.format,
@@ -48,15 +55,14 @@ def run(args) -> int:
         "rows": len(table),
         "protected_words": int(table["protected_word"].nunique()),
         "attributes": int(table["attribute"].nunique()),
-        "missing": table.attrs.get("missing", {}),
+        "dropped_words": table.attrs.get("missing", {}),
         "by_connection": summary.reset_index(),
         "output": args.output,
     }
     lines = [f"{len(table)} rows: {payload['protected_words']} protected words x "
              f"{payload['attributes']} attributes", summary.round(4).to_string()]
-    if payload["missing"]:
-        lines.append("dropped (not in embedding): " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in payload["missing"].items()))
+    if payload["dropped_words"]:
+        lines.append(dropped_line(payload["dropped_words"]))
     if args.output is not None:
         lines.append(f"wrote {args.output}")
     emit(args, payload, "\n".join(lines))

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import warnings
 
-from ..config import DEFAULT_MODEL, defaults
 from ..errors import DistanceTableError
 from ._common import (
-    add_ci_prob,
     add_distances,
-    add_embedding_options,
     add_json,
+    add_model_options,
+    add_output,
     add_parser,
-    add_sampling_options,
-    add_seed,
+    add_plot,
+    add_rope,
+    add_table_source,
+    dropped_line,
     emit,
-    float_range,
-    probability,
 )
 
 DESCRIPTION = """\
@@ -26,57 +25,6 @@ cosine distances between protected words and attributes, grouped by connection
 (associated - none, ...) with credible intervals, posterior predictive coverage and the
 sampler diagnostics. The input is a distance table (--distances), a shipped published table
 (--distances published:TOPIC:EMBEDDING), or an embedding plus a word list."""
-
-
-def add_table_source(p) -> None:
-    """Options that select a distance table or an embedding + word list."""
-    add_embedding_options(p)
-    p.add_argument("--wordlist", default=None,
-                   help="shipped list name or TOML file, with --embedding (default: none)")
-
-
-#: A ROPE half-width: a finite number >= 0.
-rope_value = float_range(0.0, None, name="rope")
-
-
-def add_rope(p) -> None:
-    """Add ``--rope``."""
-    p.add_argument("--rope", type=rope_value, default=None, metavar="HALF_WIDTH",
-                   help="region of practical equivalence around 0 for the verdict contrasts, "
-                        "e.g. 0.02 (default: none); the share of the posterior inside it is "
-                        "shown")
-
-
-def add_model_options(p, command: str = "fit") -> None:
-    """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
-    from ..models import available_models
-
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
-                        "(default %(default)s: the paper's hierarchical model plus an effect "
-                        "per attribute word; --model hierarchical is the paper's own)")
-    if command != "report":
-        p.add_argument("--level", choices=["word", "class"], default=None,
-                       help="override the spec: means per protected word or per protected "
-                            "class (default: the spec's)")
-        p.add_argument("--residual-sd", choices=["per_connection", "single"], default=None,
-                       help="override the spec: residual sd per connection or a single one "
-                            "(default: the spec's)")
-    add_ci_prob(p, defaults.ci_prob, "credible interval probability in (0, 1) "
-                                     f"(default {defaults.ci_prob})")
-    p.add_argument("--ci-kind", choices=["hdi", "eti"], default=defaults.ci_kind,
-                   help="highest-density (hdi) or equal-tailed (eti) intervals "
-                        "(default %(default)s)")
-    add_sampling_options(p)
-    add_seed(p, defaults.seed)
-    p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
-                   help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
-    p.add_argument("--target-accept", type=probability, default=0.8,
-                   help="NUTS target acceptance rate (default %(default)s); raise to "
-                        "0.95-0.99 if there are divergences")
-    p.add_argument("--strict", action="store_true",
-                   help="exit with status 3 if r-hat, ESS or divergences fail "
-                        "(default: warn only)")
 
 
 def register(sub) -> None:
@@ -96,10 +44,8 @@ def register(sub) -> None:
     add_table_source(p)
     add_model_options(p)
     add_rope(p)
-    p.add_argument("-o", "--output", default=None,
-                   help="save the fit as netCDF (.nc) (default: not saved)")
-    p.add_argument("--plot", default=None,
-                   help="save a forest plot (.png, .svg or .pdf) (default: none)")
+    add_output(p, "save the fit as netCDF (.nc) (default: not saved)")
+    add_plot(p, "save a forest plot (.png, .svg or .pdf) (default: none)")
     p.add_argument("--loo", action="store_true",
                    help="also report PSIS-LOO (elpd) (default: off)")
     p.add_argument("--show-model", action="store_true",
@@ -238,8 +184,7 @@ def run(args) -> int:
     if not diag.ok:
         lines.append(diagnostic_advice(diag.problems, "fit"))
     if missing:
-        lines.append("dropped (not in the embedding or the table): " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in missing.items()))
+        lines.append(dropped_line(missing, "dropped (not in the embedding or the table)"))
     if args.loo:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "

@@ -5,9 +5,17 @@ from __future__ import annotations
 from ..comparators.mac import mac, mac_from_table, mac_ttest
 from ..datasets import read_table
 from ..embeddings import load_embedding
-from ..errors import InputDataError
+from ..errors import InvalidArgumentError
 from ..wordlists import load_wordlist
-from ._common import add_embedding_options, add_json, add_parser, emit
+from ._common import (
+    add_distances,
+    add_embedding_options,
+    add_json,
+    add_option,
+    add_parser,
+    add_wordlist,
+    emit,
+)
 
 DESCRIPTION = """\
 MAC (Manzini et al. 2019): S(t, A_j) = mean cosine DISTANCE of target t to the attributes
@@ -27,22 +35,24 @@ def register(sub) -> None:
         "  bayesbias mac --distances published:race:reddit --distances-b "
         "published:race:debiased_reddit\n"
         "  bayesbias mac --distances biased.csv --distances-b debiased.csv --json\n"
-        "  bayesbias mac --wordlist race --targets definite_sets --embedding v.txt "
+        "  bayesbias mac --wordlist race --target-counting definite_sets --embedding v.txt "
         "--embedding-b debiased.txt",
         description=DESCRIPTION,
     )
     add_embedding_options(p)
-    p.add_argument("--wordlist", default="religion", help="shipped list name or TOML file")
+    add_wordlist(p)
     p.add_argument("--embedding-b", default=None,
-                   help="second embedding (e.g. debiased) for the paired t-test")
-    p.add_argument("--distances", "--table", dest="distances", default=None,
-                   help="distance table (ours or the published format, or "
-                        "published:TOPIC:EMBEDDING for a shipped one) instead of an embedding")
-    p.add_argument("--distances-b", default=None,
-                   help="second distance table for the paired t-test")
-    p.add_argument("--targets", choices=["unique", "definite_sets"], default="unique",
-                   help="count every protected word once (default) or as often as it appears "
-                        "in the word list's definite sets, as Manzini's evaluation loop")
+                   help="second embedding (e.g. debiased) for the paired t-test (default: none)")
+    add_distances(p, help="distance table (ours or the published format, or "
+                          "published:TOPIC:EMBEDDING for a shipped one) instead of an "
+                          "embedding (default: none)")
+    p.add_argument("--distances-b", default=None, metavar="TABLE",
+                   help="second distance table for the paired t-test (default: none)")
+    add_option(p, "--target-counting", deprecated=("--targets",), dest="targets",
+               choices=["unique", "definite_sets"], default="unique",
+               help="unique: count every protected word once (default), or definite_sets: as "
+                    "often as it appears in the word list's definite sets, as Manzini's "
+                    "evaluation loop")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -62,10 +72,10 @@ def _from_table(args, path):
 def run(args) -> int:
     """Run ``bayesbias mac``; return the exit code."""
     if args.distances_b and not args.distances:
-        raise InputDataError("--distances-b needs --distances (the first table)")
+        raise InvalidArgumentError("--distances-b needs --distances (the first table)")
     if args.distances and args.embedding_b:
-        raise InputDataError("give the second side as --distances-b when the first is "
-                             "--distances (--embedding-b pairs with --embedding)")
+        raise InvalidArgumentError("give the second side as --distances-b when the first is "
+                                   "--distances (--embedding-b pairs with --embedding)")
     if args.distances:
         a = _from_table(args, args.distances)
         b = _from_table(args, args.distances_b) if args.distances_b else None

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from ._common import (
+    add_bootstrap,
+    add_ci_prob,
     add_embedding_options,
     add_json,
     add_parser,
+    add_seed,
+    add_word_sets,
+    add_wordlist,
     emit,
     float_range,
     nonneg_int,
-    probability,
-)
-from ._common import (
-    seed as seed_type,
+    word_sets,
 )
 
 NAMES = ("weat_es", "rnd", "rnsb", "ect", "ripa", "direct_bias", "indirect_bias", "all")
@@ -58,28 +60,27 @@ def register(sub) -> None:
     )
     p.add_argument("name", choices=NAMES, help="the metric, or 'all' for the table")
     add_embedding_options(p)
-    p.add_argument("--wordlist", "--test", dest="wordlist", default=None,
-                   help="shipped list name or TOML file (default gender unless --x/--y/--a/--b)")
-    p.add_argument("--classes", default=None,
-                   help="two classes of a longer list, comma-separated (e.g. jew,muslim)")
-    for name in ("x", "y", "a", "b"):
-        p.add_argument(f"--{name}", default=None,
-                       help=f"set {name.upper()}: comma-separated words or a file, one per line")
+    add_wordlist(p, None, "word list: a shipped name or a TOML file (default gender unless "
+                          "--x/--y/--a/--b are given)", deprecated=("--test",))
+    p.add_argument("--classes", default=None, metavar="C1,C2",
+                   help="two classes of a longer list, comma-separated (e.g. jew,muslim) "
+                        "(default: the list's two classes; a longer list needs it)")
+    add_word_sets(p)
     p.add_argument("--pairs", default=None,
-                   help="target pairs x1:y1,x2:y2 for RIPA and the bias direction")
-    p.add_argument("--bootstrap", type=nonneg_int, default=1000,
-                   help="bootstrap resamples of the words (default 1000; 0: none)")
-    p.add_argument("--ci-prob", type=probability, default=None,
-                   help="probability of the bootstrap interval (default 0.89)")
-    p.add_argument("--null", default=",".join(NULLS),
-                   help="nulls, comma-separated, of: " + ", ".join(NULLS) + " ('' for none)")
-    p.add_argument("--null-reps", dest="null_draws", type=nonneg_int, default=500,
+                   help="target pairs x1:y1,x2:y2 for RIPA and the bias direction (default: "
+                        "the word list's definite sets, or X and Y zipped)")
+    add_bootstrap(p, 1000, "bootstrap resamples of the words (default 1000; 0: none)")
+    add_ci_prob(p, None, "probability of the bootstrap interval (default 0.89)")
+    p.add_argument("--null", default=",".join(NULLS), metavar="NULLS",
+                   help="nulls, comma-separated, of: " + ", ".join(NULLS) + " ('' for none) "
+                        "(default: %(default)s)")
+    p.add_argument("--null-reps", type=nonneg_int, default=500,
                    help="draws per null (default 500; 0: none)")
-    p.add_argument("--seed", type=seed_type, default=None, help="seed (default 20240101)")
+    add_seed(p, None, "seed (default 20240101)")
     p.add_argument("--sd-convention", choices=["sample", "population"], default="sample",
-                   help="weat_es: sd with n - 1 (default) or n (WEFE's)")
+                   help="weat_es: sd with n - 1 (sample, default) or n (population, WEFE's)")
     p.add_argument("--distance", choices=["euclidean", "cosine"], default="euclidean",
-                   help="rnd: Euclidean norm (paper, default) or cosine distance (variant)")
+                   help="rnd: euclidean norm (paper, default) or cosine distance (variant)")
     p.add_argument("--splits", type=nonneg_int, default=100,
                    help="rnsb: seeded training splits averaged (default 100)")
     p.add_argument("--test-size", type=float_range(0.0, 1.0, high_open=True), default=0.2,
@@ -93,32 +94,11 @@ def register(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _words(text: str, flag: str) -> tuple[str, ...]:
-    from pathlib import Path
-
-    from ..errors import WordListError
-
-    path = Path(text)
-    raw = path.read_text(encoding="utf-8").splitlines() if path.is_file() else [text]
-    words = [w.strip() for line in raw for w in line.split(",")]
-    words = [w for w in words if w and not w.startswith("#")]
-    if not words:
-        raise WordListError(f"--{flag}: no words in {text!r}")
-    return tuple(words)
-
-
 def _sets(args):
     from ..errors import WordListError
 
-    given = {k: getattr(args, k) for k in "xyab"}
-    if any(given.values()):
-        if args.wordlist:
-            raise WordListError("give either --wordlist or --x/--y/--a/--b, not both")
-        absent = [f"--{k}" for k, v in given.items() if not v]
-        if absent:
-            raise WordListError(f"explicit sets need all of --x --y --a --b; missing "
-                                f"{' '.join(absent)}")
-        sets = {k.upper(): _words(v, k) for k, v in given.items()}
+    sets = word_sets(args)
+    if sets is not None:
         if args.pairs:
             pairs = []
             for item in args.pairs.split(","):
@@ -137,19 +117,19 @@ def run(args) -> int:
     """Run ``bayesbias metric``; return the exit code."""
     from ..comparators.metrics import embedding_metric, metric_sets, metric_table
     from ..embeddings import load_embedding
-    from ..errors import InputDataError
+    from ..errors import InvalidArgumentError
     from ..wordlists import default_controls, load_wordlist
 
     nulls = [n.strip() for n in args.null.split(",") if n.strip()]
     bad = [n for n in nulls if n not in NULLS]
     if bad:
-        raise InputDataError(f"--null: unknown null(s) {', '.join(bad)}; valid: "
-                             f"{', '.join(NULLS)}")
+        raise InvalidArgumentError(f"--null: unknown null(s) {', '.join(bad)}; valid: "
+                                   f"{', '.join(NULLS)}")
     options = {"weat_es": {"sd": args.sd_convention}, "rnd": {"distance": args.distance},
                "rnsb": {"test_size": args.test_size, "splits": max(args.splits, 1)},
                "ripa": {"variant": args.ripa_variant}, "direct_bias": {"c": args.strictness}}
     common = dict(on_missing=args.on_missing, bootstrap=args.bootstrap, ci_prob=args.ci_prob,
-                  nulls=nulls, null_reps=args.null_draws, seed=args.seed)
+                  nulls=nulls, null_reps=args.null_reps, seed=args.seed)
     explicit, wordlist = _sets(args)
     classes = [c.strip() for c in args.classes.split(",")] if args.classes else None
     if explicit is not None:
@@ -166,7 +146,7 @@ def run(args) -> int:
                          trust_pickle=args.trust_pickle)
     if args.name == "all":
         if explicit is not None:
-            raise InputDataError("'metric all' runs on a --wordlist (every class pair)")
+            raise InvalidArgumentError("'metric all' runs on a --wordlist (every class pair)")
         table = metric_table(emb, target, options=options, **common)
         emit(args, table.to_dict(), str(table))
         return 0

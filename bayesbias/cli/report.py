@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from ..report import DEFAULT_WORDLISTS, ReportSettings, run_report
-from ._common import add_bootstrap, add_embedding_options, add_json, add_parser, emit, int_range
-from .fit import add_model_options, add_rope
+from ._common import (
+    add_bootstrap,
+    add_distances,
+    add_embedding_options,
+    add_json,
+    add_model_options,
+    add_output,
+    add_parser,
+    add_rope,
+    emit,
+    int_range,
+)
 
 
 def register(sub) -> None:
@@ -20,16 +30,15 @@ def register(sub) -> None:
                     "report.md, tables/*.csv, figures/*.png, fits/*.nc, results.json.",
     )
     add_embedding_options(p)
-    p.add_argument("--wordlist", action="append", dest="wordlists",
-                   help=f"word list name or TOML file; repeat for several "
+    p.add_argument("--wordlist", action="append", dest="wordlists", metavar="NAME",
+                   help=f"word list: a shipped name or a TOML file; repeat for several "
                         f"(default: {', '.join(DEFAULT_WORDLISTS)})")
-    p.add_argument("--distances", action="append",
-                   help="distance table(s) instead of an embedding (ours, the published CSV "
-                        "format, or published:TOPIC:EMBEDDING for a shipped published table); "
-                        "repeat for several (default: none, use --embedding)")
-    p.add_argument("-o", "--output", default=None,
-                   help="report folder; replaced only if it is an earlier report "
-                        "(default bayesbias-report; with --rerun, the recorded one)")
+    add_distances(p, action="append",
+                  help="distance table(s) instead of an embedding (ours, the published CSV "
+                       "format, or published:TOPIC:EMBEDDING for a shipped published table); "
+                       "repeat for several (default: none, use --embedding)")
+    add_output(p, "report folder; replaced only if it is an earlier report "
+                  "(default bayesbias-report; with --rerun, the recorded one)")
     p.add_argument("--rerun", default=None, metavar="RESULTS_JSON",
                    help="write the report again with the settings recorded in an earlier "
                         "report's results.json (or its folder); the other options that "

@@ -21,18 +21,19 @@ from ..comparators.null import (
 )
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
-from ..errors import InputDataError
+from ..errors import InvalidArgumentError
 from ._common import (
+    add_distances,
     add_json,
+    add_output,
+    add_parallel_options,
     add_parser,
+    add_seed,
     emit,
     float_range,
     nonneg_int,
     positive_int,
     probability,
-)
-from ._common import (
-    seed as seed_type,
 )
 
 DESCRIPTION = """\
@@ -41,7 +42,7 @@ can |WEAT| get by chance, and how often do the tests reject at --alpha?
 
 Nulls: independent (Normal(mean, sd) similarities, as in Dobrzeniecka & Urbaniak),
 hierarchical (plus word and attribute random effects, --word-sd / --attribute-sd),
-resample (real neutral-word similarities of a distance table, --table).
+resample (real neutral-word similarities of a distance table, --distances).
 Several --sd values or --grid sizes run a grid on Dask; --workers N starts a local
 cluster (results are identical for a given --seed whatever the number of workers)."""
 
@@ -68,34 +69,36 @@ def register(sub) -> None:
         "  bayesbias simulate --targets 2 2 --attributes 5 5 --sd 0.05 "
         "--sd-convention population\n"
         "  bayesbias simulate --null hierarchical --word-sd 0.1 --attribute-sd 0.05\n"
-        "  bayesbias simulate --null resample --table published:religion:reddit --reps 2000\n"
+        "  bayesbias simulate --null resample --distances published:religion:reddit "
+        "--reps 2000\n"
         "  bayesbias simulate --grid 2,2x5,5 8,8x8,8 16,16x16,16 --sd 0.05 0.08 "
         "--workers 2 -o grid.nc",
         description=DESCRIPTION,
     )
-    p.add_argument("--null", choices=NULLS, default="independent", help="generative null")
+    p.add_argument("--null", choices=NULLS, default="independent",
+                   help="generative null (default independent)")
     p.add_argument("--targets", type=positive_int, nargs=2, default=[8, 8], metavar=("NX", "NY"),
                    help="sizes of the target sets X and Y (default 8 8)")
     p.add_argument("--attributes", type=positive_int, nargs=2, default=[8, 8], metavar=("NA", "NB"),
                    help="sizes of the attribute sets A and B (default 8 8)")
     p.add_argument("--grid", type=_size_pair, nargs="+", default=None,
-                   help="grid of sizes, each NX,NYxNA,NB (overrides --targets/--attributes)")
+                   help="grid of sizes, each NX,NYxNA,NB (overrides --targets/--attributes) "
+                        "(default: none, one size)")
     p.add_argument("--sd", type=float_range(0.0, 10.0, low_open=True), nargs="+", default=[0.08],
                    help="similarity sd; several values make a grid (default 0.08)")
     p.add_argument("--mean", type=float_range(-1.0, 1.0), default=0.0,
                    help="mean similarity (default 0)")
     p.add_argument("--word-sd", type=float_range(0.0, 10.0), default=0.05,
-                   help="hierarchical: word-effect sd")
+                   help="hierarchical: word-effect sd (default 0.05)")
     p.add_argument("--attribute-sd", type=float_range(0.0, 10.0), default=0.05,
-                   help="hierarchical: attribute-effect sd")
-    p.add_argument("--table", "--distances", dest="table", default=None,
-                   help="resample: distance table with 'none' rows (a file or "
-                        "published:TOPIC:EMBEDDING)")
+                   help="hierarchical: attribute-effect sd (default 0.05)")
+    add_distances(p, help="resample: distance table with 'none' rows (a file or "
+                          "published:TOPIC:EMBEDDING) (default: none)")
     p.add_argument("--reps", type=positive_int, default=10_000, help="replications (default 10000)")
-    p.add_argument("--seed", type=seed_type, default=None,
-                   help=f"seed (default {defaults.seed})")
+    add_seed(p, None, f"seed (default {defaults.seed})")
     p.add_argument("--statistics", nargs="+", choices=list(STATISTICS),
-                   default=list(DEFAULT_STATISTICS), help="statistics to compute")
+                   default=list(DEFAULT_STATISTICS),
+                   help="statistics to compute (default: " + " ".join(DEFAULT_STATISTICS) + ")")
     p.add_argument("--alternative", choices=ALTERNATIVES, default="two-sided",
                    help="WEAT permutation test alternative (default two-sided)")
     p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample",
@@ -108,12 +111,8 @@ def register(sub) -> None:
                    default=[0.5, 0.8, 1.27],
                    help="report the fraction of |WEAT d| >= each (default 0.5 0.8 1.27)")
     p.add_argument("--alpha", type=probability, default=0.05, help="test level (default 0.05)")
-    p.add_argument("--workers", type=positive_int, default=None,
-                   help="run on a local Dask cluster with this many worker processes")
-    p.add_argument("--scheduler", default=None,
-                   help="address of a running Dask scheduler (e.g. tcp://host:8786)")
-    p.add_argument("-o", "--output", default=None,
-                   help="write every replication as NetCDF (.nc)")
+    add_parallel_options(p)
+    add_output(p, "write every replication as NetCDF (.nc)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -122,12 +121,12 @@ def run(args) -> int:
     """Run ``bayesbias simulate``; return the exit code."""
     pool = None
     if args.null == "resample":
-        if not args.table:
-            raise InputDataError("--null resample needs --table (a distance table with "
-                                 "'none' rows)")
+        if not args.distances:
+            raise InvalidArgumentError("--null resample needs --distances (a distance table "
+                                       "with 'none' rows)")
         from ..datasets import read_table
 
-        pool = neutral_pool(read_table(args.table))
+        pool = neutral_pool(read_table(args.distances))
     try:
         study = NullStudy(
             null=args.null, targets=tuple(args.targets), attributes=tuple(args.attributes),
@@ -138,7 +137,7 @@ def run(args) -> int:
             sd_convention=args.sd_convention, n_permutations=args.permutations,
             exact_limit=args.exact_limit, pool=pool)
     except ValueError as exc:
-        raise InputDataError(str(exc)) from None
+        raise InvalidArgumentError(str(exc)) from None
     if (args.workers or args.scheduler) and not getattr(args, "debug", False):
         import dask.distributed  # noqa: F401  (configures its INFO loggers on import)
 
@@ -147,9 +146,9 @@ def run(args) -> int:
             logging.getLogger(name).setLevel(logging.WARNING)
     client = None
     if args.scheduler:
-        from dask.distributed import Client
+        from ..parallel import dask_client
 
-        client = Client(args.scheduler)
+        client, _ = dask_client(scheduler=args.scheduler)
     grid = args.grid is not None or len(args.sd) > 1
     try:
         if grid:

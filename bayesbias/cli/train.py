@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import add_json, add_parser, emit, int_range
+from ._common import add_json, add_output, add_parser, add_wordlist, emit, int_range
 
 DESCRIPTION = """\
 Train word2vec (gensim; skip-gram by default) on a plain-text corpus, one document per line
@@ -25,7 +25,7 @@ def register(sub) -> None:
         description=DESCRIPTION,
     )
     p.add_argument("corpus", help="plain text, one document per line (.gz accepted)")
-    p.add_argument("-o", "--output", required=True, help="output folder (created)")
+    add_output(p, "output folder (created)", required=True)
     p.add_argument("--seeds", type=int_range(0, 100_000, name="--seeds"), default=None,
                    help="models with different seeds on the corpus itself (default 1 without "
                         "--bootstrap, else 0)")
@@ -45,11 +45,10 @@ def register(sub) -> None:
                        help=f"gensim Word2Vec {name} (default %(default)s)")
     p.add_argument("--jobs", type=int_range(1, 1024, name="--jobs"), default=1,
                    help="models trained at once, as Dask threads (default 1)")
-    p.add_argument("--scheduler", default=None,
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a dask.distributed scheduler (default: in-process)")
-    p.add_argument("--wordlist", default=None,
-                   help="also write OUTPUT/distances.csv for this word list (shipped name or "
-                        "TOML file)")
+    add_wordlist(p, None, "also write OUTPUT/distances.csv for this word list (shipped name "
+                          "or TOML file) (default: none)")
     add_json(p)
     p.set_defaults(run=run)
 

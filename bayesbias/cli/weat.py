@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS, resolve_weat_sets, weat
 from ..config import defaults
 from ..embeddings import load_embedding
-from ..errors import WordListError
 from ..wordlists import WeatSets
 from ._common import (
+    add_bootstrap,
+    add_ci_prob,
+    add_distances,
     add_embedding_options,
     add_json,
     add_parser,
+    add_seed,
+    add_word_sets,
+    add_wordlist,
     emit,
     nonneg_int,
     positive_int,
-    probability,
-)
-from ._common import (
-    seed as seed_type,
+    word_sets,
 )
 
 DESCRIPTION = """\
@@ -42,25 +42,21 @@ def register(sub) -> None:
     """Add the ``weat`` sub-command to `sub`."""
     p = add_parser(
         sub, "weat", "Word Embedding Association Test (exact/Monte Carlo permutation p)",
-        "  bayesbias weat --embedding default --test weat7 --json\n"
-        "  bayesbias weat --test weat7 --bootstrap 5000 --alternative two-sided\n"
+        "  bayesbias weat --embedding default --wordlist weat7 --json\n"
+        "  bayesbias weat --wordlist weat7 --bootstrap 5000 --alternative two-sided\n"
         "  bayesbias weat --x math,algebra,geometry --y poetry,art,dance \\\n"
         "                 --a male,man,boy --b female,woman,girl\n"
         "  bayesbias weat --embedding vectors.txt --x x.txt --y y.txt --a a.txt --b b.txt\n"
-        "  bayesbias weat --table published:weat_7:reddit   # from a distance table",
+        "  bayesbias weat --distances published:weat_7:reddit   # from a distance table",
         description=DESCRIPTION,
     )
     add_embedding_options(p)
-    p.add_argument("--test", default=None,
-                   help="two-class word list: a shipped name (weat1, weat6, weat7, gender, ...) "
-                        "or a TOML file; default weat7 unless --x/--y/--a/--b are given")
-    for name in ("x", "y", "a", "b"):
-        p.add_argument(f"--{name}", default=None,
-                       help=f"set {name.upper()}: comma-separated words or a file with one "
-                            "word per line")
-    p.add_argument("--table", "--distances", dest="table", default=None,
-                   help="run on a distance table (ours or the published format, or "
-                        "published:weat_7:reddit for a shipped one) instead")
+    add_wordlist(p, None, "two-class word list: a shipped name (weat1, weat6, weat7, gender, "
+                          "...) or a TOML file (default weat7 unless --x/--y/--a/--b are given)",
+                 deprecated=("--test",))
+    add_word_sets(p)
+    add_distances(p, help="run on a distance table (ours or the published format, or "
+                          "published:weat_7:reddit for a shipped one) instead (default: none)")
     p.add_argument("--permutations", type=positive_int, default=defaults.n_permutations,
                    help=f"Monte Carlo splits (default {defaults.n_permutations})")
     p.add_argument("--exact-limit", type=nonneg_int,
@@ -72,40 +68,18 @@ def register(sub) -> None:
                         "(Caliskan's one-sided test) or less; the output names it beside p")
     p.add_argument("--sd-convention", choices=list(SD_CONVENTIONS), default="sample",
                    help="sd of the effect size: sample (n - 1, default) or population (n)")
-    p.add_argument("--bootstrap", type=nonneg_int, default=0,
-                   help="bootstrap resamples for an effect-size interval (default 0: none)")
-    p.add_argument("--ci-prob", type=probability, default=None,
-                   help=f"probability of the interval (default {defaults.ci_prob})")
-    p.add_argument("--seed", type=seed_type, default=None,
-                   help=f"seed of the Monte Carlo splits and bootstrap (default {defaults.seed})")
+    add_bootstrap(p, 0, "bootstrap resamples for an effect-size interval (default 0: none)")
+    add_ci_prob(p, None, f"probability of the interval (default {defaults.ci_prob})")
+    add_seed(p, None, f"seed of the Monte Carlo splits and bootstrap (default {defaults.seed})")
     add_json(p)
     p.set_defaults(run=run)
 
 
-def _words(text: str, name: str) -> tuple[str, ...]:
-    path = Path(text)
-    if path.is_file():
-        raw = path.read_text(encoding="utf-8").splitlines()
-        words = [w.strip() for line in raw for w in line.split(",")]
-    else:
-        words = [w.strip() for w in text.split(",")]
-    words = [w for w in words if w and not w.startswith("#")]
-    if not words:
-        raise WordListError(f"--{name}: no words in {text!r}")
-    return tuple(words)
-
-
 def _sets(args):
-    given = {k: getattr(args, k) for k in "xyab"}
-    if any(given.values()):
-        if args.test:
-            raise WordListError("give either --test or --x/--y/--a/--b, not both")
-        absent = [f"--{k}" for k, v in given.items() if not v]
-        if absent:
-            raise WordListError(f"explicit sets need all of --x --y --a --b; missing "
-                                f"{' '.join(absent)}")
-        return resolve_weat_sets(WeatSets(*(_words(given[k], k) for k in "xyab")))
-    return resolve_weat_sets(args.test or "weat7")
+    sets = word_sets(args)
+    if sets is not None:
+        return resolve_weat_sets(WeatSets(*(sets[k] for k in "XYAB")))
+    return resolve_weat_sets(args.wordlist or "weat7")
 
 
 def run(args) -> int:
@@ -113,11 +87,11 @@ def run(args) -> int:
     options = dict(alternative=args.alternative, sd=args.sd_convention,
                    n_permutations=args.permutations, exact_limit=args.exact_limit,
                    seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)
-    if args.table:
+    if args.distances:
         from ..comparators.weat import weat_from_table
         from ..datasets import read_table
 
-        result = weat_from_table(read_table(args.table), **options)
+        result = weat_from_table(read_table(args.distances), **options)
     else:
         sets = _sets(args)
         words = set(sets.X) | set(sets.Y) | set(sets.A) | set(sets.B)

@@ -11,7 +11,8 @@ def register(sub) -> None:
     p = add_parser(sub, "wordlists", "list shipped word lists with counts, or show one",
                    "  bayesbias wordlists\n  bayesbias wordlists religion --json\n"
                    "  bayesbias wordlists my_topic.toml")
-    p.add_argument("name", nargs="?", help="a shipped list or a TOML file to show in full")
+    p.add_argument("name", nargs="?",
+                   help="a shipped list or a TOML file to show in full (default: list them all)")
     add_json(p)
     p.set_defaults(run=run)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 
 __all__ = ["bias_direction", "degenerate", "direct_bias", "indirect_bias",
            "indirect_bias_pairs"]
@@ -88,7 +88,7 @@ def direct_bias(g, words, c: float = 1.0) -> np.ndarray:
     """DirectBias_c: mean over `words` of |cos(w, g)|^c (last axes)."""
     c = float(c)
     if not np.isfinite(c) or c < 0:
-        raise InputDataError(f"strictness c must be a finite number >= 0, got {c}")
+        raise InvalidArgumentError(f"strictness c must be a finite number >= 0, got {c}")
     w = _unit(words)
     if w.shape[-2] == 0:
         raise InputDataError("direct bias needs at least one neutral word")

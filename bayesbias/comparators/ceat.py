@@ -28,6 +28,8 @@ from scipy import stats
 
 from ..config import defaults, validate_ci_prob
 from ..errors import InputDataError, WordListError
+from ..intervals import normal_quantile
+from ..plain import DROPPED_KEY, dropped_line
 from .weat import association, effect_size, resolve_weat_sets
 
 __all__ = ["random_effects", "RandomEffects", "ceat_draws", "ceat_from_pools", "CeatResult",
@@ -82,7 +84,7 @@ def random_effects(es, v, ci_prob: float | None = None) -> RandomEffects:
     w_star = 1.0 / (v + tau2)
     est = float((w_star * es).sum() / w_star.sum())
     se = float(np.sqrt(1.0 / w_star.sum()))
-    z = stats.norm.ppf((1 + ci_prob) / 2)
+    z = normal_quantile(ci_prob)
     p_greater = float(stats.norm.sf(est / se))
     p_two = float(2 * stats.norm.sf(abs(est) / se))
     return RandomEffects(est, se, float(tau2), q, int(df), (est - z * se, est + z * se),
@@ -258,6 +260,7 @@ class CeatResult:
     def to_dict(self) -> dict:
         """Plain-Python dict (JSON-ready); per-draw effect sizes summarised by quantiles."""
         d = asdict(self)
+        d[DROPPED_KEY] = d.pop("dropped")
         d.pop("effect_sizes")
         d.pop("variances")
         d["ci"] = list(self.ci)
@@ -288,7 +291,7 @@ class CeatResult:
                  f"{self.word_ci[1]:.3f}] (two-stage bootstrap: {sizes.get('X')}+"
                  f"{sizes.get('Y')} target and {sizes.get('A')}+{sizes.get('B')} attribute "
                  f"words, then each word's contexts; {self.n_bootstrap} resamples of "
-                 f"{self.bootstrap_draws} draws; does not shrink with --draws)"]
+                 f"{self.bootstrap_draws} draws; does not shrink with --context-draws)"]
                 if self.word_ci else
                 ["  no interval over words and contexts (--bootstrap 0): the interval below "
                  "counts only the draws"])
@@ -299,15 +302,14 @@ class CeatResult:
             *word,
             f"  secondary, the paper's random-effects combination over draws: se "
             f"{self.se:.4f}, {self.ci_prob:.0%} interval [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
-            f"(normal; narrows as --draws grows, a simulation setting)",
+            f"(normal; narrows as --context-draws grows, a simulation setting)",
             f"  p (combined > 0, random effects, one-sided) {_op(format_p(self.p_value))}; "
             f"two-sided {_op(format_p(self.p_two_sided))}; "
             f"tau^2 = {self.tau2:.4g}, Q = {self.q:.1f} on {self.n_draws - 1} df",
             f"  per-draw effect sizes: median {q[0.5]:.3f}, 90% of draws in "
             f"[{q[0.05]:.3f}, {q[0.95]:.3f}]",
-        ] + (["  dropped (no context): " + "; ".join(
-            f"{k}: {', '.join(v)}" for k, v in self.dropped.items() if v)]
-             if any(self.dropped.values()) else []))
+        ] + (["  " + dropped_line(self.dropped, "dropped (no context)")]
+             if dropped_line(self.dropped) else []))
 
 
 def _op(text: str) -> str:

@@ -22,7 +22,8 @@ import pandas as pd
 
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
-from ..errors import DistanceTableError, InputDataError, WordListError
+from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
+from ..plain import DROPPED_KEY, dropped_line
 from ..wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -110,7 +111,7 @@ class MacResult:
             "n_attribute_classes": self.n_attribute_classes,
             "attribute_classes": self.attribute_classes,
             "scores": self.scores.to_dict(orient="records"),
-            "dropped": self.dropped,
+            DROPPED_KEY: self.dropped,
             "source": self.source,
         }
 
@@ -124,9 +125,8 @@ class MacResult:
         lines = [f"MAC = {self.mac:.4f} (mean cosine distance; {self.n_targets} target "
                  f"occurrences x {self.n_attribute_classes} attribute classes, targets: "
                  f"{self.targets})", "S(t, A_j):", wide.round(4).to_string()]
-        if any(self.dropped.values()):
-            lines.append("dropped (not in embedding): " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in self.dropped.items() if v))
+        if dropped_line(self.dropped):
+            lines.append(dropped_line(self.dropped))
         return "\n".join(lines)
 
 
@@ -171,7 +171,8 @@ class MacTTest:
 # --------------------------------------------------------------------------------------
 def _target_weights(words: Sequence[str], targets: str, wordlist: WordList | None) -> dict:
     if targets not in TARGET_MODES:
-        raise InputDataError(f"targets must be one of {', '.join(TARGET_MODES)}, got {targets!r}")
+        raise InvalidArgumentError(
+            f"targets must be one of {', '.join(TARGET_MODES)}, got {targets!r}")
     if targets == "unique":
         return dict.fromkeys(words, 1)
     if wordlist is None or not wordlist.definite_sets:

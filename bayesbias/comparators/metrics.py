@@ -31,8 +31,10 @@ import pandas as pd
 
 from ..config import defaults, validate_ci_prob
 from ..embeddings import Embedding, lookup
-from ..errors import InputDataError, WordListError
+from ..errors import InputDataError, InvalidArgumentError, WordListError
+from ..plain import DROPPED_KEY, dropped_line, plain_number
 from ..resampling import bootstrap_indices, percentile_interval
+from ..validation import MAX_RESAMPLES, validate_int
 from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
 from .null import VECTOR_NULLS, VectorNull
@@ -319,7 +321,7 @@ def _evaluate(name: str, v: Vectors, opts: dict, rng) -> tuple[np.ndarray, np.nd
         with np.errstate(invalid="ignore"):
             mean = np.nanmean(np.where(finite[..., None], per, 0.0), axis=-1)
         return np.where(finite, mean, np.nan), per
-    raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
+    raise InvalidArgumentError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
 
 
 def compute_metric(name: str, v: Vectors, options: Mapping | None = None, rng=None
@@ -336,7 +338,7 @@ def compute_metric(name: str, v: Vectors, options: Mapping | None = None, rng=No
     draw from `rng` in turn.
     """
     if name not in METRICS:
-        raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
+        raise InvalidArgumentError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
     # a fresh cache of derived values: the caller's arrays may have changed since
     return _compute(name, replace(v, _derived={}), {**OPTIONS[name], **(options or {})}, rng)
 
@@ -360,27 +362,27 @@ def _compute(name: str, v: Vectors, opts: dict, rng) -> tuple[float | np.ndarray
 
 def _validate_options(name: str, options: Mapping) -> dict:
     if name not in METRICS:
-        raise InputDataError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
+        raise InvalidArgumentError(f"unknown metric {name!r}; valid: {', '.join(METRICS)}")
     unknown = set(options) - set(OPTIONS[name])
     if unknown:
-        raise InputDataError(f"{name} has no option(s) {', '.join(sorted(unknown))}; valid: "
-                             f"{', '.join(OPTIONS[name]) or 'none'}")
+        raise InvalidArgumentError(f"{name} has no option(s) {', '.join(sorted(unknown))}; valid: "
+                                   f"{', '.join(OPTIONS[name]) or 'none'}")
     opts = {**OPTIONS[name], **options}
     if name == "weat_es" and opts["sd"] not in SD_CONVENTIONS:
-        raise InputDataError(f"sd must be one of {', '.join(SD_CONVENTIONS)}")
+        raise InvalidArgumentError(f"sd must be one of {', '.join(SD_CONVENTIONS)}")
     if name == "rnd" and opts["distance"] not in rnd.DISTANCES:
-        raise InputDataError(f"distance must be one of {', '.join(rnd.DISTANCES)}")
+        raise InvalidArgumentError(f"distance must be one of {', '.join(rnd.DISTANCES)}")
     if name == "ripa" and opts["variant"] not in ("paper", "pairwise"):
-        raise InputDataError("RIPA variant must be 'paper' or 'pairwise'")
+        raise InvalidArgumentError("RIPA variant must be 'paper' or 'pairwise'")
     if name == "rnsb":
         if not 0 <= float(opts["test_size"]) < 1:
-            raise InputDataError(f"RNSB test_size must be in [0, 1), got {opts['test_size']}")
+            raise InvalidArgumentError(f"RNSB test_size must be in [0, 1), got {opts['test_size']}")
         if int(opts["splits"]) < 1:
-            raise InputDataError("RNSB splits must be >= 1")
+            raise InvalidArgumentError("RNSB splits must be >= 1")
         if not float(opts["C"]) > 0 or not np.isfinite(float(opts["C"])):
-            raise InputDataError(f"RNSB C must be a positive number, got {opts['C']}")
+            raise InvalidArgumentError(f"RNSB C must be a positive number, got {opts['C']}")
     if name == "direct_bias" and not (np.isfinite(float(opts["c"])) and float(opts["c"]) >= 0):
-        raise InputDataError(f"strictness c must be a finite number >= 0, got {opts['c']}")
+        raise InvalidArgumentError(f"strictness c must be a finite number >= 0, got {opts['c']}")
     return opts
 
 
@@ -436,8 +438,7 @@ def _draws(name: str, opts: dict, vectors: Vectors) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # Result
 # --------------------------------------------------------------------------------------
-def _num(x):
-    return None if x is None or not np.isfinite(x) else float(x)
+_num = plain_number
 
 
 @dataclass
@@ -485,7 +486,7 @@ class MetricResult:
             "names": dict(self.names), "seed": self.seed,
             "per_word": [{"word": str(r.word), "role": str(r.role), "value": _num(r.value)}
                          for r in self.per_word.itertuples()],
-            "dropped": {k: list(v) for k, v in self.dropped.items()}, "source": self.source,
+            DROPPED_KEY: {k: list(v) for k, v in self.dropped.items()}, "source": self.source,
         }
 
     def to_frame(self) -> pd.DataFrame:
@@ -526,10 +527,8 @@ class MetricResult:
                 continue
             lines.append(f"  null {k}: {self.null_ci_prob:.0%} of {self.null_reps} draws in "
                          f"[{d['lower']:.4f}, {d['upper']:.4f}] (median {d['median']:.4f})")
-        dropped = {k: v for k, v in self.dropped.items() if v}
-        if dropped:
-            lines.append("  dropped (not in embedding): " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in dropped.items()))
+        if dropped_line(self.dropped):
+            lines.append("  " + dropped_line(self.dropped))
         return "\n".join(lines)
 
 
@@ -633,12 +632,12 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
 
 
 def _validate_draws(bootstrap, null_reps, nulls) -> tuple[int, int, tuple[str, ...]]:
-    if int(bootstrap) < 0 or int(null_reps) < 0:
-        raise InputDataError("bootstrap and null_reps must be >= 0")
+    bootstrap = validate_int(bootstrap, "bootstrap", low=0, high=MAX_RESAMPLES)
+    null_reps = validate_int(null_reps, "null_reps", low=0, high=MAX_RESAMPLES)
     unknown = [k for k in nulls if k not in VECTOR_NULLS]
     if unknown:
-        raise InputDataError(f"unknown null(s) {', '.join(unknown)}; valid: "
-                             f"{', '.join(VECTOR_NULLS)}")
+        raise InvalidArgumentError(f"unknown null(s) {', '.join(unknown)}; valid: "
+                                   f"{', '.join(VECTOR_NULLS)}")
     return int(bootstrap), int(null_reps), tuple(nulls)
 
 

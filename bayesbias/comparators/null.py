@@ -38,7 +38,7 @@ import xarray as xr
 from scipy import stats as _stats
 
 from ..config import defaults
-from ..errors import DistanceTableError, InputDataError
+from ..errors import DistanceTableError, InputDataError, InvalidArgumentError
 from ..progress import progress
 from ..resampling import ordered_subsets
 from .mac import class_scores, mac_value
@@ -152,16 +152,16 @@ class NullStudy:
         object.__setattr__(self, "attributes", tuple(int(v) for v in self.attributes))
         object.__setattr__(self, "statistics", tuple(self.statistics))
         if self.null not in NULLS:
-            raise InputDataError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
+            raise InvalidArgumentError(f"null must be one of {', '.join(NULLS)}, got {self.null!r}")
         if len(self.targets) != 2 or min(self.targets) < 1:
-            raise InputDataError(f"targets must be two sizes >= 1, got {self.targets}")
+            raise InvalidArgumentError(f"targets must be two sizes >= 1, got {self.targets}")
         if len(self.attributes) != 2 or min(self.attributes) < 1:
-            raise InputDataError(f"attributes must be two sizes >= 1, got {self.attributes}")
+            raise InvalidArgumentError(f"attributes must be two sizes >= 1, got {self.attributes}")
         if sum(self.targets) - SD_CONVENTIONS.get(self.sd_convention, 1) < 1:
-            raise InputDataError("need at least two target words in total")
+            raise InvalidArgumentError("need at least two target words in total")
         unknown = [s for s in self.statistics if s not in STATISTICS]
         if unknown:
-            raise InputDataError(f"unknown statistic(s) {', '.join(unknown)}; valid: "
+            raise InvalidArgumentError(f"unknown statistic(s) {', '.join(unknown)}; valid: "
                              f"{', '.join(STATISTICS)}")
         clash = set(self.extra) & set(STATISTICS)
         if clash:
@@ -170,14 +170,14 @@ class NullStudy:
             if not callable(fn):
                 raise InputDataError(f"extra statistic {name!r} is not callable")
         if self.alternative not in ALTERNATIVES:
-            raise InputDataError(f"alternative must be one of {', '.join(ALTERNATIVES)}")
+            raise InvalidArgumentError(f"alternative must be one of {', '.join(ALTERNATIVES)}")
         if self.sd_convention not in SD_CONVENTIONS:
-            raise InputDataError(f"sd_convention must be one of {', '.join(SD_CONVENTIONS)}")
+            raise InvalidArgumentError(f"sd_convention must be one of {', '.join(SD_CONVENTIONS)}")
         for name in ("sd", "word_sd", "attribute_sd"):
             if not getattr(self, name) >= 0:
-                raise InputDataError(f"{name} must be >= 0, got {getattr(self, name)}")
+                raise InvalidArgumentError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.reps < 1 or self.chunk_size < 1 or self.neutral < 0 or self.human < 0:
-            raise InputDataError("reps and chunk_size must be >= 1; human and neutral >= 0")
+            raise InvalidArgumentError("reps and chunk_size must be >= 1; human and neutral >= 0")
         if self.null == "resample":
             if self.pool is None:
                 raise InputDataError("null='resample' needs pool=neutral_pool(table)")
@@ -265,7 +265,7 @@ class BayesExcludesZero:
         ct = fit.contrasts(ci_prob=self.ci_prob)
         row = ct.loc[ct["contrast"] == self.contrast]
         if row.empty:
-            raise InputDataError(f"contrast {self.contrast!r} not in the fit; valid: "
+            raise InvalidArgumentError(f"contrast {self.contrast!r} not in the fit; valid: "
                              f"{', '.join(ct['contrast'])}")
         return float(bool(row["excludes_zero"].iloc[0]))
 
@@ -396,16 +396,6 @@ def _stamp(ds: xr.Dataset, study: NullStudy) -> xr.Dataset:
     return ds
 
 
-def _dask_client(client, n_workers, processes):
-    if client is not None:
-        return client, None
-    from dask.distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
-                           dashboard_address=None, silence_logs=logging.ERROR)
-    return Client(cluster), cluster
-
-
 def _run_cells(cells: list[tuple[int, NullStudy]], client=None, n_workers=None,
                processes=True, use_dask=True) -> list[list[dict]]:
     tasks = [(ci, study, chunk, n) for ci, study in cells for chunk, n in _chunks(study)]
@@ -416,7 +406,9 @@ def _run_cells(cells: list[tuple[int, NullStudy]], client=None, n_workers=None,
             if len(tasks) > 1:
                 progress.info("null study: %d of %d chunks done", i, len(tasks))
     else:
-        own_client, cluster = _dask_client(client, n_workers, processes)
+        from ..parallel import dask_client
+
+        own_client, cluster = dask_client(n_workers, processes=processes, client=client)
         try:
             futures = [own_client.submit(_run_chunk, study, ci, chunk, n, pure=False)
                        for ci, study, chunk, n in tasks]
@@ -596,7 +588,8 @@ class VectorNull:
 
     def __init__(self, null: str, sizes, reference, target_pool=None, attribute_pool=None):
         if null not in VECTOR_NULLS:
-            raise InputDataError(f"null must be one of {', '.join(VECTOR_NULLS)}, got {null!r}")
+            raise InvalidArgumentError(
+                f"null must be one of {', '.join(VECTOR_NULLS)}, got {null!r}")
         self.null = null
         self.sizes = tuple(int(s) for s in sizes)
         ref = np.asarray(reference, dtype=np.float64)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 
 __all__ = ["DISTANCES", "rnd", "rnd_per_attribute"]
 
@@ -37,8 +37,8 @@ def rnd_per_attribute(x, y, a, distance: str = "euclidean") -> np.ndarray:
     ndarray, shape (..., n_A)
     """
     if distance not in DISTANCES:
-        raise InputDataError(f"RND distance must be one of {', '.join(DISTANCES)}, "
-                             f"got {distance!r}")
+        raise InvalidArgumentError(f"RND distance must be one of {', '.join(DISTANCES)}, "
+                                   f"got {distance!r}")
     x, y, a = (np.asarray(v, dtype=np.float64) for v in (x, y, a))
     for name, v in (("X", x), ("Y", y), ("A", a)):
         if v.shape[-2] == 0:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 
 __all__ = ["fit_logistic", "negative_probability", "rnsb_from_probabilities", "rnsb",
            "train_split", "rnsb_splits"]
@@ -133,7 +133,7 @@ def train_split(n_pos: int, n_neg: int, test_size: float, rng) -> np.ndarray:
     """
     n = n_pos + n_neg
     if not 0 <= test_size < 1:
-        raise InputDataError(f"RNSB test_size must be in [0, 1), got {test_size}")
+        raise InvalidArgumentError(f"RNSB test_size must be in [0, 1), got {test_size}")
     n_test = int(np.ceil(test_size * n))
     if n - n_test < 2:
         raise InputDataError(f"RNSB: {n} attribute words leave fewer than two for training "

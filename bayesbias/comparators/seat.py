@@ -25,7 +25,7 @@ import numpy as np
 from .._atomic import shipped_dir
 from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
-from ..errors import InputDataError, WordListError
+from ..errors import InputDataError, InvalidArgumentError, WordListError
 from ..resampling import percentile_interval
 from .weat import (
     ALTERNATIVES,
@@ -238,8 +238,8 @@ def cluster_permutation_test(s_x, s_y, units_x, units_y, *, alternative: str = "
     from .weat import PermutationTest
 
     if alternative not in ALTERNATIVES:
-        raise InputDataError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
-                             f"got {alternative!r}")
+        raise InvalidArgumentError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
+                                   f"got {alternative!r}")
     s_x = np.asarray(s_x, dtype=np.float64)
     s_y = np.asarray(s_y, dtype=np.float64)
     gx, gy = _codes(units_x), _codes(units_y)

@@ -27,13 +27,15 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, lookup
-from ..errors import DistanceTableError, InputDataError, WordListError
+from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
+from ..plain import DROPPED_KEY, dropped_line
 from ..resampling import (
     bootstrap_indices,
     bootstrap_weights,
     ordered_subsets,
     percentile_interval,
 )
+from ..validation import validate_int
 from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
 
 __all__ = [
@@ -156,7 +158,7 @@ def _ddof(sd: str) -> int:
     try:
         return SD_CONVENTIONS[sd]
     except KeyError:
-        raise InputDataError(
+        raise InvalidArgumentError(
             f"sd must be one of {', '.join(SD_CONVENTIONS)}, got {sd!r}") from None
 
 
@@ -192,8 +194,7 @@ def split_indicators(n_x: int, n_y: int, *, n_permutations: int | None = None,
             done += k
             yield ind
         return
-    if n_permutations < 1:
-        raise InputDataError("n_permutations must be at least 1")
+    n_permutations = validate_int(n_permutations, "n_permutations", low=1)
     rng = np.random.default_rng(rng)
     done = 0
     while done < n_permutations:
@@ -245,7 +246,7 @@ def permutation_test(s_x, s_y, *, alternative: str = "greater",
         Monte Carlo: ``(1 + #extreme) / (1 + n_permutations)``, so p is never 0.
     """
     if alternative not in ALTERNATIVES:
-        raise InputDataError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
+        raise InvalidArgumentError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
                          f"got {alternative!r}")
     s_x, s_y = _check_s(s_x, s_y)
     n_x, n_y = s_x.shape[-1], s_y.shape[-1]
@@ -371,6 +372,7 @@ class WeatResult:
     def to_dict(self) -> dict:
         """Plain-Python dict (JSON-ready)."""
         d = asdict(self)
+        d[DROPPED_KEY] = d.pop("dropped")
         d["ci"] = list(self.ci) if self.ci is not None else None
         d["sd_description"] = _SD_LABEL[self.sd_convention]
         d["statistic_description"] = ("sum of s(x, A, B) over X minus sum of s(y, A, B) "
@@ -425,10 +427,8 @@ class WeatResult:
                          "targets and attributes"
                          + (f", {self.n_bootstrap_degenerate} degenerate dropped"
                             if self.n_bootstrap_degenerate else "") + ")")
-        dropped = {k: v for k, v in self.dropped.items() if v}
-        if dropped:
-            lines.append("  dropped (not in embedding): " + "; ".join(
-                f"{k}: {', '.join(v)}" for k, v in dropped.items()))
+        if dropped_line(self.dropped):
+            lines.append("  " + dropped_line(self.dropped))
         return "\n".join(lines)
 
 

@@ -170,27 +170,13 @@ def check_output(folder) -> Path:
 
 
 def json_values(obj):
-    """`obj` with NumPy scalars and arrays as plain values and NaN / infinity as None.
+    """`obj` as plain JSON values, NaN / infinity as None (:func:`bayesbias.plain.to_plain`).
 
     JSON has no NaN: an undefined number (the r-hat of a single chain) is written null.
     """
-    import math
+    from ..plain import to_plain
 
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): json_values(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_values(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return json_values(obj.tolist())
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, float | np.floating):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
+    return to_plain(obj)
 
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".3f") -> str:

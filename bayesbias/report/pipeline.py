@@ -16,11 +16,12 @@ from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
 from ..datasets import read_table
 from ..distances import distance_table
 from ..embeddings import load_embedding
-from ..errors import InputDataError
+from ..errors import InvalidArgumentError
 from ..parallel import JobPool
 from ..progress import progress
-from ..wordlists import load_wordlist
 from ..provenance import provenance
+from ..validation import validate_ci_kind
+from ..wordlists import load_wordlist
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
@@ -64,10 +65,9 @@ class ReportSettings:
 
     def __post_init__(self):
         self.ci_prob = validate_ci_prob(self.ci_prob)
-        if self.ci_kind not in ("hdi", "eti"):
-            raise InputDataError(f"ci_kind must be 'hdi' or 'eti', got {self.ci_kind!r}")
+        self.ci_kind = validate_ci_kind(self.ci_kind)
         if self.rope is not None and not (0 <= float(self.rope) < float("inf")):
-            raise InputDataError(f"rope must be a finite number >= 0, got {self.rope!r}")
+            raise InvalidArgumentError(f"rope must be a finite number >= 0, got {self.rope!r}")
 
     def to_dict(self) -> dict:
         """Plain JSON data (an encoder source as its own ``to_dict()``)."""

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..errors import DistanceTableError, InputDataError
 from ..parallel import Job, JobPool
+from ..plain import DROPPED_KEY, dropped_line
 from ..progress import progress
 from .document import Report, Section
 
@@ -413,15 +414,15 @@ def data_section(ctx: WordListContext) -> None:
     ctx.section.text(
         f"{len(table)} distance rows: {table.protected_word.nunique()} protected words x "
         f"{table.attribute.nunique()} attributes."
-        + (" Dropped (not in the embedding): " + "; ".join(
-            f"{k}: {', '.join(map(str, v))}" for k, v in missing.items()) + "."
-           if missing else " No word was missing.")
+        + (" " + dropped_line(missing, "Dropped (not in the embedding)") + "."
+           if dropped_line(missing) else " No word was missing.")
         + (f" {table.attrs['repeats_dropped']} repeated pairs were kept once."
            if table.attrs.get("repeats_dropped") else ""))
     ctx.results["data"] = {"rows": int(len(table)),
                            "protected_words": int(table.protected_word.nunique()),
                            "attributes": int(table.attribute.nunique()),
-                           "dropped": {str(k): [str(w) for w in v] for k, v in missing.items()}}
+                           DROPPED_KEY: {str(k): [str(w) for w in v]
+                                         for k, v in missing.items()}}
 
 
 #: Section builders in display order. Add one with ``SECTIONS.insert(i, builder)`` (see the

@@ -24,7 +24,7 @@ import xarray as xr
 from scipy import stats
 
 from ..config import CONNECTIONS, defaults
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidArgumentError
 from ..models.cells import ATTRIBUTE_KINDS
 from ..parallel import chunks, run_tasks
 
@@ -294,19 +294,20 @@ def sbc(model="hierarchical", *, reps: int = 500, shape="religion", method: str 
 
     spec = load_spec(model)
     if method not in ("nuts", "exact"):
-        raise InputDataError(f"method must be 'nuts' or 'exact', got {method!r}")
+        raise InvalidArgumentError(f"method must be 'nuts' or 'exact', got {method!r}")
     if method == "exact":
         from .exact_posterior import _check
 
         _check(spec)
     if isinstance(shape, str):
         if shape not in SHAPES:
-            raise InputDataError(f"unknown shape {shape!r}; valid: {', '.join(SHAPES)}")
+            raise InvalidArgumentError(f"unknown shape {shape!r}; valid: {', '.join(SHAPES)}")
         shape_kw, shape_name = SHAPES[shape], shape
     else:
         shape_kw, shape_name = dict(shape), "custom"
     if method == "nuts" and draws * chains < n_keep:
-        raise InputDataError(f"draws x chains ({draws * chains}) must be >= n_keep ({n_keep})")
+        raise InvalidArgumentError(
+            f"draws x chains ({draws * chains}) must be >= n_keep ({n_keep})")
     seed = defaults.seed if seed is None else int(seed)
     fit_kwargs = {"draws": draws, "tune": tune, "chains": chains}
     parts = chunks(int(reps), int(chunk_size))

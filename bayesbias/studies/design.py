@@ -42,7 +42,7 @@ import pandas as pd
 import xarray as xr
 
 from ..config import CONNECTIONS, defaults
-from ..errors import DistanceTableError, InputDataError, ModelSpecError
+from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, ModelSpecError
 from ..parallel import chunks, run_tasks, task_rng
 from .exact_posterior import marginal_posterior, supports
 
@@ -101,11 +101,11 @@ class Design:
     def __post_init__(self):
         for k in ("words", "stereotypes", "human", "none"):
             if int(getattr(self, k)) < 1:
-                raise InputDataError(f"design: {k} must be >= 1, got {getattr(self, k)}")
+                raise InvalidArgumentError(f"design: {k} must be >= 1, got {getattr(self, k)}")
         if self.words < 2:
-            raise InputDataError("design: need at least 2 protected words per class")
+            raise InvalidArgumentError("design: need at least 2 protected words per class")
         if self.classes < 2:
-            raise InputDataError("design: need at least 2 protected classes")
+            raise InvalidArgumentError("design: need at least 2 protected classes")
 
     @property
     def total_words(self) -> int:
@@ -195,7 +195,8 @@ class Pilot:
             return cls(post["mu_bar"][0], post["tau"][0], post["sigma"][0], cls._layout(cells),
                        spec, src, "exact")
         if method not in METHODS:
-            raise InputDataError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+            raise InvalidArgumentError(
+                f"method must be one of {', '.join(METHODS)}, got {method!r}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = fit_model(table, spec, seed=seed, **fit_kwargs)
@@ -468,7 +469,7 @@ def _run_chunk(pilot_draws, spec, design, seed, chunk, n_reps, settings, rng):
         ci, p_below = _bayes_nuts(spec, y, design, settings["ci_prob"],
                                   settings["fit_kwargs"], rng)
     out = frequentist_tests(y, design, n_permutations=settings["n_permutations"], rng=rng)
-    out.update(lower=ci[..., 0], upper=ci[..., 1], p_below=p_below,
+    out.update(lower=ci[..., 0], upper=ci[..., 1], prob_below_zero=p_below,
                true_contrast=np.stack([truth["mu_bar"][:, _contrast_index(v)[0]]
                                        - truth["mu_bar"][:, _contrast_index(v)[1]]
                                        for v in VERDICTS], axis=1))
@@ -485,7 +486,7 @@ class DesignResult:
     Attributes
     ----------
     raw : xarray.Dataset
-        ``lower``, ``upper``, ``p_below``, ``true_contrast`` (design, replication, verdict),
+        ``lower``, ``upper``, ``prob_below_zero``, ``true_contrast`` (design, replication, verdict),
         ``weat_p`` (design, replication, class_pair), ``mac_p`` (design, replication).
     designs : list of Design
     pilot : Pilot
@@ -543,8 +544,8 @@ class DesignResult:
         """
         frame = self.to_frame()
         if verdict not in frame:
-            raise InputDataError(f"unknown verdict {verdict!r}; valid: "
-                                 f"{', '.join(VERDICTS)}, WEAT (per pair), MAC t-test")
+            raise InvalidArgumentError(f"unknown verdict {verdict!r}; valid: "
+                                       f"{', '.join(VERDICTS)}, WEAT (per pair), MAC t-test")
         hit = frame.loc[frame[verdict] >= target].sort_values(["total_words", "words"])
         if hit.empty:
             return {"verdict": verdict, "target": target, "design": None,
@@ -673,13 +674,13 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
     from ..models.summaries import resolve_ci
 
     if method not in METHODS:
-        raise InputDataError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "exact" and not (supports(pilot.spec) or (
             pilot.spec.family == "crossed" and supports(_hierarchical_part(pilot.spec)))):
         raise ModelSpecError(f"model {pilot.spec.name!r} has no exact marginal form; "
                              "use method='nuts'")
     if not 0 < alpha < 1:
-        raise InputDataError(f"alpha must be in (0, 1), got {alpha}")
+        raise InvalidArgumentError(f"alpha must be in (0, 1), got {alpha}")
     if null:
         _contrast_index(null)
     designs = list(designs)
@@ -716,7 +717,7 @@ def _assemble(res, designs, parts) -> xr.Dataset:
         start, n = parts[k]
         for name, v in out.items():
             arrays[name][d, start:start + n] = v
-    dims = {"lower": ("verdict",), "upper": ("verdict",), "p_below": ("verdict",),
+    dims = {"lower": ("verdict",), "upper": ("verdict",), "prob_below_zero": ("verdict",),
             "true_contrast": ("verdict",), "weat_p": ("class_pair",), "mac_p": ()}
     ds = xr.Dataset({k: (("design", "replication") + dims[k], v) for k, v in arrays.items()},
                     coords={"design": [d.label for d in designs], "replication": np.arange(R),

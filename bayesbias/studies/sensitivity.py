@@ -108,7 +108,7 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng, rows=None):
     """
     ok = ~_degenerate(n, ss)
     out = {k: np.full((n.shape[0], len(_CONTRASTS)), np.nan)
-           for k in ("mean", "lower", "upper", "p_below")}
+           for k in ("mean", "lower", "upper", "prob_below_zero")}
     if not ok.any():
         return out
     scale = 1.0 if rows is None else rows.ss_scale
@@ -125,9 +125,8 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng, rows=None):
     from ..verdicts import contrast_evidence
 
     ev = contrast_evidence(d, ci_prob, "hdi")
-    for key, name in (("mean", "mean"), ("lower", "lower"), ("upper", "upper"),
-                      ("p_below", "prob_below_zero")):
-        out[key][ok] = ev[name]
+    for key in out:
+        out[key][ok] = ev[key]
     return out
 
 
@@ -187,7 +186,7 @@ class Sensitivity:
     Attributes
     ----------
     baseline : pandas.DataFrame
-        One row per contrast: ``mean, lower, upper, p_below, holds``.
+        One row per contrast: ``mean, lower, upper, prob_below_zero, holds``.
     leave_one_out : pandas.DataFrame
         One row per (left-out word, contrast): ``word, kind`` (protected or attribute),
         ``group`` (its class or attribute class), ``contrast``, ``mean, lower, upper,

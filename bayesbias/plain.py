@@ -1,0 +1,74 @@
+"""Plain data and text shared by every result: JSON values and the dropped-words note.
+
+One home for two concepts that results, the report and the command line all need:
+
+- :func:`to_plain` turns NumPy / pandas / xarray values into plain JSON types (``NaN`` and
+  infinities as ``None``: JSON has no NaN) and :func:`plain_number` does it for one number;
+- :func:`dropped_line` is the one wording of the note listing the words that were dropped
+  because the embedding (or the table, or the corpus) lacks them. Their JSON key is
+  :data:`DROPPED_KEY` (``"dropped_words"``) in every result and command.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+__all__ = ["DROPPED_KEY", "to_plain", "plain_number", "dropped_line"]
+
+#: JSON key of the words dropped as not in the embedding / table / corpus, per word-list part.
+DROPPED_KEY = "dropped_words"
+
+
+def plain_number(x) -> float | None:
+    """`x` as a float, or ``None`` when it is ``None``, NaN or infinite."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def to_plain(obj):
+    """`obj` with NumPy / pandas / xarray values as plain JSON types (NaN -> None).
+
+    Dicts (keys as strings), lists and tuples are converted item by item; a DataFrame
+    becomes a list of records, a Series a dict, an array a (nested) list, a path a string.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, pd.DataFrame):
+        return to_plain(obj.to_dict(orient="records"))
+    if isinstance(obj, pd.Series):
+        return to_plain(obj.to_dict())
+    if isinstance(obj, np.ndarray):
+        return to_plain(obj.tolist())
+    if hasattr(obj, "values") and type(obj).__module__.startswith("xarray"):
+        return to_plain(np.asarray(obj.values))
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        return plain_number(obj)
+    if isinstance(obj, np.str_):
+        return str(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def dropped_line(dropped: dict | None, lead: str = "dropped (not in the embedding)") -> str:
+    """One line listing the dropped words per word-list part; ``""`` when none was dropped.
+
+    >>> dropped_line({"protected:jew": ["rabbi"], "none": []})
+    'dropped (not in the embedding): protected:jew: rabbi'
+    """
+    parts = {k: v for k, v in (dropped or {}).items() if v}
+    if not parts:
+        return ""
+    return f"{lead}: " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in parts.items())
