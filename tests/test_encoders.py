@@ -182,11 +182,30 @@ def test_not_on_disk_is_a_clear_error(tmp_path):
         load_encoder(tmp_path / "f.txt")
 
 
+def _fake_folder(path, **config):
+    """A model folder that passes the file checks: config.json, vocab.txt, one tensor."""
+    import struct
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config))
+    (path / "vocab.txt").write_text("[PAD]\nnurse\n")
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    (path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header
+                                             + np.zeros(2, "<f4").tobytes())
+    return path
+
+
 def test_missing_extra_names_the_extra(monkeypatch, tmp_path):
-    (tmp_path / "config.json").write_text("{}")
+    """Import order changed (issue 26): the folder is checked before any library is needed,
+    so the folder here is well formed; the light route cannot run it (roberta) and
+    sentence-transformers is absent: the reason and the extra are named."""
+    _fake_folder(tmp_path, model_type="roberta")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(MissingExtraError, match=r"bayesbias\[contextual\]"):
+    with pytest.raises(MissingExtraError,
+                       match=r"architecture 'roberta'.*bayesbias\[transformers\]"):
         load_encoder(tmp_path)
+    with pytest.raises(MissingExtraError, match=r"bayesbias\[transformers\]"):
+        load_encoder(tmp_path, backend="sentence-transformers")
 
 
 @needs_extra

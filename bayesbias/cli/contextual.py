@@ -50,6 +50,9 @@ def _encoder_args(p, corpus_required: bool) -> None:
                    help="do not read or write the on-disk vector cache")
     p.add_argument("--seed", type=int, default=None,
                    help=f"seed of every random draw (default {defaults.seed})")
+    from ..encoders.options import add_backend_option
+
+    add_backend_option(p)
 
 
 def register(sub) -> None:
@@ -128,7 +131,7 @@ def _source(args, how: str):
     return EncoderSource(args.encoder, how=how, corpus=args.corpus,
                          contexts=args.contexts,
                          seed=defaults.seed if args.seed is None else args.seed,
-                         cache=args.encoder_cache)
+                         cache=args.encoder_cache, backend=args.encoder_backend)
 
 
 def run_seat(args) -> int:

@@ -286,20 +286,40 @@ def _import_runtime():
     return onnx, onnxruntime, tokenizers
 
 
-def _build_graph(onnx, plan: LightPlan, weights: dict) -> bytes:
-    """A BERT encoder as standard ONNX operators; the linear weights stored transposed."""
+def _external(TensorProto, name: str, arr: np.ndarray):
+    """An initializer whose data onnxruntime is handed at session creation (not copied
+    into the graph)."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = TensorProto.FLOAT
+    t.dims.extend(arr.shape)
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "bayesbias-weights"), ("offset", "0"),
+                       ("length", str(arr.nbytes))):
+        entry = t.external_data.add()
+        entry.key, entry.value = key, value
+    return t
+
+
+def _build_graph(onnx, plan: LightPlan, weights: dict) -> tuple[bytes, dict]:
+    """A BERT encoder as standard ONNX operators.
+
+    Returns the serialised graph and its weights (name -> float32 array; the linear layers'
+    transposed), which onnxruntime is given apart (``add_external_initializers``).
+    """
     from onnx import TensorProto, helper, numpy_helper
 
     cfg = plan.config
     h, heads = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
     eps = float(cfg.get("layer_norm_eps", 1e-12))
-    inits, nodes = [], []
+    inits, nodes, arrays = [], [], {}
 
     def w(name, transpose=False):
-        arr = np.asarray(weights[_key(name)], dtype=np.float32)
         tag = name + (".T" if transpose else "")
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(arr.T if transpose
-                                                                  else arr), tag))
+        if tag not in arrays:
+            arr = np.asarray(weights[_key(name)], dtype=np.float32)
+            arrays[tag] = np.require(arr.T if transpose else arr, np.float32, ["C", "A", "O"])
+            inits.append(_external(TensorProto, tag, arrays[tag]))
         return tag
 
     def _key(name):
@@ -368,7 +388,7 @@ def _build_graph(onnx, plan: LightPlan, weights: dict) -> bytes:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)],
                               producer_name="bayesbias")
     model.ir_version = min(model.ir_version, 10)
-    return model.SerializeToString()
+    return model.SerializeToString(), arrays
 
 
 class LightBackend:
@@ -406,9 +426,11 @@ class LightBackend:
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        graph, arrays = _build_graph(onnx, plan, weights)
+        self._weights = [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays.values()]
+        opts.add_external_initializers(list(arrays), self._weights)
         try:
-            self.session = ort.InferenceSession(_build_graph(onnx, plan, weights), opts,
-                                                providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's own error types
             raise EncoderError(f"{plan.root}: cannot build the encoder graph ({exc})") from None
 
