@@ -330,6 +330,7 @@ def test_cached_command_imports_no_encoder_library(tiny, tmp_path):
 
 # -- the packaged all-MiniLM-L6-v2 ---------------------------------------------------------
 def _seat_sentences() -> list[str]:
+    """1,000 SEAT template sentences of the shipped word lists."""
     from bayesbias.encoders.words import Templates
     from bayesbias.wordlists import available_wordlists, load_wordlist
 
@@ -341,7 +342,8 @@ def _seat_sentences() -> list[str]:
         except Exception:  # noqa: BLE001 - word lists of other kinds
             continue
         out += [s for w in words for s in t.sentences(w)]
-    return sorted(set(out))
+    out = sorted(set(out))
+    return out[::max(len(out) // 1000, 1)][:1000]  # 1,000 spread over every word list
 
 
 UNICODE = ["The nurse said that the doctor was late.", "Ünïcödé — naïve café, Zürich",
@@ -372,7 +374,7 @@ def test_minilm_light_route_matches_sentence_transformers(minilm):
     assert light.backend == "onnxruntime"  # the packaged model: the light route by default
     assert light.max_length == st.max_length == 256
     texts = UNICODE + LONG + _seat_sentences()
-    assert len(texts) > 1000
+    assert len(texts) == len(UNICODE) + len(LONG) + 1000
     assert min(len(light.tokenizer.encode(t).ids) for t in LONG) == 256  # truncated
     got, want = light.encode(texts), st.encode(texts)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)

@@ -387,7 +387,7 @@ def _build_graph(onnx, plan: LightPlan, weights: dict) -> tuple[bytes, dict]:
     graph = helper.make_graph(nodes, "bert", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)],
                               producer_name="bayesbias")
-    model.ir_version = min(model.ir_version, 10)
+    model.ir_version = 8  # opset 17 needs IR 8; older onnxruntime reads no newer IR
     return model.SerializeToString(), arrays
 
 
