@@ -196,9 +196,12 @@ def _fake_folder(path, **config):
 
 
 def test_missing_extra_names_the_extra(monkeypatch, tmp_path):
-    """Import order changed (issue 26): the folder is checked before any library is needed,
+    """Name the reason and the extra when no installed route can run a folder.
+
+    Import order changed (issue 26): the folder is checked before any library is needed,
     so the folder here is well formed; the light route cannot run it (roberta) and
-    sentence-transformers is absent: the reason and the extra are named."""
+    sentence-transformers is absent.
+    """
     _fake_folder(tmp_path, model_type="roberta")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(MissingExtraError,

@@ -6,10 +6,10 @@ order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec
 ``my_topic.toml``, ``my_table.csv``, ``scores.csv``) were made from shipped data. Lines of
 commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the slow run
 (CI runs it too), as are lines with a sentence encoder (skipped when the optional
-``[contextual]`` extra or the model package is not installed); the others in the default run. The default run
-calls :func:`bayesbias.cli.main` in-process (what the console script calls after its
-signal set-up), except the lines of :data:`AS_SCRIPT`, which run as the installed console
-script like every slow line. The Python snippet runs in the slow run.
+``[contextual]`` extra or the model package is not installed); the others in the default
+run. The default run calls :func:`bayesbias.cli.main` in-process (what the console script
+calls after its signal set-up), except the lines of :data:`AS_SCRIPT`, which run as the
+installed console script like every slow line. The Python snippet runs in the slow run.
 """
 
 from __future__ import annotations

@@ -287,8 +287,7 @@ def _import_runtime():
 
 
 def _external(TensorProto, name: str, arr: np.ndarray):
-    """An initializer whose data onnxruntime is handed at session creation (not copied
-    into the graph)."""
+    """Declare an initializer whose data onnxruntime gets at session creation (not copied)."""
     t = TensorProto()
     t.name = name
     t.data_type = TensorProto.FLOAT
@@ -401,8 +400,11 @@ class LightBackend:
         self.plan = plan
         try:
             tok = tokenizers.Tokenizer.from_file(str(plan.transformer / "tokenizer.json"))
-        except Exception as exc:  # the Rust library's own error types
-            raise EncoderError(f"{plan.root}: cannot read tokenizer.json ({exc})") from None
+        except BaseException as exc:  # the Rust library's own error types, or a panic
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise  # KeyboardInterrupt, SystemExit
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise EncoderError(f"{plan.root}: cannot read tokenizer.json ({first})") from None
         tok.no_padding()  # padded here, to the longest text of each batch
         tok.enable_truncation(plan.max_length, stride=0, strategy="longest_first",
                               direction="right")
@@ -421,8 +423,8 @@ class LightBackend:
         wrong = [k for k in _bert_tensors(plan.config)
                  if weights[plan.prefix + k].dtype != np.float32]
         if wrong:
-            raise _refuse(plan.root, f"tensor {wrong[0]!r} is {weights[plan.prefix + wrong[0]].dtype}"
-                                     " (only float32)")
+            dtype = weights[plan.prefix + wrong[0]].dtype
+            raise _refuse(plan.root, f"tensor {wrong[0]!r} is {dtype} (only float32)")
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

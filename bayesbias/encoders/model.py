@@ -514,8 +514,11 @@ def _missing(extra: str, what: str) -> MissingExtraError:
 
 
 def _folder_info(found) -> dict:
-    """Dimension, maximum length and modules of a folder for sentence-transformers, read
-    from its files without loading it (None where they do not say)."""
+    """Read dimension, maximum length and modules of a folder from its files.
+
+    For sentence-transformers, before (or without) loading the model; None where the files
+    do not say.
+    """
     import json
 
     from .light import _max_length

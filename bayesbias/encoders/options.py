@@ -34,8 +34,11 @@ def add_backend_option(parser) -> None:
 
 
 def add_encoder_options(parser) -> None:
-    """Add ``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``, ``--no-cache``,
-    ``--encoder-backend``."""
+    """Add the encoder options.
+
+    ``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``, ``--no-cache`` and
+    ``--encoder-backend``.
+    """
     g = parser.add_argument_group(
         "encoder (instead of --embedding; needs pip install 'bayesbias[contextual]')")
     g.add_argument("--encoder", metavar="NAME_OR_PATH", default=None,
