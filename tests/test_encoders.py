@@ -3,7 +3,7 @@
 A tiny BERT with random weights and a vocabulary made from the word lists is built and saved
 here (no download), so the real loading, tokenising and pooling code runs in the default
 test run. These tests skip only when torch / transformers / sentence-transformers are not
-installed (the optional extra ``bayesbias[contextual]``).
+installed (the optional extra ``bayesbias[transformers]``, or ``[test]``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from bayesbias.wordlists import load_wordlist
 HAVE_EXTRA = all(
     __import__("importlib").util.find_spec(m) is not None
     for m in ("torch", "transformers", "sentence_transformers"))
-needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="optional extra [contextual] absent")
+needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="sentence-transformers / torch absent "
+                                 "(extra [transformers] or [test])")
 
 BASE_WORDS = ["this", "is", "a", "an", "that", "there", "here", "it", "the", "they", "are",
               "these", "those", "person", "thing", "things", "people", "name", "will", "did",
@@ -54,7 +55,7 @@ def _vocab():
 def tiny_dirs(tmp_path_factory):
     """Build a random 2-layer BERT as a transformers and a sentence-transformers folder."""
     if not HAVE_EXTRA:
-        pytest.skip("optional extra [contextual] absent")
+        pytest.skip("sentence-transformers / torch absent (extra [transformers] or [test])")
     import torch
     from sentence_transformers import SentenceTransformer
 
