@@ -3,14 +3,15 @@
 Run by hand (needs the [contextual] extra and, for the baseline, [transformers]):
 
     python benchmarks/bench_encoders.py [--model all-MiniLM-L6-v2] [--n 2000] [--batch 64]
-                                        [--test weat1] [--reps 3]
+                                        [--tests seat7,weat1] [--reps 3]
 
 Two parts, each for every backend installed, alternating backends so machine load hits both:
 
-- whole processes: ``bayesbias seat --encoder MODEL --test TEST`` (weat1: 1,165 template
-  sentences) with an empty vector cache (import, load, encode, test) and again with every
-  vector cached (nothing should be imported or loaded); wall and CPU seconds, median of
-  ``--reps`` runs, and the ratio light / sentence-transformers;
+- whole processes: ``bayesbias seat --encoder MODEL --test TEST --permutations 1000`` for
+  each test (seat7: May et al.'s 304 sentences; weat1: 1,165 template sentences) with an
+  empty vector cache (import, load, encode, test) and again with every vector cached
+  (nothing should be imported or loaded); wall and CPU seconds, median of ``--reps`` runs,
+  and the ratio light / sentence-transformers;
 - in process: model load, sentences per second on `n` madlibs sentences, contexts per
   second (token vectors of identity terms), the vector cache cold and warm.
 
@@ -51,8 +52,8 @@ def _process(model: str, backend: str, test: str, cache: str) -> tuple[float, fl
 
 def whole_processes(model: str, backends, test: str, reps: int) -> dict:
     runs = {b: {"uncached": [], "cached": []} for b in backends}
-    for _ in range(reps):
-        for b in backends:
+    for rep in range(reps):
+        for b in (backends if rep % 2 == 0 else backends[::-1]):
             with tempfile.TemporaryDirectory() as cache:
                 runs[b]["uncached"].append(_process(model, b, test, cache))
                 runs[b]["cached"].append(_process(model, b, test, cache))
@@ -103,15 +104,17 @@ def main() -> None:
     ap.add_argument("--model", default="all-MiniLM-L6-v2")
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--test", default="weat1", help="SEAT test of the whole-process runs")
+    ap.add_argument("--tests", default="seat7,weat1",
+                    help="SEAT tests of the whole-process runs (comma-separated)")
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     backends = [b for b, ok in (("onnxruntime", have_light()),
                                 ("sentence-transformers", have_sentence_transformers())) if ok]
     load = [os.getloadavg()[0]]
-    report = {"model": args.model, "backends": backends, "test": args.test,
-              "reps": args.reps, "cpus": os.cpu_count()}
-    report["process"] = whole_processes(args.model, backends, args.test, args.reps)
+    report = {"model": args.model, "backends": backends, "reps": args.reps,
+              "cpus": os.cpu_count()}
+    report["process"] = {t: whole_processes(args.model, backends, t, args.reps)
+                         for t in args.tests.split(",")}
     load.append(os.getloadavg()[0])
     sentences = list(dict.fromkeys(madlibs()["phrase"].astype(str)))[: args.n]
     report["in_process"] = {b: in_process(args.model, b, sentences, args.batch)

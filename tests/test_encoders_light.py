@@ -230,6 +230,12 @@ def _left_padding(d):
     (d / "tokenizer_config.json").write_text(json.dumps(cfg))
 
 
+def _case_mismatch(d):
+    cfg = json.loads((d / "tokenizer_config.json").read_text())
+    cfg["do_lower_case"] = False
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+
+
 def _long(d):
     (d / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 100}))
 
@@ -264,6 +270,8 @@ REFUSED = {
     "max pooling (st6)": ({}, _pooling_v6, "pooling 'max'"),
     "dense module": ({}, _dense, "modules Transformer -> Pooling -> Dense -> Normalize"),
     "left padding": ({}, _left_padding, "padding_side 'left'"),
+    "case settings disagree": ({}, _case_mismatch, "do_lower_case False differs"),
+    "config of another form": ({"type_vocab_size": "two"}, None, "unexpected form"),
     "too long": ({}, _long, "max_seq_length 100 exceeds max_position_embeddings 64"),
     "no tokenizer.json": ({}, _no_fast_tokenizer, "no tokenizer.json"),
     "float16": ({}, _float16, "is float16"),

@@ -191,6 +191,16 @@ def light_plan(found: ModelFolder) -> LightPlan:
     UnsupportedModelError
         Naming the folder and the reason (architecture, activation, pooling, module, ...).
     """
+    try:
+        return _plan(found)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        if isinstance(exc, EncoderError):
+            raise
+        raise _refuse(found.root, f"settings of an unexpected form ({type(exc).__name__}: "
+                                  f"{exc})") from None
+
+
+def _plan(found: ModelFolder) -> LightPlan:
     root, tf = found.root, found.transformer
     mods = _modules(found)
     kinds = [k for k, _ in mods]
@@ -247,10 +257,17 @@ def light_plan(found: ModelFolder) -> LightPlan:
     for key in ("padding_side", "truncation_side"):
         if tok_cfg.get(key, "right") != "right":
             raise _refuse(root, f"tokenizer_config.json {key} {tok_cfg[key]!r}")
-    if sbert.get("do_lower_case"):
-        norm = _json(tf / "tokenizer.json", root).get("normalizer") or {}
-        if not (norm.get("type") == "BertNormalizer" and norm.get("lowercase")):
-            raise _refuse(root, "do_lower_case adds a lower-casing step the tokenizer lacks")
+    norm = _json(tf / "tokenizer.json", root).get("normalizer") or {}
+    if sbert.get("do_lower_case") and not (norm.get("type") == "BertNormalizer"
+                                           and norm.get("lowercase")):
+        raise _refuse(root, "do_lower_case adds a lower-casing step the tokenizer lacks")
+    # transformers rebuilds a BERT normaliser that disagrees with tokenizer_config.json
+    for key, nkey in (("do_lower_case", "lowercase"), ("strip_accents", "strip_accents"),
+                      ("tokenize_chinese_chars", "handle_chinese_chars")):
+        if norm.get("type") == "BertNormalizer" and key in tok_cfg \
+                and tok_cfg[key] != norm.get(nkey, tok_cfg[key]):
+            raise _refuse(root, f"tokenizer_config.json {key} {tok_cfg[key]!r} differs from "
+                                f"tokenizer.json's normalizer ({nkey} {norm.get(nkey)!r})")
     _check_pooling(root, mods[1][1], int(config["hidden_size"]))
     max_length = _max_length(root, tf, sbert, config)
     # the weights: exactly the BERT encoder's tensors, float32, in one file
