@@ -202,6 +202,19 @@ def test_auto_backend_prefers_sentence_transformers_for_a_folder(tiny, tmp_path,
     assert load_encoder(tiny, lazy=True, cache_dir=tmp_path).backend == "onnxruntime"
 
 
+@needs_light
+def test_missing_light_libraries_name_the_contextual_extra(tiny, monkeypatch):
+    from bayesbias.encoders import MissingExtraError, load_encoder
+    from bayesbias.encoders import model as m
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(MissingExtraError, match=r"bayesbias\[contextual\]"):
+        load_encoder(tiny, backend="onnxruntime", cache=False)
+    monkeypatch.setattr(m, "have_sentence_transformers", lambda: False)
+    with pytest.raises(MissingExtraError, match=r"bayesbias\[contextual\]"):
+        load_encoder(tiny, cache=False)  # auto: no route installed
+
+
 # -- refused, with the reason --------------------------------------------------------------
 def _pooling(mode):
     def edit(d):
