@@ -193,6 +193,26 @@ def test_tiny_bert_sentence_and_token_vectors_match(tiny, tiny_v6, layout, tmp_p
 
 
 @needs_st
+def test_plain_transformers_folder_matches(tiny, tmp_path):
+    """Match a folder without modules.json.
+
+    sentence-transformers adds mean pooling, no normalisation, and reads at most
+    min(model_max_length, max_position_embeddings) = 64 tokens.
+    """
+    def strip(d):
+        for name in ("modules.json", "sentence_bert_config.json"):
+            (d / name).unlink()
+        shutil.rmtree(d / "1_Pooling")
+
+    folder = _copy(tiny, tmp_path / "hf", strip)
+    light, st = _pair(folder, tmp_path)
+    assert light.max_length == st.max_length == 64
+    got, want = light.encode(TEXTS), st.encode(TEXTS)
+    assert not np.allclose(np.linalg.norm(got, axis=1), 1)  # not normalised
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+@needs_st
 def test_auto_backend_prefers_sentence_transformers_for_a_folder(tiny, tmp_path, monkeypatch):
     from bayesbias.encoders import load_encoder
     from bayesbias.encoders import model as m
