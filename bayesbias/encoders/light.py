@@ -432,6 +432,12 @@ class LightBackend:
             raise EncoderError(f"{plan.root}: the tokenizer has {top} tokens but the model's "
                                f"embedding only {plan.config['vocab_size']} rows "
                                "(config.json vocab_size)")
+        probe = tok.encode("This is a test sentence about a person.",
+                           add_special_tokens=False)
+        unk = {tok.token_to_id(t) for t in ("[UNK]", "<unk>")} - {None}
+        if not probe.ids or all(i in unk for i in probe.ids):
+            raise EncoderError(f"{plan.root}: the tokenizer knows no words (a test sentence "
+                               "became only unknown tokens)")
         try:
             raw = read_safetensors(plan.weights, plan.root)
         except ModelFolderError as exc:

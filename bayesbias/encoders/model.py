@@ -279,11 +279,14 @@ class Encoder:
         """
         texts = _check_texts(texts)
         keys = [self.cache.key("sentence", t) for t in texts]
-        out = self.cache.get_many(keys, self.dim)
+        dim = self.dim
+        out = self.cache.get_many(keys, dim)
         todo = sorted({t for t, k in zip(texts, keys, strict=True) if k not in out})
         if todo:
             bs = batch_size or self.batch_size
             runner = self.runner
+            if self.dim != dim:  # the folder's files misled the guess: look up again
+                return self.encode(texts, batch_size=batch_size)
             step = bs * runner.batches_per_step
             fresh = []
             for start in range(0, len(todo), step):
@@ -324,12 +327,15 @@ class Encoder:
             raise EncoderError(f"{len(sentences)} sentences but {len(spans)} spans")
         keys = [self.cache.key("token", f"{a}:{b}:{s}") for s, (a, b) in
                 zip(sentences, spans, strict=True)]
-        out = self.cache.get_many(keys, self.dim)
+        dim = self.dim
+        out = self.cache.get_many(keys, dim)
         todo = sorted({(s, sp) for s, sp, k in zip(sentences, spans, keys, strict=True)
                        if k not in out})
         if todo:
             bs = batch_size or self.batch_size
             runner = self.runner
+            if self.dim != dim:  # the folder's files misled the guess: look up again
+                return self.token_vectors(sentences, spans, batch_size=batch_size)
             step = bs * runner.batches_per_step
             new = {}
             for start in range(0, len(todo), step):
