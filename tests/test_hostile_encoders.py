@@ -30,7 +30,8 @@ from bayesbias.encoders.folder import (
 
 HAVE_EXTRA = all(importlib.util.find_spec(m) is not None
                  for m in ("torch", "transformers", "sentence_transformers", "safetensors"))
-needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="optional extra [contextual] absent")
+needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="sentence-transformers / torch absent "
+                                 "(extra [transformers] or [test])")
 WORDS = list(dict.fromkeys(
     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "this", "is", "a", "the", "nurse", "doctor",
      "man", "woman", "he", "she", "math", "art"] + [chr(c) for c in range(97, 123)]))
@@ -40,7 +41,7 @@ WORDS = list(dict.fromkeys(
 def tiny_st(tmp_path_factory):
     """A random 2-layer BERT saved as a sentence-transformers folder with a Dense module."""
     if not HAVE_EXTRA:
-        pytest.skip("optional extra [contextual] absent")
+        pytest.skip("sentence-transformers / torch absent (extra [transformers] or [test])")
     import torch
     from sentence_transformers import SentenceTransformer
 

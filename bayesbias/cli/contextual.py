@@ -66,6 +66,9 @@ def _encoder_args(p, corpus_required: bool) -> None:
     p.add_argument("--no-cache", dest="encoder_cache", action="store_false",
                    help="do not read or write the on-disk vector cache (default: use it)")
     add_seed(p, None, f"seed of every random draw (default {defaults.seed})")
+    from ..encoders.options import add_backend_option
+
+    add_backend_option(p)
 
 
 def _context_draws(p, default: int, help: str) -> None:
@@ -151,7 +154,7 @@ def _source(args, how: str):
     return EncoderSource(args.encoder, how=how, corpus=args.corpus,
                          contexts=args.contexts,
                          seed=defaults.seed if args.seed is None else args.seed,
-                         cache=args.encoder_cache)
+                         cache=args.encoder_cache, backend=args.encoder_backend)
 
 
 def run_seat(args) -> int:

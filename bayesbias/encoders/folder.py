@@ -32,7 +32,7 @@ from pathlib import Path
 from ..errors import BayesbiasError
 
 __all__ = ["ModelFolderError", "ModelFolder", "check_model_folder", "model_digest",
-           "check_loaded_weights", "PICKLE_SUFFIXES"]
+           "check_loaded_weights", "read_safetensors", "PICKLE_SUFFIXES"]
 
 #: Suffixes of weight files in a pickle-based format (loading one can run code).
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib")
@@ -210,6 +210,40 @@ def read_safetensors_header(path: Path, root: Path) -> dict:
         raise ModelFolderError(f"{root}: {name}: the tensors do not cover the file exactly "
                                "(truncated or padded)")
     return shapes
+
+
+_NUMPY_DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "I64": "<i8", "I32": "<i4",
+                 "I16": "<i2", "I8": "i1", "U8": "u1", "BOOL": "?"}
+
+
+def read_safetensors(path: Path, root: Path) -> dict:
+    """Tensors of a ``.safetensors`` file as read-only numpy arrays (memory-mapped).
+
+    The header is checked first (:func:`read_safetensors_header`). bfloat16 and float8
+    tensors, which numpy has no type for, are refused.
+
+    Returns
+    -------
+    dict of {str: numpy.ndarray}
+    """
+    import numpy as np
+
+    read_safetensors_header(path, root)  # offsets, shapes and dtypes are sound
+    with open(path, "rb") as fh:
+        (n,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(n).decode("utf-8"))
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+    out = {}
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+        dtype = _NUMPY_DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise ModelFolderError(f"{root}: {_rel(path, root)}: tensor {key!r} is "
+                                   f"{info['dtype']}, which cannot be read without PyTorch")
+        a, b = info["data_offsets"]
+        out[key] = data[a:b].view(dtype).reshape(info["shape"])
+    return out
 
 
 def check_model_folder(root) -> ModelFolder:

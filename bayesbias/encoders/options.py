@@ -6,7 +6,10 @@ import argparse
 
 from ..errors import BayesbiasError
 
-__all__ = ["add_encoder_options", "use_encoder", "source_from_args"]
+__all__ = ["add_encoder_options", "add_backend_option", "use_encoder", "source_from_args"]
+
+#: As :data:`bayesbias.encoders.model.BACKENDS` (not imported here: --help stays light).
+BACKENDS = ("auto", "onnxruntime", "sentence-transformers")
 
 
 def _positive(text: str) -> int:
@@ -19,8 +22,23 @@ def _positive(text: str) -> int:
     return value
 
 
+def add_backend_option(parser) -> None:
+    """Add ``--encoder-backend``."""
+    parser.add_argument(
+        "--encoder-backend", choices=BACKENDS, default="auto",
+        help="what runs the encoder: onnxruntime (the light route, no PyTorch: BERT models "
+             "with mean pooling such as all-MiniLM-L6-v2; refuses others with the reason), "
+             "sentence-transformers (PyTorch; pip install 'bayesbias[transformers]') or auto "
+             "(default: onnxruntime for the packaged model, sentence-transformers for a model "
+             "folder when installed)")
+
+
 def add_encoder_options(parser) -> None:
-    """Add ``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``, ``--no-cache``."""
+    """Add the encoder options.
+
+    ``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``, ``--no-cache`` and
+    ``--encoder-backend``.
+    """
     g = parser.add_argument_group(
         "encoder (instead of --embedding; needs pip install 'bayesbias[contextual]')")
     g.add_argument("--encoder", metavar="NAME_OR_PATH", default=None,
@@ -36,6 +54,7 @@ def add_encoder_options(parser) -> None:
                    help="corpus sentences drawn per word (default %(default)s)")
     g.add_argument("--no-cache", dest="encoder_cache", action="store_false",
                    help="do not read or write the on-disk cache of encoder vectors")
+    add_backend_option(g)
 
 
 def source_from_args(args):
@@ -53,7 +72,8 @@ def source_from_args(args):
     seed = getattr(args, "seed", None)
     return EncoderSource(args.encoder, how=how, corpus=args.corpus, contexts=args.contexts,
                          seed=defaults.seed if seed is None else int(seed),
-                         templates=templates, cache=args.encoder_cache)
+                         templates=templates, cache=args.encoder_cache,
+                         backend=getattr(args, "encoder_backend", "auto"))
 
 
 def use_encoder(parser, args) -> None:

@@ -404,6 +404,8 @@ class EncoderSource:
         Templates for ``how="templates"`` (default: SEAT's, with a word list's own).
     cache : bool
         Use the on-disk vector cache.
+    backend : {"auto", "onnxruntime", "sentence-transformers"}
+        What runs the encoder (:func:`~bayesbias.encoders.load_encoder`).
     """
 
     name: str
@@ -414,6 +416,7 @@ class EncoderSource:
     templates: Templates | None = None
     cache: bool = True
     batch_size: int = 64
+    backend: str = "auto"
     _encoder: Encoder | None = field(default=None, repr=False, compare=False)
     _corpus: list | None = field(default=None, repr=False, compare=False)
 
@@ -435,14 +438,15 @@ class EncoderSource:
         """Plain JSON data: what the vectors were made from."""
         return {"encoder": self.name, "how": self.how, "corpus": self.corpus,
                 "contexts": int(self.contexts) if self.how == "contexts" else None,
-                "seed": int(self.seed), "cache": bool(self.cache)}
+                "seed": int(self.seed), "cache": bool(self.cache), "backend": self.backend}
 
     @property
     def encoder(self) -> Encoder:
         """The loaded encoder (loaded once)."""
         if self._encoder is None:
             self._encoder = load_encoder(self.name, cache=self.cache,
-                                         batch_size=self.batch_size)
+                                         batch_size=self.batch_size, backend=self.backend,
+                                         lazy=True)
         return self._encoder
 
     def sentences(self):

@@ -120,7 +120,8 @@ def settings_from_results(path, output: str | None = None):
         d = kwargs["embedding"]
         kwargs["embedding"] = EncoderSource(
             d["encoder"], how=d["how"], corpus=d.get("corpus"),
-            contexts=d.get("contexts") or 20, seed=d["seed"], cache=d.get("cache", True))
+            contexts=d.get("contexts") or 20, seed=d["seed"], cache=d.get("cache", True),
+            backend=d.get("backend", "auto"))
     if output is not None:
         kwargs["output"] = output
     return ReportSettings(**kwargs)
