@@ -23,7 +23,7 @@ import numpy as np
 
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, ModelSpecError
-from .cells import ATTRIBUTE_KINDS, Cells
+from .cells import ATTRIBUTE_KINDS, Cells, cell_mean_conditional
 from .spec import ModelSpec
 
 __all__ = ["cell_means", "row_effects", "card_lines", "validate", "marginal_kernel",
@@ -153,17 +153,14 @@ def _cell_layout(cells: Cells):
 
 def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
     """One flat float64 array: what ``cx_logp`` reads."""
-    from ._native import CODES
+    from .priors import kernel_row
 
     per = spec.residual_sd == "per_connection"
     kind, labels = _kinds(spec, cells)
     ns, no = (_NC if per else 1), max(len(labels), 1)
     rows = []
     for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
-        prior = spec.priors[name]
-        vals = [v for _, v in prior.params]
-        rows += [[CODES[prior.dist], float(prior.positive), *vals, *[0.0] * (3 - len(vals))]] \
-            * count
+        rows += [kernel_row(spec.priors[name])] * count
     smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
     _, ci, row_cell, n = _cell_layout(cells)
     return np.ascontiguousarray(np.concatenate([
@@ -241,17 +238,9 @@ def conditional_cell_means(m, t, s, v, cells: Cells, rng, chunk: int = 256) -> n
         vbar = np.zeros((vf[sl].shape[0], n_u, _NC))
         vbar[:, ui, ci] = (w @ vf[sl].T).T
         mm, tt, ss = mf[sl, None, :], tf[sl, None, :], sf[sl, None, :]
-        prec = 1.0 / (tt * tt) + n[None] / (ss * ss)
-        mean = (mm / (tt * tt) + n[None] * (ybar[None] - vbar) / (ss * ss)) / prec
+        mean, prec = cell_mean_conditional(mm, tt, ss, n[None], ybar[None] - vbar)
         of[sl] = mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
     return out
-
-
-def marginal_available() -> bool:
-    """Whether the C kernel is available (else the PyMC model is sampled)."""
-    from ._native import entry_points
-
-    return entry_points("crossed") is not None
 
 
 def marginal_kernel(spec: ModelSpec, cells: Cells):

@@ -26,7 +26,7 @@ import xarray as xr
 
 from ..config import CONNECTIONS
 from ..progress import progress
-from .cells import Cells
+from .cells import Cells, cell_mean_conditional
 
 __all__ = ["Block", "Kernel", "supports", "sample_marginal", "conditional_cell_means"]
 
@@ -54,7 +54,7 @@ class Kernel:
 
     ``names``, ``shapes``, ``dims``: the sampled (constrained) variables; ``data``: the flat
     array the C functions ``logp`` and ``expand`` read (``logp(dim, x, grad, logp, data)``,
-    ``expand(dim, expanded, x, out, data)``, numba cfuncs); ``init(rng)``: a start on the
+    ``expand(dim, expanded, x, out, data)``, :class:`~bayesbias.models._native.CFunc`); ``init(rng)``: a start on the
     unconstrained scale; ``complete(raw, rng)``: from the sampled draws (name -> array with
     leading chain, draw) the remaining posterior variables, name -> (dims, array), in
     posterior order, with ``mu`` last.
@@ -80,19 +80,26 @@ class Kernel:
 
 
 def supports(spec) -> bool:
-    """Whether `spec`'s family can be sampled with the cell means integrated out."""
+    """Whether `spec` can be sampled with the cell means integrated out.
+
+    Its family defines ``marginal_kernel`` or ``marginal_blocks`` (not None for `spec`), and
+    the compiled kernels are available (:func:`bayesbias.models._native.library`; without a
+    C compiler the PyMC model is sampled instead).
+    """
+    from ._native import library
     from .families import family_module
 
     mod = family_module(spec.family)
-    if getattr(mod, "marginal_kernel", None) is not None:
-        return getattr(mod, "marginal_available", lambda: True)()
-    fn = getattr(mod, "marginal_blocks", None)
-    return fn is not None and fn(spec) is not None
+    if getattr(mod, "marginal_kernel", None) is None:
+        fn = getattr(mod, "marginal_blocks", None)
+        if fn is None or fn(spec) is None:
+            return False
+    return library() is not None
 
 
 def _layout(spec):
-    from ._native import CODES
     from .families import family_module
+    from .priors import kernel_row
 
     mod = family_module(spec.family)
     blocks, fixed = mod.marginal_blocks(spec)
@@ -100,9 +107,7 @@ def _layout(spec):
     for b in blocks:
         size = _NC if b.per_connection else 1
         for i in range(size):
-            p = dict(b.prior.params)
-            vals = list(p.values()) + [0.0] * (3 - len(p))
-            rows.append([CODES[b.prior.dist], float(b.prior.positive), *vals])
+            rows.append(kernel_row(b.prior))
             col = np.zeros((3, _NC))
             r = {"M": 0, "I": 0, "T": 1, "S": 2}[b.role]
             if b.per_connection:
@@ -186,9 +191,8 @@ def conditional_cell_means(m, t, s, cells: Cells, rng) -> np.ndarray:
     """
     n = cells.n[None, None].astype(float)
     ybar = np.nan_to_num(cells.mean)[None, None]
-    m, t, s = m[:, :, None, :], t[:, :, None, :], s[:, :, None, :]
-    prec = 1.0 / (t * t) + n / (s * s)
-    mean = (m / (t * t) + n * ybar / (s * s)) / prec
+    mean, prec = cell_mean_conditional(m[:, :, None, :], t[:, :, None, :], s[:, :, None, :],
+                                       n, ybar)
     z = rng.standard_normal(np.broadcast_shapes(mean.shape))
     return mean + z / np.sqrt(prec)
 
@@ -370,9 +374,7 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
     names = [b.name for b in blocks]
     native = entry_points("cell")
     if native is None:
-        from . import _kernel
-
-        native = _kernel.logp_cfunc, _kernel.expand_cfunc
+        raise RuntimeError("no compiled kernels (no C compiler): check supports() first")
     logp, expand = native
 
     def complete(raw, rng):

@@ -13,6 +13,7 @@ import numpy as np
 from .._atomic import shipped_dir
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
+from .priors import DISTRIBUTIONS
 
 __all__ = [
     "Prior",
@@ -27,17 +28,6 @@ LEVELS = ("word", "class")
 RESIDUAL_SDS = ("per_connection", "single")
 #: Largest depth of ``extends`` chains in spec files.
 _MAX_EXTENDS = 8
-#: Distributions a prior may use, with their parameters (PyMC names) and whether positive.
-DISTRIBUTIONS = {
-    "Normal": (("mu", "sigma"), False),
-    "StudentT": (("nu", "mu", "sigma"), False),
-    "Exponential": (("lam",), True),
-    "HalfNormal": (("sigma",), True),
-    "HalfCauchy": (("beta",), True),
-    "HalfStudentT": (("nu", "sigma"), True),
-    "LogNormal": (("mu", "sigma"), True),
-    "Gamma": (("alpha", "beta"), True),
-}
 _KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors",
          "attribute_sd"}
 #: Families with pooled cell means (``noncentred`` applies).
@@ -66,7 +56,11 @@ def _choice(value, valid, what: str, source: str):
 
 @dataclass(frozen=True)
 class Prior:
-    """A prior distribution as data: a PyMC distribution name and its parameters."""
+    """A prior distribution as data: a distribution's name and its parameters.
+
+    The distributions and their parameters are the rows of
+    :data:`bayesbias.models.priors.DISTRIBUTIONS`.
+    """
 
     dist: str
     params: tuple[tuple[str, float], ...]
@@ -78,7 +72,7 @@ class Prior:
             raise ModelSpecError(f"{source}: prior {name!r} must be a table with a 'dist' key, "
                                  f"e.g. {{ dist = \"Normal\", mu = 1.0, sigma = 0.3 }}")
         dist = _choice(d["dist"], tuple(DISTRIBUTIONS), f"prior {name!r} dist", source)
-        needed, _ = DISTRIBUTIONS[dist]
+        needed = DISTRIBUTIONS[dist].params
         given = {k: v for k, v in d.items() if k != "dist"}
         if set(given) != set(needed):
             raise ModelSpecError(f"{source}: prior {name!r} ({dist}) needs parameters "
@@ -92,7 +86,7 @@ class Prior:
             if not np.isfinite(v):
                 raise ModelSpecError(f"{source}: prior {name!r} parameter {k} must be finite, "
                                      f"got {v}")
-            if k != "mu" and not v > 0:
+            if k not in DISTRIBUTIONS[dist].real and not v > 0:
                 raise ModelSpecError(f"{source}: prior {name!r} parameter {k} must be > 0, got {v}")
             params.append((k, float(v)))
         return cls(dist, tuple(params))
@@ -100,7 +94,7 @@ class Prior:
     @property
     def positive(self) -> bool:
         """Whether the distribution's support is the positive reals."""
-        return DISTRIBUTIONS[self.dist][1]
+        return DISTRIBUTIONS[self.dist].positive
 
     def to_dict(self) -> dict:
         """Return the prior as a plain mapping (round-trips through :meth:`from_dict`)."""
@@ -110,13 +104,13 @@ class Prior:
         """Create the PyMC random variable `name` (inside a model context)."""
         import pymc as pm
 
-        return getattr(pm, self.dist)(name, **dict(self.params), **kwargs)
+        return getattr(pm, DISTRIBUTIONS[self.dist].pymc)(name, **dict(self.params), **kwargs)
 
     def dist_(self):
         """Return the unnamed PyMC distribution (for ``pm.logp``)."""
         import pymc as pm
 
-        return getattr(pm, self.dist).dist(**dict(self.params))
+        return getattr(pm, DISTRIBUTIONS[self.dist].pymc).dist(**dict(self.params))
 
     def draw(self, rng, size=None):
         """Random draws from the prior with a NumPy generator.
@@ -126,23 +120,7 @@ class Prior:
         while simulation studies draw thousands of times. ``tests/test_models_spec.py``
         checks that both give the same distribution.
         """
-        p = dict(self.params)
-        d = self.dist
-        if d == "Normal":
-            return rng.normal(p["mu"], p["sigma"], size)
-        if d == "StudentT":
-            return p["mu"] + p["sigma"] * rng.standard_t(p["nu"], size)
-        if d == "Exponential":
-            return rng.exponential(1.0 / p["lam"], size)
-        if d == "HalfNormal":
-            return abs(rng.normal(0.0, p["sigma"], size))
-        if d == "HalfCauchy":
-            return abs(p["beta"] * rng.standard_cauchy(size))
-        if d == "HalfStudentT":
-            return abs(p["sigma"] * rng.standard_t(p["nu"], size))
-        if d == "LogNormal":
-            return rng.lognormal(p["mu"], p["sigma"], size)
-        return rng.gamma(p["alpha"], 1.0 / p["beta"], size)  # Gamma(alpha, rate beta)
+        return DISTRIBUTIONS[self.dist].sample(rng, dict(self.params), size)
 
     def __str__(self) -> str:
         args = ", ".join(f"{k}={v:g}" for k, v in self.params)
@@ -223,7 +201,7 @@ class ModelSpec:
             if not priors[p].positive:
                 raise ModelSpecError(
                     f"{source}: prior {p!r} is a scale and needs a positive distribution "
-                    f"({', '.join(k for k, (_, pos) in DISTRIBUTIONS.items() if pos)}), "
+                    f"({', '.join(k for k, row in DISTRIBUTIONS.items() if row.positive)}), "
                     f"got {priors[p].dist}")
         name = str(d.get("name", family))
         if noncentred != "auto":
