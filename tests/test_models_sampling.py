@@ -27,7 +27,7 @@ def assert_same_posterior(pairs, z_max=4.5, sd_tol=0.15):
         assert float(np.abs(sd_ratio - 1).max()) < sd_tol, (v, sd_ratio.values)
 
 
-# The additive model samples only its residual sd (m and co integrated out, a cached numba
+# The additive model samples only its residual sd (m and co integrated out, the compiled C
 # kernel): two short fits cost about a second.
 @pytest.fixture(scope="module")
 def additive_pair():
@@ -128,7 +128,7 @@ def test_fresh_processes_with_empty_compile_caches_give_identical_draws(tmp_path
         path = tmp_path / f"draws{k}.npy"
         subprocess.run([sys.executable, "-c", _FRESH, str(path)], env=env, check=True)
         out.append(np.load(path))
-    # the kernels were built and cached (C, or numba without a C compiler)
+    # the C kernels were built and cached (without a C compiler: the PyMC model, numba's cache)
     assert any((tmp_path / "bb0").rglob("*.so")) or any((tmp_path / "numba0").rglob("*.nbi"))
     assert np.array_equal(out[0], out[1])
 
@@ -217,9 +217,66 @@ def test_integrated_sampler_matches_the_full_model():
                            for v in ("mu_bar", "tau", "sigma", "mu")})
 
 
+def test_no_module_of_the_package_imports_numba():
+    """numba comes with nutpie's PyMC extra and is used only there (compiling a PyMC model);
+    the package's own kernels are C (models/_native.py)."""
+    import ast
+    from pathlib import Path
+
+    import bayesbias
+
+    found = []
+    for path in Path(bayesbias.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "numba"]
+    assert not found
+
+
+def test_the_default_sampler_skips_nutpies_wrapper():
+    """A default fit drives nutpie's compiled core: the ``nutpie`` package is not imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys, warnings; warnings.simplefilter('ignore')\n"
+            "from bayesbias.models import fit_model, _native\n"
+            "from bayesbias.testing import simulate_table\n"
+            "t, _ = simulate_table(seed=1, words_per_class=2, n_human=4, n_none=6)\n"
+            "f = fit_model(t, 'hierarchical', draws=50, tune=50, chains=1)\n"
+            "print(int(f.idata.attrs['marginal']), _native.library() is not None,"
+            " 'nutpie' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    if out[1] != "True":
+        pytest.skip("no working C compiler")
+    assert out == ["1", "True", "False"]
+
+
+def test_without_a_c_compiler_the_pymc_model_is_sampled(monkeypatch):
+    """No compiled kernels (``BAYESBIAS_KERNEL=pymc``, as without a C compiler): the PyMC model
+    is sampled through nutpie's public API; asking for the cell-marginal sampler is refused."""
+    from bayesbias.errors import ModelSpecError
+    from bayesbias.models import load_spec
+    from bayesbias.models.marginal import supports
+
+    monkeypatch.setenv("BAYESBIAS_KERNEL", "pymc")
+    assert not any(supports(load_spec(m)) for m in ("hierarchical", "additive", "crossed"))
+    table, _ = simulate_table(seed=4, words_per_class=2, n_human=6, n_none=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=2)
+    assert fit.idata.attrs["marginal"] == 0 and fit.idata.attrs["sampler"] == "nutpie"
+    assert np.isfinite(fit.posterior["mu"].values).all()
+    with pytest.raises(ModelSpecError, match="C compiler"):
+        fit_model(table, "hierarchical", draws=100, tune=100, chains=2, marginal=True)
+
+
 @pytest.mark.slow
-def test_numba_fallback_gives_the_same_draws_as_the_c_kernels(monkeypatch):
-    """Without a C compiler the numba kernels run: a fit's draws are unchanged (both families)."""
+def test_without_a_c_compiler_the_posterior_is_the_same(monkeypatch):
+    """The fallback (PyMC model, every cell mean sampled) against the compiled kernels: same
+    posterior within Monte Carlo error (4.5 MC standard errors, sds within 15%), both
+    families with a kernel of their own (hierarchical, additive)."""
     from bayesbias.models import _native
 
     if _native.library() is None:
@@ -227,11 +284,12 @@ def test_numba_fallback_gives_the_same_draws_as_the_c_kernels(monkeypatch):
     table, _ = simulate_table("additive", seed=4, words_per_class=3, n_human=20, n_none=40)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = [fit_model(table, m, draws=200, tune=200, chains=2, seed=2)
+        fits = [fit_model(table, m, draws=1000, tune=1000, chains=4, seed=2)
                 for m in ("hierarchical", "additive")]
-        monkeypatch.setattr(_native, "entry_points", lambda family: None)
-        again = [fit_model(table, m, draws=200, tune=200, chains=2, seed=2)
+        monkeypatch.setenv("BAYESBIAS_KERNEL", "pymc")
+        again = [fit_model(table, m, draws=1000, tune=1000, chains=4, seed=2)
                  for m in ("hierarchical", "additive")]
     for a, b in zip(fits, again, strict=True):
-        for v in a.posterior.data_vars:
-            assert np.array_equal(a.posterior[v].values, b.posterior[v].values), v
+        assert a.idata.attrs["marginal"] == 1 and b.idata.attrs["marginal"] == 0
+        assert_same_posterior({v: (a.posterior[v], b.posterior[v])
+                               for v in ("sigma", "mu")})

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["source", "FLAGS", "library", "cache_dir", "entry_points", "pack_cells",
-           "pack_additive"]
+__all__ = ["source", "FLAGS", "library", "cache_dir", "entry_points", "prior_logp",
+           "pack_cells", "pack_additive"]
 
 #: No fast-math and no FMA contraction: the same IEEE operations wherever it is built.
 FLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
@@ -45,6 +45,11 @@ static const double LOG_2PI = 1.8378770664093453;  /* math.log(2 * math.pi) */
 static const double PI = 3.141592653589793;
 
 /*@PRIOR@*/
+/* the generated prior() itself, for the tests */
+double bb_prior(int64_t code, double p1, double p2, double p3, double v, double *g) {
+    return prior((int)code, p1, p2, p3, v, g);
+}
+
 /* ---- hierarchical-type families (layout of pack_cells) ---- */
 int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
     int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], j, c, i;
@@ -533,6 +538,22 @@ def entry_points(family: str):
         return None
     prefix = {"cell": "cm", "additive": "add", "crossed": "cx"}[family]
     return CFunc(lib, f"{prefix}_logp", 5), CFunc(lib, f"{prefix}_expand", 5)
+
+
+def prior_logp(prior, v: float) -> tuple[float, float]:
+    """Log-density of `prior` at `v` and its derivative, through the compiled ``prior()``."""
+    from .priors import kernel_row
+
+    lib = library()
+    if lib is None:
+        raise RuntimeError("no compiled kernels (no working C compiler)")
+    fn = lib.bb_prior
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_int64] + [ctypes.c_double] * 4 + [ctypes.POINTER(ctypes.c_double)]
+    row = kernel_row(prior)
+    g = ctypes.c_double()
+    lp = fn(int(row[0]), row[2], row[3], row[4], float(v), ctypes.byref(g))
+    return lp, g.value
 
 
 def pack_cells(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,

@@ -919,8 +919,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     elif marginal and not (sampler == "nutpie" and likelihood == "sufficient"
                            and supports(spec)):
         raise ModelSpecError(f"model {spec.name!r}: the cell-marginal sampler needs the "
-                             "nutpie sampler, the sufficient likelihood and a family that "
-                             "supports it")
+                             "nutpie sampler, the sufficient likelihood, a family that "
+                             "supports it and a working C compiler (its kernels)")
     progress.info("sampling %s with %s%s: %d chains x (%d tune + %d draws), %d rows in %d "
                   "cells", spec.name, sampler, " (cell means integrated out)" if marginal
                   else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
