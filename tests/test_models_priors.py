@@ -96,7 +96,7 @@ def test_a_spec_names_the_valid_distributions():
 
 
 def test_a_new_prior_is_one_table_row(inverse_gamma):
-    """Register InverseGamma: validation, draws, the compiled density, a fit, the exact posterior."""
+    """Register InverseGamma: validation, draws, compiled density, a fit, the exact posterior."""
     from bayesbias.datasets import published_table
     from bayesbias.models import fit_model
     from bayesbias.studies.exact_posterior import prior_logpdf
@@ -120,8 +120,11 @@ def test_a_new_prior_is_one_table_row(inverse_gamma):
 
 @pytest.mark.slow
 def test_a_new_prior_fits_as_the_pymc_reference_does(inverse_gamma):
-    """The compiled kernel with the new row and the PyMC model (nutpie, every cell mean
-    sampled) give the same posterior: means within 4.5 MC standard errors, sds within 15%."""
+    """A registered prior: the compiled kernel gives the PyMC reference's posterior.
+
+    The PyMC model through nutpie (every cell mean sampled): means within 4.5 Monte Carlo
+    standard errors, sds within 15%.
+    """
     from bayesbias.datasets import published_table
     from bayesbias.models import fit_model
 

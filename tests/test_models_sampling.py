@@ -218,8 +218,11 @@ def test_integrated_sampler_matches_the_full_model():
 
 
 def test_no_module_of_the_package_imports_numba():
-    """numba comes with nutpie's PyMC extra and is used only there (compiling a PyMC model);
-    the package's own kernels are C (models/_native.py)."""
+    """No module of the package imports numba.
+
+    numba comes with nutpie's PyMC extra and is used only there (compiling a PyMC model); the
+    package's own kernels are C (models/_native.py).
+    """
     import ast
     from pathlib import Path
 
@@ -254,8 +257,11 @@ def test_the_default_sampler_skips_nutpies_wrapper():
 
 
 def test_without_a_c_compiler_the_pymc_model_is_sampled(monkeypatch):
-    """No compiled kernels (``BAYESBIAS_KERNEL=pymc``, as without a C compiler): the PyMC model
-    is sampled through nutpie's public API; asking for the cell-marginal sampler is refused."""
+    """Without compiled kernels the PyMC model is sampled through nutpie's public API.
+
+    ``BAYESBIAS_KERNEL=pymc`` acts as a missing C compiler; asking for the cell-marginal
+    sampler is then refused.
+    """
     from bayesbias.errors import ModelSpecError
     from bayesbias.models import load_spec
     from bayesbias.models.marginal import supports
@@ -274,9 +280,12 @@ def test_without_a_c_compiler_the_pymc_model_is_sampled(monkeypatch):
 
 @pytest.mark.slow
 def test_without_a_c_compiler_the_posterior_is_the_same(monkeypatch):
-    """The fallback (PyMC model, every cell mean sampled) against the compiled kernels: same
-    posterior within Monte Carlo error (4.5 MC standard errors, sds within 15%), both
-    families with a kernel of their own (hierarchical, additive)."""
+    """The no-compiler fallback gives the compiled kernels' posterior.
+
+    The PyMC model (every cell mean sampled) against the C kernels: posterior means within 4.5
+    Monte Carlo standard errors, sds within 15%, for both kinds of kernel (hierarchical,
+    additive).
+    """
     from bayesbias.models import _native
 
     if _native.library() is None:

@@ -461,7 +461,7 @@ _LIBS: dict = {}
 
 
 def source() -> str:
-    """The C source of the kernels, with ``prior()`` generated from the priors' table."""
+    """Return the kernels' C source, with ``prior()`` generated from the priors' table."""
     from .priors import c_source
 
     return _TEMPLATE.replace("/*@PRIOR@*/", c_source())
@@ -532,7 +532,7 @@ class CFunc:
 
 
 def entry_points(family: str):
-    """``(logp, expand)`` of `family` ("cell", "additive" or "crossed") as :class:`CFunc`, or None."""
+    """``(logp, expand)`` of `family` ("cell", "additive", "crossed") as :class:`CFunc`, or None."""
     lib = library()
     if lib is None:
         return None

@@ -54,7 +54,8 @@ class Kernel:
 
     ``names``, ``shapes``, ``dims``: the sampled (constrained) variables; ``data``: the flat
     array the C functions ``logp`` and ``expand`` read (``logp(dim, x, grad, logp, data)``,
-    ``expand(dim, expanded, x, out, data)``, :class:`~bayesbias.models._native.CFunc`); ``init(rng)``: a start on the
+    ``expand(dim, expanded, x, out, data)``, each a
+    :class:`~bayesbias.models._native.CFunc`); ``init(rng)``: a start on the
     unconstrained scale; ``complete(raw, rng)``: from the sampled draws (name -> array with
     leading chain, draw) the remaining posterior variables, name -> (dims, array), in
     posterior order, with ``mu`` last.

@@ -80,7 +80,7 @@ def unregister(name: str) -> None:
 
 
 def code(name: str) -> int:
-    """The kernels' integer code of distribution `name` (its position in the table)."""
+    """Return the kernels' integer code of distribution `name` (its position in the table)."""
     return list(DISTRIBUTIONS).index(name)
 
 
@@ -111,7 +111,7 @@ def ppf(prior, q):
 
 
 def c_source() -> str:
-    """The C function ``prior(code, p1, p2, p3, v, &g)`` generated from the table."""
+    """Return the C function ``prior(code, p1, p2, p3, v, &g)`` generated from the table."""
     parts = ["/* Log-density of one prior at v (return) and its derivative in v (*g);",
              "   generated from bayesbias.models.priors.DISTRIBUTIONS. */",
              "static double prior(int code, double p1, double p2, double p3, double v, "
