@@ -35,6 +35,10 @@ PARAMETERS = ("mu_bar", "tau", "sigma", "omega")
 GROUP_MEAN = "mu_bar"
 #: Whether attribute effects share one sd or have one per attribute kind.
 ATTRIBUTE_SDS = ("shared", "per_kind")
+#: The spec's ``noncentred`` choice applies (cell means pooled).
+NONCENTRED = True
+#: Spec keys of this family alone, with their defaults.
+SPEC_KEYS = {"attribute_sd": "shared"}
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
@@ -52,6 +56,11 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  mu_bar[c] ~ {p['mu_bar']}",
             f"  tau[c] ~ {p['tau']}",
             f"  {o.split('[')[0]} ~ {p['omega']}"]
+
+
+def n_effects(cells: Cells) -> int:
+    """Values per draw beyond the cell means: one effect per attribute word."""
+    return len(cells.attributes) if cells.attributes is not None else 0
 
 
 def validate(spec: ModelSpec, source: str) -> None:

@@ -19,6 +19,7 @@ from ..validation import validate_int, validate_probability
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import cells_from_table
 from .diagnostics import HELPERS, check
+from .families import family_module
 from .files import _data_groups
 from .result import Fit
 from .spec import load_spec
@@ -183,8 +184,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
-    n_attr = (len(cells.attributes) if spec.family == "crossed" and cells.attributes is not None
-              else 0)
+    family = family_module(spec.family)
+    n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
     draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
                                           n_attr)
     seed = defaults.seed if seed is None else int(seed)
@@ -239,7 +240,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         wall_time_s=round(wall, 3),
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
-    if spec.family in ("hierarchical", "crossed") and not marginal:
+    if getattr(family, "NONCENTRED", False) and not marginal:
         tree.attrs["noncentred"] = json.dumps(list(noncentred))
     if "attribute_noncentred" in idata.posterior.attrs:
         tree.attrs["attribute_noncentred"] = int(idata.posterior.attrs["attribute_noncentred"])

@@ -28,10 +28,26 @@ LEVELS = ("word", "class")
 RESIDUAL_SDS = ("per_connection", "single")
 #: Largest depth of ``extends`` chains in spec files.
 _MAX_EXTENDS = 8
-_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors",
-         "attribute_sd"}
-#: Families with pooled cell means (``noncentred`` applies).
-_POOLED = ("hierarchical", "crossed")
+#: Keys every spec may have; a family adds its own (``SPEC_KEYS`` of its module).
+_BASE_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors"}
+
+
+def _family_keys() -> dict[str, str]:
+    """Spec keys of single families: key -> the family it belongs to."""
+    from .families import FAMILIES, family_module
+
+    return {k: f for f in FAMILIES for k in getattr(family_module(f), "SPEC_KEYS", {})}
+
+
+def _all_keys() -> set[str]:
+    return _BASE_KEYS | set(_family_keys())
+
+
+def _pooled() -> tuple[str, ...]:
+    """Families with pooled cell means (their module sets ``NONCENTRED``)."""
+    from .families import FAMILIES, family_module
+
+    return tuple(f for f in FAMILIES if getattr(family_module(f), "NONCENTRED", False))
 
 
 def __getattr__(name):
@@ -163,10 +179,11 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, d: dict, source: str = "spec") -> ModelSpec:
         """Validate a spec mapping (as read from TOML); errors list the valid choices."""
-        unknown = sorted(set(d) - _KEYS)
+        keys = _all_keys()
+        unknown = sorted(set(d) - keys)
         if unknown:
             raise ModelSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: "
-                                 f"{', '.join(sorted(_KEYS))}")
+                                 f"{', '.join(sorted(keys))}")
         from .families import FAMILIES, family_module
 
         family = _choice(d.get("family"), tuple(FAMILIES), "family", source)
@@ -174,12 +191,14 @@ class ModelSpec:
         level = _choice(d.get("level", "word"), LEVELS, "level", source)
         residual_sd = _choice(d.get("residual_sd", "per_connection"), RESIDUAL_SDS,
                               "residual_sd", source)
-        noncentred = d.get("noncentred", "auto" if family in _POOLED else [])
-        if noncentred and family not in _POOLED:
+        pooled = _pooled()
+        noncentred = d.get("noncentred", "auto" if family in pooled else [])
+        if noncentred and family not in pooled:
             raise ModelSpecError(f"{source}: noncentred applies to the "
-                                 f"{' and '.join(_POOLED)} families only")
-        if "attribute_sd" in d and family != "crossed":
-            raise ModelSpecError(f"{source}: attribute_sd applies to the crossed family only")
+                                 f"{' and '.join(pooled)} families only")
+        for key, owner in _family_keys().items():
+            if key in d and owner != family:
+                raise ModelSpecError(f"{source}: {key} applies to the {owner} family only")
         if noncentred != "auto":
             if isinstance(noncentred, str) or not isinstance(noncentred, (list, tuple)):
                 raise ModelSpecError(
@@ -209,7 +228,8 @@ class ModelSpec:
         spec = cls(name=name, family=family, level=level, residual_sd=residual_sd,
                    noncentred=noncentred, priors=priors,
                    description=str(d.get("description", "")),
-                   attribute_sd=d.get("attribute_sd", "shared"))
+                   **{k: d.get(k, default)
+                      for k, default in getattr(fam, "SPEC_KEYS", {}).items()})
         if hasattr(fam, "validate"):
             fam.validate(spec, source)
         return spec
@@ -219,11 +239,14 @@ class ModelSpec:
         d = {"name": self.name, "family": self.family, "description": self.description,
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
-        if self.family in _POOLED:
+        from .families import family_module
+
+        fam = family_module(self.family)
+        if getattr(fam, "NONCENTRED", False):
             d["noncentred"] = (self.noncentred if self.noncentred == "auto"
                                else list(self.noncentred))
-        if self.family == "crossed":
-            d["attribute_sd"] = self.attribute_sd
+        for key in getattr(fam, "SPEC_KEYS", {}):
+            d[key] = getattr(self, key)
         return d
 
     def to_json(self) -> str:
@@ -247,10 +270,11 @@ class ModelSpec:
         Prior overrides may be :class:`Prior` objects or mappings and are merged into the
         existing priors.
         """
-        unknown = sorted(set(overrides) - (_KEYS - {"family"}))
+        valid = _all_keys() - {"family"}
+        unknown = sorted(set(overrides) - valid)
         if unknown:
             raise ModelSpecError(f"unknown spec override(s) {', '.join(unknown)}; valid: "
-                                 f"{', '.join(sorted(_KEYS - {'family'}))}")
+                                 f"{', '.join(sorted(valid))}")
         d = self.to_dict()
         priors = overrides.pop("priors", None) or {}
         d["priors"].update({k: v.to_dict() if isinstance(v, Prior) else v

@@ -42,8 +42,10 @@ def supports(spec) -> bool:
 
     Hierarchical family, one residual sd per connection, Normal ``mu_bar`` prior.
     """
-    return (spec.family == "hierarchical" and spec.residual_sd == "per_connection"
-            and spec.priors["mu_bar"].dist == "Normal")
+    from ..models.families import family_module
+
+    return (getattr(family_module(spec.family), "EXACT_MARGINAL", False)
+            and spec.residual_sd == "per_connection" and spec.priors["mu_bar"].dist == "Normal")
 
 
 def _check(spec) -> None:
