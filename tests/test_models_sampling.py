@@ -302,3 +302,68 @@ def test_without_a_c_compiler_the_posterior_is_the_same(monkeypatch):
         assert a.idata.attrs["marginal"] == 1 and b.idata.attrs["marginal"] == 0
         assert_same_posterior({v: (a.posterior[v], b.posterior[v])
                                for v in ("sigma", "mu")})
+
+
+def _kernels():
+    from bayesbias.models import cells_from_table, load_spec
+    from bayesbias.models.additive import marginal_kernel
+    from bayesbias.models.crossed import marginal_kernel as crossed_kernel
+    from bayesbias.models.marginal import _blocks_kernel
+
+    table, _ = simulate_table("crossed", seed=4, words_per_class=3, n_human=12, n_none=20)
+    cells = cells_from_table(table)
+    return [_blocks_kernel(load_spec("hierarchical_authors"), cells),  # low-rank adaptation
+            marginal_kernel(load_spec("additive", residual_sd="per_connection"), cells),
+            crossed_kernel(load_spec("crossed"), cells)]  # expands to more values than it samples
+
+
+def test_public_nutpie_api_gives_the_core_drivers_draws(monkeypatch):
+    """Forcing nutpie's public API (``BAYESBIAS_NUTPIE=public``) changes no draw or statistic."""
+    import xarray as xr
+
+    from bayesbias.models import _native, _nutpie
+
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    for kernel in _kernels():
+        def init(s, kernel=kernel):
+            return kernel.init(np.random.default_rng([3, s]))
+
+        monkeypatch.delenv("BAYESBIAS_NUTPIE", raising=False)
+        assert _nutpie.core_usable()
+        post, stats = _nutpie.run(kernel, init, "test", 100, 100, 2, 2, 3, 0.85)
+        monkeypatch.setenv("BAYESBIAS_NUTPIE", "public")
+        assert not _nutpie.core_usable()
+        post2, stats2 = _nutpie.run(kernel, init, "test", 100, 100, 2, 2, 3, 0.85)
+        xr.testing.assert_equal(post, post2)
+        plain = [v for v in stats.data_vars if stats[v].dtype != object]
+        assert set(stats.data_vars) == set(stats2.data_vars)
+        xr.testing.assert_equal(stats[plain], stats2[plain])
+
+
+def test_a_changed_nutpie_core_falls_back_to_the_public_api(monkeypatch):
+    """A core without a name the driver calls, or whose calls fail, is not used."""
+    from bayesbias.models import _native, _nutpie
+
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    kernel = _kernels()[1]
+    used = []
+    real = _nutpie._run_public
+    monkeypatch.setattr(_nutpie, "_run_public", lambda *a: used.append(1) or real(*a))
+
+    def init(s):
+        return kernel.init(np.random.default_rng([3, s]))
+
+    monkeypatch.setattr(_nutpie, "_CORE_NAMES", _nutpie._CORE_NAMES + ("NoSuchName",))
+    assert not _nutpie.core_usable()
+    post, _ = _nutpie.run(kernel, init, "test", 50, 50, 1, 1, 3, 0.8)
+    monkeypatch.undo()
+    monkeypatch.setattr(_nutpie, "_run_public", lambda *a: used.append(2) or real(*a))
+
+    def changed(*a, **k):
+        raise TypeError("PyMcModel() takes 7 positional arguments but 8 were given")
+
+    monkeypatch.setattr(_nutpie, "_core_sampler", changed)
+    post2, _ = _nutpie.run(kernel, init, "test", 50, 50, 1, 1, 3, 0.8)
+    assert used == [1, 2] and np.array_equal(post["sigma"].values, post2["sigma"].values)

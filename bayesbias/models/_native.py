@@ -522,11 +522,12 @@ def library():
 class CFunc:
     """A C entry point: its ``address`` (for nutpie) and its ``ctypes`` function."""
 
-    def __init__(self, lib, name: str, nargs: int):
+    def __init__(self, lib, name: str, n_sizes: int):
         fn = getattr(lib, name)
         fn.restype = ctypes.c_int64
-        args = [ctypes.c_uint64] * (nargs - 4) + [ctypes.POINTER(ctypes.c_double)] * 4
-        fn.argtypes = args
+        # logp(dim, x, grad, logp, data): one size; expand(dim, expanded, x, out, data): two
+        fn.argtypes = [ctypes.c_uint64] * n_sizes + [ctypes.POINTER(ctypes.c_double)] * \
+            (5 - n_sizes)
         self.ctypes = fn
         self.address = ctypes.cast(fn, ctypes.c_void_p).value
 
@@ -537,7 +538,7 @@ def entry_points(family: str):
     if lib is None:
         return None
     prefix = {"cell": "cm", "additive": "add", "crossed": "cx"}[family]
-    return CFunc(lib, f"{prefix}_logp", 5), CFunc(lib, f"{prefix}_expand", 5)
+    return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{prefix}_expand", 2)
 
 
 def prior_logp(prior, v: float) -> tuple[float, float]:
