@@ -2,8 +2,8 @@
 
 ``mu[u, c] = m[u] + co[c]`` with Normal priors on ``m`` and ``co`` is linear-Gaussian given the
 residual sd, so the default sampler integrates ``theta = (m, co)`` out exactly: nutpie samples
-only the log residual sd(s) on the marginal density (:mod:`._kernel_additive`, a cached numba
-function: nothing compiled per table, no ridge), and every draw of ``theta`` then comes from
+only the log residual sd(s) on the marginal density (``add_logp`` in :mod:`._native`, a C
+function compiled once per machine: nothing compiled per table, no ridge), and every draw of ``theta`` then comes from
 its exact Gaussian conditional (:func:`conditional_theta`). The joint draws have exactly the
 posterior of the full model.
 
