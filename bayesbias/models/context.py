@@ -70,7 +70,7 @@ def load_context_spec(name_or_path="context") -> ContextSpec:
         raise ModelSpecError(f"{path}: [priors] needs exactly {', '.join(CONTEXT_PRIORS)}")
     priors = {k: Prior.from_dict(raw[k], k, str(path)) for k in CONTEXT_PRIORS}
     for k in _SCALES:
-        if priors[k].dist in ("Normal", "StudentT"):
+        if not priors[k].positive:
             raise ModelSpecError(f"{path}: prior {k!r} is a scale and needs a positive "
                                  f"distribution, not {priors[k].dist}")
     return ContextSpec(str(data.get("name", path.stem)), priors,
@@ -225,7 +225,7 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
     cells = context_cells(table)
     present = [c for c in CONNECTIONS if (cells["c"] == c).any()]
     words = sorted(cells["w"].unique())
-    from .fit import _check_settings  # the same bounds (and memory bound) as every fit
+    from .sampling import _check_settings  # the same bounds (and memory bound) as every fit
 
     draws, tune, chains = _check_settings(draws, tune, chains, 0.8, len(words) * len(present))
     wi = cells["w"].map({w: i for i, w in enumerate(words)}).to_numpy()
