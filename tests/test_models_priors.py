@@ -128,7 +128,7 @@ def test_a_new_prior_fits_as_the_pymc_reference_does(inverse_gamma):
     from bayesbias.datasets import published_table
     from bayesbias.models import fit_model
 
-    from .test_models_sampling import assert_same_posterior
+    from test_models_sampling import assert_same_posterior  # tests/ is on sys.path
 
     spec = load_spec("hierarchical", priors={
         "tau": {"dist": "InverseGamma", "alpha": 3.0, "beta": 0.2}})
