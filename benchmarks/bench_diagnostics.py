@@ -1,4 +1,4 @@
-"""Does a fit's report need the hand-written rank diagnostics (models/_rank_diagnostics.py)?
+"""Whether a fit's report needs the hand-written rank diagnostics (_rank_diagnostics.py).
 
 Fits the shipped religion / Reddit table with the hierarchical and the crossed (default)
 model at the default settings, then computes the r-hat and bulk / tail ESS of every

@@ -125,10 +125,10 @@ def test_a_new_prior_fits_as_the_pymc_reference_does(inverse_gamma):
     The PyMC model through nutpie (every cell mean sampled): means within 4.5 Monte Carlo
     standard errors, sds within 15%.
     """
+    from test_models_sampling import assert_same_posterior  # tests/ is on sys.path
+
     from bayesbias.datasets import published_table
     from bayesbias.models import fit_model
-
-    from test_models_sampling import assert_same_posterior  # tests/ is on sys.path
 
     spec = load_spec("hierarchical", priors={
         "tau": {"dist": "InverseGamma", "alpha": 3.0, "beta": 0.2}})

@@ -3,9 +3,9 @@
 ``mu[u, c] = m[u] + co[c]`` with Normal priors on ``m`` and ``co`` is linear-Gaussian given the
 residual sd, so the default sampler integrates ``theta = (m, co)`` out exactly: nutpie samples
 only the log residual sd(s) on the marginal density (``add_logp`` in :mod:`._native`, a C
-function compiled once per machine: nothing compiled per table, no ridge), and every draw of ``theta`` then comes from
-its exact Gaussian conditional (:func:`conditional_theta`). The joint draws have exactly the
-posterior of the full model.
+function compiled once per machine: nothing compiled per table, no ridge), and every draw of
+``theta`` then comes from its exact Gaussian conditional (:func:`conditional_theta`). The
+joint draws have exactly the posterior of the full model.
 
 The PyMC model (``--sampler pymc``, the reference path) keeps ``theta``: it has a ridge
 (adding t to every m and subtracting t from every co leaves the likelihood unchanged), which
