@@ -38,10 +38,10 @@ DRIVERS = ("core", "public")
 
 #: Wall time per process that the core driver saves over the public one (seconds): a small
 #: default fit in a fresh process, median of 5, ``python benchmarks/bench_nutpie_core.py``
-#: (core 12.1 s, public 14.0 s; 2 cores at a load average of 11, so absolute times are
-#: inflated; the issue measured 1.3-1.5 s on a quieter machine). Not the "about 3 s" once
-#: stated here.
-MEASURED_SAVING_S = 1.9
+#: on 2 shared cores: core 5.6 s, public 7.8 s (ratio 1.40) at a load average of 6; 12.1 s
+#: and 14.0 s (1.9 s saved) at 11. Loading alone: 1.5 s against 5.9 s for ``import nutpie``.
+#: The issue measured 1.3-1.5 s on a quieter machine; not the "about 3 s" once stated here.
+MEASURED_SAVING_S = 2.2
 
 #: The core's names the core driver calls.
 _CORE_NAMES = ("LogpFunc", "ExpandFunc", "PyVariable", "PyMcModel", "PyNutsSettings",
