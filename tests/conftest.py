@@ -1,6 +1,6 @@
 """Shared fixtures: one small real fit per session; how pytest-xdist spreads the tests.
 
-The default sampler compiles nothing per table (a cached numba kernel, loaded once per
+The default sampler compiles nothing per table (a cached C kernel, loaded once per
 process); model tests that need the PyMC/PyTensor path build one small model each.
 """
 

@@ -158,3 +158,14 @@ def test_result_shapes_and_given_variance_checked():
     for bad in (float("inf"), float("nan"), 0.0):
         with pytest.raises(InvalidArgumentError, match="variance"):
             groupwise_disparity(cost, ann, variance=bad)
+
+
+def test_hdi_is_arvizs():
+    """The interval helper gives ``arviz.hdi``'s bounds without importing ArviZ's plotting."""
+    import arviz as az
+    import numpy as np
+
+    from bayesbias.classifier.bernstein import _hdi
+
+    x = np.random.default_rng(0).gamma(2.0, 1.0, 4000)
+    assert _hdi(x, 0.9) == tuple(float(v) for v in np.asarray(az.hdi(x, prob=0.9)).ravel())

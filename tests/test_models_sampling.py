@@ -27,7 +27,7 @@ def assert_same_posterior(pairs, z_max=4.5, sd_tol=0.15):
         assert float(np.abs(sd_ratio - 1).max()) < sd_tol, (v, sd_ratio.values)
 
 
-# The additive model samples only its residual sd (m and co integrated out, a cached numba
+# The additive model samples only its residual sd (m and co integrated out, the compiled C
 # kernel): two short fits cost about a second.
 @pytest.fixture(scope="module")
 def additive_pair():
@@ -128,7 +128,7 @@ def test_fresh_processes_with_empty_compile_caches_give_identical_draws(tmp_path
         path = tmp_path / f"draws{k}.npy"
         subprocess.run([sys.executable, "-c", _FRESH, str(path)], env=env, check=True)
         out.append(np.load(path))
-    # the kernels were built and cached (C, or numba without a C compiler)
+    # the C kernels were built and cached (without a C compiler: the PyMC model, numba's cache)
     assert any((tmp_path / "bb0").rglob("*.so")) or any((tmp_path / "numba0").rglob("*.nbi"))
     assert np.array_equal(out[0], out[1])
 
@@ -217,9 +217,75 @@ def test_integrated_sampler_matches_the_full_model():
                            for v in ("mu_bar", "tau", "sigma", "mu")})
 
 
+def test_no_module_of_the_package_imports_numba():
+    """No module of the package imports numba.
+
+    numba comes with nutpie's PyMC extra and is used only there (compiling a PyMC model); the
+    package's own kernels are C (models/_native.py).
+    """
+    import ast
+    from pathlib import Path
+
+    import bayesbias
+
+    found = []
+    for path in Path(bayesbias.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "numba"]
+    assert not found
+
+
+def test_the_default_sampler_skips_nutpies_wrapper():
+    """A default fit drives nutpie's compiled core: the ``nutpie`` package is not imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys, warnings; warnings.simplefilter('ignore')\n"
+            "from bayesbias.models import fit_model, _native\n"
+            "from bayesbias.testing import simulate_table\n"
+            "t, _ = simulate_table(seed=1, words_per_class=2, n_human=4, n_none=6)\n"
+            "f = fit_model(t, 'hierarchical', draws=50, tune=50, chains=1)\n"
+            "print(int(f.idata.attrs['marginal']), _native.library() is not None,"
+            " 'nutpie' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    if out[1] != "True":
+        pytest.skip("no working C compiler")
+    assert out == ["1", "True", "False"]
+
+
+def test_without_a_c_compiler_the_pymc_model_is_sampled(monkeypatch):
+    """Without compiled kernels the PyMC model is sampled through nutpie's public API.
+
+    ``BAYESBIAS_KERNEL=pymc`` acts as a missing C compiler; asking for the cell-marginal
+    sampler is then refused.
+    """
+    from bayesbias.errors import ModelSpecError
+    from bayesbias.models import load_spec
+    from bayesbias.models.marginal import supports
+
+    monkeypatch.setenv("BAYESBIAS_KERNEL", "pymc")
+    assert not any(supports(load_spec(m)) for m in ("hierarchical", "additive", "crossed"))
+    table, _ = simulate_table(seed=4, words_per_class=2, n_human=6, n_none=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=2)
+    assert fit.idata.attrs["marginal"] == 0 and fit.idata.attrs["sampler"] == "nutpie"
+    assert np.isfinite(fit.posterior["mu"].values).all()
+    with pytest.raises(ModelSpecError, match="C compiler"):
+        fit_model(table, "hierarchical", draws=100, tune=100, chains=2, marginal=True)
+
+
 @pytest.mark.slow
-def test_numba_fallback_gives_the_same_draws_as_the_c_kernels(monkeypatch):
-    """Without a C compiler the numba kernels run: a fit's draws are unchanged (both families)."""
+def test_without_a_c_compiler_the_posterior_is_the_same(monkeypatch):
+    """The no-compiler fallback gives the compiled kernels' posterior.
+
+    The PyMC model (every cell mean sampled) against the C kernels: posterior means within 4.5
+    Monte Carlo standard errors, sds within 15%, for both kinds of kernel (hierarchical,
+    additive).
+    """
     from bayesbias.models import _native
 
     if _native.library() is None:
@@ -227,11 +293,77 @@ def test_numba_fallback_gives_the_same_draws_as_the_c_kernels(monkeypatch):
     table, _ = simulate_table("additive", seed=4, words_per_class=3, n_human=20, n_none=40)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = [fit_model(table, m, draws=200, tune=200, chains=2, seed=2)
+        fits = [fit_model(table, m, draws=1000, tune=1000, chains=4, seed=2)
                 for m in ("hierarchical", "additive")]
-        monkeypatch.setattr(_native, "entry_points", lambda family: None)
-        again = [fit_model(table, m, draws=200, tune=200, chains=2, seed=2)
+        monkeypatch.setenv("BAYESBIAS_KERNEL", "pymc")
+        again = [fit_model(table, m, draws=1000, tune=1000, chains=4, seed=2)
                  for m in ("hierarchical", "additive")]
     for a, b in zip(fits, again, strict=True):
-        for v in a.posterior.data_vars:
-            assert np.array_equal(a.posterior[v].values, b.posterior[v].values), v
+        assert a.idata.attrs["marginal"] == 1 and b.idata.attrs["marginal"] == 0
+        assert_same_posterior({v: (a.posterior[v], b.posterior[v])
+                               for v in ("sigma", "mu")})
+
+
+def _kernels():
+    from bayesbias.models import cells_from_table, load_spec
+    from bayesbias.models.additive import marginal_kernel
+    from bayesbias.models.crossed import marginal_kernel as crossed_kernel
+    from bayesbias.models.marginal import _blocks_kernel
+
+    table, _ = simulate_table("crossed", seed=4, words_per_class=3, n_human=12, n_none=20)
+    cells = cells_from_table(table)
+    return [_blocks_kernel(load_spec("hierarchical_authors"), cells),  # low-rank adaptation
+            marginal_kernel(load_spec("additive", residual_sd="per_connection"), cells),
+            crossed_kernel(load_spec("crossed"), cells)]  # expands to more values than it samples
+
+
+def test_public_nutpie_api_gives_the_core_drivers_draws(monkeypatch):
+    """Forcing nutpie's public API (``BAYESBIAS_NUTPIE=public``) changes no draw or statistic."""
+    import xarray as xr
+
+    from bayesbias.models import _native, _nutpie
+
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    for kernel in _kernels():
+        def init(s, kernel=kernel):
+            return kernel.init(np.random.default_rng([3, s]))
+
+        monkeypatch.delenv("BAYESBIAS_NUTPIE", raising=False)
+        assert _nutpie.core_usable()
+        post, stats = _nutpie.run(kernel, init, "test", 100, 100, 2, 2, 3, 0.85)
+        monkeypatch.setenv("BAYESBIAS_NUTPIE", "public")
+        assert not _nutpie.core_usable()
+        post2, stats2 = _nutpie.run(kernel, init, "test", 100, 100, 2, 2, 3, 0.85)
+        xr.testing.assert_equal(post, post2)
+        plain = [v for v in stats.data_vars if stats[v].dtype != object]
+        assert set(stats.data_vars) == set(stats2.data_vars)
+        xr.testing.assert_equal(stats[plain], stats2[plain])
+
+
+def test_a_changed_nutpie_core_falls_back_to_the_public_api(monkeypatch):
+    """A core without a name the driver calls, or whose calls fail, is not used."""
+    from bayesbias.models import _native, _nutpie
+
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    kernel = _kernels()[1]
+    used = []
+    real = _nutpie._run_public
+    monkeypatch.setattr(_nutpie, "_run_public", lambda *a: used.append(1) or real(*a))
+
+    def init(s):
+        return kernel.init(np.random.default_rng([3, s]))
+
+    monkeypatch.setattr(_nutpie, "_CORE_NAMES", _nutpie._CORE_NAMES + ("NoSuchName",))
+    assert not _nutpie.core_usable()
+    post, _ = _nutpie.run(kernel, init, "test", 50, 50, 1, 1, 3, 0.8)
+    monkeypatch.undo()
+    monkeypatch.setattr(_nutpie, "_run_public", lambda *a: used.append(2) or real(*a))
+
+    def changed(*a, **k):
+        raise TypeError("PyMcModel() takes 7 positional arguments but 8 were given")
+
+    monkeypatch.setattr(_nutpie, "_core_sampler", changed)
+    post2, _ = _nutpie.run(kernel, init, "test", 50, 50, 1, 1, 3, 0.8)
+    assert used == [1, 2] and np.array_equal(post["sigma"].values, post2["sigma"].values)

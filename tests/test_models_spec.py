@@ -119,3 +119,78 @@ def test_prior_draw_has_the_distribution_of_pm_draw(prior):
     ours = p.draw(np.random.default_rng(0), 4000)
     theirs = pm.draw(p.dist_(), draws=4000, random_seed=1)
     assert stats.ks_2samp(ours, theirs).pvalue > 0.001
+
+
+def test_every_family_implements_the_protocol_and_ships_a_spec():
+    from bayesbias.models.families import FAMILIES, Family, family_module
+
+    shipped = {load_spec(n).family for n in available_models()}
+    for name in FAMILIES:
+        mod = family_module(name)
+        assert isinstance(mod, Family), name
+        assert set(mod.SCALES) <= set(mod.PRIORS), name
+        assert name in shipped, f"no shipped spec of family {name}"
+
+
+_NEW_FAMILY = '''
+"""A test family: the hierarchical model with one between-unit sd for all connections."""
+from bayesbias.models.marginal import Block
+
+PRIORS = ("mu_bar", "tau", "sigma")
+SCALES = ("tau", "sigma")
+PARAMETERS = ("mu_bar", "tau", "sigma")
+GROUP_MEAN = "mu_bar"
+
+
+def card_lines(spec, unit, s):
+    return [f"  mu[{unit}, c] ~ Normal(mu_bar[c], tau)"]
+
+
+def cell_means(spec, cells):
+    mu_bar = spec.priors["mu_bar"].create("mu_bar", dims="connection")
+    tau = spec.priors["tau"].create("tau")
+    import pymc as pm
+    return pm.Normal("mu", mu_bar, tau, dims=(cells.unit_dim, "connection"))
+
+
+def marginal_blocks(spec):
+    return ([Block("mu_bar", spec.priors["mu_bar"], "M"),
+             Block("tau", spec.priors["tau"], "T", per_connection=False),
+             Block("sigma", spec.priors["sigma"], "S")], {})
+
+
+def derived(values, m):
+    return {}
+'''
+
+
+def test_a_new_family_is_one_module_and_one_spec(tmp_path, monkeypatch):
+    """A family written as one module plus one spec file loads, prints and fits (the cell-
+    marginal sampler, with nothing else changed)."""
+    import sys
+    import warnings
+
+    import numpy as np
+
+    from bayesbias.models import _native, families, fit_model
+    from bayesbias.testing import simulate_table
+
+    (tmp_path / "shared_tau_family.py").write_text(_NEW_FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(families.FAMILIES, "shared_tau", "shared_tau_family")
+    (tmp_path / "shared_tau.toml").write_text(
+        'family = "shared_tau"\n[priors]\nmu_bar = { dist = "Normal", mu = 1.0, sigma = 0.3 }\n'
+        'tau = { dist = "Exponential", lam = 2.0 }\nsigma = { dist = "Exponential", lam = 2.0 }\n')
+    spec = load_spec(tmp_path / "shared_tau.toml")
+    assert "mu_bar[c], tau)" in spec.card()
+    assert "noncentred" not in spec.to_dict()
+    if _native.library() is None:
+        pytest.skip("no working C compiler")
+    table, _ = simulate_table(seed=2, words_per_class=3, n_human=10, n_none=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(table, spec, draws=200, tune=200, chains=2, seed=1)
+    assert fit.idata.attrs["marginal"] == 1
+    assert fit.posterior["tau"].dims == ("chain", "draw")
+    assert np.isfinite(fit.group_means()["mean"]).all()
+    sys.modules.pop("shared_tau_family", None)

@@ -349,9 +349,10 @@ def criterion(name: str) -> FairnessCriterion:
 
 
 def _hdi(draws: np.ndarray, prob: float) -> tuple[float, float]:
-    import arviz as az
+    """ArviZ's highest-density interval of 1-d `draws` (its array function: no plotting)."""
+    from arviz_stats.base import array_stats
 
-    lo, hi = np.asarray(az.hdi(np.asarray(draws, dtype=float), prob=prob)).ravel()[:2]
+    lo, hi = array_stats.hdi(np.asarray(draws, dtype=float).ravel(), prob)
     return float(lo), float(hi)
 
 

@@ -1,12 +1,16 @@
-"""The cell-marginal kernels as C, compiled once per machine with the system C compiler.
+"""The compiled kernels: the cell-marginal log-densities and gradients, as C.
 
-Same operations in the same order as the numba kernels (:mod:`._kernel`,
-:mod:`._kernel_additive`), compiled without FMA contraction or fast-math, so the log-density
-and gradient agree bit for bit (checked in ``tests/test_models_likelihood.py``) and a fit's
-draws do not depend on which one ran. Why: loading a cached numba function costs about a
-second in every process (numba's start-up) and compiling it 4-20 s on a cold cache, while
-``cc`` builds this file in a fraction of a second and ``ctypes`` loads it in milliseconds.
-Without a working C compiler the numba kernels are used.
+Compiled once per machine with the system C compiler, without FMA contraction or fast-math
+(so the same IEEE operations run wherever it is built). The priors' part, ``prior()``, is
+generated from the table in :mod:`bayesbias.models.priors`; the rest is written here.
+Checked against PyMC's log density of the same models and closed forms in
+``tests/test_models_likelihood.py``. Why C: ``cc`` builds this file in a fraction of a
+second and ``ctypes`` loads it in milliseconds, while a PyTensor graph compiles again in
+every process and for every table shape (10-30 s each).
+
+Without a working C compiler (or with ``BAYESBIAS_KERNEL=pymc``) :func:`library` returns
+None and :func:`bayesbias.models.fit_model` samples the PyMC model through nutpie's public
+API instead (same posterior, within Monte Carlo error; ``tests/test_models_sampling.py``).
 
 The library is cached as ``<cache>/kernels/cellmarginal-<hash>.so`` (``$BAYESBIAS_CACHE``,
 else ``$XDG_CACHE_HOME`` or ``~/.cache`` + ``bayesbias``), keyed by the source, the
@@ -26,17 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SOURCE", "FLAGS", "CODES", "library", "cache_dir", "entry_points", "pack_cells",
-           "pack_additive"]
+__all__ = ["source", "FLAGS", "library", "cache_dir", "entry_points", "prior_logp",
+           "pack_cells", "pack_additive"]
 
-#: Distribution codes of the priors (see :data:`bayesbias.models.spec.DISTRIBUTIONS`).
-CODES = {"Normal": 0, "StudentT": 1, "Exponential": 2, "HalfNormal": 3, "HalfCauchy": 4,
-         "HalfStudentT": 5, "LogNormal": 6, "Gamma": 7}
-
-#: No fast-math and no FMA contraction: the same IEEE operations as the numba kernels.
+#: No fast-math and no FMA contraction: the same IEEE operations wherever it is built.
 FLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-fast-math")
 
-SOURCE = r"""
+_TEMPLATE = r"""
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,53 +44,13 @@ SOURCE = r"""
 static const double LOG_2PI = 1.8378770664093453;  /* math.log(2 * math.pi) */
 static const double PI = 3.141592653589793;
 
-/* Log-density of one prior at v (return) and its derivative in v (*g). */
-static double prior(int code, double p1, double p2, double p3, double v, double *g) {
-    double z, c;
-    if (code == 0) {  /* Normal(mu, sigma) */
-        z = (v - p1) / p2;
-        *g = -z / p2;
-        return -0.5 * LOG_2PI - log(p2) - 0.5 * z * z;
-    }
-    if (code == 1) {  /* StudentT(nu, mu, sigma) */
-        z = (v - p2) / p3;
-        c = (lgamma(0.5 * (p1 + 1.0)) - lgamma(0.5 * p1) - 0.5 * log(p1 * PI) - log(p3));
-        *g = -(p1 + 1.0) * z / (p3 * (p1 + z * z));
-        return c - 0.5 * (p1 + 1.0) * log1p(z * z / p1);
-    }
-    if (code == 2) {  /* Exponential(lam) */
-        *g = -p1;
-        return log(p1) - p1 * v;
-    }
-    if (code == 3) {  /* HalfNormal(sigma) */
-        z = v / p1;
-        *g = -z / p1;
-        return log(2.0) - 0.5 * LOG_2PI - log(p1) - 0.5 * z * z;
-    }
-    if (code == 4) {  /* HalfCauchy(beta) */
-        z = v / p1;
-        *g = -2.0 * v / (p1 * p1 + v * v);
-        return log(2.0) - log(PI) - log(p1) - log1p(z * z);
-    }
-    if (code == 5) {  /* HalfStudentT(nu, sigma) */
-        z = v / p2;
-        c = (log(2.0) + lgamma(0.5 * (p1 + 1.0)) - lgamma(0.5 * p1)
-             - 0.5 * log(p1 * PI) - log(p2));
-        *g = -(p1 + 1.0) * z / (p2 * (p1 + z * z));
-        return c - 0.5 * (p1 + 1.0) * log1p(z * z / p1);
-    }
-    if (code == 6) {  /* LogNormal(mu, sigma) */
-        double lv = log(v);
-        z = (lv - p1) / p2;
-        *g = -1.0 / v - z / (p2 * v);
-        return -lv - 0.5 * LOG_2PI - log(p2) - 0.5 * z * z;
-    }
-    /* Gamma(alpha, beta), beta a rate */
-    *g = (p1 - 1.0) / v - p2;
-    return p1 * log(p2) - lgamma(p1) + (p1 - 1.0) * log(v) - p2 * v;
+/*@PRIOR@*/
+/* the generated prior() itself, for the tests */
+double bb_prior(int64_t code, double p1, double p2, double p3, double v, double *g) {
+    return prior((int)code, p1, p2, p3, v, g);
 }
 
-/* ---- hierarchical-type families (layout of _kernel.pack) ---- */
+/* ---- hierarchical-type families (layout of pack_cells) ---- */
 int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
     int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], j, c, i;
     const double *priors = data + 2, *maps = priors + 5 * k, *offsets = maps + 12 * k;
@@ -154,7 +114,7 @@ int64_t cm_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
     return 0;
 }
 
-/* ---- the additive family (layout of _kernel_additive.pack) ---- */
+/* ---- the additive family (layout of pack_additive) ---- */
 int64_t add_logp(uint64_t dim, const double *x, double *out, double *logp_,
                  const double *data) {
     int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], n_u = (int64_t)data[2];
@@ -496,8 +456,15 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
 }
 """
 
-_LIB = None
-_FAILED = False
+#: Loaded libraries by source key (a registered prior changes the source); None: failed.
+_LIBS: dict = {}
+
+
+def source() -> str:
+    """Return the kernels' C source, with ``prior()`` generated from the priors' table."""
+    from .priors import c_source
+
+    return _TEMPLATE.replace("/*@PRIOR@*/", c_source())
 
 
 def cache_dir() -> Path:
@@ -513,15 +480,15 @@ def _compiler() -> str | None:
     return cc if cc and sys.platform != "win32" else None
 
 
-def _build(cc: str) -> Path | None:
-    key = hashlib.sha256("\0".join([SOURCE, cc, *FLAGS]).encode()).hexdigest()[:16]
+def _build(cc: str, text: str) -> Path | None:
+    key = hashlib.sha256("\0".join([text, cc, *FLAGS]).encode()).hexdigest()[:16]
     target = cache_dir() / f"cellmarginal-{key}.so"
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         src, so = Path(tmp) / "k.c", Path(tmp) / "k.so"
-        src.write_text(SOURCE)
+        src.write_text(text)
         res = subprocess.run([cc, *FLAGS, "-o", str(so), str(src), "-lm"],
                              capture_output=True, text=True, timeout=120)
         if res.returncode != 0 or not so.is_file():
@@ -533,51 +500,71 @@ def _build(cc: str) -> Path | None:
 def library():
     """Return the compiled kernels (a ``ctypes.CDLL``), or None without a working C compiler.
 
-    Set ``BAYESBIAS_KERNEL=numba`` to use the numba kernels instead.
+    Set ``BAYESBIAS_KERNEL=pymc`` to do without them (the PyMC model is then sampled).
     """
-    global _LIB, _FAILED
-    if _LIB is not None or _FAILED:
-        return _LIB
+    if os.environ.get("BAYESBIAS_KERNEL", "").lower() in ("pymc", "numba"):
+        return None  # "numba": the name of the former fallback, same meaning
+    text = source()
+    if text in _LIBS:
+        return _LIBS[text]
     cc = _compiler()
-    if os.environ.get("BAYESBIAS_KERNEL", "").lower() == "numba" or cc is None:
-        _FAILED = True
-        return None
-    try:
-        path = _build(cc)
-        lib = ctypes.CDLL(str(path)) if path is not None else None
-    except (OSError, subprocess.SubprocessError):
-        lib = None
-    if lib is None:
-        _FAILED = True
-        return None
-    _LIB = lib
+    lib = None
+    if cc is not None:
+        try:
+            path = _build(cc, text)
+            lib = ctypes.CDLL(str(path)) if path is not None else None
+        except (OSError, subprocess.SubprocessError):
+            lib = None
+    _LIBS[text] = lib
     return lib
 
 
 class CFunc:
-    """A C entry point with the ``address`` and ``ctypes`` attributes of a numba cfunc."""
+    """A C entry point: its ``address`` (for nutpie) and its ``ctypes`` function."""
 
-    def __init__(self, lib, name: str, nargs: int):
+    def __init__(self, lib, name: str, n_sizes: int):
         fn = getattr(lib, name)
         fn.restype = ctypes.c_int64
-        args = [ctypes.c_uint64] * (nargs - 4) + [ctypes.POINTER(ctypes.c_double)] * 4
-        fn.argtypes = args
+        # logp(dim, x, grad, logp, data): one size; expand(dim, expanded, x, out, data): two
+        fn.argtypes = [ctypes.c_uint64] * n_sizes + [ctypes.POINTER(ctypes.c_double)] * \
+            (5 - n_sizes)
         self.ctypes = fn
         self.address = ctypes.cast(fn, ctypes.c_void_p).value
 
 
 def entry_points(family: str):
-    """``(logp, expand)`` of `family` ("cell", "additive" or "crossed") as :class:`CFunc`, or None."""
+    """``(logp, expand)`` of `family` ("cell", "additive", "crossed") as :class:`CFunc`, or None."""
     lib = library()
     if lib is None:
         return None
     prefix = {"cell": "cm", "additive": "add", "crossed": "cx"}[family]
-    return CFunc(lib, f"{prefix}_logp", 5), CFunc(lib, f"{prefix}_expand", 5)
+    return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{prefix}_expand", 2)
+
+
+def prior_logp(prior, v: float) -> tuple[float, float]:
+    """Log-density of `prior` at `v` and its derivative, through the compiled ``prior()``."""
+    from .priors import kernel_row
+
+    lib = library()
+    if lib is None:
+        raise RuntimeError("no compiled kernels (no working C compiler)")
+    fn = lib.bb_prior
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_int64] + [ctypes.c_double] * 4 + [ctypes.POINTER(ctypes.c_double)]
+    row = kernel_row(prior)
+    g = ctypes.c_double()
+    lp = fn(int(row[0]), row[2], row[3], row[4], float(v), ctypes.byref(g))
+    return lp, g.value
 
 
 def pack_cells(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,
                cells: np.ndarray) -> np.ndarray:
-    """One flat float64 array: what the hierarchical-type kernel reads (see :mod:`._kernel`)."""
+    """One flat float64 array: what the hierarchical-type kernel ``cm_logp`` reads.
+
+    ``priors`` (k, 5): one row per sampled value, :func:`bayesbias.models.priors.kernel_row`;
+    ``maps`` (3, 4, k): M, T, S per connection as linear maps of the constrained values;
+    ``offsets`` (2, 4): fixed parts of M and T; ``cells`` (4, ncell): connection, n, mean, ss.
+    """
     k, nc = priors.shape[0], cells.shape[1]
     return np.ascontiguousarray(np.concatenate([
         [float(k), float(nc)], priors.ravel(), maps.ravel(), offsets.ravel(), cells.ravel()]))
@@ -585,7 +572,11 @@ def pack_cells(priors: np.ndarray, maps: np.ndarray, offsets: np.ndarray,
 
 def pack_additive(priors: np.ndarray, smap: np.ndarray, mu0: np.ndarray, s0: np.ndarray,
                   cells: np.ndarray, n_u: int) -> np.ndarray:
-    """One flat float64 array: what the additive kernel reads (see :mod:`._kernel_additive`)."""
+    """One flat float64 array: what the additive kernel ``add_logp`` reads.
+
+    ``priors`` (k, 5) of the residual sds; ``smap[c]``: the sd of connection c; prior mean and
+    sd of ``theta = (m, co)``; ``cells`` (5, ncell): unit, connection, n, mean, ss.
+    """
     k, ncell = priors.shape[0], cells.shape[1]
     return np.ascontiguousarray(np.concatenate([
         [float(k), float(ncell), float(n_u), float(smap.size)], priors.ravel(), smap,

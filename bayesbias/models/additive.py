@@ -2,10 +2,10 @@
 
 ``mu[u, c] = m[u] + co[c]`` with Normal priors on ``m`` and ``co`` is linear-Gaussian given the
 residual sd, so the default sampler integrates ``theta = (m, co)`` out exactly: nutpie samples
-only the log residual sd(s) on the marginal density (:mod:`._kernel_additive`, a cached numba
-function: nothing compiled per table, no ridge), and every draw of ``theta`` then comes from
-its exact Gaussian conditional (:func:`conditional_theta`). The joint draws have exactly the
-posterior of the full model.
+only the log residual sd(s) on the marginal density (``add_logp`` in :mod:`._native`, a C
+function compiled once per machine: nothing compiled per table, no ridge), and every draw of
+``theta`` then comes from its exact Gaussian conditional (:func:`conditional_theta`). The
+joint draws have exactly the posterior of the full model.
 
 The PyMC model (``--sampler pymc``, the reference path) keeps ``theta``: it has a ridge
 (adding t to every m and subtracting t from every co leaves the likelihood unchanged), which
@@ -127,24 +127,21 @@ def _initial_sd(spec: ModelSpec, cells: Cells) -> np.ndarray:
 
 def marginal_kernel(spec: ModelSpec, cells: Cells):
     """Return the sampler's :class:`~bayesbias.models.marginal.Kernel` (log residual sds only)."""
-    from ._native import CODES, entry_points, pack_additive
+    from ._native import entry_points, pack_additive
     from .marginal import Kernel
+    from .priors import kernel_row
 
     per = spec.residual_sd == "per_connection"
     n_c = len(CONNECTIONS)
     k = n_c if per else 1
-    prior = spec.priors["sigma"]
-    vals = [v for _, v in prior.params]
-    priors = np.tile([CODES[prior.dist], 1.0, *vals, *[0.0] * (3 - len(vals))], (k, 1))
+    priors = np.tile(kernel_row(spec.priors["sigma"]), (k, 1))
     smap = np.arange(n_c, dtype=float) if per else np.zeros(n_c)
     n_u = cells.units.size
     mu0, s0 = prior_moments(spec, n_u)
     data = pack_additive(priors.astype(float), smap, mu0, s0, _cell_array(cells), n_u)
     native = entry_points("additive")
     if native is None:
-        from . import _kernel_additive
-
-        native = _kernel_additive.logp_cfunc, _kernel_additive.expand_cfunc
+        return None  # no C compiler: the PyMC model is sampled
     start = np.log(_initial_sd(spec, cells))
 
     def complete(raw, rng):

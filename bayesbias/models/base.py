@@ -27,22 +27,17 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict[str, np.ndarray]:
     if getattr(family_module(spec.family), "row_effects", None) is not None:
         return {}  # a row-level model has no pm.Data (see structure_key)
     out = cell_data(cells)
-    if spec.family == "additive":
-        from .additive import rotation
-
-        mu0, s, v = rotation(spec, cells)
-        out.update(prior_mean=mu0, prior_sd=s, rotation=v)
+    extra = getattr(family_module(spec.family), "model_data", None)
+    if extra is not None:
+        out.update(extra(spec, cells))
     return out
 
 
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
     """Return what fixes a compiled model apart from its data (spec, shapes, cells)."""
-    extra = ()
-    if spec.family == "hierarchical" and spec.noncentred == "auto":
-        from .hierarchical import choose_noncentred
-
-        extra = choose_noncentred(cells)
-    if getattr(family_module(spec.family), "row_effects", None) is not None:
+    fam = family_module(spec.family)
+    extra = tuple(fam.structure_key(spec, cells)) if hasattr(fam, "structure_key") else ()
+    if getattr(fam, "row_effects", None) is not None:
         # a row-level model holds its data as constants, not pm.Data: never reuse it with
         # other data (with_data would fail on the missing cell statistics)
         import hashlib

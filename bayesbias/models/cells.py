@@ -19,8 +19,8 @@ import pandas as pd
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, InvalidArgumentError
 
-__all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows", "UNIT_DIMS",
-           "ATTRIBUTE_KINDS"]
+__all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows",
+           "cell_mean_conditional", "UNIT_DIMS", "ATTRIBUTE_KINDS"]
 
 #: The name of the unit dimension for each level.
 UNIT_DIMS = {"word": "protected_word", "class": "protected_class"}
@@ -248,3 +248,17 @@ def normal_logp_rows(y, mu, sigma):
     """Pointwise Normal log-density (numpy)."""
     z = (y - mu) / sigma
     return -0.5 * _LOG_2PI - np.log(sigma) - 0.5 * z * z
+
+
+def cell_mean_conditional(m, t, s, n, ybar):
+    """Mean and precision of a cell mean given its rows (the conjugate Normal update).
+
+    ``mu ~ Normal(m, t)`` a priori and ``n`` rows ``~ Normal(mu, s)`` with mean ``ybar``:
+    ``mu`` is Normal with precision ``1/t^2 + n/s^2`` and mean
+    ``(m/t^2 + n ybar/s^2) / precision``. Arrays broadcast; an empty cell (``n = 0``, any
+    finite ``ybar``) gets the prior. Used by every sampler that integrates the cell means out
+    (:mod:`bayesbias.models.marginal`, the crossed family, the exact posterior of
+    :mod:`bayesbias.studies.exact_posterior`) to draw them back.
+    """
+    prec = 1.0 / (t * t) + n / (s * s)
+    return (m / (t * t) + n * ybar / (s * s)) / prec, prec

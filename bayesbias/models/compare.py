@@ -139,6 +139,26 @@ class Comparison:
             *self.verdict])
 
 
+def _movement(table: pd.DataFrame, iv: str, sentence: str) -> tuple[dict, list[str]]:
+    """Return the connections of `table` whose difference excludes 0, a sentence for each.
+
+    Returns ``({"stereotype": [...], "neutral": [...]}, sentences)``; `sentence` is formatted
+    with the connection ``c`` and ``way`` ("closer to" / "further from").
+    """
+    rows = table.set_index("connection")
+    moved = {"stereotype": [c for c in STEREOTYPE if rows.loc[c, "excludes_zero"]],
+             "neutral": [c for c in NEUTRAL if rows.loc[c, "excludes_zero"]]}
+    lines = []
+    for c in CONNECTIONS:
+        r = rows.loc[c]
+        if r["excludes_zero"]:
+            way = "closer to" if r["diff_mean"] < 0 else "further from"
+            lines.append(sentence.format(c=c, way=way)
+                         + f" ({r['diff_mean']:+.4f}; {iv} {r['lower']:+.4f} to "
+                         f"{r['upper']:+.4f})")
+    return moved, lines
+
+
 def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
                  labels: tuple[str, str] = ("a", "b"), rope: float | None = None) -> Comparison:
     """Posterior differences (b - a) of group-level means, contrasts and per-word means.
@@ -178,19 +198,9 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
     list_means = _diff_table(avg_a.rename("list_mean"), avg_b.rename("list_mean"), ci_prob,
                              ci_kind)
 
-    moved_rows = groups.set_index("connection")
-    moved = {"stereotype": [c for c in STEREOTYPE if moved_rows.loc[c, "excludes_zero"]],
-             "neutral": [c for c in NEUTRAL if moved_rows.loc[c, "excludes_zero"]]}
-    only_neutral = bool(moved["neutral"]) and not moved["stereotype"]
     iv = groups.attrs["interval"]
-    verdict = []
-    for c in CONNECTIONS:
-        r = moved_rows.loc[c]
-        if r["excludes_zero"]:
-            way = "closer to" if r["diff_mean"] < 0 else "further from"
-            verdict.append(f"{c} attributes moved {way} the protected words "
-                           f"({r['diff_mean']:+.4f}; {iv} {r['lower']:+.4f} to "
-                           f"{r['upper']:+.4f})")
+    moved, verdict = _movement(groups, iv, "{c} attributes moved {way} the protected words")
+    only_neutral = bool(moved["neutral"]) and not moved["stereotype"]
     if only_neutral:
         verdict.append("only the control groups (" + ", ".join(moved["neutral"]) + ") moved; "
                        "the stereotype distances did not change credibly, so any change in a "
@@ -204,16 +214,9 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
     if not any(moved.values()):
         verdict.insert(0, f"no group-level mean moved credibly ({iv} of every difference "
                           "includes 0)")
-    lrows = list_means.set_index("connection")
-    moved_list = {"stereotype": [c for c in STEREOTYPE if lrows.loc[c, "excludes_zero"]],
-                  "neutral": [c for c in NEUTRAL if lrows.loc[c, "excludes_zero"]]}
-    for c in CONNECTIONS:
-        r = lrows.loc[c]
-        if r["excludes_zero"]:
-            way = "closer to" if r["diff_mean"] < 0 else "further from"
-            verdict.append(f"for these words, {c} attributes moved {way} them on average "
-                           f"({r['diff_mean']:+.4f}; {iv} {r['lower']:+.4f} to "
-                           f"{r['upper']:+.4f})")
+    moved_list, lines = _movement(list_means, iv, "for these words, {c} attributes moved "
+                                  "{way} them on average")
+    verdict += lines
     if moved_list["neutral"] and not moved_list["stereotype"]:
         verdict.append("for these words, only the controls moved")
     from ..verdicts import verdict_changes, verdict_from_fit

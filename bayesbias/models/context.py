@@ -28,7 +28,10 @@ import pandas as pd
 from .._atomic import shipped_dir
 from ..config import CONNECTIONS, defaults, validate_ci_prob
 from ..errors import DistanceTableError, ModelSpecError
+from ..verdicts import VERDICT_CONTRASTS
+from .contrasts import contrast_label
 from .spec import Prior
+from .summaries import interval
 
 __all__ = ["ContextSpec", "load_context_spec", "context_cells", "cell_loglik",
            "fit_context_model", "ContextFit", "CONTEXT_PRIORS"]
@@ -67,7 +70,7 @@ def load_context_spec(name_or_path="context") -> ContextSpec:
         raise ModelSpecError(f"{path}: [priors] needs exactly {', '.join(CONTEXT_PRIORS)}")
     priors = {k: Prior.from_dict(raw[k], k, str(path)) for k in CONTEXT_PRIORS}
     for k in _SCALES:
-        if priors[k].dist in ("Normal", "StudentT"):
+        if not priors[k].positive:
             raise ModelSpecError(f"{path}: prior {k!r} is a scale and needs a positive "
                                  f"distribution, not {priors[k].dist}")
     return ContextSpec(str(data.get("name", path.stem)), priors,
@@ -142,14 +145,14 @@ class ContextFit:
         The same rule and words as ``bayesbias fit``; a connection without rows makes its
         contrasts "no data".
         """
-        from ..verdicts import VERDICT_CONTRASTS, verdict_from_draws
+        from ..verdicts import verdict_from_draws
 
         mu = self.posterior["mu_bar"]
         present = set(mu["connection"].values.tolist())
         draws, has = {}, {}
         n = mu.sizes["chain"] * mu.sizes["draw"]
         for a, b in VERDICT_CONTRASTS:
-            lab = f"{a} - {b}"
+            lab = contrast_label(a, b)
             has[lab] = a in present and b in present
             draws[lab] = (np.ravel((mu.sel(connection=a) - mu.sel(connection=b))
                                    .transpose("chain", "draw").values)
@@ -222,7 +225,7 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
     cells = context_cells(table)
     present = [c for c in CONNECTIONS if (cells["c"] == c).any()]
     words = sorted(cells["w"].unique())
-    from .fit import _check_settings  # the same bounds (and memory bound) as every fit
+    from .sampling import _check_settings  # the same bounds (and memory bound) as every fit
 
     draws, tune, chains = _check_settings(draws, tune, chains, 0.8, len(words) * len(present))
     wi = cells["w"].map({w: i for i, w in enumerate(words)}).to_numpy()
@@ -250,7 +253,7 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
     rows = []
     for name in names:
         da = post[name]
-        lo, hi = _interval(az, da, ci_prob, ci_kind)
+        lo, hi = _bounds(da, ci_prob, ci_kind)
         mean = da.mean(("chain", "draw"))
         for c in present:
             rows.append({"parameter": name, "connection": c,
@@ -258,14 +261,12 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
                          "lower": float(lo.sel(connection=c)),
                          "upper": float(hi.sel(connection=c))})
     summary = pd.DataFrame(rows)
-    pairs = [("associated", "none"), ("associated", "human"), ("associated", "different"),
-             ("human", "none")]
     crow = []
-    for a, b in pairs:
+    for a, b in VERDICT_CONTRASTS:
         if a in present and b in present:
             d = post["mu_bar"].sel(connection=a) - post["mu_bar"].sel(connection=b)
-            lo, hi = _interval(az, d, ci_prob, ci_kind)
-            crow.append({"contrast": f"{a} - {b}", "mean": float(d.mean()),
+            lo, hi = _bounds(d, ci_prob, ci_kind)
+            crow.append({"contrast": contrast_label(a, b), "mean": float(d.mean()),
                          "lower": float(lo), "upper": float(hi),
                          "prob_below_zero": float((d < 0).mean())})
     rhat = az.rhat(idata, var_names=["mu_bar", "tau_word", "tau_context", "sigma"])
@@ -279,12 +280,7 @@ def fit_context_model(table: pd.DataFrame, spec="context", *, draws: int | None 
                       len(cells), len(words), int(cells["k"].nunique()), diag, spec.source)
 
 
-def _interval(az, da, prob: float, kind: str):
-    """Lower and upper bounds over chain and draw."""
-    if kind == "hdi":
-        h = az.hdi(da, prob=prob)
-        h = h[da.name] if hasattr(h, "data_vars") and da.name in getattr(h, "data_vars", {}) \
-            else h
-        return h.sel(ci_bound="lower"), h.sel(ci_bound="upper")
-    q = da.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=("chain", "draw"))
-    return q.isel(quantile=0), q.isel(quantile=1)
+def _bounds(da, prob: float, kind: str):
+    """Lower and upper bounds over chain and draw (:func:`.summaries.interval`)."""
+    ci = interval(da, prob, kind)
+    return ci.sel(ci_bound="lower"), ci.sel(ci_bound="upper")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, ModelSpecError
-from .cells import ATTRIBUTE_KINDS, Cells
+from .cells import ATTRIBUTE_KINDS, Cells, cell_mean_conditional
 from .spec import ModelSpec
 
 __all__ = ["cell_means", "row_effects", "card_lines", "validate", "marginal_kernel",
@@ -35,6 +35,10 @@ PARAMETERS = ("mu_bar", "tau", "sigma", "omega")
 GROUP_MEAN = "mu_bar"
 #: Whether attribute effects share one sd or have one per attribute kind.
 ATTRIBUTE_SDS = ("shared", "per_kind")
+#: The spec's ``noncentred`` choice applies (cell means pooled).
+NONCENTRED = True
+#: Spec keys of this family alone, with their defaults.
+SPEC_KEYS = {"attribute_sd": "shared"}
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
@@ -52,6 +56,11 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  mu_bar[c] ~ {p['mu_bar']}",
             f"  tau[c] ~ {p['tau']}",
             f"  {o.split('[')[0]} ~ {p['omega']}"]
+
+
+def n_effects(cells: Cells) -> int:
+    """Values per draw beyond the cell means: one effect per attribute word."""
+    return len(cells.attributes) if cells.attributes is not None else 0
 
 
 def validate(spec: ModelSpec, source: str) -> None:
@@ -153,17 +162,14 @@ def _cell_layout(cells: Cells):
 
 def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
     """One flat float64 array: what ``cx_logp`` reads."""
-    from ._native import CODES
+    from .priors import kernel_row
 
     per = spec.residual_sd == "per_connection"
     kind, labels = _kinds(spec, cells)
     ns, no = (_NC if per else 1), max(len(labels), 1)
     rows = []
     for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
-        prior = spec.priors[name]
-        vals = [v for _, v in prior.params]
-        rows += [[CODES[prior.dist], float(prior.positive), *vals, *[0.0] * (3 - len(vals))]] \
-            * count
+        rows += [kernel_row(spec.priors[name])] * count
     smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
     _, ci, row_cell, n = _cell_layout(cells)
     return np.ascontiguousarray(np.concatenate([
@@ -241,17 +247,9 @@ def conditional_cell_means(m, t, s, v, cells: Cells, rng, chunk: int = 256) -> n
         vbar = np.zeros((vf[sl].shape[0], n_u, _NC))
         vbar[:, ui, ci] = (w @ vf[sl].T).T
         mm, tt, ss = mf[sl, None, :], tf[sl, None, :], sf[sl, None, :]
-        prec = 1.0 / (tt * tt) + n[None] / (ss * ss)
-        mean = (mm / (tt * tt) + n[None] * (ybar[None] - vbar) / (ss * ss)) / prec
+        mean, prec = cell_mean_conditional(mm, tt, ss, n[None], ybar[None] - vbar)
         of[sl] = mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
     return out
-
-
-def marginal_available() -> bool:
-    """Whether the C kernel is available (else the PyMC model is sampled)."""
-    from ._native import entry_points
-
-    return entry_points("crossed") is not None
 
 
 def marginal_kernel(spec: ModelSpec, cells: Cells):

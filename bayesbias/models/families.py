@@ -1,30 +1,60 @@
-"""The model families: one module each, found by name.
+"""The model families: one module each, found by name, plus one spec file in ``models/``.
 
-A family module defines
+A family module implements :class:`Family`. Required:
 
 - ``PRIORS``: prior names in model-card order; ``SCALES``: those that must be positive;
 - ``PARAMETERS``: posterior variables listed by :meth:`Fit.parameters`;
 - ``GROUP_MEAN``: the posterior variable holding the group-level mean per connection, or
   ``None`` (then the average of the cell means over units with rows is used);
 - ``card_lines(spec, unit, s)``: the model's equations for the model card;
-- ``cell_means(spec, cells)``: adds the PyMC cell means ``mu`` to the current model;
-- optionally ``validate(spec, source)``, ``model_data(spec, cells)`` (values of extra
-  ``pm.Data``), ``marginal_blocks(spec)`` and ``derived(values, m)`` (sampling with the
-  cell means integrated out, see :mod:`bayesbias.models.marginal`).
+- ``cell_means(spec, cells)``: adds the PyMC cell means ``mu`` to the current model.
 
-A new family is one module here plus one spec file in ``models/``.
+Optional (absent means "no"):
+
+- ``NONCENTRED``: the spec's ``noncentred`` choice applies (pooled cell means);
+- ``SPEC_KEYS``: spec keys of this family alone, with their defaults;
+- ``EXACT_MARGINAL``: the exact posterior of :mod:`bayesbias.studies.exact_posterior`
+  applies;
+- ``ADAPTATION``: nutpie's mass-matrix adaptation for the cell-marginal sampler;
+- ``validate(spec, source)``: structural checks beyond the priors;
+- ``model_data(spec, cells)``: values of the family's own ``pm.Data``;
+- ``structure_key(spec, cells)``: what fixes a compiled PyMC model beyond spec and shapes;
+- ``row_effects(spec, cells)``: a per-row term of the mean (a row-level PyMC model);
+- ``n_effects(cells)``: values per draw beyond the cell means (memory bound of a fit);
+- ``marginal_blocks(spec)`` and ``derived(values, m)``, or ``marginal_kernel(spec, cells)``:
+  sampling with the cell means integrated out (:mod:`bayesbias.models.marginal`).
+
+A new family is one module here, one entry in :data:`FAMILIES` and one spec file in
+``models/`` (``tests/test_models_spec.py`` checks each against the protocol).
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Protocol, runtime_checkable
 
-__all__ = ["FAMILIES", "family_module"]
+__all__ = ["FAMILIES", "Family", "family_module"]
 
 #: Family name -> module (relative to this package).
 FAMILIES = {"hierarchical": ".hierarchical", "offsets": ".offsets", "additive": ".additive",
             "separate": ".separate", "crossed": ".crossed",
             "embedding_level": ".embedding_level"}
+
+
+@runtime_checkable
+class Family(Protocol):
+    """What every family module defines (the optional parts are listed in the module doc)."""
+
+    PRIORS: tuple[str, ...]
+    SCALES: tuple[str, ...]
+    PARAMETERS: tuple[str, ...]
+    GROUP_MEAN: str | None
+
+    def card_lines(self, spec, unit: str, s: str) -> list[str]:
+        """Return the model card's equations."""
+
+    def cell_means(self, spec, cells):
+        """Add the PyMC cell means ``mu`` to the current model."""
 
 
 def family_module(name: str):

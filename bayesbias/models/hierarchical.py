@@ -15,6 +15,12 @@ SCALES = ("tau", "sigma")
 PARAMETERS = ("mu_bar", "tau", "sigma")
 GROUP_MEAN = "mu_bar"
 
+#: The spec's ``noncentred`` choice applies (cell means pooled).
+NONCENTRED = True
+#: The exact (quadrature) posterior of :mod:`bayesbias.studies.exact_posterior` applies
+#: (with one residual sd per connection and a Normal ``mu_bar`` prior).
+EXACT_MARGINAL = True
+
 #: Data-to-prior information ratio below which "auto" samples a connection non-centred.
 AUTO_RATIO = 10.0
 
@@ -41,6 +47,11 @@ def choose_noncentred(cells: Cells) -> tuple[str, ...]:
         if np.median(n[has]) * t2 / s2 < AUTO_RATIO:
             out.append(c)
     return tuple(out)
+
+
+def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
+    """What fixes the compiled PyMC model beyond the spec: the non-centred connections."""
+    return choose_noncentred(cells) if spec.noncentred == "auto" else ()
 
 
 def cell_means(spec: ModelSpec, cells: Cells):

@@ -17,7 +17,6 @@ defining ``marginal_kernel(spec, cells)`` returning a :class:`Kernel`.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -25,8 +24,7 @@ import numpy as np
 import xarray as xr
 
 from ..config import CONNECTIONS
-from ..progress import progress
-from .cells import Cells
+from .cells import Cells, cell_mean_conditional
 
 __all__ = ["Block", "Kernel", "supports", "sample_marginal", "conditional_cell_means"]
 
@@ -54,7 +52,8 @@ class Kernel:
 
     ``names``, ``shapes``, ``dims``: the sampled (constrained) variables; ``data``: the flat
     array the C functions ``logp`` and ``expand`` read (``logp(dim, x, grad, logp, data)``,
-    ``expand(dim, expanded, x, out, data)``, numba cfuncs); ``init(rng)``: a start on the
+    ``expand(dim, expanded, x, out, data)``, each a
+    :class:`~bayesbias.models._native.CFunc`); ``init(rng)``: a start on the
     unconstrained scale; ``complete(raw, rng)``: from the sampled draws (name -> array with
     leading chain, draw) the remaining posterior variables, name -> (dims, array), in
     posterior order, with ``mu`` last.
@@ -80,19 +79,26 @@ class Kernel:
 
 
 def supports(spec) -> bool:
-    """Whether `spec`'s family can be sampled with the cell means integrated out."""
+    """Whether `spec` can be sampled with the cell means integrated out.
+
+    Its family defines ``marginal_kernel`` or ``marginal_blocks`` (not None for `spec`), and
+    the compiled kernels are available (:func:`bayesbias.models._native.library`; without a
+    C compiler the PyMC model is sampled instead).
+    """
+    from ._native import library
     from .families import family_module
 
     mod = family_module(spec.family)
-    if getattr(mod, "marginal_kernel", None) is not None:
-        return getattr(mod, "marginal_available", lambda: True)()
-    fn = getattr(mod, "marginal_blocks", None)
-    return fn is not None and fn(spec) is not None
+    if getattr(mod, "marginal_kernel", None) is None:
+        fn = getattr(mod, "marginal_blocks", None)
+        if fn is None or fn(spec) is None:
+            return False
+    return library() is not None
 
 
 def _layout(spec):
-    from ._native import CODES
     from .families import family_module
+    from .priors import kernel_row
 
     mod = family_module(spec.family)
     blocks, fixed = mod.marginal_blocks(spec)
@@ -100,9 +106,7 @@ def _layout(spec):
     for b in blocks:
         size = _NC if b.per_connection else 1
         for i in range(size):
-            p = dict(b.prior.params)
-            vals = list(p.values()) + [0.0] * (3 - len(p))
-            rows.append([CODES[b.prior.dist], float(b.prior.positive), *vals])
+            rows.append(kernel_row(b.prior))
             col = np.zeros((3, _NC))
             r = {"M": 0, "I": 0, "T": 1, "S": 2}[b.role]
             if b.per_connection:
@@ -186,177 +190,25 @@ def conditional_cell_means(m, t, s, cells: Cells, rng) -> np.ndarray:
     """
     n = cells.n[None, None].astype(float)
     ybar = np.nan_to_num(cells.mean)[None, None]
-    m, t, s = m[:, :, None, :], t[:, :, None, :], s[:, :, None, :]
-    prec = 1.0 / (t * t) + n / (s * s)
-    mean = (m / (t * t) + n * ybar / (s * s)) / prec
+    mean, prec = cell_mean_conditional(m[:, :, None, :], t[:, :, None, :], s[:, :, None, :],
+                                       n, ybar)
     z = rng.standard_normal(np.broadcast_shapes(mean.shape))
     return mean + z / np.sqrt(prec)
 
 
-_TEMPLATE = ("{% for chain in chains %}{{ chain.finished_draws }}/{{ chain.total_draws }}"
-             "{% if not loop.last %}, {% endif %}{% endfor %}")
+def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chains: int,
+                cores: int, seed: int, target_accept: float) -> tuple[xr.Dataset, xr.Dataset]:
+    """NUTS on `kernel`: ``(posterior, sample_stats)`` without warmup (:mod:`._nutpie`)."""
+    from ._nutpie import run
+
+    return run(kernel, init_fn, label, draws, tune, chains, cores, seed, target_accept)
 
 
 def nutpie_lib():
-    """Return nutpie's compiled core (``nutpie._lib``) without importing the ``nutpie`` package.
+    """Return nutpie's compiled core without importing the ``nutpie`` package (:mod:`._nutpie`)."""
+    from ._nutpie import core
 
-    The package's ``__init__`` imports ArviZ (with arviz-plots and matplotlib), numba and
-    PyArrow's pandas glue for its high-level wrapper: about 3 s per process that the
-    cell-marginal sampler, which drives the core directly, does not need.
-    """
-    import importlib.machinery
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    lib = sys.modules.get("nutpie._lib")
-    if lib is not None:
-        return lib
-    pkg = importlib.util.find_spec("nutpie")  # locates the package without running it
-    if pkg is None or not pkg.submodule_search_locations:
-        raise ImportError("nutpie is not installed")
-    for folder in pkg.submodule_search_locations:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = Path(folder) / f"_lib{suffix}"
-            if path.is_file():
-                loader = importlib.machinery.ExtensionFileLoader("nutpie._lib", str(path))
-                spec = importlib.util.spec_from_file_location("nutpie._lib", path,
-                                                              loader=loader)
-                lib = importlib.util.module_from_spec(spec)
-                loader.exec_module(lib)
-                sys.modules["nutpie._lib"] = lib  # a later `import nutpie` reuses it
-                return lib
-    raise ImportError("nutpie's compiled core (nutpie/_lib) was not found")
-
-
-#: Sampler statistics nutpie leaves out unless the matching setting is on (as nutpie does).
-_SKIPPED_STATS = {
-    "store_gradient": ("gradient",),
-    "store_unconstrained": ("unconstrained_draw",),
-    "adapt_options.mass_matrix_options.store_mass_matrix": (
-        "mass_matrix_inv", "mass_matrix_eigvals", "mass_matrix_stds"),
-    "store_divergences": ("divergence_start", "divergence_end", "divergence_momentum",
-                          "divergence_start_gradient"),
-    "store_transformed": ("transformed_position", "transformed_gradient",
-                          "transformation_mu"),
-}
-
-
-def _arrow_columns(batches, skip=()) -> tuple[dict, dict]:
-    """Per-chain arrow record batches -> name -> (chain, draw, ...) arrays and item dims.
-
-    Rows with ``tuning`` set (in `batches`' companion stats) are dropped by the caller.
-    """
-    import pyarrow
-
-    out, dims = {}, {}
-    n_chains = len(batches)
-    length = max(b.num_rows for b in batches)
-    for chain, batch in enumerate(batches):
-        for name in batch.column_names:
-            if name in skip or name in ("chain", "draw"):  # indices, not variables
-                continue
-            col = batch.column(name)
-            meta = col.field.metadata or {}
-            item_dims = meta.get(b"dims", b"").decode()
-            item_shape = [int(v) for v in meta.get(b"shape", b"").decode().split(",") if v]
-            col = pyarrow.array(col)
-            is_null = col.is_null()
-            if hasattr(col, "flatten"):
-                col = col.flatten()
-            dtype = col.type.to_pandas_dtype()
-            if name not in out:
-                shape = [n_chains, length, *item_shape]
-                if dtype in (np.float64, np.float32):
-                    out[name] = np.full(shape, np.nan, dtype=dtype)
-                elif dtype == np.dtype("O"):
-                    out[name] = np.full(shape, None, dtype=dtype)
-                else:
-                    out[name] = np.zeros(shape, dtype=dtype)
-                dims[name] = item_dims.split(",") if item_dims else []
-            values = col.to_numpy(False)
-            rows = batch.num_rows
-            if is_null.sum() == 0:
-                out[name][chain, :rows] = values.reshape((rows, *item_shape))
-            else:
-                mask = is_null.to_numpy(False)
-                if values.shape[0] == rows:
-                    values = values[~mask]
-                out[name][chain, :rows][~mask] = values.reshape(((~mask).sum(), *item_shape))
-    return out, dims
-
-
-def _dataset(values: dict, dims: dict, chains: int, draws: int) -> xr.Dataset:
-    """Name -> (chain, draw, ...) arrays as a Dataset (ArviZ's default names for other dims)."""
-    out = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})
-    for name, arr in values.items():
-        extra = list(dims.get(name) or [f"{name}_dim_{i}" for i in range(arr.ndim - 2)])
-        out[name] = ("chain", "draw", *extra), arr
-    if "connection" in out.dims:
-        out = out.assign_coords(connection=list(CONNECTIONS))
-    return out
-
-
-def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chains: int,
-                cores: int, seed: int, target_accept: float,
-                every_ms: int = 2000) -> tuple[xr.Dataset, xr.Dataset]:
-    """NUTS on `kernel` through nutpie's core: ``(posterior, sample_stats)`` without warmup.
-
-    The settings, seeding and trace conversion are those of ``nutpie.sample`` (same draws);
-    progress (draws per chain, elapsed) goes to the ``bayesbias.progress`` logger.
-    """
-    lib = nutpie_lib()
-    data = kernel.data
-    k = int(data[0]) if kernel.dim is None else kernel.dim
-    t0 = time.perf_counter()
-
-    def report(formatted):
-        progress.info("%s: draws per chain %s (incl. tuning), %.1f s", label, formatted,
-                      time.perf_counter() - t0)
-
-    logp = lib.LogpFunc(kernel.logp.address, data.ctypes.data, data)
-    expand = lib.ExpandFunc(k, k if kernel.expanded_dim is None else kernel.expanded_dim,
-                            kernel.expand.address, data.ctypes.data, data)
-    coords = {"connection": list(CONNECTIONS), **(kernel.coords or {})}
-    sizes = {name: len(labels) for name, labels in coords.items()}
-    variables = lib.PyVariable.new_variables(kernel.names, ["float64"] * len(kernel.names),
-                                             kernel.shapes, sizes, kernel.dims)
-    model = lib.PyMcModel(logp, expand, variables, k, sizes, coords, init_fn, None)
-    make = lib.PyNutsSettings.LowRank if kernel.adaptation == "low_rank" else \
-        lib.PyNutsSettings.Diag
-    settings = make(seed)
-    settings.update({"target_accept": target_accept, "num_tune": tune, "num_draws": draws,
-                     "num_chains": chains})
-    ptype = lib.ProgressType.template_callback(every_ms, _TEMPLATE, cores, report)
-    sampler = lib.PySampler.from_pymc(settings, cores, model, ptype, None, 100,
-                                      lib.PyStorage.arrow())
-    try:
-        sampler.wait(None)
-    except BaseException:  # Ctrl-C, SIGTERM or a sampler error: stop the chains, re-raise
-        with contextlib.suppress(Exception):
-            sampler.abort()
-        raise
-    draw_batches, stat_batches = sampler.take_results().get_arrow_trace()
-    opts = settings.as_dict()["settings"]
-
-    skip = [v for key, names in _SKIPPED_STATS.items() if not _nested(opts, key)
-            for v in names]
-    n_tune = [int(s.column("tuning").to_numpy().sum()) for s in stat_batches]
-    post = [b.slice(t, b.num_rows - t) for b, t in zip(draw_batches, n_tune, strict=True)]
-    stats = [b.slice(t, b.num_rows - t) for b, t in zip(stat_batches, n_tune, strict=True)]
-    n_draws = max(b.num_rows for b in post)
-    values, dims = _arrow_columns(post)
-    stat_values, stat_dims = _arrow_columns(stats, skip)
-    return (_dataset(values, dims, chains, n_draws),
-            _dataset(stat_values, stat_dims, chains, n_draws))
-
-
-def _nested(settings: dict, name: str):
-    for part in name.split("."):
-        if not isinstance(settings, dict) or part not in settings:
-            return False
-        settings = settings[part]
-    return settings
+    return core()
 
 
 def _blocks_kernel(spec, cells: Cells) -> Kernel:
@@ -370,9 +222,7 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
     names = [b.name for b in blocks]
     native = entry_points("cell")
     if native is None:
-        from . import _kernel
-
-        native = _kernel.logp_cfunc, _kernel.expand_cfunc
+        raise RuntimeError("no compiled kernels (no C compiler): check supports() first")
     logp, expand = native
 
     def complete(raw, rng):

@@ -13,6 +13,7 @@ import numpy as np
 from .._atomic import shipped_dir
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
+from .priors import DISTRIBUTIONS
 
 __all__ = [
     "Prior",
@@ -27,21 +28,26 @@ LEVELS = ("word", "class")
 RESIDUAL_SDS = ("per_connection", "single")
 #: Largest depth of ``extends`` chains in spec files.
 _MAX_EXTENDS = 8
-#: Distributions a prior may use, with their parameters (PyMC names) and whether positive.
-DISTRIBUTIONS = {
-    "Normal": (("mu", "sigma"), False),
-    "StudentT": (("nu", "mu", "sigma"), False),
-    "Exponential": (("lam",), True),
-    "HalfNormal": (("sigma",), True),
-    "HalfCauchy": (("beta",), True),
-    "HalfStudentT": (("nu", "sigma"), True),
-    "LogNormal": (("mu", "sigma"), True),
-    "Gamma": (("alpha", "beta"), True),
-}
-_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors",
-         "attribute_sd"}
-#: Families with pooled cell means (``noncentred`` applies).
-_POOLED = ("hierarchical", "crossed")
+#: Keys every spec may have; a family adds its own (``SPEC_KEYS`` of its module).
+_BASE_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentred", "priors"}
+
+
+def _family_keys() -> dict[str, str]:
+    """Spec keys of single families: key -> the family it belongs to."""
+    from .families import FAMILIES, family_module
+
+    return {k: f for f in FAMILIES for k in getattr(family_module(f), "SPEC_KEYS", {})}
+
+
+def _all_keys() -> set[str]:
+    return _BASE_KEYS | set(_family_keys())
+
+
+def _pooled() -> tuple[str, ...]:
+    """Families with pooled cell means (their module sets ``NONCENTRED``)."""
+    from .families import FAMILIES, family_module
+
+    return tuple(f for f in FAMILIES if getattr(family_module(f), "NONCENTRED", False))
 
 
 def __getattr__(name):
@@ -66,7 +72,11 @@ def _choice(value, valid, what: str, source: str):
 
 @dataclass(frozen=True)
 class Prior:
-    """A prior distribution as data: a PyMC distribution name and its parameters."""
+    """A prior distribution as data: a distribution's name and its parameters.
+
+    The distributions and their parameters are the rows of
+    :data:`bayesbias.models.priors.DISTRIBUTIONS`.
+    """
 
     dist: str
     params: tuple[tuple[str, float], ...]
@@ -78,7 +88,7 @@ class Prior:
             raise ModelSpecError(f"{source}: prior {name!r} must be a table with a 'dist' key, "
                                  f"e.g. {{ dist = \"Normal\", mu = 1.0, sigma = 0.3 }}")
         dist = _choice(d["dist"], tuple(DISTRIBUTIONS), f"prior {name!r} dist", source)
-        needed, _ = DISTRIBUTIONS[dist]
+        needed = DISTRIBUTIONS[dist].params
         given = {k: v for k, v in d.items() if k != "dist"}
         if set(given) != set(needed):
             raise ModelSpecError(f"{source}: prior {name!r} ({dist}) needs parameters "
@@ -92,7 +102,7 @@ class Prior:
             if not np.isfinite(v):
                 raise ModelSpecError(f"{source}: prior {name!r} parameter {k} must be finite, "
                                      f"got {v}")
-            if k != "mu" and not v > 0:
+            if k not in DISTRIBUTIONS[dist].real and not v > 0:
                 raise ModelSpecError(f"{source}: prior {name!r} parameter {k} must be > 0, got {v}")
             params.append((k, float(v)))
         return cls(dist, tuple(params))
@@ -100,7 +110,7 @@ class Prior:
     @property
     def positive(self) -> bool:
         """Whether the distribution's support is the positive reals."""
-        return DISTRIBUTIONS[self.dist][1]
+        return DISTRIBUTIONS[self.dist].positive
 
     def to_dict(self) -> dict:
         """Return the prior as a plain mapping (round-trips through :meth:`from_dict`)."""
@@ -110,13 +120,13 @@ class Prior:
         """Create the PyMC random variable `name` (inside a model context)."""
         import pymc as pm
 
-        return getattr(pm, self.dist)(name, **dict(self.params), **kwargs)
+        return getattr(pm, DISTRIBUTIONS[self.dist].pymc)(name, **dict(self.params), **kwargs)
 
     def dist_(self):
         """Return the unnamed PyMC distribution (for ``pm.logp``)."""
         import pymc as pm
 
-        return getattr(pm, self.dist).dist(**dict(self.params))
+        return getattr(pm, DISTRIBUTIONS[self.dist].pymc).dist(**dict(self.params))
 
     def draw(self, rng, size=None):
         """Random draws from the prior with a NumPy generator.
@@ -126,23 +136,7 @@ class Prior:
         while simulation studies draw thousands of times. ``tests/test_models_spec.py``
         checks that both give the same distribution.
         """
-        p = dict(self.params)
-        d = self.dist
-        if d == "Normal":
-            return rng.normal(p["mu"], p["sigma"], size)
-        if d == "StudentT":
-            return p["mu"] + p["sigma"] * rng.standard_t(p["nu"], size)
-        if d == "Exponential":
-            return rng.exponential(1.0 / p["lam"], size)
-        if d == "HalfNormal":
-            return abs(rng.normal(0.0, p["sigma"], size))
-        if d == "HalfCauchy":
-            return abs(p["beta"] * rng.standard_cauchy(size))
-        if d == "HalfStudentT":
-            return abs(p["sigma"] * rng.standard_t(p["nu"], size))
-        if d == "LogNormal":
-            return rng.lognormal(p["mu"], p["sigma"], size)
-        return rng.gamma(p["alpha"], 1.0 / p["beta"], size)  # Gamma(alpha, rate beta)
+        return DISTRIBUTIONS[self.dist].sample(rng, dict(self.params), size)
 
     def __str__(self) -> str:
         args = ", ".join(f"{k}={v:g}" for k, v in self.params)
@@ -185,10 +179,11 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, d: dict, source: str = "spec") -> ModelSpec:
         """Validate a spec mapping (as read from TOML); errors list the valid choices."""
-        unknown = sorted(set(d) - _KEYS)
+        keys = _all_keys()
+        unknown = sorted(set(d) - keys)
         if unknown:
             raise ModelSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: "
-                                 f"{', '.join(sorted(_KEYS))}")
+                                 f"{', '.join(sorted(keys))}")
         from .families import FAMILIES, family_module
 
         family = _choice(d.get("family"), tuple(FAMILIES), "family", source)
@@ -196,12 +191,14 @@ class ModelSpec:
         level = _choice(d.get("level", "word"), LEVELS, "level", source)
         residual_sd = _choice(d.get("residual_sd", "per_connection"), RESIDUAL_SDS,
                               "residual_sd", source)
-        noncentred = d.get("noncentred", "auto" if family in _POOLED else [])
-        if noncentred and family not in _POOLED:
+        pooled = _pooled()
+        noncentred = d.get("noncentred", "auto" if family in pooled else [])
+        if noncentred and family not in pooled:
             raise ModelSpecError(f"{source}: noncentred applies to the "
-                                 f"{' and '.join(_POOLED)} families only")
-        if "attribute_sd" in d and family != "crossed":
-            raise ModelSpecError(f"{source}: attribute_sd applies to the crossed family only")
+                                 f"{' and '.join(pooled)} families only")
+        for key, owner in _family_keys().items():
+            if key in d and owner != family:
+                raise ModelSpecError(f"{source}: {key} applies to the {owner} family only")
         if noncentred != "auto":
             if isinstance(noncentred, str) or not isinstance(noncentred, (list, tuple)):
                 raise ModelSpecError(
@@ -223,7 +220,7 @@ class ModelSpec:
             if not priors[p].positive:
                 raise ModelSpecError(
                     f"{source}: prior {p!r} is a scale and needs a positive distribution "
-                    f"({', '.join(k for k, (_, pos) in DISTRIBUTIONS.items() if pos)}), "
+                    f"({', '.join(k for k, row in DISTRIBUTIONS.items() if row.positive)}), "
                     f"got {priors[p].dist}")
         name = str(d.get("name", family))
         if noncentred != "auto":
@@ -231,7 +228,8 @@ class ModelSpec:
         spec = cls(name=name, family=family, level=level, residual_sd=residual_sd,
                    noncentred=noncentred, priors=priors,
                    description=str(d.get("description", "")),
-                   attribute_sd=d.get("attribute_sd", "shared"))
+                   **{k: d.get(k, default)
+                      for k, default in getattr(fam, "SPEC_KEYS", {}).items()})
         if hasattr(fam, "validate"):
             fam.validate(spec, source)
         return spec
@@ -241,11 +239,14 @@ class ModelSpec:
         d = {"name": self.name, "family": self.family, "description": self.description,
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
-        if self.family in _POOLED:
+        from .families import family_module
+
+        fam = family_module(self.family)
+        if getattr(fam, "NONCENTRED", False):
             d["noncentred"] = (self.noncentred if self.noncentred == "auto"
                                else list(self.noncentred))
-        if self.family == "crossed":
-            d["attribute_sd"] = self.attribute_sd
+        for key in getattr(fam, "SPEC_KEYS", {}):
+            d[key] = getattr(self, key)
         return d
 
     def to_json(self) -> str:
@@ -269,10 +270,11 @@ class ModelSpec:
         Prior overrides may be :class:`Prior` objects or mappings and are merged into the
         existing priors.
         """
-        unknown = sorted(set(overrides) - (_KEYS - {"family"}))
+        valid = _all_keys() - {"family"}
+        unknown = sorted(set(overrides) - valid)
         if unknown:
             raise ModelSpecError(f"unknown spec override(s) {', '.join(unknown)}; valid: "
-                                 f"{', '.join(sorted(_KEYS - {'family'}))}")
+                                 f"{', '.join(sorted(valid))}")
         d = self.to_dict()
         priors = overrides.pop("priors", None) or {}
         d["priors"].update({k: v.to_dict() if isinstance(v, Prior) else v

@@ -10,10 +10,11 @@ import pandas as pd
 import xarray as xr
 
 from ..config import defaults, validate_ci_prob
-from ..errors import InvalidArgumentError
+from ..validation import validate_ci_kind
 
 __all__ = ["CI_KINDS", "interval", "summarise", "to_frame", "resolve_ci"]
 
+#: Interval kinds of posterior draws (a subset of :data:`bayesbias.validation.CI_KINDS`).
 CI_KINDS = ("hdi", "eti")
 SAMPLE_DIMS = ("chain", "draw")
 
@@ -21,9 +22,7 @@ SAMPLE_DIMS = ("chain", "draw")
 def resolve_ci(ci_prob: float | None, ci_kind: str | None) -> tuple[float, str]:
     """Fill in package defaults and validate ``ci_prob`` and ``ci_kind``."""
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
-    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    if ci_kind not in CI_KINDS:
-        raise InvalidArgumentError(f"ci_kind must be one of {', '.join(CI_KINDS)}, got {ci_kind!r}")
+    ci_kind = validate_ci_kind(defaults.ci_kind if ci_kind is None else ci_kind, CI_KINDS)
     return ci_prob, ci_kind
 
 

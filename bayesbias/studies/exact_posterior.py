@@ -23,10 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
+from ..models import priors
+from ..models.cells import cell_mean_conditional
 
 __all__ = ["MarginalPosterior", "marginal_posterior", "supports", "prior_logpdf"]
 
@@ -40,8 +42,10 @@ def supports(spec) -> bool:
 
     Hierarchical family, one residual sd per connection, Normal ``mu_bar`` prior.
     """
-    return (spec.family == "hierarchical" and spec.residual_sd == "per_connection"
-            and spec.priors["mu_bar"].dist == "Normal")
+    from ..models.families import family_module
+
+    return (getattr(family_module(spec.family), "EXACT_MARGINAL", False)
+            and spec.residual_sd == "per_connection" and spec.priors["mu_bar"].dist == "Normal")
 
 
 def _check(spec) -> None:
@@ -52,31 +56,18 @@ def _check(spec) -> None:
             "(CLI: --method nuts)")
 
 
-def _positive_distribution(prior):
-    """Return the scipy distribution of a positive prior and whether it is folded at 0."""
-    p = dict(prior.params)
-    frozen = {
-        "Exponential": lambda: stats.expon(scale=1.0 / p["lam"]),
-        "HalfNormal": lambda: stats.halfnorm(scale=p["sigma"]),
-        "HalfCauchy": lambda: stats.halfcauchy(scale=p["beta"]),
-        "HalfStudentT": lambda: stats.t(p["nu"], scale=p["sigma"]),  # folded below
-        "LogNormal": lambda: stats.lognorm(p["sigma"], scale=np.exp(p["mu"])),
-        "Gamma": lambda: stats.gamma(p["alpha"], scale=1.0 / p["beta"]),
-    }.get(prior.dist)
-    if frozen is None:
-        raise ModelSpecError(f"prior {prior} is not a positive distribution")
-    return frozen(), prior.dist == "HalfStudentT"
-
-
 def prior_logpdf(prior, x):
-    """Log-density of a positive :class:`~bayesbias.models.spec.Prior` at `x` (scipy)."""
-    dist, folded = _positive_distribution(prior)
-    return dist.logpdf(x) + (np.log(2.0) if folded else 0.0)
+    """Log-density of a positive :class:`~bayesbias.models.spec.Prior` at `x` (SciPy).
+
+    The SciPy object comes from the priors' table (:mod:`bayesbias.models.priors`).
+    """
+    if not prior.positive:
+        raise ModelSpecError(f"prior {prior} is not a positive distribution")
+    return priors.logpdf(prior, x)
 
 
 def _prior_ppf(prior, q):
-    dist, folded = _positive_distribution(prior)
-    return dist.ppf(0.5 + q / 2 if folded else q)
+    return priors.ppf(prior, q)
 
 
 @dataclass
@@ -151,10 +142,10 @@ class MarginalPosterior:
             if words:
                 n = self.n[:, None, :, c]
                 has = n > 0
-                prec = np.where(has, n, 0.0) / sigma[..., None] ** 2 + 1.0 / tau[..., None] ** 2
-                num = (np.where(has, n * np.nan_to_num(self.mean[:, None, :, c]), 0.0)
-                       / sigma[..., None] ** 2 + mu_bar[..., None] / tau[..., None] ** 2)
-                mu = num / prec + rand(prec.shape, normal=True) / np.sqrt(prec)
+                mean, prec = cell_mean_conditional(
+                    mu_bar[..., None], tau[..., None], sigma[..., None], np.where(has, n, 0.0),
+                    np.nan_to_num(self.mean[:, None, :, c]))
+                mu = mean + rand(prec.shape, normal=True) / np.sqrt(prec)
                 out["mu"][..., c] = np.where(has, mu, np.nan)
         return out
 

@@ -1,0 +1,176 @@
+"""Saved fits: reading a netCDF file back into a :class:`~bayesbias.models.result.Fit`.
+
+Also the parts of writing that are not the result's: the data groups stored beside the
+draws, and keeping xarray's writer from importing ``distributed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..config import CONNECTIONS
+from ..errors import ModelSpecError
+from .cells import Cells
+from .result import Fit
+from .spec import ModelSpec, load_spec
+
+__all__ = ["FitFileError", "load_fit"]
+
+
+class FitFileError(ModelSpecError):
+    """A saved fit that cannot be read: damaged, not a fit, or with external data links."""
+
+
+def load_fit(path, spec=None) -> Fit:
+    """Load a fit saved with :meth:`Fit.save`.
+
+    Parameters
+    ----------
+    spec : str, path-like or ModelSpec, optional
+        The spec the fit must have been made with; a mismatch raises
+        :class:`~bayesbias.errors.ModelSpecError`. Without it, the stored spec is used after
+        checking that it still hashes to the stored hash.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FitFileError(f"{path}: no such fit file")
+    _refuse_external(path)
+    try:
+        tree = xr.open_datatree(path)
+        tree.load()
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise FitFileError(f"{path}: not a readable fit file: {exc}") from None
+    attrs = tree.attrs
+    if "spec" not in attrs or "spec_hash" not in attrs:
+        raise FitFileError(f"{path}: not a bayesbias fit (no spec in its attributes)")
+    try:
+        stored = ModelSpec.from_dict(json.loads(attrs["spec"]), f"{path} (stored spec)")
+    except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+        raise FitFileError(f"{path}: damaged fit file (its stored spec is not valid: "
+                           f"{exc})") from None
+    if stored.hash != attrs["spec_hash"]:
+        raise FitFileError(f"{path}: stored spec hashes to {stored.hash}, file says "
+                           f"{attrs['spec_hash']}; the file was altered")
+    if spec is not None:
+        wanted = load_spec(spec)
+        if wanted.hash != stored.hash:
+            raise ModelSpecError(
+                f"{path}: fitted with spec {stored.name!r} (hash {stored.hash}), which does not "
+                f"match the requested spec {wanted.name!r} (hash {wanted.hash})")
+    need = {"posterior": ("mu",), "constant_data": ("cell_rows", "cell_mean", "cell_ss",
+                                                    "unit_class", "row_unit", "row_connection"),
+            "observed_data": ("cosine_distance",)}
+    for group, names in need.items():
+        if group not in tree.children or any(n not in tree[group].data_vars for n in names):
+            raise FitFileError(f"{path}: damaged fit file (group {group!r} lacks "
+                               f"{', '.join(names)})")
+    try:
+        cells = _cells_from_groups(tree["constant_data"].to_dataset(),
+                                   tree["observed_data"].to_dataset(), stored.level)
+        fit = Fit(tree, stored, cells)
+        fit.group_mean_draws()
+    except (KeyError, ValueError, IndexError, TypeError) as exc:
+        raise FitFileError(f"{path}: damaged fit file: {exc}") from None
+    return fit
+
+
+def _refuse_external(path: Path) -> None:
+    """Raise FitFileError if an HDF5 file has external storage, virtual datasets or links.
+
+    Such a file makes a reader pull bytes from other files (e.g. ``/etc/passwd``), which
+    :meth:`Fit.save` would then copy. Files that are not HDF5 (netCDF-3) have no links.
+    """
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - h5netcdf/h5py come with the netCDF extra
+        return
+    try:
+        if not h5py.is_hdf5(path):
+            return
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise FitFileError(f"{path}: not a readable fit file: {exc}") from None
+    bad = []
+
+    def walk(group, prefix):
+        for key in group.keys():
+            name = f"{prefix}/{key}"
+            link = group.get(key, getlink=True)
+            if isinstance(link, (h5py.ExternalLink, h5py.SoftLink)):
+                bad.append(f"{name} (a link)")
+                continue
+            obj = group[key]
+            if isinstance(obj, h5py.Group):
+                walk(obj, name)
+            elif obj.is_virtual:
+                bad.append(f"{name} (a virtual dataset)")
+            elif obj.id.get_create_plist().get_external_count() > 0:
+                bad.append(f"{name} (external storage)")
+
+    with f:
+        walk(f, "")
+    if bad:
+        raise FitFileError(f"{path}: refused: the file reads data from elsewhere through "
+                           f"{', '.join(bad[:3])}; a saved fit never does")
+
+
+@contextlib.contextmanager
+def _no_distributed_probe():
+    """Keep xarray's netCDF writer from importing ``distributed`` (0.3 s) to ask for a Client.
+
+    ``to_netcdf`` always asks dask which scheduler is active, importing ``distributed``. When
+    it is not imported yet and no dask scheduler is configured, no Client can exist and the
+    answer is the default threaded scheduler, with or without the import: the file is the same.
+    """
+    import dask.config
+
+    if "distributed" in sys.modules or dask.config.get("scheduler", None) is not None:
+        yield
+        return
+    sys.modules["distributed"] = None  # an import now raises ImportError: "not installed"
+    try:
+        yield
+    finally:
+        if "distributed" in sys.modules and sys.modules["distributed"] is None:
+            del sys.modules["distributed"]
+
+
+def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
+    unit = cells.unit_dim
+    coords = {unit: cells.units.tolist(), "connection": list(CONNECTIONS)}
+    constant = xr.Dataset({
+        "cell_rows": ((unit, "connection"), cells.n.astype(np.int64)),
+        "cell_mean": ((unit, "connection"), cells.mean),
+        "cell_ss": ((unit, "connection"), cells.ss),
+        "unit_class": ((unit,), cells.unit_class.astype(str)),
+        "row_unit": (("row",), cells.unit_idx),
+        "row_connection": (("row",), cells.conn_idx),
+    }, coords=coords)
+    if cells.attr_idx is not None:
+        constant["row_attribute"] = ("row",), cells.attr_idx
+        constant["attribute_kind"] = ("attribute",), cells.attribute_kind.astype(str)
+        constant = constant.assign_coords(attribute=cells.attributes.astype(str))
+    observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
+    return constant, observed
+
+
+def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -> Cells:
+    unit = {"word": "protected_word", "class": "protected_class"}[level]
+    return Cells(level=level, units=np.asarray(constant[unit].values, dtype=object),
+                 unit_class=np.asarray(constant["unit_class"].values, dtype=object),
+                 n=constant["cell_rows"].values.astype(np.int64),
+                 mean=constant["cell_mean"].values, ss=constant["cell_ss"].values,
+                 y=observed["cosine_distance"].values,
+                 unit_idx=constant["row_unit"].values.astype(np.int32),
+                 conn_idx=constant["row_connection"].values.astype(np.int32),
+                 **({"attributes": np.asarray(constant["attribute"].values, dtype=object),
+                     "attribute_kind": np.asarray(constant["attribute_kind"].values,
+                                                  dtype=object),
+                     "attr_idx": constant["row_attribute"].values.astype(np.int32)}
+                    if "row_attribute" in constant else {}))

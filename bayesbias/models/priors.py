@@ -1,0 +1,213 @@
+"""The prior distributions a spec may use: one table, one row per distribution.
+
+Each row (:class:`Distribution`) holds everything the package needs of a distribution:
+
+- ``params``: its parameters, in PyMC's names and order (``p1``, ``p2``, ``p3`` in C);
+  those in ``real`` may take any real value, the others must be positive;
+- ``positive``: whether its support is the positive reals (sampled on the log scale);
+- ``c_logp``: C statements computing its log-density at ``v`` (returned) and the derivative
+  in ``v`` (``*g``), from which the compiled kernels' ``prior()`` function is generated
+  (:mod:`bayesbias.models._native`): the one compiled density of the package;
+- ``sample``: NumPy draws (``rng, params, size``), used by simulations;
+- ``scipy``: the frozen SciPy distribution (``params``), folded at 0 when ``folded``,
+  used by the exact posterior and as the tests' independent log-density;
+- ``pymc``: the PyMC distribution's name (``pymc.<name>``), used by the PyMC model, the
+  reference the tests compare the compiled kernels against.
+
+Everything else is looked up here: :class:`~bayesbias.models.spec.Prior` validates and
+draws through the table, the kernels' distribution codes are the rows' positions, the exact
+posterior (:mod:`bayesbias.studies.exact_posterior`) asks for the SciPy object. A new prior
+is one :func:`register` call (``tests/test_models_priors.py`` registers one and fits it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Distribution", "DISTRIBUTIONS", "register", "code", "kernel_row", "scipy_dist",
+           "logpdf", "c_source"]
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One prior distribution: its parameters and every implementation the package uses."""
+
+    name: str
+    params: tuple[str, ...]
+    positive: bool
+    c_logp: str
+    sample: Callable
+    scipy: Callable
+    pymc: str
+    folded: bool = False
+    #: Parameters that may take any real value (the others must be > 0).
+    real: tuple[str, ...] = ("mu",)
+
+    def __post_init__(self):
+        if not 1 <= len(self.params) <= 3:
+            raise ValueError(f"distribution {self.name}: 1 to 3 parameters, got {self.params}")
+
+
+def _stats():
+    from scipy import stats
+
+    return stats
+
+
+#: Name -> row, in kernel-code order (a row's code is its position).
+DISTRIBUTIONS: dict[str, Distribution] = {}
+
+
+def register(dist: Distribution, replace: bool = False) -> Distribution:
+    """Add a row to :data:`DISTRIBUTIONS` (its code is the next position).
+
+    The compiled kernels are regenerated from the table (their cache key is the source), so
+    the new distribution is usable by the C sampler, the PyMC model, simulations and the
+    exact posterior at once.
+    """
+    if dist.name in DISTRIBUTIONS and not replace:
+        raise ValueError(f"distribution {dist.name!r} is already registered")
+    DISTRIBUTIONS[dist.name] = dist
+    return dist
+
+
+def unregister(name: str) -> None:
+    """Remove a row added with :func:`register` (tests)."""
+    DISTRIBUTIONS.pop(name)
+
+
+def code(name: str) -> int:
+    """Return the kernels' integer code of distribution `name` (its position in the table)."""
+    return list(DISTRIBUTIONS).index(name)
+
+
+def kernel_row(prior) -> list[float]:
+    """``[code, positive, p1, p2, p3]``: how the compiled kernels read one prior."""
+    vals = [float(v) for _, v in prior.params]
+    return [float(code(prior.dist)), float(DISTRIBUTIONS[prior.dist].positive), *vals,
+            *[0.0] * (3 - len(vals))]
+
+
+def scipy_dist(prior):
+    """``(frozen, folded)``: the SciPy distribution of `prior` and whether it folds at 0."""
+    row = DISTRIBUTIONS[prior.dist]
+    return row.scipy(dict(prior.params)), row.folded
+
+
+def logpdf(prior, x):
+    """Log-density of `prior` at `x` through SciPy (the exact posterior; the tests)."""
+    dist, folded = scipy_dist(prior)
+    out = dist.logpdf(x)
+    return out + np.log(2.0) if folded else out
+
+
+def ppf(prior, q):
+    """Quantile function of `prior` through SciPy."""
+    dist, folded = scipy_dist(prior)
+    return dist.ppf(0.5 + np.asarray(q) / 2 if folded else q)
+
+
+def c_source() -> str:
+    """Return the C function ``prior(code, p1, p2, p3, v, &g)`` generated from the table."""
+    parts = ["/* Log-density of one prior at v (return) and its derivative in v (*g);",
+             "   generated from bayesbias.models.priors.DISTRIBUTIONS. */",
+             "static double prior(int code, double p1, double p2, double p3, double v, "
+             "double *g) {",
+             "    double z, c;",
+             "    (void)z; (void)c; (void)p2; (void)p3;"]
+    for i, (name, row) in enumerate(DISTRIBUTIONS.items()):
+        args = ", ".join(row.params)
+        parts.append(f"    if (code == {i}) {{  /* {name}({args}) */")
+        parts += ["        " + line.strip() for line in row.c_logp.strip().splitlines()]
+        parts.append("    }")
+    parts += ["    *g = NAN;", "    return NAN;", "}"]
+    return "\n".join(parts) + "\n"
+
+
+# -- the table ----------------------------------------------------------------------------
+# C: p1, p2, p3 are the parameters in order; LOG_2PI and PI are defined; z and c are free.
+
+register(Distribution(
+    "Normal", ("mu", "sigma"), False,
+    """
+    z = (v - p1) / p2;
+    *g = -z / p2;
+    return -0.5 * LOG_2PI - log(p2) - 0.5 * z * z;
+    """,
+    lambda rng, p, size: rng.normal(p["mu"], p["sigma"], size),
+    lambda p: _stats().norm(p["mu"], p["sigma"]), "Normal"))
+
+register(Distribution(
+    "StudentT", ("nu", "mu", "sigma"), False,
+    """
+    z = (v - p2) / p3;
+    c = (lgamma(0.5 * (p1 + 1.0)) - lgamma(0.5 * p1) - 0.5 * log(p1 * PI) - log(p3));
+    *g = -(p1 + 1.0) * z / (p3 * (p1 + z * z));
+    return c - 0.5 * (p1 + 1.0) * log1p(z * z / p1);
+    """,
+    lambda rng, p, size: p["mu"] + p["sigma"] * rng.standard_t(p["nu"], size),
+    lambda p: _stats().t(p["nu"], p["mu"], p["sigma"]), "StudentT"))
+
+register(Distribution(
+    "Exponential", ("lam",), True,
+    """
+    *g = -p1;
+    return log(p1) - p1 * v;
+    """,
+    lambda rng, p, size: rng.exponential(1.0 / p["lam"], size),
+    lambda p: _stats().expon(scale=1.0 / p["lam"]), "Exponential"))
+
+register(Distribution(
+    "HalfNormal", ("sigma",), True,
+    """
+    z = v / p1;
+    *g = -z / p1;
+    return log(2.0) - 0.5 * LOG_2PI - log(p1) - 0.5 * z * z;
+    """,
+    lambda rng, p, size: abs(rng.normal(0.0, p["sigma"], size)),
+    lambda p: _stats().halfnorm(scale=p["sigma"]), "HalfNormal"))
+
+register(Distribution(
+    "HalfCauchy", ("beta",), True,
+    """
+    z = v / p1;
+    *g = -2.0 * v / (p1 * p1 + v * v);
+    return log(2.0) - log(PI) - log(p1) - log1p(z * z);
+    """,
+    lambda rng, p, size: abs(p["beta"] * rng.standard_cauchy(size)),
+    lambda p: _stats().halfcauchy(scale=p["beta"]), "HalfCauchy"))
+
+register(Distribution(
+    "HalfStudentT", ("nu", "sigma"), True,
+    """
+    z = v / p2;
+    c = (log(2.0) + lgamma(0.5 * (p1 + 1.0)) - lgamma(0.5 * p1)
+         - 0.5 * log(p1 * PI) - log(p2));
+    *g = -(p1 + 1.0) * z / (p2 * (p1 + z * z));
+    return c - 0.5 * (p1 + 1.0) * log1p(z * z / p1);
+    """,
+    lambda rng, p, size: abs(p["sigma"] * rng.standard_t(p["nu"], size)),
+    lambda p: _stats().t(p["nu"], scale=p["sigma"]), "HalfStudentT", folded=True))
+
+register(Distribution(
+    "LogNormal", ("mu", "sigma"), True,
+    """
+    c = log(v);
+    z = (c - p1) / p2;
+    *g = -1.0 / v - z / (p2 * v);
+    return -c - 0.5 * LOG_2PI - log(p2) - 0.5 * z * z;
+    """,
+    lambda rng, p, size: rng.lognormal(p["mu"], p["sigma"], size),
+    lambda p: _stats().lognorm(p["sigma"], scale=np.exp(p["mu"])), "LogNormal"))
+
+register(Distribution(
+    "Gamma", ("alpha", "beta"), True,  # beta a rate
+    """
+    *g = (p1 - 1.0) / v - p2;
+    return p1 * log(p2) - lgamma(p1) + (p1 - 1.0) * log(v) - p2 * v;
+    """,
+    lambda rng, p, size: rng.gamma(p["alpha"], 1.0 / p["beta"], size),
+    lambda p: _stats().gamma(p["alpha"], scale=1.0 / p["beta"]), "Gamma"))

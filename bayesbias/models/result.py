@@ -1,0 +1,443 @@
+"""The result of a fit: :class:`Fit` (draws, spec and data) and its model checks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..config import CONNECTIONS, defaults
+from .cells import Cells, normal_logp_rows
+from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
+from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
+from .spec import ModelSpec
+from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
+
+__all__ = ["Fit", "Check", "PPC_TOLERANCE"]
+
+
+#: A fit warns when its 89% posterior predictive interval holds a share of the rows
+#: farther than this from 0.89.
+PPC_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class Check:
+    """One model check: ``code`` (e.g. ``"ppc_coverage"``), ``ok`` and a plain message."""
+
+    code: str
+    ok: bool
+    message: str
+    value: float | None = None
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON."""
+        return {"code": self.code, "ok": self.ok, "message": self.message, "value": self.value}
+
+    def __str__(self) -> str:
+        return ("ok: " if self.ok else "warning: ") + self.message
+
+
+def _model_checks(fit) -> list[Check]:
+    out = []
+    rows = fit.cells.n.sum(axis=0)
+    for a, b in CONTRASTS:
+        empty = [c for c in (a, b) if rows[CONNECTIONS.index(c)] == 0]
+        if empty:
+            out.append(Check("contrast_no_data", False,
+                             f"{contrast_label(a, b)}: no data (no {' or '.join(empty)} rows); "
+                             "its interval comes from the prior alone and is not a finding"))
+    from .checks import ATTRIBUTE_ALPHA, attribute_dependence, coverage_tolerance, loo_coverage
+
+    share, se = loo_coverage(fit)
+    tol = coverage_tolerance(se)
+    if abs(share - 0.89) > tol:
+        what = ("too narrow: the model understates the spread of the distances, so its "
+                "intervals are likely too narrow (overconfident); prefer a model whose checks "
+                "pass before reading them" if share < 0.89 else
+                "too wide: the model overstates the spread of the distances, so its intervals "
+                "are likely conservative")
+        out.append(Check("ppc_coverage", False,
+                         f"{share:.1%} of the observed distances lie inside their 89% "
+                         f"leave-one-out predictive interval (expected 89% ± {tol:.1%}): the "
+                         f"predictive intervals are {what}", share))
+    else:
+        out.append(Check("ppc_coverage", True,
+                         f"{share:.1%} of the observed distances lie inside their 89% "
+                         f"leave-one-out predictive interval (expected 89% ± {tol:.1%})",
+                         share))
+    p = attribute_dependence(fit)
+    if p is not None and p < ATTRIBUTE_ALPHA:
+        out.append(Check("attribute_dependence", False,
+                         f"rows that share an attribute word share a shift this model does not "
+                         f"have (attribute-dependence check p = {p:.2g}): its group-level "
+                         "intervals treat the listed attributes as fixed and are likely too "
+                         "narrow; use the crossed model (the default)", p))
+    elif p is not None:
+        out.append(Check("attribute_dependence", True,
+                         f"no sign of attribute-word effects beyond the model's "
+                         f"(attribute-dependence check p = {p:.2g})", p))
+    return out
+
+
+class Fit:
+    """A fitted model: posterior draws (``idata``, an ArviZ DataTree), its spec and data.
+
+    Create with :func:`fit_model` or :func:`load_fit`.
+    """
+
+    def __init__(self, idata, spec: ModelSpec, cells: Cells):
+        self.idata = idata
+        self.spec = spec
+        self.cells = cells
+
+    def __repr__(self) -> str:
+        s = self.cells.summary()
+        p = self.idata.posterior
+        return (f"<Fit {self.spec.name!r} ({self.spec.family}, hash {self.spec.hash}) on "
+                f"{s['rows']} rows, {s['units']} {self.cells.unit_dim.replace('_', ' ')}s; "
+                f"{p.sizes['chain']} chains x {p.sizes['draw']} draws>")
+
+    # -- posterior quantities -------------------------------------------------------------
+    @property
+    def posterior(self) -> xr.Dataset:
+        """The posterior group as a Dataset."""
+        return self.idata.posterior.to_dataset()
+
+    @property
+    def unit_dim(self) -> str:
+        """``"protected_word"`` or ``"protected_class"``."""
+        return self.cells.unit_dim
+
+    def _n(self) -> xr.DataArray:
+        return xr.DataArray(self.cells.n, dims=(self.unit_dim, "connection"),
+                            coords={self.unit_dim: self.cells.units.tolist(),
+                                    "connection": list(CONNECTIONS)})
+
+    def group_mean_draws(self) -> xr.DataArray:
+        """Draws of the group-level mean distance per connection.
+
+        ``mu_bar`` for the hierarchical families; for the others the average of the cell
+        means over the units that have rows in that connection.
+        """
+        from .families import family_module
+
+        post = self.posterior
+        var = family_module(self.spec.family).GROUP_MEAN
+        if var is not None:
+            out = post[var]
+        else:
+            has = self._n() > 0
+            out = post["mu"].where(has).sum(self.unit_dim) / has.sum(self.unit_dim)
+        return out.rename("group_mean")
+
+    def contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
+        """Draws of differences between group-level means, dim ``contrast``.
+
+        `contrasts`: pairs, ``"a - b"`` labels or ``"all"`` (see :func:`contrast_pairs`).
+        """
+        return differences(self.group_mean_draws(), contrast_pairs(contrasts))
+
+    def word_mean_draws(self) -> xr.DataArray:
+        """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``)."""
+        return self.posterior["mu"].rename("mean")
+
+    def word_contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
+        """Per-unit differences between connections, dims ``(..., unit, contrast)``."""
+        return differences(self.word_mean_draws(), contrast_pairs(contrasts))
+
+    # -- tables ---------------------------------------------------------------------------
+    def group_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+        """Group-level mean distance per connection with its interval.
+
+        Returns a DataFrame (``connection, mean, sd, lower, upper, rows``) or, with
+        `as_xarray`, the Dataset of :func:`~bayesbias.models.summaries.summarise`.
+        """
+        ds = summarise(self.group_mean_draws(), ci_prob, ci_kind)
+        ds["rows"] = ("connection", self.cells.n.sum(axis=0))
+        return ds if as_xarray else to_frame(ds)
+
+    def contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
+                  contrasts=None):
+        """Differences between group-level means (associated - none, ...), with intervals.
+
+        `contrasts`: ``None`` for :data:`CONTRASTS` (the four verdict contrasts first, then
+        ``different - none``), ``"all"`` for the six pairwise ones, or any pairs / ``"a - b"``
+        labels. ``excludes_zero`` says whether the interval lies entirely on one side of 0;
+        ``prob_below_zero`` is the posterior probability that the contrast is below 0;
+        ``has_data`` is False when one side of the contrast has no rows (the interval is
+        then the prior's and ``excludes_zero`` is False; see :attr:`checks`).
+        """
+        pairs = contrast_pairs(contrasts)
+        draws = self.contrast_draws(pairs)
+        ds = summarise(draws, ci_prob, ci_kind, zero_check=True)
+        ds["prob_below_zero"] = (draws < 0).mean(SAMPLE_DIMS)
+        rows = self.cells.n.sum(axis=0)
+        has = {c: rows[i] > 0 for i, c in enumerate(CONNECTIONS)}
+        ok = [bool(has[a] and has[b]) for a, b in pairs]
+        ds["has_data"] = ("contrast", ok)
+        # A contrast with no rows on one side is the prior's, not a finding.
+        ds["excludes_zero"] = ds["excludes_zero"] & ds["has_data"]
+        return ds if as_xarray else to_frame(ds)
+
+    def word_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
+        """Mean distance per (protected word or class, connection), for cells with rows."""
+        ds = summarise(self.word_mean_draws(), ci_prob, ci_kind)
+        ds["rows"] = self._n()
+        ds = ds.assign_coords(protected_class_of=(self.unit_dim, self.cells.unit_class.tolist()))
+        if as_xarray:
+            return ds
+        frame = to_frame(ds)
+        frame = frame.loc[frame["rows"] > 0].reset_index(drop=True)
+        if self.unit_dim == "protected_word":
+            frame.insert(1, "protected_class", frame.pop("protected_class_of"))
+        else:
+            frame = frame.drop(columns="protected_class_of")
+        return frame
+
+    def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
+                       contrasts=None):
+        """Per-unit contrasts (e.g. associated - none for each protected word)."""
+        ds = summarise(self.word_contrast_draws(contrasts), ci_prob, ci_kind, zero_check=True)
+        if as_xarray:
+            return ds
+        frame = to_frame(ds)
+        n = self._n()
+        ok = [bool(n.sel({self.unit_dim: u, "connection": lab.split(" - ")[0]}) > 0
+                   and n.sel({self.unit_dim: u, "connection": lab.split(" - ")[1]}) > 0)
+              for u, lab in zip(frame[self.unit_dim], frame["contrast"], strict=True)]
+        return frame.loc[ok].reset_index(drop=True)
+
+    def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:
+        """Every named model parameter (not the sampler's auxiliary ones) with intervals."""
+        from .families import family_module
+
+        post = self.posterior
+        names = family_module(self.spec.family).PARAMETERS
+        frames = []
+        for v in names:
+            f = to_frame(summarise(post[v], ci_prob, ci_kind))
+            dims = [d for d in post[v].dims if d not in SAMPLE_DIMS]
+            f.insert(0, "parameter", [f"{v}[{', '.join(str(r[d]) for d in dims)}]" if dims
+                                      else v for _, r in f.iterrows()])
+            frames.append(f.drop(columns=dims))
+        out = pd.concat(frames, ignore_index=True)
+        out.attrs = frames[0].attrs
+        return out
+
+    # -- checks ---------------------------------------------------------------------------
+    def diagnostics(self, rhat_max: float = RHAT_MAX,
+                    ess_per_chain_min: float = ESS_PER_CHAIN_MIN) -> Diagnostics:
+        """r-hat, bulk/tail ESS and divergences (see :func:`diagnose`)."""
+        cache = self.__dict__.setdefault("_cache", {})
+        key = ("diagnostics", rhat_max, ess_per_chain_min)
+        if key not in cache:  # computed once per fit (fit_model, summary, report all ask)
+            ss = self.idata["sample_stats"].to_dataset() if "sample_stats" in self.idata \
+                else None
+            cache[key] = diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
+        return cache[key]
+
+    @property
+    def checks(self) -> list[Check]:
+        """Model checks a reader must see: contrasts without data, predictive coverage.
+
+        Each :class:`Check` has a ``code``, an ``ok`` flag and a ``message`` saying what it
+        means for the intervals. Computed once per fit.
+        """
+        if getattr(self, "_checks", None) is None:
+            self._checks = _model_checks(self)
+        return self._checks
+
+    def to_dict(self, ci_prob=None, ci_kind=None) -> dict:
+        """:meth:`summary` as plain JSON data (tables as lists of records)."""
+        out = {}
+        for k, v in self.summary(ci_prob, ci_kind).items():
+            if isinstance(v, pd.DataFrame):
+                v = json.loads(v.to_json(orient="records"))
+            out[k] = v
+        return out
+
+    def _draws_flat(self, da: xr.DataArray) -> np.ndarray:
+        return da.transpose(*SAMPLE_DIMS, ...).values
+
+    def _cell_sigma(self) -> np.ndarray:
+        sig = self._draws_flat(self.posterior["sigma"])
+        if sig.ndim == 2:  # single residual sd
+            sig = np.repeat(sig[..., None], len(CONNECTIONS), axis=-1)
+        return sig  # (chain, draw, connection)
+
+    def _attribute_effects(self) -> np.ndarray | None:
+        """Draws of the attribute effects (chain, draw, attribute), or None."""
+        if "attribute_effect" not in self.posterior:
+            return None
+        return self._draws_flat(self.posterior["attribute_effect"])
+
+    def log_likelihood(self, dtype=np.float64) -> xr.DataArray:
+        """Pointwise log-likelihood of every row (dims ``chain, draw, row``).
+
+        Computed from the posterior draws after sampling; the sufficient-statistic fit has
+        none of its own.
+        """
+        c = self.cells
+        mu = self._draws_flat(self.posterior["mu"])
+        sig = self._cell_sigma()
+        effect = self._attribute_effects()
+        out = np.empty(mu.shape[:2] + (c.n_rows,), dtype=dtype)
+        step = max(1, 2_000_000 // max(mu.shape[0] * mu.shape[1], 1))
+        for start in range(0, c.n_rows, step):
+            sl = slice(start, start + step)
+            mean = mu[..., c.unit_idx[sl], c.conn_idx[sl]]
+            if effect is not None:
+                mean = mean + effect[..., c.attr_idx[sl]]
+            out[..., sl] = normal_logp_rows(c.y[sl], mean, sig[..., c.conn_idx[sl]])
+        post = self.idata.posterior
+        return xr.DataArray(out, dims=("chain", "draw", "row"),
+                            coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                                    "row": np.arange(c.n_rows)}, name="cosine_distance")
+
+    def with_log_likelihood(self):
+        """Return ``idata`` plus a ``log_likelihood`` group (for ``az.loo`` / ``az.compare``)."""
+        tree = self.idata.copy()
+        tree["log_likelihood"] = xr.DataTree(self.log_likelihood().to_dataset())
+        return tree
+
+    def loo(self):
+        """PSIS-LOO of the rows through ``arviz.loo``."""
+        import arviz as az
+
+        return az.loo(self.with_log_likelihood())
+
+    def ppc(self, probs=(0.89, 0.5), ci_kind: str = "hdi", seed: int | None = None) \
+            -> pd.DataFrame:
+        """Posterior predictive check: share of observed distances inside predictive intervals.
+
+        The predictive distribution of a row depends only on its cell, so one replicate per
+        draw and cell gives every row's predictive interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per connection plus ``all``: ``rows`` and, for each probability p,
+            ``inside_<p>`` (share of rows inside the p predictive interval; ideally about p).
+        """
+        _, ci_kind = resolve_ci(None, ci_kind)
+        seed = defaults.seed if seed is None else seed
+        cache = self.__dict__.setdefault("_cache", {})
+        key = ("ppc", tuple(probs), ci_kind, seed)
+        if key not in cache:
+            cache[key] = self._ppc(probs, ci_kind, seed)
+        return cache[key].copy()
+
+    def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
+        c = self.cells
+        rng = np.random.default_rng(seed)
+        if "attribute_effect" in self.posterior:
+            # each row has its own mean (attribute effects): replicate rows on thinned draws
+            from .checks import _row_moments
+
+            mean, sd = _row_moments(self)
+            rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
+                               dims=("chain", "draw", "row"))
+
+            def bounds(p):
+                return interval(rep, p, ci_kind).transpose("row", "ci_bound").values
+        else:  # a row's predictive depends only on its cell: one replicate per draw and cell
+            mu = self._draws_flat(self.posterior["mu"])
+            sig = self._cell_sigma()[:, :, None, :]
+            rep = xr.DataArray(mu + sig * rng.standard_normal(mu.shape),
+                               dims=("chain", "draw", "unit", "connection"))
+
+            def bounds(p):
+                ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound")
+                return ci.values[c.unit_idx, c.conn_idx]
+        rows = {"connection": list(CONNECTIONS) + ["all"],
+                "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
+        for p in probs:
+            ci = bounds(p)
+            inside = (c.y >= ci[:, 0]) & (c.y <= ci[:, 1])
+            per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = per / c.n.sum(axis=0)
+            rows[f"inside_{p:g}"] = list(share) + [float(inside.mean())]
+        frame = pd.DataFrame(rows)
+        frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
+        return frame
+
+    # -- output ---------------------------------------------------------------------------
+    def plot_forest(self, path, ci_prob=None, ci_kind=None):
+        """Forest plots per protected word and per connection, saved as PNG at `path`."""
+        from .plots import plot_fit_forest
+
+        return plot_fit_forest(self, path, ci_prob, ci_kind)
+
+    def to_text(self, ci_prob=None, ci_kind=None, ppc: bool = True) -> str:
+        """Return a plain-text report: model card, data, diagnostics, means, contrasts, PPC."""
+        ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+        groups = self.group_means(ci_prob, ci_kind)
+        contrasts = self.contrasts(ci_prob, ci_kind)
+        iv = groups.attrs["interval"]
+        cols = ["mean", "sd", "lower", "upper"]
+        a = self.idata.attrs
+        post = self.idata.posterior
+        lines = [self.spec.card(), "",
+                 f"data: {self.cells.n_rows} rows, {self.cells.units.size} "
+                 f"{self.unit_dim.replace('_', ' ')}s; sampler {a.get('sampler')}, "
+                 f"{post.sizes['chain']} chains x {post.sizes['draw']} draws, seed "
+                 f"{a.get('seed')}, {float(a.get('wall_time_s', np.nan)):.1f} s",
+                 str(self.diagnostics()),
+                 *[f"warning: {c.message}" for c in self.checks if not c.ok], "",
+                 f"group-level mean cosine distance per connection ({iv}):",
+                 groups.set_index("connection")[cols + ["rows"]].round(4).to_string(), "",
+                 f"contrasts ({iv}):",
+                 contrasts.set_index("contrast")[cols + ["prob_below_zero", "excludes_zero"]]
+                 .round(4).to_string()]
+        if ppc:
+            lines += ["", "posterior predictive check (share of observed distances inside "
+                      "the predictive HDI):",
+                      self.ppc().set_index("connection").round(3).to_string()]
+        return "\n".join(lines)
+
+    def summary(self, ci_prob=None, ci_kind=None) -> dict:
+        """Everything a report needs, as plain data (for JSON)."""
+        ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+        return {
+            "model": self.spec.name, "family": self.spec.family, "spec_hash": self.spec.hash,
+            "spec": self.spec.to_dict(), "data": self.cells.summary(),
+            "ci_prob": ci_prob, "ci_kind": ci_kind,
+            "sampler": self.idata.attrs.get("sampler"),
+            "diagnostics": self.diagnostics().to_dict(),
+            "group_means": self.group_means(ci_prob, ci_kind),
+            "contrasts": self.contrasts(ci_prob, ci_kind),
+            "word_means": self.word_means(ci_prob, ci_kind),
+            "parameters": self.parameters(ci_prob, ci_kind),
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+    def save(self, path, loo: bool = False, provenance: dict | None = None) -> Path:
+        """Write the fit (posterior, data, spec, spec hash, version) to netCDF, atomically.
+
+        With `loo`, also the pointwise ``log_likelihood`` group, so that ``arviz.loo`` works
+        on the loaded file (one value per row and draw: large for big tables). The
+        ``provenance`` attribute (JSON) holds `provenance`, by default
+        :func:`bayesbias.provenance.fit_provenance` (versions, date, command line, digests).
+        """
+        from .._atomic import atomic_write_bytes
+        from ..provenance import fit_provenance
+        from .files import _no_distributed_probe
+
+        path = Path(path)
+        tree = self.with_log_likelihood() if loo else self.idata.copy()
+        tree.attrs["provenance"] = json.dumps(provenance if provenance is not None
+                                              else fit_provenance(self), default=str)
+        if "sample_stats" in tree:  # object-typed messages do not serialise
+            ss = tree["sample_stats"].to_dataset()
+            ss = ss.drop_vars([v for v in ss.data_vars if ss[v].dtype == object])
+            tree["sample_stats"] = xr.DataTree(ss)
+        with _no_distributed_probe():  # in memory: h5py crashes on a disk that fills up
+            data = tree.to_netcdf(engine="h5netcdf")
+        atomic_write_bytes(path, data, suffix=".nc")
+        return path

@@ -1,0 +1,253 @@
+"""Sampling a model spec on a distance table: settings, samplers and :func:`fit_model`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import time
+from collections import OrderedDict
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..config import DEFAULT_MODEL, defaults
+from ..errors import InvalidArgumentError, ModelSpecError
+from ..progress import progress
+from ..validation import validate_int, validate_probability
+from .base import LIKELIHOODS, build_model, model_data, structure_key
+from .cells import cells_from_table
+from .diagnostics import HELPERS, check
+from .families import family_module
+from .files import _data_groups
+from .result import Fit
+from .spec import load_spec
+
+__all__ = ["fit_model", "fit_memory", "SAMPLERS", "MAX_DRAWS", "MAX_CHAINS", "MAX_FIT_BYTES",
+           "BYTES_PER_DRAW", "BYTES_PER_CELL", "BYTES_PER_ATTRIBUTE"]
+
+log = logging.getLogger(__name__)
+
+
+SAMPLERS = ("auto", "nutpie", "pymc")
+
+
+#: Upper limits of the sampler settings (beyond them a fit cannot finish or fit in memory).
+MAX_DRAWS = 1_000_000
+
+
+MAX_CHAINS = 64
+
+
+#: Memory a fit keeps per draw and chain, measured with nutpie (the most costly sampler
+#: here): about 2.2 kB, plus 120 bytes per cell and, for the crossed family, per attribute
+#: word (the posterior with its helper variables, the sampler statistics and the copies
+#: made while the draws are converted and summarised). Measured from the peak RSS growth
+#: between two draw counts: hierarchical, 60 cells: 8.9 kB (predicted 9.4); crossed, 60
+#: cells and 29 / 322 attributes: 12.4 / 46.6 kB (predicted 12.9 / 48.0).
+BYTES_PER_DRAW = 2_200
+
+
+BYTES_PER_CELL = 120
+
+
+BYTES_PER_ATTRIBUTE = 120
+
+
+#: Largest memory the draws of one fit may take (checked before sampling): 4 GB.
+MAX_FIT_BYTES = 4_000_000_000
+
+
+#: Compiled nutpie models by structure (see :func:`~bayesbias.models.base.structure_key`):
+#: fits of the same spec to tables of the same shape reuse the compiled model with new data.
+_COMPILED: OrderedDict = OrderedDict()
+
+
+_COMPILED_MAX = 16
+
+
+def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar, target_accept):
+    import nutpie
+
+    key = structure_key(spec, cells)
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        compiled, noncentred = _COMPILED[key]
+        compiled = compiled.with_data(**model_data(spec, cells))
+        log.debug("reusing the compiled model for %s", spec.name)
+    else:
+        pm_model = build_model(spec, cells, "sufficient")
+        noncentred = tuple(getattr(pm_model, "noncentred", ()))
+        compiled = nutpie.compile_pymc_model(pm_model)
+        _COMPILED[key] = (compiled, noncentred)
+        if len(_COMPILED) > _COMPILED_MAX:
+            _COMPILED.popitem(last=False)
+    t0 = time.perf_counter()
+    tree = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
+                         seed=seed, save_warmup=False, progress_bar=progressbar,
+                         target_accept=target_accept)
+    sampling_time = time.perf_counter() - t0
+    post = tree.posterior.to_dataset()
+    post = post.assign_coords({cells.unit_dim: cells.units.tolist()})
+    out = xr.DataTree()
+    out["posterior"] = xr.DataTree(post)
+    out["sample_stats"] = xr.DataTree(tree.sample_stats.to_dataset())
+    out.posterior.attrs.update(tree.posterior.attrs, sampling_time=sampling_time)
+    return out, noncentred
+
+
+def _resolve_sampler(sampler: str) -> str:
+    if sampler not in SAMPLERS:
+        raise InvalidArgumentError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    if sampler == "auto":
+        return "nutpie" if importlib.util.find_spec("nutpie") else "pymc"
+    return sampler
+
+
+def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0) -> int:
+    """Bytes the draws of a fit take in memory (:data:`BYTES_PER_DRAW` and co).
+
+    `n_attributes`: attribute words with an effect of their own (crossed family), else 0.
+    """
+    per = (BYTES_PER_DRAW + BYTES_PER_CELL * max(int(n_cells), 1)
+           + BYTES_PER_ATTRIBUTE * int(n_attributes))
+    return int(draws) * int(chains) * per
+
+
+def _check_settings(draws, tune, chains, target_accept, n_cells: int,
+                    n_attributes: int = 0) -> tuple[int, int, int]:
+    """Validate the sampler settings (:mod:`bayesbias.validation`) and the memory they need."""
+    draws = validate_int(draws, "draws", low=1, high=MAX_DRAWS)
+    tune = validate_int(tune, "tune", low=0, high=MAX_DRAWS)
+    chains = validate_int(chains, "chains", low=1, high=MAX_CHAINS)
+    validate_probability(target_accept, "target_accept")
+    need = fit_memory(draws, chains, n_cells, n_attributes)
+    if need > MAX_FIT_BYTES:
+        extra = f" and {n_attributes:,} attribute effects" if n_attributes else ""
+        raise InvalidArgumentError(
+            f"draws x chains = {draws:,} x {chains} on {n_cells:,} cells{extra} would keep "
+            f"about {need / 1e9:.1f} GB of draws in memory (limit {MAX_FIT_BYTES / 1e9:.0f} GB); "
+            "use fewer draws or chains")
+    return draws, tune, chains
+
+
+def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = None,
+              tune: int | None = None, chains: int | None = None, cores: int | None = None,
+              seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
+              strict: bool = False, progressbar: bool = False, target_accept: float = 0.8,
+              marginal: bool | None = None, **spec_overrides) -> Fit:
+    """Fit a model spec to a distance table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A distance table (:mod:`bayesbias.distances`).
+    model : str, path-like or ModelSpec
+        Shipped spec name (default ``"crossed"``: the paper's ``"hierarchical"`` model plus
+        an effect per attribute word; ``"additive"``, ``"separate"``, ...), TOML file or
+        spec; see :func:`~bayesbias.models.spec.load_spec`.
+    draws, tune, chains, cores : int
+        Sampler settings (defaults in ``bayesbias.config.defaults``); `cores` defaults to
+        ``min(chains, 2)``. At most :data:`MAX_DRAWS` draws and :data:`MAX_CHAINS` chains.
+    seed : int, optional
+        Random seed (default ``bayesbias.config.defaults.seed``); equal seeds give equal draws.
+    sampler : {"auto", "nutpie", "pymc"}
+        ``"auto"`` uses nutpie when installed, PyMC's NUTS otherwise.
+    marginal : bool, optional
+        Sample with the per-unit cell means (additive: m and co) integrated out exactly and
+        draw them afterwards from their exact conditional (same posterior, at most ~12
+        parameters, no funnel or ridge, nothing to compile per table). Default: whenever the
+        family supports it, the likelihood is ``"sufficient"`` and the sampler is nutpie.
+    likelihood : {"sufficient", "rows"}
+        Exact per-cell sufficient statistics (default; cost independent of the row count) or
+        one term per row.
+    target_accept : float
+        NUTS target acceptance rate; raise it (e.g. 0.95) if there are divergences.
+    strict : bool
+        Raise :class:`~bayesbias.errors.DiagnosticsError` if the diagnostics fail (they are
+        always checked, and a :class:`SamplerWarning` is issued otherwise).
+    **spec_overrides
+        Passed to the spec (``level``, ``residual_sd``, ``noncentred``, ``priors``).
+    """
+    from .. import __version__
+    from .marginal import sample_marginal, supports
+
+    spec = load_spec(model, **spec_overrides)
+    if likelihood not in LIKELIHOODS:
+        raise InvalidArgumentError(
+            f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
+    cells = cells_from_table(table, spec.level)
+    from ..distances import check_spread
+
+    check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
+    draws = defaults.draws if draws is None else draws
+    tune = defaults.tune if tune is None else tune
+    chains = defaults.chains if chains is None else chains
+    family = family_module(spec.family)
+    n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
+    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
+                                          n_attr)
+    seed = defaults.seed if seed is None else int(seed)
+    sampler = _resolve_sampler(sampler)
+    cores = min(chains, 2) if cores is None else cores
+    if marginal is None:
+        marginal = sampler == "nutpie" and likelihood == "sufficient" and supports(spec)
+    elif marginal and not (sampler == "nutpie" and likelihood == "sufficient"
+                           and supports(spec)):
+        raise ModelSpecError(f"model {spec.name!r}: the cell-marginal sampler needs the "
+                             "nutpie sampler, the sufficient likelihood, a family that "
+                             "supports it and a working C compiler (its kernels)")
+    progress.info("sampling %s with %s%s: %d chains x (%d tune + %d draws), %d rows in %d "
+                  "cells", spec.name, sampler, " (cell means integrated out)" if marginal
+                  else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
+    t0 = time.perf_counter()
+    if marginal:
+        idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept)
+        noncentred = ()
+    elif sampler == "nutpie" and likelihood == "sufficient":
+        idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
+                                           progressbar, target_accept)
+    else:
+        import pymc as pm
+
+        pm_model = build_model(spec, cells, likelihood)
+        noncentred = getattr(pm_model, "noncentred", ())
+        with pm_model:
+            idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=cores,
+                              random_seed=seed, nuts_sampler=sampler, progressbar=progressbar,
+                              compute_convergence_checks=False, target_accept=target_accept)
+    wall = time.perf_counter() - t0
+    constant, observed = _data_groups(cells)
+    tree = xr.DataTree(name=None)
+    post = idata.posterior.to_dataset()
+    order = [v for v in post.data_vars if v not in HELPERS] + \
+        [v for v in post.data_vars if v in HELPERS]
+    tree["posterior"] = xr.DataTree(post[order])
+    if "sample_stats" in idata:
+        tree["sample_stats"] = xr.DataTree(idata.sample_stats.to_dataset())
+    tree["constant_data"] = xr.DataTree(constant)
+    tree["observed_data"] = xr.DataTree(observed)
+    source = {k: str(v) for k, v in table.attrs.items()
+              if k in ("source", "topic", "embedding", "wordlist", "repeats_dropped",
+                       "sentinel_rows_dropped", "missing")}
+    tree.attrs.update(
+        bayesbias_version=__version__, spec=spec.to_json(), spec_hash=spec.hash,
+        spec_name=spec.name, data_summary=json.dumps(cells.summary()),
+        table_attrs=json.dumps(source), sampler=sampler, likelihood=likelihood, seed=seed,
+        draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+        marginal=int(bool(marginal)),
+        wall_time_s=round(wall, 3),
+        sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
+    )
+    if getattr(family, "NONCENTRED", False) and not marginal:
+        tree.attrs["noncentred"] = json.dumps(list(noncentred))
+    if "attribute_noncentred" in idata.posterior.attrs:
+        tree.attrs["attribute_noncentred"] = int(idata.posterior.attrs["attribute_noncentred"])
+    fit = Fit(tree, spec, cells)
+    log.info("fitted %s in %.1f s", spec.name, wall)
+    check(fit, strict)
+    for c in fit.checks:
+        if not c.ok:
+            log.warning("model %s: %s", spec.name, c.message)
+    return fit
