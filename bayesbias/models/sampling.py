@@ -15,7 +15,7 @@ import xarray as xr
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import InvalidArgumentError, ModelSpecError
 from ..progress import progress
-from ..validation import validate_int, validate_probability
+from ..validation import MAX_CHAINS, MAX_DRAWS, validate_int, validate_probability
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import cells_from_table
 from .diagnostics import HELPERS, check
@@ -32,12 +32,6 @@ log = logging.getLogger(__name__)
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 
-
-#: Upper limits of the sampler settings (beyond them a fit cannot finish or fit in memory).
-MAX_DRAWS = 1_000_000
-
-
-MAX_CHAINS = 64
 
 
 #: Memory a fit keeps per draw and chain, measured with nutpie (the most costly sampler

@@ -10,12 +10,12 @@ import pandas as pd
 import xarray as xr
 
 from ..config import defaults, validate_ci_prob
+from ..validation import POSTERIOR_CI_KINDS as CI_KINDS  # interval kinds of posterior draws
 from ..validation import validate_ci_kind
 
 __all__ = ["CI_KINDS", "interval", "summarise", "to_frame", "resolve_ci"]
 
-#: Interval kinds of posterior draws (a subset of :data:`bayesbias.validation.CI_KINDS`).
-CI_KINDS = ("hdi", "eti")
+
 SAMPLE_DIMS = ("chain", "draw")
 
 
