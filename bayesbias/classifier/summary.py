@@ -89,6 +89,16 @@ class ClassifierBias:
         return (f"classifier bias of {self.model} ({self.ci_prob:.0%} intervals)\n"
                 + self.table[cols].round(4).to_string(index=False))
 
+    def _repr_html_(self) -> str:
+        from ..display import classifier_html
+
+        return classifier_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import classifier_repr
+
+        return classifier_repr(self)
+
 
 def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"), *,
                     ci_prob: float = 0.95, criterion: str = "demographic_parity",

@@ -129,6 +129,16 @@ class MacResult:
                 f"{k}: {', '.join(v)}" for k, v in self.dropped.items() if v))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from ..display import mac_html
+
+        return mac_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import mac_repr
+
+        return mac_repr(self)
+
 
 @dataclass
 class MacTTest:

@@ -532,6 +532,11 @@ class MetricResult:
                 f"{k}: {', '.join(v)}" for k, v in dropped.items()))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from ..display import metric_result_html
+
+        return metric_result_html(self)
+
 
 # --------------------------------------------------------------------------------------
 # Word layer
@@ -765,6 +770,16 @@ class MetricTable:
     def __str__(self) -> str:
         return f"Embedding-bias metrics, word list {self.wordlist} ({self.source})\n" + \
             self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        from ..display import metric_table_html
+
+        return metric_table_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import metric_table_repr
+
+        return metric_table_repr(self)
 
 
 def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | None = None,

@@ -431,6 +431,16 @@ class WeatResult:
                 f"{k}: {', '.join(v)}" for k, v in dropped.items()))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from ..display import weat_html
+
+        return weat_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import weat_repr
+
+        return weat_repr(self)
+
 
 def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str = "greater",
                            sd: str = "sample", n_permutations: int | None = None,
