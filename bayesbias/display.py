@@ -14,9 +14,10 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["card", "frame_html", "verdict_html", "verdict_repr", "weat_html", "weat_repr",
-           "metric_result_html", "metric_table_html", "metric_table_repr", "wordlist_html",
-           "wordlist_repr", "comparison_html", "comparison_repr", "classifier_html",
-           "classifier_repr", "bbu_html", "bbu_repr", "fairness_html", "mac_html", "mac_repr",
+           "metric_result_html", "metric_result_repr", "metric_table_html", "metric_table_repr",
+           "wordlist_html", "wordlist_repr", "comparison_html", "comparison_repr",
+           "classifier_html", "classifier_repr", "bbu_html", "bbu_repr", "fairness_html",
+           "mac_html", "mac_repr",
            "fit_html", "fit_text"]
 
 #: Tables longer than this are shown collapsed (the first rows stay visible in text reprs).
@@ -45,7 +46,7 @@ def _num(x, fmt: str = ".3f") -> str:
 
 def frame_html(frame: pd.DataFrame, caption: str = "", digits: int = 4,
                collapse: int = COLLAPSE_ROWS) -> str:
-    """A DataFrame as an escaped HTML table; longer than `collapse` rows: collapsed."""
+    """Return `frame` as an escaped HTML table, collapsed when longer than `collapse` rows."""
     rounded = frame.copy()
     for c in rounded.columns:
         if pd.api.types.is_float_dtype(rounded[c]):
@@ -177,6 +178,13 @@ def metric_result_html(r) -> str:
                 f"value = {r.value:.4f} ({r.info.direction})", lines,
                 tables=[("per word", r.per_word)] if len(r.per_word) else (),
                 notes=[r.info.paper])
+
+
+def metric_result_repr(r) -> str:
+    """Short repr of a MetricResult."""
+    ci = f", {r.ci_prob:.0%} CI [{r.ci[0]:.4f}, {r.ci[1]:.4f}]" if r.ci else ""
+    return (f"<MetricResult {r.metric} {r.names.get('X')} vs {r.names.get('Y')}: "
+            f"{_num(r.value, '.4f')}{ci}>")
 
 
 def metric_table_html(t) -> str:

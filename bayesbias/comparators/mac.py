@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..distances import cosine_similarity_matrix
-from ..embeddings import Embedding, lookup
+from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, WordListError
 from ..wordlists import WordList, load_wordlist
 
@@ -227,6 +227,7 @@ def mac(embedding: Embedding, wordlist, *, on_missing: str = "error",
     targets : {"unique", "definite_sets"}
         Count every protected word once, or as often as it occurs in the definite sets.
     """
+    embedding = as_embedding(embedding)
     wl = load_wordlist(wordlist)
     parts = {f"protected:{c.name}": c.protected_words for c in wl.classes}
     parts.update({f"stereotypes:{c.name}": c.stereotypes for c in wl.classes if c.stereotypes})

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import defaults, validate_ci_prob
-from ..embeddings import Embedding, lookup
+from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import InputDataError, WordListError
 from ..resampling import bootstrap_indices, percentile_interval
 from ..wordlists import WordList, default_controls, load_wordlist
@@ -537,6 +537,11 @@ class MetricResult:
 
         return metric_result_html(self)
 
+    def __repr__(self) -> str:
+        from ..display import metric_result_repr
+
+        return metric_result_repr(self)
+
 
 # --------------------------------------------------------------------------------------
 # Word layer
@@ -623,6 +628,7 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
         Metric options (:data:`OPTIONS`): ``sd`` (weat_es), ``distance`` (rnd),
         ``test_size``, ``splits``, ``C`` (rnsb), ``variant`` (ripa), ``c`` (direct_bias).
     """
+    embedding = as_embedding(embedding)
     opts = _validate_options(name, options)
     bootstrap, null_reps, nulls = _validate_draws(bootstrap, null_reps, nulls)
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
@@ -795,6 +801,7 @@ def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | Non
     import logging
 
     log = logging.getLogger(__name__)
+    embedding = as_embedding(embedding)
     wl = load_wordlist(wordlist)
     metrics = list(metrics or METRICS)
     options = dict(options or {})

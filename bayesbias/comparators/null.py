@@ -212,8 +212,7 @@ class NullStudy:
         return out
 
     def to_dict(self) -> dict:
-        """Plain JSON data: the spec as :meth:`describe` gives it (no pool, callables by
-        name)."""
+        """Plain JSON data: the spec as :meth:`describe` gives it (no pool, callables named)."""
         return self.describe()
 
 

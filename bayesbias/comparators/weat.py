@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
-from ..embeddings import Embedding, lookup
+from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, WordListError
 from ..resampling import (
     bootstrap_indices,
@@ -592,6 +592,7 @@ def weat(embedding: Embedding, wordlist_or_sets, *, on_missing: str = "error",
     -------
     WeatResult
     """
+    embedding = as_embedding(embedding)
     sets = resolve_weat_sets(wordlist_or_sets)
     parts = {"X": sets.X, "Y": sets.Y, "A": sets.A, "B": sets.B}
     kept, missing = lookup(embedding, parts, on_missing)

@@ -52,6 +52,7 @@ def _notebook_figure():
             return buf.getvalue()
 
     NotebookFigure.__module__ = __name__
+    NotebookFigure.__qualname__ = "NotebookFigure"  # pickled by name (module __getattr__)
     return NotebookFigure
 
 
