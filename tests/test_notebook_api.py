@@ -1,5 +1,8 @@
-"""The Python API in a notebook: backend left alone, figures returned, rich display, gensim
-KeyedVectors and the fairlearn-style classifier entry point."""
+"""The Python API in a notebook.
+
+The backend left alone, figures returned, rich display, gensim KeyedVectors and the
+fairlearn-style classifier entry point.
+"""
 
 import dataclasses
 import json
@@ -31,7 +34,7 @@ def test_no_module_selects_a_backend_or_draws_with_pyplot():
 
 @pytest.fixture
 def svg_backend():
-    """The user's backend is svg (not Agg, which the library used to force) for one test."""
+    """Make svg (not Agg, which the library used to force) the backend for one test."""
     old = matplotlib.get_backend()
     matplotlib.use("svg")
     try:
@@ -238,8 +241,11 @@ def test_keyedvectors_subset_and_bad_input(default_and_kv):
 
 # -- the fairlearn-style classifier entry point ---------------------------------------------
 def test_classifier_from_arrays_equals_the_table_call():
-    from bayesbias.classifier import (classifier_bias, classifier_bias_from_arrays,
-                                      validate_classifier_data)
+    from bayesbias.classifier import (
+        classifier_bias,
+        classifier_bias_from_arrays,
+        validate_classifier_data,
+    )
 
     rng = np.random.default_rng(2)
     n = 600
