@@ -547,7 +547,8 @@ def resolve_weat_sets(wordlist_or_sets) -> WeatSets:
         sets = obj
     elif isinstance(obj, Mapping):
         try:
-            sets = WeatSets(*(tuple(obj[k]) for k in "XYAB"))
+            sets = WeatSets(*(tuple(obj[k]) for k in "XYAB"),
+                            **({"names": tuple(obj["names"])} if "names" in obj else {}))
         except KeyError as exc:
             raise WordListError(f"WEAT sets need keys X, Y, A, B; missing {exc}") from None
     elif isinstance(obj, Sequence) and len(obj) == 4:
