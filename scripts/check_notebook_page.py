@@ -54,9 +54,11 @@ def checks(nb, html: str) -> list[str]:
         failed.append(f"{len(errors)} cell(s) raised: " + "; ".join(
             f"{e.get('ename')}: {e.get('evalue')}" for e in errors))
     for c in code:
-        src = c.source.strip().splitlines()
+        src = c.source.rstrip().splitlines()
         last = src[-1] if src else ""
-        if "plot" in last.split("#")[0] and "(" in last and "=" not in last.split("(")[0]:
+        # a cell whose value is a plot call (not indented, not an assignment) shows one PNG
+        if (not last[:1].isspace() and "plot" in last.split("#")[0] and "(" in last
+                and "=" not in last.split("(")[0]):
             pngs = [o for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
             if len(pngs) != 1:
                 failed.append(f"cell ending {last.strip()!r}: {len(pngs)} PNG outputs, not 1")
