@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .embeddings import Embedding, lookup
+from .embeddings import Embedding, as_embedding, lookup
 from .errors import InputDataError, InvalidArgumentError, WordListError
 from .plain import DROPPED_KEY, dropped_line
 from .validation import validate_choice
@@ -503,6 +503,7 @@ def hard_debias(
         An unknown `neutralize`, `overlapping` or `on_missing` choice, or a bad `k`.
     """
     validate_choice(overlapping, OVERLAPPING_CHOICES, "overlapping")
+    embedding = as_embedding(embedding)
     wl = load_wordlist(wordlist)
     if not wl.definite_sets:
         raise WordListError(

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ._atomic import atomic_path, check_output
 from .config import CONNECTIONS
-from .embeddings import Embedding, lookup
+from .embeddings import Embedding, as_embedding, lookup
 from .errors import DistanceTableError, OutputPathError
 from .wordlists import WordList, load_wordlist
 
@@ -94,6 +94,7 @@ def distance_table(embedding: Embedding, wordlist, on_missing: str = "error") ->
     pandas.DataFrame
         Columns :data:`COLUMNS`, one row per (protected word, attribute).
     """
+    embedding = as_embedding(embedding)
     wordlist = load_wordlist(wordlist)
     kept_parts, missing = lookup_parts(embedding, wordlist.parts(), on_missing)
     keep = {w for words in kept_parts.values() for w in words}

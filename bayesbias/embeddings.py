@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_EMBEDDING",
     "FORMATS",
     "Embedding",
+    "as_embedding",
     "default_embedding_path",
     "detect_format",
     "load_embedding",
@@ -159,6 +160,66 @@ class Embedding:
     def matrix(self, words) -> np.ndarray:
         """Vectors of `words` as a (len(words), dim) float64 array."""
         return self.vectors[[self._index[w] for w in words]].astype(np.float64)
+
+    @classmethod
+    def from_keyedvectors(cls, kv, words: Iterable[str] | None = None,
+                          source: str | None = None) -> Embedding:
+        """Wrap gensim ``KeyedVectors`` (or a model with a ``.wv``, e.g. ``Word2Vec``).
+
+        Parameters
+        ----------
+        kv : gensim.models.KeyedVectors
+        words : iterable of str, optional
+            Keep only these words (those absent are simply not in the result, as with
+            :func:`load_embedding`); by default every word, without copying the vectors.
+        source : str, optional
+            Name shown in results and messages (default: ``"gensim KeyedVectors"`` with
+            the vocabulary size and dimension).
+
+        Raises
+        ------
+        InvalidArgumentError
+            `kv` has no ``index_to_key`` and ``vectors`` (not KeyedVectors).
+        EmbeddingFormatError
+            A kept vector is not finite or is all zeros.
+        """
+        kv = getattr(kv, "wv", kv)
+        if not hasattr(kv, "index_to_key") or not hasattr(kv, "vectors"):
+            raise InvalidArgumentError(
+                f"expected an Embedding or gensim KeyedVectors, got {type(kv).__name__}")
+        keys = list(kv.index_to_key)
+        vectors = np.asarray(kv.vectors)
+        if vectors.ndim != 2 or vectors.shape[0] != len(keys):
+            raise InvalidArgumentError(
+                f"KeyedVectors holds {len(keys)} words but vectors of shape {vectors.shape}")
+        name = source or f"gensim KeyedVectors ({len(keys):,} words x {vectors.shape[1]} dims)"
+        if words is not None:
+            wanted = set(words)
+            rows = [i for i, w in enumerate(keys) if w in wanted]
+            keys, vectors = [keys[i] for i in rows], vectors[rows]
+        for start in range(0, len(keys), 100_000):  # in blocks: no full-size temporary
+            block = vectors[start:start + 100_000]
+            bad = ~np.isfinite(block).all(axis=1) | ~block.any(axis=1)
+            if bad.any():
+                i = start + int(np.flatnonzero(bad)[0])
+                raise EmbeddingFormatError(name, f"vector of {keys[i]!r} is not finite or is "
+                                           "all zeros (cosine undefined)")
+        return cls(tuple(map(str, keys)), vectors, source=name,
+                   meta={"format": "gensim KeyedVectors", "dim": int(vectors.shape[1]),
+                         "kept": len(keys)})
+
+
+def as_embedding(embedding) -> Embedding:
+    """Return `embedding` as an :class:`Embedding`: itself, or wrapped gensim KeyedVectors.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Neither an Embedding nor KeyedVectors.
+    """
+    if isinstance(embedding, Embedding):
+        return embedding
+    return Embedding.from_keyedvectors(embedding)
 
 
 def lookup(embedding: Embedding, parts: dict, on_missing: str = "error"):

@@ -251,6 +251,16 @@ class Verdict:
                           *(f"  - {d}" for d in self.details),
                           *(f"  note: {n}" for n in self.notes)])
 
+    def _repr_html_(self) -> str:
+        from .display import verdict_html
+
+        return verdict_html(self)
+
+    def __repr__(self) -> str:
+        from .display import verdict_repr
+
+        return verdict_repr(self)
+
 
 def _detail(c: ContrastEvidence, iv: str) -> str:
     if c.status == "no data":

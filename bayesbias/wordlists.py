@@ -181,6 +181,16 @@ class WordList:
             "path": self.path,
         }
 
+    def _repr_html_(self) -> str:
+        from .display import wordlist_html
+
+        return wordlist_html(self)
+
+    def __repr__(self) -> str:
+        from .display import wordlist_repr
+
+        return wordlist_repr(self)
+
 
 def _validate(wl: WordList) -> None:
     where = wl.path or wl.name

@@ -29,20 +29,18 @@
 # %%
 import logging
 import os
-import tempfile
 import warnings
-from pathlib import Path
 
 import pandas as pd
-from IPython.display import Image, display
 
 from bayesbias.datasets import published_table, published_tables
 from bayesbias.models import compare_fits, fit_model, load_spec, loo_compare
+from bayesbias.models.plots import plot_fit_forest
+from bayesbias.verdicts import verdict_from_fit
 
 SMALL = os.environ.get("BAYESBIAS_NOTEBOOK_SMALL") == "1"
 SETTINGS = (dict(draws=300, tune=300, chains=2) if SMALL
             else dict(draws=1000, tune=1000, chains=4))
-OUT = Path(tempfile.mkdtemp(prefix="bayesbias-nb01-"))
 pd.set_option("display.width", 160, "display.precision", 4)
 warnings.filterwarnings("ignore", category=UserWarning)  # diagnostics are shown explicitly
 logging.getLogger("bayesbias").setLevel(logging.ERROR)
@@ -123,8 +121,19 @@ contrasts.pivot_table(index=["topic", "embedding"], columns="contrast",
 
 # %%
 fit = fits["religion", "reddit"]
-display(Image(filename=fit.plot_forest(OUT / "religion_reddit.png")))
+plot_fit_forest(fit)  # a Figure: shown here; plot_fit_forest(fit, "forest.png") saves it
+
+# %%
 fit.word_contrasts().query("contrast == 'associated - none'").round(3)
+
+# %% [markdown]
+# ### The verdict
+#
+# The control-group verdict reads the four contrasts against the decision rule. Like every
+# bayesbias result it shows itself in a notebook (`print(verdict)` gives the text version).
+
+# %%
+verdict_from_fit(fit, name="religion, Reddit")
 
 # %% [markdown]
 # ### Posterior predictive check

@@ -38,6 +38,7 @@
 import os
 
 import pandas as pd
+from IPython.display import display
 
 from bayesbias.models import available_models
 from bayesbias.studies.calibration import DEFAULT_MODELS, sbc
@@ -86,7 +87,7 @@ summary
 
 # %%
 for r in results.values():
-    r.plot()
+    display(r.plot())  # a returned Figure shows when displayed (or as a cell's last value)
 
 # %% [markdown]
 # Reading the histograms: a smile (too many extreme ranks) means posteriors that are too

@@ -53,6 +53,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     ".summary": (
         "ClassifierBias",
         "classifier_bias",
+        "classifier_bias_from_arrays",
     ),
 }, globals())
 
@@ -66,7 +67,7 @@ __all__ = [
     # nuanced AUC metrics
     "nuanced_auc_metrics", "nuanced_auc_table", "nuanced_auc_baseline", "AUC_METRICS",
     # everything at once
-    "classifier_bias", "ClassifierBias",
+    "classifier_bias", "classifier_bias_from_arrays", "ClassifierBias",
     # generalized metrics
     "pcm", "bcm", "vbcm", "mcm", "compute_metric", "list_metrics", "METRICS", "FairnessResult",
 ]

@@ -226,6 +226,16 @@ class BBUResult:
                 f"gamma {self.gamma:.3g} {self.gamma_kind}, sigma^2 {self.variance:.3g} "
                 f"{self.variance_kind}){'; claims bias' if self.claims_bias else ''}")
 
+    def _repr_html_(self) -> str:
+        from ..display import bbu_html
+
+        return bbu_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import bbu_repr
+
+        return bbu_repr(self)
+
 
 def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
                         gamma: float | None = None, variance: float | str = "estimate",

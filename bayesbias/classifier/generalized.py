@@ -286,6 +286,11 @@ class FairnessResult:
         return (f"FairnessResult({self.name} = {self.value:.4g}{ci}; "
                 f"{len(self.by_group)} groups)")
 
+    def _repr_html_(self) -> str:
+        from ..display import fairness_html
+
+        return fairness_html(self)
+
 
 # --------------------------------------------------------------------------- engine
 @dataclass

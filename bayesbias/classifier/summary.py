@@ -16,7 +16,8 @@ from .bernstein import CRITERIA, bbu_by_group
 from .data import ClassifierData
 from .generalized import METRICS, FairnessResult, compute_metric
 
-__all__ = ["ClassifierBias", "classifier_bias", "TIDY_COLUMNS", "METRIC_CHOICES", "CI_KINDS"]
+__all__ = ["ClassifierBias", "classifier_bias", "classifier_bias_from_arrays", "TIDY_COLUMNS",
+           "METRIC_CHOICES", "CI_KINDS"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,16 @@ class ClassifierBias:
         cols = ["metric", "level", "group", "value", "lower", "upper", "ci_kind"]
         return (f"classifier bias of {self.model} ({self.ci_prob:.0%} intervals)\n"
                 + self.table[cols].round(4).to_string(index=False))
+
+    def _repr_html_(self) -> str:
+        from ..display import classifier_html
+
+        return classifier_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import classifier_repr
+
+        return classifier_repr(self)
 
 
 def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"), *,
@@ -230,3 +241,88 @@ def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"),
     out.table = pd.DataFrame(rows, columns=TIDY_COLUMNS)
     out.table.attrs.update(ci_prob=ci_prob, model=model)
     return out
+
+
+def classifier_bias_from_arrays(y_true, y_score=None, *, sensitive_features, y_pred=None,
+                                threshold: float | None = None, positive=None,
+                                metrics: Sequence[str] = ("bbu", "auc"),
+                                **options) -> ClassifierBias:
+    """:func:`classifier_bias` called the way fairlearn's ``MetricFrame`` is.
+
+    Parameters
+    ----------
+    y_true : array-like, shape (n,)
+        Gold labels (0/1, bool, or name the positive value with `positive`).
+    y_score : array-like, shape (n,), optional
+        Scores (higher = more positive): the ``auc`` metrics need them.
+    sensitive_features : array-like, Series, DataFrame or dict of arrays
+        One value per example (each distinct value a group), or several columns: boolean
+        columns are groups that may overlap (a text naming two identities); other columns
+        are crossed, each combination of values a group (``"female & black"``).
+    y_pred : array-like, shape (n,), optional
+        Predicted labels; else ``y_score >= threshold`` when `threshold` is given. ``bbu``
+        and the generalized metrics on labels need them.
+    threshold, positive
+        See :func:`~bayesbias.classifier.data.validate_classifier_data`.
+    metrics : sequence of str
+        As in :func:`classifier_bias` (default ``("bbu", "auc")``; ``"bbu"`` is skipped when
+        there are no predicted labels and ``"auc"`` when there are no scores).
+    **options
+        Passed to :func:`classifier_bias` (``ci_prob``, ``n_boot``, ``seed``, ``model``, ...).
+
+    Returns
+    -------
+    ClassifierBias
+
+    Raises
+    ------
+    InputDataError
+        Arrays of different lengths, or the checks of :func:`validate_classifier_data`.
+    """
+    from .data import validate_classifier_data
+
+    y = pd.Series(np.asarray(y_true)).reset_index(drop=True)
+    data = {"y_true": y}
+    for name, values in (("y_score", y_score), ("y_pred", y_pred)):
+        if values is not None:
+            data[name] = pd.Series(np.asarray(values)).reset_index(drop=True)
+    sf = sensitive_features
+    if isinstance(sf, dict):
+        sf = pd.DataFrame({str(k): np.asarray(v) for k, v in sf.items()})
+    elif isinstance(sf, pd.Series):
+        sf = sf.rename(str(sf.name) if sf.name is not None else "sensitive_feature")
+    elif not isinstance(sf, pd.DataFrame):
+        values = np.asarray(sf)
+        if values.ndim != 1:
+            raise InputDataError(f"sensitive_features must be 1-d or a DataFrame, got shape "
+                                 f"{values.shape}")
+        sf = pd.Series(values, name="sensitive_feature")
+    sf = sf.reset_index(drop=True)
+    lengths = {k: len(v) for k, v in data.items()}
+    lengths["sensitive_features"] = len(sf)
+    if len(set(lengths.values())) > 1:
+        raise InputDataError("arrays of different lengths: " + ", ".join(
+            f"{k} {n}" for k, n in lengths.items()))
+    if isinstance(sf, pd.Series):
+        kind = {"group_column": "_group"}
+        data["_group"] = sf
+    elif all(sf[c].dtype == bool for c in sf.columns):
+        kind = {"groups": [str(c) for c in sf.columns]}
+        data.update({str(c): sf[c] for c in sf.columns})
+    else:
+        if sf.isna().any().any():
+            raise InputDataError("sensitive_features has missing values")
+        kind = {"group_column": "_group"}
+        data["_group"] = sf.astype(str).agg(" & ".join, axis=1)
+    table = pd.DataFrame(data)
+    cd = validate_classifier_data(
+        table, "y_true", score="y_score" if y_score is not None else None,
+        pred="y_pred" if y_pred is not None else None, positive=positive,
+        threshold=threshold, **kind)
+    chosen = [m for m in metrics
+              if not (m == "bbu" and cd.pred is None) and not (m == "auc" and cd.score is None)]
+    if not chosen:
+        raise InputDataError("no metric can be computed: give y_score (auc), y_pred or a "
+                             "threshold (bbu)")
+    options.setdefault("model", "y_score" if y_score is not None else "y_pred")
+    return classifier_bias(cd, chosen, **options)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..distances import cosine_similarity_matrix
-from ..embeddings import Embedding, lookup
+from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line
 from ..wordlists import WordList, load_wordlist
@@ -129,6 +129,16 @@ class MacResult:
             lines.append(dropped_line(self.dropped))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from ..display import mac_html
+
+        return mac_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import mac_repr
+
+        return mac_repr(self)
+
 
 @dataclass
 class MacTTest:
@@ -218,6 +228,7 @@ def mac(embedding: Embedding, wordlist, *, on_missing: str = "error",
     targets : {"unique", "definite_sets"}
         Count every protected word once, or as often as it occurs in the definite sets.
     """
+    embedding = as_embedding(embedding)
     wl = load_wordlist(wordlist)
     parts = {f"protected:{c.name}": c.protected_words for c in wl.classes}
     parts.update({f"stereotypes:{c.name}": c.stereotypes for c in wl.classes if c.stereotypes})

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import defaults, validate_ci_prob
-from ..embeddings import Embedding, lookup
+from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line, plain_number
 from ..resampling import bootstrap_indices, percentile_interval
@@ -531,6 +531,16 @@ class MetricResult:
             lines.append("  " + dropped_line(self.dropped))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from ..display import metric_result_html
+
+        return metric_result_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import metric_result_repr
+
+        return metric_result_repr(self)
+
 
 # --------------------------------------------------------------------------------------
 # Word layer
@@ -617,6 +627,7 @@ def embedding_metric(name: str, embedding: Embedding, wordlist_or_sets, *,
         Metric options (:data:`OPTIONS`): ``sd`` (weat_es), ``distance`` (rnd),
         ``test_size``, ``splits``, ``C`` (rnsb), ``variant`` (ripa), ``c`` (direct_bias).
     """
+    embedding = as_embedding(embedding)
     opts = _validate_options(name, options)
     bootstrap, null_reps, nulls = _validate_draws(bootstrap, null_reps, nulls)
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
@@ -765,6 +776,16 @@ class MetricTable:
         return f"Embedding-bias metrics, word list {self.wordlist} ({self.source})\n" + \
             self.to_markdown()
 
+    def _repr_html_(self) -> str:
+        from ..display import metric_table_html
+
+        return metric_table_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import metric_table_repr
+
+        return metric_table_repr(self)
+
 
 def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | None = None,
                  on_missing: str = "error", bootstrap: int = 500, ci_prob: float | None = None,
@@ -779,6 +800,7 @@ def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | Non
     import logging
 
     log = logging.getLogger(__name__)
+    embedding = as_embedding(embedding)
     wl = load_wordlist(wordlist)
     metrics = list(metrics or METRICS)
     options = dict(options or {})

@@ -211,6 +211,10 @@ class NullStudy:
             out["pool_shape"] = list(self.pool.shape)
         return out
 
+    def to_dict(self) -> dict:
+        """Plain JSON data: the spec as :meth:`describe` gives it (no pool, callables named)."""
+        return self.describe()
+
 
 def neutral_pool(table: pd.DataFrame) -> np.ndarray:
     """(protected word x neutral attribute) cosine similarities of a distance table.

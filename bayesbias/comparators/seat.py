@@ -270,7 +270,7 @@ def cluster_permutation_test(s_x, s_y, units_x, units_y, *, alternative: str = "
     return PermutationTest(float(p), int(drawn), bool(exact), alternative)
 
 
-@dataclass
+@dataclass(repr=False)  # the short repr of WeatResult
 class SeatResult(WeatResult):
     """SEAT: the effect size of May et al., with word-level (cluster) p and interval.
 

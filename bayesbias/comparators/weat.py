@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..config import defaults, validate_ci_prob
 from ..distances import cosine_similarity_matrix
-from ..embeddings import Embedding, lookup
+from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line
 from ..resampling import (
@@ -431,6 +431,16 @@ class WeatResult:
             lines.append("  " + dropped_line(self.dropped))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        from ..display import weat_html
+
+        return weat_html(self)
+
+    def __repr__(self) -> str:
+        from ..display import weat_repr
+
+        return weat_repr(self)
+
 
 def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str = "greater",
                            sd: str = "sample", n_permutations: int | None = None,
@@ -537,7 +547,8 @@ def resolve_weat_sets(wordlist_or_sets) -> WeatSets:
         sets = obj
     elif isinstance(obj, Mapping):
         try:
-            sets = WeatSets(*(tuple(obj[k]) for k in "XYAB"))
+            sets = WeatSets(*(tuple(obj[k]) for k in "XYAB"),
+                            **({"names": tuple(obj["names"])} if "names" in obj else {}))
         except KeyError as exc:
             raise WordListError(f"WEAT sets need keys X, Y, A, B; missing {exc}") from None
     elif isinstance(obj, Sequence) and len(obj) == 4:
@@ -582,6 +593,7 @@ def weat(embedding: Embedding, wordlist_or_sets, *, on_missing: str = "error",
     -------
     WeatResult
     """
+    embedding = as_embedding(embedding)
     sets = resolve_weat_sets(wordlist_or_sets)
     parts = {"X": sets.X, "Y": sets.Y, "A": sets.A, "B": sets.B}
     kept, missing = lookup(embedding, parts, on_missing)

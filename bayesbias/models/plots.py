@@ -1,7 +1,13 @@
-"""Forest plots (matplotlib, Agg backend) of fits and comparisons, saved as PNG."""
+"""Forest plots of fits and comparisons, drawn on :class:`matplotlib.figure.Figure` objects.
+
+Nothing here touches pyplot or the user's matplotlib backend: a figure is saved to a file
+(PNG, SVG or PDF) or returned, and a returned figure shows itself in a notebook.
+"""
 
 from __future__ import annotations
 
+import functools
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,28 +16,57 @@ from .._atomic import atomic_path
 from ..config import CONNECTIONS
 
 __all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes", "fit_forest_data",
-           "fit_forest_figure", "figure_png", "save_figure", "label_width", "pyplot",
+           "fit_forest_figure", "figure_png", "save_figure", "label_width", "new_figure",
            "prepare"]
 
 COLOURS = {"associated": "#c0392b", "different": "#e67e22", "human": "#2980b9",
            "none": "#7f8c8d"}
 
 
-def pyplot():
-    """Return ``matplotlib.pyplot`` on the Agg backend (files only, no window)."""
-    import matplotlib
+def new_figure(**kwargs):
+    """Return a new :class:`matplotlib.figure.Figure` (Agg canvas) outside pyplot.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    The user's backend and pyplot's figure list are untouched: the figure is not shown by
+    ``plt.show()`` or a notebook's end of cell, only where it is returned or saved.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    return plt
+    fig = _notebook_figure()(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+@functools.cache
+def _notebook_figure():
+    from matplotlib.figure import Figure
+
+    class NotebookFigure(Figure):
+        """A Figure that shows itself as PNG in IPython even where pyplot is not loaded."""
+
+        def _repr_png_(self):
+            import io
+
+            buf = io.BytesIO()
+            self.savefig(buf, format="png", dpi=100,
+                         bbox_inches=None if self.get_layout_engine() else "tight")
+            return buf.getvalue()
+
+    NotebookFigure.__module__ = __name__
+    NotebookFigure.__qualname__ = "NotebookFigure"  # pickled by name (module __getattr__)
+    return NotebookFigure
+
+
+def __getattr__(name):  # NotebookFigure is built on first use (matplotlib imported late)
+    if name == "NotebookFigure":
+        return _notebook_figure()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def prepare() -> None:
-    """Import pyplot (Agg) and load the default font: the first figure's fixed cost."""
+    """Import matplotlib's Agg canvas and load the default font: a first figure's fixed cost."""
     from matplotlib.font_manager import FontProperties, findfont, get_font
 
-    pyplot()
+    new_figure()
     get_font(findfont(FontProperties()))
 
 
@@ -83,7 +118,9 @@ def save_figure(fig, target, fmt: str, dpi: int) -> None:
         fig.savefig(target, format=fmt, dpi=dpi,
                     bbox_inches=None if fig.get_layout_engine() else "tight")
     finally:
-        pyplot().close(fig)
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:  # a figure made with pyplot (ours are not) leaves its list
+            plt.close(fig)
 
 
 def figure_png(draw, *args, dpi: int = 120) -> bytes:
@@ -115,9 +152,8 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
     """
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-    plt = pyplot()
     width, height = 11.0, max(4.0, 0.14 * len(words) + 1)
-    fig = plt.figure(figsize=(width, height))
+    fig = new_figure(figsize=(width, height))
     word_labels = [f"{u} · {c}" for u, c in zip(words[unit], words["connection"], strict=True)]
     right_labels = [*groups["connection"], *contrasts["contrast"]]
     # inches: tick label + tick and pad on the left of each column; title (and suptitle)
@@ -149,13 +185,18 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
     return fig
 
 
-def plot_fit_forest(fit, path, ci_prob=None, ci_kind=None, contrasts=None) -> Path:
-    """Per-word means (by connection), group-level means and contrasts of `fit`, as PNG.
+def plot_fit_forest(fit, path=None, ci_prob=None, ci_kind=None, contrasts=None):
+    """Per-word means (by connection), group-level means and contrasts of `fit`.
 
-    `contrasts` as in :meth:`~bayesbias.models.Fit.contrasts` (default: the four verdict
-    contrasts and ``different - none``; ``"all"`` for the six pairs).
+    Saved at `path` (PNG, SVG or PDF by suffix; the path is returned), or the
+    :class:`~matplotlib.figure.Figure` is returned when `path` is None. `contrasts` as in
+    :meth:`~bayesbias.models.Fit.contrasts` (default: the four verdict contrasts and
+    ``different - none``; ``"all"`` for the six pairs).
     """
-    return _save(fit_forest_figure(fit_forest_data(fit, ci_prob, ci_kind, contrasts)), path)
+    if path is not None:
+        figure_format(path)  # a bad suffix is refused before drawing
+    fig = fit_forest_figure(fit_forest_data(fit, ci_prob, ci_kind, contrasts))
+    return fig if path is None else _save(fig, path)
 
 
 def fit_forest_data(fit, ci_prob=None, ci_kind=None, contrasts=None) -> dict:
@@ -185,15 +226,21 @@ def fit_forest_figure(data: dict):
         zero_words=False, zero_groups=False, suptitle=data["title"])
 
 
-def plot_comparison_forest(comparison, path) -> Path:
-    """Differences (b - a) of group-level means, contrasts and per-word means, as PNG."""
+def plot_comparison_forest(comparison, path=None):
+    """Differences (b - a) of group-level means, contrasts and per-word means.
+
+    Saved at `path` (the path is returned), or the Figure is returned when `path` is None.
+    """
+    if path is not None:
+        figure_format(path)
     g, c, w = comparison.group_means, comparison.contrasts, comparison.word_means
     label = g.attrs["interval"]
     fig = _three_panels(
         w.rename(columns={"diff_mean": "m"}), g.rename(columns={"diff_mean": "m"}),
         c.rename(columns={"diff_mean": "m"}), comparison.unit_dim,
-        (f"per-word change, {comparison.labels[1]} - {comparison.labels[0]} ({label})",
-         "change of group-level means", "change of contrasts"),
+        (f"per-word change ({label})", "change of group-level means", "change of contrasts"),
         ("change in cosine distance", "change in cosine distance", "change in difference"),
-        zero_words=True, zero_groups=True)
-    return _save(fig, path)
+        zero_words=True, zero_groups=True,
+        # the two labels (often file paths) in the figure's title, not over one panel
+        suptitle=f"b - a: {comparison.labels[1]} - {comparison.labels[0]}")
+    return fig if path is None else _save(fig, path)

@@ -557,10 +557,10 @@ _JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job,
 def _null_figure(null, observed: dict, title: str):
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-    from ..models.plots import label_width, pyplot
+    from ..models.plots import label_width, new_figure
 
-    width, height = 9.0, 3.2
-    fig = pyplot().figure(figsize=(width, height))
+    width, height = 9.0, 3.5
+    fig = new_figure(figsize=(width, height))
     panels = [("weat_effect", "WEAT effect size d", ".2f"),
               ("mac", "MAC (mean cosine distance)", ".3f")]
     hists = []
@@ -572,7 +572,7 @@ def _null_figure(null, observed: dict, title: str):
     left, gap = ticks + 0.45, ticks + 0.7
     axes = fig.subplots(1, 2, gridspec_kw={
         "left": left / width, "right": 1 - 0.12 / width, "bottom": 0.55 / height,
-        "top": 1 - 0.4 / height, "wspace": gap / ((width - left - gap - 0.12) / 2)})
+        "top": 1 - 0.62 / height, "wspace": gap / ((width - left - gap - 0.12) / 2)})
     for ax, (name, label, fmt), (counts, edges) in zip(axes, panels, hists, strict=True):
         # the bars as one filled outline with white gaps between them: a histogram of
         # 50 bars at a fraction of the cost of 50 patches
@@ -582,7 +582,9 @@ def _null_figure(null, observed: dict, title: str):
                    label=f"observed {format(observed[name], fmt)}")
         ax.set_xlabel(label)
         ax.set_ylabel("null replications")
-        ax.legend(frameon=False)
+        # above the panel, not over the bars
+        ax.legend(frameon=False, loc="lower right", bbox_to_anchor=(1, 1), borderaxespad=0.1,
+                  fontsize=9)
     fig.suptitle(title, fontsize=10, y=1 - 0.08 / height, va="top")
     fig.set_layout_engine(PlaceHolderLayoutEngine(adjust_compatible=True,
                                                   colorbar_gridspec=True))

@@ -230,16 +230,13 @@ class SBCResult:
 
     def plot(self, path=None, bins: int = 20, ax=None):
         """Rank histograms with the 99% band of a uniform histogram; PNG at `path`."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from ..models.plots import new_figure
 
         qs = list(self.ranks.quantity.values)
         ncol = 4
         nrow = int(np.ceil(len(qs) / ncol))
-        fig, axes = plt.subplots(nrow, ncol, figsize=(11, 2.1 * nrow), squeeze=False)
+        fig = new_figure(figsize=(11, 2.1 * nrow))
+        axes = fig.subplots(nrow, ncol, squeeze=False)
         L = self.n_keep
         R = self.ranks.sizes["replication"]
         bins = rank_bins(bins, L, R, warn=True)
@@ -262,7 +259,6 @@ class SBCResult:
 
             with atomic_path(path, suffix=".png") as tmp:
                 fig.savefig(tmp, dpi=110, format="png")
-            plt.close(fig)
             return path
         return fig
 

@@ -583,17 +583,17 @@ class DesignResult:
                 f"lies below 0; WEAT and MAC one-sided at alpha {s['alpha']}; (Monte Carlo se)")
         return "\n".join([head, rule, show.to_string(index=False)])
 
-    def plot(self, path, verdicts=VERDICTS):
-        """Power curves (assurance or power vs total words), saved as PNG at `path`."""
-        import matplotlib
+    def plot(self, path=None, verdicts=VERDICTS):
+        """Power curves (assurance or power vs the design variable).
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
+        Saved as PNG at `path` (returned), or the Figure is returned when `path` is None.
+        """
         from .._atomic import atomic_path
+        from ..models.plots import new_figure
 
         f = self.to_frame()
-        fig, ax = plt.subplots(figsize=(8.6, 4.2))
+        fig = new_figure(figsize=(8.6, 4.2))
+        ax = fig.subplots()
         qs = list(verdicts) + ["WEAT (per pair)", "MAC t-test"]
         column, xlabel = design_axis(f)
         x = f[column].to_numpy(dtype=float)
@@ -617,9 +617,10 @@ class DesignResult:
                      fontsize=10)
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
         fig.tight_layout()
+        if path is None:
+            return fig
         with atomic_path(path, suffix=".png") as tmp:
             fig.savefig(tmp, dpi=120, format="png")
-        plt.close(fig)
         return path
 
 

@@ -241,17 +241,17 @@ class Sensitivity:
                      "the verdict")
         return "\n".join(lines)
 
-    def plot(self, path, k: int = 15):
-        """Change in each verdict contrast when the most influential words are left out."""
-        import matplotlib
+    def plot(self, path=None, k: int = 15):
+        """Change in each verdict contrast when the most influential words are left out.
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-
+        Saved as PNG at `path` (returned), or the Figure is returned when `path` is None.
+        """
         from .._atomic import atomic_path
+        from ..models.plots import new_figure
 
         top = self.influential(k)
-        fig, ax = plt.subplots(figsize=(7, 0.32 * len(top) + 1.6))
+        fig = new_figure(figsize=(7, 0.32 * len(top) + 1.6))
+        ax = fig.subplots()
         ypos = np.arange(len(top))[::-1]
         for j, v in enumerate(VERDICTS):
             ax.scatter(top[v], ypos + (j - 1) * 0.22, s=18, label=v)
@@ -263,9 +263,10 @@ class Sensitivity:
         ax.set_title("Most influential words", fontsize=10)
         ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
+        if path is None:
+            return fig
         with atomic_path(path, suffix=".png") as tmp:
             fig.savefig(tmp, dpi=120, format="png")
-        plt.close(fig)
         return path
 
 
