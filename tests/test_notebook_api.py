@@ -62,6 +62,8 @@ def test_plotting_keeps_the_backend_and_returns_figures(religion_fit, svg_backen
     from bayesbias.studies.sensitivity import sensitivity
 
     before = _fignums()
+    assert isinstance(religion_fit.plot_forest(), Figure)  # the methods need no path either
+    assert isinstance(compare_fits(religion_fit, religion_fit).plot_forest(), Figure)
     figures = {"forest": plot_fit_forest(religion_fit),
                "comparison": plot_comparison_forest(compare_fits(religion_fit, religion_fit))}
     with warnings.catch_warnings():
@@ -127,7 +129,9 @@ def test_fit_text_and_html(religion_fit):
     for contrast, m in means.items():
         line = next(x for x in text.splitlines() if x.strip().startswith(contrast))
         assert float(line.split()[len(contrast.split())]) == pytest.approx(m, abs=1e-4)
+    assert str(religion_fit) == text  # what print(fit) and Jupyter show
     html = fit_html(religion_fit)
+    assert religion_fit._repr_html_() == html
     assert v.headline.replace("'", "&#x27;") in html
     assert "4830 rows" in html
     # the 60 per-word rows are collapsed; the contrasts are not
@@ -142,6 +146,7 @@ def test_comparison_display(religion_fit):
     assert _short(comparison_repr(comp)) and "'after' - 'before'" in comparison_repr(comp)
     html = comparison_html(comp)
     assert "Comparison: after - before" in html and "associated - human" in html
+    assert repr(comp) == comparison_repr(comp) and comp._repr_html_() == html
 
 
 def test_comparator_and_wordlist_reprs():

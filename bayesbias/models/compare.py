@@ -115,11 +115,21 @@ class Comparison:
         """Return the contrast differences as a tidy table (``contrast, a_mean, b_mean, ...``)."""
         return self.contrasts.copy()
 
-    def plot_forest(self, path):
-        """Forest plot of the differences, saved as PNG."""
+    def plot_forest(self, path=None):
+        """Forest plot of the differences: saved at `path`, or returned as a Figure."""
         from .plots import plot_comparison_forest
 
         return plot_comparison_forest(self, path)
+
+    def __repr__(self) -> str:
+        from ..display import comparison_repr
+
+        return comparison_repr(self)
+
+    def _repr_html_(self) -> str:
+        from ..display import comparison_html
+
+        return comparison_html(self)
 
     def __str__(self) -> str:
         iv = self.group_means.attrs["interval"]

@@ -102,6 +102,16 @@ class Fit:
                 f"{s['rows']} rows, {s['units']} {self.cells.unit_dim.replace('_', ' ')}s; "
                 f"{p.sizes['chain']} chains x {p.sizes['draw']} draws>")
 
+    def __str__(self) -> str:
+        from ..display import fit_text
+
+        return fit_text(self)
+
+    def _repr_html_(self) -> str:
+        from ..display import fit_html
+
+        return fit_html(self)
+
     # -- posterior quantities -------------------------------------------------------------
     @property
     def posterior(self) -> xr.Dataset:
@@ -368,8 +378,11 @@ class Fit:
         return frame
 
     # -- output ---------------------------------------------------------------------------
-    def plot_forest(self, path, ci_prob=None, ci_kind=None):
-        """Forest plots per protected word and per connection, saved as PNG at `path`."""
+    def plot_forest(self, path=None, ci_prob=None, ci_kind=None):
+        """Forest plots per protected word and per connection: saved at `path`, or returned.
+
+        Without `path` the :class:`matplotlib.figure.Figure` is returned (it shows in Jupyter).
+        """
         from .plots import plot_fit_forest
 
         return plot_fit_forest(self, path, ci_prob, ci_kind)
