@@ -60,9 +60,11 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict:
 
 
 def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
-    """True cell means ``(n_u, 4)`` and parameters (name -> (dims, values)) for
-    :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given` is
-    None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`)."""
+    """Return true cell means ``(n_u, 4)`` and parameters (name -> (dims, values)).
+
+    For :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given`
+    is None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`).
+    """
     p = spec.priors
     if given is None:
         m = np.asarray(p["m"].draw(rng, n_u), dtype=float)

@@ -64,19 +64,19 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
 
 
 def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
-    """True cell means and parameters: those of the hierarchical family."""
+    """Return true cell means and parameters: those of the hierarchical family."""
     from . import hierarchical
 
     return hierarchical.simulate_cell_means(spec, rng, n_u, unit, given)
 
 
 def simulate_row_effects(spec: ModelSpec, rng, table, given: dict | None):
-    """Each row's attribute effect, the true parameters and their coordinates, for
-    :func:`bayesbias.testing.simulate_table`.
+    """Return each row's attribute effect, the true parameters and their coordinates.
 
-    Every attribute word gets one effect ``v[a] ~ Normal(0, omega)`` (one ``omega``, or one
-    per attribute kind with ``attribute_sd = "per_kind"``), shared by every protected word
-    that meets it; ``omega`` from the prior when `given` is None, else ``given["omega"]``.
+    For :func:`bayesbias.testing.simulate_table`. Every attribute word gets one effect
+    ``v[a] ~ Normal(0, omega)`` (one ``omega``, or one per attribute kind with
+    ``attribute_sd = "per_kind"``), shared by every protected word that meets it; ``omega``
+    from the prior when `given` is None, else ``given["omega"]``.
     """
     p = spec.priors
     attrs = list(table["attribute"].cat.categories)

@@ -47,9 +47,11 @@ def marginal_blocks(spec: ModelSpec):
 
 
 def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
-    """True cell means ``(n_u, 4)`` and parameters (name -> (dims, values)) for
-    :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given` is
-    None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`)."""
+    """Return true cell means ``(n_u, 4)`` and parameters (name -> (dims, values)).
+
+    For :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given`
+    is None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`).
+    """
     p = spec.priors
     n_c = len(CONNECTIONS)
     if given is None:
