@@ -12,6 +12,7 @@ One home for two concepts that results, the report and the command line all need
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 __all__ = ["DROPPED_KEY", "to_plain", "plain_number", "dropped_line"]
@@ -35,15 +36,15 @@ def to_plain(obj):
     becomes a list of records, a Series a dict, an array a (nested) list, a path a string.
     """
     import numpy as np
-    import pandas as pd
 
     if isinstance(obj, dict):
         return {str(k): to_plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_plain(v) for v in obj]
-    if isinstance(obj, pd.DataFrame):
+    pd = sys.modules.get("pandas")  # not imported: `obj` is no pandas object (saves 0.4 s)
+    if pd is not None and isinstance(obj, pd.DataFrame):
         return to_plain(obj.to_dict(orient="records"))
-    if isinstance(obj, pd.Series):
+    if pd is not None and isinstance(obj, pd.Series):
         return to_plain(obj.to_dict())
     if isinstance(obj, np.ndarray):
         return to_plain(obj.tolist())

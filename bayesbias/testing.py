@@ -108,6 +108,7 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     mean over the *population* of attributes, not over the listed ones.
     """
     from .models.cells import UNIT_DIMS
+    from .models.families import family_module
     from .models.fit import CONTRASTS
     from .models.spec import load_spec
 
@@ -120,34 +121,11 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     p = spec.priors
     prior = params == "prior"
     given = dict(REALISTIC, **(params if isinstance(params, dict) else {}))
-    truth = {}
-    if spec.family in ("hierarchical", "crossed"):
-        mu_bar = _draw(p["mu_bar"], rng, n_c) if prior else np.broadcast_to(
-            np.asarray(given["mu_bar"], float), (n_c,)).copy()
-        tau = _draw(p["tau"], rng, n_c) if prior else np.broadcast_to(
-            np.asarray(given["tau"], float), (n_c,)).copy()
-        mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
-        truth.update(mu_bar=(("connection",), mu_bar), tau=(("connection",), tau))
-    elif spec.family == "offsets":  # the authors' code: mu_bar = m + offset[c]
-        if prior:
-            m, offset = float(_draw(p["m"], rng)), _draw(p["offset"], rng, n_c)
-            tau = _draw(p["tau"], rng, n_c)
-        else:
-            mb = np.asarray(given["mu_bar"], float)
-            m, offset, tau = float(mb.mean()), mb - mb.mean(), np.asarray(given["tau"], float)
-        mu_bar = m + offset
-        mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
-        truth.update(mu_bar=(("connection",), mu_bar), tau=(("connection",), tau),
-                     m=((), m), offset=(("connection",), offset))
-    elif spec.family == "additive":
-        if prior:
-            m, co = _draw(p["m"], rng, n_u), _draw(p["co"], rng, n_c)
-        else:
-            m = given["m_mean"] + given["m_sd"] * rng.standard_normal(n_u)
-            co = np.asarray(given["co"], float)
-        mu = m[:, None] + co[None, :]
-        truth.update(m=((unit_col,), m), co=(("connection",), co))
-    else:
+    fam = family_module(spec.family)
+    if hasattr(fam, "simulate_cell_means"):
+        mu, truth = fam.simulate_cell_means(spec, rng, n_u, unit_col, None if prior else given)
+    else:  # independent cell means
+        truth = {}
         if prior:
             mu = _draw(p["mu"], rng, (n_u, n_c))
         else:
@@ -166,28 +144,11 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     ci = table["connection"].cat.codes.to_numpy()
     y = mu[ui, ci] + sig_c[ci] * rng.standard_normal(len(table))
     attr_coords = {}
-    if spec.family == "crossed":
-        # one effect per attribute word, shared by every protected word that meets it
-        attrs = list(table["attribute"].cat.categories)
-        ai = table["attribute"].cat.codes.to_numpy()
-        a_kind = np.empty(len(attrs), dtype=object)
-        a_kind[ai] = table["attribute_class"].astype(str).to_numpy()
-        a_kind = np.where(np.isin(a_kind, ("human", "none")), a_kind, "stereotype")
-        kinds = ("stereotype", "human", "none")
-        if spec.attribute_sd == "per_kind":
-            omega = _draw(p["omega"], rng, 3) if prior else np.broadcast_to(
-                np.asarray(given["omega"], float), (3,)).copy()
-            truth["omega"] = (("attribute_kind",), omega)
-            attr_coords["attribute_kind"] = list(kinds)
-            scale = omega[[kinds.index(k) for k in a_kind]]
-        else:
-            omega = float(_draw(p["omega"], rng)) if prior else float(given["omega"])
-            truth["omega"] = ((), omega)
-            scale = np.full(len(attrs), omega)
-        v = scale * rng.standard_normal(len(attrs))
-        truth["attribute_effect"] = (("attribute",), v)
-        attr_coords["attribute"] = attrs
-        y = y + v[ai]
+    if hasattr(fam, "simulate_row_effects"):
+        effect, extra, attr_coords = fam.simulate_row_effects(spec, rng, table,
+                                                              None if prior else given)
+        truth.update(extra)
+        y = y + effect
     table["cosine_distance"] = y
     table["cosine_similarity"] = 1.0 - y
     table.attrs.update(source=f"simulated from {spec.name} (seed {seed})", simulated=True)
@@ -198,8 +159,8 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     n = np.zeros((n_u, n_c), dtype=int)
     np.add.at(n, (ui, ci), 1)
     has = xr.DataArray(n > 0, dims=(unit_col, "connection"), coords=coords)
-    if spec.family in ("hierarchical", "offsets", "crossed"):
-        group = ds["mu_bar"]
+    if fam.GROUP_MEAN is not None and fam.GROUP_MEAN in ds:
+        group = ds[fam.GROUP_MEAN]
     else:
         group = ds["mu"].where(has).sum(unit_col) / has.sum(unit_col)
     ds["group_mean"] = group

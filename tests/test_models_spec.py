@@ -130,6 +130,29 @@ def test_every_family_implements_the_protocol_and_ships_a_spec():
         assert isinstance(mod, Family), name
         assert set(mod.SCALES) <= set(mod.PRIORS), name
         assert name in shipped, f"no shipped spec of family {name}"
+        for flag in ("NONCENTRED", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS"):
+            assert isinstance(getattr(mod, flag, False), bool), (name, flag)
+        for hook in ("validate", "model_data", "structure_key", "row_effects", "n_effects",
+                     "simulate_cell_means", "simulate_row_effects"):
+            assert callable(getattr(mod, hook, len)), (name, hook)
+        if getattr(mod, "EXACT_MARGINAL", False):  # what the exact posterior reads
+            assert {"mu_bar", "tau", "sigma"} <= set(mod.PRIORS), name
+        if getattr(mod, "ATTRIBUTE_EFFECTS", False):  # hierarchical part plus omega
+            assert {"mu_bar", "tau", "sigma", "omega"} <= set(mod.PRIORS), name
+            assert callable(mod.row_effects) and callable(mod.simulate_row_effects), name
+
+
+def test_no_family_switches_outside_the_family_modules():
+    """Code asks a family module for a flag or hook, never tests the family's name."""
+    import re
+    from pathlib import Path
+
+    import bayesbias
+
+    switch = re.compile(r"\.family\s*(==|!=|not in|in)\s*[\"'(\[]")
+    found = [f"{path.name}:{i}" for path in Path(bayesbias.__file__).parent.rglob("*.py")
+             for i, line in enumerate(path.read_text().splitlines(), 1) if switch.search(line)]
+    assert not found, found
 
 
 _NEW_FAMILY = '''

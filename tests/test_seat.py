@@ -172,3 +172,21 @@ def test_bad_seat_file(tmp_path):
         load_seat_test(bad)
     with pytest.raises(WordListError, match="neither shipped"):
         load_seat_test(tmp_path / "none.toml")
+
+
+def test_seat_command_imports_no_pandas_before_the_vectors():
+    """The seat command's modules and its JSON output import no pandas (0.4 s of a run).
+
+    pandas then comes only through ``bayesbias.distances`` (cosine_similarity_matrix).
+    """
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "import bayesbias.comparators.seat, bayesbias.cli.contextual\n"
+            "from bayesbias.plain import to_plain\n"
+            "assert to_plain({'a': np.arange(2), 'b': np.nan}) == {'a': [0, 1], 'b': None}\n"
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"

@@ -16,15 +16,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line
 from ..wordlists import WordList, load_wordlist
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built (a cached `seat` needs none)
+    import pandas as pd
 
 __all__ = [
     "class_scores",
@@ -167,6 +169,8 @@ class MacTTest:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row."""
+        import pandas as pd
+
         return pd.DataFrame([{k: v for k, v in self.to_dict().items()
                               if k not in ("unmatched", "test")}])
 
@@ -197,6 +201,8 @@ def _target_weights(words: Sequence[str], targets: str, wordlist: WordList | Non
 
 def _result(S: np.ndarray, words, pclass, classes, weights, targets, attr_words,
             dropped, source) -> MacResult:
+    import pandas as pd
+
     rows = []
     for i, w in enumerate(words):
         if w not in weights:
@@ -241,6 +247,8 @@ def mac(embedding: Embedding, wordlist, *, on_missing: str = "error",
     pclass = [wl.class_of(w) for w in words]
     attrs = [a for c in classes for a in attr_words[c]]
     codes = [j for j, c in enumerate(classes) for _ in attr_words[c]]
+    from ..distances import cosine_similarity_matrix
+
     dist = 1.0 - cosine_similarity_matrix(embedding.matrix(words), embedding.matrix(attrs))
     S = class_scores(dist, codes, len(classes))
     weights = _target_weights(words, targets, wl)

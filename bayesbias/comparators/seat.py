@@ -24,7 +24,6 @@ import numpy as np
 
 from .._atomic import shipped_dir
 from ..config import defaults, validate_ci_prob
-from ..distances import cosine_similarity_matrix
 from ..errors import InputDataError, InvalidArgumentError, WordListError
 from ..resampling import percentile_interval
 from .weat import (
@@ -410,6 +409,8 @@ def seat(encoder, test, *, alternative: str = "two-sided", sd: str = "sample",
         name = str(test)
         test = (load_seat_test(name) if name in available_seat_tests() or name.endswith(".toml")
                 and _is_seat_file(name) else seat_test_from_words(name))
+    from ..distances import cosine_similarity_matrix
+
     emb = {k: encoder.encode(list(v)) for k, v in test.sets.items()}
     sim_xa = cosine_similarity_matrix(emb["X"], emb["A"])
     sim_xb = cosine_similarity_matrix(emb["X"], emb["B"])

@@ -20,12 +20,11 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..config import defaults, validate_ci_prob
-from ..distances import cosine_similarity_matrix
 from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..plain import DROPPED_KEY, dropped_line
@@ -37,6 +36,9 @@ from ..resampling import (
 )
 from ..validation import validate_int
 from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built (a cached `seat` needs none)
+    import pandas as pd
 
 __all__ = [
     "ALTERNATIVES",
@@ -401,6 +403,8 @@ class WeatResult:
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row: effect size, statistic, p-value and interval."""
+        import pandas as pd
+
         return pd.DataFrame([{
             "X": self.names.get("X"), "Y": self.names.get("Y"), "A": self.names.get("A"),
             "B": self.names.get("B"), "effect_size": self.effect_size,
@@ -602,6 +606,8 @@ def weat(embedding: Embedding, wordlist_or_sets, *, on_missing: str = "error",
         raise WordListError(f"WEAT set(s) {', '.join(empty)} empty after dropping words "
                             f"missing from {embedding.source}")
     targets = list(kept["X"]) + list(kept["Y"])
+    from ..distances import cosine_similarity_matrix
+
     t = embedding.matrix(targets)
     sim_a = cosine_similarity_matrix(t, embedding.matrix(kept["A"]))
     sim_b = cosine_similarity_matrix(t, embedding.matrix(kept["B"]))

@@ -59,6 +59,22 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict:
     return {"prior_mean": mu0, "prior_sd": s, "rotation": v}
 
 
+def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
+    """Return true cell means ``(n_u, 4)`` and parameters (name -> (dims, values)).
+
+    For :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given`
+    is None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`).
+    """
+    p = spec.priors
+    if given is None:
+        m = np.asarray(p["m"].draw(rng, n_u), dtype=float)
+        co = np.asarray(p["co"].draw(rng, len(CONNECTIONS)), dtype=float)
+    else:
+        m = given["m_mean"] + given["m_sd"] * rng.standard_normal(n_u)
+        co = np.asarray(given["co"], float)
+    return m[:, None] + co[None, :], {"m": ((unit,), m), "co": (("connection",), co)}
+
+
 def prior_moments(spec: ModelSpec, n_u: int) -> tuple[np.ndarray, np.ndarray]:
     """Prior mean and sd of ``theta = (m, co)`` (units first, then connections)."""
     n_c = len(CONNECTIONS)

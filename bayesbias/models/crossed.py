@@ -39,6 +39,11 @@ ATTRIBUTE_SDS = ("shared", "per_kind")
 NONCENTRED = True
 #: Spec keys of this family alone, with their defaults.
 SPEC_KEYS = {"attribute_sd": "shared"}
+#: The hierarchical model plus one random effect per attribute word: design and sensitivity
+#: studies analyse it in plug-in form (attribute deviations removed, the hierarchical part
+#: exact), :func:`bayesbias.testing.simulate_table` draws the effects, and the report
+#: compares it with the paper's model.
+ATTRIBUTE_EFFECTS = True
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
@@ -56,6 +61,46 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  mu_bar[c] ~ {p['mu_bar']}",
             f"  tau[c] ~ {p['tau']}",
             f"  {o.split('[')[0]} ~ {p['omega']}"]
+
+
+def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
+    """Return true cell means and parameters: those of the hierarchical family."""
+    from . import hierarchical
+
+    return hierarchical.simulate_cell_means(spec, rng, n_u, unit, given)
+
+
+def simulate_row_effects(spec: ModelSpec, rng, table, given: dict | None):
+    """Return each row's attribute effect, the true parameters and their coordinates.
+
+    For :func:`bayesbias.testing.simulate_table`. Every attribute word gets one effect
+    ``v[a] ~ Normal(0, omega)`` (one ``omega``, or one per attribute kind with
+    ``attribute_sd = "per_kind"``), shared by every protected word that meets it; ``omega``
+    from the prior when `given` is None, else ``given["omega"]``.
+    """
+    p = spec.priors
+    attrs = list(table["attribute"].cat.categories)
+    ai = table["attribute"].cat.codes.to_numpy()
+    a_kind = np.empty(len(attrs), dtype=object)
+    a_kind[ai] = table["attribute_class"].astype(str).to_numpy()
+    a_kind = np.where(np.isin(a_kind, ("human", "none")), a_kind, "stereotype")
+    kinds = ("stereotype", "human", "none")
+    truth, coords = {}, {}
+    if spec.attribute_sd == "per_kind":
+        omega = (np.asarray(p["omega"].draw(rng, 3), dtype=float) if given is None else
+                 np.broadcast_to(np.asarray(given["omega"], float), (3,)).copy())
+        truth["omega"] = (("attribute_kind",), omega)
+        coords["attribute_kind"] = list(kinds)
+        scale = omega[[kinds.index(k) for k in a_kind]]
+    else:
+        omega = (float(np.asarray(p["omega"].draw(rng, None), dtype=float)) if given is None
+                 else float(given["omega"]))
+        truth["omega"] = ((), omega)
+        scale = np.full(len(attrs), omega)
+    v = scale * rng.standard_normal(len(attrs))
+    truth["attribute_effect"] = (("attribute",), v)
+    coords["attribute"] = attrs
+    return v[ai], truth, coords
 
 
 def n_effects(cells: Cells) -> int:

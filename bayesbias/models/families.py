@@ -15,11 +15,18 @@ Optional (absent means "no"):
 - ``SPEC_KEYS``: spec keys of this family alone, with their defaults;
 - ``EXACT_MARGINAL``: the exact posterior of :mod:`bayesbias.studies.exact_posterior`
   applies;
+- ``ATTRIBUTE_EFFECTS``: the hierarchical model plus one random effect per attribute word
+  (``v[a] ~ Normal(0, omega)``); design and sensitivity studies analyse it in plug-in form
+  (attribute deviations removed, the hierarchical part exact);
 - ``ADAPTATION``: nutpie's mass-matrix adaptation for the cell-marginal sampler;
 - ``validate(spec, source)``: structural checks beyond the priors;
 - ``model_data(spec, cells)``: values of the family's own ``pm.Data``;
 - ``structure_key(spec, cells)``: what fixes a compiled PyMC model beyond spec and shapes;
 - ``row_effects(spec, cells)``: a per-row term of the mean (a row-level PyMC model);
+- ``simulate_cell_means(spec, rng, n_u, unit, given)``: true cell means and parameters for
+  :func:`bayesbias.testing.simulate_table` (absent: independent cell means);
+- ``simulate_row_effects(spec, rng, table, given)``: a per-row term of the simulated
+  distances, with its true parameters and coordinates;
 - ``n_effects(cells)``: values per draw beyond the cell means (memory bound of a fit);
 - ``marginal_blocks(spec)`` and ``derived(values, m)``, or ``marginal_kernel(spec, cells)``:
   sampling with the cell means integrated out (:mod:`bayesbias.models.marginal`).
@@ -33,7 +40,7 @@ from __future__ import annotations
 import importlib
 from typing import Protocol, runtime_checkable
 
-__all__ = ["FAMILIES", "Family", "family_module"]
+__all__ = ["FAMILIES", "Family", "family_has", "family_module"]
 
 #: Family name -> module (relative to this package).
 FAMILIES = {"hierarchical": ".hierarchical", "offsets": ".offsets", "additive": ".additive",
@@ -60,3 +67,8 @@ class Family(Protocol):
 def family_module(name: str):
     """Return the module implementing family `name`."""
     return importlib.import_module(FAMILIES[name], __package__)
+
+
+def family_has(name: str, hook: str) -> bool:
+    """Whether family `name` sets the optional flag or defines the optional hook `hook`."""
+    return bool(getattr(family_module(name), hook, False))

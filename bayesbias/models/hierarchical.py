@@ -49,6 +49,23 @@ def choose_noncentred(cells: Cells) -> tuple[str, ...]:
     return tuple(out)
 
 
+def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
+    """Return true cell means ``(n_u, 4)`` and parameters (name -> (dims, values)).
+
+    For :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given`
+    is None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`).
+    """
+    n_c = len(CONNECTIONS)
+    if given is None:
+        mu_bar = np.asarray(spec.priors["mu_bar"].draw(rng, n_c), dtype=float)
+        tau = np.asarray(spec.priors["tau"].draw(rng, n_c), dtype=float)
+    else:
+        mu_bar = np.broadcast_to(np.asarray(given["mu_bar"], float), (n_c,)).copy()
+        tau = np.broadcast_to(np.asarray(given["tau"], float), (n_c,)).copy()
+    mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
+    return mu, {"mu_bar": (("connection",), mu_bar), "tau": (("connection",), tau)}
+
+
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
     """What fixes the compiled PyMC model beyond the spec: the non-centred connections."""
     return choose_noncentred(cells) if spec.noncentred == "auto" else ()

@@ -8,6 +8,9 @@ where the paper's text writes the hierarchical family instead.
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..config import CONNECTIONS
 from .cells import Cells
 from .marginal import Block
 from .spec import ModelSpec
@@ -41,6 +44,27 @@ def marginal_blocks(spec: ModelSpec):
              Block("tau", spec.priors["tau"], "T"),
              Block("sigma", spec.priors["sigma"], "S",
                    per_connection=spec.residual_sd == "per_connection")], {})
+
+
+def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
+    """Return true cell means ``(n_u, 4)`` and parameters (name -> (dims, values)).
+
+    For :func:`bayesbias.testing.simulate_table`: drawn from the spec's priors when `given`
+    is None, else from the values in `given` (see :data:`bayesbias.testing.REALISTIC`).
+    """
+    p = spec.priors
+    n_c = len(CONNECTIONS)
+    if given is None:
+        m = float(np.asarray(p["m"].draw(rng, None), dtype=float))
+        offset = np.asarray(p["offset"].draw(rng, n_c), dtype=float)
+        tau = np.asarray(p["tau"].draw(rng, n_c), dtype=float)
+    else:  # the realistic group means split into their mean and the offsets from it
+        mb = np.asarray(given["mu_bar"], float)
+        m, offset, tau = float(mb.mean()), mb - mb.mean(), np.asarray(given["tau"], float)
+    mu_bar = m + offset
+    mu = mu_bar + tau * rng.standard_normal((n_u, n_c))
+    return mu, {"mu_bar": (("connection",), mu_bar), "tau": (("connection",), tau),
+                "m": ((), m), "offset": (("connection",), offset)}
 
 
 def derived(values: dict, m):

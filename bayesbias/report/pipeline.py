@@ -184,9 +184,10 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings)
     """Both models' verdicts per word list, and why the default differs from the paper's."""
     from ..config import PAPER_MODEL
     from ..models import SamplerWarning, load_spec
+    from ..models.families import family_has
     from ..verdicts import fit_for_verdict, verdict_from_fit
 
-    if not contexts or load_spec(settings.model).family != "crossed":
+    if not contexts or not family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS"):
         return
     s = settings
     rows = []

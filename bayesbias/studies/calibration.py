@@ -98,13 +98,16 @@ def _exact_posterior(table, spec, n_keep, rng):
 def _sbc_chunk(model, n_reps, shape, method, n_keep, fit_kwargs, rng):
     """Ranks (n_reps, quantities) of one chunk of SBC replications."""
     from ..models import fit_model, load_spec
+    from ..models.families import family_has
     from ..testing import simulate_table
 
     spec = load_spec(model)
     fit_spec = spec
-    if spec.family == "hierarchical" and spec.noncentred == "auto":
+    if (family_has(spec.family, "NONCENTRED") and family_has(spec.family, "structure_key")
+            and spec.noncentred == "auto"):
         # "auto" chooses the parametrisation from each table, so each replication would
-        # compile its own model; a fixed choice has the same posterior and compiles once
+        # compile its own model (the family's structure key); a fixed choice has the same
+        # posterior and compiles once (a row-level model compiles per table anyway)
         fit_spec = spec.replace(noncentred=["associated", "different"])
     ranks, names, diverged = [], None, []
     for _ in range(n_reps):

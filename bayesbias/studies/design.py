@@ -43,6 +43,7 @@ import xarray as xr
 
 from ..config import CONNECTIONS, defaults
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, ModelSpecError
+from ..models.families import family_has
 from ..parallel import chunks, run_tasks, task_rng
 from .exact_posterior import marginal_posterior, supports
 
@@ -188,7 +189,7 @@ class Pilot:
         seed = defaults.seed if seed is None else int(seed)
         src = str(table.attrs.get("source", "distance table"))
         check_pilot(table, f"pilot {src}")  # the prior alone would answer otherwise
-        if method == "exact" and spec.family == "hierarchical":
+        if method == "exact" and family_has(spec.family, "EXACT_MARGINAL"):
             cells = cells_from_table(table, spec.level)
             post = marginal_posterior(cells.n, cells.mean, cells.ss, spec).draw(
                 np.random.default_rng(seed), draws)
@@ -242,7 +243,8 @@ class Pilot:
 
 
 def _check_spec(spec) -> None:
-    if spec.family not in ("hierarchical", "crossed") or spec.level != "word":
+    if not (family_has(spec.family, "EXACT_MARGINAL")
+            or family_has(spec.family, "ATTRIBUTE_EFFECTS")) or spec.level != "word":
         raise ModelSpecError(f"model {spec.name!r}: design studies draw new protected words "
                              "from a fitted hierarchy; use a hierarchical or crossed spec at "
                              "level 'word'")
@@ -458,7 +460,7 @@ def _run_chunk(pilot_draws, spec, design, seed, chunk, n_reps, settings, rng):
     """
     truth = _truth(pilot_draws, n_reps, settings["null"], task_rng(seed, (2**20, chunk)))
     y = simulate_study(truth, design, rng)
-    if settings["method"] == "exact" and spec.family == "crossed":
+    if settings["method"] == "exact" and family_has(spec.family, "ATTRIBUTE_EFFECTS"):
         ci, p_below = _bayes_crossed_plugin(spec, y, design, settings["ci_prob"],
                                             settings["n_draws"], rng)
     elif settings["method"] == "exact":
@@ -677,7 +679,8 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
     if method not in METHODS:
         raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "exact" and not (supports(pilot.spec) or (
-            pilot.spec.family == "crossed" and supports(_hierarchical_part(pilot.spec)))):
+            family_has(pilot.spec.family, "ATTRIBUTE_EFFECTS")
+            and supports(_hierarchical_part(pilot.spec)))):
         raise ModelSpecError(f"model {pilot.spec.name!r} has no exact marginal form; "
                              "use method='nuts'")
     if not 0 < alpha < 1:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, ModelSpecError
+from ..models.families import family_has
 from ..parallel import chunks, run_tasks
 from .design import VERDICTS, _contrast_index, verdict_holds
 from .exact_posterior import marginal_posterior, supports
@@ -272,7 +273,7 @@ class Sensitivity:
 
 def check_model(spec):
     """Return `spec` if sensitivity refits support it, else raise ModelSpecError."""
-    if spec.family == "crossed":
+    if family_has(spec.family, "ATTRIBUTE_EFFECTS"):
         from .design import _hierarchical_part
 
         if spec.level == "word" and supports(_hierarchical_part(spec)):
@@ -318,7 +319,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     seed = defaults.seed if seed is None else int(seed)
     rows = _Rows.from_table(table)
     name, method = spec.name, METHOD
-    if spec.family == "crossed":
+    if family_has(spec.family, "ATTRIBUTE_EFFECTS"):
         method = ("crossed plug-in: attribute deviations removed, exact hierarchical refit on "
                   "the adjusted statistics, each attribute group's mean effect drawn from "
                   "Normal(0, omega / sqrt(n_group))")
