@@ -156,12 +156,13 @@ def _categorical(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _connection_categorical(conn: pd.Series) -> pd.Categorical:
+def _connection_categorical(conn: pd.Series, factorized=None) -> pd.Categorical:
     """``pd.Categorical(conn, categories=CONNECTIONS)``, by one hashing pass over the rows."""
     if isinstance(conn.dtype, pd.CategoricalDtype) and list(conn.cat.categories) == list(
             CONNECTIONS):
         return conn.array
-    codes, uniq = pd.factorize(conn)  # missing values get code -1, as in pd.Categorical
+    # missing values get code -1, as in pd.Categorical
+    codes, uniq = pd.factorize(conn) if factorized is None else factorized
     where = {c: i for i, c in enumerate(CONNECTIONS)}
     to = np.asarray([where.get(u, -1) for u in np.asarray(uniq, dtype=object)] + [-1],
                     dtype=np.int8)
@@ -185,12 +186,15 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     table = table.loc[:, list(COLUMNS) + extra].copy()
     for col in extra:
         table[col] = table[col].astype(str)
-    bad = sorted(set(table["connection"].drop_duplicates().astype(str)) - set(CONNECTIONS))
+    conn_codes = pd.factorize(table["connection"])
+    firsts = pd.Series(conn_codes[0]).drop_duplicates().index  # a row of each value
+    bad = sorted(set(table["connection"].iloc[firsts].astype(str)) - set(CONNECTIONS))
     if bad:
         raise DistanceTableError(
             f"{source}: unknown connection value(s) {', '.join(bad)}; "
             f"valid: {', '.join(CONNECTIONS)}"
         )
+    table["connection"] = _connection_categorical(table["connection"], conn_codes)
     for col in ("cosine_distance", "cosine_similarity"):
         values = pd.to_numeric(table[col], errors="coerce")
         bad_rows = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
@@ -261,7 +265,9 @@ def _dedupe(table: pd.DataFrame, duplicates: str, source: str,
     for col in key:  # one int64 code per distinct key, by hashing (not string tuples)
         k, uniq = codes.get(col) or pd.factorize(table[col])
         k = np.where(k < 0, len(uniq), k)  # missing values: one more code, as duplicated()
-        code = pd.factorize(code * (len(uniq) + 1) + k)[0].astype(np.int64)
+        if code.size and int(code.max()) + 1 > 2**62 // (len(uniq) + 1):
+            code = pd.factorize(code)[0].astype(np.int64)  # renumber before it overflows
+        code = code * (len(uniq) + 1) + k
     keep_row = ~pd.Series(code).duplicated().to_numpy()
     if keep_row.all() or duplicates == "keep":
         return table
