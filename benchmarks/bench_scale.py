@@ -75,11 +75,16 @@ def make_table(rows: int, path: Path) -> None:
 
 def run_child(pythonpath: Path, table: Path) -> dict:
     """Time one version on one table in a fresh interpreter."""
+    # cwd: ``python -c`` puts the working directory first on sys.path
     res = subprocess.run([sys.executable, "-c", CHILD, str(table)], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"})
+                         text=True, cwd=table.parent,
+                         env={"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"})
     if res.returncode:
         return {"error": res.stderr.strip().splitlines()[-1] if res.stderr else "failed"}
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    if not Path(out["file"]).resolve().is_relative_to(pythonpath.resolve()):
+        raise RuntimeError(f"{pythonpath}: the child imported {out['file']}")
+    return out
 
 
 def main(argv=None) -> int:
