@@ -3,8 +3,8 @@
 What ``bayesbias fit --distances TABLE`` does before sampling: read the table
 (:func:`~bayesbias.distances.read_distance_table`: validation and de-duplication) and group
 it into cells (:func:`~bayesbias.models.cells.cells_from_table`). Each size runs in a fresh
-subprocess per code version, so the peak resident memory (``resource.getrusage``
-``ru_maxrss``) is that of one size; the baseline is the same functions of an earlier commit
+subprocess per code version, so the peak resident memory (``VmHWM`` of
+``/proc/self/status``; ``resource.getrusage`` ``ru_maxrss`` elsewhere) is that of one size; the baseline is the same functions of an earlier commit
 (default ``48085b0``, the code before the vectorised checks), extracted with ``git archive``
 and imported through ``PYTHONPATH`` in the same run. Reported per size and version: seconds
 to read + validate, to build the cells, their sum, peak RSS, the table's in-memory size, and
@@ -33,6 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import json, resource, sys, time
+
+def peak_mb():
+    # VmHWM: the peak of this process image; ru_maxrss would carry over the parent's
+    # resident size at fork (Linux), here the parent that built the table
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1e3
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 t0 = time.perf_counter()
 from bayesbias.distances import read_distance_table
 from bayesbias.models.cells import cells_from_table
@@ -45,7 +57,7 @@ import bayesbias
 print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 - t1, "cells_s": t3 - t2,
                   "rows": int(len(table)), "cells": int(cells.n.size),
                   "table_mb": float(table.memory_usage(deep=True).sum()) / 1e6,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3,
+                  "peak_mb": peak_mb(),
                   "n_sum": float(cells.n.sum()), "mean": cells.mean.tolist()}))
 """
 
