@@ -148,6 +148,9 @@ def label_codes(values, factorized=None) -> tuple:
     import pandas as pd
 
     codes, uniq = pd.factorize(values) if factorized is None else factorized
+    if getattr(uniq, "dtype", None) == "str" and not (codes.size and codes.min() < 0):
+        # distinct strings already: their str values are themselves and distinct
+        return codes.astype(np.int64, copy=False), np.asarray(uniq, dtype=object)
     as_str = [str(u) for u in np.asarray(uniq, dtype=object)]
     if codes.size and codes.min() < 0:
         as_str.append("nan")  # codes -1 index it
