@@ -169,6 +169,14 @@ def _connection_categorical(conn: pd.Series, factorized=None) -> pd.Categorical:
     return pd.Categorical.from_codes(to[codes], categories=list(CONNECTIONS))
 
 
+def _first_rows(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """The first row of each code of ``pd.factorize`` (-1, a missing value, included)."""
+    if n_values > 16:  # hostile input: many values, one hashing pass
+        return pd.Series(codes).drop_duplicates().index.to_numpy()
+    seen = [k for k in range(-1, n_values) if k >= 0 or (codes.size and codes.min() < 0)]
+    return np.asarray([int(np.argmax(codes == k)) for k in seen], dtype=np.int64)
+
+
 def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd.DataFrame:
     """Check and normalise a distance table; raise DistanceTableError naming `source`.
 
@@ -187,7 +195,7 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     for col in extra:
         table[col] = table[col].astype(str)
     conn_codes = pd.factorize(table["connection"])
-    firsts = pd.Series(conn_codes[0]).drop_duplicates().index  # a row of each value
+    firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
     bad = sorted(set(table["connection"].iloc[firsts].astype(str)) - set(CONNECTIONS))
     if bad:
         raise DistanceTableError(
