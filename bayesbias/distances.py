@@ -170,7 +170,7 @@ def _connection_categorical(conn: pd.Series, factorized=None) -> pd.Categorical:
 
 
 def _first_rows(codes: np.ndarray, n_values: int) -> np.ndarray:
-    """The first row of each code of ``pd.factorize`` (-1, a missing value, included)."""
+    """Return the first row of each code of ``pd.factorize`` (-1, a missing value, included)."""
     if n_values > 16:  # hostile input: many values, one hashing pass
         return pd.Series(codes).drop_duplicates().index.to_numpy()
     seen = [k for k in range(-1, n_values) if k >= 0 or (codes.size and codes.min() < 0)]

@@ -4,7 +4,8 @@ What ``bayesbias fit --distances TABLE`` does before sampling: read the table
 (:func:`~bayesbias.distances.read_distance_table`: validation and de-duplication) and group
 it into cells (:func:`~bayesbias.models.cells.cells_from_table`). Each size runs in a fresh
 subprocess per code version, so the peak resident memory (``VmHWM`` of
-``/proc/self/status``; ``resource.getrusage`` ``ru_maxrss`` elsewhere) is that of one size; the baseline is the same functions of an earlier commit
+``/proc/self/status``; ``resource.getrusage`` ``ru_maxrss`` elsewhere) is that of one size;
+the baseline is the same functions of an earlier commit
 (default ``48085b0``, the code before the vectorised checks), extracted with ``git archive``
 and imported through ``PYTHONPATH`` in the same run. Reported per size and version: seconds
 to read + validate, to build the cells, their sum, peak RSS, the table's in-memory size, and
@@ -73,8 +74,8 @@ def make_table(rows: int, path: Path) -> None:
     copies = -(-rows // len(base))
     big = pd.concat([base] * copies, ignore_index=True).iloc[:rows]
     k = (np.arange(rows) // len(base)).astype(str)
-    d = np.clip(big["cosine_distance"].to_numpy() + np.random.default_rng(0).normal(0, 0.01, rows),
-                0.0, 2.0)
+    jitter = np.random.default_rng(0).normal(0, 0.01, rows)
+    d = np.clip(big["cosine_distance"].to_numpy() + jitter, 0.0, 2.0)
     out = pd.DataFrame({
         "protected_word": big["protected_word"].astype(str).to_numpy(),
         "protected_class": big["protected_class"].astype(str).to_numpy(),

@@ -69,8 +69,11 @@ def test_cells_equal_reference_on_shipped_tables(topic, embedding, level):
 
 
 def _edge_table(seed=0, n=3000):
-    """A random table with the awkward cases: unicode, numeric-looking and padded labels,
-    classes seen first late, an attribute in two roles, empty cells, an 'unknown' class."""
+    """Return a random table with the awkward cases.
+
+    Unicode, numeric-looking and padded labels, classes seen first late, an attribute in
+    two roles, empty cells, an 'unknown' class.
+    """
     rng = np.random.default_rng(seed)
     words = np.array(["żółw", "1", "01", " a", "a", "b b", "Ω", "x" * 40, "nan_", "z"])
     wclass = np.array(["k2", "k1", "k1", "k3", "k2", "k3", "unknown", "k1", "k2", "k3"])
