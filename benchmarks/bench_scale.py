@@ -55,7 +55,8 @@ t2 = time.perf_counter()
 cells = cells_from_table(table, "word")
 t3 = time.perf_counter()
 import bayesbias
-print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 - t1, "cells_s": t3 - t2,
+print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 - t1,
+                  "cells_s": t3 - t2,
                   "rows": int(len(table)), "cells": int(cells.n.size),
                   "table_mb": float(table.memory_usage(deep=True).sum()) / 1e6,
                   "peak_mb": peak_mb(),
