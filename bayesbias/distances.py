@@ -19,6 +19,7 @@ from ._atomic import atomic_path, check_output
 from .config import CONNECTIONS
 from .embeddings import Embedding, as_embedding, lookup
 from .errors import DistanceTableError, OutputPathError
+from .validation import empty_label_rows, label_codes
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -149,13 +150,41 @@ def lookup_parts(embedding: Embedding, parts: dict, on_missing: str = "error"):
 
 
 def _categorical(table: pd.DataFrame) -> pd.DataFrame:
-    table["connection"] = pd.Categorical(table["connection"], categories=list(CONNECTIONS))
+    table["connection"] = _connection_categorical(table["connection"])
     for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
-        table[col] = table[col].astype(str)
+        if table[col].dtype != "str":
+            table[col] = table[col].astype(str)
     return table
 
 
-def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
+def _connection_categorical(conn: pd.Series, factorized=None) -> pd.Categorical:
+    """``pd.Categorical(conn, categories=CONNECTIONS)``, by one hashing pass over the rows."""
+    if isinstance(conn.dtype, pd.CategoricalDtype) and list(conn.cat.categories) == list(
+            CONNECTIONS):
+        return conn.array
+    # missing values get code -1, as in pd.Categorical
+    codes, uniq = pd.factorize(conn) if factorized is None else factorized
+    where = {c: i for i, c in enumerate(CONNECTIONS)}
+    to = np.asarray([where.get(u, -1) for u in np.asarray(uniq, dtype=object)] + [-1],
+                    dtype=np.int8)
+    return pd.Categorical.from_codes(to[codes], categories=list(CONNECTIONS))
+
+
+def _first_rows(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Return the first row of each code of ``pd.factorize`` (-1, a missing value, included)."""
+    if n_values > 16:  # hostile input: many values, one hashing pass
+        return pd.Series(codes).drop_duplicates().index.to_numpy()
+    seen = [k for k in range(-1, n_values) if k >= 0 or (codes.size and codes.min() < 0)]
+    return np.asarray([int(np.argmax(codes == k)) for k in seen], dtype=np.int64)
+
+
+def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd.DataFrame:
+    """Check and normalise a distance table; raise DistanceTableError naming `source`.
+
+    `codes`, if given, receives ``pd.factorize`` of each label column, for :func:`_dedupe`.
+    """
+    codes = {} if codes is None else codes
+    facts: dict = {}
     missing_cols = [c for c in COLUMNS if c not in table.columns]
     if missing_cols:
         raise DistanceTableError(
@@ -166,12 +195,15 @@ def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
     table = table.loc[:, list(COLUMNS) + extra].copy()
     for col in extra:
         table[col] = table[col].astype(str)
-    bad = sorted(set(table["connection"].astype(str)) - set(CONNECTIONS))
+    conn_codes = pd.factorize(table["connection"])
+    firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
+    bad = sorted(set(table["connection"].iloc[firsts].astype(str)) - set(CONNECTIONS))
     if bad:
         raise DistanceTableError(
             f"{source}: unknown connection value(s) {', '.join(bad)}; "
             f"valid: {', '.join(CONNECTIONS)}"
         )
+    table["connection"] = _connection_categorical(table["connection"], conn_codes)
     for col in ("cosine_distance", "cosine_similarity"):
         values = pd.to_numeric(table[col], errors="coerce")
         bad_rows = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
@@ -186,44 +218,70 @@ def _validate(table: pd.DataFrame, source: str) -> pd.DataFrame:
     if (table["cosine_distance"] < -1e-9).any() or (table["cosine_distance"] > 2 + 1e-9).any():
         raise DistanceTableError(f"{source}: cosine_distance outside [0, 2]")
     for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
-        empty = table[col].isna() | (table[col].astype(str).str.strip() == "")
+        facts[col] = pd.factorize(table[col])
+        empty = empty_label_rows(table[col], facts[col])
         if empty.any():
             raise DistanceTableError(f"{source}: column {col} is empty at data row "
-                                     f"{int(np.flatnonzero(empty.to_numpy())[0]) + 1}")
-    _check_labels(table, source)
+                                     f"{int(np.flatnonzero(empty)[0]) + 1}")
+    _check_labels(table, source, facts)
+    # codes of the values as they are kept (``_categorical`` leaves a str column alone)
+    codes.update({c: f for c, f in facts.items() if table[c].dtype == "str"})
     return _categorical(table)
 
 
-def _check_labels(table: pd.DataFrame, source: str) -> None:
+def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -> None:
     """One class per protected word, and connections that follow from the classes."""
-    words = table["protected_word"].astype(str)
-    pclass = table["protected_class"].astype(str)
-    n_classes = pclass.groupby(words).nunique()
+    # Every check runs on label codes (one hashing pass per column), then on the few
+    # distinct (word, class) and (attribute class, class) pairs.
+    codes = codes or {}
+    w, words = label_codes(table["protected_word"], codes.get("protected_word"))
+    p, pclass = label_codes(table["protected_class"], codes.get("protected_class"))
+    pairs = pd.unique(w * pclass.size + p)
+    n_classes = np.bincount(pairs // pclass.size, minlength=words.size)
     if (n_classes > 1).any():
-        word = n_classes.index[n_classes > 1][0]
-        classes = sorted(set(pclass[words == word]))
+        word = min(words[n_classes > 1])
+        k = int(np.flatnonzero(words == word)[0])
+        classes = sorted(pclass[pairs[pairs // pclass.size == k] % pclass.size])
         raise DistanceTableError(
             f"{source}: protected word {word!r} is under {len(classes)} protected classes "
             f"({', '.join(classes)})")
-    aclass = table["attribute_class"].astype(str)
-    conn = table["connection"].astype(str).to_numpy()
-    expected = np.where(aclass.isin(["human", "none"]), aclass,
-                        np.where(aclass == pclass, "associated", "different"))
-    bad = (pclass != "unknown").to_numpy() & (conn != expected)
+    a, aclass = label_codes(table["attribute_class"], codes.get("attribute_class"))
+    c, conn = label_codes(table["connection"])
+    combo, keys = pd.factorize(a * pclass.size + p)
+    ka, kp = aclass[keys // pclass.size], pclass[keys % pclass.size]
+    expected = np.asarray([x if x in ("human", "none") else
+                           "associated" if x == y else "different"
+                           for x, y in zip(ka, kp, strict=True)], dtype=object)
+    # one integer per label: the labels of `conn` and of `expected` in one index
+    names, ids = np.unique(np.concatenate([conn, expected]).astype(str), return_inverse=True)
+    conn_id, exp_id = ids[:conn.size], ids[conn.size:]
+    bad = (kp != "unknown")[combo] & (conn_id[c] != exp_id[combo])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DistanceTableError(
-            f"{source}: data row {i + 1} ({words.iloc[i]!r}, {table['attribute'].iloc[i]!r}) "
-            f"has connection {conn[i]!r}, but its classes ({pclass.iloc[i]!r} word, "
-            f"{aclass.iloc[i]!r} attribute) make it {expected[i]!r}"
+            f"{source}: data row {i + 1} ({words[w[i]]!r}, {table['attribute'].iloc[i]!r}) "
+            f"has connection {conn[c[i]]!r}, but its classes ({pclass[p[i]]!r} word, "
+            f"{aclass[a[i]]!r} attribute) make it {expected[combo[i]]!r}"
             + (f"; {int(bad.sum())} such rows" if bad.sum() > 1 else ""))
 
 
-def _dedupe(table: pd.DataFrame, duplicates: str, source: str) -> pd.DataFrame:
+def _dedupe(table: pd.DataFrame, duplicates: str, source: str,
+            codes: dict | None = None) -> pd.DataFrame:
     key = ["protected_word", "attribute"] + (["embedding"] if "embedding" in table.columns
                                              else [])
-    dup = table.duplicated(key, keep=False)
-    if not dup.any() or duplicates == "keep":
+    codes = codes or {}
+    code = np.zeros(len(table), dtype=np.int64)
+    for col in key:  # one int64 code per distinct key, by hashing (not string tuples)
+        k, uniq = codes.get(col) or pd.factorize(table[col])
+        k = np.where(k < 0, len(uniq), k)  # missing values: one more code, as duplicated()
+        if code.size and int(code.max()) + 1 > 2**62 // (len(uniq) + 1):
+            code = pd.factorize(code)[0].astype(np.int64)  # renumber before it overflows
+        code = code * (len(uniq) + 1) + k
+    keep_row = ~pd.Series(code).duplicated().to_numpy()
+    if keep_row.all() or duplicates == "keep":
+        return table
+    dup = pd.Series(code).duplicated(keep=False).to_numpy()
+    if not dup.any():
         return table
     if duplicates == "error":
         first = table.loc[dup, key].iloc[0].tolist()
@@ -232,9 +290,9 @@ def _dedupe(table: pd.DataFrame, duplicates: str, source: str) -> pd.DataFrame:
     if (spread > 1e-9).any():
         pair = spread[spread > 1e-9].index[0]
         raise DistanceTableError(f"{source}: pair {pair} repeats with different distances")
-    n = int(table.duplicated(key).sum())
+    n = int((~keep_row).sum())
     log.info("%s: dropped %d repeated (protected word, attribute) rows", source, n)
-    out = table.drop_duplicates(key).reset_index(drop=True)
+    out = table.loc[keep_row].reset_index(drop=True)
     out.attrs = dict(table.attrs, repeats_dropped=n)
     return out
 
@@ -251,9 +309,9 @@ def check_spread(table: pd.DataFrame, source: str = "distance table") -> None:
         Naming the connection.
     """
     x = table["cosine_distance"].to_numpy(dtype=float)
-    conn = table["connection"].astype(str).to_numpy()
-    for c in dict.fromkeys(conn):
-        v = x[conn == c]
+    codes, labels = label_codes(table["connection"])  # labels in first-appearance order
+    for k, c in enumerate(labels):
+        v = x[codes == k]
         if v.size > 1 and np.ptp(v) <= 1e-12 * max(1.0, float(np.abs(v).max())):
             raise DistanceTableError(
                 f"{source}: every distance of connection {c!r} is {v[0]:.6g}; a model "
@@ -337,10 +395,11 @@ def read_published_table(path, duplicates: str = "drop", missing: str = "drop") 
         "cosine_distance": raw["cosine_distance"],
         "cosine_similarity": raw["cosine_similarity"],
     }).reset_index(drop=True)
-    table = _validate(table, str(path))
+    codes: dict = {}
+    table = _validate(table, str(path), codes)
     table.attrs.update(source=str(path), missing={k: v for k, v in missing_words.items() if v},
                        sentinel_rows_dropped=int(sentinel.sum()))
-    return _dedupe(table, duplicates, str(path))
+    return _dedupe(table, duplicates, str(path), codes)
 
 
 def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
@@ -369,9 +428,10 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
             table = pd.read_csv(path)
         except (pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise DistanceTableError(f"{path}: cannot read as CSV: {exc}") from None
-    table = _validate(table, str(path))
+    codes: dict = {}
+    table = _validate(table, str(path), codes)
     table.attrs["source"] = str(path)
-    return _dedupe(table, duplicates, str(path))
+    return _dedupe(table, duplicates, str(path), codes)
 
 
 #: Output suffixes of :func:`write_distance_table`.

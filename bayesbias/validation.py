@@ -28,6 +28,8 @@ __all__ = [
     "validate_float",
     "validate_seed",
     "validate_probability",
+    "label_codes",
+    "empty_label_rows",
 ]
 
 #: Interval kinds a result can carry in ``ci_kind``.
@@ -126,3 +128,46 @@ def validate_ci_kind(ci_kind, allowed: Iterable[str] = POSTERIOR_CI_KINDS,
                      name: str = "ci_kind") -> str:
     """Return `ci_kind` if it is one of `allowed` (codes of :data:`CI_KINDS`)."""
     return validate_choice(ci_kind, allowed, name)
+
+
+
+def label_codes(values, factorized=None) -> tuple:
+    """Codes and distinct labels of a column of labels, by their ``str`` values.
+
+    One hashing pass over the rows (or none, given ``factorized = pd.factorize(values)``);
+    every per-value check then runs on the few distinct labels (``labels[codes]`` is the
+    column as ``str``). Check for missing values first (:func:`empty_label_rows`): here
+    they get the label ``"nan"``.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n_rows,)
+    labels : ndarray of str (object), in first-appearance order
+    """
+    import numpy as np
+    import pandas as pd
+
+    codes, uniq = pd.factorize(values) if factorized is None else factorized
+    if getattr(uniq, "dtype", None) == "str" and not (codes.size and codes.min() < 0):
+        # distinct strings already: their str values are themselves and distinct
+        return codes.astype(np.int64, copy=False), np.asarray(uniq, dtype=object)
+    as_str = [str(u) for u in np.asarray(uniq, dtype=object)]
+    if codes.size and codes.min() < 0:
+        as_str.append("nan")  # codes -1 index it
+    merged, labels = pd.factorize(np.asarray(as_str, dtype=object), use_na_sentinel=False)
+    return merged.astype(np.int64)[codes], np.asarray(labels, dtype=object)
+
+
+def empty_label_rows(values, factorized=None):
+    """Boolean mask of the rows of `values` that are missing or blank (whitespace only).
+
+    The same test as ``values.isna() | (values.astype(str).str.strip() == "")``, run on
+    the distinct values only (``factorized = pd.factorize(values)`` if already computed).
+    """
+    import numpy as np
+    import pandas as pd
+
+    codes, uniq = pd.factorize(values) if factorized is None else factorized
+    blank = (pd.Series(np.asarray(uniq, dtype=object), dtype=object).astype(str)
+             .str.strip() == "").to_numpy(dtype=bool)
+    return (codes < 0) | np.append(blank, False)[codes]

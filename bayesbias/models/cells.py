@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, InvalidArgumentError
+from ..validation import empty_label_rows, label_codes
 
 __all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows",
            "cell_mean_conditional", "UNIT_DIMS", "ATTRIBUTE_KINDS"]
@@ -128,8 +129,11 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
                                  f"the models need {', '.join(_NEEDED)}")
     if len(table) == 0:
         raise DistanceTableError("distance table has no rows")
+    facts = {}
     for col in ("protected_word", "protected_class", "connection"):
-        missing = table[col].isna().to_numpy() | (table[col].astype(str).str.strip() == "")
+        if col != "connection":  # connection is usually categorical: its codes are at hand
+            facts[col] = pd.factorize(table[col], sort=False)
+        missing = empty_label_rows(table[col], facts.get(col))
         if missing.any():
             first = int(np.flatnonzero(missing)[0])
             raise DistanceTableError(f"column {col} has {int(missing.sum())} empty or missing "
@@ -143,18 +147,22 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     if bad:
         raise DistanceTableError(f"unknown connection value(s) {', '.join(bad)}; valid: "
                                  f"{', '.join(CONNECTIONS)}")
-    conn_idx = pd.Categorical(conn, categories=list(CONNECTIONS)).codes.astype(np.int32)
+    conn_idx = _connection_codes(conn)
     col = UNIT_DIMS[level]
     per_embedding = {}
     if "embedding" in table.columns:
         per_embedding = _embedding_units(table, col)
         unit_codes, units = pd.factorize(per_embedding.pop("key"), sort=False)
     else:
-        unit_codes, units = pd.factorize(table[col], sort=False)
+        unit_codes, units = facts[col]
     unit_idx = unit_codes.astype(np.int32)
     units = np.asarray([str(u) for u in units], dtype=object)
-    class_codes, class_names = pd.factorize(table["protected_class"], sort=False)
-    pairs = np.unique(np.column_stack([unit_idx, class_codes]), axis=0)
+    class_codes, class_names = facts["protected_class"]
+    # the distinct (unit, class) pairs, sorted, as np.unique(axis=0) of the two columns
+    # would give them, from one int64 key per row (hashed, then only the pairs sorted)
+    n_cls = max(len(class_names), 1)
+    key = np.sort(pd.unique(unit_idx.astype(np.int64) * n_cls + class_codes))
+    pairs = np.column_stack([key // n_cls, key % n_cls])
     if pairs.shape[0] != units.size:
         dup = np.flatnonzero(np.bincount(pairs[:, 0]) > 1)
         raise DistanceTableError(f"protected word(s) {', '.join(units[dup[:5]])} belong to "
@@ -177,6 +185,18 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
                  y=y, unit_idx=unit_idx, conn_idx=conn_idx, attributes=attributes,
                  attribute_kind=attribute_kind, attr_idx=attr_idx,
                  **_unit_parts(per_embedding, unit_codes, units.size))
+
+
+def _connection_codes(conn: pd.Series) -> np.ndarray:
+    """Index into :data:`CONNECTIONS` of each row (int32), by one hashing pass."""
+    if isinstance(conn.dtype, pd.CategoricalDtype) and list(conn.cat.categories) == list(
+            CONNECTIONS):
+        return conn.cat.codes.to_numpy().astype(np.int32)
+    codes, uniq = pd.factorize(conn)
+    where = {c: i for i, c in enumerate(CONNECTIONS)}
+    to = np.asarray([where.get(u, -1) for u in np.asarray(uniq, dtype=object)] + [-1],
+                    dtype=np.int32)
+    return to[codes]
 
 
 def _embedding_units(table: pd.DataFrame, col: str) -> dict:
@@ -217,17 +237,19 @@ def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
     All three are None when some row has no attribute.
     """
     col = table["attribute"]
-    missing = col.isna().to_numpy() | (col.astype(str).str.strip() == "")
+    fact = pd.factorize(col)
+    missing = empty_label_rows(col, fact)
     if missing.any():  # only the crossed family needs them; it says so
         return None, None, None
     # connection codes: 0 associated, 1 different -> stereotype (0); 2 human (1); 3 none (2)
     kind_code = np.minimum(np.maximum(conn_idx - 1, 0), 2)
     # An attribute listed in two roles (say a stereotype and a neutral word) is one
     # attribute per role: its rows in one role say nothing of its effect in the other.
-    codes, pairs = pd.factorize(pd.MultiIndex.from_arrays([col.astype(str).to_numpy(),
-                                                          kind_code]), sort=False)
-    words = np.asarray([w for w, _ in pairs], dtype=object)
-    kinds = np.asarray([ATTRIBUTE_KINDS[k] for _, k in pairs], dtype=object)
+    # (attribute, kind) pairs in first-appearance order, from one int64 key per row
+    a, labels = label_codes(col, fact)
+    codes, keys = pd.factorize(a * 3 + kind_code, sort=False)
+    words = labels[keys // 3]
+    kinds = np.asarray(ATTRIBUTE_KINDS, dtype=object)[keys % 3]
     repeated = pd.Series(words).duplicated(keep=False).to_numpy()
     names = np.asarray([f"{w} ({k})" if r else w
                         for w, k, r in zip(words, kinds, repeated, strict=True)], dtype=object)

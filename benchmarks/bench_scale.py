@@ -1,0 +1,155 @@
+"""Benchmark: reading, validating and grouping distance tables of 5k to 10M rows.
+
+What ``bayesbias fit --distances TABLE`` does before sampling: read the table
+(:func:`~bayesbias.distances.read_distance_table`: validation and de-duplication) and group
+it into cells (:func:`~bayesbias.models.cells.cells_from_table`). Each size runs in a fresh
+subprocess per code version, so the peak resident memory (``VmHWM`` of
+``/proc/self/status``; ``resource.getrusage`` ``ru_maxrss`` elsewhere) is that of one size;
+the baseline is the same functions of an earlier commit
+(default ``48085b0``, the code before the vectorised checks), extracted with ``git archive``
+and imported through ``PYTHONPATH`` in the same run. Reported per size and version: seconds
+to read + validate, to build the cells, their sum, peak RSS, the table's in-memory size, and
+the ratios baseline / new.
+
+The tables repeat the shipped ``published:religion:reddit`` table (4,830 rows) with the
+attribute words renamed per copy (so every (word, attribute) pair stays unique and the cells,
+15 words x 4 connections, stay fixed) and distances jittered by N(0, 0.01), as Parquet.
+
+Run with ``nice python benchmarks/bench_scale.py`` (about 4 minutes on 2 cores);
+``--sizes 5000 50000`` for a quick run; ``--json out.json`` to keep the figures;
+``--no-baseline`` to time this checkout only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SIZES = (5_000, 50_000, 500_000, 5_000_000, 10_000_000)
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, resource, sys, time
+
+def peak_mb():
+    # VmHWM: the peak of this process image; ru_maxrss would carry over the parent's
+    # resident size at fork (Linux), here the parent that built the table
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1e3
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+t0 = time.perf_counter()
+from bayesbias.distances import read_distance_table
+from bayesbias.models.cells import cells_from_table
+t1 = time.perf_counter()
+table = read_distance_table(sys.argv[1])
+t2 = time.perf_counter()
+cells = cells_from_table(table, "word")
+t3 = time.perf_counter()
+import bayesbias
+print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 - t1,
+                  "cells_s": t3 - t2,
+                  "rows": int(len(table)), "cells": int(cells.n.size),
+                  "table_mb": float(table.memory_usage(deep=True).sum()) / 1e6,
+                  "peak_mb": peak_mb(),
+                  "n_sum": float(cells.n.sum()), "mean": cells.mean.tolist()}))
+"""
+
+
+def make_table(rows: int, path: Path) -> None:
+    """Write `rows` rows built from the shipped religion table (see the module docstring)."""
+    import numpy as np
+    import pandas as pd
+
+    from bayesbias.datasets import read_table
+
+    base = read_table("published:religion:reddit")
+    copies = -(-rows // len(base))
+    big = pd.concat([base] * copies, ignore_index=True).iloc[:rows]
+    k = (np.arange(rows) // len(base)).astype(str)
+    jitter = np.random.default_rng(0).normal(0, 0.01, rows)
+    d = np.clip(big["cosine_distance"].to_numpy() + jitter, 0.0, 2.0)
+    out = pd.DataFrame({
+        "protected_word": big["protected_word"].astype(str).to_numpy(),
+        "protected_class": big["protected_class"].astype(str).to_numpy(),
+        "attribute": np.char.add(np.char.add(big["attribute"].to_numpy().astype(str), "_"), k),
+        "attribute_class": big["attribute_class"].astype(str).to_numpy(),
+        "connection": big["connection"].astype(str).to_numpy(),
+        "cosine_distance": d, "cosine_similarity": 1.0 - d})
+    out.to_parquet(path, index=False)
+
+
+def run_child(pythonpath: Path, table: Path) -> dict:
+    """Time one version on one table in a fresh interpreter."""
+    # cwd: ``python -c`` puts the working directory first on sys.path
+    res = subprocess.run([sys.executable, "-c", CHILD, str(table)], capture_output=True,
+                         text=True, cwd=table.parent,
+                         env={"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"})
+    if res.returncode:
+        return {"error": res.stderr.strip().splitlines()[-1] if res.stderr else "failed"}
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    if not Path(out["file"]).resolve().is_relative_to(pythonpath.resolve()):
+        raise RuntimeError(f"{pythonpath}: the child imported {out['file']}")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    ap.add_argument("--baseline", default="48085b0", help="commit of the baseline (default "
+                    "48085b0, before the vectorised checks)")
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    args = ap.parse_args(argv)
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        tmp = Path(tmp)
+        versions = {"new": ROOT}
+        if not args.no_baseline:
+            base = tmp / "baseline"
+            base.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline,
+                                      "bayesbias"], capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+            versions["baseline"] = base
+        print(f"{'rows':>10} {'version':>8} {'read+check s':>12} {'cells s':>8} {'total s':>8} "
+              f"{'peak MB':>8} {'table MB':>8}")
+        for rows in args.sizes:
+            path = tmp / f"t{rows}.parquet"
+            make_table(rows, path)
+            got = {name: run_child(root, path) for name, root in versions.items()}
+            path.unlink()
+            for name, r in got.items():
+                if "error" in r:
+                    print(f"{rows:>10} {name:>8} error: {r['error']}")
+                    continue
+                r["total_s"] = r["read_s"] + r["cells_s"]
+                print(f"{rows:>10} {name:>8} {r['read_s']:>12.2f} {r['cells_s']:>8.2f} "
+                      f"{r['total_s']:>8.2f} {r['peak_mb']:>8.0f} {r['table_mb']:>8.0f}")
+            new, old = got.get("new", {}), got.get("baseline", {})
+            if "total_s" in new and "total_s" in old:
+                same = new["n_sum"] == old["n_sum"] and new["mean"] == old["mean"]
+                print(f"{rows:>10} {'ratio':>8} {old['read_s'] / new['read_s']:>12.2f} "
+                      f"{old['cells_s'] / new['cells_s']:>8.2f} "
+                      f"{old['total_s'] / new['total_s']:>8.2f} "
+                      f"{old['peak_mb'] / new['peak_mb']:>8.2f}   (baseline / new; "
+                      f"same cells: {same})")
+            for r in got.values():
+                r.pop("mean", None)
+            out.append({"rows": rows, **{k: v for k, v in got.items()}})
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
