@@ -280,3 +280,30 @@ def test_checks_are_quiet_on_the_model_and_fire_on_attribute_effects():
         crossed = fit_model(t, "crossed", seed=1)
     assert not {c.code: c.ok for c in paper.checks}["attribute_dependence"]
     assert {c.code: c.ok for c in crossed.checks}["attribute_dependence"]
+
+
+def test_checks_on_a_big_table_hold_bounded_memory_and_agree(monkeypatch):
+    """Above LOO_ROWS rows the coverage check uses a fixed subset of rows and the attribute
+    check fewer draws in chunks; with the bound lowered on a small table the values stay close
+    to the full computation (a 5M-row fit ran out of memory in these checks)."""
+    from bayesbias.datasets import published_table
+    from bayesbias.models import checks, fit_model
+
+    fit = fit_model(published_table("religion", "reddit"), "crossed", draws=300, tune=300,
+                    seed=5)
+    full_share, full_se = checks.loo_coverage(fit)
+    full_p = checks.attribute_dependence(fit)
+    ppc_full = fit._ppc((0.89,), "hdi", 1)
+    monkeypatch.setattr(checks, "CHECK_ELEMENTS", 300 * 1000)  # 1,000 rows at a time
+    monkeypatch.setattr(checks, "LOO_ROWS", 1000)
+    rows = checks.check_rows(fit)
+    assert rows.size == 1000 and np.array_equal(rows, checks.check_rows(fit))  # fixed subset
+    share, se = checks.loo_coverage(fit)
+    assert abs(share - full_share) < 4 * se  # a subset of the rows: within its sampling error
+    p = checks.attribute_dependence(fit)  # 300 of 1,200 draws, in chunks of 62
+    assert (p < checks.ATTRIBUTE_ALPHA) == (full_p < checks.ATTRIBUTE_ALPHA)
+    assert abs(p - full_p) < 0.1
+    ppc = fit._ppc((0.89,), "hdi", 1)  # chunks of rows, another random stream
+    # the replicate intervals move with the random stream: a few rows per connection change
+    diff = np.abs(ppc["inside_0.89"] - ppc_full["inside_0.89"]).to_numpy()
+    assert np.all(diff <= 4 / ppc["rows"].to_numpy() + 0.01), (ppc, ppc_full)

@@ -1,6 +1,10 @@
 """Model checks with a known reference: leave-one-out predictive coverage, attribute dependence.
 
-Both are computed from a thinned set of posterior draws (at most :data:`CHECK_DRAWS`).
+Both are computed from a thinned set of posterior draws (at most :data:`CHECK_DRAWS`), holding
+at most :data:`CHECK_ELEMENTS` draws x rows at once: on tables of more than
+:data:`LOO_ROWS` rows the coverage check uses a fixed random subset of that many rows (the same
+subset for the same table), and the attribute check fewer draws (at least
+:data:`MIN_CHECK_DRAWS`), taken in chunks.
 
 ``ppc_coverage``
     The share of rows inside their 89% *leave-one-out* predictive interval, from
@@ -28,41 +32,69 @@ import numpy as np
 from ..config import CONNECTIONS
 
 __all__ = ["loo_pit", "loo_coverage", "attribute_dependence", "CHECK_DRAWS",
-           "ATTRIBUTE_ALPHA", "coverage_tolerance"]
+           "ATTRIBUTE_ALPHA", "coverage_tolerance", "CHECK_ELEMENTS", "LOO_ROWS"]
 
 #: Posterior draws used by the checks (evenly thinned).
 CHECK_DRAWS = 1000
+#: Draws x rows a check holds at once (160 MB per float64 array): bounds memory on big tables.
+CHECK_ELEMENTS = 20_000_000
+#: Rows of the coverage check; a larger table is checked on a fixed random subset of them.
+LOO_ROWS = CHECK_ELEMENTS // CHECK_DRAWS
+#: Fewest draws of the attribute check on a big table.
+MIN_CHECK_DRAWS = 40
 #: p-value below which the attribute-dependence check fires.
 ATTRIBUTE_ALPHA = 0.01
 #: Smallest tolerance of the coverage check.
 MIN_TOLERANCE = 0.05
 
 
-def _row_moments(fit, draws: int = CHECK_DRAWS) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and sd of every row's predictive Normal, (draws, rows), on thinned draws."""
+def thinned_draws(fit, draws: int = CHECK_DRAWS) -> np.ndarray:
+    """Indices of at most `draws` evenly spaced draws of the flattened (chain, draw) axis."""
+    post = fit.posterior
+    total = post.sizes["chain"] * post.sizes["draw"]
+    return np.unique(np.linspace(0, total - 1, min(draws, total)).astype(int))
+
+
+def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sd of each row's predictive Normal, (draws, rows).
+
+    `keep` indexes the flattened draws (default: :func:`thinned_draws`); `rows` selects rows
+    (an index array or slice; default all).
+    """
     c = fit.cells
     post = fit.posterior
+    keep = thinned_draws(fit) if keep is None else keep
+    rows = slice(None) if rows is None else rows
     mu = post["mu"].transpose("chain", "draw", ...).values
-    mu = mu.reshape(-1, *mu.shape[2:])
+    mu = mu.reshape(-1, *mu.shape[2:])[keep]
     sig = post["sigma"].transpose("chain", "draw", ...).values
-    sig = sig.reshape(mu.shape[0], -1)
+    sig = sig.reshape(-1, sig.shape[-1] if sig.ndim > 2 else 1)[keep]
     if sig.shape[1] == 1:
         sig = np.repeat(sig, len(CONNECTIONS), axis=1)
-    keep = np.unique(np.linspace(0, mu.shape[0] - 1, min(draws, mu.shape[0])).astype(int))
-    mean = mu[keep][:, c.unit_idx, c.conn_idx]
+    conn = c.conn_idx[rows]
+    mean = mu[:, c.unit_idx[rows], conn]
     if "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
-        mean = mean + v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx]
-    return mean, sig[keep][:, c.conn_idx]
+        mean = mean + v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]
+    return mean, sig[:, conn]
 
 
-def loo_pit(fit) -> np.ndarray:
-    """Rao-Blackwellised LOO-PIT value of every row (PSIS weights from ``arviz_stats``)."""
+def check_rows(fit) -> np.ndarray | None:
+    """Rows of the coverage check: None (all) up to :data:`LOO_ROWS`, else a fixed subset."""
+    n = fit.cells.n_rows
+    if n <= LOO_ROWS:
+        return None
+    return np.sort(np.random.default_rng(20240101).choice(n, LOO_ROWS, replace=False))
+
+
+def loo_pit(fit, rows=None) -> np.ndarray:
+    """Rao-Blackwellised LOO-PIT value of every row, or of `rows` (PSIS weights from
+    ``arviz_stats``)."""
     from arviz_stats.base import array_stats
     from scipy.special import log_ndtr
 
-    y = fit.cells.y
-    mean, sd = _row_moments(fit)
+    y = fit.cells.y if rows is None else fit.cells.y[rows]
+    mean, sd = _row_moments(fit, rows=rows)
     z = (y[None, :] - mean) / sd
     loglik = -0.5 * z * z - np.log(sd)
     lw, _ = array_stats.psislw(loglik, axis=0)  # log-likelihood in; (rows, draws) out
@@ -80,13 +112,16 @@ def loo_coverage(fit, prob: float = 0.89) -> tuple[float, float]:
     """Share of rows inside their central `prob` leave-one-out predictive interval, and its
     cluster standard error (clusters: attribute words, else cells)."""
     c = fit.cells
-    pit = loo_pit(fit)
+    rows = check_rows(fit)
+    pit = loo_pit(fit, rows)
     a = (1 - prob) / 2
     inside = ((pit >= a) & (pit <= 1 - a)).astype(float)
     if c.attr_idx is not None:
         cluster = c.attr_idx
     else:
         cluster = c.unit_idx.astype(np.int64) * len(CONNECTIONS) + c.conn_idx
+    if rows is not None:
+        cluster = cluster[rows]
     _, cluster = np.unique(cluster, return_inverse=True)
     k = cluster.max() + 1
     n = np.bincount(cluster, minlength=k)
@@ -103,11 +138,15 @@ def attribute_dependence(fit) -> float | None:
     c = fit.cells
     if c.attr_idx is None:
         return None
-    mean, sd = _row_moments(fit)
-    r = (c.y[None, :] - mean) / sd
+    per_chunk = max(1, CHECK_ELEMENTS // c.n_rows)
+    keep = thinned_draws(fit, max(min(CHECK_DRAWS, per_chunk), MIN_CHECK_DRAWS))
     na = c.attributes.size
     n = np.bincount(c.attr_idx, minlength=na).astype(float)
-    sums = np.stack([np.bincount(c.attr_idx, weights=row, minlength=na) for row in r])
-    d = (sums**2 / np.maximum(n, 1)).sum(axis=1)  # sum_a n_a rbar_a^2
+    sums = []
+    for start in range(0, keep.size, per_chunk):
+        mean, sd = _row_moments(fit, keep[start:start + per_chunk])
+        r = (c.y[None, :] - mean) / sd
+        sums += [np.bincount(c.attr_idx, weights=row, minlength=na) for row in r]
+    d = (np.stack(sums) ** 2 / np.maximum(n, 1)).sum(axis=1)  # sum_a n_a rbar_a^2
     dof = int((n > 0).sum())
     return float(np.mean(chi2.sf(d, dof)))

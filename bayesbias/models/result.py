@@ -346,15 +346,22 @@ class Fit:
         c = self.cells
         rng = np.random.default_rng(seed)
         if "attribute_effect" in self.posterior:
-            # each row has its own mean (attribute effects): replicate rows on thinned draws
-            from .checks import _row_moments
+            # each row has its own mean (attribute effects): replicate rows on thinned draws,
+            # in chunks of rows on a big table (at most CHECK_ELEMENTS draws x rows at once)
+            from .checks import CHECK_ELEMENTS, _row_moments, thinned_draws
 
-            mean, sd = _row_moments(self)
-            rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
-                               dims=("chain", "draw", "row"))
+            keep = thinned_draws(self)
+            step = max(1, CHECK_ELEMENTS // keep.size)
+            parts = {p: [] for p in probs}
+            for start in range(0, c.n_rows, step):
+                mean, sd = _row_moments(self, keep, slice(start, start + step))
+                rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
+                                   dims=("chain", "draw", "row"))
+                for p in probs:
+                    parts[p].append(interval(rep, p, ci_kind).transpose("row", "ci_bound").values)
 
             def bounds(p):
-                return interval(rep, p, ci_kind).transpose("row", "ci_bound").values
+                return np.concatenate(parts[p])
         else:  # a row's predictive depends only on its cell: one replicate per draw and cell
             mu = self._draws_flat(self.posterior["mu"])
             sig = self._cell_sigma()[:, :, None, :]
