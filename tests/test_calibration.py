@@ -95,8 +95,17 @@ def test_twenty_replications_cannot_fail_a_half_width_posterior(exact):
     assert sum(fails(100) for _ in range(50)) >= 45
 
 
+_NUTS_SBC_HIERARCHICAL = pytest.mark.xfail(
+    strict=True, reason="known defect, open: NUTS SBC of the hierarchical model at the 'small' "
+    "shape gives non-uniform ranks for tau, sigma[human] and the group means (Bonferroni p = "
+    "1.6e-5 at 200 draws, 6.8e-5 at 1,000; identical on the code of 2026-11-25, 47079bb), while "
+    "the exact-marginal SBC of the same model passes: the NUTS fits or the prior draws of the "
+    "SBC, not the model's density; the 20-replication test this replaced could not see it")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["hierarchical", "separate"])
+@pytest.mark.parametrize("model", [pytest.param("hierarchical", marks=_NUTS_SBC_HIERARCHICAL),
+                                   "separate"])
 def test_sbc_nuts_is_calibrated(model):
     """NUTS fits on small tables, 100 replications: uniform ranks.
 
