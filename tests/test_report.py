@@ -569,3 +569,20 @@ def test_rerun_names_the_options_it_ignores():
                               "race", "-o", "new", "--jobs", "1", "--quiet"])
     assert ignored_with_rerun(args) == ["--wordlist", "--draws"]
     assert ignored_with_rerun(parser.parse_args(["report", "--rerun", "r.json"])) == []
+
+
+def test_a_word_missing_from_shared_control_lists_is_reported_once(caplog):
+    # religion, race and gender share the control lists; GloVe lacks the control typo
+    # "literaly": one warning per report, not one per word list
+    import logging
+
+    from bayesbias.report.pipeline import ReportSettings, _tables
+
+    with caplog.at_level(logging.WARNING, logger="bayesbias.embeddings"):
+        tables = _tables(ReportSettings())
+    assert [name for name, _ in tables] == ["religion", "race", "gender"]
+    dropped = [r for r in caplog.records if "literaly" in r.getMessage()]
+    assert len(dropped) == 1, [r.getMessage() for r in dropped]
+    assert all(t.attrs["missing"] for _, t in tables)  # each table still records it
+    # the filter is gone after the report's tables are made
+    assert not logging.getLogger("bayesbias.embeddings").filters

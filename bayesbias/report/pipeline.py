@@ -18,7 +18,7 @@ from ..distances import distance_table
 from ..embeddings import load_embedding
 from ..errors import InvalidArgumentError
 from ..parallel import JobPool
-from ..progress import progress
+from ..progress import once_per_message, progress
 from ..provenance import provenance
 from ..validation import validate_ci_kind
 from ..wordlists import load_wordlist
@@ -92,7 +92,9 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
     progress.info(f"reading {len(words)} words from embedding {settings.embedding}")
     emb = load_embedding(settings.embedding, words, format=settings.format,
                          trust_pickle=settings.trust_pickle)
-    return [(wl.name, distance_table(emb, wl, on_missing=settings.on_missing)) for wl in lists]
+    with once_per_message("bayesbias.embeddings"):  # shared control lists: one warning
+        return [(wl.name, distance_table(emb, wl, on_missing=settings.on_missing))
+                for wl in lists]
 
 
 def _choices(report: Report, settings: ReportSettings) -> None:

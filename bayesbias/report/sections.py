@@ -200,7 +200,9 @@ class WordListContext:
     @cached_property
     def weats(self) -> list:
         """WEAT for every pair of classes."""
-        progress.info(f"{self.name}: WEAT permutation tests and bootstrap")
+        # the null distribution comes from the same job: its progress lines follow this
+        progress.info(f"{self.name}: WEAT permutation tests, bootstrap and null distribution "
+                      f"({self.settings.null_reps} replications)")
         return self.job("comparators").result()[0]
 
     @cached_property
@@ -224,6 +226,8 @@ class WordListContext:
         """
         if not _wants_robustness(self.settings):
             return None
+        progress.info(f"{self.name}: robustness (refits leaving out each word, resampled "
+                      "word lists)")
         return self.job("robustness").result()
 
     @cached_property
@@ -379,7 +383,6 @@ def comparators_section(ctx: WordListContext) -> None:
     ctx.results.update(raw_means=records(raw), weat=records(weat_df), mac=float(mac.mac))
     if first is None:
         return
-    progress.info(f"{name}: null distribution ({s.null_reps} replications)")
     null = ctx.null
     if isinstance(null, Exception):
         sec.text(f"No null distribution for this table: {null}.")
