@@ -56,6 +56,22 @@ def test_few_replications_get_fewer_bins_a_warning_and_a_y_axis(exact):
     plt.close(fig)
 
 
+def test_plot_draws_on_the_callers_axes(exact):
+    from matplotlib.figure import Figure
+
+    n = exact.ranks.sizes["quantity"]
+    fig = Figure()
+    axes = fig.subplots(1, n + 1)
+    with pytest.warns(UserWarning, match="only 10 replications"):
+        out = exact.plot(ax=axes)
+    assert out is fig  # nothing new was made
+    for a, q in zip(axes, exact.ranks.quantity.values, strict=False):
+        assert a.patches and str(q) in a.get_title()
+    assert not axes[-1].patches and axes[-1].axison  # the spare axes are left alone
+    with pytest.raises(InvalidArgumentError, match=f"{n} axes needed"):
+        exact.plot(ax=axes[:2])
+
+
 @pytest.mark.slow
 def test_sbc_exact_marginal_is_calibrated():
     """500 replications of the exact marginal posterior: uniform ranks.

@@ -232,14 +232,33 @@ class SBCResult:
             u.set_index("quantity").round(3).to_string()])
 
     def plot(self, path=None, bins: int = 20, ax=None):
-        """Rank histograms with the 99% band of a uniform histogram; PNG at `path`."""
+        """Rank histograms with the 99% band of a uniform histogram.
+
+        Parameters
+        ----------
+        path : path-like, optional
+            Write a PNG there and return the path; otherwise return the Figure.
+        bins : int
+            Histogram bins (fewer when the replications are too few for them).
+        ax : matplotlib Axes or array of Axes, optional
+            Draw on these, one per quantity in ``ranks.quantity`` order, instead of on a
+            new figure.
+        """
         from ..models.plots import new_figure
 
         qs = list(self.ranks.quantity.values)
-        ncol = 4
-        nrow = int(np.ceil(len(qs) / ncol))
-        fig = new_figure(figsize=(11, 2.1 * nrow))
-        axes = fig.subplots(nrow, ncol, squeeze=False)
+        if ax is None:
+            ncol = 4
+            nrow = int(np.ceil(len(qs) / ncol))
+            fig = new_figure(figsize=(11, 2.1 * nrow))
+            axes = fig.subplots(nrow, ncol, squeeze=False)
+        else:
+            axes = np.atleast_2d(np.asarray(ax, dtype=object))
+            if axes.size < len(qs):
+                raise InvalidArgumentError(
+                    f"ax: {len(qs)} axes needed (one per quantity: {', '.join(map(str, qs))}), "
+                    f"got {axes.size}")
+            fig = axes.flat[0].figure
         L = self.n_keep
         R = self.ranks.sizes["replication"]
         bins = rank_bins(bins, L, R, warn=True)
@@ -252,11 +271,15 @@ class SBCResult:
             ax_.tick_params(labelsize=7)
         for row in axes:
             row[0].set_ylabel("replications", fontsize=8)
-        for ax_ in axes.ravel()[len(qs):]:
+        for ax_ in axes.ravel()[len(qs):] if ax is None else ():
             ax_.axis("off")
-        fig.suptitle(f"SBC rank histograms: {self.model} ({R} replications, {bins} bins; "
-                     "grey: 99% band for uniform ranks)", fontsize=10)
-        fig.tight_layout()
+        title = (f"SBC rank histograms: {self.model} ({R} replications, {bins} bins; "
+                 "grey: 99% band for uniform ranks)")
+        if ax is None:
+            fig.suptitle(title, fontsize=10)
+            fig.tight_layout()
+        else:  # the caller's figure: its layout and title are the caller's
+            axes.flat[0].set_title(f"{qs[0]} ({R} replications, {bins} bins)", fontsize=8)
         if path is not None:
             from .._atomic import atomic_path
 
