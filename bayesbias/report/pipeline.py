@@ -263,12 +263,18 @@ _JOB_MODULES = ("bayesbias.comparators.weat", "bayesbias.comparators.null",
 def _run(settings: ReportSettings, pool: JobPool) -> dict:
     t0 = time.perf_counter()
     out_dir = check_output(settings.output)  # fail before the work, not after
+    from ..models.families import family_has
+    from ..models.spec import load_spec
+
+    crossed = family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
     report = Report(
         "bayesbias report",
         "Are stereotypes closer to their protected words than the control groups are? "
         "Measured on cosine distances with the uncertainty shown: Bayesian intervals from a "
-        "hierarchical model with control groups (Dobrzeniecka & Urbaniak) next to WEAT "
-        "(Caliskan et al. 2017) and MAC (Manzini et al. 2019).",
+        "hierarchical model with control groups (Dobrzeniecka & Urbaniak)"
+        + (" plus an effect per attribute word, so that they also carry the uncertainty of "
+           "which attribute words were listed," if crossed else "")
+        + " next to WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019).",
     )
     glossary = Glossary(settings.ci_prob, settings.ci_kind)
     _choices(report, settings)
