@@ -58,6 +58,9 @@ class Cells:
     embeddings, embedding_sample : ndarray of str or None
         The embedding labels and the corpus sample of each (``corpus_sample`` column, else
         ``"original"``).
+    sub_cells : dict or None
+        Finer cells of a family's own layout (its ``cells`` hook, e.g. the context family's
+        (word, connection, context) cells); None for the other families.
     """
 
     level: str
@@ -76,6 +79,7 @@ class Cells:
     unit_embedding: np.ndarray | None = None
     embeddings: np.ndarray | None = None
     embedding_sample: np.ndarray | None = None
+    sub_cells: dict | None = None
 
     @property
     def unit_dim(self) -> str:
