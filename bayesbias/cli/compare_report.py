@@ -102,7 +102,7 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
     sec.text(va.rule)
 
     sec = report.section("What changed and why")
-    sec.bullets(comp.verdict or ["no group-level mean moved credibly"])
+    sec.bullets(comp.summary or ["no group-level mean moved credibly"])
     sec.text("A debiasing method that only moves the control groups (human and neutral "
              "attributes) changes bias scores built on raw distances without changing the "
              "stereotype distances; this is what `only control groups moved` checks."

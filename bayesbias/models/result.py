@@ -86,7 +86,7 @@ def _model_checks(fit) -> list[Check]:
 
 
 def _row_view(fit):
-    """The fit as the model checks read it: ``sigma`` is each row's predictive sd.
+    """Return the fit as the model checks read it, with each row's predictive sd as ``sigma``.
 
     The same fit unless its family has a ``row_sd`` hook (context: the context effect
     integrated out, ``sqrt(sigma² + tau_context²)``).
