@@ -1,5 +1,8 @@
-"""The context family: exact cell likelihood, cells from a table, the same draws as before it
-joined the families, recovery of known spreads."""
+"""The context family: exact cell likelihood, cells, same draws as before, recovery.
+
+The same draws as before it joined the families (a real encoder run); recovery of known
+spreads.
+"""
 
 from __future__ import annotations
 

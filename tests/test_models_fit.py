@@ -377,7 +377,8 @@ def test_loo_works_on_a_saved_fit(tmp_path):
     table, _ = simulate_table(seed=2, words_per_class=2, n_human=5, n_none=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=1)  # plumbing only
+        # plumbing only
+        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=1)
     path = fit.save(tmp_path / "fit.nc", loo=True)
     loaded = load_fit(path)
     assert "log_likelihood" in loaded.idata.children

@@ -192,8 +192,10 @@ def derived(values, m):
 
 
 def test_a_new_family_is_one_module_and_one_spec(tmp_path, monkeypatch):
-    """A family written as one module plus one spec file loads, prints and fits (the cell-
-    marginal sampler, with nothing else changed)."""
+    """A family written as one module plus one spec file loads, prints and fits.
+
+    It fits with the cell-marginal sampler, with nothing else changed.
+    """
     import sys
     import warnings
 

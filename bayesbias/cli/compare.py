@@ -102,7 +102,6 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..models import compare_fits
-
     from .compare_report import is_report_output
 
     if is_report_output(args.output):

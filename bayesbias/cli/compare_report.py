@@ -81,7 +81,8 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
 
     a, b = labels
     inputs = ([("embedding", args.a), ("embedding", args.b), ("wordlist", args.wordlist),
-               ("controls", "controls")] if args.wordlist else [("distances", args.a), ("distances", args.b)])
+               ("controls", "controls")] if args.wordlist
+              else [("distances", args.a), ("distances", args.b)])
     prov = provenance([*inputs, ("model", args.model)])
     iv = comp.group_means.attrs["interval"]
     what = f"word list {args.wordlist}" if args.wordlist else "the same word list"
