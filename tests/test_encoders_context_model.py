@@ -102,38 +102,95 @@ def test_cell_layout_sorts_the_words_and_keeps_the_context_cells():
         cells(table.drop(columns="context"))
 
 
-def test_a_context_fit_is_a_fit_without_a_pointwise_likelihood():
-    """Fitted through fit_model into the shared Fit: verdict, tables, checks; no LOO."""
-    import warnings
+def test_a_context_table_reads_back(tmp_path):
+    """A table written by `contexts` reads back whole: a pair repeats once per context."""
+    from bayesbias.datasets import read_table
 
+    table, _ = _simulate(n_words=2, n_ctx=3, n_attr=2)
+    table = _with_class(table)
+    table.insert(3, "attribute_class", table["connection"].map(
+        {"associated": "even", "different": "odd", "human": "human", "none": "none"}))
+    table.loc[table["protected_word"] == "w1", "attribute_class"] = table["connection"].map(
+        {"associated": "odd", "different": "even", "human": "human", "none": "none"})
+    table["cosine_similarity"] = 1 - table["cosine_distance"]
+    table.to_csv(tmp_path / "ctx.csv", index=False)
+    back = read_table(str(tmp_path / "ctx.csv"))
+    assert len(back) == len(table) and "context" in back.columns
+    assert cells(back).sub_cells["contexts"] == 3
+
+
+def _posterior_fit(table, seed=0):
+    """Return a Fit of the context family with made-up draws near the simulation's values."""
+    import xarray as xr
+
+    from bayesbias.models import Fit
+
+    c = cells(table)
+    rng = np.random.default_rng(seed)
+    shape = (2, 200)
+
+    def draws(loc, scale, extra=(4,)):
+        return np.abs(rng.normal(loc, scale, shape + extra))
+
+    post = xr.Dataset(
+        {"mu_bar": (("chain", "draw", "connection"), draws([0.70, 0.74, 0.76, 0.85], 0.01)),
+         "tau_word": (("chain", "draw", "connection"), draws(0.06, 0.005)),
+         "tau_context": (("chain", "draw", "connection"), draws(0.03, 0.005)),
+         "sigma": (("chain", "draw", "connection"), draws(0.08, 0.002)),
+         "mu": (("chain", "draw", "protected_word", "connection"),
+                np.nan_to_num(c.mean) + rng.normal(0, 0.005, shape + c.mean.shape))},
+        coords={"connection": list(CONNECTIONS), "protected_word": c.units.tolist()})
+    tk, tw = post["tau_context"], post["tau_word"]
+    post["context_share"] = tk**2 / (tk**2 + tw**2)
+    return Fit(xr.DataTree.from_dict({"posterior": post}), load_spec("context"), c)
+
+
+def test_a_context_fit_is_a_fit_without_a_pointwise_likelihood():
+    """The shared Fit reads a context fit: verdict, tables, checks; no pointwise likelihood."""
     from bayesbias.verdicts import verdict_from_fit
 
-    table, _ = _simulate(n_words=4, n_ctx=3, n_attr=3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = fit_model(_with_class(table), "context", draws=100, tune=100, chains=2, seed=1)
-    assert fit.idata.attrs["target_accept"] == 0.9  # the family's default
-    assert fit.idata.attrs["marginal"] == 0
+    table, _ = _simulate(n_words=6, n_ctx=4, n_attr=3)
+    fit = _posterior_fit(_with_class(table))
     assert set(fit.parameters()["parameter"].str.split("[").str[0]) == {
         "mu_bar", "tau_word", "tau_context", "sigma", "context_share"}
-    share = fit.posterior["context_share"]
-    tk, tw = fit.posterior["tau_context"], fit.posterior["tau_word"]
-    assert np.allclose(share, tk**2 / (tk**2 + tw**2))
-    assert verdict_from_fit(fit).code
+    assert verdict_from_fit(fit).code == "stereotype-specific"
     d = fit.to_dict()
     assert d["family"] == "context" and "prob_below_zero" in d["contrasts"][0]
     assert {c.code for c in fit.checks} >= {"ppc_coverage", "attribute_dependence"}
-    # the predictive check's row sd integrates the context out
-    sd = np.sqrt(fit.posterior["sigma"] ** 2 + tk**2).transpose("chain", "draw", ...).values
-    assert np.allclose(fit._cell_sigma(), sd)
+    # a row's predictive sd integrates its context out: sqrt(sigma^2 + tau_context^2)
+    post = fit.posterior
+    sd = np.sqrt(post["sigma"] ** 2 + post["tau_context"] ** 2)
+    assert np.allclose(fit._cell_sigma(), sd.transpose("chain", "draw", ...).values)
     with pytest.raises(ModelSpecError, match="no log-likelihood per row"):
         fit.loo()
+
+
+def test_the_pymc_model_has_the_context_likelihood():
+    """build_model of the context spec: priors, mu and the exact (w, c, k) cell likelihood."""
+    from bayesbias.models.base import build_model
+
+    table, _ = _simulate(n_words=3, n_ctx=2, n_attr=3)
+    c = cells(_with_class(table))
+    spec = load_spec("context")
+    model = build_model(spec, c)
+    assert [v.name for v in model.free_RVs] == ["mu_bar", "tau_word", "tau_context", "sigma",
+                                                "mu"]  # the order of the draws before
+    point = {"mu_bar": np.full(4, 0.75), "tau_word_log__": np.log(np.full(4, 0.05)),
+             "tau_context_log__": np.log(np.full(4, 0.02)),
+             "sigma_log__": np.log(np.full(4, 0.08)), "mu": np.full((3, 4), 0.76)}
+    loglik = model.replace_rvs_by_values(model.potentials)[0]
+    got = float(model.compile_fn(loglik, inputs=model.value_vars,
+                                 on_unused_input="ignore")(point))
+    s = c.sub_cells
+    want = cell_loglik(s["n"], s["mean"], s["ss"], 0.76, 0.02, 0.08).sum()
+    assert got == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.slow
 def test_recovers_word_and_context_spreads():
     table, mu_bar = _simulate(n_words=15, n_ctx=12)
     fit = fit_model(_with_class(table), "context", draws=500, tune=500, chains=4, seed=3)
+    assert fit.idata.attrs["target_accept"] == 0.9  # the family's default
     s = fit.parameters(ci_prob=0.99).set_index("parameter")
     for c, value in mu_bar.items():
         lo, hi = s.loc[f"mu_bar[{c}]", ["lower", "upper"]]
