@@ -73,6 +73,13 @@ def test_spec_is_a_family_spec(tmp_path):
         load_spec("context", residual_sd="single")
 
 
+def test_simulated_tables_are_refused_with_the_reason():
+    from bayesbias.testing import simulate_table
+
+    with pytest.raises(ModelSpecError, match="no context draws"):
+        simulate_table("context")
+
+
 def test_the_old_names_are_deprecated_aliases():
     from bayesbias.models import context
 

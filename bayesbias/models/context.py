@@ -193,6 +193,13 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict:
     return {}
 
 
+def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given):
+    """Refuse: :func:`bayesbias.testing.simulate_table` makes tables without context draws."""
+    raise ModelSpecError(f"model {spec.name!r}: simulated tables (simulate_table, calibrate) "
+                         "have no context draws, so the context family is not simulated; "
+                         "fit it to a table of `bayesbias contexts`")
+
+
 def row_sd(posterior):
     """Sd of a row around its word mean, context integrated out: ``sqrt(sigma² + tau_context²)``.
 
