@@ -256,3 +256,25 @@ def test_same_seed_same_draws_as_before_the_move(tmp_path, monkeypatch):
         got.append(np.concatenate([post[v].isel(chain=chain, draw=draw).values
                                    for v in ("mu_bar", "tau_context")]))
     np.testing.assert_allclose(np.array(got), BEFORE, rtol=1e-12, atol=0)
+
+
+def test_a_context_fit_saves_and_loads(tmp_path):
+    """A saved context fit loads as the family's Fit (words in the model's sorted order)."""
+    import xarray as xr
+
+    from bayesbias.models import Fit, load_fit
+    from bayesbias.models.files import _data_groups
+
+    table, _ = _simulate(n_words=4, n_ctx=3, n_attr=3)
+    fit = _posterior_fit(_with_class(table))
+    constant, observed = _data_groups(fit.cells)
+    tree = fit.idata.copy()
+    tree["constant_data"] = xr.DataTree(constant)
+    tree["observed_data"] = xr.DataTree(observed)
+    tree.attrs.update(spec=fit.spec.to_json(), spec_hash=fit.spec.hash)
+    fit = Fit(tree, fit.spec, fit.cells)
+    back = load_fit(fit.save(tmp_path / "ctx.nc", provenance={}))
+    assert back.spec.hash == fit.spec.hash and back.cells.units.tolist() == ["w0", "w1", "w2",
+                                                                             "w3"]
+    assert np.allclose(back.group_means()["mean"], fit.group_means()["mean"])
+    assert np.allclose(back._cell_sigma(), fit._cell_sigma())  # the row sd of the family
