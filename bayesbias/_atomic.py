@@ -322,7 +322,7 @@ def _neutralise(value):
 
 
 def spreadsheet_safe(df):
-    """A copy of `df` whose text cells cannot run as spreadsheet formulas.
+    """Return a copy of `df` whose text cells cannot run as spreadsheet formulas.
 
     A string cell (or column name) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
     carriage return gets a leading ``'``, the usual neutralisation (OWASP, "CSV

@@ -6,7 +6,7 @@ turns them into a clean interruption of the running command (temporary files rem
 Only the interpreter's own start-up, before this module runs, is out of reach.
 """
 
-import _signal  # built in: no import time in which a signal finds no handler (``signal`` imports enum)
+import _signal  # built in: no import time in which a signal finds no handler (signal: enum)
 import sys
 
 

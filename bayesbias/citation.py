@@ -66,13 +66,13 @@ REFERENCES = {
 
 
 def cite_bayesbias(version: str) -> str:
-    """The reference for bayesbias itself (the same as ``CITATION.cff``)."""
+    """Return the reference for bayesbias itself (the same as ``CITATION.cff``)."""
     return (f"bayesbias contributors. bayesbias: bias in NLP with honest uncertainty "
             f"(version {version}) [software]. See CITATION.cff.")
 
 
 def references(keys) -> list[tuple[str, str]]:
-    """(what it is cited for, reference) of each known key in `keys`, in the table's order."""
+    """Return (what it is cited for, reference) of each known key in `keys`, in order."""
     keys = set(keys)
     unknown = keys - set(REFERENCES)
     if unknown:

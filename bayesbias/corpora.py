@@ -45,7 +45,7 @@ class SyntheticDesign:
     none_per_doc: int = 2
 
     def words(self) -> dict[str, list[str]]:
-        """The word-list parts: protected words and stereotypes per class, controls."""
+        """Return the word-list parts: protected words and stereotypes per class, controls."""
         out = {}
         for c in CLASSES:
             out[f"{c}:protected"] = [f"{c}{i}" for i in range(self.protected_per_class)]
@@ -107,7 +107,7 @@ def write_synthetic_corpus(path, n_docs: int = 1250, planted: float = 0.5, seed:
 
 
 def synthetic_wordlist_toml(path=None, design: SyntheticDesign | None = None) -> str:
-    """The word list of the synthetic corpora (TOML text; written to `path` if given)."""
+    """Return the word list of the synthetic corpora (TOML text; written to `path` if given)."""
     w = (design or SyntheticDesign()).words()
 
     def q(words):

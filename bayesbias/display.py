@@ -283,7 +283,7 @@ def comparison_html(c) -> str:
     lines = [f"verdict of {lab}: {verdicts[k].headline}" for k, lab in (("a", a), ("b", b))
              if k in verdicts] + list(verdicts.get("changes", []))
     return card(f"Comparison: {b} - {a}", f"{iv} of the difference; spec hash {c.spec_hash}",
-                " ".join(c.verdict), lines,
+                " ".join(c.summary), lines,
                 tables=[(f"contrasts ({iv})", c.contrasts[["contrast", *cols]]),
                         (f"group-level means ({iv})", c.group_means[["connection", *cols]]),
                         ("averages over the shared words", c.list_means[["connection", *cols]]),

@@ -47,8 +47,8 @@ COLUMNS = (
     "cosine_similarity",
 )
 #: Columns kept when present: the embedding of each row and its corpus sample
-#: (:mod:`bayesbias.ensemble`).
-OPTIONAL_COLUMNS = ("embedding", "corpus_sample")
+#: (:mod:`bayesbias.ensemble`), the context draw of each row (``bayesbias contexts``).
+OPTIONAL_COLUMNS = ("embedding", "corpus_sample", "context")
 PUBLISHED_SENTINEL = -100.0
 
 
@@ -267,8 +267,9 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
 
 def _dedupe(table: pd.DataFrame, duplicates: str, source: str,
             codes: dict | None = None) -> pd.DataFrame:
-    key = ["protected_word", "attribute"] + (["embedding"] if "embedding" in table.columns
-                                             else [])
+    # a pair repeats once per embedding (ensembles) and per context draw (encoder contexts)
+    key = ["protected_word", "attribute"] + [c for c in ("embedding", "context")
+                                             if c in table.columns]
     codes = codes or {}
     code = np.zeros(len(table), dtype=np.int64)
     for col in key:  # one int64 code per distinct key, by hashing (not string tuples)

@@ -103,7 +103,7 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
                             kappa=0.015, lambda0=0.01, lam=0.01, n_classes: int = 2,
                             words_per_class: int = 4, stereotypes_per_class: int = 5,
                             n_human: int = 8, n_none: int = 12, seed: int = 0):
-    """A multi-embedding distance table drawn from the embedding-level model, and the truth.
+    """Draw a multi-embedding distance table from the embedding-level model, with the truth.
 
     ``kind``: ``"bootstrap"`` (the observed corpus is one draw around the language and the
     embeddings are resamples around the corpus), ``"seeds"`` (runs of one corpus: the
@@ -170,7 +170,7 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
 
 def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=None,
                            ci_kind=None, **fit_kwargs) -> pd.DataFrame:
-    """The verdict each embedding of a multi-embedding table would give on its own.
+    """Return the verdict each embedding of a multi-embedding table would give on its own.
 
     Fits `model` (default ``crossed``) to each embedding's rows; returns one row per
     embedding with ``corpus_sample``, the verdict ``code`` and the ``associated - none``

@@ -44,7 +44,7 @@ def set_command(argv) -> None:
 
 
 def command_line() -> str:
-    """The exact command line: the CLI's (:func:`set_command`), else the interpreter's argv."""
+    """Return the exact command line: the CLI's (:func:`set_command`), else Python's argv."""
     if _COMMAND is not None:
         return shlex.join(_COMMAND)
     return shlex.join([Path(sys.executable).name, *sys.argv])
@@ -65,7 +65,7 @@ def package_versions() -> dict[str, str]:
 
 
 def git_commit() -> dict | None:
-    """The commit of the bayesbias source tree, if it runs from a git checkout, else None."""
+    """Return the commit of the bayesbias source tree, if it runs from a git checkout, else None."""
     root = Path(__file__).resolve().parent.parent
     if not (root / ".git").exists():
         return None
@@ -195,7 +195,7 @@ def compare_inputs(recorded: list[dict], current: list[dict]) -> list[str]:
 
 
 def json_key(value) -> str:
-    """A hashable key for a JSON value."""
+    """Return a hashable key for a JSON value."""
     import json
 
     return json.dumps(value, sort_keys=True)
@@ -223,7 +223,7 @@ def provenance_lines(prov: dict) -> list[str]:
 
 
 def fit_inputs(fit) -> list[tuple[str, str]]:
-    """The inputs a fit records (its table's source, embedding, word list, model spec)."""
+    """Return the inputs a fit records (its table's source, embedding, word list, model spec)."""
     import json
 
     attrs = fit.idata.attrs

@@ -22,8 +22,12 @@ VOCABULARY = """\
 - `dropped_words`: the words dropped as not in the embedding, table or corpus, per word-list
   part (`{"protected:jew": ["rabbi"]}`); `{}` when none was dropped.
 - `verdict`: a verdict object (`bayesbias.verdicts.Verdict.to_dict()`), the same shape in
-  `fit`, `report` (`verdicts`: a list of them), `compare` (`verdicts.a`, `verdicts.b`;
-  `summary` is the plain-language reading of the differences) and `contexts --fit`.
+  `fit`, `report` (`verdicts`: a list of them), `compare` (`verdicts.a`, `verdicts.b`) and
+  `contexts --fit`.
+- `summary`: in `compare` (and `Comparison.to_dict()`), the plain-language sentences that
+  read the differences (`Comparison.summary`; `Comparison.verdict` is a deprecated alias).
+- `fit` (in `contexts --fit`): `Fit.to_dict()`, the summary keys of `fit --json` (the
+  context model is the family `context`, also fitted by `fit --model context`).
 - `prob_below_zero`: the posterior probability that a contrast is below 0.
 - `ci`, `ci_prob`, `ci_kind`: an interval `[lower, upper]`, its probability and its kind
   (one of """ + ", ".join(f"`{k}`" for k in CI_KINDS) + """).
@@ -93,6 +97,18 @@ DEFS = {
                        "ci_kind": _CI_KIND, "null": _OBJ, "sizes": _OBJ, "names": _OBJ,
                        "per_word": _LIST,
                        "dropped_words": {"$ref": "#/$defs/dropped_words"}}},
+    "fit_summary": {
+        "description": "a fit's summary (bayesbias.models.Fit.to_dict()): the keys `fit "
+                       "--json` shares",
+        "type": "object",
+        "required": ["model", "family", "spec_hash", "spec", "data", "ci_prob", "ci_kind",
+                     "sampler", "diagnostics", "group_means", "contrasts", "word_means",
+                     "parameters", "checks"],
+        "properties": {"model": _STR, "family": _STR, "spec_hash": _STR, "spec": _OBJ,
+                       "data": _OBJ, "ci_prob": {"type": "number"},
+                       "ci_kind": {"enum": ["hdi", "eti"]}, "sampler": _STR_OR_NULL,
+                       "diagnostics": _OBJ, "group_means": _LIST, "contrasts": _LIST,
+                       "word_means": _LIST, "parameters": _LIST, "checks": _LIST}},
     "null_cell": {
         "type": "object",
         "required": ["quantiles", "mean", "std", "alpha"],
@@ -138,7 +154,7 @@ SCHEMAS: dict[str, dict] = {
     "contexts": _result({"output": _STR, "rows": _INT, "draws": _INT,
                          "contexts_per_word": _INT, "dropped_words": _ref("dropped_words"),
                          "source": _STR},
-                        {"fit": _OBJ, "verdict": _ref("verdict")},
+                        {"fit": _ref("fit_summary"), "verdict": _ref("verdict")},
                         description="the context distance table written, and with --fit "
                                     "the context model's fit and verdict"),
     "mac": _result({"a": _ref("mac_result")},
@@ -157,7 +173,8 @@ SCHEMAS: dict[str, dict] = {
                    "anyOf": [{"required": ["cells", "grid"]},
                              {"allOf": [_ref("null_cell"),
                                         {"required": ["weat_bound_abs_d"]}]}]},
-    "fit": _result({"verdict": _ref("verdict"), "model": _STR, "spec_hash": _STR,
+    "fit": _result({"verdict": _ref("verdict"), "model": _STR, "family": _STR,
+                    "spec_hash": _STR, "parameters": _LIST, "checks": _LIST,
                     "ci_prob": {"type": "number"}, "ci_kind": {"enum": ["hdi", "eti"]},
                     "diagnostics": _OBJ, "group_means": _LIST, "contrasts": _LIST,
                     "ppc": _LIST, "dropped_words": _ref("dropped_words"), "run": _OBJ,

@@ -260,7 +260,7 @@ _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\
 
 
 def spelling_key(word: str) -> str:
-    """The word as read: NFKC form, invisible format characters removed, case kept.
+    """Return the word as read: NFKC form, invisible format characters removed, case kept.
 
     Two words of a list with the same key (``"café"`` in NFC and NFD, ``"ｊｅｗ"`` and
     ``"jew"``, ``"jew\u200d"`` and ``"jew"``) would be one word to a reader and two to an

@@ -313,7 +313,7 @@ display_table
 for (topic, emb), c in comparisons.items():
     print(f"== {topic}, {emb}")
     print("\n".join(c.verdicts["changes"]))  # the control-group verdicts, a vs b
-    print("\n".join(c.verdict))
+    print("\n".join(c.summary))
 
 # %%
 if comparisons:

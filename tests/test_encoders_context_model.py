@@ -1,4 +1,8 @@
-"""The context model: exact cell likelihood, cells from a table, recovery of known spreads."""
+"""The context family: exact cell likelihood, cells, same draws as before, recovery.
+
+The same draws as before it joined the families (a real encoder run); recovery of known
+spreads.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,8 @@ from scipy import stats
 
 from bayesbias.config import CONNECTIONS
 from bayesbias.errors import DistanceTableError, ModelSpecError
-from bayesbias.models.context import (
-    cell_loglik,
-    context_cells,
-    fit_context_model,
-    load_context_spec,
-)
+from bayesbias.models import fit_model, load_spec
+from bayesbias.models.context import cell_loglik, cells, context_cells
 
 
 def test_cell_likelihood_is_the_multivariate_normal_with_the_context_integrated_out():
@@ -57,54 +57,224 @@ def test_cells_are_sufficient_statistics():
         context_cells(table.drop(columns="context"))
 
 
-def test_spec_is_checked(tmp_path):
-    spec = load_context_spec()
+def test_spec_is_a_family_spec(tmp_path):
+    spec = load_spec("context")
+    assert spec.family == "context"
     assert set(spec.priors) == {"mu_bar", "tau_word", "tau_context", "sigma"}
+    assert "tau_context[c] ~ Exponential(lam=2)" in spec.card()
     bad = tmp_path / "bad.toml"
     bad.write_text('family = "context"\n[priors]\nmu_bar = { dist = "Normal", mu = 1.0, '
                    'sigma = 0.3 }\n')
-    with pytest.raises(ModelSpecError, match="needs exactly"):
-        load_context_spec(bad)
+    with pytest.raises(ModelSpecError, match="missing: tau_word, tau_context, sigma"):
+        load_spec(bad)
+    with pytest.raises(ModelSpecError, match="word-level cells only"):
+        load_spec("context", level="class")
+    with pytest.raises(ModelSpecError, match="one residual sd per connection"):
+        load_spec("context", residual_sd="single")
+
+
+def test_simulated_tables_are_refused_with_the_reason():
+    from bayesbias.testing import simulate_table
+
+    with pytest.raises(ModelSpecError, match="no context draws"):
+        simulate_table("context")
+
+
+def test_the_old_names_are_deprecated_aliases():
+    from bayesbias.models import context
+
+    with pytest.warns(DeprecationWarning, match="load_spec"):
+        assert context.load_context_spec().hash == load_spec("context").hash
+
+
+def _with_class(table):
+    t = table.copy()
+    t.insert(1, "protected_class", np.where(t["protected_word"].str[1:].astype(int) % 2,
+                                            "odd", "even"))
+    return t
+
+
+def test_cell_layout_sorts_the_words_and_keeps_the_context_cells():
+    table, _ = _simulate(n_words=12, n_ctx=3, n_attr=4)
+    table = _with_class(table).iloc[::-1].reset_index(drop=True)  # words in reverse order
+    c = cells(table)
+    assert c.units.tolist() == sorted(f"w{i}" for i in range(12))
+    # rows still point at their own word after the reordering
+    assert (c.units[c.unit_idx] == table["protected_word"].to_numpy()).all()
+    assert c.n.sum() == len(table) and (c.n == 3 * 4).all()
+    sub = c.sub_cells
+    assert sub["n"].sum() == len(table) and sub["contexts"] == 3
+    assert (c.units[sub["unit"]] == context_cells(table)["w"].to_numpy()).all()
+    with pytest.raises(DistanceTableError, match="context"):
+        cells(table.drop(columns="context"))
+
+
+def test_a_context_table_reads_back(tmp_path):
+    """A table written by `contexts` reads back whole: a pair repeats once per context."""
+    from bayesbias.datasets import read_table
+
+    table, _ = _simulate(n_words=2, n_ctx=3, n_attr=2)
+    table = _with_class(table)
+    table.insert(3, "attribute_class", table["connection"].map(
+        {"associated": "even", "different": "odd", "human": "human", "none": "none"}))
+    table.loc[table["protected_word"] == "w1", "attribute_class"] = table["connection"].map(
+        {"associated": "odd", "different": "even", "human": "human", "none": "none"})
+    table["cosine_similarity"] = 1 - table["cosine_distance"]
+    table.to_csv(tmp_path / "ctx.csv", index=False)
+    back = read_table(str(tmp_path / "ctx.csv"))
+    assert len(back) == len(table) and "context" in back.columns
+    assert cells(back).sub_cells["contexts"] == 3
+
+
+def _posterior_fit(table, seed=0):
+    """Return a Fit of the context family with made-up draws near the simulation's values."""
+    import xarray as xr
+
+    from bayesbias.models import Fit
+
+    c = cells(table)
+    rng = np.random.default_rng(seed)
+    shape = (2, 200)
+
+    def draws(loc, scale, extra=(4,)):
+        return np.abs(rng.normal(loc, scale, shape + extra))
+
+    post = xr.Dataset(
+        {"mu_bar": (("chain", "draw", "connection"), draws([0.70, 0.74, 0.76, 0.85], 0.01)),
+         "tau_word": (("chain", "draw", "connection"), draws(0.06, 0.005)),
+         "tau_context": (("chain", "draw", "connection"), draws(0.03, 0.005)),
+         "sigma": (("chain", "draw", "connection"), draws(0.08, 0.002)),
+         "mu": (("chain", "draw", "protected_word", "connection"),
+                np.nan_to_num(c.mean) + rng.normal(0, 0.005, shape + c.mean.shape))},
+        coords={"connection": list(CONNECTIONS), "protected_word": c.units.tolist()})
+    tk, tw = post["tau_context"], post["tau_word"]
+    post["context_share"] = tk**2 / (tk**2 + tw**2)
+    return Fit(xr.DataTree.from_dict({"posterior": post}), load_spec("context"), c)
+
+
+def test_a_context_fit_is_a_fit_without_a_pointwise_likelihood():
+    """The shared Fit reads a context fit: verdict, tables, checks; no pointwise likelihood."""
+    from bayesbias.verdicts import verdict_from_fit
+
+    table, _ = _simulate(n_words=6, n_ctx=4, n_attr=3)
+    fit = _posterior_fit(_with_class(table))
+    assert set(fit.parameters()["parameter"].str.split("[").str[0]) == {
+        "mu_bar", "tau_word", "tau_context", "sigma", "context_share"}
+    assert verdict_from_fit(fit).code == "stereotype-specific"
+    d = fit.to_dict()
+    assert d["family"] == "context" and "prob_below_zero" in d["contrasts"][0]
+    assert {c.code for c in fit.checks} >= {"ppc_coverage", "attribute_dependence"}
+    # a row's predictive sd integrates its context out: sqrt(sigma^2 + tau_context^2)
+    post = fit.posterior
+    sd = np.sqrt(post["sigma"] ** 2 + post["tau_context"] ** 2)
+    assert np.allclose(fit._cell_sigma(), sd.transpose("chain", "draw", ...).values)
+    with pytest.raises(ModelSpecError, match="no log-likelihood per row"):
+        fit.loo()
+
+
+def test_the_pymc_model_has_the_context_likelihood():
+    """build_model of the context spec: priors, mu and the exact (w, c, k) cell likelihood."""
+    from bayesbias.models.base import build_model
+
+    table, _ = _simulate(n_words=3, n_ctx=2, n_attr=3)
+    c = cells(_with_class(table))
+    spec = load_spec("context")
+    model = build_model(spec, c)
+    assert [v.name for v in model.free_RVs] == ["mu_bar", "tau_word", "tau_context", "sigma",
+                                                "mu"]  # the order of the draws before
+    point = {"mu_bar": np.full(4, 0.75), "tau_word_log__": np.log(np.full(4, 0.05)),
+             "tau_context_log__": np.log(np.full(4, 0.02)),
+             "sigma_log__": np.log(np.full(4, 0.08)), "mu": np.full((3, 4), 0.76)}
+    loglik = model.replace_rvs_by_values(model.potentials)[0]
+    got = float(model.compile_fn(loglik, inputs=model.value_vars,
+                                 on_unused_input="ignore")(point))
+    s = c.sub_cells
+    want = cell_loglik(s["n"], s["mean"], s["ss"], 0.76, 0.02, 0.08).sum()
+    assert got == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.slow
 def test_recovers_word_and_context_spreads():
     table, mu_bar = _simulate(n_words=15, n_ctx=12)
-    fit = fit_context_model(table, draws=500, tune=500, chains=4, seed=3, ci_prob=0.99)
-    s = fit.summary.set_index(["parameter", "connection"])
+    fit = fit_model(_with_class(table), "context", draws=500, tune=500, chains=4, seed=3)
+    assert fit.idata.attrs["target_accept"] == 0.9  # the family's default
+    s = fit.parameters(ci_prob=0.99).set_index("parameter")
     for c, value in mu_bar.items():
-        lo, hi = s.loc[("mu_bar", c), ["lower", "upper"]]
+        lo, hi = s.loc[f"mu_bar[{c}]", ["lower", "upper"]]
         assert lo < value < hi, c
     for name, value in (("tau_word", 0.06), ("tau_context", 0.03), ("sigma", 0.08)):
-        inside = [s.loc[(name, c), "lower"] < value < s.loc[(name, c), "upper"]
+        inside = [s.loc[f"{name}[{c}]", "lower"] < value < s.loc[f"{name}[{c}]", "upper"]
                   for c in CONNECTIONS]
         assert sum(inside) >= 3, name
-    assert fit.diagnostics["max_rhat"] < 1.02
-    assert fit.n_rows == len(table) and fit.n_cells == 15 * 4 * 12
+    assert fit.diagnostics().to_dict()["max_rhat"] < 1.02
+    assert fit.cells.n_rows == len(table) and fit.cells.sub_cells["n"].size == 15 * 4 * 12
 
 
-def test_context_fit_leads_with_the_verdict_block_of_fit():
+#: Draws of the context model before it joined the families (bayesbias.models.context.
+#: fit_context_model at commit bef0b98), on the table of a real encoder run: the packaged
+#: all-MiniLM-L6-v2 on the madlibs corpus, word list madlibs_identity, 3 contexts per word,
+#: 3 context draws, seed 11 (1815 rows); then draws=300, tune=300, chains=2, seed=11.
+#: Rows: chain 0 draw 0, chain 0 draw 299, chain 1 draw 150; columns: mu_bar, then
+#: tau_context (connections in CONNECTIONS order). On this machine the whole posterior
+#: (six variables) was np.array_equal before and after; rtol 1e-12 allows last-bit noise only.
+BEFORE = np.array([
+    [8.7248785835047959e-01, 8.8666551261793858e-01, 9.5944406129179272e-01,
+     9.7361608196645344e-01, 6.2584243321713473e-04, 7.2162250249659960e-03,
+     2.4350762986089809e-03, 4.8378692610005535e-03],
+    [8.9350975233944208e-01, 9.0459357233987980e-01, 9.5186566631640579e-01,
+     9.6780484715257087e-01, 1.3787624691835950e-02, 1.3328470121689421e-03,
+     7.7621030731278825e-03, 4.7883516798858175e-03],
+    [8.9546995747881453e-01, 8.9639248889134526e-01, 9.5048803494240619e-01,
+     9.6844463905377132e-01, 2.5312620397288182e-03, 2.6252937246477008e-04,
+     6.1782883485124495e-03, 7.6593639158513744e-05]])
+
+
+@pytest.mark.slow
+def test_same_seed_same_draws_as_before_the_move(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    try:
+        import all_minilm_l6_v2  # noqa: F401  the packaged model
+    except ImportError:
+        pytest.skip("the packaged all-MiniLM-L6-v2 is not installed")
+    import warnings
+
+    from bayesbias.encoders import EncoderSource
+    from bayesbias.encoders.contexts import context_distance_table
+
+    monkeypatch.setenv("BAYESBIAS_CACHE", str(tmp_path / "cache"))
+    src = EncoderSource("all-MiniLM-L6-v2", how="contexts", corpus="madlibs", contexts=3,
+                        seed=11)
+    table, _ = context_distance_table(src, "madlibs_identity", n_draws=3)
+    assert len(table) == 1815
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(table, "context", draws=300, tune=300, chains=2, seed=11)
+    post = fit.posterior
+    got = []
+    for chain, draw in ((0, 0), (0, 299), (1, 150)):
+        got.append(np.concatenate([post[v].isel(chain=chain, draw=draw).values
+                                   for v in ("mu_bar", "tau_context")]))
+    np.testing.assert_allclose(np.array(got), BEFORE, rtol=1e-12, atol=0)
+
+
+def test_a_context_fit_saves_and_loads(tmp_path):
+    """A saved context fit loads as the family's Fit (words in the model's sorted order)."""
     import xarray as xr
 
-    from bayesbias.models.context import ContextFit
+    from bayesbias.models import Fit, load_fit
+    from bayesbias.models.files import _data_groups
 
-    rng = np.random.default_rng(0)
-    means = {"associated": 0.70, "different": 0.74, "human": 0.76, "none": 0.85}
-    mu = np.stack([rng.normal(m, 0.005, (2, 500)) for m in means.values()], axis=-1)
-    post = xr.Dataset({"mu_bar": (("chain", "draw", "connection"), mu)},
-                      coords={"connection": list(means)})
-    contrasts = pd.DataFrame([{"contrast": "associated - none", "mean": -0.15, "lower": -0.16,
-                               "upper": -0.14, "prob_below_zero": 1.0}])
-    fit = ContextFit(pd.DataFrame({"parameter": ["mu_bar"]}), contrasts, post,
-                     diagnostics={"max_rhat": 1.001, "min_ess_bulk": 900.0, "divergences": 0,
-                                  "draws": 500, "chains": 2, "seed": 1})
-    text = str(fit)
-    assert text.startswith("verdict for : evidence of stereotype-specific association")
-    assert "`associated - human` = -0.060" in text and "Rule:" in text
-    assert "diagnostics: max r-hat 1.001" in text and "{" not in text
-    d = fit.to_dict()
-    assert d["verdict"]["code"] == "stereotype-specific"
-    assert "prob_below_zero" in d["contrasts"][0]
-    # a missing connection: its contrasts are "no data", not read from the prior
-    fit.posterior = post.sel(connection=["associated", "different", "none"])
-    assert fit.verdict()["associated - human"].status == "no data"
+    table, _ = _simulate(n_words=4, n_ctx=3, n_attr=3)
+    fit = _posterior_fit(_with_class(table))
+    constant, observed = _data_groups(fit.cells)
+    tree = fit.idata.copy()
+    tree["constant_data"] = xr.DataTree(constant)
+    tree["observed_data"] = xr.DataTree(observed)
+    tree.attrs.update(spec=fit.spec.to_json(), spec_hash=fit.spec.hash)
+    fit = Fit(tree, fit.spec, fit.cells)
+    back = load_fit(fit.save(tmp_path / "ctx.nc", provenance={}))
+    assert back.spec.hash == fit.spec.hash and back.cells.units.tolist() == ["w0", "w1", "w2",
+                                                                             "w3"]
+    assert np.allclose(back.group_means()["mean"], fit.group_means()["mean"])
+    assert np.allclose(back._cell_sigma(), fit._cell_sigma())  # the row sd of the family

@@ -300,13 +300,18 @@ def test_compare_flags_when_only_neutral_words_moved(religion_fit, tmp_path):
     assert g.loc["none", "diff_mean"] == pytest.approx(0.0, abs=1e-12)
     assert comp.moved == {"stereotype": [], "neutral": ["human"]}
     assert comp.only_neutral_moved
-    assert any("only the control groups" in v for v in comp.verdict)
+    assert any("only the control groups" in v for v in comp.summary)
     w = comp.word_means
     assert np.allclose(w.loc[w["connection"] == "human", "diff_mean"], -0.1)
     assert comp.plot_forest(tmp_path / "c.png").exists()
     named = [c.contrast for c in comp.verdicts["a"].contrasts]
     assert set(named) <= set(comp.contrasts["contrast"])  # the figure draws this table
-    assert any(v.startswith("bias contrast associated - human") for v in comp.verdict)
+    assert any(v.startswith("bias contrast associated - human") for v in comp.summary)
+    # one name for the sentences: "summary" (Python and JSON); "verdict" is a deprecated alias
+    d = comp.to_dict()
+    assert d["summary"] == comp.summary and "verdict" not in d
+    with pytest.warns(DeprecationWarning, match="Comparison.summary"):
+        assert comp.verdict == comp.summary
     stereo = compare_fits(religion_fit, _shifted(religion_fit, "associated", 0.3))
     assert stereo.moved["stereotype"] == ["associated"] and not stereo.only_neutral_moved
 
@@ -372,7 +377,8 @@ def test_loo_works_on_a_saved_fit(tmp_path):
     table, _ = simulate_table(seed=2, words_per_class=2, n_human=5, n_none=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=1)  # plumbing only
+        # plumbing only
+        fit = fit_model(table, "hierarchical", draws=100, tune=100, chains=2, seed=1)
     path = fit.save(tmp_path / "fit.nc", loo=True)
     loaded = load_fit(path)
     assert "log_likelihood" in loaded.idata.children

@@ -130,11 +130,15 @@ def test_every_family_implements_the_protocol_and_ships_a_spec():
         assert isinstance(mod, Family), name
         assert set(mod.SCALES) <= set(mod.PRIORS), name
         assert name in shipped, f"no shipped spec of family {name}"
-        for flag in ("NONCENTRED", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS"):
+        for flag in ("NONCENTRED", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS", "PM_SAMPLE"):
             assert isinstance(getattr(mod, flag, False), bool), (name, flag)
+        assert 0 < getattr(mod, "TARGET_ACCEPT", 0.8) < 1, name
         for hook in ("validate", "model_data", "structure_key", "row_effects", "n_effects",
-                     "simulate_cell_means", "simulate_row_effects"):
+                     "simulate_cell_means", "simulate_row_effects", "cells", "likelihood",
+                     "row_sd"):
             assert callable(getattr(mod, hook, len)), (name, hook)
+        if getattr(mod, "likelihood", None) is not None:  # its own likelihood: its own sd
+            assert "sigma" in mod.PRIORS and callable(getattr(mod, "row_sd", None)), name
         if getattr(mod, "EXACT_MARGINAL", False):  # what the exact posterior reads
             assert {"mu_bar", "tau", "sigma"} <= set(mod.PRIORS), name
         if getattr(mod, "ATTRIBUTE_EFFECTS", False):  # hierarchical part plus omega
@@ -188,8 +192,10 @@ def derived(values, m):
 
 
 def test_a_new_family_is_one_module_and_one_spec(tmp_path, monkeypatch):
-    """A family written as one module plus one spec file loads, prints and fits (the cell-
-    marginal sampler, with nothing else changed)."""
+    """A family written as one module plus one spec file loads, prints and fits.
+
+    It fits with the cell-marginal sampler, with nothing else changed.
+    """
     import sys
     import warnings
 

@@ -102,7 +102,6 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..models import compare_fits
-
     from .compare_report import is_report_output
 
     if is_report_output(args.output):
@@ -115,10 +114,9 @@ def run(args) -> int:
     comp = compare_fits(fa, fb, args.ci_prob, args.ci_kind, labels=labels, rope=args.rope)
     mac = _mac(ta, tb)
     payload = comp.to_dict()
-    # one JSON vocabulary: "verdict" is a verdict object (as in `fit --json`); the two
-    # sides' verdicts are under "verdicts" ("a", "b", "changes"), the plain-language reading
-    # of the differences under "summary"
-    payload["summary"] = payload.pop("verdict")
+    # one JSON vocabulary (as Comparison.to_dict): the two sides' verdict objects are under
+    # "verdicts" ("a", "b", "changes"), the plain-language reading of the differences under
+    # "summary"
     payload["diagnostics"] = {"a": fa.diagnostics().to_dict(), "b": fb.diagnostics().to_dict()}
     payload["mac_ttest"] = mac
     payload["dropped_words"] = {"a": ta.attrs.get("missing", {}),

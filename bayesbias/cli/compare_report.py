@@ -81,7 +81,8 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
 
     a, b = labels
     inputs = ([("embedding", args.a), ("embedding", args.b), ("wordlist", args.wordlist),
-               ("controls", "controls")] if args.wordlist else [("distances", args.a), ("distances", args.b)])
+               ("controls", "controls")] if args.wordlist
+              else [("distances", args.a), ("distances", args.b)])
     prov = provenance([*inputs, ("model", args.model)])
     iv = comp.group_means.attrs["interval"]
     what = f"word list {args.wordlist}" if args.wordlist else "the same word list"
@@ -102,7 +103,7 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
     sec.text(va.rule)
 
     sec = report.section("What changed and why")
-    sec.bullets(comp.verdict or ["no group-level mean moved credibly"])
+    sec.bullets(comp.summary or ["no group-level mean moved credibly"])
     sec.text("A debiasing method that only moves the control groups (human and neutral "
              "attributes) changes bias scores built on raw distances without changing the "
              "stereotype distances; this is what `only control groups moved` checks."

@@ -134,8 +134,8 @@ def register(sub) -> None:
                    help="words with no context in the corpus: drop and list them (default) "
                         "or fail")
     p.add_argument("--fit", action="store_true",
-                   help="also fit the context model (models/contextual/context.toml) and print its "
-                        "intervals per connection")
+                   help="also fit the context model (models/context.toml; as `bayesbias fit "
+                        "--model context`) and print its verdict and intervals")
     p.add_argument("--model", default="context",
                    help="context model spec (name or TOML) (default context)")
     p.add_argument("--fit-draws", type=int_range(1, MAX_DRAWS, "draws"), default=defaults.draws,
@@ -210,13 +210,43 @@ def run_contexts(args) -> int:
             + (f"; {dropped_line(dropped, 'dropped (no context)')}"
                if dropped_line(dropped) else ""))
     if args.fit:
-        from ..models.context import fit_context_model
-
-        fit = fit_context_model(table, args.model, draws=args.fit_draws,
-                                tune=args.fit_draws, chains=args.chains, seed=src.seed,
-                                ci_prob=args.ci_prob)
-        payload["fit"] = fit.to_dict()
-        payload["verdict"] = payload["fit"]["verdict"]
-        text = str(fit) + "\n\n" + text  # the verdict block leads, as in `bayesbias fit`
+        text = _fit_contexts(table, args, src.seed, payload) + "\n\n" + text
     emit(args, payload, text)
     return 0
+
+
+def _fit_contexts(table, args, seed: int, payload: dict) -> str:
+    """Fit the context family to `table` (as ``bayesbias fit --model context``).
+
+    Adds ``fit`` (the Fit's ``to_dict``) and ``verdict`` to `payload`; returns the text,
+    which leads with the verdict block of ``bayesbias fit``.
+    """
+    import warnings
+
+    from ..models import fit_model
+    from ..report.sections import coverage_warning
+    from ..verdicts import verdict_from_fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the diagnostics are printed below
+        fit = fit_model(table, args.model, draws=args.fit_draws, tune=args.fit_draws,
+                        chains=args.chains, seed=seed)
+    verdict = verdict_from_fit(fit, args.output, args.ci_prob)
+    lines = [str(verdict), f"  {verdict.rule}"]
+    warn = coverage_warning(fit)
+    if warn:
+        lines.append(f"  warning: {warn}")
+    params = fit.parameters(args.ci_prob)
+    lines += ["", fit.to_text(args.ci_prob, ppc=False), "",
+              f"parameters ({params.attrs['interval']}; context_share: the share of the "
+              "spread between (word, context) means due to the contexts):",
+              params.set_index("parameter")[["mean", "sd", "lower", "upper"]].round(4)
+              .to_string()]
+    if not fit.diagnostics().ok:
+        lines.append("What to do: raise --fit-draws (draws and tuning steps) and --chains, or "
+                     "fit the written table with `bayesbias fit --model context` (--tune, "
+                     "--target-accept 0.95, --strict). Until then, read the intervals as "
+                     "rough.")
+    payload["fit"] = fit.to_dict(args.ci_prob)
+    payload["verdict"] = verdict.to_dict()
+    return "\n".join(lines)

@@ -108,7 +108,7 @@ _SETTINGS_OPTIONS = ("embedding", "wordlists", "distances", "format", "model", "
 
 
 def ignored_with_rerun(args) -> list[str]:
-    """The number-changing options given on the command line next to ``--rerun``."""
+    """Return the number-changing options given on the command line next to ``--rerun``."""
     from . import build_parser
 
     defaults = build_parser(["report"]).parse_args(["report"])

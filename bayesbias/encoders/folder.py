@@ -75,7 +75,7 @@ class ModelFolder:
     tensors: dict = field(default_factory=dict)
 
     def folders(self) -> list[Path]:
-        """The model folder and every module folder (resolved, each once)."""
+        """Return the model folder and every module folder (resolved, each once)."""
         out = [self.root.resolve()]
         for _, folder in self.modules:
             if folder not in out:

@@ -318,7 +318,7 @@ def _external(TensorProto, name: str, arr: np.ndarray):
 
 
 def _build_graph(onnx, plan: LightPlan, weights: dict) -> tuple[bytes, dict]:
-    """A BERT encoder as standard ONNX operators.
+    """Build a BERT encoder of standard ONNX operators.
 
     Returns the serialised graph and its weights (name -> float32 array; the linear layers'
     transposed), which onnxruntime is given apart (``add_external_initializers``).
@@ -477,7 +477,7 @@ class LightBackend:
         return self.plan.dim
 
     def tokenize(self, texts):
-        """Encodings of `texts` (truncated, not padded)."""
+        """Return the encodings of `texts` (truncated, not padded)."""
         return self.tokenizer.encode_batch(list(texts))
 
     def _run(self, encodings) -> tuple[np.ndarray, np.ndarray]:

@@ -355,7 +355,7 @@ class Encoder:
 
     @contextlib.contextmanager
     def _native_failure(self, texts):
-        """A panic of the tokenizer (Rust) on some text: one EncoderError naming the model."""
+        """Turn a tokenizer panic (Rust) on some text into one EncoderError naming the model."""
         with _native_stderr() as native:
             try:
                 yield
@@ -462,7 +462,7 @@ def _check_texts(texts) -> list[str]:
 
 
 def _resolve(name: str) -> tuple[Path, bool]:
-    """The model folder of `name`, and whether it is the packaged model."""
+    """Return the model folder of `name`, and whether it is the packaged model."""
     path = Path(name).expanduser()
     if name.lower() in NAMED_ENCODERS and not path.exists():
         return _packaged_model_dir(name), True
@@ -730,13 +730,16 @@ def _native_stderr():
 
 
 def _is_panic(exc: BaseException) -> bool:
-    """A Rust panic surfaced by pyo3 (``pyo3_runtime.PanicException``, a BaseException)."""
+    """Tell whether `exc` is a Rust panic (pyo3's ``PanicException``, a BaseException)."""
     return type(exc).__name__ == "PanicException"
 
 
 def _probe_tokenizer(root: Path, tok, model=None) -> None:
-    """Refuse a tokenizer that is not fast, knows only special tokens, has more tokens than
-    the model's embedding has rows, or panics."""
+    """Refuse a tokenizer that cannot encode for this model.
+
+    That is one that is not fast, knows only special tokens, has more tokens than the model's
+    embedding has rows, or panics.
+    """
     if not getattr(tok, "is_fast", False):
         raise ModelFolderError(f"{root}: the tokenizer is not a fast tokenizer (needed to "
                                "find the sub-word tokens of a word)")

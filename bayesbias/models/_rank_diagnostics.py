@@ -8,9 +8,10 @@ because a fit's diagnostics are on the report's critical path, and most for the 
 (crossed) model, which has a parameter per attribute word: on the religion / Reddit table its
 395 parameters take 0.87 s CPU here against 2.04 s through ``arviz_stats`` (1.2 s, about 5% of
 the fit, saved per fit of a report), the hierarchical model's 72 parameters 0.17 s against
-0.36 s (``benchmarks/bench_diagnostics.py``, issue 23). The numbers are ``arviz_stats``' (equal to 1e-12, bit for bit on the
-shipped tables; ``tests/test_models_fit.py``); arrays this does not cover (NaN, not float64,
-fewer than 2 chains or 4 draws) go to ``arviz_stats`` itself.
+0.36 s (``benchmarks/bench_diagnostics.py``, issue 23). The numbers are ``arviz_stats``'
+(equal to 1e-12, bit for bit on the shipped tables; ``tests/test_models_fit.py``); arrays
+this does not cover (NaN, not float64, fewer than 2 chains or 4 draws) go to ``arviz_stats``
+itself.
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
         ``"sufficient"`` (default): the exact per-cell form as a ``pm.Potential`` named
         ``loglik``, whose cost does not grow with the number of rows. ``"rows"``: one
         observed Normal per row named ``distance`` (for checks and benchmarks; always for
-        a family with row effects, e.g. crossed).
+        a family with row effects, e.g. crossed). A family with its own ``likelihood`` hook
+        (context) adds that instead.
 
     Returns
     -------
@@ -87,6 +88,9 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
     coords = {cells.unit_dim: cells.units.tolist(), "connection": list(CONNECTIONS)}
     with pm.Model(coords=coords) as model:
         mu = family.cell_means(spec, cells)
+        if getattr(family, "likelihood", None) is not None:  # the family's own (context)
+            family.likelihood(spec, cells, mu)
+            return model
         row_effect = (family.row_effects(spec, cells)
                       if getattr(family, "row_effects", None) is not None else 0.0)
         if spec.residual_sd == "per_connection":

@@ -58,6 +58,9 @@ class Cells:
     embeddings, embedding_sample : ndarray of str or None
         The embedding labels and the corpus sample of each (``corpus_sample`` column, else
         ``"original"``).
+    sub_cells : dict or None
+        Finer cells of a family's own layout (its ``cells`` hook, e.g. the context family's
+        (word, connection, context) cells); None for the other families.
     """
 
     level: str
@@ -76,6 +79,7 @@ class Cells:
     unit_embedding: np.ndarray | None = None
     embeddings: np.ndarray | None = None
     embedding_sample: np.ndarray | None = None
+    sub_cells: dict | None = None
 
     @property
     def unit_dim(self) -> str:
@@ -200,7 +204,7 @@ def _connection_codes(conn: pd.Series) -> np.ndarray:
 
 
 def _embedding_units(table: pd.DataFrame, col: str) -> dict:
-    """Unit keys ``"word @ embedding"`` of each row, embedding labels and their samples."""
+    """Return each row's unit key ``"word @ embedding"``, the embeddings and their samples."""
     emb = table["embedding"].astype(str).to_numpy()
     codes, labels = pd.factorize(emb, sort=False)
     if "corpus_sample" in table.columns:
@@ -220,7 +224,7 @@ def _embedding_units(table: pd.DataFrame, col: str) -> dict:
 
 
 def _unit_parts(per_embedding: dict, unit_codes: np.ndarray, n_units: int) -> dict:
-    """The Cells fields of a multi-embedding table (empty for a single embedding)."""
+    """Return the Cells fields of a multi-embedding table (empty for a single embedding)."""
     if not per_embedding:
         return {}
     first = np.zeros(n_units, dtype=np.int64)

@@ -49,7 +49,7 @@ MIN_TOLERANCE = 0.05
 
 
 def thinned_draws(fit, draws: int = CHECK_DRAWS) -> np.ndarray:
-    """Indices of at most `draws` evenly spaced draws of the flattened (chain, draw) axis."""
+    """Return the indices of at most `draws` evenly spaced draws of the flat (chain, draw) axis."""
     post = fit.posterior
     total = post.sizes["chain"] * post.sizes["draw"]
     return np.unique(np.linspace(0, total - 1, min(draws, total)).astype(int))
@@ -88,8 +88,10 @@ def check_rows(fit) -> np.ndarray | None:
 
 
 def loo_pit(fit, rows=None) -> np.ndarray:
-    """Rao-Blackwellised LOO-PIT value of every row, or of `rows` (PSIS weights from
-    ``arviz_stats``)."""
+    """Return the Rao-Blackwellised LOO-PIT value of every row, or of `rows`.
+
+    The PSIS weights are ``arviz_stats``'.
+    """
     from arviz_stats.base import array_stats
     from scipy.special import log_ndtr
 
@@ -104,13 +106,16 @@ def loo_pit(fit, rows=None) -> np.ndarray:
 
 
 def coverage_tolerance(cluster_se: float) -> float:
-    """Allowed distance of the LOO coverage share from its nominal value."""
+    """Return the allowed distance of the LOO coverage share from its nominal value."""
     return max(MIN_TOLERANCE, 3.5 * float(cluster_se))
 
 
 def loo_coverage(fit, prob: float = 0.89) -> tuple[float, float]:
-    """Share of rows inside their central `prob` leave-one-out predictive interval, and its
-    cluster standard error (clusters: attribute words, else cells)."""
+    """Return the share of rows inside their `prob` leave-one-out predictive interval.
+
+    Also its cluster standard error (clusters: attribute words, else cells). The interval is
+    the central one.
+    """
     c = fit.cells
     rows = check_rows(fit)
     pit = loo_pit(fit, rows)

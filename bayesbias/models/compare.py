@@ -72,8 +72,8 @@ class Comparison:
         found for debiasing: an apparent change of bias comes from neutral words moving.
     moved_list : dict
         As `moved`, for the averages over the shared words (``list_means``).
-    verdict : list of str
-        Plain-language reading of the above.
+    summary : list of str
+        Plain-language reading of the above (``verdict`` before: a deprecated alias).
     verdicts : dict
         The control-group verdict of each side (:class:`~bayesbias.verdicts.Verdict`, keys
         ``"a"``, ``"b"``) and ``"changes"``: sentences saying which verdicts changed.
@@ -89,9 +89,18 @@ class Comparison:
     moved: dict
     moved_list: dict
     only_neutral_moved: bool
-    verdict: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
     verdicts: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> list[str]:
+        """Return :attr:`summary` (deprecated name: a verdict is the object of ``verdicts``)."""
+        import warnings
+
+        warnings.warn("Comparison.verdict is deprecated; use Comparison.summary",
+                      DeprecationWarning, stacklevel=2)
+        return self.summary
 
     def to_dict(self) -> dict:
         """Plain JSON data (tables as lists of records, NaN as None)."""
@@ -108,7 +117,7 @@ class Comparison:
             "group_means": rec(self.group_means), "contrasts": rec(self.contrasts),
             "word_means": rec(self.word_means), "list_means": rec(self.list_means),
             "moved": self.moved, "moved_list": self.moved_list,
-            "only_neutral_moved": bool(self.only_neutral_moved), "verdict": self.verdict,
+            "only_neutral_moved": bool(self.only_neutral_moved), "summary": self.summary,
             **self.extra}, default=str))
 
     def to_frame(self) -> pd.DataFrame:
@@ -146,7 +155,7 @@ class Comparison:
             "contrasts:", self.contrasts.set_index("contrast")[cols].round(4).to_string(),
             "averages over the shared words:",
             self.list_means.set_index("connection")[cols].round(4).to_string(),
-            *self.verdict])
+            *self.summary])
 
 
 def _movement(table: pd.DataFrame, iv: str, sentence: str) -> tuple[dict, list[str]]:
@@ -209,26 +218,26 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
                              ci_kind)
 
     iv = groups.attrs["interval"]
-    moved, verdict = _movement(groups, iv, "{c} attributes moved {way} the protected words")
+    moved, summary = _movement(groups, iv, "{c} attributes moved {way} the protected words")
     only_neutral = bool(moved["neutral"]) and not moved["stereotype"]
     if only_neutral:
-        verdict.append("only the control groups (" + ", ".join(moved["neutral"]) + ") moved; "
+        summary.append("only the control groups (" + ", ".join(moved["neutral"]) + ") moved; "
                        "the stereotype distances did not change credibly, so any change in a "
                        "bias score comes from neutral words moving")
     crow = contrasts.set_index("contrast")
     for lab in ("associated - none", "associated - human", "associated - different"):
         r = crow.loc[lab]
-        verdict.append(f"bias contrast {lab}: {r['a_mean']:+.4f} -> {r['b_mean']:+.4f} "
+        summary.append(f"bias contrast {lab}: {r['a_mean']:+.4f} -> {r['b_mean']:+.4f} "
                        + ("(credible change)" if r["excludes_zero"] else
                           f"(change within the {iv} includes 0)"))
     if not any(moved.values()):
-        verdict.insert(0, f"no group-level mean moved credibly ({iv} of every difference "
+        summary.insert(0, f"no group-level mean moved credibly ({iv} of every difference "
                           "includes 0)")
     moved_list, lines = _movement(list_means, iv, "for these words, {c} attributes moved "
                                   "{way} them on average")
-    verdict += lines
+    summary += lines
     if moved_list["neutral"] and not moved_list["stereotype"]:
-        verdict.append("for these words, only the controls moved")
+        summary.append("for these words, only the controls moved")
     from ..verdicts import verdict_changes, verdict_from_fit
 
     va = verdict_from_fit(a, labels[0], ci_prob, ci_kind, rope)
@@ -237,7 +246,7 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
     return Comparison(labels=tuple(labels), unit_dim=unit, spec_hash=a.spec.hash,
                       group_means=groups, contrasts=contrasts, word_means=words,
                       list_means=list_means, moved=moved, moved_list=moved_list,
-                      only_neutral_moved=only_neutral, verdict=verdict, verdicts=verdicts)
+                      only_neutral_moved=only_neutral, summary=summary, verdicts=verdicts)
 
 
 def loo_compare(fits: dict[str, Fit]):

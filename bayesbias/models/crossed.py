@@ -244,7 +244,7 @@ def _groups(cells: Cells) -> np.ndarray:
 
 
 def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng) -> np.ndarray:
-    """A start near the data (pooled means and sds, moment estimates), jittered."""
+    """Return a start near the data (pooled means and sds, moment estimates), jittered."""
     per = spec.residual_sd == "per_connection"
     _, labels = _kinds(spec, cells)
     n = cells.n.sum(axis=0)
@@ -298,8 +298,10 @@ def conditional_cell_means(m, t, s, v, cells: Cells, rng, chunk: int = 256) -> n
 
 
 def marginal_kernel(spec: ModelSpec, cells: Cells):
-    """Return the sampler's :class:`~bayesbias.models.marginal.Kernel`, or None without a C
-    compiler (the PyMC model is then sampled)."""
+    """Return the sampler's :class:`~bayesbias.models.marginal.Kernel`, or None.
+
+    None without a C compiler (the PyMC model is then sampled).
+    """
     from ._native import entry_points
     from .marginal import Kernel
 

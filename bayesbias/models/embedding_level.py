@@ -97,8 +97,10 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
 
 
 def _kind_of_connection() -> np.ndarray:
-    """Attribute kind feeding each connection: stereotype (0) for associated and different,
-    human (1), none (2)."""
+    """Return the attribute kind feeding each connection.
+
+    Stereotype (0) for associated and different, human (1), none (2).
+    """
     return np.array([0, 0, 1, 2])
 
 

@@ -28,6 +28,16 @@ Optional (absent means "no"):
 - ``simulate_row_effects(spec, rng, table, given)``: a per-row term of the simulated
   distances, with its true parameters and coordinates;
 - ``n_effects(cells)``: values per draw beyond the cell means (memory bound of a fit);
+- ``cells(table, level)``: the cell layout, a :class:`~bayesbias.models.cells.Cells`
+  (default :func:`~bayesbias.models.cells.cells_from_table`); finer cells of the family's
+  own go in its ``sub_cells``;
+- ``likelihood(spec, cells, mu)``: adds the rows' log-density to the current model
+  (default: Normal rows around the cell means with the shared ``sigma``, made by
+  :func:`~bayesbias.models.base.build_model`); a family with its own creates ``sigma``;
+- ``row_sd(posterior)``: each row's sd around its cell mean per connection, draws (default
+  ``sigma``), for the predictive check and the model checks;
+- ``PM_SAMPLE``: sampled through ``pm.sample`` rather than nutpie's compiled-model cache;
+- ``TARGET_ACCEPT``: NUTS target acceptance rate when the caller gives none (default 0.8);
 - ``marginal_blocks(spec)`` and ``derived(values, m)``, or ``marginal_kernel(spec, cells)``:
   sampling with the cell means integrated out (:mod:`bayesbias.models.marginal`).
 
@@ -45,7 +55,7 @@ __all__ = ["FAMILIES", "Family", "family_has", "family_module"]
 #: Family name -> module (relative to this package).
 FAMILIES = {"hierarchical": ".hierarchical", "offsets": ".offsets", "additive": ".additive",
             "separate": ".separate", "crossed": ".crossed",
-            "embedding_level": ".embedding_level"}
+            "embedding_level": ".embedding_level", "context": ".context"}
 
 
 @runtime_checkable

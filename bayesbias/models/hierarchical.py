@@ -67,7 +67,7 @@ def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict |
 
 
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
-    """What fixes the compiled PyMC model beyond the spec: the non-centred connections."""
+    """Return what fixes the compiled PyMC model beyond the spec: the non-centred connections."""
     return choose_noncentred(cells) if spec.noncentred == "auto" else ()
 
 

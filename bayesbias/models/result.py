@@ -53,6 +53,7 @@ def _model_checks(fit) -> list[Check]:
                              "its interval comes from the prior alone and is not a finding"))
     from .checks import ATTRIBUTE_ALPHA, attribute_dependence, coverage_tolerance, loo_coverage
 
+    fit = _row_view(fit)
     share, se = loo_coverage(fit)
     tol = coverage_tolerance(se)
     if abs(share - 0.89) > tol:
@@ -82,6 +83,23 @@ def _model_checks(fit) -> list[Check]:
                          f"no sign of attribute-word effects beyond the model's "
                          f"(attribute-dependence check p = {p:.2g})", p))
     return out
+
+
+def _row_view(fit):
+    """Return the fit as the model checks read it, with each row's predictive sd as ``sigma``.
+
+    The same fit unless its family has a ``row_sd`` hook (context: the context effect
+    integrated out, ``sqrt(sigma² + tau_context²)``).
+    """
+    from types import SimpleNamespace
+
+    from .families import family_module
+
+    hook = getattr(family_module(fit.spec.family), "row_sd", None)
+    if hook is None:
+        return fit
+    post = fit.posterior
+    return SimpleNamespace(cells=fit.cells, posterior=post.assign(sigma=hook(post)))
 
 
 class Fit:
@@ -275,7 +293,11 @@ class Fit:
         return da.transpose(*SAMPLE_DIMS, ...).values
 
     def _cell_sigma(self) -> np.ndarray:
-        sig = self._draws_flat(self.posterior["sigma"])
+        from .families import family_module
+
+        hook = getattr(family_module(self.spec.family), "row_sd", None)
+        sig = self._draws_flat(self.posterior["sigma"] if hook is None
+                               else hook(self.posterior))
         if sig.ndim == 2:  # single residual sd
             sig = np.repeat(sig[..., None], len(CONNECTIONS), axis=-1)
         return sig  # (chain, draw, connection)
@@ -290,8 +312,18 @@ class Fit:
         """Pointwise log-likelihood of every row (dims ``chain, draw, row``).
 
         Computed from the posterior draws after sampling; the sufficient-statistic fit has
-        none of its own.
+        none of its own. A family with its own likelihood (context: the rows of a context
+        draw share its effect) has no pointwise log-likelihood per row and raises
+        :class:`~bayesbias.errors.ModelSpecError`.
         """
+        from ..errors import ModelSpecError
+        from .families import family_module
+
+        if getattr(family_module(self.spec.family), "likelihood", None) is not None:
+            raise ModelSpecError(
+                f"model {self.spec.name!r}: the rows of one (word, context) cell share its "
+                "context effect, so there is no log-likelihood per row; PSIS-LOO (--loo) "
+                "does not apply to this family")
         c = self.cells
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()

@@ -129,7 +129,7 @@ def _check_settings(draws, tune, chains, target_accept, n_cells: int,
 def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = None,
               tune: int | None = None, chains: int | None = None, cores: int | None = None,
               seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
-              strict: bool = False, progressbar: bool = False, target_accept: float = 0.8,
+              strict: bool = False, progressbar: bool = False, target_accept: float | None = None,
               marginal: bool | None = None, **spec_overrides) -> Fit:
     """Fit a model spec to a distance table.
 
@@ -156,8 +156,9 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.
-    target_accept : float
-        NUTS target acceptance rate; raise it (e.g. 0.95) if there are divergences.
+    target_accept : float, optional
+        NUTS target acceptance rate (default 0.8, the context family 0.9); raise it (e.g.
+        0.95) if there are divergences.
     strict : bool
         Raise :class:`~bayesbias.errors.DiagnosticsError` if the diagnostics fail (they are
         always checked, and a :class:`SamplerWarning` is issued otherwise).
@@ -171,14 +172,17 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     if likelihood not in LIKELIHOODS:
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
-    cells = cells_from_table(table, spec.level)
+    family = family_module(spec.family)
+    layout = getattr(family, "cells", None) or cells_from_table
+    cells = layout(table, spec.level)
     from ..distances import check_spread
 
     check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
-    family = family_module(spec.family)
+    if target_accept is None:
+        target_accept = getattr(family, "TARGET_ACCEPT", 0.8)
     n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
     draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
                                           n_attr)
@@ -199,7 +203,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     if marginal:
         idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept)
         noncentred = ()
-    elif sampler == "nutpie" and likelihood == "sufficient":
+    elif sampler == "nutpie" and likelihood == "sufficient" and \
+            not getattr(family, "PM_SAMPLE", False):
         idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
                                            progressbar, target_accept)
     else:

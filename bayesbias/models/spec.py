@@ -151,7 +151,8 @@ class ModelSpec:
     ----------
     name : str
         Label of the spec (not part of the hash).
-    family : {"hierarchical", "additive", "separate"}
+    family : str
+        A key of :data:`bayesbias.models.families.FAMILIES` (hierarchical, additive, ...).
     level : {"word", "class"}
         Cell means per (protected word, connection) or per (protected class, connection).
     residual_sd : {"per_connection", "single"}

@@ -74,7 +74,7 @@ _MARKER_MAX = 4 << 20
 
 
 def _marker_text(files) -> str:
-    """The marker: a header, then every file the report wrote (relative paths)."""
+    """Return the marker: a header, then every file the report wrote (relative paths)."""
     return "\n".join([_MARKER_HEADER, "files:", *sorted(files)]) + "\n"
 
 
@@ -340,8 +340,10 @@ class Report:
         self.data: dict = {}
 
     def section(self, title: str, first: bool = False, last: bool = False) -> Section:
-        """Start a new section (at the end, before all others with `first`, after the
-        settings with `last`)."""
+        """Start a new section.
+
+        At the end; before all others with `first`; after the settings with `last`.
+        """
         sec = Section(title)
         if last:
             self.after.append(sec)

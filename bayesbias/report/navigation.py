@@ -55,7 +55,7 @@ p,li,figcaption,.caption{overflow-wrap:anywhere}
 
 
 def source_label(settings) -> str:
-    """What the distances were computed from, in a few words."""
+    """Return what the distances were computed from, in a few words."""
     s = settings
     if s.distances:
         names = []
@@ -106,7 +106,7 @@ def measured_lines(settings, contexts) -> list[str]:
 
 
 def different_example(contexts) -> str | None:
-    """The glossary's example of a `different` attribute, in the first list's own words."""
+    """Return the glossary's example of a `different` attribute, in the first list's own words."""
     for c in contexts:
         t = c.table
         classes = list(dict.fromkeys(t["protected_class"].astype(str)))
@@ -132,6 +132,7 @@ class Slugs:
         self.seen: dict[str, int] = {}
 
     def __call__(self, text: str) -> str:
+        """Return a new anchor for heading `text` (numbered when it was seen before)."""
         base = re.sub(r"[^\w\- ]", "", str(text).lower(), flags=re.UNICODE).replace(" ", "-")
         base = base or "section"
         n = self.seen.get(base, 0)
@@ -153,7 +154,7 @@ def toc_html(entries) -> str:
 
 
 def toc_markdown(entries) -> list[str]:
-    """The table of contents as Markdown links (sub-headings on the same line)."""
+    """Return the table of contents as Markdown links (sub-headings on the same line)."""
     lines = ["**Contents**", ""]
     for anchor, title, subs in entries:
         sub = " · ".join(f"[{t}](#{a})" for a, t in subs)
@@ -162,7 +163,7 @@ def toc_markdown(entries) -> list[str]:
 
 
 def table_html(df: pd.DataFrame, caption_html: str) -> str:
-    """A table that scrolls sideways inside the page; collapsed when long."""
+    """Return a table that scrolls sideways inside the page; collapsed when long."""
     body = ('<div class="scroll">' + df.to_html(index=False, float_format=lambda v: f"{v:.3f}",
                                                  na_rep="", border=0, escape=True) + "</div>")
     if len(df) > LONG_TABLE:

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def report_inputs(settings) -> list[tuple[str, object]]:
-    """The report's inputs as (role, what the user gave): embedding, word lists, tables, model."""
+    """Return the report's inputs as (role, what the user gave): embedding, lists, tables, model."""
     s = settings
     out: list[tuple[str, object]] = []
     if s.distances:
@@ -87,7 +87,7 @@ def cite_section(report, settings, contexts) -> None:
 
 
 def settings_from_results(path, output: str | None = None):
-    """The :class:`~bayesbias.report.ReportSettings` recorded in a report's ``results.json``.
+    """Return the :class:`~bayesbias.report.ReportSettings` recorded in a report's ``results.json``.
 
     Parameters
     ----------
@@ -149,8 +149,11 @@ def _read_results(path) -> tuple[Path, dict]:
 
 
 def check_inputs(path, settings) -> list[str]:
-    """Inputs of `settings` whose digest differs from the one recorded in the report at `path`
-    (``results.json`` or its folder); empty when all match or nothing was recorded."""
+    """Return the inputs of `settings` whose digest differs from the report's record.
+
+    The report is at `path` (``results.json`` or its folder); empty when all match or nothing
+    was recorded.
+    """
     recorded = _read_results(path)[1].get("provenance")
     if not recorded:
         return []
@@ -160,6 +163,6 @@ def check_inputs(path, settings) -> list[str]:
 
 
 def back_matter(report, settings, contexts, prov: dict) -> None:
-    """The sections after the settings: provenance, then how to cite."""
+    """Return the sections after the settings: provenance, then how to cite."""
     provenance_section(report, prov)
     cite_section(report, settings, contexts)

@@ -177,12 +177,14 @@ class Pilot:
     @classmethod
     def from_table(cls, table: pd.DataFrame, model=None, *, method: str = "exact",
                    draws: int = 4000, seed: int | None = None, **fit_kwargs) -> Pilot:
-        """Posterior of `model` (default: crossed; hierarchical or crossed with per-connection
-        sds) on a pilot distance table. A crossed pilot is always fitted with NUTS."""
-        from ..config import DEFAULT_MODEL
-        from ..models import cells_from_table, fit_model, load_spec
+        """Return the posterior of `model` on a pilot distance table.
 
+        `model`: default crossed; hierarchical or crossed with per-connection sds. A crossed
+        pilot is always fitted with NUTS.
+        """
+        from ..config import DEFAULT_MODEL
         from ..distances import check_pilot
+        from ..models import cells_from_table, fit_model, load_spec
 
         spec = load_spec(DEFAULT_MODEL if model is None else model)
         _check_spec(spec)
@@ -330,7 +332,7 @@ def _bayes_exact(spec, n, mean, ss, ci_prob, n_draws, rng):
 
 
 def _hierarchical_part(spec):
-    """The hierarchical spec with the crossed spec's priors (for the plug-in analysis)."""
+    """Return the hierarchical spec with the crossed spec's priors (for the plug-in analysis)."""
     from ..models import load_spec
 
     return load_spec("hierarchical", priors={k: spec.priors[k]
@@ -338,7 +340,7 @@ def _hierarchical_part(spec):
 
 
 def _bayes_crossed_plugin(spec, y, design, ci_prob, n_draws, rng):
-    """Population contrasts of the crossed model for each study, in plug-in form.
+    """Return the population contrasts of the crossed model for each study, in plug-in form.
 
     The attribute deviations (each attribute's mean residual from its cells) are removed,
     the exact hierarchical posterior of the adjusted statistics gives the group means of the
@@ -633,8 +635,11 @@ _AXIS = {"words": "protected words per class", "stereotypes": "stereotype attrib
 
 
 def design_axis(frame: pd.DataFrame) -> tuple[str, str]:
-    """The column and label for a design plot's x axis: the one design variable that varies
-    (e.g. words per class for ``--words 5,10,20``), else the total number of words."""
+    """Return the column and label for a design plot's x axis.
+
+    The one design variable that varies (e.g. words per class for ``--words 5,10,20``), else
+    the total number of words.
+    """
     varying = [k for k in _AXIS if k in frame and frame[k].nunique() > 1]
     if len(varying) == 1:
         return varying[0], _AXIS[varying[0]]
