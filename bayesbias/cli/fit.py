@@ -168,7 +168,7 @@ def run(args) -> int:
                    plot=args.plot, dropped_words=missing,
                    coverage_warning=coverage_warning(fit, ppc),
                    run={k: fit.idata.attrs.get(k) for k in run_attrs},
-                   target_accept=args.target_accept, weat=weat_rows,
+                   target_accept=fit.idata.attrs.get("target_accept"), weat=weat_rows,
                    weat_reconciliation=weat_note)
     if args.loo:
         loo = fit.loo()
