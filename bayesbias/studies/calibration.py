@@ -149,9 +149,12 @@ MIN_PER_BIN = 5
 
 
 def rank_bins(bins: int, n_keep: int, replications: int, warn: bool = False) -> int:
-    """Bins for rank histograms: at most ``n_keep + 1``, and few enough that each expects
-    :data:`MIN_PER_BIN` replications (the chi-square's rule); with `warn`, say so when
-    fewer bins than asked are used because replications are too few."""
+    """Return the number of bins for rank histograms.
+
+    At most ``n_keep + 1``, and few enough that each expects :data:`MIN_PER_BIN`
+    replications (the chi-square's rule); with `warn`, say so when fewer bins than asked
+    are used because replications are too few.
+    """
     bins = max(1, min(int(bins), n_keep + 1))
     enough = max(2, replications // MIN_PER_BIN)
     if bins > enough:
