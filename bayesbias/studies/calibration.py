@@ -4,8 +4,8 @@ Each replication draws every parameter from the spec's priors, simulates a dista
 shaped like a shipped one (:func:`bayesbias.testing.simulate_table`), fits the same spec
 and records the rank of the true value among L thinned posterior draws, for the
 group-level means, the contrasts and the sds. If the fitting is correct, each rank is
-uniform on 0..L. Uniformity is tested per quantity with a chi-square test on equal-width
-bins (Talts et al.'s histogram check); rank histograms show it.
+uniform on 0..L. Uniformity is tested per quantity with a chi-square test on bins of
+(nearly) equal width (Talts et al.'s histogram check); rank histograms show it.
 
 Fits are full NUTS fits of :func:`bayesbias.models.fit_model` (``method="nuts"``); for the
 hierarchical spec, ``method="exact"`` calibrates the exact marginal posterior of
@@ -28,7 +28,7 @@ from ..errors import InputDataError, InvalidArgumentError
 from ..models.cells import ATTRIBUTE_KINDS
 from ..parallel import chunks, run_tasks
 
-__all__ = ["SBCResult", "sbc", "SHAPES", "DEFAULT_MODELS"]
+__all__ = ["SBCResult", "sbc", "SHAPES", "DEFAULT_MODELS", "rank_bins", "rank_edges"]
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +152,8 @@ def rank_bins(bins: int, n_keep: int, replications: int, warn: bool = False) -> 
     """Return the number of bins for rank histograms.
 
     At most ``n_keep + 1``, and few enough that each expects :data:`MIN_PER_BIN`
-    replications (the chi-square's rule); with `warn`, say so when fewer bins than asked are
-    used because replications are too few.
+    replications (the chi-square's rule); with `warn`, say so when fewer bins than asked
+    are used because replications are too few.
     """
     bins = max(1, min(int(bins), n_keep + 1))
     enough = max(2, replications // MIN_PER_BIN)
@@ -166,6 +166,19 @@ def rank_bins(bins: int, n_keep: int, replications: int, warn: bool = False) -> 
             log.warning("%s", msg)
         bins = enough
     return bins
+
+
+def rank_edges(bins: int, n_keep: int) -> np.ndarray:
+    """Integer bin edges for ranks 0..`n_keep`: `bins` bins of equal width within one rank.
+
+    Bin k holds the ranks ``edges[k] <= r < edges[k + 1]``, so ``np.diff(edges)`` is the
+    number of possible ranks in each bin and ``np.diff(edges) / (n_keep + 1)`` its
+    probability under uniform ranks. (Edges at non-integers, e.g. 20 bins of 2.5 ranks
+    among 50, make bins of 3 and 2 ranks whose widths must be counted, not assumed.)
+    """
+    bins = max(1, min(int(bins), n_keep + 1))
+    return np.round(np.linspace(0, n_keep + 1, bins + 1))
+
 
 @dataclass
 class SBCResult:
@@ -189,20 +202,20 @@ class SBCResult:
     complete: bool = True
 
     def uniformity(self, bins: int = 20) -> pd.DataFrame:
-        """Chi-square test of uniform ranks per quantity (equal-width bins).
+        """Chi-square test of uniform ranks per quantity (bins of :func:`rank_edges`).
 
         Returns ``quantity, chi2, df, p_value``; the attrs hold the smallest p and the
         Bonferroni-adjusted one (min p times the number of quantities).
         """
         L = self.n_keep
         bins = rank_bins(bins, L, int(self.ranks.sizes["replication"]))
-        edges = np.linspace(0, L + 1, bins + 1)
+        edges = rank_edges(bins, L)
+        expected_share = np.diff(edges) / (L + 1)  # possible ranks per bin / all of them
         rows = []
         for q in self.ranks.quantity.values:
             r = self.ranks.sel(quantity=q).values
             counts, _ = np.histogram(r, bins=edges)
-            width = np.diff(np.floor(edges))
-            expected = r.size * width / (L + 1)
+            expected = r.size * expected_share
             chi2 = float(((counts - expected) ** 2 / expected).sum())
             rows.append({"quantity": str(q), "chi2": chi2, "df": bins - 1,
                          "p_value": float(stats.chi2.sf(chi2, bins - 1))})
@@ -265,11 +278,11 @@ class SBCResult:
         L = self.n_keep
         R = self.ranks.sizes["replication"]
         bins = rank_bins(bins, L, R, warn=True)
-        lo, hi = stats.binom.ppf([0.005, 0.995], R, 1 / bins)
+        edges = rank_edges(bins, L)
+        lo, hi = stats.binom.ppf([[0.005], [0.995]], R, np.diff(edges) / (L + 1))
         for ax_, q in zip(axes.ravel(), qs, strict=False):
-            ax_.axhspan(lo, hi, color="0.88")
-            ax_.hist(self.ranks.sel(quantity=q).values, bins=np.linspace(0, L + 1, bins + 1),
-                     color="C0")
+            ax_.stairs(hi, edges, baseline=lo, fill=True, color="0.88")
+            ax_.hist(self.ranks.sel(quantity=q).values, bins=edges, color="C0")
             ax_.set_title(str(q), fontsize=8)
             ax_.tick_params(labelsize=7)
         for row in axes:
