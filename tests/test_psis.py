@@ -33,8 +33,10 @@ def _assert_same(ll, r_eff=1.0):
 
 
 def _loglik(fit, n_rows=400):
-    """Log-likelihood (rows, draws) of every row's predictive Normal; the `n_rows` with the
-    largest spread over draws (the heaviest tails) plus a spread of the others."""
+    """Return the log-likelihood (rows, draws) of some rows' predictive Normal.
+
+    The `n_rows` / 2 rows of largest spread over draws (the heaviest tails), and others.
+    """
     mean, sd = checks._row_moments(fit)
     z = (fit.cells.y[None, :] - mean) / sd
     ll = (-0.5 * z * z - np.log(sd)).T

@@ -30,7 +30,7 @@ _CHUNK_ELEMENTS = 4_000_000
 
 
 def tail_draws(n_draws: int, r_eff: float = 1.0) -> int:
-    """Number of tail draws smoothed out of `n_draws` (with relative efficiency `r_eff`)."""
+    """Return the number of tail draws smoothed out of `n_draws` (relative efficiency `r_eff`)."""
     if n_draws * r_eff > 225:
         return int(np.floor(3 * (n_draws / r_eff) ** 0.5))
     return int(np.floor(n_draws / 5))
@@ -89,7 +89,7 @@ def _gpinv(p: np.ndarray, kappa: np.ndarray, sigma: np.ndarray,
 
 
 def _top_order(a: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the `k` largest values of each row, in ascending order of value.
+    """Return the indices of the `k` largest values of each row, in ascending order of value.
 
     What ``np.argsort(a, axis=1)[:, -k:]`` gives, from a partition and a sort of `k` values
     per row; rows with tied values among them (or tied with the next value) are sorted in full,
@@ -132,7 +132,6 @@ def psislw(log_lik: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndar
     shape = log_lik.shape
     n = shape[-1]
     lw = -log_lik.reshape(-1, n)
-    rows = lw.shape[0]
     m = tail_draws(n, r_eff)
     if m < 5:
         raise ValueError(f"psislw: {n} draws give {m} tail draws (r_eff {r_eff}); "

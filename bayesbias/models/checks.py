@@ -89,8 +89,11 @@ def check_rows(fit) -> np.ndarray | None:
 
 
 def loo_pit(fit, rows=None) -> np.ndarray:
-    """Rao-Blackwellised LOO-PIT value of every row, or of `rows` (PSIS weights of all rows at
-    once, :func:`bayesbias.models._psis.psislw`: ``arviz_stats``' algorithm, vectorised)."""
+    """Return the Rao-Blackwellised LOO-PIT value of every row, or of `rows`.
+
+    PSIS weights of all rows at once (:func:`bayesbias.models._psis.psislw`: ``arviz_stats``'
+    algorithm, vectorised).
+    """
     from scipy.special import ndtr
 
     from ._psis import psislw
