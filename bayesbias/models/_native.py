@@ -269,28 +269,26 @@ int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out
  * a group (linear maps, unit Jacobian). Non-centred (nonc = 1): a = O z, b = O / sqrt(n) zb.
  * The cell means are integrated out given v: the rows of cell q minus their attributes'
  * effects have n, mean rbar and sum of squares ss, and the cell-marginal density of the
- * hierarchical kernel applies. */
+ * hierarchical kernel applies. The rows come sorted by cell (stably: a cell's rows in table
+ * order), with int32 attribute indices and each cell's first row, so that a cell's sums stay
+ * in registers: two passes over each cell's rows, no allocation for up to 1024 attributes. */
 int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
     int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
     int64_t ncell = (int64_t)data[3], nrow = (int64_t)data[4], nonc = (int64_t)data[5];
     int64_t kh = 8 + ns + no, j, c, q, i, a, g;
     const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
     const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
-    const double *gkind = agrp + na, *rcell = gkind + 3;
-    const double *rattr = rcell + nrow, *ry = rattr + nrow;
-    double h[16], gh[16], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
+    const double *gkind = agrp + na, *ry = gkind + 3, *logn = ry + nrow;
+    const int32_t *cstart = (const int32_t *)(logn + ncell), *rattr = cstart + ncell + 1;
+    double h[16], gh[16], m[4], t[4], s[4], ls[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
     double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0};
-    double *v, *gv, *sum, *ss, *dr, *dq;
+    double stack[2048], *v, *gv;
     int64_t rc = 0;
     if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
-    v = (double *)malloc(sizeof(double) * (size_t)(2 * na + 4 * ncell));
+    v = 2 * na <= 2048 ? stack : (double *)malloc(sizeof(double) * (size_t)(2 * na));
     if (v == NULL) return -2;
     gv = v + na;
-    sum = gv + na;
-    ss = sum + ncell;
-    dr = ss + ncell;
-    dq = dr + ncell;
     for (j = 0; j < kh; j++) {
         h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
         gh[j] = 0.0;
@@ -321,35 +319,29 @@ int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const
         m[c] = h[c] - (cnt[g] > 0 ? b[g] : 0.0);
         t[c] = h[4 + c];
         s[c] = h[8 + (int64_t)smap[c]];
-    }
-    for (q = 0; q < ncell; q++) { sum[q] = 0.0; ss[q] = 0.0; }
-    for (i = 0; i < nrow; i++) sum[(int64_t)rcell[i]] += ry[i] - v[(int64_t)rattr[i]];
-    for (q = 0; q < ncell; q++) sum[q] /= cn[q];  /* now the mean rbar */
-    for (i = 0; i < nrow; i++) {
-        double d;
-        q = (int64_t)rcell[i];
-        d = ry[i] - v[(int64_t)rattr[i]] - sum[q];
-        ss[q] += d * d;
+        ls[c] = log(s[c]);
     }
     for (q = 0; q < ncell; q++) {
-        int64_t cc = (int64_t)cconn[q];
-        double n = cn[q], sc = s[cc], tc = t[cc];
-        double var = tc * tc + sc * sc / n;
-        double r = sum[q] - m[cc];
-        double dv;
-        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - ss[q] / (2.0 * sc * sc)
-               - 0.5 * log(n) - 0.5 * log(var) - r * r / (2.0 * var));
+        int64_t cc = (int64_t)cconn[q], lo = cstart[q], hi = cstart[q + 1];
+        double n = cn[q], sc = s[cc], tc = t[cc], var = tc * tc + sc * sc / n;
+        double rbar = 0.0, ss = 0.0, r, dv, dr, dq;
+        for (i = lo; i < hi; i++) rbar += ry[i] - v[rattr[i]];
+        rbar /= n;
+        r = rbar - m[cc];
+        dr = 1.0 / (sc * sc);  /* d/dr_i = -(r_i - rbar) dr - dq */
+        dq = r / (var * n);
+        for (i = lo; i < hi; i++) {
+            int32_t ai = rattr[i];
+            double d = ry[i] - v[ai] - rbar;
+            ss += d * d;
+            gv[ai] += d * dr + dq;  /* dL/dv_a = -sum_i dL/dr_i */
+        }
+        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * ls[cc] - ss / (2.0 * sc * sc)
+               - 0.5 * logn[q] - 0.5 * log(var) - r * r / (2.0 * var));
         dv = -0.5 / var + 0.5 * r * r / (var * var);
         gm[cc] += r / var;
         gt[cc] += dv * 2.0 * tc;
-        gs[cc] += -(n - 1.0) / sc + ss[q] / (sc * sc * sc) + dv * 2.0 * sc / n;
-        dr[q] = 1.0 / (sc * sc);       /* d/dr_i = -(r_i - rbar) dr - dq */
-        dq[q] = r / (var * n);
-    }
-    for (i = 0; i < nrow; i++) {
-        q = (int64_t)rcell[i];
-        a = (int64_t)rattr[i];
-        gv[a] += (ry[i] - v[a] - sum[q]) * dr[q] + dq[q];  /* dL/dv_a = -sum_i dL/dr_i */
+        gs[cc] += -(n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
     }
     for (c = 0; c < 4; c++) {
         double pg;
@@ -418,7 +410,7 @@ int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     logp_[0] = lp;
     if (!isfinite(lp)) rc = 4;
 done:
-    free(v);
+    if (v != stack) free(v);
     return rc;
 }
 
