@@ -349,8 +349,9 @@ def _kernel_part(out: dict) -> None:
         out["sampling"][label] = row
         print(f"religion crossed, 1 chain x (1000 + 1000), {label} kernel: {n} gradient "
               f"evaluations, sampling CPU {cpu:.2f} s (wall {wall:.2f} s) = "
-              f"{row['per_step_us']:.1f} us per evaluation: kernel {us:.1f} us, nutpie and "
-              f"the rest {row['rest_us']:.1f} us", flush=True)
+              f"{row['per_step_us']:.1f} us per evaluation; the kernel alone {us:.1f} us, so "
+              f"nutpie and the rest {row['rest_us']:+.1f} us (two separate measurements: "
+              f"on a loaded machine the difference can come out negative)", flush=True)
     a, b = out["sampling"]["row-order"], out["sampling"]["cell-sorted"]
     same = np.array_equal(draws["row-order"], draws["cell-sorted"])
     print(f"sampling CPU ratio row-order / cell-sorted: {a['cpu_s'] / b['cpu_s']:.2f}; "
