@@ -7,6 +7,11 @@ parameter both ways in the same process: the hand-written all-at-once version an
 of 3), their ratio, the share of the fit's wall time saved and the largest difference of
 the numbers (0: the same numbers).
 
+Then the PSIS log weights of the coverage check (``checks.loo_pit``: 1000 thinned draws x
+4,830 rows): the vectorised :func:`bayesbias.models._psis.psislw` against ``arviz_stats``'
+``psislw`` (a Python loop over rows), CPU seconds (best of 3 / best of 2), ratio, largest
+difference of log weights and khat.
+
 Usage::
 
     nice python benchmarks/bench_diagnostics.py
@@ -52,6 +57,32 @@ def main() -> None:
               f"hand-written {min(ours):.3f} s, arviz_stats {min(theirs):.3f} s (ratio "
               f"{min(theirs) / min(ours):.2f}, saves {min(theirs) - min(ours):.2f} s = "
               f"{(min(theirs) - min(ours)) / wall:.1%} of the fit); max difference {diff:.2g}")
+        _bench_psis(fit, model, wall)
+
+
+def _bench_psis(fit, model: str, wall: float) -> None:
+    from arviz_stats.base import array_stats
+
+    from bayesbias.models import _psis, checks
+
+    mean, sd = checks._row_moments(fit)
+    z = (fit.cells.y[None, :] - mean) / sd
+    loglik = np.ascontiguousarray((-0.5 * z * z - np.log(sd)).T)
+    ours, theirs = [], []
+    for rep in range(3):
+        t = time.process_time()
+        a_lw, a_k = _psis.psislw(loglik)
+        ours.append(time.process_time() - t)
+        if rep < 2:
+            t = time.process_time()
+            b_lw, b_k = array_stats.psislw(loglik, axis=-1)
+            theirs.append(time.process_time() - t)
+    d_lw = float(np.nanmax(np.abs(a_lw - np.asarray(b_lw))))
+    d_k = float(np.nanmax(np.abs(a_k - np.asarray(b_k))))
+    print(f"{model}: PSIS of {loglik.shape[0]} rows x {loglik.shape[1]} draws, CPU: "
+          f"vectorised {min(ours):.3f} s, arviz_stats {min(theirs):.3f} s (ratio "
+          f"{min(theirs) / min(ours):.1f}, saves {(min(theirs) - min(ours)) / wall:.1%} of the "
+          f"fit); max difference log weights {d_lw:.2g}, khat {d_k:.2g}")
 
 
 if __name__ == "__main__":

@@ -307,3 +307,43 @@ def test_checks_on_a_big_table_hold_bounded_memory_and_agree(monkeypatch):
     # the replicate intervals move with the random stream: a few rows per connection change
     diff = np.abs(ppc["inside_0.89"] - ppc_full["inside_0.89"]).to_numpy()
     assert np.all(diff <= 4 / ppc["rows"].to_numpy() + 0.01), (ppc, ppc_full)
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_kernel_does_not_depend_on_row_order(big):
+    """The kernel sorts rows by cell: a shuffled table gives the same density and gradient
+    (rounding only); ``big`` has more than 1024 attributes (its scratch space is allocated)."""
+    from bayesbias.models import cells_from_table, load_spec
+    from bayesbias.models._native import entry_points
+    from bayesbias.models.crossed import pack
+
+    native = entry_points("crossed")
+    if native is None:
+        pytest.skip("no C compiler")
+    spec = load_spec("crossed")
+    table = _table(4, words=2, none=1100) if big else _table(4)
+    shuffled = table.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    a, b = (cells_from_table(t, spec.level) for t in (table, shuffled))
+    na = a.attributes.size
+    assert (na > 1024) == big
+    # the attributes are numbered in order of appearance: the same effects, renumbered
+    perm = pd.Index(a.attributes).get_indexer(b.attributes)
+    assert not (perm == np.arange(na)).all() and (perm >= 0).all()
+    rng = np.random.default_rng(5)
+    x = np.concatenate([[0.85, 0.9, 0.9, 0.95], np.log([0.05] * 4), np.log([0.11] * 4),
+                        [np.log(0.1)], 0.1 * rng.standard_normal(3 + na)])
+    k = x.size - na
+    xb = np.concatenate([x[:k], x[k:][perm]])
+    for nonc in (False, True):
+        lp_a, g_a = _logp(native, pack(spec, a, nonc), x)
+        lp_b, g_b = _logp(native, pack(spec, b, nonc), xb)
+        assert lp_a == pytest.approx(lp_b, rel=1e-13)
+        np.testing.assert_allclose(np.concatenate([g_a[:k], g_a[k:][perm]]), g_b,
+                                   rtol=1e-10, atol=1e-10)
+        data = pack(spec, b, nonc)
+        eps = 1e-6
+        for j in [0, 5, 9, 12, 13, 16, x.size - 1]:  # a hyper-parameter of each kind, effects
+            e = np.zeros(x.size)
+            e[j] = eps
+            fd = (_logp(native, data, xb + e)[0] - _logp(native, data, xb - e)[0]) / (2 * eps)
+            assert g_b[j] == pytest.approx(fd, rel=1e-5, abs=1e-5), j

@@ -206,7 +206,16 @@ def _cell_layout(cells: Cells):
 
 
 def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
-    """One flat float64 array: what ``cx_logp`` reads."""
+    """One flat float64 array: what ``cx_logp`` reads.
+
+    Sizes, priors, each cell's connection and count, each attribute's sd and group, then the
+    rows sorted by cell (stable: a cell's rows keep their table order, so the kernel adds them
+    in the same order as a row-order loop), each cell's ``log n`` (``math.log``: libm's, as
+    the kernel's), and an int32 block viewed as float64: each cell's first row (ncell + 1)
+    and each sorted row's attribute.
+    """
+    import math
+
     from .priors import kernel_row
 
     per = spec.residual_sd == "per_connection"
@@ -217,12 +226,21 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
         rows += [kernel_row(spec.priors[name])] * count
     smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
     _, ci, row_cell, n = _cell_layout(cells)
+    if cells.n_rows >= 2**31 or cells.attributes.size >= 2**31:
+        raise DistanceTableError(f"the crossed kernel takes < 2**31 rows and attributes, got "
+                                 f"{cells.n_rows} rows")
+    order = np.argsort(row_cell, kind="stable")
+    start = np.zeros(ci.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_cell, minlength=ci.size), out=start[1:])
+    ints = np.concatenate([start, cells.attr_idx[order]]).astype(np.int32)
+    if ints.size % 2:
+        ints = np.append(ints, np.int32(0))
     return np.ascontiguousarray(np.concatenate([
         [float(ns), float(no), float(cells.attributes.size), float(ci.size),
          float(cells.n_rows), float(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, ci.astype(float), n, kind.astype(float),
-        _groups(cells).astype(float), _group_sd_index(spec, cells), row_cell.astype(float),
-        cells.attr_idx.astype(float), cells.y]))
+        _groups(cells).astype(float), _group_sd_index(spec, cells),
+        np.asarray(cells.y, dtype=float)[order], [math.log(k) for k in n], ints.view(np.float64)]))
 
 
 def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
