@@ -63,6 +63,10 @@ def test_verdict_rule(means, code):
     json.dumps(v.to_dict(), allow_nan=False)
     assert list(v.to_frame()["contrast"]) == [c.contrast for c in v.contrasts]
     assert v.headline in str(v)
+    # the table label: an undecided contrast never reads as evidence of absence
+    assert "no closer" not in v.label and "not closer" not in v.label
+    assert ("undecided" in v.label) == (code in ("no closer than human",
+                                                 "not closer than neutral"))
 
 
 def test_undecided_never_reads_as_evidence_of_absence():
@@ -277,6 +281,7 @@ def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_
     assert md.count("asks only whether protected words are closer to their own") == 4
     over = pd.read_csv(out / "tables" / "overview.csv")
     assert over["WEAT p"].str.endswith("(two-sided)").all()
+    assert not over["verdict"].str.contains("no closer|not closer").any()
     assert "weat_reconciliation" in wl
     weat = pd.read_csv(out / "tables" / f"{key}_weat.csv")
     assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
