@@ -574,3 +574,28 @@ def test_rerun_names_the_options_it_ignores():
                               "race", "-o", "new", "--jobs", "1", "--quiet"])
     assert ignored_with_rerun(args) == ["--wordlist", "--draws"]
     assert ignored_with_rerun(parser.parse_args(["report", "--rerun", "r.json"])) == []
+
+
+def test_robustness_line_says_how_the_refits_were_made():
+    """Under the crossed default the refits are of its hierarchical part with the attribute
+    effects plugged in, not exact refits of the model in the box: the line says which."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bayesbias.report.sections import robustness_line
+    from bayesbias.studies.design import VERDICTS
+    from bayesbias.studies.sensitivity import METHOD
+
+    def sens(method):
+        c = list(VERDICTS)
+        return SimpleNamespace(
+            resampled=pd.DataFrame({"contrast": c, "share_holds": [0.5] * len(c)}),
+            baseline=pd.DataFrame({"contrast": c, "holds": [True] * len(c)}),
+            leave_one_out=pd.DataFrame({"contrast": c, "flips": [False] * len(c),
+                                        "word": ["w"] * len(c)}),
+            settings={"n_resamples": 200, "ci_prob": 0.89, "method": method})
+
+    assert "; exact refits):" in robustness_line(sens(METHOD))
+    crossed = robustness_line(sens("crossed plug-in: attribute deviations removed, ..."))
+    assert "exact refits" not in crossed and "attribute-word effects plugged in" in crossed
