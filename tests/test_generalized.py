@@ -440,9 +440,11 @@ def test_term_combinations_all_or_a_seeded_sample():
 
 
 def test_the_printed_comparison_table_agrees_with_the_registry():
-    """czarnowska_table.py (the table of the issue-28 note): the code reading / combinations
-    column equals the authors' default class for every metric; the paper reading differs
-    exactly where the registry says 'differs'."""
+    """Check the rows of czarnowska_table.py (the table of the issue-28 note).
+
+    The code reading / combinations column equals the authors' default class for every
+    metric; the paper reading differs exactly where the registry says 'differs'.
+    """
     rows = _load("czarnowska_table").rows()
     names = {r[0] for r in rows}
     assert {n for n, m in METRICS.items() if m.code != "absent"} <= names

@@ -386,7 +386,7 @@ needs_light = pytest.mark.skipif(not HAVE_LIGHT, reason="extra [contextual] abse
 
 @pytest.fixture(scope="module")
 def tiny_light(tmp_path_factory):
-    """A tiny BERT written with numpy (no PyTorch) that the light route reproduces."""
+    """Return a tiny BERT written with numpy (no PyTorch) that the light route reproduces."""
     if not HAVE_LIGHT:
         pytest.skip("extra [contextual] absent")
     from test_encoders_light import _tiny_bert
@@ -475,8 +475,10 @@ def test_light_route_cache_never_answers_for_edited_weights(tiny_light, tmp_path
 
 @needs_light
 def test_light_route_names_unused_checkpoint_tensors(tiny_light, tmp_path, caplog):
-    """An extra tensor is harmless but said, as on sentence-transformers; the good folder
-    (pooler weights, as MiniLM's) loads without it."""
+    """Name an extra tensor (harmless) as sentence-transformers does.
+
+    The good folder (pooler weights, as MiniLM's) loads without the warning.
+    """
     import logging
 
     from bayesbias.encoders import load_encoder

@@ -577,8 +577,11 @@ def test_rerun_names_the_options_it_ignores():
 
 
 def test_robustness_line_says_how_the_refits_were_made():
-    """Under the crossed default the refits are of its hierarchical part with the attribute
-    effects plugged in, not exact refits of the model in the box: the line says which."""
+    """Say which refits: exact, or the crossed default's hierarchical part.
+
+    Under the crossed default the attribute effects are plugged in; these are not exact
+    refits of the model in the box.
+    """
     from types import SimpleNamespace
 
     import pandas as pd
