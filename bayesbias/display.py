@@ -101,7 +101,7 @@ def card(title: str, subtitle: str = "", headline: str = "", lines=(), tables=()
 def verdict_html(v) -> str:
     """HTML card of a :class:`~bayesbias.verdicts.Verdict`."""
     frame = v.to_frame().drop(columns="word list")
-    return card(f"Verdict: {v.name}", f"{v.code}; {v.interval_label}", v.headline,
+    return card(f"Verdict: {v.name}", f"{v.label}; {v.interval_label}", v.headline,
                 tables=[(f"contrasts ({v.interval_label})", frame)],
                 notes=[*v.notes, v.rule])
 

@@ -213,6 +213,26 @@ class Verdict:
         return RULE.format(iv=self.interval_label) + (
             f" ROPE = ±{self.rope:g}." if self.rope is not None else " No ROPE.")
 
+    @property
+    def label(self) -> str:
+        """The verdict in a few words, for a table cell.
+
+        Unlike :attr:`code` (kept stable for programs), an undecided contrast never reads as
+        evidence of absence: ``"no closer than human"`` becomes ``"undecided vs human"``
+        when `associated - human` is undecided, ``"not closer than neutral"``
+        ``"undecided vs neutral"``.
+        """
+        if self.code == "no closer than human":
+            try:
+                undecided = self["associated - human"].status == "undecided"
+            except KeyError:
+                undecided = True
+            return ("undecided vs human (not shown closer than human attributes)" if undecided
+                    else "as close as human (inside the ROPE)")
+        if self.code == "not closer than neutral":
+            return "undecided vs neutral (not shown closer than neutral words)"
+        return self.code
+
     def __getitem__(self, contrast: str) -> ContrastEvidence:
         for c in self.contrasts:
             if c.contrast == contrast:

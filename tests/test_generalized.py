@@ -437,3 +437,21 @@ def test_term_combinations_all_or_a_seeded_sample():
     with pytest.raises(InvalidArgumentError, match="cf_average"):
         compute_metric("cfgap", [1, 1], pd.Series(["a", "b"]), prob=[0.1, 0.2],
                        source=pd.Series(["s", "s"]), cf_average="pairs")
+
+
+def test_the_printed_comparison_table_agrees_with_the_registry():
+    """Check the rows of czarnowska_table.py (the table of the issue-28 note).
+
+    The code reading / combinations column equals the authors' default class for every
+    metric; the paper reading differs exactly where the registry says 'differs'.
+    """
+    rows = _load("czarnowska_table").rows()
+    names = {r[0] for r in rows}
+    assert {n for n, m in METRICS.items() if m.code != "absent"} <= names
+    for name, code, data, cls, _, _, d_paper, _, d_code in rows:
+        if "[AVERAGE]" in cls:  # their option: our groups mode
+            assert float(d_paper) < 1e-9, (name, data)
+            continue
+        assert float(d_code) < 1e-9, (name, data)
+        if code == "differs":
+            assert float(d_paper) > 1e-3, name

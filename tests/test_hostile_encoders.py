@@ -375,3 +375,122 @@ def test_rust_panic_while_loading_or_encoding_is_one_line(tiny_st, tmp_path, mon
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", panic)
     code, _, err = _seat(capsys, tiny_st)
     assert_clean_error(code, err, str(tiny_st), "PanicException")
+
+
+# -- the light route (onnxruntime, no PyTorch): the same guards ---------------------------
+HAVE_LIGHT = all(importlib.util.find_spec(m) is not None
+                 for m in ("tokenizers", "onnxruntime", "onnx"))
+needs_light = pytest.mark.skipif(not HAVE_LIGHT, reason="extra [contextual] absent "
+                                 "(tokenizers, onnxruntime, onnx)")
+
+
+@pytest.fixture(scope="module")
+def tiny_light(tmp_path_factory):
+    """Return a tiny BERT written with numpy (no PyTorch) that the light route reproduces."""
+    if not HAVE_LIGHT:
+        pytest.skip("extra [contextual] absent")
+    from test_encoders_light import _tiny_bert
+
+    return _tiny_bert(tmp_path_factory.mktemp("hostile-light") / "tiny")
+
+
+def _light_tensors(d):
+    from bayesbias.encoders.folder import read_safetensors
+
+    return {k: np.array(v) for k, v in read_safetensors(d / "model.safetensors", d).items()}
+
+
+def _light_rewrite(d, tensors):
+    from test_encoders_light import _write_safetensors
+
+    _write_safetensors(d / "model.safetensors", tensors)
+
+
+def _light_missing(d):
+    t = _light_tensors(d)
+    del t["encoder.layer.1.output.dense.weight"]
+    _light_rewrite(d, t)
+
+
+LIGHT_HOSTILE = {  # case: (edit of a good folder, words of the one error line)
+    "pickle .bin beside the safetensors": (
+        lambda d: (d / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01."),
+        ["pytorch_model.bin", "pickle"]),
+    "pickle in a module folder": (
+        lambda d: (d / "1_Pooling" / "weights.pt").write_bytes(b"\x80\x04K\x01."),
+        ["1_Pooling/weights.pt", "pickle"]),
+    "safetensors with no tensors": (lambda d: _light_rewrite(d, {}), ["model.safetensors",
+                                                                      "no tensors"]),
+    "no matching names": (
+        lambda d: _light_rewrite(d, {"x." + k: v for k, v in _light_tensors(d).items()}),
+        ["lack BERT tensors"]),
+    "a missing tensor": (_light_missing, ["encoder.layer.1.output.dense.weight"]),
+    "no tokenizer": (lambda d: [(d / f).unlink() for f in ("tokenizer.json",
+                                                           "tokenizer_config.json")],
+                     ["no tokenizer"]),
+    "garbage safetensors": (lambda d: (d / "model.safetensors").write_bytes(b"garbage" * 9),
+                            ["model.safetensors", "not a safetensors file"]),
+    "truncated safetensors": (
+        lambda d: (d / "model.safetensors").write_bytes(
+            (d / "model.safetensors").read_bytes()[:40_000]),
+        ["model.safetensors", "truncated"]),
+    "modules.json not a list": (lambda d: (d / "modules.json").write_text("{}"),
+                                ["modules.json", "list"]),
+    "tokenizer.json of another form": (
+        lambda d: (d / "tokenizer.json").write_text('{"model": 3}'), ["tokenizer.json"]),
+}
+
+
+@needs_light
+@pytest.mark.parametrize("case", list(LIGHT_HOSTILE))
+def test_light_route_refuses_like_the_torch_route(tiny_light, tmp_path, capsys, case):
+    """Issue 21 on the light route: exit 2, one line naming the folder and the file."""
+    edit, words = LIGHT_HOSTILE[case]
+    d = _copy(tiny_light, tmp_path / "m")
+    edit(d)
+    code, out, err = _seat(capsys, d, "--encoder-backend", "onnxruntime", "--no-cache")
+    assert_clean_error(code, err, str(d), *words)
+    assert "p =" not in out
+
+
+@needs_light
+def test_light_route_cache_never_answers_for_edited_weights(tiny_light, tmp_path):
+    """One float in the middle of the weights changed: the cache key and the vectors too."""
+    from bayesbias.encoders import load_encoder
+
+    d = _copy(tiny_light, tmp_path / "m")
+    cache = tmp_path / "cache"
+    texts = ["this is a nurse", "the man is a doctor"]
+    before = load_encoder(d, backend="onnxruntime", cache_dir=cache)
+    first = before.encode(texts)
+    t = _light_tensors(d)
+    t["encoder.layer.0.intermediate.dense.weight"][7, 3] += 5.0
+    _light_rewrite(d, t)
+    after = load_encoder(d, backend="onnxruntime", cache_dir=cache)
+    assert after.key != before.key
+    fresh = load_encoder(d, backend="onnxruntime", cache=False).encode(texts)
+    np.testing.assert_allclose(after.encode(texts), fresh, atol=1e-6)
+    assert not np.allclose(fresh, first)
+
+
+@needs_light
+def test_light_route_names_unused_checkpoint_tensors(tiny_light, tmp_path, caplog):
+    """Name an extra tensor (harmless) as sentence-transformers does.
+
+    The good folder (pooler weights, as MiniLM's) loads without the warning.
+    """
+    import logging
+
+    from bayesbias.encoders import load_encoder
+
+    with caplog.at_level(logging.WARNING):
+        load_encoder(tiny_light, backend="onnxruntime", cache=False)
+    assert "not used" not in caplog.text
+    d = _copy(tiny_light, tmp_path / "m")
+    t = _light_tensors(d)
+    t["cls.predictions.bias"] = np.zeros(3)
+    _light_rewrite(d, t)
+    with caplog.at_level(logging.WARNING):
+        load_encoder(d, backend="onnxruntime", cache=False)
+    assert "1 tensor(s) of the checkpoint are not used" in caplog.text
+    assert "cls.predictions.bias" in caplog.text

@@ -410,3 +410,18 @@ def test_fit_sensitivity_refuses_an_unusable_table_before_sampling(pilots, capsy
     code, _, err = run_main(capsys, ["fit", "--distances", pilots["no-none"], "--sensitivity",
                                      "--quiet"])
     assert code == 2 and "no 'none' rows" in err
+
+
+@pytest.mark.parametrize(("model", "words"), [
+    ("hierarchical_single_sd", "need residual_sd = per_connection"),
+    ("separate", "draw new protected words from a fitted hierarchy")])
+def test_design_refuses_a_pilot_fit_of_another_spec(tmp_path, capsys, model, words):
+    """A pilot fit from a changed spec: refused with the reason, not 'grid edge ... report'."""
+    fit = tmp_path / f"{model}.nc"
+    code, _, err = run_main(capsys, ["fit", "--distances", "published:religion:reddit",
+                                     "--model", model, "--draws", "30", "--tune", "30",
+                                     "--chains", "1", "-o", fit, "--quiet"])
+    assert code == 0, err
+    code, _, err = run_main(capsys, ["design", "--pilot-fit", fit, "--reps", "4", "--quiet"])
+    assert code == 2 and words in err and model in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

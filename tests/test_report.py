@@ -63,6 +63,10 @@ def test_verdict_rule(means, code):
     json.dumps(v.to_dict(), allow_nan=False)
     assert list(v.to_frame()["contrast"]) == [c.contrast for c in v.contrasts]
     assert v.headline in str(v)
+    # the table label: an undecided contrast never reads as evidence of absence
+    assert "no closer" not in v.label and "not closer" not in v.label
+    assert ("undecided" in v.label) == (code in ("no closer than human",
+                                                 "not closer than neutral"))
 
 
 def test_undecided_never_reads_as_evidence_of_absence():
@@ -277,6 +281,7 @@ def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_
     assert md.count("asks only whether protected words are closer to their own") == 4
     over = pd.read_csv(out / "tables" / "overview.csv")
     assert over["WEAT p"].str.endswith("(two-sided)").all()
+    assert not over["verdict"].str.contains("no closer|not closer").any()
     assert "weat_reconciliation" in wl
     weat = pd.read_csv(out / "tables" / f"{key}_weat.csv")
     assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
@@ -586,3 +591,31 @@ def test_a_word_missing_from_shared_control_lists_is_reported_once(caplog):
     assert all(t.attrs["missing"] for _, t in tables)  # each table still records it
     # the filter is gone after the report's tables are made
     assert not logging.getLogger("bayesbias.embeddings").filters
+
+
+def test_robustness_line_says_how_the_refits_were_made():
+    """Say which refits: exact, or the crossed default's hierarchical part.
+
+    Under the crossed default the attribute effects are plugged in; these are not exact
+    refits of the model in the box.
+    """
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from bayesbias.report.sections import robustness_line
+    from bayesbias.studies.design import VERDICTS
+    from bayesbias.studies.sensitivity import METHOD
+
+    def sens(method):
+        c = list(VERDICTS)
+        return SimpleNamespace(
+            resampled=pd.DataFrame({"contrast": c, "share_holds": [0.5] * len(c)}),
+            baseline=pd.DataFrame({"contrast": c, "holds": [True] * len(c)}),
+            leave_one_out=pd.DataFrame({"contrast": c, "flips": [False] * len(c),
+                                        "word": ["w"] * len(c)}),
+            settings={"n_resamples": 200, "ci_prob": 0.89, "method": method})
+
+    assert "; exact refits):" in robustness_line(sens(METHOD))
+    crossed = robustness_line(sens("crossed plug-in: attribute deviations removed, ..."))
+    assert "exact refits" not in crossed and "attribute-word effects plugged in" in crossed

@@ -114,7 +114,8 @@ def register(sub) -> None:
                         "metrics are the same in both")
     p.add_argument("--cf-average", choices=["groups", "combinations", "terms"], default=None,
                    help="counterfactual metrics with several terms per group: 'groups' "
-                        "(score each group on all its terms; default with --reading paper) or "
+                        "(score each group on all its terms, the authors' FlattenGroup.AVERAGE "
+                        "option; default with --reading paper) or "
                         "'combinations' (every combination of one term per group, pooled over "
                         "all templates, a seeded sample of 100 above 100, as the authors' "
                         "code; default with --reading code; 'terms' is the earlier name). "

@@ -27,7 +27,8 @@ import numpy as np
 from .folder import ModelFolder, ModelFolderError, read_safetensors
 from .model import EncoderError, MissingExtraError, UnsupportedModelError
 
-__all__ = ["LightPlan", "light_plan", "LightBackend", "LIGHT_EXTRA", "BACKEND_NAME"]
+__all__ = ["LightPlan", "light_plan", "LightBackend", "LIGHT_EXTRA", "BACKEND_NAME",
+           "unused_tensors"]
 
 #: Name of this backend in reports.
 BACKEND_NAME = "onnxruntime"
@@ -178,6 +179,31 @@ def _legacy(name: str) -> str:
         if name.endswith(old):
             return name[: -len(old)] + new
     return name
+
+
+_BERT_BUFFERS = {"embeddings.position_ids", "embeddings.token_type_ids"}
+
+
+def unused_tensors(found: ModelFolder, plan: LightPlan) -> list[str]:
+    """Checkpoint tensors of the transformer folder that the light route does not read.
+
+    BERT's pooler (``pooler.*``, unused by mean pooling on either route) and its buffers
+    (position and token type ids) are left out, so the list matches what the
+    sentence-transformers route reports as unused (e.g. a pre-training head).
+    """
+    want = set(_bert_tensors(plan.config))
+    out = []
+    for path, shapes in found.tensors.items():
+        for name in shapes:
+            key = _legacy(name)
+            if path == plan.weights and key.startswith(plan.prefix) \
+                    and key[len(plan.prefix):] in want:
+                continue
+            bare = key.removeprefix(plan.prefix)
+            if bare.startswith("pooler.") or bare in _BERT_BUFFERS:
+                continue
+            out.append(name if path == plan.weights else f"{path.name}:{name}")
+    return sorted(out)
 
 
 def light_plan(found: ModelFolder) -> LightPlan:

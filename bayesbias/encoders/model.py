@@ -614,7 +614,13 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
         key = f"{key}-onnx"  # vectors of each backend cached apart (same to ~1e-6)
 
         def loader():
+            from .light import unused_tensors
+
             runner = _LightRunner(plan)
+            unused = unused_tensors(found, plan)
+            if unused:  # as on sentence-transformers: harmless (a pre-training head), said
+                log.warning("%s: %d tensor(s) of the checkpoint are not used by the model "
+                            "(e.g. %s)", root, len(unused), ", ".join(unused[:3]))
             progress.info("loaded encoder %s from %s (onnxruntime)", name, root)
             return runner
 

@@ -143,7 +143,7 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
                  for c in contexts], css="verdict")
     rows = []
     for c in contexts:
-        row = {"word list": c.name, "verdict": c.verdict.code}
+        row = {"word list": c.name, "verdict": c.verdict.label}
         for ev in c.verdict.contrasts:
             row[f"{ev.contrast} [{iv}]"] = (
                 "no data" if ev.status == "no data" else
@@ -202,8 +202,8 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings)
                                     target_accept=s.target_accept, ci_prob=s.ci_prob,
                                     ci_kind=s.ci_kind, rope=s.rope)
         pv = verdict_from_fit(paper, c.name, s.ci_prob, s.ci_kind, s.rope)
-        row = {"word list": c.name, f"verdict ({s.model})": c.verdict.code,
-               f"verdict ({PAPER_MODEL}, the paper's)": pv.code}
+        row = {"word list": c.name, f"verdict ({s.model})": c.verdict.label,
+               f"verdict ({PAPER_MODEL}, the paper's)": pv.label}
         for label, v in ((s.model, c.verdict), (PAPER_MODEL, pv)):
             ev = v["associated - human"]
             row[f"associated - human ({label})"] = (

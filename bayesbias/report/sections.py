@@ -529,8 +529,11 @@ def robustness_line(sens) -> str:
         flip = "leaving out " + "; ".join(by)
     n = sens.settings.get("n_resamples")
     iv = f"{sens.settings.get('ci_prob', 0.89):.0%} HDI"
+    how = ("exact refits" if not str(sens.settings.get("method", "")).startswith("crossed")
+           else "refits of the crossed model's hierarchical part with the attribute-word "
+                "effects plugged in")
     return (f"Robustness over {n} word lists resampled within each class ({iv} wholly below "
-            f"0; exact refits): " + "; ".join(parts) + f"; {flip}.")
+            f"0; {how}): " + "; ".join(parts) + f"; {flip}.")
 
 
 def _robustness_job(ctx: WordListContext) -> tuple:
