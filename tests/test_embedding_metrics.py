@@ -365,3 +365,12 @@ def test_report_shows_the_metric_table(tmp_path):
     results = json.loads((out / "results.json").read_text())
     text = json.dumps(results)
     assert "embedding_metrics" in text and "direct_bias" in text
+
+
+def test_a_pair_in_two_definite_sets_is_used_once():
+    # race's definite sets hold (black, asian) in two triples: one pair, not two
+    from bayesbias.comparators.metrics import metric_sets
+
+    sets = metric_sets("race", ("black", "asian"))
+    assert len(sets.pairs) == len(set(sets.pairs)) > 0
+    assert sets.pairs.count(("black", "asian")) == 1

@@ -147,8 +147,8 @@ def _pairs_for(wl: WordList | None, x, y) -> tuple[tuple[str, str], ...]:
             py = [w for w in s if w in y]
             if len(px) == 1 and len(py) == 1:
                 pairs.append((px[0], py[0]))
-        if pairs:
-            return tuple(pairs)
+        if pairs:  # a pair in two definite sets (race: black-asian) is one pair
+            return tuple(dict.fromkeys(pairs))
     if len(x) == len(y):
         return tuple(zip(x, y, strict=True))
     return ()
