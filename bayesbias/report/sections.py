@@ -312,11 +312,17 @@ def bayes_section(ctx: WordListContext) -> None:
     forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
     ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
     forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data)
+    note = forest_data["selection"]
     sec.figure_from(
         partial(_write_bytes, forest),
         f"{ctx.key}_forest", f"Forest plot: {ctx.iv} of the mean distance per protected word "
         "and connection, of the group-level means, and of the six contrasts (the verdict's "
-        "four first)")
+        "four first)" + (f"; {note} (all in `tables/{ctx.key}_word_means.csv`)" if note else ""))
+    if note:  # thousands of words: the page shows the drawn ones, the CSV has all
+        sec.table(fit.word_means(s.ci_prob, s.ci_kind), f"{ctx.key}_word_means",
+                  f"Posterior mean distance per protected word and connection, {ctx.iv}: "
+                  f"{note}; the CSV has every word",
+                  shown=forest_data["words"].drop(columns="_c"))
     sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
               "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
     diag = fit.diagnostics()
