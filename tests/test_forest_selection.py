@@ -71,3 +71,29 @@ def test_forest_png_of_4000_words_stays_small(forest_data, tmp_path):
     # words: 270,000 px)
     assert height < 4_500 and width < 1_500
     assert len(png) < 1_000_000
+
+
+def test_word_contrast_table_of_4000_words_shows_the_ends_and_the_widest():
+    from bayesbias.report.sections import _extreme_word_contrasts
+
+    rng = np.random.default_rng(0)
+    parts = []
+    for c in ("associated - none", "associated - human"):
+        mean = np.sort(rng.normal(size=4000))
+        half = rng.uniform(0.1, 1.0, size=4000)
+        parts.append(pd.DataFrame({"contrast": c, "protected_word": rng.permutation(4000)
+                                   .astype(str), "mean": mean, "lower": mean - half,
+                                   "upper": mean + half}))
+    d = pd.concat(parts, ignore_index=True)
+    shown, note = _extreme_word_contrasts(d, "protected_word")
+    assert len(shown) == 2 * 60 and list(shown.index) == sorted(shown.index)
+    assert note == ("per contrast the 20 most negative, the 20 most positive and the 20 with "
+                    "the widest intervals among the rest of the 4,000 protected words are shown")
+    for c, rows in d.groupby("contrast"):
+        got = shown[shown["contrast"] == c]
+        assert set(rows.index[:20]) | set(rows.index[-20:]) <= set(got.index)
+        middle = rows.iloc[20:-20]
+        widest = (middle["upper"] - middle["lower"]).nlargest(20).index
+        assert set(widest) <= set(got.index)
+    assert _extreme_word_contrasts(d[d["protected_word"].astype(int) < 60],
+                                   "protected_word") == (None, "")
