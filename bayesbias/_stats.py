@@ -45,7 +45,7 @@ def rankdata(a, axis: int = -1) -> np.ndarray:
 
 
 def normal_ppf(q):
-    """Standard normal quantile function (``scipy.special.ndtri``)."""
+    """Return the standard normal quantile of `q` (``scipy.special.ndtri``)."""
     from scipy.special import ndtri
 
     return ndtri(q)

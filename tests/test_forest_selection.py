@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from bayesbias.config import CONNECTIONS
-from bayesbias.models.plots import (FOREST_MAX_UNITS, figure_png, fit_forest_figure,
-                                    select_units)
+from bayesbias.models.plots import FOREST_MAX_UNITS, figure_png, fit_forest_figure, select_units
 from bayesbias.testing import simulate_table
 
 

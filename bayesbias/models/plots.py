@@ -205,7 +205,7 @@ def plot_fit_forest(fit, path=None, ci_prob=None, ci_kind=None, contrasts=None):
 
 
 def select_units(words, groups, unit: str, max_units: int = FOREST_MAX_UNITS):
-    """The rows of at most `max_units` units of `words` worth drawing, and what was left out.
+    """Return the rows of at most `max_units` units of `words` to draw, and what was left out.
 
     Up to `max_units` units: all rows and ``""``. Above: two thirds of `max_units` units
     whose mean lies farthest from their connection's group-level mean (`groups`), then the

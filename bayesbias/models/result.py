@@ -74,7 +74,7 @@ def _model_checks(fit) -> list[Check]:
 
 
 def _coverage_check(share: float, se: float) -> Check:
-    """The ``ppc_coverage`` check of a LOO coverage `share` with cluster standard error `se`."""
+    """Return the ``ppc_coverage`` check of LOO coverage `share` (cluster standard error `se`)."""
     from .checks import coverage_tolerance
 
     tol = coverage_tolerance(se)
