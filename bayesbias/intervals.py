@@ -4,7 +4,7 @@ Every interval of the package is one of these, named by its ``ci_kind`` code
 (:data:`bayesbias.validation.CI_KINDS`) and computed over the last axis (NumPy layer):
 
 - :func:`posterior_interval`: ArviZ's highest-density (``hdi``) or equal-tailed (``eti``)
-  interval of posterior draws;
+  interval of posterior draws (the same numbers, from :mod:`bayesbias._stats`);
 - :func:`percentile_interval`: the equal-tailed percentile interval of bootstrap or
   simulation draws (``bootstrap``), NaN draws left out;
 - :func:`normal_interval`: ``estimate -+ z se`` (``delong``, the random-effects ``t``...).
@@ -29,17 +29,17 @@ def tail_probabilities(ci_prob: float) -> tuple[float, float]:
 
 def normal_quantile(ci_prob: float) -> float:
     """Return z of a two-sided normal interval of probability `ci_prob` (1.96 for 0.95)."""
-    from scipy import stats
+    from ._stats import normal_ppf
 
-    return float(stats.norm.ppf(tail_probabilities(ci_prob)[1]))
+    return float(normal_ppf(tail_probabilities(ci_prob)[1]))
 
 
 def posterior_interval(draws, ci_prob: float, ci_kind: str = "hdi") -> np.ndarray:
     """ArviZ's HDI or ETI of `draws` over the last axis; returns shape ``(..., 2)``."""
-    from arviz_stats.base import array_stats
+    from ._stats import eti, hdi
 
-    fn = array_stats.hdi if validate_ci_kind(ci_kind) == "hdi" else array_stats.eti
-    return np.asarray(fn(np.asarray(draws, dtype=float), ci_prob, axis=-1), dtype=float)
+    fn = hdi if validate_ci_kind(ci_kind) == "hdi" else eti
+    return np.asarray(fn(np.asarray(draws, dtype=float), ci_prob), dtype=float)
 
 
 def percentile_interval(draws, ci_prob: float) -> tuple[float, float] | None:

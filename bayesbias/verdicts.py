@@ -451,7 +451,7 @@ def interval_end_mcse(draws: np.ndarray, ends) -> tuple[float, ...]:
     An end e is read as the quantile at p = P(draw <= e); its MCSE is ArviZ's quantile
     MCSE at p (from the effective sample size of the indicator ``draw <= e``).
     """
-    from arviz_stats.base import array_stats
+    from ._stats import mcse_quantile
 
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[1] < 4:
@@ -460,8 +460,7 @@ def interval_end_mcse(draws: np.ndarray, ends) -> tuple[float, ...]:
     out = []
     for e in ends:
         p = float(np.clip(np.mean(flat <= e), 1.0 / flat.size, 1 - 1.0 / flat.size))
-        out.append(float(array_stats.mcse(d, chain_axis=0, draw_axis=1, method="quantile",
-                                          prob=p)))
+        out.append(mcse_quantile(d, p))
     return tuple(out)
 
 

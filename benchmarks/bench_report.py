@@ -18,8 +18,9 @@ Measured in the same run, in fresh processes, for this tree's HEAD and a baselin
 
 Run ``nice python benchmarks/bench_report.py`` (about 10 minutes on 2 loaded cores);
 ``--quick`` skips the 500k and 5M sizes; ``--report-only`` times only the default report
-(plus ``--jobs 1`` for this tree); ``--json out.json`` keeps the figures. Both trees
-run with this interpreter; the baseline is put first on ``PYTHONPATH``.
+(plus ``--jobs 1``), wall and CPU (the process and its children); ``--json out.json`` keeps
+the figures. Both trees run with this interpreter; the baseline is put first on
+``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -110,11 +112,18 @@ def _env(root: Path | None, cache: Path) -> dict:
     return env
 
 
+#: CPU seconds (user + system, the process and its children) of the last :func:`_run`.
+_LAST_CPU = [float("nan")]
+
+
 def _run(args: list[str], env: dict, cwd: Path) -> tuple[float, str]:
     t0 = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True,
                          text=True)
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _LAST_CPU[0] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if res.returncode not in (0, 3):  # 3: a check failed (still a complete run)
         raise RuntimeError(f"{' '.join(args)} failed ({res.returncode}):\n{res.stderr[-3000:]}")
     return wall, res.stdout
@@ -135,12 +144,16 @@ def measure(root: Path, label: str, sizes, work: Path, reports: bool = True,
         wall, _ = _run(["-m", "bayesbias", "report", "-o",
                         str(work / f"default-{label}-{run}")], env_default, work)
         out[f"report built-in data {run}"] = wall
-        print(f"  {label}: report (built-in data) {run} {wall:.1f} s", flush=True)
-    if reports and label == "current":  # one process, as before --jobs (same caches: warm)
+        out[f"report built-in data {run}, CPU"] = _LAST_CPU[0]
+        print(f"  {label}: report (built-in data) {run} {wall:.1f} s, {_LAST_CPU[0]:.1f} s CPU",
+              flush=True)
+    if reports:  # one process, as before --jobs (same caches: warm)
         wall, _ = _run(["-m", "bayesbias", "report", "--jobs", "1", "-o",
                         str(work / f"default-{label}-jobs1")], env_default, work)
         out["report built-in data warm, --jobs 1"] = wall
-        print(f"  {label}: report (built-in data) warm --jobs 1 {wall:.1f} s", flush=True)
+        out["report built-in data warm, --jobs 1, CPU"] = _LAST_CPU[0]
+        print(f"  {label}: report (built-in data) warm --jobs 1 {wall:.1f} s, "
+              f"{_LAST_CPU[0]:.1f} s CPU", flush=True)
     if reports_only:
         return out
     report = ["-m", "bayesbias", "report"]
@@ -176,7 +189,7 @@ def main(argv=None) -> int:
                     help="only the `fit` command, cold and warm, and the fits by size (no "
                          "reports, no quality run)")
     ap.add_argument("--report-only", action="store_true",
-                    help="only the default report, cold and warm (and --jobs 1 for this tree)")
+                    help="only the default report, cold and warm, and --jobs 1 (wall and CPU)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args(argv)
     sizes = SIZES[:2] if args.quick else SIZES

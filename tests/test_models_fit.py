@@ -349,6 +349,23 @@ def test_checks_report_predictive_coverage(religion_fit):
     assert any(c["code"] == "ppc_coverage" for c in d["checks"])
 
 
+def test_too_few_draws_for_psis_skip_the_coverage_check():
+    from bayesbias.datasets import published_table
+    from bayesbias.models import fit_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 20 draws miss the ESS targets
+        fit = fit_model(published_table("religion", "reddit"), "hierarchical", draws=10,
+                        tune=50, chains=2, seed=1)
+    checks = {c.code: c for c in fit.checks}
+    assert "ppc_coverage" not in checks
+    skipped = checks["ppc_coverage_skipped"]
+    assert not skipped.ok and skipped.value is None
+    assert "20 posterior draws" in skipped.message and "PSIS" in skipped.message
+    assert "attribute_dependence" in checks  # the other check still runs
+    json.dumps(fit.to_dict())
+
+
 def test_a_contrast_without_data_is_marked_not_reported(religion_fit):
     from bayesbias.datasets import published_table
 

@@ -9,8 +9,8 @@ groups order the attributes differently (bias). Not signed by group.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
+from .._stats import rankdata
 from ..errors import InputDataError
 
 __all__ = ["ect", "ect_similarities"]
@@ -46,8 +46,8 @@ def ect(x, y, a) -> np.ndarray:
     sx, sy = ect_similarities(x, y, a)
     if sx.shape[-1] < 2:
         raise InputDataError("ECT needs at least two attribute words")
-    rx = stats.rankdata(sx, axis=-1)
-    ry = stats.rankdata(sy, axis=-1)
+    rx = rankdata(sx, axis=-1)
+    ry = rankdata(sy, axis=-1)
     rx = rx - rx.mean(axis=-1, keepdims=True)
     ry = ry - ry.mean(axis=-1, keepdims=True)
     den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))

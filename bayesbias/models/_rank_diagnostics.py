@@ -57,11 +57,11 @@ def _split_chains(x: np.ndarray) -> np.ndarray:
 
 
 def _z_scale(x: np.ndarray) -> np.ndarray:
-    from scipy import stats
+    from .._stats import normal_ppf, rankdata
 
     flat = x.reshape(len(x), -1)
-    rank = stats.rankdata(flat, method="average", axis=1)
-    return stats.norm.ppf((rank - _C) / (flat.shape[1] - 2 * _C + 1)).reshape(x.shape)
+    rank = rankdata(flat, axis=1)
+    return normal_ppf((rank - _C) / (flat.shape[1] - 2 * _C + 1)).reshape(x.shape)
 
 
 def _rhat(x: np.ndarray) -> np.ndarray:
@@ -72,7 +72,7 @@ def _rhat(x: np.ndarray) -> np.ndarray:
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
-    from scipy.fft import next_fast_len
+    from .._stats import next_fast_len
 
     x = np.asarray(x, dtype=float)
     n_par, n_chain, n_draw = x.shape

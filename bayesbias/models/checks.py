@@ -32,7 +32,7 @@ import numpy as np
 
 from ..config import CONNECTIONS
 
-__all__ = ["loo_pit", "loo_coverage", "attribute_dependence", "CHECK_DRAWS",
+__all__ = ["loo_pit", "loo_coverage", "loo_skip_reason", "attribute_dependence", "CHECK_DRAWS",
            "ATTRIBUTE_ALPHA", "coverage_tolerance", "CHECK_ELEMENTS", "LOO_ROWS"]
 
 #: Posterior draws used by the checks (evenly thinned).
@@ -104,6 +104,18 @@ def loo_pit(fit, rows=None) -> np.ndarray:
     loglik = -0.5 * z * z - np.log(sd.T)
     lw, _ = psislw(loglik)  # normalised over draws
     return np.einsum("ij,ij->i", np.exp(lw), ndtr(z))
+
+
+def loo_skip_reason(fit) -> str | None:
+    """Why the coverage check cannot run (too few draws for PSIS's 5 tail draws), else None."""
+    from ._psis import tail_draws
+
+    n = len(thinned_draws(fit))
+    if tail_draws(n) >= 5:
+        return None
+    return (f"leave-one-out coverage not checked: {n} posterior draws in total are too few for "
+            f"PSIS (it smooths {tail_draws(n)} tail draws of at least 5, which needs 25 draws "
+            "or more); draw more (--draws) to check the predictive intervals")
 
 
 def coverage_tolerance(cluster_se: float) -> float:

@@ -107,7 +107,6 @@ def _chain_draw_stats(blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
     ``arviz_stats.rhat`` / ``ess`` use on a Dataset (tail ESS at ``rcParams["stats.ci_prob"]``).
     """
     from arviz_base import rcParams
-    from arviz_stats.base import array_stats
 
     from ._rank_diagnostics import covered, rank_diagnostics
 
@@ -124,6 +123,8 @@ def _chain_draw_stats(blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
             for k, v in rank_diagnostics(ary, rcParams["stats.ci_prob"]).items():
                 out[k][where] = v
             continue
+        from arviz_stats.base import array_stats  # 1.9 s of imports: only when needed
+
         out["rhat"][where] = array_stats.rhat(ary, chain_axis=0, draw_axis=1, method="rank")
         out["ess_bulk"][where] = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="bulk")
         out["ess_tail"][where] = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="tail",
@@ -144,7 +145,7 @@ def _sampler_checks(sample_stats: xr.Dataset | None) -> tuple[int, int, np.ndarr
     """
     if sample_stats is None:
         return 0, 0, None, []
-    from arviz_stats.base import array_stats
+    from .._stats import bfmi as _bfmi
 
     def _count(*names) -> int:
         for v in names:
@@ -157,7 +158,7 @@ def _sampler_checks(sample_stats: xr.Dataset | None) -> tuple[int, int, np.ndarr
     if "energy" not in sample_stats:
         return div, maxdepth, None, []
     energy = sample_stats["energy"].transpose("chain", "draw")
-    bfmi = array_stats.bfmi(energy.values, chain_axis=-2, draw_axis=-1)
+    bfmi = _bfmi(energy.values)
     chain_ids = energy["chain"].values if "chain" in energy.coords else np.arange(len(bfmi))
     return div, maxdepth, bfmi, chain_ids[bfmi < BFMI_MIN].tolist()
 

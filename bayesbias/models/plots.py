@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,10 @@ from ..config import CONNECTIONS
 
 __all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes", "fit_forest_data",
            "fit_forest_figure", "figure_png", "save_figure", "label_width", "new_figure",
-           "prepare"]
+           "prepare", "select_units", "FOREST_MAX_UNITS"]
+
+#: Most protected words (or classes) a forest draws; above it, a selection (the table has all).
+FOREST_MAX_UNITS = 60
 
 COLOURS = {"associated": "#c0392b", "different": "#e67e22", "human": "#2980b9",
            "none": "#7f8c8d"}
@@ -160,7 +164,8 @@ def _three_panels(words, groups, contrasts, unit: str, titles, xlabels, zero_wor
     # above; x tick labels and x label below; between the right panels, both
     left = label_width(fig, word_labels, 7) + 0.2
     gap = label_width(fig, right_labels, 7) + 0.45
-    top, bottom, between = (0.75 if suptitle else 0.4), 0.55, 0.95
+    top = 0.75 + 0.2 * suptitle.count("\n") if suptitle else 0.4
+    bottom, between = 0.55, 0.95
     plot_w = width - left - gap - 0.2
     gs = fig.add_gridspec(2, 2, width_ratios=[1.3, 1], left=left / width,
                           right=1 - 0.2 / width, top=1 - top / height, bottom=bottom / height,
@@ -199,18 +204,55 @@ def plot_fit_forest(fit, path=None, ci_prob=None, ci_kind=None, contrasts=None):
     return fig if path is None else _save(fig, path)
 
 
+def select_units(words, groups, unit: str, max_units: int = FOREST_MAX_UNITS):
+    """Return the rows of at most `max_units` units of `words` to draw, and what was left out.
+
+    Up to `max_units` units: all rows and ``""``. Above: two thirds of `max_units` units
+    whose mean lies farthest from their connection's group-level mean (`groups`), then the
+    units with the widest intervals among the rest (each unit by its most extreme
+    connection); the note says which and how many.
+    """
+    n = words[unit].nunique()
+    if n <= max_units:
+        return words, ""
+    import pandas as pd
+
+    group_mean = dict(zip(groups["connection"].astype(str), groups["mean"], strict=True))
+    centre = words["connection"].astype(str).map(group_mean).to_numpy(dtype=float)
+    per = pd.DataFrame({unit: words[unit].to_numpy(),
+                        "far": np.abs(words["mean"].to_numpy(dtype=float) - centre),
+                        "wide": (words["upper"] - words["lower"]).to_numpy(dtype=float)}
+                       ).groupby(unit, sort=False).max()
+    n_far = 2 * max_units // 3
+    far = per["far"].sort_values(ascending=False, kind="stable").index[:n_far]
+    wide = per.drop(far)["wide"].sort_values(ascending=False, kind="stable")
+    wide = wide.index[:max_units - n_far]
+    what = unit.replace("_", " ") + "s"
+    note = (f"{len(far) + len(wide)} of {n:,} {what} shown: the {len(far)} whose mean lies "
+            f"farthest from their connection's group-level mean and the {len(wide)} with the "
+            f"widest intervals among the rest")
+    return words.loc[words[unit].isin(far.union(wide))], note
+
+
 def fit_forest_data(fit, ci_prob=None, ci_kind=None, contrasts=None) -> dict:
-    """Return what :func:`fit_forest_figure` draws: the interval tables of `fit`, labels."""
+    """Return what :func:`fit_forest_figure` draws: the interval tables of `fit`, labels.
+
+    ``"words"`` holds at most :data:`FOREST_MAX_UNITS` units (:func:`select_units`; its
+    note in ``"selection"``, empty when all are drawn).
+    """
     words = fit.word_means(ci_prob, ci_kind)
     label = words.attrs["interval"]
     order = {c: i for i, c in enumerate(CONNECTIONS)}
     unit = fit.unit_dim
     keys = (["protected_class"] if "protected_class" in words else []) + [unit, "_c"]
     words = words.assign(_c=words["connection"].map(order)).sort_values(keys, kind="stable")
-    return {"words": words, "groups": fit.group_means(ci_prob, ci_kind),
+    groups = fit.group_means(ci_prob, ci_kind)
+    shown, note = select_units(words, groups, unit)
+    return {"words": shown, "selection": note, "groups": groups,
             "contrasts": fit.contrasts(ci_prob, ci_kind, contrasts=contrasts), "unit": unit,
             "label": label,
-            "title": f"{fit.spec.name} model, {fit.cells.n_rows} rows"}
+            "title": f"{fit.spec.name} model, {fit.cells.n_rows} rows"
+                     + ("\n" + textwrap.fill(note, 110) if note else "")}
 
 
 def fit_forest_figure(data: dict):

@@ -1,7 +1,8 @@
 """Posterior summaries that describe themselves: means, sds and ArviZ intervals.
 
-The array layer is ArviZ's (``az.hdi`` / ``az.eti``); this module adds the labels: every
-result carries ``ci_prob`` and ``ci_kind`` attrs and keeps ArviZ's ``ci_bound`` dim.
+The intervals are ArviZ's (``az.hdi`` / ``az.eti``: the same numbers and the same ``ci_bound``
+dim, computed by :mod:`bayesbias._stats` without importing ``arviz_stats``); this module adds
+the labels: every result carries ``ci_prob`` and ``ci_kind`` attrs.
 """
 
 from __future__ import annotations
@@ -33,11 +34,19 @@ def interval(draws: xr.DataArray, ci_prob: float | None = None,
     Returns ArviZ's result (dim ``ci_bound`` = lower, upper) with ``ci_prob`` and ``ci_kind``
     attrs.
     """
-    import arviz_stats as az  # the functions of `arviz`, without arviz-plots (matplotlib)
+    from .._stats import eti, hdi
 
     ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
-    fn = az.hdi if ci_kind == "hdi" else az.eti
-    out = fn(draws, prob=ci_prob, dim=list(SAMPLE_DIMS))
+    fn = hdi if ci_kind == "hdi" else eti
+    core = list(SAMPLE_DIMS)
+
+    def _over_samples(a):  # the sample dims are the last two: flatten them
+        return fn(a.reshape(a.shape[:-len(core)] + (-1,)), ci_prob)
+
+    bound = xr.DataArray(["lower", "upper"], dims=["ci_bound"],
+                         attrs={"ci_kind": ci_kind, "ci_prob": ci_prob})
+    out = xr.apply_ufunc(_over_samples, draws, input_core_dims=[core],
+                         output_core_dims=[["ci_bound"]]).assign_coords({"ci_bound": bound})
     out.attrs.update(ci_prob=ci_prob, ci_kind=ci_kind)
     return out
 

@@ -224,9 +224,15 @@ class Section:
         self.items.append(("pre", text))
         return self
 
-    def table(self, df: pd.DataFrame, name: str, caption: str = "") -> Section:
-        """Add a table; it is also written as ``tables/<safe name>.csv``."""
-        self.items.append(("table", (df.reset_index(drop=True), safe_name(name), caption)))
+    def table(self, df: pd.DataFrame, name: str, caption: str = "",
+              shown: pd.DataFrame | None = None) -> Section:
+        """Add a table; it is also written as ``tables/<safe name>.csv``.
+
+        `shown`: the rows the page shows when they are a selection (the CSV has all of `df`).
+        """
+        shown = None if shown is None else shown.reset_index(drop=True)
+        self.items.append(("table", (df.reset_index(drop=True), safe_name(name), caption,
+                                     shown)))
         return self
 
     def figure(self, fig, name: str, caption: str = "") -> Section:
@@ -462,8 +468,9 @@ class Report:
                     md.extend(["```", item, "```", ""])
                     body.append(f'<div class="scroll"><pre>{html.escape(item)}</pre></div>')
                 elif kind == "table":
-                    df, name, caption = item
+                    df, name, caption, shown = item
                     spreadsheet_safe(df).to_csv(root / "tables" / f"{name}.csv", index=False)
+                    df = df if shown is None else shown
                     md.extend([f"*{caption}* (`tables/{name}.csv`)" if caption else
                                f"`tables/{name}.csv`", "", markdown_table(df), ""])
                     href = html.escape(f"tables/{name}.csv", quote=True)

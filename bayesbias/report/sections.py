@@ -262,6 +262,32 @@ def verdict_section(ctx: WordListContext) -> None:
         ctx.results["robustness"] = robust[0]
 
 
+def _extreme_word_contrasts(d: pd.DataFrame, unit: str):
+    """Rows of the per-word contrast table a page shows, and what was left out.
+
+    All rows (None, ``""``) up to :data:`bayesbias.models.plots.FOREST_MAX_UNITS` units;
+    above, per contrast the third of that many most negative, the third most positive and
+    the third with the widest intervals among the rest, in the table's order.
+    """
+    from ..models.plots import FOREST_MAX_UNITS
+
+    n = d[unit].nunique()
+    if n <= FOREST_MAX_UNITS:
+        return None, ""
+    k = FOREST_MAX_UNITS // 3
+    keep = []
+    for _, rows in d.groupby("contrast", sort=False, observed=True):
+        by_mean = rows["mean"].sort_values(kind="stable").index
+        ends = by_mean[:k].union(by_mean[-k:])
+        width = (rows["upper"] - rows["lower"]).drop(ends).sort_values(ascending=False,
+                                                                       kind="stable")
+        keep.append(ends.union(width.index[:k]))
+    shown = d.loc[d.index.isin(np.concatenate(keep))]
+    what = unit.replace("_", " ") + "s"
+    return shown, (f"per contrast the {k} most negative, the {k} most positive and the {k} "
+                   f"with the widest intervals among the rest of the {n:,} {what} are shown")
+
+
 def drivers_section(ctx: WordListContext) -> None:
     """Which protected words drive each verdict contrast."""
     from ..verdicts import drivers_sentence
@@ -272,9 +298,11 @@ def drivers_section(ctx: WordListContext) -> None:
     unit = ctx.fit.unit_dim
     ctx.section.heading("Which protected words drive the verdict")
     ctx.section.bullets([drivers_sentence(d, c, unit) for c in dict.fromkeys(d["contrast"])])
+    shown, note = _extreme_word_contrasts(d, unit)
     ctx.section.table(d, f"{ctx.key}_word_contrasts",
                       f"Per-word contrasts with {ctx.iv}, sorted within each contrast from the "
-                      "most negative (the words that most support 'stereotypes are closer')")
+                      "most negative (the words that most support 'stereotypes are closer')"
+                      + (f"; {note}, the CSV has every word" if note else ""), shown=shown)
     ctx.results["word_contrasts"] = records(d)
 
 
@@ -312,11 +340,17 @@ def bayes_section(ctx: WordListContext) -> None:
     forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
     ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
     forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data)
+    note = forest_data["selection"]
     sec.figure_from(
         partial(_write_bytes, forest),
         f"{ctx.key}_forest", f"Forest plot: {ctx.iv} of the mean distance per protected word "
         "and connection, of the group-level means, and of the six contrasts (the verdict's "
-        "four first)")
+        "four first)" + (f"; {note} (all in `tables/{ctx.key}_word_means.csv`)" if note else ""))
+    if note:  # thousands of words: the page shows the drawn ones, the CSV has all
+        sec.table(fit.word_means(s.ci_prob, s.ci_kind), f"{ctx.key}_word_means",
+                  f"Posterior mean distance per protected word and connection, {ctx.iv}: "
+                  f"{note}; the CSV has every word",
+                  shown=forest_data["words"].drop(columns="_c"))
     sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
               "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
     diag = fit.diagnostics()
