@@ -19,12 +19,15 @@ from pathlib import Path
 
 from .errors import OutputPathError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "check_output", "shipped_dir",
-           "spreadsheet_safe", "temp_prefix", "MIN_FREE_BYTES"]
+__all__ = ["atomic_path", "atomic_write_bytes", "check_output", "remove_temporary_files",
+           "shipped_dir", "spreadsheet_safe", "temp_prefix", "MIN_FREE_BYTES"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 _DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+#: Temporary files of the writers still running in this process.
+_LIVE: set[Path] = set()
 
 #: Free space below which an output folder counts as full (checked up front).
 MIN_FREE_BYTES = 1 << 20
@@ -217,6 +220,7 @@ def atomic_path(path, suffix: str | None = None):
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name, 8 + len(os.fsencode(suffix))),
                                    suffix=suffix, dir=path.parent)
         os.close(fd)
+        _LIVE.add(Path(tmp))
     except OSError as exc:
         _release_signals(held)
         raise OutputPathError(f"cannot write {path}: {_os_message(exc)}") from None
@@ -246,6 +250,20 @@ def atomic_path(path, suffix: str | None = None):
         with contextlib.suppress(OSError):
             if tmp.exists():
                 tmp.unlink()
+        _LIVE.discard(tmp)
+
+
+def remove_temporary_files() -> None:
+    """Remove the temporary files of writers that an interruption left unfinished.
+
+    A writer removes its own file when the interruption reaches it; a signal that lands
+    between its ``with`` statement and the block can skip that, and the command line calls
+    this before it exits.
+    """
+    for tmp in list(_LIVE):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        _LIVE.discard(tmp)
 
 
 def atomic_write_bytes(path, data, suffix: str | None = None) -> Path:

@@ -292,3 +292,29 @@ def test_worker_exits_when_the_main_process_is_killed():
         assert not any(_alive(k) for k in kids)
     finally:
         proc.kill()
+
+
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt", "Terminated"])
+def test_a_signal_python_could_not_raise_is_delivered_again(raised):
+    # Python cannot raise from a weakref callback or __del__: it hands the KeyboardInterrupt
+    # to sys.unraisablehook ("Exception ignored") and runs on, which would lose the user's
+    # Ctrl-C; the command line's hook raises the signal again in the main thread
+    import time
+    from types import SimpleNamespace
+
+    from bayesbias import cli
+
+    exc_type = KeyboardInterrupt if raised == "KeyboardInterrupt" else cli.Terminated
+    previous = cli._install_signals()
+    try:
+        with pytest.raises(exc_type):
+            cli._redeliver(SimpleNamespace(exc_value=exc_type()))
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    finally:
+        for signum, handler in previous.items():
+            if signum == "unraisablehook":
+                sys.unraisablehook = handler
+            else:
+                signal.signal(signum, handler)

@@ -165,17 +165,46 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+def _redeliver(unraisable) -> None:
+    """Deliver again a signal that landed where Python cannot raise (a weakref callback).
+
+    Python prints such a KeyboardInterrupt as "Exception ignored" and runs on, so Ctrl-C or
+    SIGTERM would be lost; the signal is raised again in the main thread instead.
+    """
+    import _thread
+    import threading
+    import time
+
+    exc = unraisable.exc_value
+    if not isinstance(exc, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
+        return
+    signum = signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT
+
+    def again():  # from another thread, once the callback has returned
+        time.sleep(0.001)
+        _thread.interrupt_main(signum)
+
+    threading.Thread(target=again, daemon=True).start()
+
+
 def _install_signals() -> dict | None:
     """Ctrl-C -> KeyboardInterrupt, SIGTERM -> Terminated; return the previous handlers."""
     _RECEIVED.clear()
     try:
-        return {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm),
-                signal.SIGINT: signal.signal(signal.SIGINT, _on_sigint)}
+        previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm),
+                    signal.SIGINT: signal.signal(signal.SIGINT, _on_sigint)}
     except ValueError:  # not the main thread (e.g. main() called from a worker thread)
         return None
+    previous["unraisablehook"] = sys.unraisablehook
+    sys.unraisablehook = _redeliver
+    return previous
 
 
 def _interrupted(command: str, terminated: bool) -> int:
+    from .._atomic import remove_temporary_files
+
+    remove_temporary_files()
     print(f"{command}: {'terminated' if terminated else 'interrupted'}; no output written",
           file=sys.stderr)
     return 143 if terminated else 130
@@ -218,7 +247,9 @@ def main(argv=None) -> int:
         return _report_exception(command, exc)
     finally:
         for signum, handler in (previous or {}).items():
-            if handler is not None:
+            if signum == "unraisablehook":
+                sys.unraisablehook = handler
+            elif handler is not None:
                 signal.signal(signum, handler)
 
 
