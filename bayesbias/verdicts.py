@@ -306,7 +306,10 @@ def _vs_human(ah) -> str:
 
 def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
     notes = []
-    shaky = [c for c in (an, ah, ad, hn) if c.status == "imprecise"]
+    # only the contrasts that decide the code: `associated - none`, and `associated - human`
+    # when stereotypes are closer than neutral words; the other two qualify it (below)
+    deciding = (an, ah) if an.status in ("below", "imprecise") else (an,)
+    shaky = [c for c in deciding if c.status == "imprecise"]
     if shaky:
         ends = "; ".join(
             f"`{c.contrast}` {c.lower:+.4f} to {c.upper:+.4f} (Monte Carlo standard errors "
@@ -325,6 +328,11 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
         code = "stereotype-specific"
         if ad.status == "below":
             head += ", and closer than the other classes' stereotypes (class-specific)"
+        elif ad.status == "imprecise":
+            head += (", and whether they are closer than the other classes' stereotypes is "
+                     f"undecided at this precision (`{ad.contrast}` {ad.lower:+.4f} to "
+                     f"{ad.upper:+.4f}: an end within {PRECISION_MCSE:g} Monte Carlo "
+                     "standard errors of its threshold)")
         elif ad.status == "no data":
             head += " (no other class to compare with)"
         else:
@@ -353,7 +361,10 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
         head = ("no evidence of association: stereotypes are not credibly closer or further "
                 "than neutral words (undecided)")
         code = "not closer than neutral"
-    if hn.status == "below" and hn.mean < an.mean:
+    if hn.status == "imprecise":
+        notes.append(f"`{hn.contrast}` is undecided at this precision (an interval end within "
+                     f"{PRECISION_MCSE:g} Monte Carlo standard errors of its threshold)")
+    elif hn.status == "below" and hn.mean < an.mean:
         notes.append(f"the control's own effect `human - none` ({_fmt(hn.mean)}) is larger "
                      f"than `associated - none` ({_fmt(an.mean)}): ordinary human attributes "
                      "are closer to these protected words than their stereotypes are")

@@ -200,6 +200,32 @@ def test_interval_end_mcse_shrinks_with_draws_and_marks_imprecise_verdicts():
     assert far.code != "undecided at this precision"
 
 
+def test_only_the_deciding_contrasts_make_a_verdict_undecided_at_this_precision():
+    # religion/Google: `associated - none` and `associated - human` far below 0, but
+    # `associated - different` near 0 made 9 of 15 seeds say "undecided at this precision";
+    # it qualifies the finding (class-specific or not), it does not decide it
+    from bayesbias.verdicts import _interval, verdict_from_draws
+
+    rng = np.random.default_rng(1)
+    draws = {lab: rng.normal(-0.1, 0.02, 4000) for lab in
+             ("associated - none", "associated - human", "associated - different",
+              "human - none")}
+    for lab in ("associated - different", "human - none"):
+        hi = _interval(draws[lab], 0.89, "hdi")[1]
+        draws[lab] = draws[lab] - hi - 0.0005  # upper end just below 0
+    near = {"associated - different": (0.002, 0.002), "human - none": (0.002, 0.002)}
+    v = verdict_from_draws("x", draws, mcse=near)
+    assert v.code == "stereotype-specific"
+    assert v["associated - different"].status == "imprecise"
+    assert "undecided at this precision (`associated - different`" in v.headline
+    assert any("`human - none` is undecided at this precision" in n for n in v.notes)
+    # `associated - human` decides the code once stereotypes are closer than neutral words
+    ah_hi = _interval(draws["associated - human"], 0.89, "hdi")[1]
+    draws["associated - human"] = draws["associated - human"] - ah_hi - 0.0005
+    v = verdict_from_draws("x", draws, mcse={"associated - human": (0.002, 0.002)})
+    assert v.code == "undecided at this precision"
+
+
 @pytest.mark.slow
 def test_crossed_posterior_matches_pymc_row_level_model():
     """The kernel sampler and PyMC's row-level model give the same posterior (within
