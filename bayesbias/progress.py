@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-__all__ = ["progress", "EVERY_LINES", "once_per_message"]
+__all__ = ["progress", "EVERY_LINES", "filtered", "once_per_message"]
 
 progress = logging.getLogger("bayesbias.progress")
 
@@ -19,6 +19,16 @@ EVERY_LINES = 100_000
 
 
 @contextlib.contextmanager
+def filtered(name: str, keep):
+    """Within the block, show only the records of logger `name` for which `keep(record)`."""
+    logger = logging.getLogger(name)
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
 def once_per_message(name: str):
     """Within the block, show each distinct message of logger `name` once.
 
@@ -34,9 +44,4 @@ def once_per_message(name: str):
         seen.add(key)
         return True
 
-    logger = logging.getLogger(name)
-    logger.addFilter(first)
-    try:
-        yield
-    finally:
-        logger.removeFilter(first)
+    return filtered(name, first)

@@ -34,8 +34,6 @@ builds a :class:`Verdict`; :func:`verdict_from_fit` reads the draws of a fitted 
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -485,7 +483,7 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
     """
     from .config import DEFAULT_MODEL
     from .models import fit_model
-    from .progress import progress
+    from .progress import filtered, progress
 
     model = DEFAULT_MODEL if model is None else model
     draws = defaults.draws if draws is None else int(draws)
@@ -496,23 +494,10 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
         draws = min(4 * draws, max_draws)
         progress.info("an interval end lies within Monte Carlo error of its threshold: "
                       "refitting with %d draws per chain", draws)
-        with _checks_already_shown():  # the same model on the same table: warned above
+        # the same model on the same table: its model-check warnings were logged above
+        with filtered("bayesbias.models.sampling", lambda r: r.msg != "model %s: %s"):
             fit = fit_model(table, model, draws=draws, **fit_kwargs)
     return fit
-
-
-@contextlib.contextmanager
-def _checks_already_shown():
-    """Within the block, hold back the model-check warnings that fit_model logs."""
-    def new(record: logging.LogRecord) -> bool:
-        return record.msg != "model %s: %s"
-
-    logger = logging.getLogger("bayesbias.models.sampling")
-    logger.addFilter(new)
-    try:
-        yield
-    finally:
-        logger.removeFilter(new)
 
 
 def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
