@@ -65,6 +65,11 @@ def _killed_outside_main(code, err, sig) -> bool:
     changing Ctrl-C for every library user); or the interpreter's shutdown after the command returned, when Python has put
     the default handlers back (killed by the signal, nothing on stderr, output complete).
     """
+    # CPython's start-up reports a KeyboardInterrupt raised while it checks argv[0] itself
+    # (frozen frames only) and goes on running the command: any exit code, no frame of ours
+    startup = "Failed checking if argv[0] is an import path entry\nTraceback"
+    if err.startswith(startup) and "bayesbias/" not in err and "KeyboardInterrupt" in err:
+        return True
     if code not in (-sig, 1):
         return False
     frames = set(re.findall(r'File "[^"]*/bayesbias/([^"]+)"', err))
