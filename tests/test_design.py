@@ -247,6 +247,43 @@ def test_attribute_effects_are_shared_by_the_words_of_a_study():
     assert flat.mean(axis=1).std(axis=1).mean() < 0.01
 
 
+def test_attribute_effects_per_kind_in_studies_and_their_estimates():
+    """An sd per attribute kind (stereotype, human, none): simulated studies move each kind's
+    columns by its own sd, and the plug-in's moment estimates recover each (or, shared, their
+    average weighted by attribute counts)."""
+    from bayesbias.studies.design import Design, attribute_variances, simulate_study
+
+    d = Design(words=30, stereotypes=60, human=60, none=60, classes=2)
+    R = 6
+    truth = {"mu_bar": np.tile([0.9] * 4, (R, 1)), "tau": np.tile([1e-6] * 4, (R, 1)),
+             "sigma": np.tile([0.05] * 4, (R, 1)), "omega": np.tile([0.3, 0.1, 0.0], (R, 1))}
+    y = simulate_study(truth, d, np.random.default_rng(0))
+    _, ac, _ = d.layout()
+    kind = np.where(ac < d.classes, 0, np.where(ac == d.classes, 1, 2))
+    vhat = y.mean(axis=1) - y.mean(axis=(1, 2))[:, None]
+    o2 = attribute_variances(vhat, kind, 0.05**2, 30, per_kind=True)
+    np.testing.assert_allclose(np.sqrt(o2.mean(axis=0)), [0.3, 0.1, 0.0], atol=0.03)
+    shared = attribute_variances(vhat, kind, 0.05**2, 30, per_kind=False)
+    sizes = np.array([120, 60, 60])
+    np.testing.assert_allclose(shared[:, 0], (o2 * sizes).sum(axis=1) / sizes.sum())
+
+
+def test_per_kind_group_effects_carry_the_uncertainty_of_their_sd():
+    """With one sd per kind estimated from n words, a group's mean effect is t-distributed
+    (n - 1 dof): wider tails than the plug-in Normal, the same scale."""
+    from bayesbias.studies.design import subtract_group_effects
+
+    mb = np.zeros((200_000, 4))
+    plug = subtract_group_effects(mb, [0.04, 0.04, 0.04], (5, 5, 5), np.random.default_rng(1))
+    t = subtract_group_effects(mb, [0.04, 0.04, 0.04], (5, 5, 5), np.random.default_rng(1),
+                               per_kind=True)
+    sd = np.sqrt(0.04 / 5)
+    assert np.std(plug[:, 0]) == pytest.approx(sd, rel=0.01)
+    # Student t with 4 dof scaled by sd: sd * sqrt(4 / 2)
+    assert np.std(t[:, 0]) == pytest.approx(sd * np.sqrt(2), rel=0.05)
+    assert np.quantile(np.abs(t[:, 0]), 0.99) > 1.3 * np.quantile(np.abs(plug[:, 0]), 0.99)
+
+
 @pytest.mark.slow
 def test_crossed_plugin_analysis_matches_nuts_fits():
     """The design study's plug-in crossed posterior against NUTS fits of the crossed model

@@ -61,8 +61,8 @@ def _logp(native, data, x):
 
 
 @pytest.mark.parametrize("noncentred", [False, True])
-@pytest.mark.parametrize("overrides", [{}, {"attribute_sd": "per_kind",
-                                            "residual_sd": "single"}])
+@pytest.mark.parametrize("overrides", [{"attribute_sd": "shared"}, {},
+                                       {"attribute_sd": "per_kind", "residual_sd": "single"}])
 def test_kernel_gradient_matches_finite_differences(noncentred, overrides):
     native, data, cells, spec = _kernel(overrides, noncentred)
     per = spec.residual_sd == "per_connection"
@@ -87,7 +87,7 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
     PyMC row-level model with the cell means integrated out numerically (closed form)."""
     from scipy.stats import multivariate_normal
 
-    native, data, cells, spec = _kernel()
+    native, data, cells, spec = _kernel({"attribute_sd": "shared"})
     rng = np.random.default_rng(2)
     na = cells.attributes.size
 
@@ -141,7 +141,9 @@ def test_crossed_fit_has_attribute_effects_and_saves(tmp_path):
         fit = fit_model(_table(3), "crossed", draws=300, tune=300, chains=2, seed=1)
     post = fit.posterior
     assert set(post["attribute_effect"].dims) == {"chain", "draw", "attribute"}
-    assert post["omega"].dims == ("chain", "draw")
+    # the shipped spec: one sd per attribute kind
+    assert post["omega"].dims == ("chain", "draw", "attribute_kind")
+    assert post["omega"]["attribute_kind"].values.tolist() == ["stereotype", "human", "none"]
     assert fit.group_mean_draws().sizes["connection"] == 4
     again = load_fit(fit.save(tmp_path / "f.nc"))
     assert again.cells.attributes.tolist() == fit.cells.attributes.tolist()
@@ -357,7 +359,7 @@ def test_kernel_does_not_depend_on_row_order(big):
     assert not (perm == np.arange(na)).all() and (perm >= 0).all()
     rng = np.random.default_rng(5)
     x = np.concatenate([[0.85, 0.9, 0.9, 0.95], np.log([0.05] * 4), np.log([0.11] * 4),
-                        [np.log(0.1)], 0.1 * rng.standard_normal(3 + na)])
+                        np.log([0.1] * 3), 0.1 * rng.standard_normal(3 + na)])  # per kind
     k = x.size - na
     xb = np.concatenate([x[:k], x[k:][perm]])
     for nonc in (False, True):

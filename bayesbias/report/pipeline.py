@@ -9,7 +9,6 @@ import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
@@ -182,6 +181,19 @@ WHY_CROSSED = (
     "in 12-20% of simulated cases.")
 
 
+def _omega_label(posterior):
+    """Posterior mean sd of the attribute-word effects: a number, or one per attribute kind."""
+    if "omega" not in posterior:
+        return None
+    om = posterior["omega"]
+    kinds = [d for d in om.dims if d not in ("chain", "draw")]
+    if not kinds:
+        return round(float(om.mean()), 4)
+    means = om.mean(("chain", "draw"))
+    return ", ".join(f"{k} {float(means.sel({kinds[0]: k})):.3f}"
+                     for k in om[kinds[0]].values)
+
+
 def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings) -> None:
     """Both models' verdicts per word list, and why the default differs from the paper's."""
     from ..config import PAPER_MODEL
@@ -208,8 +220,7 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings)
             ev = v["associated - human"]
             row[f"associated - human ({label})"] = (
                 f"{ev.mean:+.3f} [{ev.lower:+.3f}, {ev.upper:+.3f}]")
-        omega = c.fit.posterior["omega"].values.ravel() if "omega" in c.fit.posterior else None
-        row["attribute-word sd (omega)"] = float(np.mean(omega)) if omega is not None else None
+        row["attribute-word sd (omega)"] = _omega_label(c.fit.posterior)
         checks = {k.code: k for k in paper.checks}
         dep = checks.get("attribute_dependence")
         row["paper's model: attribute-dependence check"] = (
@@ -220,7 +231,8 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings)
              "paper's verdict rests on the particular attribute words listed.")
     sec.table(pd.DataFrame(rows), "models", f"The default model's verdict beside the paper's "
               f"model's, per word list ({s.ci_prob:.0%} {s.ci_kind.upper()} of "
-              "`associated - human`; omega: posterior mean sd of the attribute-word effects)")
+              "`associated - human`; omega: posterior mean sd of the attribute-word effects, "
+              "per kind of attribute where the model has one per kind)")
 
 
 def _model_card(report: Report, contexts: list[WordListContext]) -> None:

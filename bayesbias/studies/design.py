@@ -43,6 +43,7 @@ import xarray as xr
 
 from ..config import CONNECTIONS, defaults
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, ModelSpecError
+from ..models.cells import ATTRIBUTE_KINDS
 from ..models.families import family_has
 from ..parallel import chunks, run_tasks, task_rng
 from .exact_posterior import marginal_posterior, supports
@@ -156,7 +157,8 @@ class Pilot:
     spec: object
     source: str = ""
     method: str = "exact"
-    #: Draws of the attribute-word sd (draws,); zeros for a model without attribute effects.
+    #: Draws of the attribute-word sd: (draws,) for one sd, (draws, 3) for one per attribute
+    #: kind (stereotype, human, none); zeros for a model without attribute effects.
     omega: np.ndarray | None = None
 
     def __post_init__(self):
@@ -228,7 +230,7 @@ class Pilot:
         if "omega" in post:
             om = post["omega"].transpose("chain", "draw", ...).values
             om = om.reshape(om.shape[0] * om.shape[1], -1)
-            omega = np.sqrt(np.mean(om**2, axis=1))  # one sd: the kinds' root mean square
+            omega = om[:, 0] if om.shape[1] == 1 else om  # (draws,) or (draws, kinds)
         return cls(flat("mu_bar"), flat("tau"), flat("sigma"), cls._layout(fit.cells),
                    fit.spec, str(json.loads(fit.idata.attrs.get("table_attrs", "{}")).get(
                        "source", "saved fit")), "nuts", omega)
@@ -238,7 +240,7 @@ class Pilot:
         mb = self.mu_bar
         return {"source": self.source, "model": self.spec.name, "method": self.method,
                 "draws": int(mb.shape[0]), "design": asdict(self.design),
-                "attribute_sd_mean": float(np.mean(self.omega)),
+                "attribute_sd_mean": _omega_means(self.omega),
                 "contrast_means": {v: float(np.mean(mb[:, _contrast_index(v)[0]]
                                                     - mb[:, _contrast_index(v)[1]]))
                                    for v in VERDICTS}}
@@ -258,15 +260,28 @@ def _check_spec(spec) -> None:
 # --------------------------------------------------------------------------------------
 # One chunk of replications
 # --------------------------------------------------------------------------------------
+def _omega_means(omega: np.ndarray):
+    """Posterior mean attribute-word sd: a float, or one per attribute kind."""
+    omega = np.asarray(omega, float)
+    if omega.ndim == 1:
+        return float(np.mean(omega))
+    return dict(zip(ATTRIBUTE_KINDS, np.mean(omega, axis=0).tolist(), strict=True))
+
+
+def _attribute_kinds(ac: np.ndarray, classes: int) -> np.ndarray:
+    """Kind of each attribute (0 stereotype, 1 human, 2 none) from its class index."""
+    return np.where(ac < classes, 0, np.where(ac == classes, 1, 2))
+
+
 def simulate_study(truth: dict, design: Design, rng) -> np.ndarray:
     """Distances (R, words, attributes) of R studies of `design` under `truth`.
 
     `truth` holds ``mu_bar``, ``tau``, ``sigma`` of shape (R, 4) and optionally ``omega``
-    (R,): new word means are drawn from the hierarchy, new attribute effects
-    ``Normal(0, omega)`` (shared by every word that meets the attribute), then every
-    (word, attribute) distance around them.
+    ((R,), or (R, 3) with one sd per attribute kind stereotype/human/none): new word means
+    are drawn from the hierarchy, new attribute effects ``Normal(0, omega)`` (shared by every
+    word that meets the attribute), then every (word, attribute) distance around them.
     """
-    _, _, conn = design.layout()
+    _, ac, conn = design.layout()
     mu_bar, tau, sigma = (np.asarray(truth[k], float) for k in ("mu_bar", "tau", "sigma"))
     R, W = mu_bar.shape[0], design.classes * design.words
     mu = mu_bar[:, None, :] + tau[:, None, :] * rng.standard_normal((R, W, len(CONNECTIONS)))
@@ -274,7 +289,9 @@ def simulate_study(truth: dict, design: Design, rng) -> np.ndarray:
     y = m + sigma[:, conn] * rng.standard_normal((R,) + conn.shape)
     omega = np.asarray(truth.get("omega", np.zeros(R)), float)
     if np.any(omega > 0):
-        y = y + (omega[:, None] * rng.standard_normal((R, conn.shape[1])))[:, None, :]
+        scale = (omega[:, _attribute_kinds(ac, design.classes)] if omega.ndim == 2
+                 else omega[:, None])
+        y = y + (scale * rng.standard_normal((R, conn.shape[1])))[:, None, :]
     return y
 
 
@@ -346,7 +363,8 @@ def _bayes_crossed_plugin(spec, y, design, ci_prob, n_draws, rng):
     the exact hierarchical posterior of the adjusted statistics gives the group means of the
     listed attributes (the within-cell sum of squares is rescaled for the degrees of freedom
     the deviations used), and the mean effect of each attribute group, drawn as
-    ``Normal(0, omega / sqrt(n_group))`` with omega estimated from the study, is subtracted.
+    ``Normal(0, omega / sqrt(n_group))`` with omega estimated from the study (one per attribute
+    kind when the spec's ``attribute_sd`` is ``"per_kind"``), is subtracted.
     """
     wc, ac, conn = design.layout()
     R, W, A = y.shape
@@ -358,34 +376,62 @@ def _bayes_crossed_plugin(spec, y, design, ci_prob, n_draws, rng):
     df = W * A - int((n[0] > 0).sum())
     ss2 = ss2 * (df / max(df - A, 1))
     s2 = ss2.sum(axis=(1, 2)) / max(df, 1)                    # (R,)
-    K = design.classes
-    group = np.where(ac < K, 0, np.where(ac == K, 1, 2))      # stereotype, human, none
-    o2 = np.zeros(R)
-    for g in range(3):
-        m = group == g
-        if m.sum() > 1:
-            o2 += m.sum() * np.maximum(vhat[:, m].var(axis=1, ddof=1) - s2 / W, 0.0)
-    o2 = o2 / A
+    group = _attribute_kinds(ac, design.classes)
+    o2 = attribute_variances(vhat, group, s2, W, per_kind=spec.attribute_sd == "per_kind")
     post = marginal_posterior(n2, mean2, ss2, _hierarchical_part(spec)).draw(rng, n_draws)
     sizes = [(group == g).sum() for g in range(3)]
-    mb = subtract_group_effects(post["mu_bar"], o2, sizes, rng)  # (R, D, 4)
+    mb = subtract_group_effects(post["mu_bar"], o2, sizes, rng,  # (R, D, 4)
+                                per_kind=spec.attribute_sd == "per_kind")
     diffs = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                       for v in VERDICTS], axis=1)             # (R, V, D)
     return _evidence(diffs, ci_prob)
 
 
-def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng) -> np.ndarray:
+def attribute_variances(vhat: np.ndarray, kind: np.ndarray, s2, per_attribute: float,
+                        per_kind: bool) -> np.ndarray:
+    """Moment estimates of the attribute-effect variance, (..., 3): one per attribute kind.
+
+    `vhat` (..., attributes) are the attributes' mean residuals from their cells, `kind` the
+    kind of each attribute (0 stereotype, 1 human, 2 none), `s2` the residual variance and
+    `per_attribute` the rows per attribute: ``var(vhat) - s2 / per_attribute`` (at least 0)
+    within each kind, or their average weighted by attribute counts (one shared sd) repeated
+    for every kind.
+    """
+    vhat = np.asarray(vhat, float)
+    s2 = np.asarray(s2, float)
+    out = np.zeros(vhat.shape[:-1] + (3,))
+    sizes = np.array([(kind == g).sum() for g in range(3)], float)
+    for g in range(3):
+        m = kind == g
+        if m.sum() > 1:
+            out[..., g] = np.maximum(vhat[..., m].var(axis=-1, ddof=1) - s2 / per_attribute,
+                                     0.0)
+    if per_kind:
+        return out
+    shared = (out * np.where(sizes > 1, sizes, 0)).sum(axis=-1) / max(sizes.sum(), 1)
+    return np.repeat(shared[..., None], 3, axis=-1)
+
+
+def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng,
+                           per_kind: bool = False) -> np.ndarray:
     """``mu_bar`` (..., draws, 4) minus each attribute group's mean effect.
 
     The group means of the listed attributes, ``mu_bar``, become population means: the mean
     effect of a group of n attribute words is drawn as ``Normal(0, omega / sqrt(n))`` (groups:
-    stereotypes for associated and different, human, none). `omega2` is a scalar or has the
-    leading shape of `mu_bar` without its last two axes.
+    stereotypes for associated and different, human, none). `omega2` holds the variance of
+    each group's attribute effects: it broadcasts to the leading shape of `mu_bar` without its
+    last two axes, plus a last axis of the 3 groups. With `per_kind` each group's variance was
+    estimated from its own n words: every draw then takes it from its scaled inverse
+    chi-square distribution (n - 1 degrees of freedom), so a group mean effect is t- rather
+    than Normal-distributed, as in the model where its sd is uncertain.
     """
     mb = np.array(mu_bar, dtype=float, copy=True)
-    sd = np.sqrt(np.asarray(omega2, float))[..., None, None] / \
-        np.sqrt(np.maximum(np.asarray(sizes, float), 1))
-    b = sd * rng.standard_normal(mb.shape[:-1] + (3,))
+    n = np.maximum(np.asarray(sizes, float), 1)
+    var = np.broadcast_to(np.asarray(omega2, float)[..., None, :], mb.shape[:-1] + (3,))
+    if per_kind:
+        dof = np.maximum(n - 1, 1)
+        var = var * dof / rng.chisquare(dof, size=var.shape)
+    b = np.sqrt(var / n) * rng.standard_normal(mb.shape[:-1] + (3,))
     for c, g in ((0, 0), (1, 0), (2, 1), (3, 2)):
         mb[..., c] -= b[..., g]
     return mb

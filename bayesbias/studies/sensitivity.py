@@ -32,7 +32,7 @@ from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, ModelSpecError
 from ..models.families import family_has
 from ..parallel import chunks, run_tasks
-from .design import VERDICTS, _contrast_index, verdict_holds
+from .design import VERDICTS, _contrast_index, attribute_variances, verdict_holds
 from .exact_posterior import marginal_posterior, supports
 
 __all__ = ["Sensitivity", "sensitivity", "check_model", "report_section", "METHOD"]
@@ -57,9 +57,11 @@ class _Rows:
     attrs: np.ndarray
     attr_group: np.ndarray   # attribute class (stereotype class, human, none)
     #: Crossed plug-in: within-cell ss rescaling, attribute-effect variance, and the number
-    #: of attribute words per group (stereotype, human, none); omega2 = 0 otherwise.
+    #: of attribute words per group (stereotype, human, none); omega2 (one variance per
+    #: group) = 0 otherwise.
     ss_scale: float = 1.0
-    omega2: float = 0.0
+    omega2: tuple = (0.0, 0.0, 0.0)
+    per_kind: bool = False
     group_sizes: tuple = (1, 1, 1)
 
     @classmethod
@@ -116,11 +118,11 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng, rows=None):
     post = marginal_posterior(n[ok], mean[ok], ss[ok] * scale, spec).draw(
         np.random.default_rng(rng), n_draws, common=True)
     mb = post["mu_bar"]
-    if rows is not None and rows.omega2 > 0:
+    if rows is not None and max(rows.omega2) > 0:
         from .design import subtract_group_effects
 
         mb = subtract_group_effects(mb, rows.omega2, rows.group_sizes,
-                                    np.random.default_rng([rng, 1]))
+                                    np.random.default_rng([rng, 1]), rows.per_kind)
     d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                   for v in _CONTRASTS], axis=1)                 # (B, K, D)
     from ..verdicts import contrast_evidence
@@ -324,7 +326,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
                   "Normal(0, omega / sqrt(n_group))")
         from .design import _hierarchical_part
 
-        rows = _attribute_adjusted(rows)
+        rows = _attribute_adjusted(rows, per_kind=spec.attribute_sd == "per_kind")
         spec = _hierarchical_part(spec)
     loo = [("word", i) for i in range(rows.units.size)] + \
         [("attribute", j) for j in range(rows.attrs.size)]
@@ -376,7 +378,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     return Sensitivity(baseline, pd.DataFrame(recs), resampled, settings)
 
 
-def _attribute_adjusted(rows: _Rows) -> _Rows:
+def _attribute_adjusted(rows: _Rows, per_kind: bool = False) -> _Rows:
     """Rows minus their attribute's estimated deviation, with the crossed plug-in terms."""
     from dataclasses import replace
 
@@ -396,15 +398,10 @@ def _attribute_adjusted(rows: _Rows) -> _Rows:
     df = rows.y.size - cells
     ss_res = np.sum((y - _cell_means(rows, y)[rows.unit, rows.conn]) ** 2)
     s2 = ss_res / max(df - A, 1)
-    per_row = float(np.median(cnt))
-    o2 = 0.0
-    for g in range(3):
-        m = kind == g
-        if m.sum() > 1:
-            o2 += m.sum() * max(float(np.var(vhat[m], ddof=1)) - s2 / per_row, 0.0)
+    o2 = attribute_variances(vhat, kind, s2, float(np.median(cnt)), per_kind)
     sizes = tuple(int((kind == g).sum()) for g in range(3))
-    return replace(rows, y=y, ss_scale=df / max(df - A, 1), omega2=o2 / max(A, 1),
-                   group_sizes=sizes)
+    return replace(rows, y=y, ss_scale=df / max(df - A, 1), omega2=tuple(o2.tolist()),
+                   group_sizes=sizes, per_kind=per_kind)
 
 
 def _cell_means(rows: _Rows, y: np.ndarray) -> np.ndarray:
