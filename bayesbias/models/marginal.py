@@ -211,7 +211,7 @@ def nutpie_lib():
     return core()
 
 
-def _blocks_kernel(spec, cells: Cells) -> Kernel:
+def _blocks_kernel(spec, cells: Cells, word_draws: bool = True) -> Kernel:
     """Return the :class:`Kernel` of a family defined by ``marginal_blocks``."""
     from ._native import entry_points, pack_cells
     from .families import family_module
@@ -232,8 +232,9 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
                         else ("chain", "draw"), raw[b.name]) for b in blocks}
         for name, da in mod.derived(raw, m).items():
             out[name] = ("chain", "draw", "connection"), da
-        out["mu"] = ("chain", "draw", cells.unit_dim, "connection"), \
-            conditional_cell_means(m, t, s, cells, rng)
+        if word_draws:
+            out["mu"] = ("chain", "draw", cells.unit_dim, "connection"), \
+                conditional_cell_means(m, t, s, cells, rng)
         return out
 
     return Kernel(names=names, shapes=[(_NC,) if b.per_connection else () for b in blocks],
@@ -244,18 +245,36 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
                   adaptation=getattr(mod, "ADAPTATION", "diag"))
 
 
+def word_summaries_supported(spec) -> bool:
+    """Whether fits of `spec` can do without per-word draws (:mod:`.word_summaries`).
+
+    Families defined by ``marginal_blocks``, whose cell means are independent Normals given
+    the sampled parameters.
+    """
+    from .families import family_module
+
+    mod = family_module(spec.family)
+    return getattr(mod, "marginal_kernel", None) is None and \
+        getattr(mod, "marginal_blocks", None) is not None
+
+
 def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, cores: int,
-                    seed: int, target_accept: float = 0.8) -> xr.DataTree:
+                    seed: int, target_accept: float = 0.8,
+                    word_draws: bool = True) -> xr.DataTree:
     """Sample `spec` on `cells` with nutpie on the cell-marginal density.
 
-    Returns a DataTree with ``posterior`` (the family's parameters, derived group means and
-    the cell means ``mu``) and nutpie's ``sample_stats``.
+    Returns a DataTree with ``posterior`` (the family's parameters, derived group means and,
+    with `word_draws`, the cell means ``mu``) and nutpie's ``sample_stats``. Without
+    `word_draws` (families of :func:`word_summaries_supported` only) the per-word summaries
+    come from the parameters' draws (:mod:`.word_summaries`).
     """
     from .families import family_module
 
     mod = family_module(spec.family)
     make = getattr(mod, "marginal_kernel", None)
-    kernel = make(spec, cells) if make is not None else _blocks_kernel(spec, cells)
+    if not word_draws and not word_summaries_supported(spec):
+        raise ValueError(f"{spec.name}: per-word summaries without draws are not supported")
+    kernel = make(spec, cells) if make is not None else _blocks_kernel(spec, cells, word_draws)
 
     def make_init(s):
         return kernel.init(np.random.default_rng([seed, int(s) % (2**63)]))
@@ -274,6 +293,8 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     out = out.assign_coords(kernel.coords or {})
     out.attrs.update(kernel.attrs or {}, sampling_time=sampling_time,
                      marginal="cell means integrated out")
+    if not word_draws:
+        out = out.drop_vars(unit)  # no variable has the unit dim: the cells hold the labels
     res = xr.DataTree()
     res["posterior"] = xr.DataTree(out)
     res["sample_stats"] = xr.DataTree(stats)

@@ -1,0 +1,248 @@
+"""Per-word summaries without per-word draws: Rao-Blackwellised over the hyper-parameter draws.
+
+In a family sampled with the cell means integrated out (:mod:`.marginal`, ``marginal_blocks``),
+every cell mean is, given the few sampled hyper-parameters (M, T, S per connection), exactly
+``Normal(m_k, s_k)`` with the conjugate mean and sd of
+:func:`~bayesbias.models.cells.cell_mean_conditional`. Its posterior is the mixture of these
+Normals over the hyper-parameter draws k, so
+
+* posterior mean = mean over k of ``m_k``; variance = mean of ``s_k^2`` + variance of ``m_k``
+  (both over every draw: the Rao-Blackwellised estimates, with less Monte Carlo error than
+  the same numbers from one draw of each cell mean per hyper-parameter draw);
+* equal-tailed interval: the mixture's quantiles, by safeguarded Newton steps on the mixture
+  CDF; highest-density interval: the (lower, upper) pair with ``F(u) - F(l) = p`` and
+  ``f(l) = f(u)`` (the HDI of a unimodal density), by Newton steps from the ETI;
+  both over :data:`INTERVAL_DRAWS` evenly thinned draws;
+* ``P(< 0)`` of a per-word contrast (a difference of two conditionally independent cell
+  means, itself Normal given k): the mean over k of ``Phi(-m_k / s_k)``.
+
+Arrays are (draws, elements) and processed in chunks of elements, so memory grows with the
+number of cells, not with draws x cells. A fit keeps its per-word draws unless they would
+take more than :data:`WORD_DRAWS_BYTES` (or ``keep_word_draws=False``); without them, what
+needs draws (``Fit.word_mean_draws``) raises :class:`WordDrawsError`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import CONNECTIONS
+from ..errors import ModelSpecError
+
+__all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
+           "mixture_moments", "mixture_interval", "mixture_cdf", "conditional_moments"]
+
+
+#: Per-word draws above this many bytes (8 per draw and cell: 4 chains x 1,000 draws x 4
+#: connections makes 1,000 protected words 128 MB, 10,000 words 1.28 GB) are not kept; the
+#: per-word summaries are then accumulated from the hyper-parameter draws. 256 MB: about
+#: 2,000 protected words at the default settings, below which fits behave as before; above,
+#: a process held about 15 working copies of the draws (18.5 GiB at 10,000 words).
+WORD_DRAWS_BYTES = 256_000_000
+
+
+#: Hyper-parameter draws (evenly thinned) whose Normal mixture gives the per-word intervals.
+INTERVAL_DRAWS = 500
+
+
+#: Draws x elements held at once by the mixture computations (about 8 arrays of this many
+#: float64 values: 200 MB at this size).
+CHUNK_ELEMENTS = 3_000_000
+
+
+class WordDrawsError(ModelSpecError):
+    """A fit without per-word draws was asked for them; refit with ``--keep-word-draws``."""
+
+
+def keep_word_draws(draws: int, chains: int, n_cells: int) -> bool:
+    """Whether a fit keeps its per-word draws by default (:data:`WORD_DRAWS_BYTES`)."""
+    return 8 * int(draws) * int(chains) * int(n_cells) <= WORD_DRAWS_BYTES
+
+
+def refuse(what: str):
+    """Return the :class:`WordDrawsError` for `what` on a fit without per-word draws."""
+    return WordDrawsError(
+        f"{what} needs the per-word posterior draws, which this fit does not keep (above "
+        f"{WORD_DRAWS_BYTES / 1e6:.0f} MB of them a fit keeps Rao-Blackwellised per-word "
+        "summaries instead); refit with --keep-word-draws (fit_model(..., "
+        "keep_word_draws=True))")
+
+
+def thinned(total: int, k: int = INTERVAL_DRAWS) -> np.ndarray:
+    """Indices of at most `k` evenly spaced draws of `total`."""
+    return np.unique(np.linspace(0, total - 1, min(k, total)).astype(int))
+
+
+def conditional_moments(m, t, s, n, ybar) -> tuple[np.ndarray, np.ndarray]:
+    """Conditional mean and sd of cell means: m, t, s (draws, 1, connection); n, ybar (units,
+    connection). Returns two (draws, units, connection) arrays."""
+    from .cells import cell_mean_conditional
+
+    mean, prec = cell_mean_conditional(m, t, s, n[None].astype(float),
+                                       np.nan_to_num(ybar)[None])
+    return mean, 1.0 / np.sqrt(prec)
+
+
+def mixture_moments(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sd (ddof 0) of the equal-weight Normal mixture over axis 0."""
+    mu = mean.mean(axis=0)
+    var = (sd * sd).mean(axis=0) + ((mean - mu) ** 2).mean(axis=0)
+    return mu, np.sqrt(var)
+
+
+def _cdf_pdf(x, mean, sd):
+    from scipy.special import ndtr
+
+    z = (x[None] - mean) / sd
+    return ndtr(z).mean(axis=0), (np.exp(-0.5 * z * z) / sd).mean(axis=0) / np.sqrt(2 * np.pi)
+
+
+def mixture_cdf(x, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """CDF at `x` (elements) of the Normal mixture over axis 0 of `mean`, `sd`."""
+    return _cdf_pdf(np.asarray(x, float), mean, sd)[0]
+
+
+def _quantile(q: float, mean, sd, x0, tol: float = 1e-10, steps: int = 60):
+    """Mixture quantile by Newton steps kept inside the bracket of the component quantiles."""
+    from scipy.special import ndtri
+
+    zq = ndtri(q)
+    lo, hi = (mean + sd * zq).min(axis=0), (mean + sd * zq).max(axis=0)
+    x = np.clip(x0, lo, hi)
+    for _ in range(steps):
+        f, d = _cdf_pdf(x, mean, sd)
+        r = f - q
+        if np.all(np.abs(r) < tol):
+            break
+        lo = np.where(r < 0, x, lo)
+        hi = np.where(r > 0, x, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nx = x - r / d
+        bad = ~np.isfinite(nx) | (nx <= lo) | (nx >= hi)
+        x = np.where(bad, 0.5 * (lo + hi), nx)
+    return x
+
+
+def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
+    """HDI of a unimodal mixture: Newton on F(u) - F(l) = p, f(u) = f(l), from the ETI."""
+    from scipy.special import ndtr
+
+    c = 1 / np.sqrt(2 * np.pi)
+
+    def parts(x):
+        z = (x[None] - mean) / sd
+        phi = np.exp(-0.5 * z * z) / sd * c
+        return ndtr(z).mean(axis=0), phi.mean(axis=0), (-z / sd * phi).mean(axis=0)
+
+    l, u = lo.copy(), hi.copy()
+    ok = np.zeros(l.shape, bool)
+    for _ in range(steps):
+        fl, dl, gl = parts(l)
+        fu, du, gu = parts(u)
+        r1, r2 = fu - fl - prob, du - dl
+        scale = np.maximum(du, dl)
+        ok = (np.abs(r1) < tol) & (np.abs(r2) < tol * scale)
+        if ok.all():
+            break
+        # Jacobian of (r1, r2) in (l, u): [[-dl, du], [-gl, gu]]
+        det = -dl * gu + du * gl
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stepl = (gu * r1 - du * r2) / det
+            stepu = (gl * r1 - dl * r2) / det
+        nl, nu = l - stepl, u - stepu
+        good = np.isfinite(nl) & np.isfinite(nu) & (nl < nu)
+        l, u = np.where(good & ~ok, nl, l), np.where(good & ~ok, nu, u)
+    return l, u, ok
+
+
+def mixture_interval(mean: np.ndarray, sd: np.ndarray, prob: float, kind: str,
+                     rng_seed: int = 0) -> np.ndarray:
+    """Equal-tailed or highest-density interval of the Normal mixture over axis 0.
+
+    Returns (..., 2). An HDI whose Newton steps do not converge (a mixture that is not
+    unimodal) falls back to the draw-based HDI of 4,000 draws from the mixture (seeded).
+    """
+    shape = mean.shape[1:]
+    mean = mean.reshape(mean.shape[0], -1)
+    sd = sd.reshape(sd.shape[0], -1)
+    mu, s = mixture_moments(mean, sd)
+    a = (1 - prob) / 2
+    from scipy.special import ndtri
+
+    lo = _quantile(a, mean, sd, mu + s * ndtri(a))
+    hi = _quantile(1 - a, mean, sd, mu + s * ndtri(1 - a))
+    if kind == "hdi":
+        l, u, ok = _hdi(prob, mean, sd, lo, hi)
+        if not ok.all():
+            from .._stats import hdi
+
+            bad = np.flatnonzero(~ok)
+            rng = np.random.default_rng(rng_seed)
+            pick = rng.integers(0, mean.shape[0], (4000, bad.size))
+            cols = np.arange(bad.size)
+            x = mean[pick, bad[cols]] + sd[pick, bad[cols]] * rng.standard_normal(pick.shape)
+            iv = hdi(x.T, prob)
+            l[bad], u[bad] = iv[:, 0], iv[:, 1]
+        lo, hi = l, u
+    return np.stack([lo, hi], axis=-1).reshape(shape + (2,))
+
+
+def chunks(n: int, k: int):
+    """Slices over `n` elements with at most :data:`CHUNK_ELEMENTS` // `k` each."""
+    step = max(1, CHUNK_ELEMENTS // max(k, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def mixture_summary(moments, n_elements: int, n_draws: int, prob: float, kind: str,
+                    rope: float | None = None) -> dict[str, np.ndarray]:
+    """Mean, sd, interval, P(< 0) (and ROPE share) of `n_elements` Normal mixtures.
+
+    `moments(keep, sl)`: the conditional means and sds, (len(keep), elements in slice `sl`),
+    at the flat draw indices `keep` (None: all draws). Mean and sd over every draw; the
+    interval over :data:`INTERVAL_DRAWS` thinned draws; P(< 0) over every draw.
+    """
+    from scipy.special import ndtr
+
+    keep = thinned(n_draws)
+    out = {k: np.empty(n_elements) for k in ("mean", "sd", "prob_below_zero",
+                                              "share_in_rope")}
+    out["ci"] = np.empty((n_elements, 2))
+    for sl in chunks(n_elements, n_draws):
+        m, s = moments(None, sl)
+        out["mean"][sl], out["sd"][sl] = mixture_moments(m, s)
+        out["prob_below_zero"][sl] = ndtr(-m / s).mean(axis=0)
+        out["share_in_rope"][sl] = (ndtr((rope - m) / s) - ndtr((-rope - m) / s)).mean(axis=0) \
+            if rope is not None else np.nan
+    for sl in chunks(n_elements, 10 * keep.size):
+        m, s = moments(keep, sl)
+        out["ci"][sl] = mixture_interval(m, s, prob, kind, rng_seed=sl.start)
+    return out
+
+
+def fit_moments(fit):
+    """Return ``moments(keep, sl)`` over the flat (unit, connection) cells of a summary fit,
+    and the hyper-parameter draws as (draws, connection) arrays M, T, S."""
+    from .families import family_module
+    from .marginal import _mts
+
+    mod = family_module(fit.spec.family)
+    blocks, fixed = mod.marginal_blocks(fit.spec)
+    post = fit.idata.posterior
+    raw = {b.name: post[b.name].transpose("chain", "draw", ...).values for b in blocks}
+    shape = raw[blocks[0].name].shape[:2]
+    m, t, s = (a.reshape(-1, len(CONNECTIONS)) for a in _mts(blocks, fixed, raw, shape))
+    n = fit.cells.n.reshape(-1).astype(float)
+    ybar = np.nan_to_num(fit.cells.mean).reshape(-1)
+    conn = np.tile(np.arange(len(CONNECTIONS)), fit.cells.n.shape[0])
+
+    def moments(keep, sl, cells=None):
+        idx = np.arange(n.size)[sl] if cells is None else cells
+        k = slice(None) if keep is None else keep
+        c = conn[idx]
+        mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
+        from .cells import cell_mean_conditional
+
+        mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], ybar[idx][None])
+        return mean, 1.0 / np.sqrt(prec)
+
+    return moments, (m, t, s)
