@@ -217,10 +217,12 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     from .word_summaries import keep_word_draws as _keep_default
 
     summaries_ok = bool(marginal) and word_summaries_supported(spec)
+    # a large fit (per-word draws above WORD_DRAWS_BYTES): its density on groups of cells
+    large = summaries_ok and not _keep_default(
+        validate_int(draws, "draws", low=1, high=MAX_DRAWS),
+        validate_int(chains, "chains", low=1, high=MAX_CHAINS), cells.n.size)
     if keep_word_draws is None:
-        word_draws = not summaries_ok or _keep_default(
-            validate_int(draws, "draws", low=1, high=MAX_DRAWS),
-            validate_int(chains, "chains", low=1, high=MAX_CHAINS), cells.n.size)
+        word_draws = not large
     elif not keep_word_draws and not summaries_ok:
         raise ModelSpecError(f"model {spec.name!r}: per-word summaries without per-word draws "
                              "need the cell-marginal sampler (nutpie, sufficient likelihood) "
@@ -238,7 +240,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     t0 = time.perf_counter()
     if marginal:
         idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept,
-                                word_draws)
+                                word_draws, grouped=large)
         noncentred = ()
     elif sampler == "nutpie" and likelihood == "sufficient" and \
             not getattr(family, "PM_SAMPLE", False):
