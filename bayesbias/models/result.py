@@ -277,7 +277,7 @@ class Fit:
                       rope: float | None = None) -> dict:
         """Mixture summaries of the cell means (``kind="means"``, flat cells) or of per-word
         contrasts (``"contrasts"``, (unit, contrast) flattened) without per-word draws."""
-        from .word_summaries import mixture_summary
+        from .word_summaries import cell_summaries
 
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
         pairs = contrast_pairs(contrasts) if kind == "contrasts" else None
@@ -285,25 +285,11 @@ class Fit:
         cache = self.__dict__.setdefault("_cache", {})
         if key in cache:
             return cache[key]
-        moments, _ = self._word_moments()
-        nc = len(CONNECTIONS)
-        n_units = self.cells.n.shape[0]
-        if kind == "means":
-            fn, size = moments, n_units * nc
-        else:
-            ia = np.array([CONNECTIONS.index(a) for a, _ in pairs])
-            ib = np.array([CONNECTIONS.index(b) for _, b in pairs])
-            k = len(pairs)
-
-            def fn(keep, sl):
-                flat = np.arange(n_units * k)[sl]
-                u, j = flat // k, flat % k
-                ma, sa = moments(keep, None, u * nc + ia[j])
-                mb, sb = moments(keep, None, u * nc + ib[j])
-                return ma - mb, np.sqrt(sa * sa + sb * sb)
-
-            size = n_units * k
-        cache[key] = mixture_summary(fn, size, self._n_draws(), ci_prob, ci_kind, rope)
+        _, (m, t, sd) = self._word_moments()
+        idx = None if pairs is None else [(CONNECTIONS.index(a), CONNECTIONS.index(b))
+                                          for a, b in pairs]
+        cache[key] = cell_summaries(m, t, sd, self.cells.n, self.cells.mean, ci_prob, ci_kind,
+                                    idx, rope)
         return cache[key]
 
     def _summary_dataset(self, got: dict, dims, coords, ci_prob, ci_kind, name: str,
@@ -564,21 +550,14 @@ class Fit:
         """Predictive intervals of each row from its cell's predictive mixture (Normal given
         the parameters: conditional mean, sd ``sqrt(conditional var + sigma^2)``), over
         thinned draws; for fits without per-word draws."""
-        from .word_summaries import chunks, mixture_interval, thinned
+        from .word_summaries import cell_summaries
 
-        moments, (_, _, s) = self._word_moments()
+        _, (m, t, sd) = self._word_moments()
         c = self.cells
         nc = len(CONNECTIONS)
-        keep = thinned(self._n_draws())
-        sig = self._cell_sigma().reshape(-1, nc)[keep]
-        cells = np.unique(c.unit_idx.astype(np.int64) * nc + c.conn_idx)
-        out = {p: np.empty((c.n.size, 2)) for p in probs}
-        for sl in chunks(cells.size, 10 * keep.size):
-            idx = cells[sl]
-            m, sd = moments(keep, None, idx)
-            sd = np.sqrt(sd * sd + sig[:, idx % nc] ** 2)
-            for p in probs:
-                out[p][idx] = mixture_interval(m, sd, p, ci_kind, rng_seed=sl.start)
+        sig = self._cell_sigma().reshape(-1, nc)
+        out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig)["ci"]
+               for p in probs}
 
         def bounds(p):
             return out[p][c.unit_idx.astype(np.int64) * nc + c.conn_idx]
