@@ -248,3 +248,23 @@ def test_grouped_kernel_is_the_sum_over_cells():
             got.append((lp[0], g))
         assert got[1][0] == pytest.approx(got[0][0], rel=1e-12, abs=1e-9)
         np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-10, atol=1e-9)
+
+
+def test_cli_keep_word_draws(monkeypatch, tmp_path, capsys):
+    """Above the threshold (lowered here) fit keeps summaries; --keep-word-draws keeps draws;
+    --loo without draws is a clean error naming the flag."""
+    from hostile import run_main
+
+    from bayesbias.models import load_fit
+
+    monkeypatch.setattr(ws, "WORD_DRAWS_BYTES", 0)
+    base = ["fit", "--distances", "published:religion:reddit", "--model", "hierarchical",
+            "--draws", "200", "--tune", "200", "--quiet"]
+    code, _, err = run_main(capsys, base + ["-o", tmp_path / "s.nc"])
+    assert code == 0, err
+    assert not load_fit(tmp_path / "s.nc").word_draws
+    code, _, err = run_main(capsys, base + ["--keep-word-draws", "-o", tmp_path / "k.nc"])
+    assert code == 0, err
+    assert load_fit(tmp_path / "k.nc").word_draws
+    code, _, err = run_main(capsys, base + ["--loo"])
+    assert code == 2 and "--keep-word-draws" in err and "Traceback" not in err
