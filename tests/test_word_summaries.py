@@ -60,8 +60,10 @@ def test_skewed_mixture_matches_a_fine_grid():
 
 
 def test_bimodal_mixture_falls_back_to_the_density_grid():
-    """Two far-apart components: no (l, u) with f(l) = f(u) holding 89%; the fallback gives
-    the level set's outer ends, as the grid reference."""
+    """Two far-apart modes: the Newton solution is refused, the grid gives the HDI.
+
+    The fallback gives the level set's outer ends, as the grid reference.
+    """
     mean = np.array([[-3.0], [3.0], [3.2]])
     sd = np.array([[0.5], [0.5], [0.7]])
     iv = ws.mixture_interval(mean, sd, 0.89, "hdi")
@@ -70,10 +72,13 @@ def test_bimodal_mixture_falls_back_to_the_density_grid():
 
 
 def test_grouped_summaries_interpolate_the_direct_ones():
-    """Cells sharing (connection, n): the intervals, P(< 0) and ROPE share on a grid of the
+    """Grouped cells: the interpolated summaries equal the direct per-cell ones.
+
+    Cells sharing (connection, n): the intervals, P(< 0) and ROPE share on a grid of the
     cell mean(s), interpolated, equal the direct per-cell values: interval ends to 1e-6 of
     the sd (measured 2e-9 on 1-D grids, 1e-7 on 2-D ones), probabilities to 1e-4 (measured
-    5e-5 on 2-D grids; their Monte Carlo error from draws is about 1e-2)."""
+    5e-5 on 2-D grids; their Monte Carlo error from draws is about 1e-2).
+    """
     rng = np.random.default_rng(1)
     k = 200
     m = rng.normal([0.8, 0.85, 0.9, 0.95], 0.01, (k, 4))
@@ -130,8 +135,11 @@ def test_default_keeps_draws_below_the_threshold(pair):
 
 
 def test_summaries_equal_the_draws_within_monte_carlo_error(pair):
-    """4,000 draws: the draw-based mean has Monte Carlo se about 0.016 sd, its sd about 1.1%,
-    its interval ends about 0.03-0.06 sd; tolerances are about 5 se."""
+    """Summaries without draws equal those of the draws within Monte Carlo error.
+
+    4,000 draws: the draw-based mean has Monte Carlo se about 0.016 sd, its sd about 1.1%,
+    its interval ends about 0.03-0.06 sd; tolerances are about 5 se.
+    """
     kept, summ = pair
     for ci_kind, tol_iv in (("eti", 0.2), ("hdi", 0.3)):
         a, b = kept.word_means(ci_kind=ci_kind), summ.word_means(ci_kind=ci_kind)
@@ -251,8 +259,10 @@ def test_grouped_kernel_is_the_sum_over_cells():
 
 
 def test_cli_keep_word_draws(monkeypatch, tmp_path, capsys):
-    """Above the threshold (lowered here) fit keeps summaries; --keep-word-draws keeps draws;
-    --loo without draws is a clean error naming the flag."""
+    """CLI: summaries above the threshold (lowered here), draws with --keep-word-draws.
+
+    --loo without draws is a clean error naming the flag.
+    """
     from hostile import run_main
 
     from bayesbias.models import load_fit

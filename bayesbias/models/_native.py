@@ -630,8 +630,10 @@ class CFunc:
 
 
 def entry_points(family: str):
-    """``(logp, expand)`` of `family` ("cell", "grouped", "additive", "crossed") as
-    :class:`CFunc`, or None (``"grouped"``: the cell kernel on groups of cells)."""
+    """Return ``(logp, expand)`` of `family` as :class:`CFunc`, or None.
+
+    `family`: "cell", "grouped" (the cell kernel on groups of cells), "additive", "crossed".
+    """
     lib = library()
     if lib is None:
         return None

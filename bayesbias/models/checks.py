@@ -84,9 +84,11 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
-    """Cell means at the flat draws `keep` for rows in cells (`unit`, `conn`), (draws, rows),
-    on a fit without per-word draws: drawn from their exact conditional, one draw per cell
-    and draw shared by the cell's rows (seeded by the fit's seed and the draws)."""
+    """Return cell means at the flat draws `keep` for rows in cells (`unit`, `conn`).
+
+    For a fit without per-word draws: (draws, rows), drawn from their exact conditional, one
+    draw per cell and draw shared by the cell's rows (seeded by the fit's seed and the draws).
+    """
     nc = len(CONNECTIONS)
     flat = unit.astype(np.int64) * nc + conn
     cells, inv = np.unique(flat, return_inverse=True)

@@ -148,8 +148,11 @@ class Fit:
 
     @property
     def word_draws(self) -> bool:
-        """Whether the fit keeps per-word draws (else: per-word summaries from the
-        hyper-parameter draws, :mod:`~bayesbias.models.word_summaries`)."""
+        """Whether the fit keeps per-word draws.
+
+        Else its per-word summaries come from the hyper-parameter draws
+        (:mod:`~bayesbias.models.word_summaries`).
+        """
         return "mu" in self.idata.posterior.data_vars
 
     def _word_moments(self):
@@ -190,8 +193,11 @@ class Fit:
         return out.rename("group_mean")
 
     def _group_average_draws(self) -> xr.DataArray:
-        """Draws of the average cell mean per connection without per-word draws: given the
-        parameters an average of independent Normals, drawn once per draw (seeded)."""
+        """Return draws of the average cell mean per connection without per-word draws.
+
+        Given the parameters it is an average of independent Normals: drawn once per draw
+        (seeded).
+        """
         moments, _ = self._word_moments()
         n = self.cells.n.reshape(-1)
         nc = len(CONNECTIONS)
@@ -275,8 +281,11 @@ class Fit:
 
     def _word_summary(self, kind: str, ci_prob, ci_kind, contrasts=None,
                       rope: float | None = None) -> dict:
-        """Mixture summaries of the cell means (``kind="means"``, flat cells) or of per-word
-        contrasts (``"contrasts"``, (unit, contrast) flattened) without per-word draws."""
+        """Return mixture summaries without per-word draws.
+
+        Of the cell means (``kind="means"``, flat cells) or of per-word contrasts
+        (``"contrasts"``, (unit, contrast) flattened).
+        """
         from .word_summaries import cell_summaries
 
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
@@ -294,7 +303,7 @@ class Fit:
 
     def _summary_dataset(self, got: dict, dims, coords, ci_prob, ci_kind, name: str,
                          zero_check: bool = False) -> xr.Dataset:
-        """A :func:`summarise`-shaped Dataset from :meth:`_word_summary` arrays."""
+        """Return a :func:`summarise`-shaped Dataset from :meth:`_word_summary` arrays."""
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
         shape = tuple(len(coords[d]) for d in dims)
         bound = xr.DataArray(["lower", "upper"], dims=["ci_bound"],
@@ -547,9 +556,11 @@ class Fit:
         return frame
 
     def _ppc_mixture(self, probs, ci_kind):
-        """Predictive intervals of each row from its cell's predictive mixture (Normal given
-        the parameters: conditional mean, sd ``sqrt(conditional var + sigma^2)``), over
-        thinned draws; for fits without per-word draws."""
+        """Return the predictive intervals of each row from its cell's predictive mixture.
+
+        For fits without per-word draws: Normal given the parameters (conditional mean, sd
+        ``sqrt(conditional var + sigma^2)``), over thinned draws.
+        """
         from .word_summaries import cell_summaries
 
         _, (m, t, sd) = self._word_moments()

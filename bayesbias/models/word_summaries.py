@@ -2,24 +2,30 @@
 
 In a family sampled with the cell means integrated out (:mod:`.marginal`, ``marginal_blocks``),
 every cell mean is, given the few sampled hyper-parameters (M, T, S per connection), exactly
-``Normal(m_k, s_k)`` with the conjugate mean and sd of
-:func:`~bayesbias.models.cells.cell_mean_conditional`. Its posterior is the mixture of these
-Normals over the hyper-parameter draws k, so
+Normal with precision ``1/T^2 + n/S^2`` and mean ``alpha + beta ybar``
+(:func:`~bayesbias.models.cells.cell_mean_conditional`; alpha, beta and the sd depend on the
+draw, the connection and the cell's row count n only). Its posterior is the equal-weight
+mixture of these Normals over the hyper-parameter draws k, so
 
-* posterior mean = mean over k of ``m_k``; variance = mean of ``s_k^2`` + variance of ``m_k``
-  (both over every draw: the Rao-Blackwellised estimates, with less Monte Carlo error than
-  the same numbers from one draw of each cell mean per hyper-parameter draw);
+* posterior mean = mean over k of the conditional means; variance = mean of the conditional
+  variances + variance of the conditional means (closed forms in ybar, over every draw: the
+  Rao-Blackwellised estimates, with less Monte Carlo error than the same numbers from one
+  draw of each cell mean per hyper-parameter draw);
 * equal-tailed interval: the mixture's quantiles, by safeguarded Newton steps on the mixture
-  CDF; highest-density interval: the (lower, upper) pair with ``F(u) - F(l) = p`` and
-  ``f(l) = f(u)`` (the HDI of a unimodal density), by Newton steps from the ETI;
-  both over :data:`INTERVAL_DRAWS` evenly thinned draws;
-* ``P(< 0)`` of a per-word contrast (a difference of two conditionally independent cell
-  means, itself Normal given k): the mean over k of ``Phi(-m_k / s_k)``.
+  CDF; highest-density interval: the (l, u) with ``F(u) - F(l) = p`` and ``f(l) = f(u)`` by
+  Newton steps from the ETI, accepted when the density inside stays above ``f(l)`` (else
+  from the density on a fine grid); both over :data:`INTERVAL_DRAWS` evenly thinned draws;
+* ``P(< 0)`` (and the share inside a ROPE) of a per-word contrast, a difference of two
+  conditionally independent cell means and so Normal given k: the mean over k of
+  ``Phi(-m_k / s_k)``.
 
-Arrays are (draws, elements) and processed in chunks of elements, so memory grows with the
-number of cells, not with draws x cells. A fit keeps its per-word draws unless they would
-take more than :data:`WORD_DRAWS_BYTES` (or ``keep_word_draws=False``); without them, what
-needs draws (``Fit.word_mean_draws``) raises :class:`WordDrawsError`.
+Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
+computed on a grid of ybar (two cell means for a contrast) and interpolated with cubic
+splines (:data:`GRID_POINTS`), so the cost grows with the number of such groups, and memory
+with the number of cells, not with draws x cells. A fit keeps its per-word draws unless they
+would take more than :data:`WORD_DRAWS_BYTES` (or ``keep_word_draws=False``); without them,
+what needs draws (``Fit.word_mean_draws``, PSIS-LOO, comparing fits word by word) raises
+:class:`WordDrawsError` naming ``--keep-word-draws``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 
 __all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
-           "mixture_moments", "mixture_interval", "mixture_cdf", "conditional_moments"]
+           "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
+           "linear_summary"]
 
 
 #: Per-word draws above this many bytes (8 per draw and cell: 4 chains x 1,000 draws x 4
@@ -69,18 +76,8 @@ def refuse(what: str):
 
 
 def thinned(total: int, k: int = INTERVAL_DRAWS) -> np.ndarray:
-    """Indices of at most `k` evenly spaced draws of `total`."""
+    """Return the indices of at most `k` evenly spaced draws of `total`."""
     return np.unique(np.linspace(0, total - 1, min(k, total)).astype(int))
-
-
-def conditional_moments(m, t, s, n, ybar) -> tuple[np.ndarray, np.ndarray]:
-    """Conditional mean and sd of cell means: m, t, s (draws, 1, connection); n, ybar (units,
-    connection). Returns two (draws, units, connection) arrays."""
-    from .cells import cell_mean_conditional
-
-    mean, prec = cell_mean_conditional(m, t, s, n[None].astype(float),
-                                       np.nan_to_num(ybar)[None])
-    return mean, 1.0 / np.sqrt(prec)
 
 
 def mixture_moments(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +121,7 @@ def _quantile(q: float, mean, sd, x0, tol: float = 1e-10, steps: int = 60):
 
 
 def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
-    """HDI of a unimodal mixture: Newton on F(u) - F(l) = p, f(u) = f(l), from the ETI."""
+    """HDI of a unimodal mixture: Newton on F(up) - F(lw) = p, f(up) = f(lw), from the ETI."""
     from scipy.special import ndtr
 
     c = 1 / np.sqrt(2 * np.pi)
@@ -134,35 +131,38 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
         phi = np.exp(-0.5 * z * z) / sd * c
         return ndtr(z).mean(axis=0), phi.mean(axis=0), (-z / sd * phi).mean(axis=0)
 
-    l, u = lo.copy(), hi.copy()
-    ok = np.zeros(l.shape, bool)
+    lw, up = lo.copy(), hi.copy()
+    ok = np.zeros(lw.shape, bool)
     for _ in range(steps):
-        fl, dl, gl = parts(l)
-        fu, du, gu = parts(u)
+        fl, dl, gl = parts(lw)
+        fu, du, gu = parts(up)
         r1, r2 = fu - fl - prob, du - dl
         scale = np.maximum(du, dl)
         ok = (np.abs(r1) < tol) & (np.abs(r2) < tol * scale)
         if ok.all():
             break
-        # Jacobian of (r1, r2) in (l, u): [[-dl, du], [-gl, gu]]
+        # Jacobian of (r1, r2) in (lw, up): [[-dl, du], [-gl, gu]]
         det = -dl * gu + du * gl
         with np.errstate(divide="ignore", invalid="ignore"):
             stepl = (gu * r1 - du * r2) / det
             stepu = (gl * r1 - dl * r2) / det
-        nl, nu = l - stepl, u - stepu
+        nl, nu = lw - stepl, up - stepu
         good = np.isfinite(nl) & np.isfinite(nu) & (nl < nu)
-        l, u = np.where(good & ~ok, nl, l), np.where(good & ~ok, nu, u)
-    # an HDI only if the density stays above its level f(l) = f(u) inside (no second mode
+        lw, up = np.where(good & ~ok, nl, lw), np.where(good & ~ok, nu, up)
+    # an HDI only if the density stays above its level f(lw) = f(up) inside (no second mode
     # outside a dip): checked at 15 interior points
-    level = parts(l)[1]
+    level = parts(lw)[1]
     for w in np.linspace(0, 1, 17)[1:-1]:
-        ok &= parts(l + w * (u - l))[1] >= level * (1 - 1e-9)
-    return l, u, ok
+        ok &= parts(lw + w * (up - lw))[1] >= level * (1 - 1e-9)
+    return lw, up, ok
 
 
 def _grid_hdi(mean, sd, prob: float, points: int = 20_001) -> tuple[float, float]:
-    """HDI of one mixture from its density on a grid: the smallest and largest point of the
-    highest-density set holding `prob` (an interval that covers every mode's part)."""
+    """Return the HDI of one mixture from its density on a grid.
+
+    The smallest and largest point of the highest-density set holding `prob` (an interval
+    that covers every mode's part).
+    """
     from scipy.special import ndtr
 
     x = np.linspace((mean - 8 * sd).min(), (mean + 8 * sd).max(), points)
@@ -192,10 +192,10 @@ def mixture_interval(mean: np.ndarray, sd: np.ndarray, prob: float, kind: str,
     lo = _quantile(a, mean, sd, mu + s * ndtri(a))
     hi = _quantile(1 - a, mean, sd, mu + s * ndtri(1 - a))
     if kind == "hdi":
-        l, u, ok = _hdi(prob, mean, sd, lo, hi)
+        lw, up, ok = _hdi(prob, mean, sd, lo, hi)
         for e in np.flatnonzero(~ok):  # not unimodal: the density's level set on a grid
-            l[e], u[e] = _grid_hdi(mean[:, e], sd[:, e], prob)
-        lo, hi = l, u
+            lw[e], up[e] = _grid_hdi(mean[:, e], sd[:, e], prob)
+        lo, hi = lw, up
     return np.stack([lo, hi], axis=-1).reshape(shape + (2,))
 
 
@@ -205,35 +205,12 @@ def chunks(n: int, k: int):
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
-def mixture_summary(moments, n_elements: int, n_draws: int, prob: float, kind: str,
-                    rope: float | None = None) -> dict[str, np.ndarray]:
-    """Mean, sd, interval, P(< 0) (and ROPE share) of `n_elements` Normal mixtures.
-
-    `moments(keep, sl)`: the conditional means and sds, (len(keep), elements in slice `sl`),
-    at the flat draw indices `keep` (None: all draws). Mean and sd over every draw; the
-    interval over :data:`INTERVAL_DRAWS` thinned draws; P(< 0) over every draw.
-    """
-    from scipy.special import ndtr
-
-    keep = thinned(n_draws)
-    out = {k: np.empty(n_elements) for k in ("mean", "sd", "prob_below_zero",
-                                              "share_in_rope")}
-    out["ci"] = np.empty((n_elements, 2))
-    for sl in chunks(n_elements, n_draws):
-        m, s = moments(None, sl)
-        out["mean"][sl], out["sd"][sl] = mixture_moments(m, s)
-        out["prob_below_zero"][sl] = ndtr(-m / s).mean(axis=0)
-        out["share_in_rope"][sl] = (ndtr((rope - m) / s) - ndtr((-rope - m) / s)).mean(axis=0) \
-            if rope is not None else np.nan
-    for sl in chunks(n_elements, 10 * keep.size):
-        m, s = moments(keep, sl)
-        out["ci"][sl] = mixture_interval(m, s, prob, kind, rng_seed=sl.start)
-    return out
-
-
 def fit_moments(fit):
-    """Return ``moments(keep, sl)`` over the flat (unit, connection) cells of a summary fit,
-    and the hyper-parameter draws as (draws, connection) arrays M, T, S."""
+    """Return ``moments(keep, sl, cells)`` and the draws of M, T, S of a summary fit.
+
+    ``moments``: conditional means and sds over the flat (unit, connection) cells, (draws,
+    cells), at flat draws `keep` (None: all); M, T, S: (draws, connection) arrays.
+    """
     from .families import family_module
     from .marginal import _mts
 
@@ -288,8 +265,9 @@ def _at_points(alpha, beta, sd, points, keep, prob, kind, rope):
 
 def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | None = None,
                    grid: bool = True) -> dict[str, np.ndarray]:
-    """Summaries of elements whose posterior is the mixture over draws k of
-    ``Normal(alpha_k + beta_k . y_e, sd_k)`` (one group of cells or of contrasts).
+    """Return summaries of elements whose posterior is a mixture over draws k.
+
+    Element e: ``Normal(alpha_k + beta_k . y_e, sd_k)`` (one group of cells or contrasts).
 
     alpha, sd (draws,); beta (draws, d); y (elements, d). Mean and sd in closed form over
     every draw; P(< 0) and the ROPE share over every draw; the interval over
@@ -348,8 +326,10 @@ def _coefficients(m, t, s, n):
 
 def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd=None,
                    grid: bool = True) -> dict[str, np.ndarray]:
-    """Summaries of every cell mean (flat (unit, connection)) or, with `pairs` (connection
-    index pairs), of every per-unit contrast (flat (unit, pair)).
+    """Return summaries of every cell mean or, with `pairs`, of every per-unit contrast.
+
+    Cell means flat over (unit, connection); contrasts (`pairs`: connection index pairs) flat
+    over (unit, pair).
 
     m, t, s: hyper-parameter draws (draws, connection); n, ybar: (units, connection).
     `extra_sd` (draws, connection): added in quadrature (a row's predictive: sigma).
