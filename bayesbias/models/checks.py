@@ -91,7 +91,10 @@ def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
     """
     nc = len(CONNECTIONS)
     flat = unit.astype(np.int64) * nc + conn
-    cells, inv = np.unique(flat, return_inverse=True)
+    if flat.size >= fit.cells.n.size:  # many rows: every cell (no sort of the rows)
+        cells, inv = np.arange(fit.cells.n.size), flat
+    else:
+        cells, inv = np.unique(flat, return_inverse=True)
     moments, _ = fit._word_moments()
     m, sd = moments(keep, None, cells)
     rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
