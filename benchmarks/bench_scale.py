@@ -19,15 +19,15 @@ Run with ``nice python benchmarks/bench_scale.py`` (about 4 minutes on 2 cores);
 ``--sizes 5000 50000`` for a quick run; ``--json out.json`` to keep the figures;
 ``--no-baseline`` to time this checkout only.
 
-``--words 1000 10000 100000``: instead, the paper's hierarchical model
-(``fit_model(table, "hierarchical")``, default sampler settings: 4 chains x 1,000 draws) on
-simulated tables of that many protected words with 60 rows each (2 classes, 10 stereotypes
+``--words 1000 10000 100000``: instead, the paper's hierarchical model (``--model crossed``
+for the default; ``fit_model(table, model)``, 4 chains x 1,000 draws) on simulated tables of that many protected words with 60 rows each (2 classes, 10 stereotypes
 per class, 20 human and 20 none attributes; :func:`bayesbias.testing.simulate_table`, seed
 0), then the per-word means (``Fit.word_means``), the diagnostics and the saved fit file.
 Reported per size and version: seconds to fit (sampling, per-word draws or summaries,
 diagnostics and model checks), seconds for the per-word table, the fit file's size and the
 peak RSS. ``--baseline-words`` limits the sizes the baseline runs at (its per-word draws take
-about 1.9 GB per 1,000 words).
+about 1.9 GB per 1,000 words; at the default settings today's memory guard refuses more
+than about 2,080 words). Results: ``benchmarks/results/bench_scale_words.txt``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def peak_mb():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1e3
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-words = int(sys.argv[1])
+words, model = int(sys.argv[1]), sys.argv[2]
 from bayesbias.testing import simulate_table
 from bayesbias.models import fit_model
 table, _ = simulate_table("hierarchical", seed=0, n_classes=2, words_per_class=words // 2,
@@ -92,7 +92,7 @@ table, _ = simulate_table("hierarchical", seed=0, n_classes=2, words_per_class=w
 table_mb = float(table.memory_usage(deep=True).sum()) / 1e6
 peak0 = peak_mb()
 t0 = time.perf_counter()
-fit = fit_model(table, "hierarchical")
+fit = fit_model(table, model)
 t1 = time.perf_counter()
 wm = fit.word_means()
 t2 = time.perf_counter()
@@ -113,7 +113,7 @@ print(json.dumps({"file": bayesbias.__file__, "words": words, "rows": int(len(ta
 """
 
 
-def run_words(versions: dict, sizes, baseline_sizes) -> list:
+def run_words(versions: dict, sizes, baseline_sizes, model: str = "hierarchical") -> list:
     """Fit the hierarchical model at each word count with each version (fresh processes)."""
     out = []
     print(f"{'words':>8} {'version':>8} {'fit s':>7} {'words s':>7} {'file MB':>8} "
@@ -123,7 +123,7 @@ def run_words(versions: dict, sizes, baseline_sizes) -> list:
         for name, root in versions.items():
             if name == "baseline" and words not in baseline_sizes:
                 continue
-            res = subprocess.run([sys.executable, "-c", WORDS_CHILD, str(words)],
+            res = subprocess.run([sys.executable, "-c", WORDS_CHILD, str(words), model],
                                  capture_output=True, text=True, cwd=root,
                                  env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
             if res.returncode:
@@ -146,7 +146,7 @@ def run_words(versions: dict, sizes, baseline_sizes) -> list:
                   f"   (baseline / new; mean of the per-word means {old['mean_of_means']:.5f} / "
                   f"{new['mean_of_means']:.5f}, mean sd {old['mean_sd']:.5f} / "
                   f"{new['mean_sd']:.5f})", flush=True)
-        out.append({"words": words, **got})
+        out.append({"words": words, "model": model, **got})
     return out
 
 
@@ -198,6 +198,8 @@ def main(argv=None) -> int:
                     help="fit the hierarchical model at these protected-word counts instead")
     ap.add_argument("--baseline-words", type=int, nargs="*", default=[1000],
                     help="word counts the baseline runs at (default 1000)")
+    ap.add_argument("--model", default="hierarchical",
+                    help="with --words: the model fitted (default hierarchical)")
     args = ap.parse_args(argv)
 
     out = []
@@ -215,7 +217,7 @@ def main(argv=None) -> int:
             subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
             versions["baseline"] = base
         if args.words:
-            out = run_words(versions, args.words, set(args.baseline_words))
+            out = run_words(versions, args.words, set(args.baseline_words), args.model)
             if args.json:
                 args.json.write_text(json.dumps(out, indent=1))
             return 0
