@@ -20,9 +20,10 @@ Run with ``nice python benchmarks/bench_scale.py`` (about 4 minutes on 2 cores);
 ``--no-baseline`` to time this checkout only.
 
 ``--words 1000 10000 100000``: instead, the paper's hierarchical model (``--model crossed``
-for the default; ``fit_model(table, model)``, 4 chains x 1,000 draws) on simulated tables of that many protected words with 60 rows each (2 classes, 10 stereotypes
-per class, 20 human and 20 none attributes; :func:`bayesbias.testing.simulate_table`, seed
-0), then the per-word means (``Fit.word_means``), the diagnostics and the saved fit file.
+for the default; ``fit_model(table, model)``, 4 chains x 1,000 draws) on simulated tables
+of that many protected words with 60 rows each (2 classes, 10 stereotypes per class, 20
+human and 20 none attributes; :func:`bayesbias.testing.simulate_table`, seed 0), then the
+per-word means (``Fit.word_means``), the diagnostics and the saved fit file.
 Reported per size and version: seconds to fit (sampling, per-word draws or summaries,
 diagnostics and model checks), seconds for the per-word table, the fit file's size and the
 peak RSS. ``--baseline-words`` limits the sizes the baseline runs at (its per-word draws take
