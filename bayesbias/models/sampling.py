@@ -50,9 +50,12 @@ BYTES_PER_ATTRIBUTE = 120
 
 
 #: Memory per cell of a fit without per-word draws (:mod:`.word_summaries`), independent of
-#: the draws: the cell statistics, the per-word summary tables and the chunked mixture
-#: computations' share.
-BYTES_PER_SUMMARY_CELL = 2_000
+#: the draws: the cell statistics, the per-word summary tables and the model checks' share.
+#: Measured: peak RSS 1,647 / 1,944 MB at 40,000 / 400,000 cells (10,000 / 100,000 words,
+#: 15 rows per cell; ``benchmarks/bench_scale.py --words``), i.e. about 150 bytes per cell
+#: on top of a fixed 1.4 GB of imports and bounded work arrays; 400 leaves room for more
+#: rows per cell.
+BYTES_PER_SUMMARY_CELL = 400
 
 
 #: Largest memory the draws of one fit may take (checked before sampling): 4 GB.
