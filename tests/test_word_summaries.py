@@ -278,3 +278,20 @@ def test_cli_keep_word_draws(monkeypatch, tmp_path, capsys):
     assert load_fit(tmp_path / "k.nc").word_draws
     code, _, err = run_main(capsys, base + ["--loo"])
     assert code == 2 and "--keep-word-draws" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_report_without_word_draws(monkeypatch, tmp_path, capsys):
+    """The whole report on a fit without per-word draws: tables, forest figure, saved fit."""
+    from hostile import run_main
+
+    from bayesbias.models import load_fit
+
+    monkeypatch.setattr(ws, "WORD_DRAWS_BYTES", 0)
+    out = tmp_path / "rep"
+    code, _, err = run_main(capsys, ["report", "--distances", "published:religion:reddit",
+                                     "--model", "hierarchical", "-o", out, "--quiet"])
+    assert code == 0, err
+    assert not load_fit(out / "fits" / "religion_reddit.nc").word_draws
+    assert (out / "tables" / "religion_reddit_word_contrasts.csv").stat().st_size > 1000
+    assert (out / "figures" / "religion_reddit_forest.png").stat().st_size > 10_000
