@@ -115,16 +115,22 @@ def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None =
     ci = _interval(d, ci_prob, ci_kind)
     lo, hi = ci[..., 0], ci[..., 1]
     r = 0.0 if rope is None else float(rope)
-    status = np.full(lo.shape, "undecided", dtype=object)
-    status[hi < -r] = "below"
-    status[lo > r] = "above"
-    if r > 0:
-        status[(lo >= -r) & (hi <= r)] = "equivalent"
+    status = _status(lo, hi, r)
     return {"mean": d.mean(axis=-1), "lower": lo, "upper": hi,
             "prob_below_zero": (d < 0).mean(axis=-1),
             "share_in_rope": (np.abs(d) < r).mean(axis=-1) if rope is not None
             else np.full(lo.shape, np.nan),
             "status": status}
+
+
+def _status(lo, hi, r: float) -> np.ndarray:
+    """``"below"``, ``"above"``, ``"equivalent"`` or ``"undecided"`` of intervals (lo, hi)."""
+    status = np.full(np.shape(lo), "undecided", dtype=object)
+    status[hi < -r] = "below"
+    status[lo > r] = "above"
+    if r > 0:
+        status[(lo >= -r) & (hi <= r)] = "equivalent"
+    return status
 
 
 @dataclass(frozen=True)
@@ -515,21 +521,38 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
     """
     from .config import CONNECTIONS
 
-    da = fit.word_contrast_draws(VERDICT_CONTRASTS)
     unit = fit.unit_dim
-    da = da.transpose(unit, "contrast", "chain", "draw")
-    vals = da.values.reshape(da.shape[0], da.shape[1], -1)
-    ev = contrast_evidence(vals, ci_prob, ci_kind, rope)
-    units = list(da[unit].values)
-    labels = list(da["contrast"].values)
+    if getattr(fit, "word_draws", True):
+        da = fit.word_contrast_draws(VERDICT_CONTRASTS)
+        da = da.transpose(unit, "contrast", "chain", "draw")
+        vals = da.values.reshape(da.shape[0], da.shape[1], -1)
+        ev = contrast_evidence(vals, ci_prob, ci_kind, rope)
+        units = list(da[unit].values)
+        labels = list(da["contrast"].values)
+    else:  # mixture summaries over the hyper-parameter draws (models.word_summaries)
+        if rope is not None and not (np.isfinite(rope) and rope >= 0):
+            raise InvalidArgumentError(f"rope must be a finite number >= 0, got {rope!r}")
+        from .models.contrasts import contrast_label, contrast_pairs
+
+        pairs = contrast_pairs(VERDICT_CONTRASTS)
+        got = fit._word_summary("contrasts", ci_prob, ci_kind, VERDICT_CONTRASTS, rope)
+        units = fit.cells.units.tolist()
+        labels = [contrast_label(a, b) for a, b in pairs]
+        shape = (len(units), len(labels))
+        lo, hi = got["ci"][:, 0].reshape(shape), got["ci"][:, 1].reshape(shape)
+        ev = {"mean": got["mean"].reshape(shape), "lower": lo, "upper": hi,
+              "prob_below_zero": got["prob_below_zero"].reshape(shape),
+              "share_in_rope": got["share_in_rope"].reshape(shape),
+              "status": _status(lo, hi, 0.0 if rope is None else float(rope))}
     n = np.asarray(fit.cells.n)
     conn = {c: i for i, c in enumerate(CONNECTIONS)}
     cls = dict(zip(fit.cells.units.tolist(), fit.cells.unit_class.tolist(), strict=True))
+    position = {u: i for i, u in enumerate(fit.cells.units.tolist())}
     rows = []
     for j, lab in enumerate(labels):
         a, b = lab.split(" - ")
         for i, u in enumerate(units):
-            ui = fit.cells.units.tolist().index(u)
+            ui = position[u]
             if n[ui, conn[a]] == 0 or n[ui, conn[b]] == 0:
                 continue
             row = {"contrast": lab, unit: u, "protected_class": cls[u],

@@ -18,6 +18,17 @@ attribute words renamed per copy (so every (word, attribute) pair stays unique a
 Run with ``nice python benchmarks/bench_scale.py`` (about 4 minutes on 2 cores);
 ``--sizes 5000 50000`` for a quick run; ``--json out.json`` to keep the figures;
 ``--no-baseline`` to time this checkout only.
+
+``--words 1000 10000 100000``: instead, the paper's hierarchical model (``--model crossed``
+for the default; ``fit_model(table, model)``, 4 chains x 1,000 draws) on simulated tables
+of that many protected words with 60 rows each (2 classes, 10 stereotypes per class, 20
+human and 20 none attributes; :func:`bayesbias.testing.simulate_table`, seed 0), then the
+per-word means (``Fit.word_means``), the diagnostics and the saved fit file.
+Reported per size and version: seconds to fit (sampling, per-word draws or summaries,
+diagnostics and model checks), seconds for the per-word table, the fit file's size and the
+peak RSS. ``--baseline-words`` limits the sizes the baseline runs at (its per-word draws take
+about 1.9 GB per 1,000 words; at the default settings today's memory guard refuses more
+than about 2,080 words). Results: ``benchmarks/results/bench_scale_words.txt``.
 """
 
 from __future__ import annotations
@@ -64,6 +75,82 @@ print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 
 """
 
 
+WORDS_CHILD = r"""
+import json, os, resource, sys, tempfile, time
+from pathlib import Path
+
+def peak_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1e3
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+words, model = int(sys.argv[1]), sys.argv[2]
+from bayesbias.testing import simulate_table
+from bayesbias.models import fit_model
+table, _ = simulate_table("hierarchical", seed=0, n_classes=2, words_per_class=words // 2,
+                          stereotypes_per_class=10, n_human=20, n_none=20)
+table_mb = float(table.memory_usage(deep=True).sum()) / 1e6
+peak0 = peak_mb()
+t0 = time.perf_counter()
+fit = fit_model(table, model)
+t1 = time.perf_counter()
+wm = fit.word_means()
+t2 = time.perf_counter()
+diag = fit.diagnostics()
+with tempfile.TemporaryDirectory() as tmp:
+    path = fit.save(Path(tmp) / "fit.nc")
+    size = path.stat().st_size / 1e6
+t3 = time.perf_counter()
+import bayesbias
+print(json.dumps({"file": bayesbias.__file__, "words": words, "rows": int(len(table)),
+                  "fit_s": t1 - t0, "word_means_s": t2 - t1, "save_s": t3 - t2,
+                  "table_mb": table_mb, "peak_before_fit_mb": peak0, "peak_mb": peak_mb(),
+                  "file_mb": size, "max_rhat": diag.to_dict()["max_rhat"],
+                  "word_draws_kept": "mu" in fit.posterior,
+                  "mean_of_means": float(wm["mean"].mean()),
+                  "mean_sd": float(wm["sd"].mean()),
+                  "first": wm.iloc[:4][["mean", "sd", "lower", "upper"]].values.tolist()}))
+"""
+
+
+def run_words(versions: dict, sizes, baseline_sizes, model: str = "hierarchical") -> list:
+    """Fit the hierarchical model at each word count with each version (fresh processes)."""
+    out = []
+    print(f"{'words':>8} {'version':>8} {'fit s':>7} {'words s':>7} {'file MB':>8} "
+          f"{'peak MB':>8} {'table MB':>8}")
+    for words in sizes:
+        got = {}
+        for name, root in versions.items():
+            if name == "baseline" and words not in baseline_sizes:
+                continue
+            res = subprocess.run([sys.executable, "-c", WORDS_CHILD, str(words), model],
+                                 capture_output=True, text=True, cwd=root,
+                                 env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+            if res.returncode:
+                got[name] = {"error": res.stderr.strip().splitlines()[-1] if res.stderr
+                             else f"exit {res.returncode}"}
+                print(f"{words:>8} {name:>8} error: {got[name]['error']}")
+                continue
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            if not Path(r["file"]).resolve().is_relative_to(Path(root).resolve()):
+                raise RuntimeError(f"{root}: the child imported {r['file']}")
+            got[name] = r
+            print(f"{words:>8} {name:>8} {r['fit_s']:>7.1f} {r['word_means_s']:>7.1f} "
+                  f"{r['file_mb']:>8.0f} {r['peak_mb']:>8.0f} {r['table_mb']:>8.0f}"
+                  f"   (per-word draws kept: {r['word_draws_kept']})", flush=True)
+        new, old = got.get("new", {}), got.get("baseline", {})
+        if "fit_s" in new and "fit_s" in old:
+            print(f"{words:>8} {'ratio':>8} {old['fit_s'] / new['fit_s']:>7.2f} "
+                  f"{old['word_means_s'] / max(new['word_means_s'], 1e-9):>7.2f} "
+                  f"{old['file_mb'] / new['file_mb']:>8.2f} {old['peak_mb'] / new['peak_mb']:>8.2f}"
+                  f"   (baseline / new; mean of the per-word means {old['mean_of_means']:.5f} / "
+                  f"{new['mean_of_means']:.5f}, mean sd {old['mean_sd']:.5f} / "
+                  f"{new['mean_sd']:.5f})", flush=True)
+        out.append({"words": words, "model": model, **got})
+    return out
+
+
 def make_table(rows: int, path: Path) -> None:
     """Write `rows` rows built from the shipped religion table (see the module docstring)."""
     import numpy as np
@@ -104,10 +191,16 @@ def run_child(pythonpath: Path, table: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
-    ap.add_argument("--baseline", default="48085b0", help="commit of the baseline (default "
-                    "48085b0, before the vectorised checks)")
+    ap.add_argument("--baseline", help="commit of the baseline (default 48085b0, before the "
+                    "vectorised checks; with --words 77fe148, before the per-word summaries)")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--words", type=int, nargs="+",
+                    help="fit the hierarchical model at these protected-word counts instead")
+    ap.add_argument("--baseline-words", type=int, nargs="*", default=[1000],
+                    help="word counts the baseline runs at (default 1000)")
+    ap.add_argument("--model", default="hierarchical",
+                    help="with --words: the model fitted (default hierarchical)")
     args = ap.parse_args(argv)
 
     out = []
@@ -117,10 +210,18 @@ def main(argv=None) -> int:
         if not args.no_baseline:
             base = tmp / "baseline"
             base.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline,
-                                      "bayesbias"], capture_output=True, check=True).stdout
+            commit = args.baseline or ("77fe148" if args.words else "48085b0")
+            # the shipped model specs (models/) sit next to the package
+            paths = ["bayesbias", "models"] if args.words else ["bayesbias"]
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, *paths],
+                                     capture_output=True, check=True).stdout
             subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
             versions["baseline"] = base
+        if args.words:
+            out = run_words(versions, args.words, set(args.baseline_words), args.model)
+            if args.json:
+                args.json.write_text(json.dumps(out, indent=1))
+            return 0
         print(f"{'rows':>10} {'version':>8} {'read+check s':>12} {'cells s':>8} {'total s':>8} "
               f"{'peak MB':>8} {'table MB':>8}")
         for rows in args.sizes:

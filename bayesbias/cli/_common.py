@@ -359,6 +359,11 @@ def add_model_options(p, command: str = "fit") -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 if r-hat, ESS or divergences fail "
                         "(default: warn only)")
+    p.add_argument("--keep-word-draws", action="store_true",
+                   help="keep every per-word mean's draws (default: above 256 MB of them, "
+                        "about 2,000 protected words, the hierarchical model keeps per-word "
+                        "summaries from its parameters' draws instead); needed to compare "
+                        "fits word by word and for --loo")
 
 
 def add_parser(subparsers, name: str, help: str, examples: str, description: str = ""):

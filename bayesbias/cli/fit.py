@@ -91,7 +91,9 @@ def fit_from_args(table, args):
                                strict=args.strict, level=args.level,
                                residual_sd=args.residual_sd, target_accept=args.target_accept,
                                ci_prob=args.ci_prob, ci_kind=args.ci_kind,
-                               rope=getattr(args, "rope", None))
+                               rope=getattr(args, "rope", None),
+                               keep_word_draws=True if getattr(args, "keep_word_draws", False)
+                               else None)
 
 
 def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:

@@ -129,7 +129,7 @@ def _settings(args) -> ReportSettings:
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
         target_accept=0.8 if args.target_accept is None else args.target_accept,
         rope=args.rope, sensitivity=args.sensitivity,
-        robustness=args.robustness)
+        robustness=args.robustness, keep_word_draws=args.keep_word_draws)
 
 
 def _print(args, results, diagnostic_advice) -> int:

@@ -105,6 +105,65 @@ int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     return 0;
 }
 
+/* ---- the same density on groups of cells that share (connection, n) (pack_cells layout,
+ * six rows: connection, n, cells k, mean of the cell means c, sum of squares of the cell
+ * means about c Q, summed within-cell sums of squares SS): sum over the group's cells of
+ * the cell terms, with sum_i (ybar_i - M)^2 = Q + k (c - M)^2 ---- */
+int64_t cmg_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    int64_t k = (int64_t)data[0], ng = (int64_t)data[1], j, c, i;
+    const double *priors = data + 2, *maps = priors + 5 * k, *offsets = maps + 12 * k;
+    const double *g = offsets + 8;
+    double v[64], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
+    double gs[4] = {0, 0, 0, 0}, lp = 0.0;
+    if ((int64_t)dim != k || k > 64) return -1;
+    for (j = 0; j < k; j++) v[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+    for (c = 0; c < 4; c++) {
+        m[c] = offsets[c];
+        t[c] = offsets[4 + c];
+        s[c] = 0.0;
+        for (j = 0; j < k; j++) {
+            m[c] += maps[c * k + j] * v[j];
+            t[c] += maps[4 * k + c * k + j] * v[j];
+            s[c] += maps[8 * k + c * k + j] * v[j];
+        }
+    }
+    for (i = 0; i < ng; i++) {
+        int64_t cc = (int64_t)g[i];
+        double n = g[ng + i], w = g[2 * ng + i], cbar = g[3 * ng + i], q = g[4 * ng + i];
+        double ss = g[5 * ng + i];
+        double sc = s[cc], tc = t[cc];
+        double var = tc * tc + sc * sc / n;
+        double r = cbar - m[cc];
+        double dev = q + w * r * r, dv;
+        lp += (w * (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - 0.5 * log(n) - 0.5 * log(var))
+               - ss / (2.0 * sc * sc) - dev / (2.0 * var));
+        dv = -0.5 * w / var + 0.5 * dev / (var * var);
+        gm[cc] += w * r / var;
+        gt[cc] += dv * 2.0 * tc;
+        gs[cc] += -w * (n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
+    }
+    for (j = 0; j < k; j++) {
+        double gv = 0.0, pl, pg;
+        for (c = 0; c < 4; c++)
+            gv += maps[c * k + j] * gm[c] + maps[4 * k + c * k + j] * gt[c]
+                  + maps[8 * k + c * k + j] * gs[c];
+        pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3], priors[5 * j + 4],
+                   v[j], &pg);
+        lp += pl;
+        gv += pg;
+        if (priors[5 * j + 1] > 0.5) {
+            lp += x[j];
+            out[j] = gv * v[j] + 1.0;
+        } else {
+            out[j] = gv;
+        }
+        if (!isfinite(out[j])) return 3;
+    }
+    logp_[0] = lp;
+    if (!isfinite(lp)) return 4;
+    return 0;
+}
+
 int64_t cm_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
                   const double *data) {
     int64_t k = (int64_t)data[0], j;
@@ -571,12 +630,16 @@ class CFunc:
 
 
 def entry_points(family: str):
-    """``(logp, expand)`` of `family` ("cell", "additive", "crossed") as :class:`CFunc`, or None."""
+    """Return ``(logp, expand)`` of `family` as :class:`CFunc`, or None.
+
+    `family`: "cell", "grouped" (the cell kernel on groups of cells), "additive", "crossed".
+    """
     lib = library()
     if lib is None:
         return None
-    prefix = {"cell": "cm", "additive": "add", "crossed": "cx"}[family]
-    return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{prefix}_expand", 2)
+    prefix = {"cell": "cm", "grouped": "cmg", "additive": "add", "crossed": "cx"}[family]
+    expand = "cm" if family == "grouped" else prefix  # the same parameters
+    return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{expand}_expand", 2)
 
 
 def prior_logp(prior, v: float) -> tuple[float, float]:

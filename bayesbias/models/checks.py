@@ -66,18 +66,40 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
     post = fit.posterior
     keep = thinned_draws(fit) if keep is None else keep
     rows = slice(None) if rows is None else rows
-    mu = post["mu"].transpose("chain", "draw", ...).values
-    mu = mu.reshape(-1, *mu.shape[2:])[keep]
     sig = post["sigma"].transpose("chain", "draw", ...).values
     sig = sig.reshape(-1, sig.shape[-1] if sig.ndim > 2 else 1)[keep]
     if sig.shape[1] == 1:
         sig = np.repeat(sig, len(CONNECTIONS), axis=1)
     conn = c.conn_idx[rows]
-    mean = mu[:, c.unit_idx[rows], conn]
+    if "mu" in post:
+        mu = post["mu"].transpose("chain", "draw", ...).values
+        mu = mu.reshape(-1, *mu.shape[2:])[keep]
+        mean = mu[:, c.unit_idx[rows], conn]
+    else:
+        mean = _drawn_cell_means(fit, keep, c.unit_idx[rows], conn)
     if "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
         mean = mean + v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]
     return mean, sig[:, conn]
+
+
+def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
+    """Return cell means at the flat draws `keep` for rows in cells (`unit`, `conn`).
+
+    For a fit without per-word draws: (draws, rows), drawn from their exact conditional, one
+    draw per cell and draw shared by the cell's rows (seeded by the fit's seed and the draws).
+    """
+    nc = len(CONNECTIONS)
+    flat = unit.astype(np.int64) * nc + conn
+    if flat.size >= fit.cells.n.size:  # many rows: every cell (no sort of the rows)
+        cells, inv = np.arange(fit.cells.n.size), flat
+    else:
+        cells, inv = np.unique(flat, return_inverse=True)
+    moments, _ = fit._word_moments()
+    m, sd = moments(keep, None, cells)
+    rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
+                                 int(keep[0]), int(keep.size)])
+    return (m + sd * rng.standard_normal(m.shape))[:, inv]
 
 
 def check_rows(fit) -> np.ndarray | None:

@@ -195,6 +195,10 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
         raise ModelSpecError(f"cannot compare fits of different specs: {a.spec.name!r} "
                              f"(hash {a.spec.hash}) vs {b.spec.name!r} (hash {b.spec.hash})")
     unit = a.unit_dim
+    if not (a.word_draws and b.word_draws):
+        from .word_summaries import refuse
+
+        raise refuse("comparing two fits word by word (compare)")
     groups = _diff_table(a.group_mean_draws(), b.group_mean_draws(), ci_prob, ci_kind)
     contrasts = _diff_table(a.contrast_draws(), b.contrast_draws(), ci_prob, ci_kind)
     common = [u for u in a.cells.units if u in set(b.cells.units)]

@@ -63,7 +63,19 @@ def load_fit(path, spec=None) -> Fit:
             raise ModelSpecError(
                 f"{path}: fitted with spec {stored.name!r} (hash {stored.hash}), which does not "
                 f"match the requested spec {wanted.name!r} (hash {wanted.hash})")
-    need = {"posterior": ("mu",), "constant_data": ("cell_rows", "cell_mean", "cell_ss",
+    from .marginal import word_summaries_supported
+
+    # a fit without per-word draws (bayesbias.models.word_summaries) has its parameters
+    summaries = "mu" not in tree["posterior"].data_vars if "posterior" in tree.children \
+        else False
+    if summaries and word_summaries_supported(stored):
+        from .families import family_module
+
+        blocks, _ = family_module(stored.family).marginal_blocks(stored)
+        first = tuple(b.name for b in blocks)
+    else:
+        first = ("mu",)
+    need = {"posterior": first, "constant_data": ("cell_rows", "cell_mean", "cell_ss",
                                                     "unit_class", "row_unit", "row_connection"),
             "observed_data": ("cosine_distance",)}
     for group, names in need.items():

@@ -128,6 +128,23 @@ def _cell_array(cells: Cells) -> np.ndarray:
                                           cells.mean[ui, ci], cells.ss[ui, ci]]))
 
 
+def _grouped_cells(cell_array: np.ndarray) -> np.ndarray:
+    """Cells that share (connection, n) summed into one group each (the ``cmg`` kernel).
+
+    Returns (6, groups): connection, n, cells, mean of their cell means, sum of squares of
+    the cell means about it, summed within-cell sums of squares. The marginal density is the
+    same sum over cells, computed in O(groups) instead of O(cells) per gradient.
+    """
+    conn, n, ybar, ss = cell_array
+    key, inv = np.unique(np.stack([conn, n], axis=1), axis=0, return_inverse=True)
+    inv = inv.ravel()
+    w = np.bincount(inv, minlength=len(key)).astype(float)
+    c = np.bincount(inv, weights=ybar, minlength=len(key)) / w
+    q = np.bincount(inv, weights=(ybar - c[inv]) ** 2, minlength=len(key))
+    tot = np.bincount(inv, weights=ss, minlength=len(key))
+    return np.ascontiguousarray(np.stack([key[:, 0], key[:, 1], w, c, q, tot]))
+
+
 def _initial(blocks, cells: Cells, rng) -> np.ndarray:
     """Return a start near the data (pooled means and sds), jittered with `rng`."""
     n = cells.n.sum(axis=0)
@@ -211,8 +228,14 @@ def nutpie_lib():
     return core()
 
 
-def _blocks_kernel(spec, cells: Cells) -> Kernel:
-    """Return the :class:`Kernel` of a family defined by ``marginal_blocks``."""
+def _blocks_kernel(spec, cells: Cells, word_draws: bool = True,
+                   grouped: bool = False) -> Kernel:
+    """Return the :class:`Kernel` of a family defined by ``marginal_blocks``.
+
+    `grouped`: the density summed over groups of cells that share (connection, n)
+    (:func:`_grouped_cells`; same posterior, cost independent of the number of words, but
+    other rounding, hence other draws than the per-cell kernel).
+    """
     from ._native import entry_points, pack_cells
     from .families import family_module
 
@@ -220,7 +243,7 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
     blocks, priors, maps, offsets, _ = _layout(spec)
     _, fixed = mod.marginal_blocks(spec)
     names = [b.name for b in blocks]
-    native = entry_points("cell")
+    native = entry_points("grouped" if grouped else "cell")
     if native is None:
         raise RuntimeError("no compiled kernels (no C compiler): check supports() first")
     logp, expand = native
@@ -232,30 +255,55 @@ def _blocks_kernel(spec, cells: Cells) -> Kernel:
                         else ("chain", "draw"), raw[b.name]) for b in blocks}
         for name, da in mod.derived(raw, m).items():
             out[name] = ("chain", "draw", "connection"), da
-        out["mu"] = ("chain", "draw", cells.unit_dim, "connection"), \
-            conditional_cell_means(m, t, s, cells, rng)
+        if word_draws:
+            out["mu"] = ("chain", "draw", cells.unit_dim, "connection"), \
+                conditional_cell_means(m, t, s, cells, rng)
         return out
 
     return Kernel(names=names, shapes=[(_NC,) if b.per_connection else () for b in blocks],
                   dims={b.name: ("connection",) for b in blocks if b.per_connection},
-                  data=pack_cells(priors, maps, offsets, _cell_array(cells)),
+                  data=pack_cells(priors, maps, offsets,
+                                  _grouped_cells(_cell_array(cells)) if grouped
+                                  else _cell_array(cells)),
                   logp=logp, expand=expand,
                   init=lambda rng: _initial(blocks, cells, rng), complete=complete,
                   adaptation=getattr(mod, "ADAPTATION", "diag"))
 
 
+def word_summaries_supported(spec) -> bool:
+    """Whether fits of `spec` can do without per-word draws (:mod:`.word_summaries`).
+
+    Families defined by ``marginal_blocks``, whose cell means are independent Normals given
+    the sampled parameters.
+    """
+    from .families import family_module
+
+    mod = family_module(spec.family)
+    return getattr(mod, "marginal_kernel", None) is None and \
+        getattr(mod, "marginal_blocks", None) is not None
+
+
 def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, cores: int,
-                    seed: int, target_accept: float = 0.8) -> xr.DataTree:
+                    seed: int, target_accept: float = 0.8,
+                    word_draws: bool = True, grouped: bool = False) -> xr.DataTree:
     """Sample `spec` on `cells` with nutpie on the cell-marginal density.
 
-    Returns a DataTree with ``posterior`` (the family's parameters, derived group means and
-    the cell means ``mu``) and nutpie's ``sample_stats``.
+    Returns a DataTree with ``posterior`` (the family's parameters, derived group means and,
+    with `word_draws`, the cell means ``mu``) and nutpie's ``sample_stats``. Without
+    `word_draws` (families of :func:`word_summaries_supported` only) the per-word summaries
+    come from the parameters' draws (:mod:`.word_summaries`). `grouped`: evaluate the
+    density on groups of cells that share (connection, n) (those families only).
     """
     from .families import family_module
 
     mod = family_module(spec.family)
     make = getattr(mod, "marginal_kernel", None)
-    kernel = make(spec, cells) if make is not None else _blocks_kernel(spec, cells)
+    if not word_draws and not word_summaries_supported(spec):
+        raise ValueError(f"{spec.name}: per-word summaries without draws are not supported")
+    if grouped and not word_summaries_supported(spec):
+        raise ValueError(f"{spec.name}: no grouped kernel")
+    kernel = make(spec, cells) if make is not None else \
+        _blocks_kernel(spec, cells, word_draws, grouped)
 
     def make_init(s):
         return kernel.init(np.random.default_rng([seed, int(s) % (2**63)]))
@@ -274,6 +322,8 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     out = out.assign_coords(kernel.coords or {})
     out.attrs.update(kernel.attrs or {}, sampling_time=sampling_time,
                      marginal="cell means integrated out")
+    if not word_draws:
+        out = out.drop_vars(unit)  # no variable has the unit dim: the cells hold the labels
     res = xr.DataTree()
     res["posterior"] = xr.DataTree(out)
     res["sample_stats"] = xr.DataTree(stats)

@@ -146,6 +146,28 @@ class Fit:
         """``"protected_word"`` or ``"protected_class"``."""
         return self.cells.unit_dim
 
+    @property
+    def word_draws(self) -> bool:
+        """Whether the fit keeps per-word draws.
+
+        Else its per-word summaries come from the hyper-parameter draws
+        (:mod:`~bayesbias.models.word_summaries`).
+        """
+        return "mu" in self.idata.posterior.data_vars
+
+    def _word_moments(self):
+        """``moments(keep, sl)`` of the flat cells of a fit without per-word draws (cached)."""
+        cache = self.__dict__.setdefault("_cache", {})
+        if "word_moments" not in cache:
+            from .word_summaries import fit_moments
+
+            cache["word_moments"] = fit_moments(self)
+        return cache["word_moments"]
+
+    def _n_draws(self) -> int:
+        p = self.idata.posterior
+        return p.sizes["chain"] * p.sizes["draw"]
+
     def _n(self) -> xr.DataArray:
         return xr.DataArray(self.cells.n, dims=(self.unit_dim, "connection"),
                             coords={self.unit_dim: self.cells.units.tolist(),
@@ -163,10 +185,42 @@ class Fit:
         var = family_module(self.spec.family).GROUP_MEAN
         if var is not None:
             out = post[var]
+        elif not self.word_draws:
+            out = self._group_average_draws()
         else:
             has = self._n() > 0
             out = post["mu"].where(has).sum(self.unit_dim) / has.sum(self.unit_dim)
         return out.rename("group_mean")
+
+    def _group_average_draws(self) -> xr.DataArray:
+        """Return draws of the average cell mean per connection without per-word draws.
+
+        Given the parameters it is an average of independent Normals: drawn once per draw
+        (seeded).
+        """
+        moments, _ = self._word_moments()
+        n = self.cells.n.reshape(-1)
+        nc = len(CONNECTIONS)
+        tot_m = np.zeros((self._n_draws(), nc))
+        tot_v = np.zeros((self._n_draws(), nc))
+        from .word_summaries import chunks
+
+        conn = np.tile(np.arange(nc), self.cells.n.shape[0])
+        for sl in chunks(n.size, self._n_draws()):
+            m, sd = moments(None, sl)
+            has = n[sl] > 0
+            for j in range(nc):
+                pick = has & (conn[sl] == j)
+                tot_m[:, j] += m[:, pick].sum(axis=1)
+                tot_v[:, j] += (sd[:, pick] ** 2).sum(axis=1)
+        k = np.maximum((self.cells.n > 0).sum(axis=0), 1)
+        rng = np.random.default_rng([int(self.idata.attrs.get("seed", 0)), 20240102])
+        val = tot_m / k + np.sqrt(tot_v) / k * rng.standard_normal(tot_m.shape)
+        post = self.idata.posterior
+        return xr.DataArray(val.reshape(post.sizes["chain"], post.sizes["draw"], nc),
+                            dims=("chain", "draw", "connection"),
+                            coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                                    "connection": list(CONNECTIONS)})
 
     def contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
         """Draws of differences between group-level means, dim ``contrast``.
@@ -176,7 +230,15 @@ class Fit:
         return differences(self.group_mean_draws(), contrast_pairs(contrasts))
 
     def word_mean_draws(self) -> xr.DataArray:
-        """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``)."""
+        """Draws of the cell means ``mu`` (dims ``chain, draw, unit, connection``).
+
+        Raises :class:`~bayesbias.models.word_summaries.WordDrawsError` on a fit without
+        per-word draws (see :attr:`word_draws`).
+        """
+        if not self.word_draws:
+            from .word_summaries import refuse
+
+            raise refuse("per-word draws (Fit.word_mean_draws)")
         return self.posterior["mu"].rename("mean")
 
     def word_contrast_draws(self, contrasts=CONTRASTS) -> xr.DataArray:
@@ -217,9 +279,61 @@ class Fit:
         ds["excludes_zero"] = ds["excludes_zero"] & ds["has_data"]
         return ds if as_xarray else to_frame(ds)
 
+    def _word_summary(self, kind: str, ci_prob, ci_kind, contrasts=None,
+                      rope: float | None = None) -> dict:
+        """Return mixture summaries without per-word draws.
+
+        Of the cell means (``kind="means"``, flat cells) or of per-word contrasts
+        (``"contrasts"``, (unit, contrast) flattened).
+        """
+        from .word_summaries import cell_summaries
+
+        ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+        pairs = contrast_pairs(contrasts) if kind == "contrasts" else None
+        key = ("word_summary", kind, ci_prob, ci_kind, tuple(pairs or ()), rope)
+        cache = self.__dict__.setdefault("_cache", {})
+        if key in cache:
+            return cache[key]
+        _, (m, t, sd) = self._word_moments()
+        idx = None if pairs is None else [(CONNECTIONS.index(a), CONNECTIONS.index(b))
+                                          for a, b in pairs]
+        cache[key] = cell_summaries(m, t, sd, self.cells.n, self.cells.mean, ci_prob, ci_kind,
+                                    idx, rope)
+        return cache[key]
+
+    def _summary_dataset(self, got: dict, dims, coords, ci_prob, ci_kind, name: str,
+                         zero_check: bool = False) -> xr.Dataset:
+        """Return a :func:`summarise`-shaped Dataset from :meth:`_word_summary` arrays."""
+        ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+        shape = tuple(len(coords[d]) for d in dims)
+        bound = xr.DataArray(["lower", "upper"], dims=["ci_bound"],
+                             attrs={"ci_kind": ci_kind, "ci_prob": ci_prob})
+        ci = xr.DataArray(got["ci"].reshape(shape + (2,)), dims=(*dims, "ci_bound"),
+                          coords={**coords, "ci_bound": bound},
+                          attrs={"ci_prob": ci_prob, "ci_kind": ci_kind})
+        ds = xr.Dataset({"mean": (dims, got["mean"].reshape(shape)),
+                         "sd": (dims, got["sd"].reshape(shape)), "ci": ci}, coords=coords)
+        if zero_check:
+            lo, hi = ci.sel(ci_bound="lower"), ci.sel(ci_bound="upper")
+            ds["excludes_zero"] = (lo > 0) | (hi < 0)
+        ds.attrs.update(ci.attrs, name=name, word_summaries="Rao-Blackwellised over the "
+                        "hyper-parameter draws (no per-word draws kept)")
+        return ds
+
     def word_means(self, ci_prob=None, ci_kind=None, as_xarray: bool = False):
-        """Mean distance per (protected word or class, connection), for cells with rows."""
-        ds = summarise(self.word_mean_draws(), ci_prob, ci_kind)
+        """Mean distance per (protected word or class, connection), for cells with rows.
+
+        On a fit without per-word draws (:attr:`word_draws`) the means, sds and intervals
+        are those of each cell mean's Normal mixture over the hyper-parameter draws
+        (:mod:`~bayesbias.models.word_summaries`).
+        """
+        if self.word_draws:
+            ds = summarise(self.word_mean_draws(), ci_prob, ci_kind)
+        else:
+            ds = self._summary_dataset(
+                self._word_summary("means", ci_prob, ci_kind), (self.unit_dim, "connection"),
+                {self.unit_dim: self.cells.units.tolist(), "connection": list(CONNECTIONS)},
+                ci_prob, ci_kind, "mean")
         ds["rows"] = self._n()
         ds = ds.assign_coords(protected_class_of=(self.unit_dim, self.cells.unit_class.tolist()))
         if as_xarray:
@@ -234,8 +348,22 @@ class Fit:
 
     def word_contrasts(self, ci_prob=None, ci_kind=None, as_xarray: bool = False,
                        contrasts=None):
-        """Per-unit contrasts (e.g. associated - none for each protected word)."""
-        ds = summarise(self.word_contrast_draws(contrasts), ci_prob, ci_kind, zero_check=True)
+        """Per-unit contrasts (e.g. associated - none for each protected word).
+
+        Mixture summaries on a fit without per-word draws, as :meth:`word_means`.
+        """
+        if self.word_draws:
+            ds = summarise(self.word_contrast_draws(contrasts), ci_prob, ci_kind,
+                           zero_check=True)
+        else:
+            pairs = contrast_pairs(contrasts)
+            ds = self._summary_dataset(
+                self._word_summary("contrasts", ci_prob, ci_kind, contrasts),
+                (self.unit_dim, "contrast"),
+                {self.unit_dim: self.cells.units.tolist(),
+                 "contrast": [contrast_label(a, b) for a, b in pairs]},
+                ci_prob, ci_kind, "mean", zero_check=True)
+            ds = ds.transpose("contrast", self.unit_dim, ...)  # as the draws' summary
         if as_xarray:
             return ds
         frame = to_frame(ds)
@@ -329,6 +457,10 @@ class Fit:
                 f"model {self.spec.name!r}: the rows of one (word, context) cell share its "
                 "context effect, so there is no log-likelihood per row; PSIS-LOO (--loo) "
                 "does not apply to this family")
+        if not self.word_draws:
+            from .word_summaries import refuse
+
+            raise refuse("the pointwise log-likelihood (PSIS-LOO, --loo)")
         c = self.cells
         mu = self._draws_flat(self.posterior["mu"])
         sig = self._cell_sigma()
@@ -399,6 +531,8 @@ class Fit:
 
             def bounds(p):
                 return np.concatenate(parts[p])
+        elif not self.word_draws:  # a cell's predictive given the parameters is Normal
+            bounds = self._ppc_mixture(probs, ci_kind)
         else:  # a row's predictive depends only on its cell: one replicate per draw and cell
             mu = self._draws_flat(self.posterior["mu"])
             sig = self._cell_sigma()[:, :, None, :]
@@ -420,6 +554,25 @@ class Fit:
         frame = pd.DataFrame(rows)
         frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
         return frame
+
+    def _ppc_mixture(self, probs, ci_kind):
+        """Return the predictive intervals of each row from its cell's predictive mixture.
+
+        For fits without per-word draws: Normal given the parameters (conditional mean, sd
+        ``sqrt(conditional var + sigma^2)``), over thinned draws.
+        """
+        from .word_summaries import cell_summaries
+
+        _, (m, t, sd) = self._word_moments()
+        c = self.cells
+        nc = len(CONNECTIONS)
+        sig = self._cell_sigma().reshape(-1, nc)
+        out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig)["ci"]
+               for p in probs}
+
+        def bounds(p):
+            return out[p][c.unit_idx.astype(np.int64) * nc + c.conn_idx]
+        return bounds
 
     # -- output ---------------------------------------------------------------------------
     def plot_forest(self, path=None, ci_prob=None, ci_kind=None):

@@ -49,6 +49,15 @@ BYTES_PER_CELL = 120
 BYTES_PER_ATTRIBUTE = 120
 
 
+#: Memory per cell of a fit without per-word draws (:mod:`.word_summaries`), independent of
+#: the draws: the cell statistics, the per-word summary tables and the model checks' share.
+#: Measured: peak RSS 1,647 / 1,944 MB at 40,000 / 400,000 cells (10,000 / 100,000 words,
+#: 15 rows per cell; ``benchmarks/bench_scale.py --words``), i.e. about 150 bytes per cell
+#: on top of a fixed 1.4 GB of imports and bounded work arrays; 400 leaves room for more
+#: rows per cell.
+BYTES_PER_SUMMARY_CELL = 400
+
+
 #: Largest memory the draws of one fit may take (checked before sampling): 4 GB.
 MAX_FIT_BYTES = 4_000_000_000
 
@@ -99,24 +108,30 @@ def _resolve_sampler(sampler: str) -> str:
     return sampler
 
 
-def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0) -> int:
+def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0,
+               word_draws: bool = True) -> int:
     """Bytes the draws of a fit take in memory (:data:`BYTES_PER_DRAW` and co).
 
     `n_attributes`: attribute words with an effect of their own (crossed family), else 0.
+    Without `word_draws` (per-word summaries, :mod:`.word_summaries`) the cells cost
+    :data:`BYTES_PER_SUMMARY_CELL` each, once, instead of per draw.
     """
+    if not word_draws:
+        per = BYTES_PER_DRAW + BYTES_PER_ATTRIBUTE * int(n_attributes)
+        return int(draws) * int(chains) * per + BYTES_PER_SUMMARY_CELL * max(int(n_cells), 1)
     per = (BYTES_PER_DRAW + BYTES_PER_CELL * max(int(n_cells), 1)
            + BYTES_PER_ATTRIBUTE * int(n_attributes))
     return int(draws) * int(chains) * per
 
 
 def _check_settings(draws, tune, chains, target_accept, n_cells: int,
-                    n_attributes: int = 0) -> tuple[int, int, int]:
+                    n_attributes: int = 0, word_draws: bool = True) -> tuple[int, int, int]:
     """Validate the sampler settings (:mod:`bayesbias.validation`) and the memory they need."""
     draws = validate_int(draws, "draws", low=1, high=MAX_DRAWS)
     tune = validate_int(tune, "tune", low=0, high=MAX_DRAWS)
     chains = validate_int(chains, "chains", low=1, high=MAX_CHAINS)
     validate_probability(target_accept, "target_accept")
-    need = fit_memory(draws, chains, n_cells, n_attributes)
+    need = fit_memory(draws, chains, n_cells, n_attributes, word_draws)
     if need > MAX_FIT_BYTES:
         extra = f" and {n_attributes:,} attribute effects" if n_attributes else ""
         raise InvalidArgumentError(
@@ -130,7 +145,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
               tune: int | None = None, chains: int | None = None, cores: int | None = None,
               seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
               strict: bool = False, progressbar: bool = False, target_accept: float | None = None,
-              marginal: bool | None = None, **spec_overrides) -> Fit:
+              marginal: bool | None = None, keep_word_draws: bool | None = None,
+              **spec_overrides) -> Fit:
     """Fit a model spec to a distance table.
 
     Parameters
@@ -153,6 +169,14 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         draw them afterwards from their exact conditional (same posterior, at most ~12
         parameters, no funnel or ridge, nothing to compile per table). Default: whenever the
         family supports it, the likelihood is ``"sufficient"`` and the sampler is nutpie.
+    keep_word_draws : bool, optional
+        Keep the draws of every per-word cell mean. Default: unless they would take more
+        than :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` (about 2,000
+        protected words at the default settings) in a fit with the cell means integrated
+        out of a family that allows it (``hierarchical``, ``separate``); the per-word means,
+        sds and intervals are then Rao-Blackwellised over the hyper-parameter draws
+        (:mod:`~bayesbias.models.word_summaries`) and convergence is judged on the sampled
+        parameters. ``False`` forces that (where allowed).
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.
@@ -184,11 +208,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     if target_accept is None:
         target_accept = getattr(family, "TARGET_ACCEPT", 0.8)
     n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
-    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
-                                          n_attr)
-    seed = defaults.seed if seed is None else int(seed)
     sampler = _resolve_sampler(sampler)
-    cores = min(chains, 2) if cores is None else cores
     if marginal is None:
         marginal = sampler == "nutpie" and likelihood == "sufficient" and supports(spec)
     elif marginal and not (sampler == "nutpie" and likelihood == "sufficient"
@@ -196,12 +216,34 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise ModelSpecError(f"model {spec.name!r}: the cell-marginal sampler needs the "
                              "nutpie sampler, the sufficient likelihood, a family that "
                              "supports it and a working C compiler (its kernels)")
+    from .marginal import word_summaries_supported
+    from .word_summaries import keep_word_draws as _keep_default
+
+    summaries_ok = bool(marginal) and word_summaries_supported(spec)
+    # a large fit (per-word draws above WORD_DRAWS_BYTES): its density on groups of cells
+    large = summaries_ok and not _keep_default(
+        validate_int(draws, "draws", low=1, high=MAX_DRAWS),
+        validate_int(chains, "chains", low=1, high=MAX_CHAINS), cells.n.size)
+    if keep_word_draws is None:
+        word_draws = not large
+    elif not keep_word_draws and not summaries_ok:
+        raise ModelSpecError(f"model {spec.name!r}: per-word summaries without per-word draws "
+                             "need the cell-marginal sampler (nutpie, sufficient likelihood) "
+                             "and a family whose cell means are independent given its "
+                             "parameters (hierarchical, separate)")
+    else:
+        word_draws = bool(keep_word_draws)
+    draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
+                                          n_attr, word_draws)
+    seed = defaults.seed if seed is None else int(seed)
+    cores = min(chains, 2) if cores is None else cores
     progress.info("sampling %s with %s%s: %d chains x (%d tune + %d draws), %d rows in %d "
                   "cells", spec.name, sampler, " (cell means integrated out)" if marginal
                   else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
     t0 = time.perf_counter()
     if marginal:
-        idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept)
+        idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept,
+                                word_draws, grouped=large)
         noncentred = ()
     elif sampler == "nutpie" and likelihood == "sufficient" and \
             not getattr(family, "PM_SAMPLE", False):

@@ -61,6 +61,8 @@ class ReportSettings:
     strict: bool = False
     sensitivity: bool = False
     robustness: bool = True
+    #: Keep per-word draws in the fits (else above 256 MB of them: per-word summaries).
+    keep_word_draws: bool = False
 
     def __post_init__(self):
         self.ci_prob = validate_ci_prob(self.ci_prob)
@@ -71,6 +73,8 @@ class ReportSettings:
     def to_dict(self) -> dict:
         """Plain JSON data (an encoder source as its own ``to_dict()``)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not self.keep_word_draws:  # recorded only when asked (earlier results.json lack it)
+            out.pop("keep_word_draws")
         if not isinstance(self.embedding, (str, type(None))):
             out["embedding"] = self.embedding.to_dict()
         return json.loads(json.dumps(out))
@@ -212,7 +216,8 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings)
             paper = fit_for_verdict(c.table, PAPER_MODEL, draws=s.draws, tune=s.tune,
                                     chains=s.chains, seed=s.seed, sampler=s.sampler,
                                     target_accept=s.target_accept, ci_prob=s.ci_prob,
-                                    ci_kind=s.ci_kind, rope=s.rope)
+                                    ci_kind=s.ci_kind, rope=s.rope,
+                                    keep_word_draws=True if s.keep_word_draws else None)
         pv = verdict_from_fit(paper, c.name, s.ci_prob, s.ci_kind, s.rope)
         row = {"word list": c.name, f"verdict ({s.model})": c.verdict.label,
                f"verdict ({PAPER_MODEL}, the paper's)": pv.label}

@@ -174,7 +174,8 @@ class WordListContext:
             return fit_for_verdict(self.table, s.model, draws=s.draws, tune=s.tune,
                                    chains=s.chains, seed=s.seed, strict=s.strict,
                                    sampler=s.sampler, target_accept=s.target_accept,
-                                   ci_prob=s.ci_prob, ci_kind=s.ci_kind, rope=s.rope)
+                                   ci_prob=s.ci_prob, ci_kind=s.ci_kind, rope=s.rope,
+                                   keep_word_draws=True if s.keep_word_draws else None)
 
     @cached_property
     def verdict(self):

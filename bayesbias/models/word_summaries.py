@@ -1,0 +1,377 @@
+"""Per-word summaries without per-word draws: Rao-Blackwellised over the hyper-parameter draws.
+
+In a family sampled with the cell means integrated out (:mod:`.marginal`, ``marginal_blocks``),
+every cell mean is, given the few sampled hyper-parameters (M, T, S per connection), exactly
+Normal with precision ``1/T^2 + n/S^2`` and mean ``alpha + beta ybar``
+(:func:`~bayesbias.models.cells.cell_mean_conditional`; alpha, beta and the sd depend on the
+draw, the connection and the cell's row count n only). Its posterior is the equal-weight
+mixture of these Normals over the hyper-parameter draws k, so
+
+* posterior mean = mean over k of the conditional means; variance = mean of the conditional
+  variances + variance of the conditional means (closed forms in ybar, over every draw: the
+  Rao-Blackwellised estimates, with less Monte Carlo error than the same numbers from one
+  draw of each cell mean per hyper-parameter draw);
+* equal-tailed interval: the mixture's quantiles, by safeguarded Newton steps on the mixture
+  CDF; highest-density interval: the (l, u) with ``F(u) - F(l) = p`` and ``f(l) = f(u)`` by
+  Newton steps from the ETI, accepted when the density inside stays above ``f(l)`` (else
+  from the density on a fine grid); both over :data:`INTERVAL_DRAWS` evenly thinned draws;
+* ``P(< 0)`` (and the share inside a ROPE) of a per-word contrast, a difference of two
+  conditionally independent cell means and so Normal given k: the mean over k of
+  ``Phi(-m_k / s_k)``.
+
+Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
+computed on a grid of ybar (two cell means for a contrast) and interpolated with cubic
+splines (:data:`GRID_POINTS`), so the cost grows with the number of such groups, and memory
+with the number of cells, not with draws x cells. A fit keeps its per-word draws unless they
+would take more than :data:`WORD_DRAWS_BYTES` (or ``keep_word_draws=False``); without them,
+what needs draws (``Fit.word_mean_draws``, PSIS-LOO, comparing fits word by word) raises
+:class:`WordDrawsError` naming ``--keep-word-draws``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import CONNECTIONS
+from ..errors import ModelSpecError
+
+__all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
+           "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
+           "linear_summary"]
+
+
+#: Per-word draws above this many bytes (8 per draw and cell: 4 chains x 1,000 draws x 4
+#: connections makes 1,000 protected words 128 MB, 10,000 words 1.28 GB) are not kept; the
+#: per-word summaries are then accumulated from the hyper-parameter draws. 256 MB: about
+#: 2,000 protected words at the default settings, below which fits behave as before; above,
+#: a process held about 15 working copies of the draws (18.5 GiB at 10,000 words).
+WORD_DRAWS_BYTES = 256_000_000
+
+
+#: Hyper-parameter draws (evenly thinned) whose Normal mixture gives the per-word intervals.
+INTERVAL_DRAWS = 500
+
+
+#: Draws x elements held at once by the mixture computations (about 8 arrays of this many
+#: float64 values: 200 MB at this size).
+CHUNK_ELEMENTS = 3_000_000
+
+
+class WordDrawsError(ModelSpecError):
+    """A fit without per-word draws was asked for them; refit with ``--keep-word-draws``."""
+
+
+def keep_word_draws(draws: int, chains: int, n_cells: int) -> bool:
+    """Whether a fit keeps its per-word draws by default (:data:`WORD_DRAWS_BYTES`)."""
+    return 8 * int(draws) * int(chains) * int(n_cells) <= WORD_DRAWS_BYTES
+
+
+def refuse(what: str):
+    """Return the :class:`WordDrawsError` for `what` on a fit without per-word draws."""
+    return WordDrawsError(
+        f"{what} needs the per-word posterior draws, which this fit does not keep (above "
+        f"{WORD_DRAWS_BYTES / 1e6:.0f} MB of them a fit keeps Rao-Blackwellised per-word "
+        "summaries instead); refit with --keep-word-draws (fit_model(..., "
+        "keep_word_draws=True))")
+
+
+def thinned(total: int, k: int = INTERVAL_DRAWS) -> np.ndarray:
+    """Return the indices of at most `k` evenly spaced draws of `total`."""
+    return np.unique(np.linspace(0, total - 1, min(k, total)).astype(int))
+
+
+def mixture_moments(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sd (ddof 0) of the equal-weight Normal mixture over axis 0."""
+    mu = mean.mean(axis=0)
+    var = (sd * sd).mean(axis=0) + ((mean - mu) ** 2).mean(axis=0)
+    return mu, np.sqrt(var)
+
+
+def _cdf_pdf(x, mean, sd):
+    from scipy.special import ndtr
+
+    z = (x[None] - mean) / sd
+    return ndtr(z).mean(axis=0), (np.exp(-0.5 * z * z) / sd).mean(axis=0) / np.sqrt(2 * np.pi)
+
+
+def mixture_cdf(x, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """CDF at `x` (elements) of the Normal mixture over axis 0 of `mean`, `sd`."""
+    return _cdf_pdf(np.asarray(x, float), mean, sd)[0]
+
+
+def _quantile(q: float, mean, sd, x0, tol: float = 1e-10, steps: int = 60):
+    """Mixture quantile by Newton steps kept inside the bracket of the component quantiles."""
+    from scipy.special import ndtri
+
+    zq = ndtri(q)
+    lo, hi = (mean + sd * zq).min(axis=0), (mean + sd * zq).max(axis=0)
+    x = np.clip(x0, lo, hi)
+    for _ in range(steps):
+        f, d = _cdf_pdf(x, mean, sd)
+        r = f - q
+        if np.all(np.abs(r) < tol):
+            break
+        lo = np.where(r < 0, x, lo)
+        hi = np.where(r > 0, x, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nx = x - r / d
+        bad = ~np.isfinite(nx) | (nx <= lo) | (nx >= hi)
+        x = np.where(bad, 0.5 * (lo + hi), nx)
+    return x
+
+
+def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
+    """HDI of a unimodal mixture: Newton on F(up) - F(lw) = p, f(up) = f(lw), from the ETI."""
+    from scipy.special import ndtr
+
+    c = 1 / np.sqrt(2 * np.pi)
+
+    def parts(x):
+        z = (x[None] - mean) / sd
+        phi = np.exp(-0.5 * z * z) / sd * c
+        return ndtr(z).mean(axis=0), phi.mean(axis=0), (-z / sd * phi).mean(axis=0)
+
+    lw, up = lo.copy(), hi.copy()
+    ok = np.zeros(lw.shape, bool)
+    for _ in range(steps):
+        fl, dl, gl = parts(lw)
+        fu, du, gu = parts(up)
+        r1, r2 = fu - fl - prob, du - dl
+        scale = np.maximum(du, dl)
+        ok = (np.abs(r1) < tol) & (np.abs(r2) < tol * scale)
+        if ok.all():
+            break
+        # Jacobian of (r1, r2) in (lw, up): [[-dl, du], [-gl, gu]]
+        det = -dl * gu + du * gl
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stepl = (gu * r1 - du * r2) / det
+            stepu = (gl * r1 - dl * r2) / det
+        nl, nu = lw - stepl, up - stepu
+        good = np.isfinite(nl) & np.isfinite(nu) & (nl < nu)
+        lw, up = np.where(good & ~ok, nl, lw), np.where(good & ~ok, nu, up)
+    # an HDI only if the density stays above its level f(lw) = f(up) inside (no second mode
+    # outside a dip): checked at 15 interior points
+    level = parts(lw)[1]
+    for w in np.linspace(0, 1, 17)[1:-1]:
+        ok &= parts(lw + w * (up - lw))[1] >= level * (1 - 1e-9)
+    return lw, up, ok
+
+
+def _grid_hdi(mean, sd, prob: float, points: int = 20_001) -> tuple[float, float]:
+    """Return the HDI of one mixture from its density on a grid.
+
+    The smallest and largest point of the highest-density set holding `prob` (an interval
+    that covers every mode's part).
+    """
+    from scipy.special import ndtr
+
+    x = np.linspace((mean - 8 * sd).min(), (mean + 8 * sd).max(), points)
+    z = (x[:, None] - mean) / sd
+    pdf = (np.exp(-0.5 * z * z) / sd).mean(axis=1)
+    cdf = ndtr(z).mean(axis=1)
+    mass = np.r_[0.0, np.diff(cdf)]  # probability of each grid step
+    order = np.argsort(pdf)[::-1]
+    inside = order[:np.searchsorted(np.cumsum(mass[order]), prob) + 1]
+    return float(x[inside].min()), float(x[inside].max())
+
+
+def mixture_interval(mean: np.ndarray, sd: np.ndarray, prob: float, kind: str,
+                     rng_seed: int = 0) -> np.ndarray:
+    """Equal-tailed or highest-density interval of the Normal mixture over axis 0.
+
+    Returns (..., 2). An HDI whose Newton steps do not converge (a mixture that is not
+    unimodal) comes from the density on a grid of 20,001 points instead.
+    """
+    shape = mean.shape[1:]
+    mean = mean.reshape(mean.shape[0], -1)
+    sd = sd.reshape(sd.shape[0], -1)
+    mu, s = mixture_moments(mean, sd)
+    a = (1 - prob) / 2
+    from scipy.special import ndtri
+
+    lo = _quantile(a, mean, sd, mu + s * ndtri(a))
+    hi = _quantile(1 - a, mean, sd, mu + s * ndtri(1 - a))
+    if kind == "hdi":
+        lw, up, ok = _hdi(prob, mean, sd, lo, hi)
+        for e in np.flatnonzero(~ok):  # not unimodal: the density's level set on a grid
+            lw[e], up[e] = _grid_hdi(mean[:, e], sd[:, e], prob)
+        lo, hi = lw, up
+    return np.stack([lo, hi], axis=-1).reshape(shape + (2,))
+
+
+def chunks(n: int, k: int):
+    """Slices over `n` elements with at most :data:`CHUNK_ELEMENTS` // `k` each."""
+    step = max(1, CHUNK_ELEMENTS // max(k, 1))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def fit_moments(fit):
+    """Return ``moments(keep, sl, cells)`` and the draws of M, T, S of a summary fit.
+
+    ``moments``: conditional means and sds over the flat (unit, connection) cells, (draws,
+    cells), at flat draws `keep` (None: all); M, T, S: (draws, connection) arrays.
+    """
+    from .families import family_module
+    from .marginal import _mts
+
+    mod = family_module(fit.spec.family)
+    blocks, fixed = mod.marginal_blocks(fit.spec)
+    post = fit.idata.posterior
+    raw = {b.name: post[b.name].transpose("chain", "draw", ...).values for b in blocks}
+    shape = raw[blocks[0].name].shape[:2]
+    m, t, s = (a.reshape(-1, len(CONNECTIONS)) for a in _mts(blocks, fixed, raw, shape))
+    n = fit.cells.n.reshape(-1).astype(float)
+    ybar = np.nan_to_num(fit.cells.mean).reshape(-1)
+    conn = np.tile(np.arange(len(CONNECTIONS)), fit.cells.n.shape[0])
+
+    def moments(keep, sl, cells=None):
+        idx = np.arange(n.size)[sl] if cells is None else cells
+        k = slice(None) if keep is None else keep
+        c = conn[idx]
+        mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
+        from .cells import cell_mean_conditional
+
+        mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], ybar[idx][None])
+        return mean, 1.0 / np.sqrt(prec)
+
+    return moments, (m, t, s)
+
+
+#: Points per data dimension of the interpolation grid of a group of elements (1-D: cells
+#: that share a connection and a row count; 2-D: per-word contrasts of two such groups).
+GRID_POINTS = {1: 129, 2: 41}
+
+
+def _at_points(alpha, beta, sd, points, keep, prob, kind, rope):
+    """Mixture summaries of the elements whose component means are ``alpha + beta @ p``."""
+    from scipy.special import ndtr
+
+    n = points.shape[0]
+    out = {"ci": np.empty((n, 2)), "prob_below_zero": np.empty(n),
+           "share_in_rope": np.full(n, np.nan)}
+    s_all = sd[:, None]
+    for sl in chunks(n, alpha.size):
+        m = alpha[:, None] + beta @ points[sl].T
+        out["prob_below_zero"][sl] = ndtr(-m / s_all).mean(axis=0)
+        if rope is not None:
+            out["share_in_rope"][sl] = (ndtr((rope - m) / s_all)
+                                        - ndtr((-rope - m) / s_all)).mean(axis=0)
+    for sl in chunks(n, 10 * keep.size):
+        m = alpha[keep, None] + beta[keep] @ points[sl].T
+        s = np.broadcast_to(sd[keep, None], m.shape)
+        out["ci"][sl] = mixture_interval(m, s, prob, kind, rng_seed=sl.start)
+    return out
+
+
+def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | None = None,
+                   grid: bool = True) -> dict[str, np.ndarray]:
+    """Return summaries of elements whose posterior is a mixture over draws k.
+
+    Element e: ``Normal(alpha_k + beta_k . y_e, sd_k)`` (one group of cells or contrasts).
+
+    alpha, sd (draws,); beta (draws, d); y (elements, d). Mean and sd in closed form over
+    every draw; P(< 0) and the ROPE share over every draw; the interval over
+    :data:`INTERVAL_DRAWS` thinned draws. With `grid` and more elements than grid points,
+    those three are computed on a grid of y (:data:`GRID_POINTS`) and interpolated with
+    cubic splines (smooth in y; the test checks them against the direct values).
+    """
+    d = y.shape[1]
+    y0 = y.mean(axis=0)
+    yc = y - y0
+    a = alpha + beta @ y0
+    am, bm = a.mean(), beta.mean(axis=0)
+    da, db = a - am, beta - bm
+    cov_ab = (da[:, None] * db).mean(axis=0)
+    cov_bb = (db[:, :, None] * db[:, None, :]).mean(axis=0)
+    var = (sd * sd).mean() + (da * da).mean() + 2 * yc @ cov_ab \
+        + np.einsum("ej,jl,el->e", yc, cov_bb, yc)
+    out = {"mean": am + yc @ bm, "sd": np.sqrt(np.maximum(var, 0.0))}
+    keep = thinned(alpha.size)
+    g = GRID_POINTS[d]
+    lo, hi = yc.min(axis=0), yc.max(axis=0)
+    if not grid or y.shape[0] <= g ** d or np.any(hi - lo <= 0):
+        out.update(_at_points(a, beta, sd, yc, keep, prob, kind, rope))
+        return out
+    axes = [np.linspace(lo[j], hi[j], g) for j in range(d)]
+    pts = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, d)
+    at = _at_points(a, beta, sd, pts, keep, prob, kind, rope)
+    fields = {"lower": at["ci"][:, 0], "upper": at["ci"][:, 1],
+              "prob_below_zero": at["prob_below_zero"]}
+    if rope is not None:
+        fields["share_in_rope"] = at["share_in_rope"]
+    got = {}
+    if d == 1:
+        from scipy.interpolate import CubicSpline
+
+        for k, v in fields.items():
+            got[k] = CubicSpline(axes[0], v)(yc[:, 0])
+    else:
+        from scipy.interpolate import RectBivariateSpline
+
+        for k, v in fields.items():
+            got[k] = RectBivariateSpline(axes[0], axes[1], v.reshape(g, g))(
+                yc[:, 0], yc[:, 1], grid=False)
+    out["ci"] = np.stack([got["lower"], got["upper"]], axis=-1)
+    out["prob_below_zero"] = np.clip(got["prob_below_zero"], 0.0, 1.0)
+    out["share_in_rope"] = np.clip(got["share_in_rope"], 0.0, 1.0) if rope is not None \
+        else np.full(y.shape[0], np.nan)
+    return out
+
+
+def _coefficients(m, t, s, n):
+    """alpha, beta, sd (draws,) of a cell with `n` rows: conditional mean alpha + beta ybar."""
+    prec = 1.0 / (t * t) + n / (s * s)
+    return m / (t * t) / prec, (n / (s * s)) / prec, 1.0 / np.sqrt(prec)
+
+
+def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd=None,
+                   grid: bool = True) -> dict[str, np.ndarray]:
+    """Return summaries of every cell mean or, with `pairs`, of every per-unit contrast.
+
+    Cell means flat over (unit, connection); contrasts (`pairs`: connection index pairs) flat
+    over (unit, pair).
+
+    m, t, s: hyper-parameter draws (draws, connection); n, ybar: (units, connection).
+    `extra_sd` (draws, connection): added in quadrature (a row's predictive: sigma).
+    Cells are grouped by (connection, n) (:func:`linear_summary` per group).
+    """
+    n_u, nc = n.shape
+    ybar = np.nan_to_num(ybar)
+    coef = {}
+
+    def cell_coef(c, k):
+        if (c, k) not in coef:
+            al, be, sd = _coefficients(m[:, c], t[:, c], s[:, c], float(k))
+            if extra_sd is not None:
+                sd = np.sqrt(sd * sd + extra_sd[:, c] ** 2)
+            coef[(c, k)] = al, be, sd
+        return coef[(c, k)]
+
+    if pairs is None:
+        size = n_u * nc
+        cols = [(c,) for c in range(nc)]
+    else:
+        size = n_u * len(pairs)
+        cols = pairs
+    out = {k: np.empty(size) for k in ("mean", "sd", "prob_below_zero", "share_in_rope")}
+    out["ci"] = np.empty((size, 2))
+    ncol = len(cols)
+    for j, col in enumerate(cols):
+        keys = np.stack([n[:, c] for c in col], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        for g, key in enumerate(uniq):
+            units = np.flatnonzero(inv == g)
+            parts = [cell_coef(c, int(k)) for c, k in zip(col, key, strict=True)]
+            if len(parts) == 1:
+                al, be, sd = parts[0]
+                beta = be[:, None]
+            else:
+                (aa, ba, sa), (ab, bb, sb) = parts
+                al, beta, sd = aa - ab, np.stack([ba, -bb], axis=1), np.sqrt(sa * sa + sb * sb)
+            y = np.stack([ybar[units, c] for c in col], axis=1)
+            got = linear_summary(al, beta, sd, y, prob, kind, rope, grid)
+            flat = units * ncol + j
+            for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
+                out[k][flat] = got[k]
+    return out
