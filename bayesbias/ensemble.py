@@ -18,7 +18,7 @@ import pandas as pd
 from .errors import DistanceTableError, InputDataError
 from .wordlists import load_wordlist
 
-__all__ = ["ensemble_table", "manifest_table", "simulate_ensemble_table",
+__all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding", "simulate_ensemble_table",
            "per_embedding_verdicts", "weat_per_embedding", "variance_shares",
            "summarize_ensemble", "EnsembleSummary", "n_embeddings", "ensemble_kind",
            "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS"]
@@ -87,6 +87,45 @@ def ensemble_table(paths, wordlist, labels=None, corpus_samples=None,
     table.attrs.update(wordlist=wl.name, embeddings=labels,
                        missing={w: labs for w, labs in lacking.items() if labs})
     return table
+
+
+def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.DataFrame:
+    """Return `table` ready for a model of one embedding, or refuse a table of several.
+
+    A table with an ``embedding`` column holding one embedding comes back without the
+    ensemble columns (its units are plain words); two or more raise
+    :class:`~bayesbias.errors.DistanceTableError` naming the column and the model to use.
+    """
+    if "embedding" not in table.columns:
+        return table
+    k = n_embeddings(table)
+    if k >= 2:
+        where = f"{source}: " if source else ""
+        raise DistanceTableError(
+            f"{where}the table holds {k} embeddings (column 'embedding'); the {model} model "
+            "describes one embedding: use --model embedding_level (one model of all of "
+            "them), or select one embedding's rows")
+    out = table.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in table.columns])
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def manifest_path(source) -> Path | None:
+    """The training manifest `source` names (the file or its folder), or None if it is not one.
+
+    A ``.json`` file, or a folder holding ``manifest.json``, as written by ``bayesbias
+    train``; anything else (an embedding file, ``default``) gives None.
+    """
+    from .training import MANIFEST
+
+    if not isinstance(source, (str, Path)) or not str(source):
+        return None
+    path = Path(source)
+    if path.is_dir() and (path / MANIFEST).is_file():
+        return path / MANIFEST
+    if path.suffix.lower() == ".json" and path.is_file():
+        return path
+    return None
 
 
 def manifest_table(manifest, wordlist) -> pd.DataFrame:
@@ -176,15 +215,16 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
                            ci_kind=None, rope=None, **fit_kwargs) -> pd.DataFrame:
     """Return the verdict each embedding of a multi-embedding table would give on its own.
 
-    Fits `model` (default ``crossed``) to each embedding's rows; returns one row per
+    Fits `model` (default ``crossed``) to each embedding's rows, with more draws while its
+    verdict is undecided at this precision, as every verdict
+    (:func:`~bayesbias.verdicts.fit_for_verdict`); returns one row per
     embedding with ``corpus_sample``, the verdict ``code`` and the contrasts of
     :data:`ENSEMBLE_CONTRASTS` (mean, lower, upper). Set beside the
     embedding-level verdict, it says how many single embeddings would have said otherwise.
     """
     import warnings
 
-    from .models import fit_model
-    from .verdicts import verdict_from_fit
+    from .verdicts import fit_for_verdict, verdict_from_fit
 
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column")
@@ -193,7 +233,8 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
         one = part.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in part.columns])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = fit_model(one.reset_index(drop=True), model, **fit_kwargs)
+            fit = fit_for_verdict(one.reset_index(drop=True), model, ci_prob=ci_prob,
+                                  ci_kind=ci_kind, rope=rope, **fit_kwargs)
         v = verdict_from_fit(fit, str(label), ci_prob, ci_kind, rope)
         c = fit.contrasts(ci_prob, ci_kind).set_index("contrast")
         row = {"embedding": label, "corpus_sample": part["corpus_sample"].iloc[0]
@@ -379,7 +420,9 @@ class EnsembleSummary:
         """One sentence: the corpus-level verdict and how many embeddings alone differ."""
         k, n = self.disagree, self.n_embeddings
         return (f"corpus level ({n} embeddings, {self.kind}): {self.verdict.label}; "
-                f"{k} of {n} single embeddings would have said otherwise")
+                f"{k} of {n} single embeddings would have said otherwise"
+                + (" (the corpus level needs more draws to decide)"
+                   if self.verdict.code == "undecided at this precision" else ""))
 
     def to_frame(self) -> pd.DataFrame:
         """Per-embedding contrasts and verdicts with the corpus-level row last."""
