@@ -95,16 +95,24 @@ def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.Da
     A table with an ``embedding`` column holding one embedding comes back without the
     ensemble columns (its units are plain words); two or more raise
     :class:`~bayesbias.errors.DistanceTableError` naming the column and the model to use.
+    `model` is a model name, or ``"WEAT"``, ``"MAC"`` or ``"a design or sensitivity
+    study"``.
     """
     if "embedding" not in table.columns:
         return table
     k = n_embeddings(table)
     if k >= 2:
         where = f"{source}: " if source else ""
-        raise DistanceTableError(
-            f"{where}the table holds {k} embeddings (column 'embedding'); the {model} model "
-            "describes one embedding: use --model embedding_level (one model of all of "
-            "them), or select one embedding's rows")
+        if model in ("WEAT", "MAC", "a design or sensitivity study"):
+            use = ("select one embedding's rows (per embedding: bayesbias report or fit "
+                   "with --model embedding_level)")
+            what = f"{model} describes"
+        else:
+            use = ("use --model embedding_level (one model of all of them), or select one "
+                   "embedding's rows")
+            what = f"the {model} model describes"
+        raise DistanceTableError(f"{where}the table holds {k} embeddings (column "
+                                 f"'embedding'); {what} one embedding: {use}")
     out = table.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in table.columns])
     out.attrs = dict(table.attrs)
     return out

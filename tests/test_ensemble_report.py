@@ -290,3 +290,22 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
     results = json.loads((rep / "results.json").read_text())
     assert results["wordlists"]["synthetic"]["data"]["embeddings"] == 3
     assert "manifest" in [r["role"] for r in results["provenance"]["inputs"]]
+
+
+def test_weat_mac_and_pilots_refuse_several_embeddings():
+    """WEAT took the first embedding's similarity of each pair and MAC averaged over all
+    embeddings: both now refuse, as design and sensitivity pilots do."""
+    from bayesbias.comparators.mac import mac_from_table
+    from bayesbias.comparators.weat import weat_from_table
+    from bayesbias.distances import check_pilot
+
+    t = _table()
+    for call, what in ((weat_from_table, "WEAT"), (mac_from_table, "MAC"),
+                       (check_pilot, "a design or sensitivity study")):
+        with pytest.raises(DistanceTableError, match=f"4 embeddings.*{what} describes one"):
+            call(t)
+    one = t[t["embedding"] == t["embedding"].iloc[0]]
+    plain = one.drop(columns=["embedding", "corpus_sample"])
+    assert weat_from_table(one, n_permutations=200, seed=1).effect_size == \
+        weat_from_table(plain, n_permutations=200, seed=1).effect_size
+    assert mac_from_table(one).mac == mac_from_table(plain).mac
