@@ -33,6 +33,7 @@ def _layout():
     return {"words": 8, "attributes": kinds, "rows_per_embedding": rows}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, levels", [("corpora", (True, False)), ("seeds", (False, True)),
                                           ("bootstrap", (True, False))])
 def test_variance_matches_simulated_studies(kind, levels):

@@ -177,7 +177,11 @@ def run(args) -> int:
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
     verdict, head = verdict_lines(fit, args, args.distances or args.wordlist or "")
-    weat_rows, weat_note = weat_reconciliation(table, verdict, args.seed)
+    if n_embeddings(table) >= 2:  # WEAT describes one embedding: per embedding below
+        weat_rows, weat_note = [], ("WEAT describes one embedding: it is given per embedding, "
+                                    "with its spread, under 'many embeddings' below.")
+    else:
+        weat_rows, weat_note = weat_reconciliation(table, verdict, args.seed)
     head.append(f"  {weat_note}")
     diag = fit.diagnostics()
     missing = table.attrs.get("missing", {})
