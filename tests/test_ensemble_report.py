@@ -274,6 +274,12 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
     v = variance_shares(fit).set_index("quantity")
     assert v.loc["associated - none", "embedding_share"] == pytest.approx(
         ens["variance_shares"][4]["embedding_share"])
+    # how many embeddings a claim needs, from this fit as the pilot
+    assert main(["--quiet", "design", "--pilot-fit", str(d / "fit.nc"), "--embeddings",
+                 "2,8,32", "--json"]) == 0
+    design = json.loads(capsys.readouterr().out)
+    assert design["kind"] == "bootstrap" and design["pilot_embeddings"] == 3
+    assert len(design["assurance"]) == 9 and len(design["check"]) == 3
     # the report: the ensemble section, its figure and tables, --json
     rep = d / "report"
     assert main(["--quiet", "report", "--embedding", str(d / "runs" / "manifest.json"),
