@@ -291,6 +291,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     from ..models.spec import load_spec
 
     crossed = family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
+    many = family_has(load_spec(settings.model).family, "EMBEDDINGS")
     report = Report(
         "bayesbias report",
         "Are stereotypes closer to their protected words than the control groups are? "
@@ -298,7 +299,10 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
         "hierarchical model with control groups (Dobrzeniecka & Urbaniak)"
         + (" plus an effect per attribute word, so that they also carry the uncertainty of "
            "which attribute words were listed," if crossed else "")
-        + " next to WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019).",
+        + " next to WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019)."
+        + (" Each table holds several embeddings (training runs or corpus samples), fitted "
+           "by one model of all of them, with what each embedding alone would have said "
+           "beside it." if many else ""),
     )
     glossary = Glossary(settings.ci_prob, settings.ci_kind)
     _choices(report, settings)
