@@ -18,8 +18,9 @@ import pandas as pd
 from .errors import DistanceTableError, InputDataError
 from .wordlists import load_wordlist
 
-__all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding", "simulate_ensemble_table",
-           "per_embedding_verdicts", "weat_per_embedding", "variance_shares",
+__all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
+           "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
+           "variance_shares",
            "summarize_ensemble", "EnsembleSummary", "n_embeddings", "ensemble_kind",
            "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS"]
 
@@ -119,7 +120,7 @@ def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.Da
 
 
 def manifest_path(source) -> Path | None:
-    """The training manifest `source` names (the file or its folder), or None if it is not one.
+    """Return the training manifest `source` names (the file or its folder), or None.
 
     A ``.json`` file, or a folder holding ``manifest.json``, as written by ``bayesbias
     train``; anything else (an embedding file, ``default``) gives None.
@@ -164,7 +165,6 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
     bootstrap and corpora, corpora). Returns ``(table, truth)``; ``truth`` also holds the
     observed corpus's own means (``corpus_mean``).
     """
-
     from .config import CONNECTIONS
     from .testing import design
 
@@ -261,7 +261,7 @@ ENSEMBLE_CONTRASTS = ("associated - none", "associated - human", "associated - d
 
 
 def n_embeddings(table: pd.DataFrame) -> int:
-    """Number of embeddings in a distance table (1 without an ``embedding`` column)."""
+    """Return the number of embeddings in a table (1 without an ``embedding`` column)."""
     if "embedding" not in table.columns:
         return 1
     return int(table["embedding"].nunique())

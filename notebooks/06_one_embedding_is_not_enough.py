@@ -87,7 +87,7 @@ print({k: f"{len(t)} rows, {t['embedding'].nunique()} embeddings" for k, t in ta
 # %%
 weat = pd.concat([weat_per_embedding(t, seed=SEED, n_permutations=20_000).assign(ensemble=k)
                   for k, t in tables.items()], ignore_index=True)
-display(weat[["ensemble", "embedding", "effect_size", "p_value"]])
+display(weat[["ensemble", "embedding", "effect_size", "p_value"]])  # noqa: F821
 share = weat.groupby("ensemble").agg(
     models=("p_value", "size"), p_below_005=("p_value", lambda p: int((p < 0.05).sum())),
     positive_d=("effect_size", lambda d: int((d > 0).sum())),
@@ -115,8 +115,8 @@ for kind, table in tables.items():
     print(summaries[kind], "\n")
 
 # %%
-for kind, s in summaries.items():
-    display(s.plot())
+for s in summaries.values():
+    display(s.plot())  # noqa: F821 - the notebook's display
 
 # %% [markdown]
 # ## What to read

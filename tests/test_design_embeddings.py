@@ -37,9 +37,11 @@ def _layout():
 @pytest.mark.parametrize("kind, levels", [("corpora", (True, False)), ("seeds", (False, True)),
                                           ("bootstrap", (True, False))])
 def test_variance_matches_simulated_studies(kind, levels):
-    """sqrt(V(K)) equals the sd, over 300 simulated ensembles of the model it describes, of
-    the corpus-level estimate (mean of a's distances minus mean of b's) around the truth
-    mu_bar (relative tolerance 12%: the sd of 300 draws has a relative se of about 4%)."""
+    """Check sqrt(V(K)) against 300 simulated ensembles of the model it describes.
+
+    The sd of the corpus-level estimate (mean of a's distances minus mean of b's) around the
+    truth mu_bar; relative tolerance 12% (the sd of 300 draws has a relative se of ~4%).
+    """
     k, reps = 4, 300
     lay = _layout()
     errs = {c: [] for c in ("associated - none", "associated - human",

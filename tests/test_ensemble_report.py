@@ -130,8 +130,10 @@ def _posterior(draws=200, seed=0):
 
 @pytest.mark.parametrize("kind, runs", [("bootstrap", 1), ("seeds", 1), ("bootstrap", 2)])
 def test_variance_shares_closed_form(kind, runs):
-    """Shares equal the sums of squared scales drawn by hand (to 1e-12); a level the
-    ensemble lacks counts 0; shared shifts cancel in contrasts."""
+    """Check the shares against sums of squared scales drawn by hand (to 1e-12).
+
+    A level the ensemble lacks counts 0; shared shifts cancel in contrasts.
+    """
     post = _posterior()
     fit = SimpleNamespace(spec=load_spec("embedding_level"), posterior=post,
                           cells=cells_from_table(_table(kind, runs_per_sample=runs)))
@@ -299,8 +301,11 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
 
 
 def test_weat_mac_and_pilots_refuse_several_embeddings():
-    """WEAT took the first embedding's similarity of each pair and MAC averaged over all
-    embeddings: both now refuse, as design and sensitivity pilots do."""
+    """Refuse several embeddings in WEAT, MAC and pilots.
+
+    WEAT took the first embedding's similarity of each pair and MAC averaged over all
+    embeddings: both now refuse, as design and sensitivity pilots do.
+    """
     from bayesbias.comparators.mac import mac_from_table
     from bayesbias.comparators.weat import weat_from_table
     from bayesbias.distances import check_pilot

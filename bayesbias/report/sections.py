@@ -558,9 +558,8 @@ def ensemble_section(ctx: WordListContext) -> None:
             if hasattr(rel, "to_dict") else f"not computed ({rel})."))
     sec.bullets(bullets)
     frame = e.to_frame()
-    from ..models.plots import figure_png
-
     from ..ensemble import ensemble_figure
+    from ..models.plots import figure_png
 
     figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv)
     sec.figure_from(partial(_write_bytes, figure), f"{ctx.key}_embeddings",

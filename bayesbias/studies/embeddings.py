@@ -111,7 +111,7 @@ class EmbeddingsDesign:
     target: float
 
     def needed(self) -> dict:
-        """The fewest embeddings reaching the target assurance, per contrast (None: none)."""
+        """Return the fewest embeddings reaching the target, per contrast (None: none)."""
         out = {}
         for c, rows in self.frame.groupby("contrast", sort=False):
             ok = rows.loc[rows["assurance"] >= self.target, "embeddings"]
@@ -119,7 +119,7 @@ class EmbeddingsDesign:
         return out
 
     def to_frame(self) -> pd.DataFrame:
-        """The assurance table."""
+        """Return the assurance table."""
         return self.frame.copy()
 
     def to_dict(self) -> dict:
