@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import xarray as xr
+from json_schemas import validate
 
 from bayesbias.config import CONNECTIONS
 from bayesbias.ensemble import simulate_ensemble_table
@@ -98,6 +99,7 @@ def test_embeddings_needed(tmp_path):
                  & (r.frame["assurance"] >= 0.8)]["embeddings"]
     assert need["associated - none"] == (int(ok.min()) if len(ok) else None)
     d = json.loads(json.dumps(r.to_dict()))
+    validate(d, "design")
     assert d["needed"] == need and len(d["assurance"]) == 12
     assert "check at the pilot's K" in str(r)
     assert r.plot(tmp_path / "a.png").stat().st_size > 1000

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from json_schemas import validate
 
 from bayesbias.cli import main
 from bayesbias.ensemble import (
@@ -223,8 +224,13 @@ def test_summary_describes_itself(tmp_path):
     assert last["associated - none lower"] == s.verdict["associated - none"].lower
     spread = s.weat_spread()
     assert spread["sd"] == pytest.approx(0.5) and spread["n_p_below_0.05"] == 2
-    d = json.loads(json.dumps(s.to_dict()))  # plain JSON
+    d = json.loads(json.dumps(s.to_dict()))  # plain JSON, in the shape the schema names
     assert d["disagree"] == 1 and d["embeddings"] == 3
+    import jsonschema
+
+    from bayesbias.schemas import DEFS
+
+    jsonschema.validate(d, {"$defs": DEFS, "$ref": "#/$defs/ensemble"})
     assert d["reliability"]["icc_2_1_test_retest"] == s.reliability.test_retest
     text = str(s)
     assert "ICC(2,1)" in text and "p < 0.05 in 2 of 3" in text and "40%" in text
@@ -257,6 +263,7 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
     assert main(["--quiet", "fit", "--embedding", str(d / "runs"), "--wordlist",
                  str(d / "syn.toml"), *common, "-o", str(d / "fit.nc"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    validate(out, "fit")
     ens = out["ensemble"]
     assert ens["embeddings"] == 3 and ens["kind"] == "bootstrap"
     assert len(ens["per_embedding"]) == 3 and len(ens["weat_per_embedding"]) == 3
@@ -280,6 +287,7 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
     assert main(["--quiet", "design", "--pilot-fit", str(d / "fit.nc"), "--embeddings",
                  "2,8,32", "--json"]) == 0
     design = json.loads(capsys.readouterr().out)
+    validate(design, "design")
     assert design["kind"] == "bootstrap" and design["pilot_embeddings"] == 3
     assert len(design["assurance"]) == 9 and len(design["check"]) == 3
     # the report: the ensemble section, its figure and tables, --json
@@ -288,6 +296,7 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
                  "--wordlist", str(d / "syn.toml"), *common, "--jobs", "1",
                  "--permutations", "1000", "--no-robustness", "-o", str(rep), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
+    validate(payload, "report")
     assert payload["ensembles"]["synthetic"]["embeddings"] == 3
     md = (rep / "report.md").read_text()
     assert "Many embeddings: the corpus level beside each embedding alone" in md
