@@ -300,7 +300,9 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
 
     ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    if fit.spec.family != "embedding_level":
+    from .models.families import family_has
+
+    if not family_has(fit.spec.family, "EMBEDDINGS"):
         raise InputDataError(f"variance shares need an embedding_level fit, got "
                              f"{fit.spec.family!r}")
     st = structure(fit.cells)

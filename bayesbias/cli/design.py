@@ -165,15 +165,17 @@ def run(args) -> int:
         if label not in VERDICTS and " - " not in label:
             raise InvalidArgumentError(f"--null-contrast {label!r}: write e.g. "
                                        "'associated - human'")
+    fit = None
     if args.embeddings or args.pilot_fit:
         from ..models import load_fit
+        from ..models.families import family_has
 
         fit = load_fit(args.pilot_fit) if args.pilot_fit else None
         if args.embeddings and fit is None:
             raise InvalidArgumentError("--embeddings needs --pilot-fit: a saved fit of the "
                                        "embedding_level model ('bayesbias fit --model "
                                        "embedding_level -o fit.nc')")
-        if fit is not None and (args.embeddings or fit.spec.family == "embedding_level"):
+        if fit is not None and (args.embeddings or family_has(fit.spec.family, "EMBEDDINGS")):
             return _embeddings(args, fit)
     pilot = _pilot(args, fit)
     own = pilot.design

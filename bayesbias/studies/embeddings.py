@@ -194,8 +194,9 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
     from ..config import defaults
     from ..ensemble import ensemble_kind
     from ..models.embedding_level import structure
+    from ..models.families import family_has
 
-    if fit.spec.family != "embedding_level":
+    if not family_has(fit.spec.family, "EMBEDDINGS"):
         raise InputDataError(f"how many embeddings a claim needs is read from an "
                              f"embedding_level fit; this one is {fit.spec.family!r}")
     counts = [int(k) for k in counts]
