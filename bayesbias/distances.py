@@ -330,6 +330,9 @@ def check_pilot(table: pd.DataFrame, source: str = "pilot") -> None:
     ------
     DistanceTableError
     """
+    from .ensemble import single_embedding
+
+    single_embedding(table, "a design or sensitivity study", source)
     present = set(table["connection"].astype(str))
     missing = [c for c in CONNECTIONS if c not in present]
     if missing:

@@ -9,14 +9,20 @@ model reads both.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import DistanceTableError, InputDataError
 from .wordlists import load_wordlist
 
-__all__ = ["ensemble_table", "manifest_table", "ENSEMBLE_COLUMNS"]
+__all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
+           "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
+           "variance_shares",
+           "summarize_ensemble", "EnsembleSummary", "n_embeddings", "ensemble_kind",
+           "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +90,53 @@ def ensemble_table(paths, wordlist, labels=None, corpus_samples=None,
     return table
 
 
+def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.DataFrame:
+    """Return `table` ready for a model of one embedding, or refuse a table of several.
+
+    A table with an ``embedding`` column holding one embedding comes back without the
+    ensemble columns (its units are plain words); two or more raise
+    :class:`~bayesbias.errors.DistanceTableError` naming the column and the model to use.
+    `model` is a model name, or ``"WEAT"``, ``"MAC"`` or ``"a design or sensitivity
+    study"``.
+    """
+    if "embedding" not in table.columns:
+        return table
+    k = n_embeddings(table)
+    if k >= 2:
+        where = f"{source}: " if source else ""
+        if model in ("WEAT", "MAC", "a design or sensitivity study"):
+            use = ("select one embedding's rows (per embedding: bayesbias report or fit "
+                   "with --model embedding_level)")
+            what = f"{model} describes"
+        else:
+            use = ("use --model embedding_level (one model of all of them), or select one "
+                   "embedding's rows")
+            what = f"the {model} model describes"
+        raise DistanceTableError(f"{where}the table holds {k} embeddings (column "
+                                 f"'embedding'); {what} one embedding: {use}")
+    out = table.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in table.columns])
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def manifest_path(source) -> Path | None:
+    """Return the training manifest `source` names (the file or its folder), or None.
+
+    A ``.json`` file, or a folder holding ``manifest.json``, as written by ``bayesbias
+    train``; anything else (an embedding file, ``default``) gives None.
+    """
+    from .training import MANIFEST
+
+    if not isinstance(source, (str, Path)) or not str(source):
+        return None
+    path = Path(source)
+    if path.is_dir() and (path / MANIFEST).is_file():
+        return path / MANIFEST
+    if path.suffix.lower() == ".json" and path.is_file():
+        return path
+    return None
+
+
 def manifest_table(manifest, wordlist) -> pd.DataFrame:
     """:func:`ensemble_table` of the models of a training manifest (file or folder)."""
     from .training import read_manifest
@@ -112,8 +165,6 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
     bootstrap and corpora, corpora). Returns ``(table, truth)``; ``truth`` also holds the
     observed corpus's own means (``corpus_mean``).
     """
-    import numpy as np
-
     from .config import CONNECTIONS
     from .testing import design
 
@@ -169,18 +220,19 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
 
 
 def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=None,
-                           ci_kind=None, **fit_kwargs) -> pd.DataFrame:
+                           ci_kind=None, rope=None, **fit_kwargs) -> pd.DataFrame:
     """Return the verdict each embedding of a multi-embedding table would give on its own.
 
-    Fits `model` (default ``crossed``) to each embedding's rows; returns one row per
-    embedding with ``corpus_sample``, the verdict ``code`` and the ``associated - none``
-    and ``associated - different`` contrasts (mean, lower, upper). Set beside the
+    Fits `model` (default ``crossed``) to each embedding's rows, with more draws while its
+    verdict is undecided at this precision, as every verdict
+    (:func:`~bayesbias.verdicts.fit_for_verdict`); returns one row per
+    embedding with ``corpus_sample``, the verdict ``code`` and the contrasts of
+    :data:`ENSEMBLE_CONTRASTS` (mean, lower, upper). Set beside the
     embedding-level verdict, it says how many single embeddings would have said otherwise.
     """
     import warnings
 
-    from .models import fit_model
-    from .verdicts import verdict_from_fit
+    from .verdicts import fit_for_verdict, verdict_from_fit
 
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column")
@@ -189,13 +241,308 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
         one = part.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in part.columns])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = fit_model(one.reset_index(drop=True), model, **fit_kwargs)
-        v = verdict_from_fit(fit, str(label), ci_prob, ci_kind)
+            fit = fit_for_verdict(one.reset_index(drop=True), model, ci_prob=ci_prob,
+                                  ci_kind=ci_kind, rope=rope, **fit_kwargs)
+        v = verdict_from_fit(fit, str(label), ci_prob, ci_kind, rope)
         c = fit.contrasts(ci_prob, ci_kind).set_index("contrast")
         row = {"embedding": label, "corpus_sample": part["corpus_sample"].iloc[0]
                if "corpus_sample" in part else "original", "verdict": v.code}
-        for name in ("associated - none", "associated - different"):
+        for name in ENSEMBLE_CONTRASTS:
             for k in ("mean", "lower", "upper"):
                 row[f"{name} {k}"] = float(c.loc[name, k])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# -- what the user reads: the ensemble beside the corpus-level verdict -----------------------
+
+#: The contrasts shown per embedding and in the figure (the verdict's first three).
+ENSEMBLE_CONTRASTS = ("associated - none", "associated - human", "associated - different")
+
+
+def n_embeddings(table: pd.DataFrame) -> int:
+    """Return the number of embeddings in a table (1 without an ``embedding`` column)."""
+    if "embedding" not in table.columns:
+        return 1
+    return int(table["embedding"].nunique())
+
+
+def ensemble_kind(table: pd.DataFrame) -> str:
+    """``"bootstrap"``, ``"seeds"``, ``"corpora"`` or ``"mixed"``: what the embeddings vary."""
+    from .models.embedding_level import BOOTSTRAP_PREFIX
+
+    samples = {str(x) for x in table["corpus_sample"].unique()} \
+        if "corpus_sample" in table else {"original"}
+    boot = [x.startswith(BOOTSTRAP_PREFIX) for x in samples]
+    if all(boot):
+        return "bootstrap"
+    if any(boot):
+        return "mixed"
+    return "seeds" if len(samples) == 1 else "corpora"
+
+
+def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
+    """Share of the variation of (word, embedding) cell means that comes from the embedding.
+
+    From the posterior draws of an ``embedding_level`` fit. Per connection ``c`` the variance
+    of one protected word's mean distance in one embedding around the corpus-level mean splits
+    into word choice ``tau[c]^2``, the word's own variation between embeddings ``eta[c]^2``,
+    the corpus sample ``kappa0^2 + kappa[c]^2`` and the training run ``lambda0^2 +
+    lambda[c]^2`` (a level the ensemble lacks counts 0). For a contrast ``a - b`` the parts
+    of ``a`` and ``b`` add, except the shifts shared by all connections (``kappa0``,
+    ``lambda0``), which cancel. ``embedding_share`` = (word x embedding + corpus sample +
+    training run) / total, with its interval; the other columns are posterior means of each
+    part's share.
+    """
+    from .config import CONNECTIONS, defaults
+    from .intervals import posterior_interval
+    from .models.embedding_level import structure
+
+    ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
+    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
+    from .models.families import family_has
+
+    if not family_has(fit.spec.family, "EMBEDDINGS"):
+        raise InputDataError(f"variance shares need an embedding_level fit, got "
+                             f"{fit.spec.family!r}")
+    st = structure(fit.cells)
+    post = fit.posterior
+
+    def flat(name):
+        return post[name].values.reshape(-1, *post[name].shape[2:])
+
+    n = flat("tau").shape[0]
+    zero = np.zeros(n)
+    vs_none = list(CONNECTIONS[:3])
+
+    def parts(c: str, shared: bool) -> dict:
+        j = CONNECTIONS.index(c)
+        out = {"word choice": flat("tau")[:, j] ** 2,
+               "word x embedding": flat("eta")[:, j] ** 2}
+        for key, lev, s0, s in (("corpus sample", "sample_level", "kappa0", "kappa"),
+                                ("training run", "run_level", "lambda0", "lambda")):
+            if not st[lev]:
+                out[key] = zero
+                continue
+            v = flat(s)[:, vs_none.index(c)] ** 2 if c in vs_none else zero
+            out[key] = v + (flat(s0) ** 2 if shared else zero)
+        return out
+
+    rows = []
+    quantities = [(c, parts(c, True)) for c in CONNECTIONS]
+    for con in ENSEMBLE_CONTRASTS:
+        a, b = con.split(" - ")
+        pa, pb = parts(a, False), parts(b, False)
+        quantities.append((con, {k: pa[k] + pb[k] for k in pa}))
+    for name, p in quantities:
+        total = sum(p.values())
+        share = (total - p["word choice"]) / total
+        lo, hi = posterior_interval(share, ci_prob, ci_kind)
+        row = {"quantity": name}
+        row.update({k: float(np.mean(v / total)) for k, v in p.items()})
+        row.update({"embedding_share": float(np.mean(share)), "lower": float(lo),
+                    "upper": float(hi)})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame.attrs.update(ci_prob=ci_prob, ci_kind=ci_kind)
+    return frame
+
+
+def weat_per_embedding(table: pd.DataFrame, seed=None, n_permutations: int = 100_000,
+                       sd_convention: str = "sample") -> pd.DataFrame:
+    """WEAT (two-sided) of the first pair of classes in each embedding of `table`.
+
+    One row per embedding: ``embedding, corpus_sample, X, Y, effect_size, p_value``; empty
+    when the table has no pair of classes with stereotypes.
+    """
+    from .comparators.weat import weat_class_pairs
+
+    if "embedding" not in table.columns:
+        raise InputDataError("the table has no embedding column")
+    rows = []
+    for label, part in table.groupby("embedding", sort=False):
+        one = part.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in part.columns])
+        pairs = weat_class_pairs(one.reset_index(drop=True), alternative="two-sided",
+                                 sd=sd_convention, n_permutations=n_permutations, seed=seed)
+        if not pairs:
+            return pd.DataFrame(columns=["embedding", "corpus_sample", "X", "Y",
+                                         "effect_size", "p_value"])
+        (x, y), r = pairs[0]
+        rows.append({"embedding": label, "corpus_sample": str(part["corpus_sample"].iloc[0])
+                     if "corpus_sample" in part else "original", "X": x, "Y": y,
+                     "effect_size": float(r.effect_size), "p_value": float(r.p_value)})
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class EnsembleSummary:
+    """The corpus-level verdict of many embeddings with what each embedding says alone.
+
+    Attributes
+    ----------
+    verdict : Verdict
+        The control-aware verdict of the ``embedding_level`` fit (corpus level).
+    per_embedding : DataFrame
+        :func:`per_embedding_verdicts`: one row per embedding.
+    variance : DataFrame
+        :func:`variance_shares`.
+    reliability : Reliability or str
+        Du et al.'s ICC(2,1), ICC(3,1) and Cronbach's alpha, or why they were not computed.
+    weat : DataFrame
+        :func:`weat_per_embedding`.
+    kind : str
+        :func:`ensemble_kind`.
+    model : str
+        The model of the single-embedding fits.
+    """
+
+    verdict: object
+    per_embedding: pd.DataFrame
+    variance: pd.DataFrame
+    reliability: object
+    weat: pd.DataFrame
+    kind: str
+    model: str = "crossed"
+
+    @property
+    def n_embeddings(self) -> int:
+        """K, the number of embeddings."""
+        return len(self.per_embedding)
+
+    @property
+    def disagree(self) -> int:
+        """How many single embeddings give another verdict code than the corpus level."""
+        return int((self.per_embedding["verdict"] != self.verdict.code).sum())
+
+    def weat_spread(self) -> dict:
+        """Between-embedding spread of WEAT's d: mean, sd, min, max and the share p < 0.05."""
+        d = self.weat["effect_size"].to_numpy(dtype=float)
+        if not d.size:
+            return {}
+        p = self.weat["p_value"].to_numpy(dtype=float)
+        return {"pair": f"{self.weat['X'].iloc[0]} vs {self.weat['Y'].iloc[0]}",
+                "mean": float(d.mean()), "sd": float(d.std(ddof=1)) if d.size > 1 else 0.0,
+                "min": float(d.min()), "max": float(d.max()),
+                "share_p_below_0.05": float(np.mean(p < 0.05)),
+                "n_p_below_0.05": int((p < 0.05).sum())}
+
+    def headline(self) -> str:
+        """One sentence: the corpus-level verdict and how many embeddings alone differ."""
+        k, n = self.disagree, self.n_embeddings
+        return (f"corpus level ({n} embeddings, {self.kind}): {self.verdict.label}; "
+                f"{k} of {n} single embeddings would have said otherwise"
+                + (" (the corpus level needs more draws to decide)"
+                   if self.verdict.code == "undecided at this precision" else ""))
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per-embedding contrasts and verdicts with the corpus-level row last."""
+        rows = self.per_embedding.copy()
+        rows.insert(0, "level", "single embedding")
+        pooled = {"level": "corpus level", "embedding": "corpus level (pooled)",
+                  "corpus_sample": "all", "verdict": self.verdict.code}
+        for c in ENSEMBLE_CONTRASTS:
+            ev = self.verdict[c]
+            pooled.update({f"{c} mean": ev.mean, f"{c} lower": ev.lower,
+                           f"{c} upper": ev.upper})
+        frame = pd.concat([rows, pd.DataFrame([pooled])], ignore_index=True)
+        frame.attrs.update(ci_prob=self.verdict.ci_prob, ci_kind=self.verdict.ci_kind)
+        return frame
+
+    def to_dict(self) -> dict:
+        """Plain JSON data."""
+        from .plain import to_plain
+
+        rel = (self.reliability.to_dict() if hasattr(self.reliability, "to_dict")
+               else {"skipped": str(self.reliability)})
+        return {"headline": self.headline(), "kind": self.kind,
+                "embeddings": self.n_embeddings, "single_model": self.model,
+                "corpus_level": self.verdict.to_dict(),
+                "disagree": self.disagree, "per_embedding": to_plain(self.per_embedding),
+                "variance_shares": to_plain(self.variance), "reliability": to_plain(rel),
+                "weat_per_embedding": to_plain(self.weat), "weat_spread": self.weat_spread()}
+
+    def __str__(self) -> str:
+        iv = self.verdict.interval_label
+        lines = [self.headline()]
+        for c in ENSEMBLE_CONTRASTS:
+            ev = self.verdict[c]
+            lines.append(f"  corpus-level `{c}` {ev.mean:+.3f} ({iv} {ev.lower:+.3f} to "
+                         f"{ev.upper:+.3f})")
+        counts = self.per_embedding["verdict"].value_counts()
+        lines.append(f"  single embeddings ({self.model}): " + "; ".join(
+            f"{n} {code}" for code, n in counts.items()))
+        v = self.variance.set_index("quantity")
+        for q in ("associated - none", "associated - different"):
+            lines.append(f"  share of `{q}` variation from training/corpus sampling (vs "
+                         f"word choice): {v.loc[q, 'embedding_share']:.0%} ({iv} "
+                         f"{v.loc[q, 'lower']:.0%} to {v.loc[q, 'upper']:.0%})")
+        rel = self.reliability
+        lines.append("  " + (str(rel).replace("\n", "\n  ") if hasattr(rel, "to_dict")
+                             else f"reliability: not computed ({rel})"))
+        s = self.weat_spread()
+        if s:
+            lines.append(f"  WEAT per embedding ({s['pair']}): d mean {s['mean']:.2f}, sd "
+                         f"{s['sd']:.2f}, range {s['min']:.2f} to {s['max']:.2f}; p < 0.05 in "
+                         f"{s['n_p_below_0.05']} of {len(self.weat)}")
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """Figure: per-embedding intervals of each contrast beside the corpus-level one.
+
+        Returns the figure, or writes it to `path` (.png, .svg, .pdf) and returns the path.
+        """
+        from .models.plots import _save
+
+        fig = ensemble_figure(self.to_frame(), self.verdict.interval_label)
+        return _save(fig, path) if path is not None else fig
+
+
+def ensemble_figure(frame: pd.DataFrame, interval: str):
+    """Draw :meth:`EnsembleSummary.to_frame`: one panel per contrast, pooled row in red."""
+    from .models.plots import forest_axes, new_figure
+
+    n = len(frame)
+    fig = new_figure(figsize=(10, 1.2 + 0.22 * n), layout="constrained")
+    axes = fig.subplots(1, len(ENSEMBLE_CONTRASTS), sharey=True)
+    labels = [str(x) for x in frame["embedding"]]
+    colours = ["#c33" if lv == "corpus level" else "#456" for lv in frame["level"]]
+    for ax, c in zip(axes, ENSEMBLE_CONTRASTS, strict=True):
+        forest_axes(ax, labels, frame[f"{c} mean"], frame[f"{c} lower"], frame[f"{c} upper"],
+                    colours=colours, zero=True, title=c, xlabel="difference of mean distance")
+    fig.suptitle(f"Each embedding alone (blue) and the corpus level (red), {interval}",
+                 fontsize=10)
+    return fig
+
+
+def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_prob=None,
+                       ci_kind=None, rope=None, seed=None, n_permutations: int = 100_000,
+                       sd_convention: str = "sample", **fit_kwargs) -> EnsembleSummary:
+    """Put the corpus-level verdict of `fit` beside what each embedding of `table` says alone.
+
+    Parameters
+    ----------
+    table : DataFrame
+        A multi-embedding distance table (``embedding`` column, 2 or more embeddings).
+    fit : Fit
+        The ``embedding_level`` fit of `table`.
+    model : str
+        The model fitted to each embedding alone (default ``crossed``).
+    fit_kwargs
+        Sampler settings of the single-embedding fits (draws, tune, chains, sampler, ...).
+    """
+    from .reliability import ensemble_reliability
+    from .verdicts import verdict_from_fit
+
+    if n_embeddings(table) < 2:
+        raise InputDataError("the table holds one embedding: nothing to compare")
+    verdict = verdict_from_fit(fit, str(table.attrs.get("source", "")), ci_prob, ci_kind, rope)
+    per = per_embedding_verdicts(table, model, ci_prob, ci_kind, rope=rope, seed=seed,
+                                 **fit_kwargs)
+    try:
+        rel = ensemble_reliability(table)
+    except InputDataError as exc:
+        rel = str(exc)
+    weat = weat_per_embedding(table, seed, n_permutations, sd_convention)
+    return EnsembleSummary(verdict=verdict, per_embedding=per,
+                           variance=variance_shares(fit, ci_prob, ci_kind), reliability=rel,
+                           weat=weat, kind=ensemble_kind(table), model=str(model))

@@ -242,6 +242,8 @@ def fit_inputs(fit) -> list[tuple[str, str]]:
             out.append(("embedding", "default"))
         elif emb and Path(emb).is_file():
             out.append(("embedding", emb))
+        if table.get("manifest") and Path(table["manifest"]).is_file():
+            out.append(("manifest", table["manifest"]))  # the embeddings of bayesbias train
         if table.get("wordlist"):
             out.append(("wordlist", table["wordlist"]))
     out.append(("model", attrs.get("spec_name", fit.spec.name)))

@@ -130,7 +130,8 @@ def test_every_family_implements_the_protocol_and_ships_a_spec():
         assert isinstance(mod, Family), name
         assert set(mod.SCALES) <= set(mod.PRIORS), name
         assert name in shipped, f"no shipped spec of family {name}"
-        for flag in ("NONCENTRED", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS", "PM_SAMPLE"):
+        for flag in ("NONCENTRED", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS", "PM_SAMPLE",
+                     "EMBEDDINGS"):
             assert isinstance(getattr(mod, flag, False), bool), (name, flag)
         assert 0 < getattr(mod, "TARGET_ACCEPT", 0.8) < 1, name
         for hook in ("validate", "model_data", "structure_key", "row_effects", "n_effects",

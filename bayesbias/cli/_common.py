@@ -307,9 +307,12 @@ def printable(text) -> str:
                    else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
-def add_table_source(p) -> None:
-    """Options that select a distance table or an embedding + word list."""
-    add_embedding_options(p)
+def add_table_source(p, manifest: bool = False) -> None:
+    """Options that select a distance table or an embedding + word list.
+
+    With `manifest`, ``--embedding`` also takes a training manifest (``bayesbias train``).
+    """
+    add_embedding_options(p, manifest=manifest)
     add_wordlist(p, None, "word list: a shipped name or a TOML file, with --embedding "
                           "(default: none)")
 
@@ -383,15 +386,19 @@ def add_json(parser) -> None:
                         help="print machine-readable JSON (schema: docs/json.md)")
 
 
-def add_embedding_options(parser, required: bool = False) -> None:
+def add_embedding_options(parser, required: bool = False, manifest: bool = False) -> None:
     """Add the embedding options: file, format, pickle trust, missing words, encoders.
 
     ``--embedding``, ``--format``, ``--trust-pickle``, ``--validate``, ``--on-missing`` and
     the encoder options (``--encoder``, ``--word-vectors``, ``--corpus``, ``--contexts``).
+    With `manifest`, ``--embedding`` also takes the manifest of ``bayesbias train``.
     """
     parser.add_argument("--embedding", default=None if required else "default",
                         required=required,
-                        help="embedding file, or 'default' for the shipped GloVe subset")
+                        help="embedding file, or 'default' for the shipped GloVe subset"
+                             + ("; or a training manifest (manifest.json of 'bayesbias "
+                                "train', or its folder): all its embeddings, for --model "
+                                "embedding_level" if manifest else ""))
     parser.add_argument("--format", default="auto",
                         choices=["auto", "word2vec", "word2vec-binary", "glove", "fasttext",
                                  "gensim"],

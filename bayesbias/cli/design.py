@@ -101,6 +101,11 @@ def register(sub) -> None:
                     "(false-positive rates) (default: none)")
     p.add_argument("--alpha", type=probability, default=0.05,
                    help="level of WEAT's and MAC's tests (default 0.05)")
+    p.add_argument("--embeddings", type=_int_list, default=None,
+                   help="numbers of embeddings to try, comma-separated, with a --pilot-fit of "
+                        "the embedding_level model: how many embeddings a claim needs (a "
+                        "plug-in Normal approximation from the pilot's draws; default "
+                        "2,4,8,16,32 for such a pilot)")
     add_ci_prob(p, defaults.ci_prob, "HDI probability of the verdicts (default %(default)s)")
     p.add_argument("--method", choices=["exact", "nuts"], default="exact",
                    help="posterior of each simulated study: exact marginal (default, fast) "
@@ -120,7 +125,7 @@ def _stereotype_grid(pilot, own) -> list[int]:
     return [own.stereotypes]
 
 
-def _pilot(args):
+def _pilot(args, fit=None):
     from ..studies.design import Pilot
 
     if args.pilot_fit:
@@ -128,10 +133,24 @@ def _pilot(args):
             raise InvalidArgumentError("give --distances or --pilot-fit, not both")
         from ..models import load_fit
 
-        return Pilot.from_fit(load_fit(args.pilot_fit))
+        return Pilot.from_fit(fit if fit is not None else load_fit(args.pilot_fit))
     from .fit import load_table
 
     return Pilot.from_table(load_table(args.distances, args), args.model, seed=args.seed)
+
+
+def _embeddings(args, fit) -> int:
+    """How many embeddings a claim needs, from an embedding_level pilot fit."""
+    from ..studies.embeddings import embeddings_needed
+
+    result = embeddings_needed(fit, args.embeddings or (2, 4, 8, 16, 32),
+                               ci_prob=args.ci_prob, target=args.target)
+    payload = result.to_dict()
+    payload.update(plot=args.plot, output=args.output)
+    lines = [str(result)]
+    write_study_outputs(args, result, payload, lines, indent=2)
+    emit(args, payload, "\n".join(lines))
+    return 0
 
 
 def run(args) -> int:
@@ -146,7 +165,19 @@ def run(args) -> int:
         if label not in VERDICTS and " - " not in label:
             raise InvalidArgumentError(f"--null-contrast {label!r}: write e.g. "
                                        "'associated - human'")
-    pilot = _pilot(args)
+    fit = None
+    if args.embeddings or args.pilot_fit:
+        from ..models import load_fit
+        from ..models.families import family_has
+
+        fit = load_fit(args.pilot_fit) if args.pilot_fit else None
+        if args.embeddings and fit is None:
+            raise InvalidArgumentError("--embeddings needs --pilot-fit: a saved fit of the "
+                                       "embedding_level model ('bayesbias fit --model "
+                                       "embedding_level -o fit.nc')")
+        if fit is not None and (args.embeddings or family_has(fit.spec.family, "EMBEDDINGS")):
+            return _embeddings(args, fit)
+    pilot = _pilot(args, fit)
     own = pilot.design
     words = args.words or [own.words * k for k in (1, 2, 3, 4)]
     designs = designs_grid(args.n_classes or own.classes, words,

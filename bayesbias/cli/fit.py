@@ -41,7 +41,7 @@ def register(sub) -> None:
     add_distances(p, help="distance table (CSV/Parquet, ours or the published format), or "
                           "published:TOPIC:EMBEDDING for a shipped table (default: none, use "
                           "--embedding with --wordlist)")
-    add_table_source(p)
+    add_table_source(p, manifest=True)
     add_model_options(p)
     add_rope(p)
     add_output(p, "save the fit as netCDF (.nc) (default: not saved)")
@@ -70,6 +70,11 @@ def load_table(source: str | None, args):
 
     if not args.wordlist:
         raise DistanceTableError("give --distances, or --embedding with --wordlist")
+    from ..ensemble import manifest_path, manifest_table
+
+    manifest = manifest_path(args.embedding)
+    if manifest is not None:  # the embeddings of `bayesbias train`: one table of all
+        return manifest_table(manifest, args.wordlist)
     wl = load_wordlist(args.wordlist)
     emb = load_embedding(args.embedding, wl.all_words, format=args.format,
                          trust_pickle=args.trust_pickle)
@@ -137,9 +142,23 @@ def weat_reconciliation(table, verdict, seed) -> tuple[list[dict], str]:
     return weat_rows(pairs), weat_sentence(verdict, pairs)
 
 
+def ensemble_summary(table, fit, args):
+    """Each embedding of `table` alone beside the corpus-level `fit` (same sampler options)."""
+    from ..ensemble import summarize_ensemble
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # each single fit's diagnostics: in its row's verdict
+        return summarize_ensemble(table, fit, ci_prob=args.ci_prob, ci_kind=args.ci_kind,
+                                  rope=getattr(args, "rope", None), seed=args.seed,
+                                  draws=args.draws, tune=args.tune, chains=args.chains,
+                                  sampler=args.sampler, target_accept=args.target_accept)
+
+
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
+    from ..ensemble import n_embeddings
     from ..models import load_spec
+    from ..models.families import family_has
     from ..report.sections import coverage_warning, diagnostic_advice
 
     if args.show_model:
@@ -160,7 +179,11 @@ def run(args) -> int:
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
     verdict, head = verdict_lines(fit, args, args.distances or args.wordlist or "")
-    weat_rows, weat_note = weat_reconciliation(table, verdict, args.seed)
+    if n_embeddings(table) >= 2:  # WEAT describes one embedding: per embedding below
+        weat_rows, weat_note = [], ("WEAT describes one embedding: it is given per embedding, "
+                                    "with its spread, under 'many embeddings' below.")
+    else:
+        weat_rows, weat_note = weat_reconciliation(table, verdict, args.seed)
     head.append(f"  {weat_note}")
     diag = fit.diagnostics()
     missing = table.attrs.get("missing", {})
@@ -191,6 +214,10 @@ def run(args) -> int:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "
                      f"{lo['p']:.1f}, {lo['pareto_k_bad']} rows with Pareto k > 0.7")
+    if n_embeddings(table) >= 2 and family_has(fit.spec.family, "EMBEDDINGS"):
+        ens = ensemble_summary(table, fit, args)
+        payload["ensemble"] = ens.to_dict()
+        lines += ["", "many embeddings: " + str(ens)]
     if args.sensitivity:
         from ..studies.sensitivity import sensitivity
 

@@ -29,7 +29,7 @@ def register(sub) -> None:
         description="Run the whole analysis and write a self-contained folder: index.html, "
                     "report.md, tables/*.csv, figures/*.png, fits/*.nc, results.json.",
     )
-    add_embedding_options(p)
+    add_embedding_options(p, manifest=True)
     p.add_argument("--wordlist", action="append", dest="wordlists", metavar="NAME",
                    help=f"word list: a shipped name or a TOML file; repeat for several "
                         f"(default: {', '.join(DEFAULT_WORDLISTS)})")
@@ -136,6 +136,8 @@ def _print(args, results, diagnostic_advice) -> int:
     text = []
     for v, (key, res) in zip(results["verdicts"], results["wordlists"].items(), strict=True):
         text.append(f"{v['name']}: {v['headline']}")
+        if res.get("ensemble"):
+            text.append(f"  {res['ensemble']['headline']}")
         text += [f"  - {d}" for d in v["details"]] + [f"  note: {n}" for n in v["notes"]]
         if res.get("coverage_warning"):
             text.append(f"  warning: {res['coverage_warning']}")
@@ -147,6 +149,8 @@ def _print(args, results, diagnostic_advice) -> int:
     text.append(f"report written to {results['output']}/index.html "
                 f"({results['elapsed_s']:.0f} s)")
     emit(args, {"output": results["output"], "elapsed_s": results["elapsed_s"],
-                "verdicts": results["verdicts"], "overview": results["overview"]},
+                "verdicts": results["verdicts"], "overview": results["overview"],
+                "ensembles": {key: res["ensemble"] for key, res in results["wordlists"].items()
+                              if res.get("ensemble")}},
          "\n".join(text))
     return 0

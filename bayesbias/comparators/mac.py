@@ -269,6 +269,9 @@ def mac_from_table(table: pd.DataFrame, *, targets: str = "unique",
     wordlist : WordList or str, optional
         Needed for ``targets="definite_sets"``.
     """
+    from ..ensemble import single_embedding
+
+    table = single_embedding(table, "MAC")  # several embeddings: refused, not averaged
     stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
     if stereo.empty:
         raise DistanceTableError("distance table has no associated/different rows for MAC")

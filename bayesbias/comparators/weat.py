@@ -636,6 +636,9 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
     **kwargs
         Passed to :func:`weat_from_similarities`.
     """
+    from ..ensemble import single_embedding
+
+    table = single_embedding(table, "WEAT")  # several embeddings: refused, not mixed
     stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
     found = list(dict.fromkeys(stereo["protected_class"].astype(str)))
     classes = list(classes) if classes is not None else found

@@ -49,6 +49,8 @@ PARAMETERS = ("mu_bar", "M", "tau", "sigma", "omega", "eta", "kappa0", "kappa", 
 GROUP_MEAN = "mu_bar"
 #: Corpus-sample labels starting with this are bootstrap resamples of one corpus.
 BOOTSTRAP_PREFIX = "bootstrap"
+#: A model of many embeddings: other families refuse a table of two or more.
+EMBEDDINGS = True
 #: Data-to-prior information ratio below which the cell means are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)

@@ -18,6 +18,9 @@ Optional (absent means "no"):
 - ``ATTRIBUTE_EFFECTS``: the hierarchical model plus one random effect per attribute word
   (``v[a] ~ Normal(0, omega)``); design and sensitivity studies analyse it in plug-in form
   (attribute deviations removed, the hierarchical part exact);
+- ``EMBEDDINGS``: the family models a table of several embeddings (an ``embedding``
+  column, :mod:`bayesbias.ensemble`); every other family refuses one (a single embedding's
+  ensemble columns are dropped);
 - ``ADAPTATION``: nutpie's mass-matrix adaptation for the cell-marginal sampler;
 - ``validate(spec, source)``: structural checks beyond the priors;
 - ``model_data(spec, cells)``: values of the family's own ``pm.Data``;

@@ -168,6 +168,11 @@ def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
         constant["row_attribute"] = ("row",), cells.attr_idx
         constant["attribute_kind"] = ("attribute",), cells.attribute_kind.astype(str)
         constant = constant.assign_coords(attribute=cells.attributes.astype(str))
+    if cells.embeddings is not None:  # a table of several embeddings (bayesbias.ensemble)
+        constant["unit_base"] = (unit,), cells.unit_base.astype(str)
+        constant["unit_embedding"] = (unit,), cells.unit_embedding
+        constant["embedding_sample"] = ("embedding",), cells.embedding_sample.astype(str)
+        constant = constant.assign_coords(embedding=cells.embeddings.astype(str))
     observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
     return constant, observed
 
@@ -185,4 +190,10 @@ def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -
                      "attribute_kind": np.asarray(constant["attribute_kind"].values,
                                                   dtype=object),
                      "attr_idx": constant["row_attribute"].values.astype(np.int32)}
-                    if "row_attribute" in constant else {}))
+                    if "row_attribute" in constant else {}),
+                 **({"unit_base": np.asarray(constant["unit_base"].values, dtype=object),
+                     "unit_embedding": constant["unit_embedding"].values.astype(np.int32),
+                     "embeddings": np.asarray(constant["embedding"].values, dtype=object),
+                     "embedding_sample": np.asarray(constant["embedding_sample"].values,
+                                                    dtype=object)}
+                    if "unit_embedding" in constant else {}))

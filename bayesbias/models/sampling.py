@@ -197,6 +197,10 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     family = family_module(spec.family)
+    if not getattr(family, "EMBEDDINGS", False):
+        from ..ensemble import single_embedding
+
+        table = single_embedding(table, spec.name, str(table.attrs.get("source", "")))
     layout = getattr(family, "cells", None) or cells_from_table
     cells = layout(table, spec.level)
     from ..distances import check_spread
@@ -271,7 +275,9 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     tree["observed_data"] = xr.DataTree(observed)
     source = {k: str(v) for k, v in table.attrs.items()
               if k in ("source", "topic", "embedding", "wordlist", "repeats_dropped",
-                       "sentinel_rows_dropped", "missing")}
+                       "sentinel_rows_dropped", "missing", "manifest")}
+    if "embeddings" in table.attrs:  # a table of several embeddings: their labels, as JSON
+        source["embeddings"] = json.dumps([str(x) for x in table.attrs["embeddings"]])
     tree.attrs.update(
         bayesbias_version=__version__, spec=spec.to_json(), spec_hash=spec.hash,
         spec_name=spec.name, data_summary=json.dumps(cells.summary()),

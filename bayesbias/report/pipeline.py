@@ -15,6 +15,7 @@ from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
 from ..datasets import read_table
 from ..distances import distance_table
 from ..embeddings import load_embedding
+from ..ensemble import manifest_path, manifest_table, n_embeddings
 from ..errors import InvalidArgumentError
 from ..parallel import JobPool
 from ..progress import once_per_message, progress
@@ -91,6 +92,10 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
             out.append((name, read_table(spec)))
         return out
     lists = [load_wordlist(w) for w in settings.wordlists]
+    manifest = manifest_path(settings.embedding)
+    if manifest is not None:  # the embeddings of `bayesbias train`: one table of all
+        progress.info(f"reading the embeddings of training manifest {manifest}")
+        return [(wl.name, manifest_table(manifest, wl)) for wl in lists]
     words = list(dict.fromkeys(w for wl in lists for w in wl.all_words))
     progress.info(f"reading {len(words)} words from embedding {settings.embedding}")
     emb = load_embedding(settings.embedding, words, format=settings.format,
@@ -98,6 +103,25 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
     with once_per_message("bayesbias.embeddings"):  # shared control lists: one warning
         return [(wl.name, distance_table(emb, wl, on_missing=settings.on_missing))
                 for wl in lists]
+
+
+def _check_embeddings(tables, model) -> None:
+    """Refuse, before any work, a table the model cannot take (one vs several embeddings)."""
+    from ..ensemble import single_embedding
+    from ..errors import DistanceTableError
+    from ..models.families import family_has
+    from ..models.spec import load_spec
+
+    spec = load_spec(model)
+    many = family_has(spec.family, "EMBEDDINGS")
+    for name, table in tables:
+        if not many:
+            single_embedding(table, spec.name, name)
+        elif n_embeddings(table) < 2:
+            raise DistanceTableError(
+                f"{name}: the {spec.name} model needs a table of 2 or more embeddings (an "
+                "'embedding' column, as bayesbias train writes); with one embedding the "
+                "variation between training runs cannot be estimated: use --model crossed")
 
 
 def _choices(report: Report, settings: ReportSettings) -> None:
@@ -284,6 +308,7 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     from ..models.spec import load_spec
 
     crossed = family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
+    many = family_has(load_spec(settings.model).family, "EMBEDDINGS")
     report = Report(
         "bayesbias report",
         "Are stereotypes closer to their protected words than the control groups are? "
@@ -291,12 +316,16 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
         "hierarchical model with control groups (Dobrzeniecka & Urbaniak)"
         + (" plus an effect per attribute word, so that they also carry the uncertainty of "
            "which attribute words were listed," if crossed else "")
-        + " next to WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019).",
+        + " next to WEAT (Caliskan et al. 2017) and MAC (Manzini et al. 2019)."
+        + (" Each table holds several embeddings (training runs or corpus samples), fitted "
+           "by one model of all of them, with what each embedding alone would have said "
+           "beside it." if many else ""),
     )
     glossary = Glossary(settings.ci_prob, settings.ci_kind)
     _choices(report, settings)
     prov = provenance(report_inputs(settings))  # digests of the inputs before reading them
     tables = _tables(settings)
+    _check_embeddings(tables, settings.model)
     keys = unique_names(name for name, _ in tables)
     contexts = []
     for (name, table), key in zip(tables, keys, strict=True):

@@ -38,6 +38,11 @@ def report_inputs(settings) -> list[tuple[str, object]]:
                 out.append(("encoder model", d["encoder"]))
             if d.get("corpus") and Path(str(d["corpus"])).is_file():
                 out.append(("corpus", d["corpus"]))
+        from ..ensemble import manifest_path
+
+        manifest = manifest_path(s.embedding)
+        if manifest is not None:  # the embeddings of bayesbias train
+            out.append(("manifest", str(manifest)))
         out += [("wordlist", w) for w in s.wordlists]
         out.append(("controls", "controls"))  # the shipped control groups
     out.append(("model", s.model))

@@ -145,6 +145,8 @@ class WordListContext:
         for name in _JOBS:
             if name == "robustness" and not _wants_robustness(self.settings):
                 continue
+            if self.multi and name in ("comparators", "embedding_metrics"):
+                continue  # they describe one embedding: per embedding in the ensemble section
             self.job(name)
 
     def job(self, name: str) -> Job:
@@ -153,6 +155,13 @@ class WordListContext:
             fn, args, here = _JOBS[name](self)
             self.jobs[name] = self.pool.submit(fn, *args, here=here)
         return self.jobs[name]
+
+    @cached_property
+    def multi(self) -> bool:
+        """Whether the table holds two or more embeddings (:mod:`bayesbias.ensemble`)."""
+        from ..ensemble import n_embeddings
+
+        return n_embeddings(self.table) >= 2
 
     @property
     def iv(self) -> str:
@@ -200,7 +209,9 @@ class WordListContext:
 
     @cached_property
     def weats(self) -> list:
-        """WEAT for every pair of classes."""
+        """WEAT for every pair of classes ([] for a table of several embeddings)."""
+        if self.multi:
+            return []
         # the null distribution comes from the same job: its progress lines follow this
         progress.info(f"{self.name}: WEAT permutation tests, bootstrap and null distribution "
                       f"({self.settings.null_reps} replications)")
@@ -210,14 +221,35 @@ class WordListContext:
     def null(self):
         """Null distributions of WEAT d and MAC for the first class pair (a frame).
 
-        ``None`` without a pair; the input error that made them impossible, if any.
+        ``None`` without a pair or for a table of several embeddings; the input error that
+        made them impossible, if any.
         """
+        if self.multi:
+            return None
         return self.job("comparators").result()[1]
 
     @cached_property
     def embedding_metrics(self):
         """The :class:`~bayesbias.comparators.metrics.MetricTable` (None without vectors)."""
         return self.job("embedding_metrics").result()
+
+    @cached_property
+    def ensemble(self):
+        """The :class:`~bayesbias.ensemble.EnsembleSummary` of a multi-embedding table."""
+        from ..ensemble import summarize_ensemble
+        from ..models import SamplerWarning
+
+        s = self.settings
+        progress.info(f"{self.name}: each of {self.table['embedding'].nunique()} embeddings "
+                      f"alone (crossed model), WEAT and reliability per embedding")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)
+            return summarize_ensemble(self.table, self.fit, ci_prob=s.ci_prob,
+                                      ci_kind=s.ci_kind, rope=s.rope, seed=s.seed,
+                                      n_permutations=s.n_permutations,
+                                      sd_convention=s.sd_convention, draws=s.draws,
+                                      tune=s.tune, chains=s.chains, sampler=s.sampler,
+                                      target_accept=s.target_accept)
 
     @cached_property
     def robustness(self):
@@ -376,7 +408,13 @@ def comparators_section(ctx: WordListContext) -> None:
     g = table.groupby("connection", observed=True)["cosine_distance"]
     raw = g.agg(rows="count", mean="mean", sd="std").reset_index()
     sec.table(raw, f"{ctx.key}_raw_means", "Raw mean cosine distance per connection "
-              "(descriptive; no uncertainty)")
+              "(descriptive; no uncertainty)" + (", over all embeddings" if ctx.multi else ""))
+    if ctx.multi:
+        sec.text("WEAT, MAC and their null distributions describe one embedding: WEAT is "
+                 "given per embedding, with its spread between embeddings, in the section "
+                 "on the embeddings above.")
+        ctx.results.update(raw_means=records(raw), weat=[])
+        return
     weats = ctx.weats
     weat_df = pd.DataFrame([{
         "X": x, "Y": y, "effect_size": r.effect_size,
@@ -451,7 +489,8 @@ def data_section(ctx: WordListContext) -> None:
     ctx.section.heading("Data")
     ctx.section.text(
         f"{len(table)} distance rows: {table.protected_word.nunique()} protected words x "
-        f"{table.attribute.nunique()} attributes."
+        f"{table.attribute.nunique()} attributes"
+        + (f" in each of {table['embedding'].nunique()} embeddings." if ctx.multi else ".")
         + (" " + dropped_line(missing, "Dropped (not in the embedding)") + "."
            if dropped_line(missing) else " No word was missing.")
         + (f" {table.attrs['repeats_dropped']} repeated pairs were kept once."
@@ -459,8 +498,86 @@ def data_section(ctx: WordListContext) -> None:
     ctx.results["data"] = {"rows": int(len(table)),
                            "protected_words": int(table.protected_word.nunique()),
                            "attributes": int(table.attribute.nunique()),
+                       "embeddings": int(table["embedding"].nunique()) if ctx.multi else 1,
                            DROPPED_KEY: {str(k): [str(w) for w in v]
                                          for k, v in missing.items()}}
+
+
+#: What the corpus-level means describe, by kind of ensemble (:func:`ensemble_kind`).
+ENSEMBLE_TARGET = {
+    "bootstrap": "bootstrap resamples of one corpus: the corpus-level intervals describe the "
+                 "language the corpus was drawn from (the observed corpus counts as one more "
+                 "draw, so they do not shrink with more resamples)",
+    "seeds": "training runs (seeds) of one corpus: the corpus-level intervals describe this "
+             "corpus averaged over runs, not the language it was drawn from; a seed-only "
+             "ensemble cannot tell a corpus artefact from an association of the language "
+             "(train on bootstrap resamples for that)",
+    "corpora": "independent corpora: the corpus-level intervals describe the population of "
+               "corpora they stand for",
+    "mixed": "bootstrap resamples mixed with other corpus samples: read the corpus-level "
+             "intervals knowingly (models of resamples have larger distances than models of "
+             "the corpus itself)",
+}
+
+
+def ensemble_section(ctx: WordListContext) -> None:
+    """Many embeddings: each embedding alone beside the corpus level, variance, reliability."""
+    if not ctx.multi:
+        return
+    e = ctx.ensemble
+    sec, iv = ctx.section, ctx.iv
+    sec.heading("Many embeddings: the corpus level beside each embedding alone")
+    counts = e.per_embedding["verdict"].value_counts()
+    v = e.variance.set_index("quantity")
+    share = ", ".join(f"`{q}` {v.loc[q, 'embedding_share']:.0%} ({iv} "
+                      f"{v.loc[q, 'lower']:.0%} to {v.loc[q, 'upper']:.0%})"
+                      for q in ("associated - none", "associated - human",
+                                "associated - different"))
+    spread = e.weat_spread()
+    bullets = [
+        f"**{e.n_embeddings} embeddings of {ENSEMBLE_TARGET[e.kind]}.** The verdict above is "
+        "the corpus-level one (model `embedding_level`).",
+        f"Each embedding alone ({e.model} model, same rule and sampler settings): "
+        + "; ".join(f"{n} {code}" for code, n in counts.items())
+        + f". **{e.disagree} of {e.n_embeddings} single embeddings would have said otherwise** "
+          f"than the corpus level ({ctx.verdict.label}).",
+        f"Share of the variation of a protected word's contrast in one embedding that comes "
+        f"from training and corpus sampling rather than from which words were chosen: {share}.",
+    ]
+    if spread:
+        bullets.append(
+            f"WEAT ({spread['pair']}) per embedding: d from {spread['min']:.2f} to "
+            f"{spread['max']:.2f} (mean {spread['mean']:.2f}, sd between embeddings "
+            f"{spread['sd']:.2f}); p < 0.05 in {spread['n_p_below_0.05']} of "
+            f"{len(e.weat)} embeddings.")
+    rel = e.reliability
+    bullets.append(
+        "Reliability (Du, Fang & Nguyen 2021): " + (
+            f"test-retest ICC(2,1) across embeddings {rel.test_retest:.3f}, inter-rater "
+            f"ICC(3,1) across scoring rules (none, human, different) {rel.inter_rater:.3f}, "
+            f"internal consistency (Cronbach's alpha across stereotypes) {rel.internal:.3f}."
+            if hasattr(rel, "to_dict") else f"not computed ({rel})."))
+    sec.bullets(bullets)
+    frame = e.to_frame()
+    from ..ensemble import ensemble_figure
+    from ..models.plots import figure_png
+
+    figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv)
+    sec.figure_from(partial(_write_bytes, figure), f"{ctx.key}_embeddings",
+                    f"Each embedding alone (blue, {e.model} model) and the corpus level (red, "
+                    f"embedding_level model): {iv} of the three contrasts with stereotypes")
+    sec.table(frame, f"{ctx.key}_embeddings", f"Verdict and contrasts ({iv}) of each embedding "
+              "alone, and at the corpus level (last row)")
+    sec.table(e.variance, f"{ctx.key}_variance_shares",
+              f"Where the variation of a (protected word, embedding) cell mean comes from, per "
+              f"connection and contrast: posterior mean shares of word choice (tau^2), the "
+              f"word's own variation between embeddings (eta^2), corpus sample (kappa) and "
+              f"training run (lambda); `embedding_share` = all but word choice, with its "
+              f"{iv}. A level this ensemble lacks counts 0")
+    if len(e.weat):
+        sec.table(e.weat, f"{ctx.key}_weat_per_embedding",
+                  "WEAT per embedding (two-sided permutation p; no control group)")
+    ctx.results["ensemble"] = e.to_dict()
 
 
 #: Section builders in display order. Add one with ``SECTIONS.insert(i, builder)`` (see the
@@ -469,11 +586,18 @@ def embedding_metrics_section(ctx: WordListContext) -> None:
     """RND, RNSB, ECT, RIPA, direct/indirect bias, WEAT-ES with intervals and null ranges."""
     from ..comparators.metrics import metrics_section
 
+    if ctx.multi:
+        ctx.section.heading("Embedding-bias metrics of other toolkits")
+        ctx.section.text("RND, RNSB, ECT, RIPA and Bolukbasi's direct and indirect bias "
+                         "describe one embedding's vectors; they are not computed for an "
+                         "ensemble of embeddings (WEAT per embedding is in the section on "
+                         "the embeddings).")
+        return
     metrics_section(ctx)
 
 
-SECTIONS = [verdict_section, drivers_section, sensitivity_section, bayes_section,
-            comparators_section, embedding_metrics_section, data_section]
+SECTIONS = [verdict_section, ensemble_section, drivers_section, sensitivity_section,
+            bayes_section, comparators_section, embedding_metrics_section, data_section]
 
 
 # -- helpers ----------------------------------------------------------------------------------
