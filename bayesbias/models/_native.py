@@ -51,13 +51,11 @@ double bb_prior(int64_t code, double p1, double p2, double p3, double v, double 
 }
 
 /* ---- hierarchical-type families (layout of pack_cells) ---- */
-int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
-    int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], j, c, i;
-    const double *priors = data + 2, *maps = priors + 5 * k, *offsets = maps + 12 * k;
-    const double *cells = offsets + 8;
-    double v[64], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
-    double gs[4] = {0, 0, 0, 0}, lp = 0.0;
-    if ((int64_t)dim != k || k > 64) return -1;
+/* the group-level means m, between-cell sds t and residual sds s of the four connections
+ * from the sampled parameters x (v: the parameters on their natural scale) */
+static void hier_params(int64_t k, const double *x, const double *priors, const double *maps,
+                        const double *offsets, double *v, double *m, double *t, double *s) {
+    int64_t j, c;
     for (j = 0; j < k; j++) v[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
     for (c = 0; c < 4; c++) {
         m[c] = offsets[c];
@@ -69,20 +67,15 @@ int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const
             s[c] += maps[8 * k + c * k + j] * v[j];
         }
     }
-    for (i = 0; i < ncell; i++) {
-        int64_t cc = (int64_t)cells[i];
-        double n = cells[ncell + i], ybar = cells[2 * ncell + i], ss = cells[3 * ncell + i];
-        double sc = s[cc], tc = t[cc];
-        double var = tc * tc + sc * sc / n;
-        double r = ybar - m[cc];
-        double dv;
-        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - ss / (2.0 * sc * sc)
-               - 0.5 * log(n) - 0.5 * log(var) - r * r / (2.0 * var));
-        dv = -0.5 / var + 0.5 * r * r / (var * var);
-        gm[cc] += r / var;
-        gt[cc] += dv * 2.0 * tc;
-        gs[cc] += -(n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
-    }
+}
+
+/* add the priors and log-Jacobians to the likelihood lp, and map the gradients with respect
+ * to (m, t, s) back to x */
+static int64_t hier_finish(int64_t k, const double *x, const double *priors,
+                           const double *maps, const double *v, const double *gm,
+                           const double *gt, const double *gs, double lp, double *out,
+                           double *logp_) {
+    int64_t j, c;
     for (j = 0; j < k; j++) {
         double gv = 0.0, pl, pg;
         for (c = 0; c < 4; c++)
@@ -105,28 +98,43 @@ int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     return 0;
 }
 
+int64_t cm_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    int64_t k = (int64_t)data[0], ncell = (int64_t)data[1], i;
+    const double *priors = data + 2, *maps = priors + 5 * k, *offsets = maps + 12 * k;
+    const double *cells = offsets + 8;
+    double v[64], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
+    double gs[4] = {0, 0, 0, 0}, lp = 0.0;
+    if ((int64_t)dim != k || k > 64) return -1;
+    hier_params(k, x, priors, maps, offsets, v, m, t, s);
+    for (i = 0; i < ncell; i++) {
+        int64_t cc = (int64_t)cells[i];
+        double n = cells[ncell + i], ybar = cells[2 * ncell + i], ss = cells[3 * ncell + i];
+        double sc = s[cc], tc = t[cc];
+        double var = tc * tc + sc * sc / n;
+        double r = ybar - m[cc];
+        double dv;
+        lp += (-0.5 * n * LOG_2PI - (n - 1.0) * log(sc) - ss / (2.0 * sc * sc)
+               - 0.5 * log(n) - 0.5 * log(var) - r * r / (2.0 * var));
+        dv = -0.5 / var + 0.5 * r * r / (var * var);
+        gm[cc] += r / var;
+        gt[cc] += dv * 2.0 * tc;
+        gs[cc] += -(n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
+    }
+    return hier_finish(k, x, priors, maps, v, gm, gt, gs, lp, out, logp_);
+}
+
 /* ---- the same density on groups of cells that share (connection, n) (pack_cells layout,
  * six rows: connection, n, cells k, mean of the cell means c, sum of squares of the cell
  * means about c Q, summed within-cell sums of squares SS): sum over the group's cells of
  * the cell terms, with sum_i (ybar_i - M)^2 = Q + k (c - M)^2 ---- */
 int64_t cmg_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
-    int64_t k = (int64_t)data[0], ng = (int64_t)data[1], j, c, i;
+    int64_t k = (int64_t)data[0], ng = (int64_t)data[1], i;
     const double *priors = data + 2, *maps = priors + 5 * k, *offsets = maps + 12 * k;
     const double *g = offsets + 8;
     double v[64], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, lp = 0.0;
     if ((int64_t)dim != k || k > 64) return -1;
-    for (j = 0; j < k; j++) v[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
-    for (c = 0; c < 4; c++) {
-        m[c] = offsets[c];
-        t[c] = offsets[4 + c];
-        s[c] = 0.0;
-        for (j = 0; j < k; j++) {
-            m[c] += maps[c * k + j] * v[j];
-            t[c] += maps[4 * k + c * k + j] * v[j];
-            s[c] += maps[8 * k + c * k + j] * v[j];
-        }
-    }
+    hier_params(k, x, priors, maps, offsets, v, m, t, s);
     for (i = 0; i < ng; i++) {
         int64_t cc = (int64_t)g[i];
         double n = g[ng + i], w = g[2 * ng + i], cbar = g[3 * ng + i], q = g[4 * ng + i];
@@ -142,26 +150,7 @@ int64_t cmg_logp(uint64_t dim, const double *x, double *out, double *logp_, cons
         gt[cc] += dv * 2.0 * tc;
         gs[cc] += -w * (n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
     }
-    for (j = 0; j < k; j++) {
-        double gv = 0.0, pl, pg;
-        for (c = 0; c < 4; c++)
-            gv += maps[c * k + j] * gm[c] + maps[4 * k + c * k + j] * gt[c]
-                  + maps[8 * k + c * k + j] * gs[c];
-        pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3], priors[5 * j + 4],
-                   v[j], &pg);
-        lp += pl;
-        gv += pg;
-        if (priors[5 * j + 1] > 0.5) {
-            lp += x[j];
-            out[j] = gv * v[j] + 1.0;
-        } else {
-            out[j] = gv;
-        }
-        if (!isfinite(out[j])) return 3;
-    }
-    logp_[0] = lp;
-    if (!isfinite(lp)) return 4;
-    return 0;
+    return hier_finish(k, x, priors, maps, v, gm, gt, gs, lp, out, logp_);
 }
 
 int64_t cm_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
