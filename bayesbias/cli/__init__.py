@@ -202,9 +202,11 @@ def _install_signals() -> dict | None:
 
 
 def _interrupted(command: str, terminated: bool) -> int:
-    from .._atomic import remove_temporary_files
-
-    remove_temporary_files()
+    # no import here: the signal may have broken a half-done import (a stdlib package left
+    # half-initialised), and temporary files exist only if the writer module was loaded
+    atomic = sys.modules.get("bayesbias._atomic")
+    if atomic is not None:
+        atomic.remove_temporary_files()
     print(f"{command}: {'terminated' if terminated else 'interrupted'}; no output written",
           file=sys.stderr)
     return 143 if terminated else 130
