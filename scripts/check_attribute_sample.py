@@ -258,6 +258,83 @@ def main_published(args, out: Path) -> int:
     return 0
 
 
+# -- one attribute sd or one per kind, on the shipped tables --------------------------------
+def attribute_sd_row(topic: str, embedding: str, seed: int = 1, cores: int | None = 1) -> dict:
+    """Fit `crossed` with one shared attribute sd and with one per kind; compare them.
+
+    Returns the posterior 5.5/50/94.5% quantiles of each sd, both verdicts and the PSIS-LOO
+    difference (elpd of shared minus per kind, with its se; ArviZ ``compare``).
+    """
+    import arviz as az
+
+    from bayesbias.datasets import published_table
+    from bayesbias.models import fit_model
+    from bayesbias.verdicts import verdict_from_fit
+
+    table = published_table(topic, embedding)
+    row, loos = {"topic": topic, "embedding": embedding}, {}
+    with _without_model_checks(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for kind in ("shared", "per_kind"):
+            fit = fit_model(table, "crossed", attribute_sd=kind, seed=seed, cores=cores)
+            om = fit.posterior["omega"]
+            dims = [d for d in om.dims if d not in ("chain", "draw")]
+            parts = ([(str(k), om.sel({dims[0]: k}).values) for k in om[dims[0]].values]
+                     if dims else [("shared", om.values)])
+            for label, x in parts:
+                q = np.quantile(x, [0.055, 0.5, 0.945])
+                row[f"{kind}|{label}"] = [round(float(v), 4) for v in q]
+            row[f"{kind}|verdict"] = verdict_from_fit(fit).code
+            loos[kind] = az.loo(fit.with_log_likelihood())
+    # paired difference of the pointwise elpd (az.compare rounds it to its se's precision)
+    diff = (np.asarray(loos["shared"].elpd_i, float).ravel()
+            - np.asarray(loos["per_kind"].elpd_i, float).ravel())
+    row["loo_shared_minus_per_kind"] = round(float(diff.sum()), 2)
+    row["loo_se"] = round(float(np.sqrt(diff.size * diff.var())), 2)
+    return row
+
+
+def format_attribute_sd(rows: list[dict]) -> str:
+    head = (f"{'table':<26}{'shared':>22}{'stereotype':>24}{'human':>24}{'none':>24}"
+            f"{'LOO shared - per kind':>24}")
+    lines = [head]
+    for r in rows:
+        def q(key):
+            v = r.get(key)
+            return f"{v[1]:.3f} [{v[0]:.3f}, {v[2]:.3f}]" if v else "-"
+        lines.append(f"{r['topic'] + '/' + r['embedding']:<26}{q('shared|shared'):>22}"
+                     f"{q('per_kind|stereotype'):>24}{q('per_kind|human'):>24}"
+                     f"{q('per_kind|none'):>24}"
+                     f"{r['loo_shared_minus_per_kind']:>+17.2f} ± {r['loo_se']:.2f}")
+    lines.append("sd of the attribute-word effects: posterior median [89% ETI], crossed with one "
+                 "shared sd and with one per kind (the default); LOO: elpd difference and its se "
+                 "(positive favours the shared sd)")
+    return "\n".join(lines)
+
+
+def main_attribute_sd(args, out: Path) -> int:
+    from bayesbias.datasets import published_tables
+
+    raw = out.with_suffix(".attribute_sd.jsonl")
+    pairs = published_tables()
+    if args.tables:
+        wanted = {tuple(t.split(":")) for t in args.tables.split(",")}
+        pairs = [p for p in pairs if p in wanted]
+    done = {(r["topic"], r["embedding"]) for r in read_rows(raw)}
+    if not args.summarize:
+        for topic, emb in pairs:
+            if (topic, emb) in done:
+                continue
+            if args.deadline_ts is not None and time.time() > args.deadline_ts:
+                print("deadline reached: stopping", flush=True)
+                break
+            row = attribute_sd_row(topic, emb, seed=args.seed, cores=args.cores)
+            with raw.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+    print(format_attribute_sd(read_rows(raw)), flush=True)
+    return 0
+
+
 # -- summary ------------------------------------------------------------------------------
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson 95% interval of a binomial proportion."""
@@ -386,7 +463,12 @@ def main(argv=None) -> int:
                          "many sampler seeds (defaults.seed + 0, 1, ...) and count the distinct "
                          "verdicts (OUT.seeds.jsonl, OUT.seeds.csv)")
     ap.add_argument("--tables", default="",
-                    help="with --published-seeds: only these tables (topic:embedding,...)")
+                    help="with --published-seeds or --attribute-sd: only these tables "
+                         "(topic:embedding,...)")
+    ap.add_argument("--attribute-sd", action="store_true",
+                    help="instead of simulating: fit every shipped published table with one "
+                         "shared attribute sd and with one per kind (--seed), and print the "
+                         "sds, verdicts and PSIS-LOO difference (OUT.attribute_sd.jsonl)")
     args = ap.parse_args(argv)
 
     out = Path(args.out)
@@ -399,6 +481,8 @@ def main(argv=None) -> int:
         args.deadline_ts = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
     if args.published_seeds:
         return main_published(args, out)
+    if args.attribute_sd:
+        return main_attribute_sd(args, out)
     raw = out.with_suffix(".jsonl")
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     if args.summarize:

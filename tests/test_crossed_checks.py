@@ -106,6 +106,22 @@ def test_check_script_summary_and_wilson():
 
 
 @pytest.mark.slow
+def test_attribute_sd_per_kind_on_religion_reddit():
+    """The script's shared-vs-per-kind table (--attribute-sd) on the headline table: the
+    stereotype words' sd exceeds the human attributes' (the reason for the per-kind default),
+    the shared sd lies between the kinds', and LOO cannot separate the two variants."""
+    mod = _script()
+    row = mod.attribute_sd_row("religion", "reddit", seed=1, cores=1)
+    st, hu, no = (row[f"per_kind|{k}"] for k in ("stereotype", "human", "none"))
+    shared = row["shared|shared"]
+    assert st[1] > hu[1] and st[1] > no[1], row
+    assert min(st[1], hu[1], no[1]) < shared[1] < max(st[1], hu[1], no[1]), row
+    assert all(q[0] < q[1] < q[2] for q in (st, hu, no, shared)), row
+    assert abs(row["loo_shared_minus_per_kind"]) < 4 * row["loo_se"] + 1, row
+    assert "religion/reddit" in mod.format_attribute_sd([row])
+
+
+@pytest.mark.slow
 def test_crossed_false_positives_under_stereotype_equals_human_null():
     """Null N2 (stereotypes exactly as close as other human attributes, both closer than
     neutral words) with attribute sd 0.13: the crossed model's false "stereotype-specific"

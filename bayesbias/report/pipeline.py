@@ -203,10 +203,11 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
 #: Why the default model is not the paper's, in one sentence (report and README).
 WHY_CROSSED = (
     "The default model (`crossed`) is the paper's hierarchical model plus an effect for every "
-    "attribute word, because the stereotypes and control words are a sample of words just as "
-    "the protected words are: the paper's model treats the listed attributes as fixed, and on "
-    "tables like the shipped Reddit ones that makes it call a null effect stereotype-specific "
-    "in 12-20% of simulated cases.")
+    "attribute word, with one sd for stereotypes, human attributes and neutral words each, "
+    "because the stereotypes and control words are a sample of words just as the protected "
+    "words are: the paper's model treats the listed attributes as fixed, and on tables like "
+    "the shipped Reddit ones that makes it call a null effect stereotype-specific in 12-20% of "
+    "simulated cases.")
 
 
 def _omega_label(posterior):
