@@ -299,7 +299,7 @@ def format_attribute_sd(rows: list[dict]) -> str:
             f"{'LOO shared - per kind':>24}")
     lines = [head]
     for r in rows:
-        def q(key):
+        def q(key, r=r):
             v = r.get(key)
             return f"{v[1]:.3f} [{v[0]:.3f}, {v[2]:.3f}]" if v else "-"
         lines.append(f"{r['topic'] + '/' + r['embedding']:<26}{q('shared|shared'):>22}"
