@@ -456,15 +456,21 @@ def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
         draws[lab] = np.ravel(cd)
         has[lab] = rows[a] > 0 and rows[b] > 0
         ends = _interval(draws[lab], ci_prob, ci_kind)
-        mcse[lab] = interval_end_mcse(cd, ends)
+        mcse[lab] = interval_end_mcse(cd, ends, ci_prob, ci_kind)
     return verdict_from_draws(name, draws, ci_prob, ci_kind, rope, has, mcse)
 
 
-def interval_end_mcse(draws: np.ndarray, ends) -> tuple[float, ...]:
+def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
+                      ci_kind: str | None = None) -> tuple[float, ...]:
     """Monte Carlo standard error of each interval end, from draws shaped (chain, draw).
 
     An end e is read as the quantile at p = P(draw <= e); its MCSE is ArviZ's quantile
-    MCSE at p (from the effective sample size of the indicator ``draw <= e``).
+    MCSE at p (from the effective sample size of the indicator ``draw <= e``). That is the
+    MCSE of an equal-tailed end. An HDI end (``ci_kind="hdi"`` with `ci_prob`) moves more:
+    the shortest interval's position converges at rate n^(-1/3), not n^(-1/2). Its MCSE is
+    the larger of the quantile MCSE and the spread of the HDI ends of the chains' halves,
+    scaled to all draws by that rate (religion/Reddit, `associated - none`, 8 seeds at
+    4 x 1,000 draws: upper end sd 0.0046 over seeds; quantile MCSE 0.0029, this 0.0042).
     """
     from ._stats import mcse_quantile
 
@@ -476,6 +482,14 @@ def interval_end_mcse(draws: np.ndarray, ends) -> tuple[float, ...]:
     for e in ends:
         p = float(np.clip(np.mean(flat <= e), 1.0 / flat.size, 1 - 1.0 / flat.size))
         out.append(mcse_quantile(d, p))
+    if ci_kind == "hdi" and ci_prob is not None and d.shape[1] >= 40 and \
+            np.isfinite(flat).all():
+        half = d.shape[1] // 2
+        parts = d[:, :2 * half].reshape(2 * d.shape[0], half)
+        batch = np.asarray([_interval(x, ci_prob, "hdi") for x in parts], dtype=float)
+        scale = (half / flat.size) ** (1.0 / 3.0)
+        spread = batch.std(axis=0, ddof=1) * scale
+        out = [max(q, float(b)) for q, b in zip(out, spread, strict=True)]
     return tuple(out)
 
 

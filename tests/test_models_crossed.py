@@ -202,6 +202,29 @@ def test_interval_end_mcse_shrinks_with_draws_and_marks_imprecise_verdicts():
     assert far.code != "undecided at this precision"
 
 
+def test_hdi_end_mcse_matches_the_spread_over_seeds():
+    # An HDI end moves more than a quantile at the same tail probability (the shortest
+    # interval's position converges at n^(-1/3)): on a skewed posterior the quantile MCSE of
+    # the end near the mode is half its spread over seeds; the HDI MCSE is within 30% of it.
+    from bayesbias.verdicts import _interval, interval_end_mcse
+
+    rng = np.random.default_rng(0)
+    ends, m_q, m_h = [], [], []
+    for _ in range(200):
+        d = -rng.lognormal(0.0, 0.5, (4, 1000))
+        e = _interval(d.ravel(), 0.89, "hdi")
+        ends.append(e)
+        m_q.append(interval_end_mcse(d, e))
+        m_h.append(interval_end_mcse(d, e, 0.89, "hdi"))
+    sd = np.std(ends, axis=0, ddof=1)
+    m_q, m_h = np.mean(m_q, axis=0), np.mean(m_h, axis=0)
+    assert m_q[1] < 0.6 * sd[1]
+    assert np.all(m_h > 0.8 * sd) and np.all(m_h < 1.3 * sd), (sd, m_h)
+    # equal-tailed ends keep the quantile MCSE
+    eti = _interval(d.ravel(), 0.89, "eti")
+    assert interval_end_mcse(d, eti, 0.89, "eti") == interval_end_mcse(d, eti)
+
+
 def test_only_the_deciding_contrasts_make_a_verdict_undecided_at_this_precision():
     # religion/Google: `associated - none` and `associated - human` far below 0, but
     # `associated - different` near 0 made 9 of 15 seeds say "undecided at this precision";
