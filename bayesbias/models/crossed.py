@@ -245,6 +245,122 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
         np.asarray(cells.y, dtype=float)[order], [math.log(k) for k in n], ints.view(np.float64)]))
 
 
+def _hash64(x: np.ndarray, seed: int) -> np.ndarray:
+    """splitmix64 of the uint64 values `x` xor `seed` (wrapping arithmetic)."""
+    z = x ^ np.uint64(seed)
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def cell_groups(cells: Cells) -> dict:
+    """Group the non-empty cells by (connection, n, multiset of their rows' attributes).
+
+    Returns a dict of arrays: ``gid`` (flat cells ``unit * 4 + connection``, -1 if empty),
+    per group ``conn``, ``n``, ``w`` (cells), ``start`` (groups + 1: its entries), per entry
+    ``attr`` and ``k`` (rows of that attribute in each of the group's cells). Cells of a
+    group share their mean attribute
+    effect given v. The multiset key is a sum of two 64-bit hashes of (attribute, count)
+    per cell, then checked exactly (every member has the group's (attribute, count) pairs and
+    no other); a group that fails the check (a hash collision) is split into single cells.
+    """
+    nc = _NC
+    na = int(cells.attributes.size)
+    flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
+    pair, k = np.unique(flat * na + cells.attr_idx, return_counts=True)
+    pcell, pattr = pair // na, pair % na
+    key = (pattr.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
+    first = np.flatnonzero(np.r_[True, pcell[1:] != pcell[:-1]])
+    ucell = pcell[first]
+    h1 = np.add.reduceat(_hash64(key, 0x5EED1), first)
+    h2 = np.add.reduceat(_hash64(key, 0x5EED2), first)
+    n = cells.n.reshape(-1)[ucell].astype(np.int64)
+    conn = ucell % nc
+    table = np.stack([conn.astype(np.uint64), n.astype(np.uint64), h1, h2], axis=1)
+    _, ginv = np.unique(table, axis=0, return_inverse=True)
+    ginv = ginv.ravel()
+    ng = int(ginv.max()) + 1 if ginv.size else 0
+    # exact check: every (group, attribute, count) triple in every member of the group
+    npairs = np.diff(np.r_[first, pcell.size])
+    pg = np.repeat(ginv, npairs)
+    w = np.bincount(ginv, minlength=ng)
+    trip, tcount = np.unique(np.stack([pg, pattr, k]), axis=1, return_counts=True)
+    per_group = np.bincount(trip[0], minlength=ng)
+    bad = np.zeros(ng, bool)
+    bad[trip[0][tcount != w[trip[0]]]] = True
+    bad[ginv[npairs != per_group[ginv]]] = True
+    if bad.any():  # a collision: those cells alone
+        lone = bad[ginv]
+        ginv = np.where(lone, ng + np.cumsum(lone) - 1, ginv)
+        _, ginv = np.unique(ginv, return_inverse=True)
+        ng = int(ginv.max()) + 1
+        w = np.bincount(ginv, minlength=ng)
+    # entries: the (attribute, count) pairs of each group's first cell
+    rep = np.full(ng, -1, dtype=np.int64)
+    rep[ginv[::-1]] = np.arange(ginv.size)[::-1]
+    rstart, rcount = first[rep], npairs[rep]
+    start = np.zeros(ng + 1, dtype=np.int64)
+    np.cumsum(rcount, out=start[1:])
+    idx = np.repeat(rstart - start[:-1], rcount) + np.arange(start[-1])
+    gid = -np.ones(cells.n.size, dtype=np.int64)
+    gid[ucell] = ginv
+    return {"gid": gid, "conn": conn[rep], "n": n[rep], "w": w.astype(float), "start": start,
+            "attr": pattr[idx], "k": k[idx].astype(float)}
+
+
+def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
+                 groups: dict | None = None) -> np.ndarray:
+    """One flat float64 array: what ``cxg_logp`` reads (:func:`cell_groups`).
+
+    As :func:`pack` up to the attributes' groups and sds, with groups in place of cells
+    (connection, n), then per group: cells w, mean cbar and sum of squares Q of their cell
+    means, summed within-cell sums of squares, ``log n``; per entry: rows per cell k and the
+    summed deviations D of those rows from their cell means; an int32 block: each group's
+    first entry (groups + 1) and each entry's attribute.
+    """
+    import math
+
+    from .priors import kernel_row
+
+    g = cell_groups(cells) if groups is None else groups
+    per = spec.residual_sd == "per_connection"
+    kind, labels = _kinds(spec, cells)
+    ns, no = (_NC if per else 1), max(len(labels), 1)
+    rows = []
+    for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
+        rows += [kernel_row(spec.priors[name])] * count
+    smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
+    ng, na = g["w"].size, cells.attributes.size
+    if g["attr"].size >= 2**31 or na >= 2**31:
+        raise DistanceTableError("the crossed kernel takes < 2**31 attributes and entries")
+    ybar = np.nan_to_num(cells.mean).reshape(-1)
+    ssc = cells.ss.reshape(-1)
+    gid = g["gid"]
+    has = gid >= 0
+    gi = gid[has]
+    cbar = np.bincount(gi, weights=ybar[has], minlength=ng) / g["w"]
+    q = np.bincount(gi, weights=(ybar[has] - cbar[gi]) ** 2, minlength=ng)
+    ss0 = np.bincount(gi, weights=ssc[has], minlength=ng)
+    flat = cells.unit_idx.astype(np.int64) * _NC + cells.conn_idx
+    dev = np.asarray(cells.y, float) - ybar[flat]
+    # entry of each row: position of (group, attribute) among the group's entries
+    ekey = np.repeat(np.arange(ng), np.diff(g["start"])) * na + g["attr"]
+    rkey = gid[flat] * na + cells.attr_idx
+    pos = np.searchsorted(ekey, rkey)
+    d = np.bincount(pos, weights=dev, minlength=ekey.size)
+    ints = np.concatenate([g["start"], g["attr"]]).astype(np.int32)
+    if ints.size % 2:
+        ints = np.append(ints, np.int32(0))
+    return np.ascontiguousarray(np.concatenate([
+        [float(ns), float(no), float(na), float(ng), float(g["attr"].size), float(noncentred)],
+        np.asarray(rows, dtype=float).ravel(), smap, g["conn"].astype(float),
+        g["n"].astype(float), kind.astype(float), _groups(cells).astype(float),
+        _group_sd_index(spec, cells), g["w"], cbar, q, ss0,
+        [math.log(k) for k in g["n"]], g["k"], d, ints.view(np.float64)]))
+
+
 def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
     """For each group (stereotype, human, none): the index of its sd, or -1 if absent."""
     _, labels = _kinds(spec, cells)
