@@ -46,6 +46,10 @@ SPEC_KEYS = {"attribute_sd": "per_kind"}
 #: exact), :func:`bayesbias.testing.simulate_table` draws the effects, and the report
 #: compares it with the paper's model.
 ATTRIBUTE_EFFECTS = True
+#: Fits can keep Rao-Blackwellised per-word summaries instead of per-word draws
+#: (:mod:`.word_summaries`): given the parameters and v the cell means are independent
+#: Normals; :func:`marginal_kernel` takes ``word_draws`` and ``grouped``.
+WORD_SUMMARIES = True
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
@@ -433,16 +437,20 @@ def conditional_cell_means(m, t, s, v, cells: Cells, rng, chunk: int = 256) -> n
     return out
 
 
-def marginal_kernel(spec: ModelSpec, cells: Cells):
+def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
+                    grouped: bool = False):
     """Return the sampler's :class:`~bayesbias.models.marginal.Kernel`, or None.
 
-    None without a C compiler (the PyMC model is then sampled).
+    None without a C compiler (the PyMC model is then sampled). `grouped`: the density from
+    groups of cells sharing (connection, n, attribute multiset) (``cxg_logp``, cost
+    independent of the rows; same posterior, other rounding, hence other draws); without
+    `word_draws` no cell means are drawn (:mod:`.word_summaries`).
     """
     from ._native import entry_points
     from .marginal import Kernel
 
     check_cells(cells)
-    native = entry_points("crossed")
+    native = entry_points("crossed_grouped" if grouped else "crossed")
     if native is None:
         return None
     per = spec.residual_sd == "per_connection"
@@ -453,19 +461,19 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
     shapes = [(_NC,), (_NC,), (_NC,) if per else (), (len(labels),) if labels else (), (na,)]
 
     def complete(raw, rng):
-        shape = raw["mu_bar"].shape[:2]
-        sig = raw["sigma"] if per else np.repeat(raw["sigma"][..., None], _NC, axis=-1)
-        mu = conditional_cell_means(raw["mu_bar"], raw["tau"], sig, raw["attribute_effect"],
-                                    cells, rng)
         sd_dims = ("chain", "draw", "connection") if per else ("chain", "draw")
         o_dims = ("chain", "draw", "attribute_kind") if labels else ("chain", "draw")
-        del shape
-        return {"mu_bar": (("chain", "draw", "connection"), raw["mu_bar"]),
-                "tau": (("chain", "draw", "connection"), raw["tau"]),
-                "sigma": (sd_dims, raw["sigma"]),
-                "omega": (o_dims, raw["omega"]),
-                "attribute_effect": (("chain", "draw", "attribute"), raw["attribute_effect"]),
-                "mu": (("chain", "draw", cells.unit_dim, "connection"), mu)}
+        out = {"mu_bar": (("chain", "draw", "connection"), raw["mu_bar"]),
+               "tau": (("chain", "draw", "connection"), raw["tau"]),
+               "sigma": (sd_dims, raw["sigma"]),
+               "omega": (o_dims, raw["omega"]),
+               "attribute_effect": (("chain", "draw", "attribute"), raw["attribute_effect"])}
+        if word_draws:
+            sig = raw["sigma"] if per else np.repeat(raw["sigma"][..., None], _NC, axis=-1)
+            out["mu"] = (("chain", "draw", cells.unit_dim, "connection"),
+                         conditional_cell_means(raw["mu_bar"], raw["tau"], sig,
+                                                raw["attribute_effect"], cells, rng))
+        return out
 
     coords = {"attribute": cells.attributes.tolist()}
     if labels:
@@ -475,7 +483,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
                         **({"sigma": ("connection",)} if per else {}),
                         **({"omega": ("attribute_kind",)} if labels else {}),
                         "attribute_effect": ("attribute",)},
-                  data=pack(spec, cells, noncentred), logp=native[0], expand=native[1],
+                  data=(pack_grouped if grouped else pack)(spec, cells, noncentred),
+                  logp=native[0], expand=native[1],
                   init=lambda rng: _initial(spec, cells, noncentred, rng), complete=complete,
                   coords=coords, attrs={"attribute_noncentred": int(noncentred)},
                   dim=8 + (_NC if per else 1) + max(len(labels), 1) + 3 + na,

@@ -286,7 +286,7 @@ class Fit:
         Of the cell means (``kind="means"``, flat cells) or of per-word contrasts
         (``"contrasts"``, (unit, contrast) flattened).
         """
-        from .word_summaries import cell_summaries
+        from .word_summaries import cell_summaries, fit_shift
 
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
         pairs = contrast_pairs(contrasts) if kind == "contrasts" else None
@@ -298,7 +298,7 @@ class Fit:
         idx = None if pairs is None else [(CONNECTIONS.index(a), CONNECTIONS.index(b))
                                           for a, b in pairs]
         cache[key] = cell_summaries(m, t, sd, self.cells.n, self.cells.mean, ci_prob, ci_kind,
-                                    idx, rope)
+                                    idx, rope, shift=fit_shift(self))
         return cache[key]
 
     def _summary_dataset(self, got: dict, dims, coords, ci_prob, ci_kind, name: str,
@@ -561,13 +561,14 @@ class Fit:
         For fits without per-word draws: Normal given the parameters (conditional mean, sd
         ``sqrt(conditional var + sigma^2)``), over thinned draws.
         """
-        from .word_summaries import cell_summaries
+        from .word_summaries import cell_summaries, fit_shift
 
         _, (m, t, sd) = self._word_moments()
         c = self.cells
         nc = len(CONNECTIONS)
         sig = self._cell_sigma().reshape(-1, nc)
-        out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig)["ci"]
+        out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig,
+                                 shift=fit_shift(self))["ci"]
                for p in probs}
 
         def bounds(p):

@@ -37,7 +37,7 @@ from ..errors import ModelSpecError
 
 __all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
            "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
-           "linear_summary"]
+           "linear_summary", "fit_shift", "MIN_GROUP"]
 
 
 #: Per-word draws above this many bytes (8 per draw and cell: 4 chains x 1,000 draws x 4
@@ -205,24 +205,75 @@ def chunks(n: int, k: int):
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
-def fit_moments(fit):
-    """Return ``moments(keep, sl, cells)`` and the draws of M, T, S of a summary fit.
-
-    ``moments``: conditional means and sds over the flat (unit, connection) cells, (draws,
-    cells), at flat draws `keep` (None: all); M, T, S: (draws, connection) arrays.
-    """
+def _mts_draws(fit):
+    """M, T, S draws of a summary fit, each (draws, connection)."""
     from .families import family_module
     from .marginal import _mts
 
     mod = family_module(fit.spec.family)
-    blocks, fixed = mod.marginal_blocks(fit.spec)
     post = fit.idata.posterior
+    nc = len(CONNECTIONS)
+    if getattr(mod, "marginal_blocks", None) is None:  # crossed: mu_bar, tau, sigma sampled
+        m, t = (post[v].transpose("chain", "draw", ...).values.reshape(-1, nc)
+                for v in ("mu_bar", "tau"))
+        return m, t, fit._cell_sigma().reshape(-1, nc)
+    blocks, fixed = mod.marginal_blocks(fit.spec)
     raw = {b.name: post[b.name].transpose("chain", "draw", ...).values for b in blocks}
     shape = raw[blocks[0].name].shape[:2]
-    m, t, s = (a.reshape(-1, len(CONNECTIONS)) for a in _mts(blocks, fixed, raw, shape))
+    return tuple(a.reshape(-1, nc) for a in _mts(blocks, fixed, raw, shape))
+
+
+def fit_shift(fit):
+    """Return None, or ``(gid, vbar)`` of a fit with attribute effects (crossed).
+
+    ``gid`` (units, connection): each cell's group of cells sharing (connection, n, attribute
+    multiset) (:func:`~bayesbias.models.crossed.cell_groups`; -1: empty);
+    ``vbar(groups, keep)``: the mean attribute effect of those groups' cells, (draws,
+    groups), at flat draws `keep` (None: all). Given the parameters and v, a cell mean is
+    the hierarchical one of the data mean ``ybar - vbar``. Cached on the fit.
+    """
+    if "attribute_effect" not in fit.idata.posterior.data_vars:
+        return None
+    cache = fit.__dict__.setdefault("_cache", {})
+    if "word_shift" not in cache:
+        import scipy.sparse as sp
+
+        from .crossed import cell_groups
+
+        g = cell_groups(fit.cells)
+        ng = g["w"].size
+        owner = np.repeat(np.arange(ng), np.diff(g["start"]))
+        w = sp.csr_matrix((g["k"] / g["n"][owner], (owner, g["attr"])),
+                          shape=(max(ng, 1), fit.cells.attributes.size))
+        v = fit._attribute_effects()
+        v = v.reshape(-1, v.shape[-1])
+
+        def vbar(groups, keep=None):
+            groups = np.asarray(groups, dtype=np.int64)
+            u, inv = np.unique(groups, return_inverse=True)
+            vv = v if keep is None else v[keep]
+            out = np.zeros((vv.shape[0], u.size))
+            ok = u >= 0
+            if ok.any():
+                out[:, ok] = (w[u[ok]] @ vv.T).T
+            return out[:, inv.ravel()]
+
+        cache["word_shift"] = (g["gid"].reshape(fit.cells.n.shape), vbar)
+    return cache["word_shift"]
+
+
+def fit_moments(fit):
+    """Return ``moments(keep, sl, cells)`` and the draws of M, T, S of a summary fit.
+
+    ``moments``: conditional means and sds over the flat (unit, connection) cells, (draws,
+    cells), at flat draws `keep` (None: all); M, T, S: (draws, connection) arrays. With
+    attribute effects (:func:`fit_shift`) the conditional means are given v as well.
+    """
+    m, t, s = _mts_draws(fit)
     n = fit.cells.n.reshape(-1).astype(float)
     ybar = np.nan_to_num(fit.cells.mean).reshape(-1)
     conn = np.tile(np.arange(len(CONNECTIONS)), fit.cells.n.shape[0])
+    shift = fit_shift(fit)
 
     def moments(keep, sl, cells=None):
         idx = np.arange(n.size)[sl] if cells is None else cells
@@ -231,7 +282,10 @@ def fit_moments(fit):
         mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
         from .cells import cell_mean_conditional
 
-        mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], ybar[idx][None])
+        y = ybar[idx][None]
+        if shift is not None:
+            y = y - shift[1](shift[0].reshape(-1)[idx], keep)
+        mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], y)
         return mean, 1.0 / np.sqrt(prec)
 
     return moments, (m, t, s)
@@ -324,8 +378,14 @@ def _coefficients(m, t, s, n):
     return m / (t * t) / prec, (n / (s * s)) / prec, 1.0 / np.sqrt(prec)
 
 
+#: Fewest cells (or units, for contrasts) of a group that is summarised on its own (grid
+#: or direct); smaller groups of a fit with attribute effects are summarised together,
+#: element by element (:func:`_direct_summary`).
+MIN_GROUP = 32
+
+
 def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd=None,
-                   grid: bool = True) -> dict[str, np.ndarray]:
+                   grid: bool = True, shift=None) -> dict[str, np.ndarray]:
     """Return summaries of every cell mean or, with `pairs`, of every per-unit contrast.
 
     Cell means flat over (unit, connection); contrasts (`pairs`: connection index pairs) flat
@@ -333,7 +393,11 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
 
     m, t, s: hyper-parameter draws (draws, connection); n, ybar: (units, connection).
     `extra_sd` (draws, connection): added in quadrature (a row's predictive: sigma).
-    Cells are grouped by (connection, n) (:func:`linear_summary` per group).
+    Cells are grouped by (connection, n) (:func:`linear_summary` per group). `shift`
+    (:func:`fit_shift`, attribute effects): ``(gid, vbar)``; a cell's data mean is then
+    ``ybar - vbar`` with vbar common to its group (connection, n, attribute multiset), so
+    cells are grouped by gid; groups of fewer than :data:`MIN_GROUP` are summarised
+    element by element.
     """
     n_u, nc = n.shape
     ybar = np.nan_to_num(ybar)
@@ -357,12 +421,19 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     out["ci"] = np.empty((size, 2))
     ncol = len(cols)
     for j, col in enumerate(cols):
-        keys = np.stack([n[:, c] for c in col], axis=1)
+        keys = np.stack([(n if shift is None else shift[0])[:, c] for c in col], axis=1)
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
         inv = inv.ravel()
+        rest = []
         for g, key in enumerate(uniq):
             units = np.flatnonzero(inv == g)
-            parts = [cell_coef(c, int(k)) for c, k in zip(col, key, strict=True)]
+            if shift is not None and units.size < MIN_GROUP:
+                rest.append(units)
+                continue
+            parts = [cell_coef(c, int(n[units[0], c])) for c in col]
+            if shift is not None:  # alpha - beta vbar: the group's mean attribute effect
+                parts = [(al - be * shift[1]([gk])[:, 0], be, sd)
+                         for (al, be, sd), gk in zip(parts, key, strict=True)]
             if len(parts) == 1:
                 al, be, sd = parts[0]
                 beta = be[:, None]
@@ -374,4 +445,53 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
             flat = units * ncol + j
             for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
                 out[k][flat] = got[k]
+        if rest:
+            units = np.concatenate(rest)
+            got = _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope,
+                                  extra_sd)
+            flat = units * ncol + j
+            for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
+                out[k][flat] = got[k]
+    return out
+
+
+def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd):
+    """Mixture summaries of `units`' cell means (one column) or contrasts (two), each on its own.
+
+    The component means and sds over every draw, in chunks of elements; the interval over
+    :data:`INTERVAL_DRAWS` thinned draws.
+    """
+    from scipy.special import ndtr
+
+    total = m.shape[0]
+    keep = thinned(total)
+    e = units.size
+    out = {"mean": np.empty(e), "sd": np.empty(e), "prob_below_zero": np.empty(e),
+           "share_in_rope": np.full(e, np.nan), "ci": np.empty((e, 2))}
+
+    def components(sl, at):
+        k = slice(None) if at is None else at
+        mean, var = 0.0, 0.0
+        for sign, c in zip((1.0, -1.0), col):
+            nn = n[units[sl], c].astype(float)[None]
+            tt, ss = t[k, c][:, None], s[k, c][:, None]
+            prec = 1.0 / (tt * tt) + nn / (ss * ss)
+            y = ybar[units[sl], c][None] - shift[1](shift[0][units[sl], c], at)
+            mean = mean + sign * (m[k, c][:, None] / (tt * tt) + nn * y / (ss * ss)) / prec
+            sd2 = 1.0 / prec
+            if extra_sd is not None:
+                sd2 = sd2 + extra_sd[k, c][:, None] ** 2
+            var = var + sd2
+        return mean, np.sqrt(var)
+
+    for sl in chunks(e, total):
+        mean, sd = components(sl, None)
+        out["mean"][sl], out["sd"][sl] = mixture_moments(mean, sd)
+        out["prob_below_zero"][sl] = ndtr(-mean / sd).mean(axis=0)
+        if rope is not None:
+            out["share_in_rope"][sl] = (ndtr((rope - mean) / sd)
+                                        - ndtr((-rope - mean) / sd)).mean(axis=0)
+    for sl in chunks(e, 10 * keep.size):
+        mean, sd = components(sl, keep)
+        out["ci"][sl] = mixture_interval(mean, sd, prob, kind)
     return out
