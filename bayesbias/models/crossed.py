@@ -265,35 +265,43 @@ def cell_groups(cells: Cells) -> dict:
     Returns a dict of arrays: ``gid`` (flat cells ``unit * 4 + connection``, -1 if empty),
     per group ``conn``, ``n``, ``w`` (cells), ``start`` (groups + 1: its entries), per entry
     ``attr`` and ``k`` (rows of that attribute in each of the group's cells). Cells of a
-    group share their mean attribute
-    effect given v. The multiset key is a sum of two 64-bit hashes of (attribute, count)
-    per cell, then checked exactly (every member has the group's (attribute, count) pairs and
-    no other); a group that fails the check (a hash collision) is split into single cells.
+    group share their mean attribute effect given v. The key is a sum of 64-bit hashes of
+    the cell's (attribute, count) pairs and its connection, then checked exactly (every
+    member has the group's connection and (attribute, count) pairs and no other); a group
+    that fails the check (a hash collision) is split into single cells. Cached on `cells`.
     """
+    cache = cells.__dict__.get("_cell_groups")
+    if cache is not None:
+        return cache
     nc = _NC
     na = int(cells.attributes.size)
     flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
     pair, k = np.unique(flat * na + cells.attr_idx, return_counts=True)
     pcell, pattr = pair // na, pair % na
-    key = (pattr.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
     first = np.flatnonzero(np.r_[True, pcell[1:] != pcell[:-1]])
     ucell = pcell[first]
-    h1 = np.add.reduceat(_hash64(key, 0x5EED1), first)
-    h2 = np.add.reduceat(_hash64(key, 0x5EED2), first)
-    n = cells.n.reshape(-1)[ucell].astype(np.int64)
     conn = ucell % nc
-    table = np.stack([conn.astype(np.uint64), n.astype(np.uint64), h1, h2], axis=1)
-    _, ginv = np.unique(table, axis=0, return_inverse=True)
+    npairs = np.diff(np.r_[first, pcell.size])
+    key = (pattr.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h = np.add.reduceat(_hash64(key, 0x5EED1), first) + _hash64(conn.astype(np.uint64),
+                                                                     0x5EED2)
+    _, ginv = np.unique(h, return_inverse=True)
     ginv = ginv.ravel()
     ng = int(ginv.max()) + 1 if ginv.size else 0
-    # exact check: every (group, attribute, count) triple in every member of the group
-    npairs = np.diff(np.r_[first, pcell.size])
-    pg = np.repeat(ginv, npairs)
     w = np.bincount(ginv, minlength=ng)
-    trip, tcount = np.unique(np.stack([pg, pattr, k]), axis=1, return_counts=True)
-    per_group = np.bincount(trip[0], minlength=ng)
+    # exact check: one connection per group, and every (group, attribute, count) triple in
+    # every member of the group
     bad = np.zeros(ng, bool)
-    bad[trip[0][tcount != w[trip[0]]]] = True
+    cmin = np.full(ng, nc)
+    np.minimum.at(cmin, ginv, conn)
+    bad[ginv[conn != cmin[ginv]]] = True
+    pg = np.repeat(ginv, npairs)
+    kmax = int(k.max()) + 1 if k.size else 1
+    trip, tcount = np.unique((pg * na + pattr) * kmax + k, return_counts=True)
+    tg = trip // (na * kmax)
+    per_group = np.bincount(tg, minlength=ng)
+    bad[tg[tcount != w[tg]]] = True
     bad[ginv[npairs != per_group[ginv]]] = True
     if bad.any():  # a collision: those cells alone
         lone = bad[ginv]
@@ -310,8 +318,10 @@ def cell_groups(cells: Cells) -> dict:
     idx = np.repeat(rstart - start[:-1], rcount) + np.arange(start[-1])
     gid = -np.ones(cells.n.size, dtype=np.int64)
     gid[ucell] = ginv
-    return {"gid": gid, "conn": conn[rep], "n": n[rep], "w": w.astype(float), "start": start,
-            "attr": pattr[idx], "k": k[idx].astype(float)}
+    out = {"gid": gid, "conn": conn[rep], "n": cells.n.reshape(-1)[ucell[rep]].astype(np.int64),
+           "w": w.astype(float), "start": start, "attr": pattr[idx], "k": k[idx].astype(float)}
+    object.__setattr__(cells, "_cell_groups", out)
+    return out
 
 
 def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
