@@ -495,3 +495,55 @@ def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra
         mean, sd = components(sl, keep)
         out["ci"][sl] = mixture_interval(mean, sd, prob, kind)
     return out
+
+
+def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.ndarray:
+    """Predictive interval of every row of a fit with attribute effects, (rows, 2).
+
+    Given the parameters and v, row i of cell q (group g) and attribute a is Normal with mean
+    ``alpha + beta (ybar_q - vbar_g) + v_a`` and sd ``sqrt(sd^2 + sigma_c^2)`` (alpha, beta,
+    sd: those of the cell mean given (connection, n)): its predictive is the mixture over the
+    draws. Rows of one (cell, attribute) share it; the (cell, attribute) pairs of one
+    (group, attribute) differ only in ybar (:func:`linear_summary`, interpolated on a grid);
+    pairs of smaller groups than :data:`MIN_GROUP` are computed one by one.
+    """
+    nc = len(CONNECTIONS)
+    na = cells.attributes.size
+    gid = shift[0].reshape(-1)
+    flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
+    pair, inv = np.unique(flat * na + cells.attr_idx, return_inverse=True)
+    pcell, pattr = pair // na, pair % na
+    conn = pcell % nc
+    nn = cells.n.reshape(-1)[pcell].astype(float)
+    ybar = np.nan_to_num(cells.mean).reshape(-1)[pcell]
+    key, kinv = np.unique(gid[pcell] * na + pattr, return_inverse=True)
+    kinv = kinv.ravel()
+    size = np.bincount(kinv, minlength=key.size)
+    out = np.empty((pair.size, 2))
+    order = np.argsort(kinv, kind="stable")
+    bounds = np.r_[0, np.cumsum(size)]
+    small = []
+    for j in range(key.size):
+        el = order[bounds[j]:bounds[j + 1]]
+        if size[j] < MIN_GROUP:
+            small.append(el)
+            continue
+        e0 = el[0]
+        c = conn[e0]
+        al, be, sd = _coefficients(m[:, c], t[:, c], s[:, c], nn[e0])
+        al = al - be * shift[1]([gid[pcell[e0]]])[:, 0] + v[:, pattr[e0]]
+        sd = np.sqrt(sd * sd + sig[:, c] ** 2)
+        out[el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], prob, kind)["ci"]
+    if small:
+        el = np.concatenate(small)
+        keep = thinned(m.shape[0])
+        for sl in chunks(el.size, 10 * keep.size):
+            e = el[sl]
+            c = conn[e]
+            mm, tt, ss = m[keep][:, c], t[keep][:, c], s[keep][:, c]
+            prec = 1.0 / (tt * tt) + nn[e] / (ss * ss)
+            y = ybar[e] - shift[1](gid[pcell[e]], keep)
+            mean = (mm / (tt * tt) + nn[e] * y / (ss * ss)) / prec + v[keep][:, pattr[e]]
+            sd = np.sqrt(1.0 / prec + sig[keep][:, c] ** 2)
+            out[e] = mixture_interval(mean, sd, prob, kind)
+    return out[inv.ravel()]
