@@ -278,15 +278,30 @@ def fit_moments(fit):
     def moments(keep, sl, cells=None):
         idx = np.arange(n.size)[sl] if cells is None else cells
         k = slice(None) if keep is None else keep
+        if shift is not None:
+            return shifted(k, keep, idx)
         c = conn[idx]
         mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
         from .cells import cell_mean_conditional
 
-        y = ybar[idx][None]
-        if shift is not None:
-            y = y - shift[1](shift[0].reshape(-1)[idx], keep)
-        mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], y)
+        mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], ybar[idx][None])
         return mean, 1.0 / np.sqrt(prec)
+
+    def shifted(k, keep, idx):
+        # per group of cells (connection, n, attributes; empty cells per connection): mean
+        # alpha - beta vbar + beta ybar, with alpha, beta, sd and vbar on (draws, groups)
+        gid = shift[0].reshape(-1)[idx]
+        key = np.where(gid >= 0, gid, -1 - conn[idx])
+        u, inv = np.unique(key, return_inverse=True)
+        first = np.full(u.size, -1, dtype=np.int64)
+        first[inv[::-1]] = np.arange(idx.size)[::-1]
+        c, nn = conn[idx[first]], n[idx[first]]
+        mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
+        prec = 1.0 / (tt * tt) + nn / (ss * ss)
+        beta = nn / (ss * ss) / prec
+        alpha = mm / (tt * tt) / prec - beta * shift[1](np.where(u >= 0, u, -1), keep)
+        inv = inv.ravel()
+        return alpha[:, inv] + beta[:, inv] * ybar[idx][None], (1.0 / np.sqrt(prec))[:, inv]
 
     return moments, (m, t, s)
 
