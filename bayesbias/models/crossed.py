@@ -50,6 +50,12 @@ ATTRIBUTE_EFFECTS = True
 #: (:mod:`.word_summaries`): given the parameters and v the cell means are independent
 #: Normals; :func:`marginal_kernel` takes ``word_draws`` and ``grouped``.
 WORD_SUMMARIES = True
+#: Rows from which a fit evaluates the density on groups of cells (``cxg_logp``, cost
+#: growing with the groups' attribute entries) instead of row by row (``cx_logp``, cost
+#: growing with the rows): about 3 times the largest shipped table (weat_1 google, 17,689
+#: rows), whose fits keep their draws bit for bit. At 60,000 rows (1,000 words) the row
+#: kernel took 26.5 s of sampling (benchmarks/results/bench_scale_words_crossed.txt).
+GROUPED_ROWS = 50_000
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)

@@ -246,8 +246,11 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
                   else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
     t0 = time.perf_counter()
     if marginal:
+        # the crossed density on groups of cells: for a large fit, and on many rows (its
+        # per-row kernel's cost grows with the rows; GROUPED_ROWS is above every shipped table)
+        grouped = large or cells.n_rows >= getattr(family, "GROUPED_ROWS", float("inf"))
         idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept,
-                                word_draws, grouped=large)
+                                word_draws, grouped=grouped)
         noncentred = ()
     elif sampler == "nutpie" and likelihood == "sufficient" and \
             not getattr(family, "PM_SAMPLE", False):
