@@ -12,8 +12,11 @@ omega[kind(a)])``: on the shipped tables stereotype words vary more than the con
 one shared sd would make the stereotype contrasts' intervals too narrow.
 
 Default sampler: nutpie on ``(mu_bar, tau, sigma, omega, v)`` with the cell means integrated
-out given ``v`` (a C kernel, :mod:`._native`; its cost grows with the rows), then each
-``mu[w, c]`` drawn from its exact conditional. The attribute effects are sampled centred when
+out given ``v`` (a C kernel, :mod:`._native`: row by row, or from :data:`GROUPED_ROWS` rows
+on groups of cells sharing (connection, n, attribute multiset), :func:`cell_groups`), then
+each ``mu[w, c]`` drawn from its exact conditional, or, above
+:data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word summaries
+Rao-Blackwellised over the draws (:mod:`.word_summaries`). The attribute effects are sampled centred when
 the data say more about each of them than the spread between them, non-centred otherwise.
 The PyMC model (``--sampler pymc``, ``likelihood="rows"``) is the reference the tests compare
 against, beside a bambi formula model.

@@ -19,6 +19,13 @@ mixture of these Normals over the hyper-parameter draws k, so
   conditionally independent cell means and so Normal given k: the mean over k of
   ``Phi(-m_k / s_k)``.
 
+With attribute effects (the crossed family) a cell mean is that Normal given the parameters
+and the effects v, with data mean ``ybar - vbar`` (vbar: the mean effect of the cell's
+rows); cells that share (connection, n, attribute multiset) share vbar per draw, so the
+same closed forms hold per such group with alpha shifted by ``-beta vbar``
+(:func:`fit_shift`); groups of fewer than :data:`MIN_GROUP` cells are summarised cell by
+cell.
+
 Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
 computed on a grid of ybar (two cell means for a contrast) and interpolated with cubic
 splines (:data:`GRID_POINTS`), so the cost grows with the number of such groups, and memory
