@@ -287,3 +287,22 @@ def test_ten_thousand_words_end_to_end(tmp_path):
     assert len(word_drivers(fit)) == 4 * 10_000
     back = load_fit(fit.save(tmp_path / "big.nc"))
     assert back.word_means().equals(wm)
+
+
+@pytest.mark.slow
+def test_report_without_word_draws_crossed(monkeypatch, tmp_path, capsys):
+    """The default report (crossed) on a fit without per-word draws (threshold lowered):
+    grouped kernel, tables, forest figure, saved fit."""
+    from hostile import run_main
+
+    from bayesbias.models import load_fit
+
+    monkeypatch.setattr(ws, "WORD_DRAWS_BYTES", 0)
+    out = tmp_path / "rep"
+    code, _, err = run_main(capsys, ["report", "--distances", "published:religion:reddit",
+                                     "-o", out, "--quiet"])
+    assert code == 0, err
+    fit = load_fit(out / "fits" / "religion_reddit.nc")
+    assert not fit.word_draws and fit.spec.family == "crossed"
+    assert (out / "tables" / "religion_reddit_word_contrasts.csv").stat().st_size > 1000
+    assert (out / "figures" / "religion_reddit_forest.png").stat().st_size > 10_000
