@@ -198,11 +198,15 @@ def test_summary_mean_is_the_mean_of_the_conditional_means(pair):
 
 
 def test_groups_and_cell_by_cell_agree(pair, monkeypatch):
-    """Cells summarised per group (grid) or one by one (MIN_GROUP) agree: interpolation."""
+    """Cells summarised per group (grid, mixture intervals) or one by one (MIN_GROUP: the
+    intervals from one draw per draw) agree: mean, sd and probabilities to rounding and
+    interpolation (1e-4), interval ends within Monte Carlo error (0.25 sd; about 0.05 sd
+    observed on average)."""
     _, summ = pair
     _, (m, t, s) = summ._word_moments()
     shift = ws.fit_shift(summ)
     c = summ.cells
+    monkeypatch.setattr(ws, "SHIFTED_INTERVAL_DRAWS", 1000)  # (test time)
     got = {}
     for limit in (1, 10**9):
         monkeypatch.setattr(ws, "MIN_GROUP", limit)
@@ -211,7 +215,8 @@ def test_groups_and_cell_by_cell_agree(pair, monkeypatch):
     for a, b in zip(got[1], got[10**9], strict=True):
         np.testing.assert_allclose(a["mean"], b["mean"], rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(a["sd"], b["sd"], rtol=1e-8)
-        np.testing.assert_allclose(a["ci"], b["ci"], atol=1e-4)
+        gap = np.abs(a["ci"] - b["ci"]) / a["sd"][:, None]
+        assert gap.max() < 0.25 and gap.mean() < 0.08
         np.testing.assert_allclose(a["prob_below_zero"], b["prob_below_zero"], atol=1e-4)
         np.testing.assert_allclose(a["share_in_rope"], b["share_in_rope"], atol=1e-4)
     sig = summ._cell_sigma().reshape(-1, 4)
@@ -220,7 +225,9 @@ def test_groups_and_cell_by_cell_agree(pair, monkeypatch):
     for limit in (1, 10**9):
         monkeypatch.setattr(ws, "MIN_GROUP", limit)
         rows[limit] = ws.row_intervals(m, t, s, sig, c, shift, v, 0.5, "eti")
-    np.testing.assert_allclose(rows[1], rows[10**9], atol=1e-4)
+    sd = np.sqrt(np.mean(s ** 2) + np.mean(sig ** 2))  # a typical predictive sd
+    gap = np.abs(rows[1] - rows[10**9]) / sd
+    assert gap.max() < 0.25 and gap.mean() < 0.05
 
 
 def test_attribute_check_from_sums_equals_the_rows(pair):

@@ -25,7 +25,8 @@ and the effects v, with data mean ``ybar - vbar`` (vbar: the mean effect of the 
 rows); cells that share (connection, n, attribute multiset) share vbar per draw, so the
 same closed forms hold per such group with alpha shifted by ``-beta vbar``
 (:func:`fit_shift`); groups of fewer than :data:`MIN_GROUP` cells are summarised cell by
-cell.
+cell (mean, sd and probabilities in closed form over every draw, the interval from one exact
+draw of each cell mean per draw: the accuracy of per-word draws).
 
 Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
 computed on a grid of ybar (two cell means for a contrast) and interpolated with cubic
@@ -66,6 +67,11 @@ INTERVAL_DRAWS = 500
 #: from the per-word draws' on religion/Reddit; 0.09 with 4,000); on a grid the cost does
 #: not grow with the words.
 SHIFTED_INTERVAL_DRAWS = 4000
+
+
+#: Thinned draws of the rows' predictive intervals outside big groups (as
+#: :data:`bayesbias.models.checks.CHECK_DRAWS` for a fit with per-word draws).
+ROW_CHECK_DRAWS = 1000
 
 
 #: Draws x elements held at once by the mixture computations (about 8 arrays of this many
@@ -429,7 +435,7 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     (:func:`fit_shift`, attribute effects): ``(gid, vbar)``; a cell's data mean is then
     ``ybar - vbar`` with vbar common to its group (connection, n, attribute multiset), so
     cells are grouped by gid; groups of fewer than :data:`MIN_GROUP` are summarised
-    element by element.
+    element by element, their intervals from one exact draw per element and draw.
     """
     n_u, nc = n.shape
     ybar = np.nan_to_num(ybar)
@@ -488,45 +494,52 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     return out
 
 
-def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd):
-    """Mixture summaries of `units`' cell means (one column) or contrasts (two), each on its own.
+def _drawn_interval(mean, sd, prob, kind, seed) -> np.ndarray:
+    """Interval of each element from one draw of its Normal per draw (draws, elements)."""
+    from .._stats import eti, hdi
 
-    The component means and sds over every draw, in chunks of elements; the interval over
-    :data:`SHIFTED_INTERVAL_DRAWS` thinned draws.
+    x = mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)
+    return (hdi if kind == "hdi" else eti)(x.T, prob)
+
+
+def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd):
+    """Summaries of `units`' cell means (one column) or contrasts (two), each on its own.
+
+    Mean, sd, P(< 0) and the ROPE share from the component means and sds over every draw
+    (in chunks of elements); the interval from one exact draw of each element's Normal per
+    draw (the accuracy of per-word draws: a mixture's Newton steps over thousands of
+    components cost far more per element than sorting as many draws).
     """
     from scipy.special import ndtr
 
     total = m.shape[0]
-    keep = thinned(total, SHIFTED_INTERVAL_DRAWS)
     e = units.size
     out = {"mean": np.empty(e), "sd": np.empty(e), "prob_below_zero": np.empty(e),
            "share_in_rope": np.full(e, np.nan), "ci": np.empty((e, 2))}
 
-    def components(sl, at):
-        k = slice(None) if at is None else at
+    def components(sl):
         mean, var = 0.0, 0.0
         for sign, c in zip((1.0, -1.0), col):
             nn = n[units[sl], c].astype(float)[None]
-            tt, ss = t[k, c][:, None], s[k, c][:, None]
+            tt, ss = t[:, c][:, None], s[:, c][:, None]
             prec = 1.0 / (tt * tt) + nn / (ss * ss)
-            y = ybar[units[sl], c][None] - shift[1](shift[0][units[sl], c], at)
-            mean = mean + sign * (m[k, c][:, None] / (tt * tt) + nn * y / (ss * ss)) / prec
+            y = ybar[units[sl], c][None] - shift[1](shift[0][units[sl], c])
+            mean = mean + sign * (m[:, c][:, None] / (tt * tt) + nn * y / (ss * ss)) / prec
             sd2 = 1.0 / prec
             if extra_sd is not None:
-                sd2 = sd2 + extra_sd[k, c][:, None] ** 2
+                sd2 = sd2 + extra_sd[:, c][:, None] ** 2
             var = var + sd2
         return mean, np.sqrt(var)
 
     for sl in chunks(e, total):
-        mean, sd = components(sl, None)
+        mean, sd = components(sl)
         out["mean"][sl], out["sd"][sl] = mixture_moments(mean, sd)
         out["prob_below_zero"][sl] = ndtr(-mean / sd).mean(axis=0)
         if rope is not None:
             out["share_in_rope"][sl] = (ndtr((rope - mean) / sd)
                                         - ndtr((-rope - mean) / sd)).mean(axis=0)
-    for sl in chunks(e, 10 * keep.size):
-        mean, sd = components(sl, keep)
-        out["ci"][sl] = mixture_interval(mean, sd, prob, kind)
+        out["ci"][sl] = _drawn_interval(mean, sd, prob, kind,
+                                        [20240104, *col, int(units[sl][0]), sl.start])
     return out
 
 
@@ -538,9 +551,8 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.n
     sd: those of the cell mean given (connection, n)): its predictive is the mixture over the
     draws. Rows of one (cell, attribute) share it; the (cell, attribute) pairs of one
     (group, attribute) differ only in ybar (:func:`linear_summary`, interpolated on a grid);
-    pairs of smaller groups than :data:`MIN_GROUP` are computed one by one, over
-    :data:`INTERVAL_DRAWS` draws (their ends move by about 0.1 sd; the coverage share of the
-    rows hardly).
+    pairs of smaller groups than :data:`MIN_GROUP` from one replicate per draw over
+    :data:`ROW_CHECK_DRAWS` thinned draws, as a fit with per-word draws replicates its rows.
     """
     nc = len(CONNECTIONS)
     na = cells.attributes.size
@@ -572,8 +584,8 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.n
                                  interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
     if small:
         el = np.concatenate(small)
-        keep = thinned(m.shape[0])  # a coverage check: 500 draws (0.1 sd) do
-        for sl in chunks(el.size, 10 * keep.size):
+        keep = thinned(m.shape[0], ROW_CHECK_DRAWS)
+        for sl in chunks(el.size, keep.size):
             e = el[sl]
             c = conn[e]
             mm, tt, ss = m[keep][:, c], t[keep][:, c], s[keep][:, c]
@@ -581,5 +593,5 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.n
             y = ybar[e] - shift[1](gid[pcell[e]], keep)
             mean = (mm / (tt * tt) + nn[e] * y / (ss * ss)) / prec + v[keep][:, pattr[e]]
             sd = np.sqrt(1.0 / prec + sig[keep][:, c] ** 2)
-            out[e] = mixture_interval(mean, sd, prob, kind)
+            out[e] = _drawn_interval(mean, sd, prob, kind, [20240105, sl.start])
     return out[inv.ravel()]
