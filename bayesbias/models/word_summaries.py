@@ -26,7 +26,8 @@ rows); cells that share (connection, n, attribute multiset) share vbar per draw,
 same closed forms hold per such group with alpha shifted by ``-beta vbar``
 (:func:`fit_shift`); groups of fewer than :data:`MIN_GROUP` cells are summarised cell by
 cell (mean, sd and probabilities in closed form over every draw, the interval from one exact
-draw of each cell mean per draw: the accuracy of per-word draws).
+draw of each cell mean per draw: the accuracy of per-word draws, at a cost that grows with
+the cells).
 
 Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
 computed on a grid of ybar (two cell means for a contrast) and interpolated with cubic
@@ -416,10 +417,15 @@ def _coefficients(m, t, s, n):
     return m / (t * t) / prec, (n / (s * s)) / prec, 1.0 / np.sqrt(prec)
 
 
-#: Fewest cells (or units, for contrasts) of a group that is summarised on its own (grid
-#: or direct); smaller groups of a fit with attribute effects are summarised together,
-#: element by element (:func:`_direct_summary`).
-MIN_GROUP = 32
+#: Fewest cells (or units, for contrasts) of a group of a fit with attribute effects that is
+#: summarised as a mixture on its own (None: more than the group's interpolation grid,
+#: :data:`GRID_POINTS`, so that its cost does not grow with the cells); smaller groups are
+#: summarised element by element (:func:`_direct_summary`).
+MIN_GROUP = None
+
+
+def _min_group(d: int) -> int:
+    return GRID_POINTS[d] ** d + 1 if MIN_GROUP is None else MIN_GROUP
 
 
 def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd=None,
@@ -465,7 +471,7 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
         rest = []
         for g, key in enumerate(uniq):
             units = np.flatnonzero(inv == g)
-            if shift is not None and units.size < MIN_GROUP:
+            if shift is not None and units.size < _min_group(len(col)):
                 rest.append(units)
                 continue
             parts = [cell_coef(c, int(n[units[0], c])) for c in col]
@@ -572,7 +578,7 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.n
     small = []
     for j in range(key.size):
         el = order[bounds[j]:bounds[j + 1]]
-        if size[j] < MIN_GROUP:
+        if size[j] < _min_group(1):
             small.append(el)
             continue
         e0 = el[0]
