@@ -237,7 +237,7 @@ def attribute_dependence(fit) -> float | None:
     na = c.attributes.size
     n = np.bincount(c.attr_idx, minlength=na).astype(float)
     sums = []
-    pooled = None if fit.word_draws else _attribute_sums(fit)
+    pooled = None if getattr(fit, "word_draws", True) else _attribute_sums(fit)
     for start in range(0, keep.size, per_chunk):
         if pooled is not None:  # from sums per (attribute, connection) and per cell
             sums.append(pooled(keep[start:start + per_chunk]))
