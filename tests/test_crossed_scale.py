@@ -126,9 +126,8 @@ def test_many_rows_use_the_grouped_kernel_and_shipped_tables_do_not(monkeypatch)
 
 
 def test_memory_guard_allows_crossed_summaries():
-    from bayesbias.models.sampling import _check_settings
-
     from bayesbias.errors import InvalidArgumentError
+    from bayesbias.models.sampling import _check_settings
 
     with pytest.raises(InvalidArgumentError, match="GB of draws"):
         _check_settings(1000, 1000, 4, 0.8, 400_000, 60, word_draws=True)
@@ -198,10 +197,12 @@ def test_summary_mean_is_the_mean_of_the_conditional_means(pair):
 
 
 def test_groups_and_cell_by_cell_agree(pair, monkeypatch):
-    """Cells summarised per group (grid, mixture intervals) or one by one (MIN_GROUP: the
-    intervals from one draw per draw) agree: mean, sd and probabilities to rounding and
-    interpolation (1e-4), interval ends within Monte Carlo error (0.25 sd; about 0.05 sd
-    observed on average)."""
+    """Cells summarised per group or one by one (MIN_GROUP) agree.
+
+    Per group: grid, mixture intervals; one by one: intervals from one draw per draw. Mean,
+    sd and probabilities to rounding and interpolation (1e-4), interval ends within Monte
+    Carlo error (0.25 sd; about 0.05 sd observed on average).
+    """
     _, summ = pair
     _, (m, t, s) = summ._word_moments()
     shift = ws.fit_shift(summ)
@@ -298,8 +299,10 @@ def test_ten_thousand_words_end_to_end(tmp_path):
 
 @pytest.mark.slow
 def test_report_without_word_draws_crossed(monkeypatch, tmp_path, capsys):
-    """The default report (crossed) on a fit without per-word draws (threshold lowered):
-    grouped kernel, tables, forest figure, saved fit."""
+    """The default report (crossed) on a fit without per-word draws (threshold lowered).
+
+    Grouped kernel, tables, forest figure, saved fit.
+    """
     from hostile import run_main
 
     from bayesbias.models import load_fit

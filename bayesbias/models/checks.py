@@ -102,8 +102,11 @@ def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
 
 
 def _every_cell_mean(fit, keep) -> np.ndarray:
-    """Every flat cell's mean at the flat draws `keep`, (draws, cells): the draws of a fit
-    with per-word draws, else drawn as :func:`_drawn_cell_means` draws them for many rows."""
+    """Return every flat cell's mean at the flat draws `keep`, (draws, cells).
+
+    The draws of a fit with per-word draws, else drawn as :func:`_drawn_cell_means` draws
+    them for many rows.
+    """
     post = fit.posterior
     if "mu" in post:
         mu = post["mu"].transpose("chain", "draw", ...).values

@@ -16,8 +16,9 @@ out given ``v`` (a C kernel, :mod:`._native`: row by row, or from :data:`GROUPED
 on groups of cells sharing (connection, n, attribute multiset), :func:`cell_groups`), then
 each ``mu[w, c]`` drawn from its exact conditional, or, above
 :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word summaries
-Rao-Blackwellised over the draws (:mod:`.word_summaries`). The attribute effects are sampled centred when
-the data say more about each of them than the spread between them, non-centred otherwise.
+Rao-Blackwellised over the draws (:mod:`.word_summaries`). The attribute effects are
+sampled centred when the data say more about each of them than the spread between them,
+non-centred otherwise.
 The PyMC model (``--sampler pymc``, ``likelihood="rows"``) is the reference the tests compare
 against, beside a bambi formula model.
 """

@@ -525,7 +525,7 @@ def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra
 
     def components(sl):
         mean, var = 0.0, 0.0
-        for sign, c in zip((1.0, -1.0), col):
+        for sign, c in zip((1.0, -1.0)[:len(col)], col, strict=True):
             nn = n[units[sl], c].astype(float)[None]
             tt, ss = t[:, c][:, None], s[:, c][:, None]
             prec = 1.0 / (tt * tt) + nn / (ss * ss)
