@@ -20,7 +20,9 @@ Run with ``nice python benchmarks/bench_scale.py`` (about 4 minutes on 2 cores);
 ``--no-baseline`` to time this checkout only.
 
 ``--words 1000 10000 100000``: instead, the paper's hierarchical model (``--model crossed``
-for the default; ``fit_model(table, model)``, 4 chains x 1,000 draws) on simulated tables
+for the default, results in ``bench_scale_words_crossed.txt``: grouped kernel from 50,000
+rows, per-word summaries above 2,000 words; ``fit_model(table, model)``, 4 chains x 1,000
+draws) on simulated tables
 of that many protected words with 60 rows each (2 classes, 10 stereotypes per class, 20
 human and 20 none attributes; :func:`bayesbias.testing.simulate_table`, seed 0), then the
 per-word means (``Fit.word_means``), the diagnostics and the saved fit file.

@@ -323,7 +323,53 @@ int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out
  * Sums by group or sd are kept in scalars, and log(sd) / log(var) computed once per value;
  * every sum adds the same terms in the same order as the row-order kernel it replaced, so
  * log-density, gradient and draws are bitwise the same (benchmarks/bench_crossed.py). */
-int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+/* The cell terms of the crossed density summed over groups of cells that share the
+ * connection, the count n and the multiset of attributes (k_e rows of attribute a_e per cell,
+ * entries e of the group). Within a group the mean effect vbar = sum_e k_e v[a_e] / n is
+ * common, so with w cells, cbar the mean and Q the sum of squares (about cbar) of their cell
+ * means, SS0 their summed within-cell sums of squares and D_e the summed deviations
+ * y_i - ybar_q of the rows with attribute a_e:
+ *   sum_q (rbar_q - M)^2 = Q + w (cbar - vbar - M)^2,
+ *   sum_q ss_q = SS0 - 2 sum_e v[a_e] D_e + w sum_e k_e (v[a_e] - vbar)^2,
+ * O(entries) per group instead of O(rows). Adds to lp and the gradients gv, gm, gt, gs. */
+static void cx_groups(int64_t ng, const double *gconn, const double *gn, const double *gw,
+                      const double *gcbar, const double *gq, const double *gss,
+                      const double *glogn, const double *ek, const double *ed,
+                      const int32_t *gstart, const int32_t *eattr, const double *m,
+                      const double *t, const double *s, const double *ls, const double *v,
+                      double *gv, double *gm, double *gt, double *gs, double *lp) {
+    int64_t q, e;
+    for (q = 0; q < ng; q++) {
+        int64_t cc = (int64_t)gconn[q], lo = gstart[q], hi = gstart[q + 1];
+        double n = gn[q], w = gw[q], sc = s[cc], tc = t[cc], var = tc * tc + sc * sc / n;
+        double vbar = 0.0, cross = 0.0, spread = 0.0, r, ss, dev, dr, dq, dv;
+        for (e = lo; e < hi; e++) vbar += ek[e] * v[eattr[e]];
+        vbar /= n;
+        for (e = lo; e < hi; e++) {
+            double d = v[eattr[e]] - vbar;
+            cross += v[eattr[e]] * ed[e];
+            spread += ek[e] * d * d;
+        }
+        ss = gss[q] - 2.0 * cross + w * spread;
+        r = gcbar[q] - vbar - m[cc];
+        dev = gq[q] + w * r * r;
+        dr = 1.0 / (sc * sc);
+        dq = w * r / (var * n);
+        for (e = lo; e < hi; e++) {
+            int32_t a = eattr[e];
+            gv[a] += (ed[e] - w * ek[e] * (v[a] - vbar)) * dr + ek[e] * dq;
+        }
+        *lp += (w * (-0.5 * n * LOG_2PI - (n - 1.0) * ls[cc] - 0.5 * glogn[q] - 0.5 * log(var))
+                - ss / (2.0 * sc * sc) - dev / (2.0 * var));
+        dv = -0.5 * w / var + 0.5 * dev / (var * var);
+        gm[cc] += w * r / var;
+        gt[cc] += dv * 2.0 * tc;
+        gs[cc] += -w * (n - 1.0) / sc + ss / (sc * sc * sc) + dv * 2.0 * sc / n;
+    }
+}
+
+static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_,
+                       const double *data, int grouped) {
     int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
     int64_t ncell = (int64_t)data[3], nrow = (int64_t)data[4], nonc = (int64_t)data[5];
     int64_t kh = 8 + ns + no, j, c, q, i, a, g;
@@ -331,6 +377,10 @@ int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
     const double *gkind = agrp + na, *ry = gkind + 3, *logn = ry + nrow;
     const int32_t *cstart = (const int32_t *)(logn + ncell), *rattr = cstart + ncell + 1;
+    /* grouped layout (crossed.pack_grouped; ncell: groups, nrow: entries) */
+    const double *gw = gkind + 3, *gcbar = gw + ncell, *gq = gcbar + ncell, *gss = gq + ncell;
+    const double *glogn = gss + ncell, *ek = glogn + ncell, *ed = ek + nrow;
+    const int32_t *gstart = (const int32_t *)(ed + nrow), *eattr = gstart + ncell + 1;
     double h[16], gh[16], m[4], t[4], s[4], ls[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
     double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0}, lastn[4] = {-1, -1, -1, -1};
@@ -388,6 +438,11 @@ int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const
         t[c] = h[4 + c];
         s[c] = h[8 + (int64_t)smap[c]];
         ls[c] = log(s[c]);
+    }
+    if (grouped) {
+        cx_groups(ncell, cconn, cn, gw, gcbar, gq, gss, glogn, ek, ed, gstart, eattr, m, t, s,
+                  ls, v, gv, gm, gt, gs, &lp);
+        ncell = 0;  /* the per-cell loop below is not run */
     }
     for (q = 0; q < ncell; q++) {
         int64_t cc = (int64_t)cconn[q], lo = cstart[q], hi = cstart[q + 1];
@@ -508,6 +563,17 @@ done:
     return rc;
 }
 
+int64_t cx_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    return cx_core(dim, x, out, logp_, data, 0);
+}
+
+/* the same density from groups of cells that share (connection, n, attribute multiset):
+ * layout of crossed.pack_grouped (cx_groups) */
+int64_t cxg_logp(uint64_t dim, const double *x, double *out, double *logp_,
+                 const double *data) {
+    return cx_core(dim, x, out, logp_, data, 1);
+}
+
 /* expanded: (M[4], T[4], S[ns], O[no], v[n_attr]) */
 int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
                   const double *data) {
@@ -621,13 +687,15 @@ class CFunc:
 def entry_points(family: str):
     """Return ``(logp, expand)`` of `family` as :class:`CFunc`, or None.
 
-    `family`: "cell", "grouped" (the cell kernel on groups of cells), "additive", "crossed".
+    `family`: "cell", "grouped" (the cell kernel on groups of cells), "additive", "crossed",
+    "crossed_grouped" (the crossed kernel on groups of cells).
     """
     lib = library()
     if lib is None:
         return None
-    prefix = {"cell": "cm", "grouped": "cmg", "additive": "add", "crossed": "cx"}[family]
-    expand = "cm" if family == "grouped" else prefix  # the same parameters
+    prefix = {"cell": "cm", "grouped": "cmg", "additive": "add", "crossed": "cx",
+              "crossed_grouped": "cxg"}[family]
+    expand = {"grouped": "cm", "crossed_grouped": "cx"}.get(family, prefix)  # same parameters
     return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{expand}_expand", 2)
 
 

@@ -92,14 +92,30 @@ def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
     nc = len(CONNECTIONS)
     flat = unit.astype(np.int64) * nc + conn
     if flat.size >= fit.cells.n.size:  # many rows: every cell (no sort of the rows)
-        cells, inv = np.arange(fit.cells.n.size), flat
-    else:
-        cells, inv = np.unique(flat, return_inverse=True)
+        return _every_cell_mean(fit, keep)[:, flat]
+    cells, inv = np.unique(flat, return_inverse=True)
     moments, _ = fit._word_moments()
     m, sd = moments(keep, None, cells)
     rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
                                  int(keep[0]), int(keep.size)])
     return (m + sd * rng.standard_normal(m.shape))[:, inv]
+
+
+def _every_cell_mean(fit, keep) -> np.ndarray:
+    """Return every flat cell's mean at the flat draws `keep`, (draws, cells).
+
+    The draws of a fit with per-word draws, else drawn as :func:`_drawn_cell_means` draws
+    them for many rows.
+    """
+    post = fit.posterior
+    if "mu" in post:
+        mu = post["mu"].transpose("chain", "draw", ...).values
+        return mu.reshape(-1, mu.shape[2] * mu.shape[3])[keep]
+    moments, _ = fit._word_moments()
+    m, sd = moments(keep, None, np.arange(fit.cells.n.size))
+    rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
+                                 int(keep[0]), int(keep.size)])
+    return m + sd * rng.standard_normal(m.shape)
 
 
 def check_rows(fit) -> np.ndarray | None:
@@ -171,6 +187,47 @@ def loo_coverage(fit, prob: float = 0.89) -> tuple[float, float]:
     return float(inside.mean()), se
 
 
+def _attribute_sums(fit):
+    """Return ``sums(keep)``: each attribute's summed standardised residual, (draws, attrs).
+
+    ``sum_i (y_i - mu_cell(i) - v_a) / s_c(i)`` over attribute a's rows, from the rows'
+    sums per (attribute, connection) and a sparse (attribute, connection) x cell count
+    matrix: O(cells + (cell, attribute) pairs) per draw instead of O(rows). The cell means
+    are those :func:`_row_moments` draws, so the values equal the per-row sums up to
+    rounding. For fits without per-word draws (big tables).
+    """
+    import scipy.sparse as sp
+
+    c = fit.cells
+    nc = len(CONNECTIONS)
+    na = c.attributes.size
+    ac = c.attr_idx.astype(np.int64) * nc + c.conn_idx
+    y_ac = np.bincount(ac, weights=c.y, minlength=na * nc).reshape(na, nc)
+    n_ac = np.bincount(ac, minlength=na * nc).reshape(na, nc).astype(float)
+    flat = c.unit_idx.astype(np.int64) * nc + c.conn_idx
+    count = sp.csr_matrix((np.ones(c.n_rows), (ac, flat)), shape=(na * nc, c.n.size))
+    count.sum_duplicates()
+    post = fit.posterior
+    sig = post["sigma"].transpose("chain", "draw", ...).values
+    sig = sig.reshape(-1, sig.shape[-1] if sig.ndim > 2 else 1)
+    if sig.shape[1] == 1:
+        sig = np.repeat(sig, nc, axis=1)
+    v = None
+    if "attribute_effect" in post:
+        v = post["attribute_effect"].transpose("chain", "draw", ...).values
+        v = v.reshape(-1, v.shape[-1])
+
+    def sums(keep):
+        mu = _every_cell_mean(fit, keep)  # (draws, cells)
+        m_ac = (count @ mu.T).T.reshape(keep.size, na, nc)
+        r = y_ac[None] - m_ac
+        if v is not None:
+            r = r - n_ac[None] * v[keep][:, :, None]
+        return (r / sig[keep][:, None, :]).sum(axis=2)
+
+    return sums
+
+
 def attribute_dependence(fit) -> float | None:
     """p-value of the attribute-dependence check, or None without attribute words."""
     from scipy.special import chdtrc  # chi2.sf's own function, without scipy.stats' import
@@ -183,10 +240,14 @@ def attribute_dependence(fit) -> float | None:
     na = c.attributes.size
     n = np.bincount(c.attr_idx, minlength=na).astype(float)
     sums = []
+    pooled = None if getattr(fit, "word_draws", True) else _attribute_sums(fit)
     for start in range(0, keep.size, per_chunk):
+        if pooled is not None:  # from sums per (attribute, connection) and per cell
+            sums.append(pooled(keep[start:start + per_chunk]))
+            continue
         mean, sd = _row_moments(fit, keep[start:start + per_chunk])
         r = (c.y[None, :] - mean) / sd
         sums += [np.bincount(c.attr_idx, weights=row, minlength=na) for row in r]
-    d = (np.stack(sums) ** 2 / np.maximum(n, 1)).sum(axis=1)  # sum_a n_a rbar_a^2
+    d = (np.vstack(sums) ** 2 / np.maximum(n, 1)).sum(axis=1)  # sum_a n_a rbar_a^2
     dof = int((n > 0).sum())
     return float(np.mean(chdtrc(dof, d)))

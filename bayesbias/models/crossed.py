@@ -12,9 +12,13 @@ omega[kind(a)])``: on the shipped tables stereotype words vary more than the con
 one shared sd would make the stereotype contrasts' intervals too narrow.
 
 Default sampler: nutpie on ``(mu_bar, tau, sigma, omega, v)`` with the cell means integrated
-out given ``v`` (a C kernel, :mod:`._native`; its cost grows with the rows), then each
-``mu[w, c]`` drawn from its exact conditional. The attribute effects are sampled centred when
-the data say more about each of them than the spread between them, non-centred otherwise.
+out given ``v`` (a C kernel, :mod:`._native`: row by row, or from :data:`GROUPED_ROWS` rows
+on groups of cells sharing (connection, n, attribute multiset), :func:`cell_groups`), then
+each ``mu[w, c]`` drawn from its exact conditional, or, above
+:data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word summaries
+Rao-Blackwellised over the draws (:mod:`.word_summaries`). The attribute effects are
+sampled centred when the data say more about each of them than the spread between them,
+non-centred otherwise.
 The PyMC model (``--sampler pymc``, ``likelihood="rows"``) is the reference the tests compare
 against, beside a bambi formula model.
 """
@@ -46,6 +50,16 @@ SPEC_KEYS = {"attribute_sd": "per_kind"}
 #: exact), :func:`bayesbias.testing.simulate_table` draws the effects, and the report
 #: compares it with the paper's model.
 ATTRIBUTE_EFFECTS = True
+#: Fits can keep Rao-Blackwellised per-word summaries instead of per-word draws
+#: (:mod:`.word_summaries`): given the parameters and v the cell means are independent
+#: Normals; :func:`marginal_kernel` takes ``word_draws`` and ``grouped``.
+WORD_SUMMARIES = True
+#: Rows from which a fit evaluates the density on groups of cells (``cxg_logp``, cost
+#: growing with the groups' attribute entries) instead of row by row (``cx_logp``, cost
+#: growing with the rows): about 3 times the largest shipped table (weat_1 google, 17,689
+#: rows), whose fits keep their draws bit for bit. At 60,000 rows (1,000 words) the row
+#: kernel took 26.5 s of sampling (benchmarks/results/bench_scale_words_crossed.txt).
+GROUPED_ROWS = 50_000
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
@@ -245,6 +259,132 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
         np.asarray(cells.y, dtype=float)[order], [math.log(k) for k in n], ints.view(np.float64)]))
 
 
+def _hash64(x: np.ndarray, seed: int) -> np.ndarray:
+    """splitmix64 of the uint64 values `x` xor `seed` (wrapping arithmetic)."""
+    z = x ^ np.uint64(seed)
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def cell_groups(cells: Cells) -> dict:
+    """Group the non-empty cells by (connection, n, multiset of their rows' attributes).
+
+    Returns a dict of arrays: ``gid`` (flat cells ``unit * 4 + connection``, -1 if empty),
+    per group ``conn``, ``n``, ``w`` (cells), ``start`` (groups + 1: its entries), per entry
+    ``attr`` and ``k`` (rows of that attribute in each of the group's cells). Cells of a
+    group share their mean attribute effect given v. The key is a sum of 64-bit hashes of
+    the cell's (attribute, count) pairs and its connection, then checked exactly (every
+    member has the group's connection and (attribute, count) pairs and no other); a group
+    that fails the check (a hash collision) is split into single cells. Cached on `cells`.
+    """
+    cache = cells.__dict__.get("_cell_groups")
+    if cache is not None:
+        return cache
+    nc = _NC
+    na = int(cells.attributes.size)
+    flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
+    pair, k = np.unique(flat * na + cells.attr_idx, return_counts=True)
+    pcell, pattr = pair // na, pair % na
+    first = np.flatnonzero(np.r_[True, pcell[1:] != pcell[:-1]])
+    ucell = pcell[first]
+    conn = ucell % nc
+    npairs = np.diff(np.r_[first, pcell.size])
+    key = (pattr.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h = np.add.reduceat(_hash64(key, 0x5EED1), first) + _hash64(conn.astype(np.uint64),
+                                                                     0x5EED2)
+    _, ginv = np.unique(h, return_inverse=True)
+    ginv = ginv.ravel()
+    ng = int(ginv.max()) + 1 if ginv.size else 0
+    w = np.bincount(ginv, minlength=ng)
+    # exact check: one connection per group, and every (group, attribute, count) triple in
+    # every member of the group
+    bad = np.zeros(ng, bool)
+    cmin = np.full(ng, nc)
+    np.minimum.at(cmin, ginv, conn)
+    bad[ginv[conn != cmin[ginv]]] = True
+    pg = np.repeat(ginv, npairs)
+    kmax = int(k.max()) + 1 if k.size else 1
+    trip, tcount = np.unique((pg * na + pattr) * kmax + k, return_counts=True)
+    tg = trip // (na * kmax)
+    per_group = np.bincount(tg, minlength=ng)
+    bad[tg[tcount != w[tg]]] = True
+    bad[ginv[npairs != per_group[ginv]]] = True
+    if bad.any():  # a collision: those cells alone
+        lone = bad[ginv]
+        ginv = np.where(lone, ng + np.cumsum(lone) - 1, ginv)
+        _, ginv = np.unique(ginv, return_inverse=True)
+        ng = int(ginv.max()) + 1
+        w = np.bincount(ginv, minlength=ng)
+    # entries: the (attribute, count) pairs of each group's first cell
+    rep = np.full(ng, -1, dtype=np.int64)
+    rep[ginv[::-1]] = np.arange(ginv.size)[::-1]
+    rstart, rcount = first[rep], npairs[rep]
+    start = np.zeros(ng + 1, dtype=np.int64)
+    np.cumsum(rcount, out=start[1:])
+    idx = np.repeat(rstart - start[:-1], rcount) + np.arange(start[-1])
+    gid = -np.ones(cells.n.size, dtype=np.int64)
+    gid[ucell] = ginv
+    out = {"gid": gid, "conn": conn[rep], "n": cells.n.reshape(-1)[ucell[rep]].astype(np.int64),
+           "w": w.astype(float), "start": start, "attr": pattr[idx], "k": k[idx].astype(float)}
+    object.__setattr__(cells, "_cell_groups", out)
+    return out
+
+
+def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
+                 groups: dict | None = None) -> np.ndarray:
+    """One flat float64 array: what ``cxg_logp`` reads (:func:`cell_groups`).
+
+    As :func:`pack` up to the attributes' groups and sds, with groups in place of cells
+    (connection, n), then per group: cells w, mean cbar and sum of squares Q of their cell
+    means, summed within-cell sums of squares, ``log n``; per entry: rows per cell k and the
+    summed deviations D of those rows from their cell means; an int32 block: each group's
+    first entry (groups + 1) and each entry's attribute.
+    """
+    import math
+
+    from .priors import kernel_row
+
+    g = cell_groups(cells) if groups is None else groups
+    per = spec.residual_sd == "per_connection"
+    kind, labels = _kinds(spec, cells)
+    ns, no = (_NC if per else 1), max(len(labels), 1)
+    rows = []
+    for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
+        rows += [kernel_row(spec.priors[name])] * count
+    smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
+    ng, na = g["w"].size, cells.attributes.size
+    if g["attr"].size >= 2**31 or na >= 2**31:
+        raise DistanceTableError("the crossed kernel takes < 2**31 attributes and entries")
+    ybar = np.nan_to_num(cells.mean).reshape(-1)
+    ssc = cells.ss.reshape(-1)
+    gid = g["gid"]
+    has = gid >= 0
+    gi = gid[has]
+    cbar = np.bincount(gi, weights=ybar[has], minlength=ng) / g["w"]
+    q = np.bincount(gi, weights=(ybar[has] - cbar[gi]) ** 2, minlength=ng)
+    ss0 = np.bincount(gi, weights=ssc[has], minlength=ng)
+    flat = cells.unit_idx.astype(np.int64) * _NC + cells.conn_idx
+    dev = np.asarray(cells.y, float) - ybar[flat]
+    # entry of each row: position of (group, attribute) among the group's entries
+    ekey = np.repeat(np.arange(ng), np.diff(g["start"])) * na + g["attr"]
+    rkey = gid[flat] * na + cells.attr_idx
+    pos = np.searchsorted(ekey, rkey)
+    d = np.bincount(pos, weights=dev, minlength=ekey.size)
+    ints = np.concatenate([g["start"], g["attr"]]).astype(np.int32)
+    if ints.size % 2:
+        ints = np.append(ints, np.int32(0))
+    return np.ascontiguousarray(np.concatenate([
+        [float(ns), float(no), float(na), float(ng), float(g["attr"].size), float(noncentred)],
+        np.asarray(rows, dtype=float).ravel(), smap, g["conn"].astype(float),
+        g["n"].astype(float), kind.astype(float), _groups(cells).astype(float),
+        _group_sd_index(spec, cells), g["w"], cbar, q, ss0,
+        [math.log(k) for k in g["n"]], g["k"], d, ints.view(np.float64)]))
+
+
 def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
     """For each group (stereotype, human, none): the index of its sd, or -1 if absent."""
     _, labels = _kinds(spec, cells)
@@ -317,16 +457,20 @@ def conditional_cell_means(m, t, s, v, cells: Cells, rng, chunk: int = 256) -> n
     return out
 
 
-def marginal_kernel(spec: ModelSpec, cells: Cells):
+def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
+                    grouped: bool = False):
     """Return the sampler's :class:`~bayesbias.models.marginal.Kernel`, or None.
 
-    None without a C compiler (the PyMC model is then sampled).
+    None without a C compiler (the PyMC model is then sampled). `grouped`: the density from
+    groups of cells sharing (connection, n, attribute multiset) (``cxg_logp``, cost
+    independent of the rows; same posterior, other rounding, hence other draws); without
+    `word_draws` no cell means are drawn (:mod:`.word_summaries`).
     """
     from ._native import entry_points
     from .marginal import Kernel
 
     check_cells(cells)
-    native = entry_points("crossed")
+    native = entry_points("crossed_grouped" if grouped else "crossed")
     if native is None:
         return None
     per = spec.residual_sd == "per_connection"
@@ -337,19 +481,19 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
     shapes = [(_NC,), (_NC,), (_NC,) if per else (), (len(labels),) if labels else (), (na,)]
 
     def complete(raw, rng):
-        shape = raw["mu_bar"].shape[:2]
-        sig = raw["sigma"] if per else np.repeat(raw["sigma"][..., None], _NC, axis=-1)
-        mu = conditional_cell_means(raw["mu_bar"], raw["tau"], sig, raw["attribute_effect"],
-                                    cells, rng)
         sd_dims = ("chain", "draw", "connection") if per else ("chain", "draw")
         o_dims = ("chain", "draw", "attribute_kind") if labels else ("chain", "draw")
-        del shape
-        return {"mu_bar": (("chain", "draw", "connection"), raw["mu_bar"]),
-                "tau": (("chain", "draw", "connection"), raw["tau"]),
-                "sigma": (sd_dims, raw["sigma"]),
-                "omega": (o_dims, raw["omega"]),
-                "attribute_effect": (("chain", "draw", "attribute"), raw["attribute_effect"]),
-                "mu": (("chain", "draw", cells.unit_dim, "connection"), mu)}
+        out = {"mu_bar": (("chain", "draw", "connection"), raw["mu_bar"]),
+               "tau": (("chain", "draw", "connection"), raw["tau"]),
+               "sigma": (sd_dims, raw["sigma"]),
+               "omega": (o_dims, raw["omega"]),
+               "attribute_effect": (("chain", "draw", "attribute"), raw["attribute_effect"])}
+        if word_draws:
+            sig = raw["sigma"] if per else np.repeat(raw["sigma"][..., None], _NC, axis=-1)
+            out["mu"] = (("chain", "draw", cells.unit_dim, "connection"),
+                         conditional_cell_means(raw["mu_bar"], raw["tau"], sig,
+                                                raw["attribute_effect"], cells, rng))
+        return out
 
     coords = {"attribute": cells.attributes.tolist()}
     if labels:
@@ -359,7 +503,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells):
                         **({"sigma": ("connection",)} if per else {}),
                         **({"omega": ("attribute_kind",)} if labels else {}),
                         "attribute_effect": ("attribute",)},
-                  data=pack(spec, cells, noncentred), logp=native[0], expand=native[1],
+                  data=(pack_grouped if grouped else pack)(spec, cells, noncentred),
+                  logp=native[0], expand=native[1],
                   init=lambda rng: _initial(spec, cells, noncentred, rng), complete=complete,
                   coords=coords, attrs={"attribute_noncentred": int(noncentred)},
                   dim=8 + (_NC if per else 1) + max(len(labels), 1) + 3 + na,

@@ -71,8 +71,11 @@ def load_fit(path, spec=None) -> Fit:
     if summaries and word_summaries_supported(stored):
         from .families import family_module
 
-        blocks, _ = family_module(stored.family).marginal_blocks(stored)
-        first = tuple(b.name for b in blocks)
+        mod = family_module(stored.family)
+        if getattr(mod, "marginal_blocks", None) is None:  # crossed: its sampled parameters
+            first = ("mu_bar", "tau", "sigma", "omega", "attribute_effect")
+        else:
+            first = tuple(b.name for b in mod.marginal_blocks(stored)[0])
     else:
         first = ("mu",)
     need = {"posterior": first, "constant_data": ("cell_rows", "cell_mean", "cell_ss",

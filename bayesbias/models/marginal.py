@@ -274,11 +274,15 @@ def word_summaries_supported(spec) -> bool:
     """Whether fits of `spec` can do without per-word draws (:mod:`.word_summaries`).
 
     Families defined by ``marginal_blocks``, whose cell means are independent Normals given
-    the sampled parameters.
+    the sampled parameters, and families with ``WORD_SUMMARIES`` (crossed: independent
+    given the parameters and the attribute effects; its ``marginal_kernel`` takes
+    ``word_draws`` and ``grouped``).
     """
     from .families import family_module
 
     mod = family_module(spec.family)
+    if getattr(mod, "WORD_SUMMARIES", False):  # its kernel takes word_draws and grouped
+        return True
     return getattr(mod, "marginal_kernel", None) is None and \
         getattr(mod, "marginal_blocks", None) is not None
 
@@ -302,8 +306,12 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
         raise ValueError(f"{spec.name}: per-word summaries without draws are not supported")
     if grouped and not word_summaries_supported(spec):
         raise ValueError(f"{spec.name}: no grouped kernel")
-    kernel = make(spec, cells) if make is not None else \
-        _blocks_kernel(spec, cells, word_draws, grouped)
+    if make is None:
+        kernel = _blocks_kernel(spec, cells, word_draws, grouped)
+    elif getattr(mod, "WORD_SUMMARIES", False):
+        kernel = make(spec, cells, word_draws=word_draws, grouped=grouped)
+    else:
+        kernel = make(spec, cells)
 
     def make_init(s):
         return kernel.init(np.random.default_rng([seed, int(s) % (2**63)]))

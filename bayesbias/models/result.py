@@ -286,7 +286,7 @@ class Fit:
         Of the cell means (``kind="means"``, flat cells) or of per-word contrasts
         (``"contrasts"``, (unit, contrast) flattened).
         """
-        from .word_summaries import cell_summaries
+        from .word_summaries import cell_summaries, fit_shift
 
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
         pairs = contrast_pairs(contrasts) if kind == "contrasts" else None
@@ -298,7 +298,7 @@ class Fit:
         idx = None if pairs is None else [(CONNECTIONS.index(a), CONNECTIONS.index(b))
                                           for a, b in pairs]
         cache[key] = cell_summaries(m, t, sd, self.cells.n, self.cells.mean, ci_prob, ci_kind,
-                                    idx, rope)
+                                    idx, rope, shift=fit_shift(self))
         return cache[key]
 
     def _summary_dataset(self, got: dict, dims, coords, ci_prob, ci_kind, name: str,
@@ -514,7 +514,7 @@ class Fit:
     def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
         c = self.cells
         rng = np.random.default_rng(seed)
-        if "attribute_effect" in self.posterior:
+        if "attribute_effect" in self.posterior and self.word_draws:
             # each row has its own mean (attribute effects): replicate rows on thinned draws,
             # in chunks of rows on a big table (at most CHECK_ELEMENTS draws x rows at once)
             from .checks import CHECK_ELEMENTS, _row_moments, thinned_draws
@@ -559,14 +559,23 @@ class Fit:
         """Return the predictive intervals of each row from its cell's predictive mixture.
 
         For fits without per-word draws: Normal given the parameters (conditional mean, sd
-        ``sqrt(conditional var + sigma^2)``), over thinned draws.
+        ``sqrt(conditional var + sigma^2)``), over thinned draws; with attribute effects each
+        row's (:func:`~bayesbias.models.word_summaries.row_intervals`).
         """
-        from .word_summaries import cell_summaries
+        from .word_summaries import cell_summaries, fit_shift
 
         _, (m, t, sd) = self._word_moments()
         c = self.cells
         nc = len(CONNECTIONS)
         sig = self._cell_sigma().reshape(-1, nc)
+        shift = fit_shift(self)
+        if shift is not None:  # attribute effects: each row's own predictive
+            from .word_summaries import row_intervals
+
+            v = self._attribute_effects()
+            v = v.reshape(-1, v.shape[-1])
+            rows = {p: row_intervals(m, t, sd, sig, c, shift, v, p, ci_kind) for p in probs}
+            return rows.__getitem__
         out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig)["ci"]
                for p in probs}
 

@@ -173,10 +173,10 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         Keep the draws of every per-word cell mean. Default: unless they would take more
         than :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` (about 2,000
         protected words at the default settings) in a fit with the cell means integrated
-        out of a family that allows it (``hierarchical``, ``separate``); the per-word means,
-        sds and intervals are then Rao-Blackwellised over the hyper-parameter draws
-        (:mod:`~bayesbias.models.word_summaries`) and convergence is judged on the sampled
-        parameters. ``False`` forces that (where allowed).
+        out of a family that allows it (``hierarchical``, ``separate``, ``crossed``); the
+        per-word means, sds and intervals are then Rao-Blackwellised over the draws of the
+        sampled parameters (:mod:`~bayesbias.models.word_summaries`), on which convergence is
+        judged. ``False`` forces that (where allowed).
     likelihood : {"sufficient", "rows"}
         Exact per-cell sufficient statistics (default; cost independent of the row count) or
         one term per row.
@@ -234,7 +234,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise ModelSpecError(f"model {spec.name!r}: per-word summaries without per-word draws "
                              "need the cell-marginal sampler (nutpie, sufficient likelihood) "
                              "and a family whose cell means are independent given its "
-                             "parameters (hierarchical, separate)")
+                             "parameters (hierarchical, separate, crossed)")
     else:
         word_draws = bool(keep_word_draws)
     draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
@@ -246,8 +246,11 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
                   else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
     t0 = time.perf_counter()
     if marginal:
+        # the crossed density on groups of cells: for a large fit, and on many rows (its
+        # per-row kernel's cost grows with the rows; GROUPED_ROWS is above every shipped table)
+        grouped = large or cells.n_rows >= getattr(family, "GROUPED_ROWS", float("inf"))
         idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept,
-                                word_draws, grouped=large)
+                                word_draws, grouped=grouped)
         noncentred = ()
     elif sampler == "nutpie" and likelihood == "sufficient" and \
             not getattr(family, "PM_SAMPLE", False):

@@ -14,10 +14,20 @@ mixture of these Normals over the hyper-parameter draws k, so
 * equal-tailed interval: the mixture's quantiles, by safeguarded Newton steps on the mixture
   CDF; highest-density interval: the (l, u) with ``F(u) - F(l) = p`` and ``f(l) = f(u)`` by
   Newton steps from the ETI, accepted when the density inside stays above ``f(l)`` (else
-  from the density on a fine grid); both over :data:`INTERVAL_DRAWS` evenly thinned draws;
+  from the density on a fine grid); both over :data:`INTERVAL_DRAWS` evenly thinned draws
+  (:data:`SHIFTED_INTERVAL_DRAWS` with attribute effects);
 * ``P(< 0)`` (and the share inside a ROPE) of a per-word contrast, a difference of two
   conditionally independent cell means and so Normal given k: the mean over k of
   ``Phi(-m_k / s_k)``.
+
+With attribute effects (the crossed family) a cell mean is that Normal given the parameters
+and the effects v, with data mean ``ybar - vbar`` (vbar: the mean effect of the cell's
+rows); cells that share (connection, n, attribute multiset) share vbar per draw, so the
+same closed forms hold per such group with alpha shifted by ``-beta vbar``
+(:func:`fit_shift`); groups of fewer than :data:`MIN_GROUP` cells are summarised cell by
+cell (mean, sd and probabilities in closed form over every draw, the interval from one exact
+draw of each cell mean per draw: the accuracy of per-word draws, at a cost that grows with
+the cells).
 
 Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
 computed on a grid of ybar (two cell means for a contrast) and interpolated with cubic
@@ -37,7 +47,7 @@ from ..errors import ModelSpecError
 
 __all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
            "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
-           "linear_summary"]
+           "linear_summary", "fit_shift", "MIN_GROUP"]
 
 
 #: Per-word draws above this many bytes (8 per draw and cell: 4 chains x 1,000 draws x 4
@@ -50,6 +60,19 @@ WORD_DRAWS_BYTES = 256_000_000
 
 #: Hyper-parameter draws (evenly thinned) whose Normal mixture gives the per-word intervals.
 INTERVAL_DRAWS = 500
+
+
+#: Hyper-parameter draws of the per-word intervals with attribute effects (crossed): there a
+#: cell mean's spread over draws is largely that of its attributes' effects, not of its
+#: conditional Normal, and 500 draws left interval ends 0.15 sd from those of 4,000 (0.2 sd
+#: from the per-word draws' on religion/Reddit; 0.09 with 4,000); on a grid the cost does
+#: not grow with the words.
+SHIFTED_INTERVAL_DRAWS = 4000
+
+
+#: Thinned draws of the rows' predictive intervals outside big groups (as
+#: :data:`bayesbias.models.checks.CHECK_DRAWS` for a fit with per-word draws).
+ROW_CHECK_DRAWS = 1000
 
 
 #: Draws x elements held at once by the mixture computations (about 8 arrays of this many
@@ -205,34 +228,103 @@ def chunks(n: int, k: int):
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
-def fit_moments(fit):
-    """Return ``moments(keep, sl, cells)`` and the draws of M, T, S of a summary fit.
-
-    ``moments``: conditional means and sds over the flat (unit, connection) cells, (draws,
-    cells), at flat draws `keep` (None: all); M, T, S: (draws, connection) arrays.
-    """
+def _mts_draws(fit):
+    """M, T, S draws of a summary fit, each (draws, connection)."""
     from .families import family_module
     from .marginal import _mts
 
     mod = family_module(fit.spec.family)
-    blocks, fixed = mod.marginal_blocks(fit.spec)
     post = fit.idata.posterior
+    nc = len(CONNECTIONS)
+    if getattr(mod, "marginal_blocks", None) is None:  # crossed: mu_bar, tau, sigma sampled
+        m, t = (post[v].transpose("chain", "draw", ...).values.reshape(-1, nc)
+                for v in ("mu_bar", "tau"))
+        return m, t, fit._cell_sigma().reshape(-1, nc)
+    blocks, fixed = mod.marginal_blocks(fit.spec)
     raw = {b.name: post[b.name].transpose("chain", "draw", ...).values for b in blocks}
     shape = raw[blocks[0].name].shape[:2]
-    m, t, s = (a.reshape(-1, len(CONNECTIONS)) for a in _mts(blocks, fixed, raw, shape))
+    return tuple(a.reshape(-1, nc) for a in _mts(blocks, fixed, raw, shape))
+
+
+def fit_shift(fit):
+    """Return None, or ``(gid, vbar)`` of a fit with attribute effects (crossed).
+
+    ``gid`` (units, connection): each cell's group of cells sharing (connection, n, attribute
+    multiset) (:func:`~bayesbias.models.crossed.cell_groups`; -1: empty);
+    ``vbar(groups, keep)``: the mean attribute effect of those groups' cells, (draws,
+    groups), at flat draws `keep` (None: all). Given the parameters and v, a cell mean is
+    the hierarchical one of the data mean ``ybar - vbar``. Cached on the fit.
+    """
+    if "attribute_effect" not in fit.idata.posterior.data_vars:
+        return None
+    cache = fit.__dict__.setdefault("_cache", {})
+    if "word_shift" not in cache:
+        import scipy.sparse as sp
+
+        from .crossed import cell_groups
+
+        g = cell_groups(fit.cells)
+        ng = g["w"].size
+        owner = np.repeat(np.arange(ng), np.diff(g["start"]))
+        w = sp.csr_matrix((g["k"] / g["n"][owner], (owner, g["attr"])),
+                          shape=(max(ng, 1), fit.cells.attributes.size))
+        v = fit._attribute_effects()
+        v = v.reshape(-1, v.shape[-1])
+
+        def vbar(groups, keep=None):
+            groups = np.asarray(groups, dtype=np.int64)
+            u, inv = np.unique(groups, return_inverse=True)
+            vv = v if keep is None else v[keep]
+            out = np.zeros((vv.shape[0], u.size))
+            ok = u >= 0
+            if ok.any():
+                out[:, ok] = (w[u[ok]] @ vv.T).T
+            return out[:, inv.ravel()]
+
+        cache["word_shift"] = (g["gid"].reshape(fit.cells.n.shape), vbar)
+    return cache["word_shift"]
+
+
+def fit_moments(fit):
+    """Return ``moments(keep, sl, cells)`` and the draws of M, T, S of a summary fit.
+
+    ``moments``: conditional means and sds over the flat (unit, connection) cells, (draws,
+    cells), at flat draws `keep` (None: all); M, T, S: (draws, connection) arrays. With
+    attribute effects (:func:`fit_shift`) the conditional means are given v as well.
+    """
+    m, t, s = _mts_draws(fit)
     n = fit.cells.n.reshape(-1).astype(float)
     ybar = np.nan_to_num(fit.cells.mean).reshape(-1)
     conn = np.tile(np.arange(len(CONNECTIONS)), fit.cells.n.shape[0])
+    shift = fit_shift(fit)
 
     def moments(keep, sl, cells=None):
         idx = np.arange(n.size)[sl] if cells is None else cells
         k = slice(None) if keep is None else keep
+        if shift is not None:
+            return shifted(k, keep, idx)
         c = conn[idx]
         mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
         from .cells import cell_mean_conditional
 
         mean, prec = cell_mean_conditional(mm, tt, ss, n[idx][None], ybar[idx][None])
         return mean, 1.0 / np.sqrt(prec)
+
+    def shifted(k, keep, idx):
+        # per group of cells (connection, n, attributes; empty cells per connection): mean
+        # alpha - beta vbar + beta ybar, with alpha, beta, sd and vbar on (draws, groups)
+        gid = shift[0].reshape(-1)[idx]
+        key = np.where(gid >= 0, gid, -1 - conn[idx])
+        u, inv = np.unique(key, return_inverse=True)
+        first = np.full(u.size, -1, dtype=np.int64)
+        first[inv[::-1]] = np.arange(idx.size)[::-1]
+        c, nn = conn[idx[first]], n[idx[first]]
+        mm, tt, ss = m[k][:, c], t[k][:, c], s[k][:, c]
+        prec = 1.0 / (tt * tt) + nn / (ss * ss)
+        beta = nn / (ss * ss) / prec
+        alpha = mm / (tt * tt) / prec - beta * shift[1](np.where(u >= 0, u, -1), keep)
+        inv = inv.ravel()
+        return alpha[:, inv] + beta[:, inv] * ybar[idx][None], (1.0 / np.sqrt(prec))[:, inv]
 
     return moments, (m, t, s)
 
@@ -264,14 +356,15 @@ def _at_points(alpha, beta, sd, points, keep, prob, kind, rope):
 
 
 def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | None = None,
-                   grid: bool = True) -> dict[str, np.ndarray]:
+                   grid: bool = True, interval_draws: int = INTERVAL_DRAWS
+                   ) -> dict[str, np.ndarray]:
     """Return summaries of elements whose posterior is a mixture over draws k.
 
     Element e: ``Normal(alpha_k + beta_k . y_e, sd_k)`` (one group of cells or contrasts).
 
     alpha, sd (draws,); beta (draws, d); y (elements, d). Mean and sd in closed form over
     every draw; P(< 0) and the ROPE share over every draw; the interval over
-    :data:`INTERVAL_DRAWS` thinned draws. With `grid` and more elements than grid points,
+    `interval_draws` thinned draws. With `grid` and more elements than grid points,
     those three are computed on a grid of y (:data:`GRID_POINTS`) and interpolated with
     cubic splines (smooth in y; the test checks them against the direct values).
     """
@@ -286,7 +379,7 @@ def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | Non
     var = (sd * sd).mean() + (da * da).mean() + 2 * yc @ cov_ab \
         + np.einsum("ej,jl,el->e", yc, cov_bb, yc)
     out = {"mean": am + yc @ bm, "sd": np.sqrt(np.maximum(var, 0.0))}
-    keep = thinned(alpha.size)
+    keep = thinned(alpha.size, interval_draws)
     g = GRID_POINTS[d]
     lo, hi = yc.min(axis=0), yc.max(axis=0)
     if not grid or y.shape[0] <= g ** d or np.any(hi - lo <= 0):
@@ -324,8 +417,19 @@ def _coefficients(m, t, s, n):
     return m / (t * t) / prec, (n / (s * s)) / prec, 1.0 / np.sqrt(prec)
 
 
+#: Fewest cells (or units, for contrasts) of a group of a fit with attribute effects that is
+#: summarised as a mixture on its own (None: more than the group's interpolation grid,
+#: :data:`GRID_POINTS`, so that its cost does not grow with the cells); smaller groups are
+#: summarised element by element (:func:`_direct_summary`).
+MIN_GROUP = None
+
+
+def _min_group(d: int) -> int:
+    return GRID_POINTS[d] ** d + 1 if MIN_GROUP is None else MIN_GROUP
+
+
 def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd=None,
-                   grid: bool = True) -> dict[str, np.ndarray]:
+                   grid: bool = True, shift=None) -> dict[str, np.ndarray]:
     """Return summaries of every cell mean or, with `pairs`, of every per-unit contrast.
 
     Cell means flat over (unit, connection); contrasts (`pairs`: connection index pairs) flat
@@ -333,7 +437,11 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
 
     m, t, s: hyper-parameter draws (draws, connection); n, ybar: (units, connection).
     `extra_sd` (draws, connection): added in quadrature (a row's predictive: sigma).
-    Cells are grouped by (connection, n) (:func:`linear_summary` per group).
+    Cells are grouped by (connection, n) (:func:`linear_summary` per group). `shift`
+    (:func:`fit_shift`, attribute effects): ``(gid, vbar)``; a cell's data mean is then
+    ``ybar - vbar`` with vbar common to its group (connection, n, attribute multiset), so
+    cells are grouped by gid; groups of fewer than :data:`MIN_GROUP` are summarised
+    element by element, their intervals from one exact draw per element and draw.
     """
     n_u, nc = n.shape
     ybar = np.nan_to_num(ybar)
@@ -357,12 +465,19 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     out["ci"] = np.empty((size, 2))
     ncol = len(cols)
     for j, col in enumerate(cols):
-        keys = np.stack([n[:, c] for c in col], axis=1)
+        keys = np.stack([(n if shift is None else shift[0])[:, c] for c in col], axis=1)
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
         inv = inv.ravel()
+        rest = []
         for g, key in enumerate(uniq):
             units = np.flatnonzero(inv == g)
-            parts = [cell_coef(c, int(k)) for c, k in zip(col, key, strict=True)]
+            if shift is not None and units.size < _min_group(len(col)):
+                rest.append(units)
+                continue
+            parts = [cell_coef(c, int(n[units[0], c])) for c in col]
+            if shift is not None:  # alpha - beta vbar: the group's mean attribute effect
+                parts = [(al - be * shift[1]([gk])[:, 0], be, sd)
+                         for (al, be, sd), gk in zip(parts, key, strict=True)]
             if len(parts) == 1:
                 al, be, sd = parts[0]
                 beta = be[:, None]
@@ -370,8 +485,119 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
                 (aa, ba, sa), (ab, bb, sb) = parts
                 al, beta, sd = aa - ab, np.stack([ba, -bb], axis=1), np.sqrt(sa * sa + sb * sb)
             y = np.stack([ybar[units, c] for c in col], axis=1)
-            got = linear_summary(al, beta, sd, y, prob, kind, rope, grid)
+            got = linear_summary(al, beta, sd, y, prob, kind, rope, grid,
+                                 INTERVAL_DRAWS if shift is None else SHIFTED_INTERVAL_DRAWS)
+            flat = units * ncol + j
+            for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
+                out[k][flat] = got[k]
+        if rest:
+            units = np.concatenate(rest)
+            got = _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope,
+                                  extra_sd)
             flat = units * ncol + j
             for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
                 out[k][flat] = got[k]
     return out
+
+
+def _drawn_interval(mean, sd, prob, kind, seed) -> np.ndarray:
+    """Interval of each element from one draw of its Normal per draw (draws, elements)."""
+    from .._stats import eti, hdi
+
+    x = mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)
+    return (hdi if kind == "hdi" else eti)(x.T, prob)
+
+
+def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd):
+    """Summaries of `units`' cell means (one column) or contrasts (two), each on its own.
+
+    Mean, sd, P(< 0) and the ROPE share from the component means and sds over every draw
+    (in chunks of elements); the interval from one exact draw of each element's Normal per
+    draw (the accuracy of per-word draws: a mixture's Newton steps over thousands of
+    components cost far more per element than sorting as many draws).
+    """
+    from scipy.special import ndtr
+
+    total = m.shape[0]
+    e = units.size
+    out = {"mean": np.empty(e), "sd": np.empty(e), "prob_below_zero": np.empty(e),
+           "share_in_rope": np.full(e, np.nan), "ci": np.empty((e, 2))}
+
+    def components(sl):
+        mean, var = 0.0, 0.0
+        for sign, c in zip((1.0, -1.0)[:len(col)], col, strict=True):
+            nn = n[units[sl], c].astype(float)[None]
+            tt, ss = t[:, c][:, None], s[:, c][:, None]
+            prec = 1.0 / (tt * tt) + nn / (ss * ss)
+            y = ybar[units[sl], c][None] - shift[1](shift[0][units[sl], c])
+            mean = mean + sign * (m[:, c][:, None] / (tt * tt) + nn * y / (ss * ss)) / prec
+            sd2 = 1.0 / prec
+            if extra_sd is not None:
+                sd2 = sd2 + extra_sd[:, c][:, None] ** 2
+            var = var + sd2
+        return mean, np.sqrt(var)
+
+    for sl in chunks(e, total):
+        mean, sd = components(sl)
+        out["mean"][sl], out["sd"][sl] = mixture_moments(mean, sd)
+        out["prob_below_zero"][sl] = ndtr(-mean / sd).mean(axis=0)
+        if rope is not None:
+            out["share_in_rope"][sl] = (ndtr((rope - mean) / sd)
+                                        - ndtr((-rope - mean) / sd)).mean(axis=0)
+        out["ci"][sl] = _drawn_interval(mean, sd, prob, kind,
+                                        [20240104, *col, int(units[sl][0]), sl.start])
+    return out
+
+
+def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.ndarray:
+    """Predictive interval of every row of a fit with attribute effects, (rows, 2).
+
+    Given the parameters and v, row i of cell q (group g) and attribute a is Normal with mean
+    ``alpha + beta (ybar_q - vbar_g) + v_a`` and sd ``sqrt(sd^2 + sigma_c^2)`` (alpha, beta,
+    sd: those of the cell mean given (connection, n)): its predictive is the mixture over the
+    draws. Rows of one (cell, attribute) share it; the (cell, attribute) pairs of one
+    (group, attribute) differ only in ybar (:func:`linear_summary`, interpolated on a grid);
+    pairs of smaller groups than :data:`MIN_GROUP` from one replicate per draw over
+    :data:`ROW_CHECK_DRAWS` thinned draws, as a fit with per-word draws replicates its rows.
+    """
+    nc = len(CONNECTIONS)
+    na = cells.attributes.size
+    gid = shift[0].reshape(-1)
+    flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
+    pair, inv = np.unique(flat * na + cells.attr_idx, return_inverse=True)
+    pcell, pattr = pair // na, pair % na
+    conn = pcell % nc
+    nn = cells.n.reshape(-1)[pcell].astype(float)
+    ybar = np.nan_to_num(cells.mean).reshape(-1)[pcell]
+    key, kinv = np.unique(gid[pcell] * na + pattr, return_inverse=True)
+    kinv = kinv.ravel()
+    size = np.bincount(kinv, minlength=key.size)
+    out = np.empty((pair.size, 2))
+    order = np.argsort(kinv, kind="stable")
+    bounds = np.r_[0, np.cumsum(size)]
+    small = []
+    for j in range(key.size):
+        el = order[bounds[j]:bounds[j + 1]]
+        if size[j] < _min_group(1):
+            small.append(el)
+            continue
+        e0 = el[0]
+        c = conn[e0]
+        al, be, sd = _coefficients(m[:, c], t[:, c], s[:, c], nn[e0])
+        al = al - be * shift[1]([gid[pcell[e0]]])[:, 0] + v[:, pattr[e0]]
+        sd = np.sqrt(sd * sd + sig[:, c] ** 2)
+        out[el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], prob, kind,
+                                 interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
+    if small:
+        el = np.concatenate(small)
+        keep = thinned(m.shape[0], ROW_CHECK_DRAWS)
+        for sl in chunks(el.size, keep.size):
+            e = el[sl]
+            c = conn[e]
+            mm, tt, ss = m[keep][:, c], t[keep][:, c], s[keep][:, c]
+            prec = 1.0 / (tt * tt) + nn[e] / (ss * ss)
+            y = ybar[e] - shift[1](gid[pcell[e]], keep)
+            mean = (mm / (tt * tt) + nn[e] * y / (ss * ss)) / prec + v[keep][:, pattr[e]]
+            sd = np.sqrt(1.0 / prec + sig[keep][:, c] ** 2)
+            out[e] = _drawn_interval(mean, sd, prob, kind, [20240105, sl.start])
+    return out[inv.ravel()]
