@@ -375,12 +375,10 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     int64_t kh = 8 + ns + no, j, c, q, i, a, g;
     const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
     const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
-    const double *gkind = agrp + na, *ry = gkind + 3, *logn = ry + nrow;
-    const int32_t *cstart = (const int32_t *)(logn + ncell), *rattr = cstart + ncell + 1;
-    /* grouped layout (crossed.pack_grouped; ncell: groups, nrow: entries) */
-    const double *gw = gkind + 3, *gcbar = gw + ncell, *gq = gcbar + ncell, *gss = gq + ncell;
-    const double *glogn = gss + ncell, *ek = glogn + ncell, *ed = ek + nrow;
-    const int32_t *gstart = (const int32_t *)(ed + nrow), *eattr = gstart + ncell + 1;
+    const double *gkind = agrp + na, *ry = NULL, *logn = NULL;
+    const double *gw = NULL, *gcbar = NULL, *gq = NULL, *gss = NULL, *glogn = NULL;
+    const double *ek = NULL, *ed = NULL;
+    const int32_t *cstart = NULL, *rattr = NULL, *gstart = NULL, *eattr = NULL;
     double h[16], gh[16], m[4], t[4], s[4], ls[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
     double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0}, lastn[4] = {-1, -1, -1, -1};
@@ -389,6 +387,22 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     double stack[2048], *v, *gv;
     int64_t rc = 0;
     if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
+    if (grouped) {  /* crossed.pack_grouped; ncell: groups, nrow: entries */
+        gw = gkind + 3;
+        gcbar = gw + ncell;
+        gq = gcbar + ncell;
+        gss = gq + ncell;
+        glogn = gss + ncell;
+        ek = glogn + ncell;
+        ed = ek + nrow;
+        gstart = (const int32_t *)(ed + nrow);
+        eattr = gstart + ncell + 1;
+    } else {  /* crossed.pack: rows sorted by cell */
+        ry = gkind + 3;
+        logn = ry + nrow;
+        cstart = (const int32_t *)(logn + ncell);
+        rattr = cstart + ncell + 1;
+    }
     v = 2 * na <= 2048 ? stack : (double *)malloc(sizeof(double) * (size_t)(2 * na));
     if (v == NULL) return -2;
     gv = v + na;
