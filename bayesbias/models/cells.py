@@ -172,7 +172,8 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
         raise DistanceTableError(f"protected word(s) {', '.join(units[dup[:5]])} belong to "
                                  "more than one protected class")
     unit_class = np.empty(units.size, dtype=object)
-    unit_class[pairs[:, 0]] = [str(class_names[k]) for k in pairs[:, 1]]
+    names = np.asarray([str(c) for c in class_names], dtype=object)  # few classes
+    unit_class[pairs[:, 0]] = names[pairs[:, 1]]
     shape = (units.size, len(CONNECTIONS))
     flat = unit_idx.astype(np.int64) * len(CONNECTIONS) + conn_idx
     size = shape[0] * shape[1]
