@@ -35,6 +35,9 @@ def main(argv=None) -> dict:
            "min_ess_tail": round(d["min_ess_tail"]), "divergences": d["divergences"],
            "chains": d["chains"], "draws": d["draws"],
            "mu_bar_sum": float(post["mu_bar"].values.sum()), "rows": int(len(table))}
+    worst = fit.diagnostics().table.sort_values("ess_bulk").head(6)
+    out["worst"] = {str(r.parameter): [round(float(r.rhat), 3), round(float(r.ess_bulk))]
+                    for r in worst.itertuples()}
     print(json.dumps(out))
     return out
 
