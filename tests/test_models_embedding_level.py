@@ -211,3 +211,66 @@ def test_attribute_groups_share_attribute_sets():
     np.testing.assert_allclose(np.bincount(lay["pair_group"], weights=lay["pair_weight"]), 1.0)
     lay2 = attribute_groups(cells_from_table(_unbalanced()))
     assert lay2["group_cells"].size > lay["group_cells"].size  # dropped rows: new sets
+
+
+@pytest.mark.slow
+def test_per_cell_posterior_matches_the_row_level_model():
+    """mu_bar and the variance shares agree with the row-level model (cell deviations
+    sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
+    import pymc as pm
+    from arviz_stats.base import array_stats
+
+    from bayesbias.models import fit_model
+    from bayesbias.models.embedding_level import row_level_model
+
+    t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=4, seed=21, words_per_class=3,
+                                   stereotypes_per_class=3, n_human=4, n_none=5)
+    new = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=4, seed=5)
+    spec = load_spec("embedding_level")
+    with row_level_model(spec, cells_from_table(t)):
+        ref = pm.sample(draws=1000, tune=1000, chains=4, random_seed=5, nuts_sampler="nutpie",
+                        progressbar=False, target_accept=0.95,
+                        compute_convergence_checks=False)
+
+    def mean_se(x):  # posterior mean and its Monte Carlo se (chain, draw)
+        x = np.asarray(x, dtype=float)
+        ess = array_stats.ess(x, chain_axis=0, draw_axis=1, method="mean")
+        return x.mean(), x.std() / np.sqrt(float(ess))
+
+    def agree(a, b, what):
+        (ma, sa), (mb, sb) = mean_se(a), mean_se(b)
+        assert abs(ma - mb) < 4 * np.hypot(sa, sb), (what, ma, mb, sa, sb)
+
+    def share(p, j):  # the embedding share of connection j (bootstrap: no run level)
+        tau, eta = p["tau"].values[..., j] ** 2, p["eta"].values[..., j] ** 2
+        emb = eta + p["kappa0"].values ** 2 + (p["kappa"].values[..., j] ** 2 if j < 3 else 0)
+        return emb / (emb + tau)
+
+    for c in range(4):
+        agree(new.posterior["mu_bar"].values[..., c], ref.posterior["mu_bar"].values[..., c],
+              f"mu_bar[{c}]")
+        agree(share(new.posterior, c), share(ref.posterior, c), f"share[{c}]")
+
+
+@pytest.mark.slow
+def test_same_draws_whatever_the_hash_seed(tmp_path):
+    """Two processes with different PYTHONHASHSEED give bitwise equal draws."""
+    import os
+    import subprocess
+    import sys
+
+    t, _ = _table("bootstrap")
+    t.to_csv(tmp_path / "t.csv", index=False)
+    code = ("import sys, numpy as np; from bayesbias.distances import read_distance_table; "
+            "from bayesbias.models import fit_model; "
+            "f = fit_model(read_distance_table(sys.argv[1]), 'embedding_level', draws=100, "
+            "tune=100, chains=2, seed=4); print(repr(float(f.posterior['mu_bar'].values.sum())),"
+            " repr(float(f.posterior['mu'].values.sum())))")
+    outs = []
+    for h in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=h)
+        res = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.csv")], env=env,
+                             capture_output=True, text=True, timeout=1200)
+        assert res.returncode == 0, res.stderr[-2000:]
+        outs.append(res.stdout.strip().splitlines()[-1])
+    assert outs[0] == outs[1]

@@ -28,7 +28,12 @@ What the group-level mean ``mu_bar`` describes depends on the corpus samples:
   ``d ~ Normal(0, 1)``. Its uncertainty does not shrink with more resamples: averaging B
   resamples of one corpus does not make the corpus bigger.
 
-Sampled by nutpie (or PyMC) on the row-level PyMC model, all effects non-centred.
+Sampled by nutpie (or PyMC) on a PyMC model whose likelihood is per cell: each (word@embedding,
+connection) deviation ``eta z`` is integrated out given the other effects
+(:func:`likelihood`, cost O(cells + attributes)), and ``mu`` is drawn from its exact Normal
+conditional (:func:`cell_means`). The row-level form (:func:`row_level_model`) is kept as the
+tests' reference. The embedding-level effects are non-centred; the attribute effects as in
+``crossed``. Default target acceptance 0.95 (:data:`TARGET_ACCEPT`).
 """
 
 from __future__ import annotations
