@@ -129,7 +129,7 @@ def test_cli_refuses_one_embedding(tmp_path, capsys):
 
 def _point_fns(m, outs):
     """Compile `outs` (model variables) as a function of a point of the value variables."""
-    f = m.compile_fn(m.replace_rvs_by_values(outs), inputs=m.value_vars,
+    f = m.compile_fn(m.replace_rvs_by_values(outs), inputs=m.value_vars, mode="FAST_COMPILE",
                      on_unused_input="ignore", point_fn=False)
     return lambda p: f(*[p[v.name] for v in m.value_vars])
 
