@@ -381,6 +381,11 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
     return (h.hexdigest(), cells.n_rows)
 
 
+def row_sd(posterior):
+    """Sd of a row around its cell mean plus attribute effect: ``sigma`` (as by default)."""
+    return posterior["sigma"]
+
+
 def validate(spec: ModelSpec, source: str) -> None:
     """Nothing beyond the shared checks."""
     return None
