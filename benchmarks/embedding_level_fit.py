@@ -5,6 +5,12 @@
 Prints wall time, max r-hat, min bulk/tail ESS, divergences and the sum of ``mu_bar``'s draws
 (a fingerprint: same seed, same sum). Used for the before/after figures of issue 27 on the
 README's ensemble (6 bootstrap models of the 1,250-document synthetic corpus).
+
+Measured 2026-11-27 (2 shared cores, load 3-5, warm numba cache, default seed and settings
+4 x 1000): row-level model (before) sampling 11.5 s, max r-hat 1.040, min bulk ESS 153, 0
+divergences; per-cell model (target_accept 0.95) sampling 19.9 s, max r-hat 1.006, min
+bulk ESS 565, 0 divergences (seeds 1 and 2: r-hat 1.006, ESS 798 and 724, 0 divergences).
+Compiling takes 40-60 s with a warm numba cache and 150-200 s cold.
 """
 
 from __future__ import annotations
