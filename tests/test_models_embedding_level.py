@@ -54,8 +54,8 @@ def test_model_builds_with_the_right_variables():
     t, _ = _table("seeds")
     names = set(build_model(spec, cells_from_table(t)).named_vars)
     assert "run_effect" in names and "sample_effect" not in names
-    # the likelihood is row-level: the embedding effects live in the cell means mu
-    assert "distance" in names
+    # per-cell likelihood: the cell deviations are integrated out, mu drawn from mu_z
+    assert {"loglik", "mu_z", "cell_n"} <= names and "distance" not in names
 
 
 def test_mu_bar_extrapolates_only_for_bootstrap():
@@ -107,7 +107,12 @@ def test_compiled_models_are_not_reused_across_data_or_labels():
     assert key != structure_key(spec, relabelled)
     assert key != structure_key(spec, other)
     assert key == structure_key(spec, cells_from_table(t))
-    assert model_data(spec, c) == {}  # a row-level model has no pm.Data to swap
+    # the cell statistics are pm.Data (swapped on reuse; the key pins every other constant)
+    m = build_model(spec, c)
+    data = model_data(spec, c)
+    assert set(data) == {"cell_n", "cell_mean", "cell_ss"}
+    for k, v in data.items():
+        np.testing.assert_array_equal(m[k].get_value(), v)
 
 
 def test_cli_refuses_one_embedding(tmp_path, capsys):
@@ -120,3 +125,155 @@ def test_cli_refuses_one_embedding(tmp_path, capsys):
                  "embedding_level", "--draws", "10", "--tune", "10"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "2 or more embeddings" in err[0]
+
+
+def _point_fns(m, outs):
+    """Compile `outs` (model variables) as a function of a point of the value variables."""
+    f = m.compile_fn(m.replace_rvs_by_values(outs), inputs=m.value_vars, mode="FAST_COMPILE",
+                     on_unused_input="ignore", point_fn=False)
+    return lambda p: f(*[p[v.name] for v in m.value_vars])
+
+
+def _unbalanced():
+    t, _ = _table("bootstrap", n_embeddings=3, runs_per_sample=2)
+    # drop a few rows: cells with other attribute sets (groups) and unequal counts
+    return t.drop(index=t.index[[0, 7, 40, 41, 90]]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("case", ["bootstrap", "seeds", "unbalanced", "shared_sd"])
+def test_cell_likelihood_is_the_row_marginal(case):
+    """The per-cell log-density equals the rows' exact marginal with each cell deviation
+    integrated out: per cell a multivariate Normal of the rows minus their attribute
+    effects, covariance sigma^2 I + eta^2 11' (scipy), at random points; to 1e-8."""
+    from scipy.stats import multivariate_normal
+
+    from bayesbias.models.embedding_level import row_level_model
+
+    kw = {"residual_sd": "single"} if case == "shared_sd" else {}
+    spec = load_spec("embedding_level", **kw)
+    t = _unbalanced() if case == "unbalanced" else \
+        _table("seeds" if case == "seeds" else "bootstrap", runs_per_sample=2)[0]
+    c = cells_from_table(t)
+    m, r = build_model(spec, c), row_level_model(spec, c)
+    loglik = _point_fns(m, [m["loglik"]])
+    parts = _point_fns(r, [r["attribute_effect"], r["eta"], r["sigma"],
+                           r["mu"] - r["eta"][None, :] * r["mu_z"]])
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        p = {k: np.asarray(v + rng.normal(0, 0.5, np.shape(v)))
+             for k, v in m.initial_point().items()}
+        v, eta, sigma, centre = parts({k: x.copy() for k, x in p.items()})
+        sigma = np.broadcast_to(sigma, (4,))
+        ref = 0.0
+        for u, j in zip(*c.observed):
+            rows = np.flatnonzero((c.unit_idx == u) & (c.conn_idx == j))
+            cov = sigma[j] ** 2 * np.eye(rows.size) + eta[j] ** 2
+            ref += multivariate_normal(np.full(rows.size, centre[u, j]), cov).logpdf(
+                c.y[rows] - v[c.attr_idx[rows]])
+        got = float(loglik({k: x.copy() for k, x in p.items()})[0])
+        assert got == pytest.approx(ref, abs=1e-8, rel=1e-12)
+
+
+def test_cell_means_are_the_conjugate_conditional():
+    """mu = conditional mean + mu_z / sqrt(precision): at mu_z = 0 and 1, against numpy on
+    the rows (mean of y - v over the cell's rows; prior centre and eta)."""
+    from bayesbias.models.embedding_level import row_level_model
+
+    spec = load_spec("embedding_level")
+    c = cells_from_table(_unbalanced())
+    m, r = build_model(spec, c), row_level_model(spec, c)
+    mu = _point_fns(m, [m["mu"]])
+    parts = _point_fns(r, [r["attribute_effect"], r["eta"], r["sigma"],
+                           r["mu"] - r["eta"][None, :] * r["mu_z"]])
+    rng = np.random.default_rng(3)
+    p = {k: np.asarray(v + rng.normal(0, 0.5, np.shape(v))) for k, v in m.initial_point().items()}
+    v, eta, sigma, centre = parts({k: x.copy() for k, x in p.items()})
+    for zval in (0.0, 1.0):
+        p["mu_z"] = np.full_like(p["mu_z"], zval)
+        got = mu({k: x.copy() for k, x in p.items()})[0]
+        for u in range(c.units.size):
+            for j in range(4):
+                rows = np.flatnonzero((c.unit_idx == u) & (c.conn_idx == j))
+                rbar = (c.y[rows] - v[c.attr_idx[rows]]).mean() if rows.size else 0.0
+                prec = 1 / eta[j] ** 2 + rows.size / sigma[j] ** 2
+                mean = (centre[u, j] / eta[j] ** 2 + rows.size * rbar / sigma[j] ** 2) / prec
+                assert got[u, j] == pytest.approx(mean + zval / np.sqrt(prec), abs=1e-10)
+
+
+def test_attribute_groups_share_attribute_sets():
+    from bayesbias.models.embedding_level import attribute_groups
+
+    c = cells_from_table(_table()[0])
+    lay = attribute_groups(c)
+    # balanced: every word of a class meets the same attributes in every embedding
+    assert lay["group_cells"].size < lay["ui"].size / 4
+    assert lay["group_cells"].sum() == lay["ui"].size
+    np.testing.assert_allclose(np.bincount(lay["pair_group"], weights=lay["pair_weight"]), 1.0)
+    lay2 = attribute_groups(cells_from_table(_unbalanced()))
+    assert lay2["group_cells"].size > lay["group_cells"].size  # dropped rows: new sets
+
+
+@pytest.mark.slow
+def test_per_cell_posterior_matches_the_row_level_model():
+    """mu_bar and the variance shares agree with the row-level model (cell deviations
+    sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
+    import pymc as pm
+    from arviz_stats.base import array_stats
+
+    from bayesbias.models import fit_model
+    from bayesbias.models.embedding_level import row_level_model
+
+    t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=4, seed=21, words_per_class=3,
+                                   stereotypes_per_class=3, n_human=4, n_none=5)
+    new = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=4, seed=5)
+    spec = load_spec("embedding_level")
+    with row_level_model(spec, cells_from_table(t)):
+        ref = pm.sample(draws=1000, tune=1000, chains=4, random_seed=5, nuts_sampler="nutpie",
+                        progressbar=False, target_accept=0.95,
+                        compute_convergence_checks=False)
+
+    def mean_se(x):  # posterior mean and its Monte Carlo se (chain, draw)
+        x = np.asarray(x, dtype=float)
+        ess = array_stats.ess(x, chain_axis=0, draw_axis=1, method="mean")
+        return x.mean(), x.std() / np.sqrt(float(ess))
+
+    def agree(a, b, what):
+        (ma, sa), (mb, sb) = mean_se(a), mean_se(b)
+        assert abs(ma - mb) < 4 * np.hypot(sa, sb), (what, ma, mb, sa, sb)
+
+    def share(p, j):  # the embedding share of connection j (bootstrap: no run level)
+        tau, eta = p["tau"].values[..., j] ** 2, p["eta"].values[..., j] ** 2
+        emb = eta + p["kappa0"].values ** 2 + (p["kappa"].values[..., j] ** 2 if j < 3 else 0)
+        return emb / (emb + tau)
+
+    for c in range(4):
+        agree(new.posterior["mu_bar"].values[..., c], ref.posterior["mu_bar"].values[..., c],
+              f"mu_bar[{c}]")
+        agree(share(new.posterior, c), share(ref.posterior, c), f"share[{c}]")
+
+
+@pytest.mark.slow
+def test_same_draws_whatever_the_hash_seed(tmp_path):
+    """Two processes with different PYTHONHASHSEED give bitwise equal draws.
+
+    A first process compiles the model (a cold numba cache gives other rounding than a warm
+    one, hence other draws: not what this test is about); the two compared are warm."""
+    import os
+    import subprocess
+    import sys
+
+    t, _ = _table("bootstrap")
+    t.to_csv(tmp_path / "t.csv", index=False)
+    code = ("import sys, numpy as np; from bayesbias.distances import read_distance_table; "
+            "from bayesbias.models import fit_model; "
+            "f = fit_model(read_distance_table(sys.argv[1]), 'embedding_level', draws=100, "
+            "tune=100, chains=2, seed=4); print(repr(float(f.posterior['mu_bar'].values.sum())),"
+            " repr(float(f.posterior['mu'].values.sum())))")
+    outs = []
+    for h in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=h)
+        res = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.csv")], env=env,
+                             capture_output=True, text=True, timeout=1200)
+        assert res.returncode == 0, res.stderr[-2000:]
+        outs.append(res.stdout.strip().splitlines()[-1])
+    assert outs[1] == outs[2]
