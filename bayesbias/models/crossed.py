@@ -221,6 +221,20 @@ def _cell_layout(cells: Cells):
     return ui, ci, number[cells.unit_idx, cells.conn_idx], cells.n[ui, ci].astype(float)
 
 
+def _kernel_header(spec: ModelSpec, cells: Cells):
+    """Return what both kernel layouts start with: kinds, sd counts, prior rows, sd map."""
+    from .priors import kernel_row
+
+    per = spec.residual_sd == "per_connection"
+    kind, labels = _kinds(spec, cells)
+    ns, no = (_NC if per else 1), max(len(labels), 1)
+    rows = []
+    for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
+        rows += [kernel_row(spec.priors[name])] * count
+    smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
+    return kind, ns, no, rows, smap
+
+
 def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
     """One flat float64 array: what ``cx_logp`` reads.
 
@@ -232,15 +246,7 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
     """
     import math
 
-    from .priors import kernel_row
-
-    per = spec.residual_sd == "per_connection"
-    kind, labels = _kinds(spec, cells)
-    ns, no = (_NC if per else 1), max(len(labels), 1)
-    rows = []
-    for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
-        rows += [kernel_row(spec.priors[name])] * count
-    smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
+    kind, ns, no, rows, smap = _kernel_header(spec, cells)
     _, ci, row_cell, n = _cell_layout(cells)
     if cells.n_rows >= 2**31 or cells.attributes.size >= 2**31:
         raise DistanceTableError(f"the crossed kernel takes < 2**31 rows and attributes, got "
@@ -346,16 +352,8 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
     """
     import math
 
-    from .priors import kernel_row
-
     g = cell_groups(cells) if groups is None else groups
-    per = spec.residual_sd == "per_connection"
-    kind, labels = _kinds(spec, cells)
-    ns, no = (_NC if per else 1), max(len(labels), 1)
-    rows = []
-    for name, count in (("mu_bar", _NC), ("tau", _NC), ("sigma", ns), ("omega", no)):
-        rows += [kernel_row(spec.priors[name])] * count
-    smap = np.arange(_NC, dtype=float) if per else np.zeros(_NC)
+    kind, ns, no, rows, smap = _kernel_header(spec, cells)
     ng, na = g["w"].size, cells.attributes.size
     if g["attr"].size >= 2**31 or na >= 2**31:
         raise DistanceTableError("the crossed kernel takes < 2**31 attributes and entries")
