@@ -46,7 +46,7 @@ from .cells import Cells
 from .crossed import attribute_noncentred
 from .spec import ModelSpec
 
-__all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure",
+__all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure", "model_data",
            "BOOTSTRAP_PREFIX"]
 
 PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
@@ -272,6 +272,22 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
     return {"centre": centre, "eta": eta, "sigma": sigma, "v": v}
 
 
+def _layout_data(cells: Cells, layout: dict) -> dict:
+    """The attribute layout's arrays that a compiled model takes as data (``pm.Data``)."""
+    n_g = np.zeros(layout["group_cells"].size)
+    n_g[layout["group"]] = layout["n"]
+    return {"cell_group": layout["group"], "group_conn": layout["group_conn"],
+            "group_cells": layout["group_cells"], "group_n": n_g,
+            "pair_group": layout["pair_group"], "pair_attr": layout["pair_attr"],
+            "pair_weight": layout["pair_weight"], "attribute_centred": layout["centred"],
+            "cell_n_grid": cells.n.astype(np.float64)}
+
+
+def model_data(spec: ModelSpec, cells: Cells) -> dict:
+    """Values of the attribute layout's ``pm.Data`` (the cell statistics come from the base)."""
+    return _layout_data(cells, attribute_groups(cells))
+
+
 def cell_means(spec: ModelSpec, cells: Cells):
     """Add the model and the per-(word, embedding) cell means ``mu``; return ``mu``.
 
@@ -291,21 +307,21 @@ def cell_means(spec: ModelSpec, cells: Cells):
     layout = attribute_groups(cells)
     model = pm.modelcontext(None)
     ui, ci = layout["ui"], layout["ci"]
+    data = _layout_data(cells, layout)
+    d = {name: pm.Data(name, value) for name, value in data.items()}
     n = pm.Data("cell_n", layout["n"])
     ybar = pm.Data("cell_mean", layout["ybar"])
     ss = pm.Data("cell_ss", layout["ss"])
     v = eff["v"]
     ng = layout["group_cells"].size
-    vbar_g = pt.inc_subtensor(pt.zeros(ng)[layout["pair_group"]],
-                              v[layout["pair_attr"]] * layout["pair_weight"])
-    rbar = ybar - vbar_g[layout["group"]]
-    model.embedding_level = {"eff": eff, "layout": layout, "n": n, "rbar": rbar, "ss": ss,
-                             "vbar_g": vbar_g}
+    vbar_g = pt.inc_subtensor(pt.zeros(ng)[d["pair_group"]], v[d["pair_attr"]] * d["pair_weight"])
+    rbar = ybar - vbar_g[d["cell_group"]]
+    model.embedding_level = {"eff": eff, "data": d, "ng": ng, "n": n, "rbar": rbar, "ss": ss,
+                             "vbar_g": vbar_g, "ui": ui, "ci": ci}
     shape = cells.n.shape
-    n_grid = cells.n.astype(np.float64)
     rbar_grid = pt.set_subtensor(pt.zeros(shape)[ui, ci], rbar)
     eta, sigma = eff["eta"][None, :], eff["sigma"][None, :]
-    mean, prec = cell_mean_conditional(eff["centre"], eta, sigma, n_grid, rbar_grid)
+    mean, prec = cell_mean_conditional(eff["centre"], eta, sigma, d["cell_n_grid"], rbar_grid)
     z = pm.Normal("mu_z", 0.0, 1.0, dims=(cells.unit_dim, "connection"))
     return pm.Deterministic("mu", mean + z / pt.sqrt(prec), dims=(cells.unit_dim, "connection"))
 
@@ -328,8 +344,8 @@ def likelihood(spec: ModelSpec, cells: Cells, mu) -> None:
 
     model = pm.modelcontext(None)
     st = model.embedding_level
-    eff, lay = st["eff"], st["layout"]
-    ci, ui = lay["ci"], lay["ui"]
+    eff, d, ng = st["eff"], st["data"], st["ng"]
+    ci, ui = st["ci"], st["ui"]
     n, rbar, v = st["n"], st["rbar"], eff["v"]
     sig = eff["sigma"][ci]
     var = eff["eta"][ci] ** 2 + sig**2 / n
@@ -337,15 +353,12 @@ def likelihood(spec: ModelSpec, cells: Cells, mu) -> None:
     marginal = pt.sum(-0.5 * n * _LOG_2PI - (n - 1.0) * pt.log(sig) - 0.5 * pt.log(n)
                       - 0.5 * pt.log(var) - (rbar - centre) ** 2 / (2.0 * var))
     # within-cell sums of squares of the residuals, per connection
-    dev = v[lay["pair_attr"]] - st["vbar_g"][lay["pair_group"]]
-    quad_g = pt.inc_subtensor(pt.zeros(lay["group_cells"].size)[lay["pair_group"]],
-                              lay["pair_weight"] * dev**2)
-    n_g = np.zeros(lay["group_cells"].size)
-    n_g[lay["group"]] = lay["n"]
-    quad_c = pt.inc_subtensor(pt.zeros(_NC)[lay["group_conn"]],
-                              lay["group_cells"] * n_g * quad_g)
+    dev = v[d["pair_attr"]] - st["vbar_g"][d["pair_group"]]
+    quad_g = pt.inc_subtensor(pt.zeros(ng)[d["pair_group"]], d["pair_weight"] * dev**2)
+    quad_c = pt.inc_subtensor(pt.zeros(_NC)[d["group_conn"]],
+                              d["group_cells"] * d["group_n"] * quad_g)
     ss_c = pt.inc_subtensor(pt.zeros(_NC)[ci], st["ss"])
-    within = ss_c - 2.0 * pt.dot(v, lay["centred"]) + quad_c
+    within = ss_c - 2.0 * pt.dot(v, d["attribute_centred"]) + quad_c
     pm.Potential("loglik", marginal - pt.sum(within / (2.0 * eff["sigma"] ** 2)))
 
 
@@ -370,15 +383,22 @@ def row_level_model(spec: ModelSpec, cells: Cells):
 
 
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
-    """A compiled model holds its attribute layout and statistics as constants: key on them."""
+    """What a compiled model holds as constants: labels, attribute kinds, layout sizes.
+
+    The rows' statistics and the attribute layout are ``pm.Data`` (:func:`model_data`), so
+    ensembles of the same words, embeddings and shapes (a simulation study's replications)
+    reuse one compiled model.
+    """
     import hashlib
 
     h = hashlib.sha256()
-    for part in (cells.y, cells.unit_idx, cells.conn_idx, cells.attr_idx, cells.unit_embedding):
-        h.update(np.ascontiguousarray(part).tobytes())
-    for labels in (cells.units, cells.attributes, cells.embedding_sample):
-        h.update("\x00".join(map(str, labels)).encode())
-    return (h.hexdigest(), cells.n_rows)
+    for labels in (cells.units, cells.attributes, cells.embeddings, cells.embedding_sample,
+                   cells.attribute_kind):
+        h.update("\x00".join(map(str, labels)).encode() + b"\x01")
+    h.update(np.ascontiguousarray(cells.unit_embedding).tobytes())
+    lay = attribute_groups(cells)
+    return (h.hexdigest(), lay["group_cells"].size, lay["pair_group"].size,
+            bool(attribute_noncentred(cells)))
 
 
 def row_sd(posterior):
