@@ -1,0 +1,196 @@
+"""Calibration of the embedding-level model on trained embeddings of synthetic corpora.
+
+Each replication writes a fresh synthetic corpus (:mod:`bayesbias.corpora`, a planted
+association of strength ``--planted``; 0 is the null), trains word2vec on it
+(:func:`bayesbias.training.train_models`, one gensim thread per model; 800 documents of 40
+tokens, 24 dimensions, 20 epochs, 4 models per ensemble) and fits
+
+- ``bootstrap``: ``embedding_level`` on B document-bootstrap resamples (the corpus-level
+  claim this tool recommends),
+- ``seeds``: ``embedding_level`` on K seeds of the corpus itself (a seed-only ensemble;
+  ``--seeds 1`` skips it),
+- ``single``: ``crossed`` on the first seed alone (one embedding, what a usual study fits),
+
+plus WEAT (permutation p) on each seed. Every fit uses the package defaults (4 chains x
+1,000 draws after 1,000 tuning steps, nutpie).
+
+**The target.** ``planted`` is a co-occurrence probability, not a cosine distance, so the
+value a 90% interval of ``associated - none`` should cover is the contrast the training
+pipeline gives on average over corpora of the generator (the "language"): for bootstrap
+ensembles the mean over corpora and resamples of an embedding's raw contrast (mean
+distance of its ``associated`` rows minus that of its ``none`` rows), for seeds and single
+embeddings the same mean over models of the corpora themselves (word2vec puts resampled,
+duplicated documents' words further apart, so the two pipelines differ). Words of a kind are
+exchangeable in the generator, so this equals the population contrast the model's
+``mu_bar`` describes. It is estimated from the *other* replications (leave one out), whose
+corpora are independent of the one being scored; its Monte Carlo error is reported.
+
+Usage::
+
+    python benchmarks/embedding_level_corpus_coverage.py run --planted 0.5 --reps 100 \\
+        --out runs/corpus_cov_p05.jsonl [--start 0] [--deadline 19:10]
+    python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05.jsonl
+
+``run`` appends one JSON line per replication and skips replications already in the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+CONTRASTS = {"associated - none": ("associated", "none"),
+             "associated - different": ("associated", "different"),
+             "associated - human": ("associated", "human")}
+DOCS = 800
+MODELS = 4
+CI = 0.9
+
+
+def raw_contrasts(table) -> dict:
+    """Each embedding's raw contrasts (difference of mean distances by connection)."""
+    out = {name: [] for name in CONTRASTS}
+    for _, t in table.groupby("embedding", sort=True):
+        m = t.groupby("connection")["cosine_distance"].mean()
+        for name, (a, b) in CONTRASTS.items():
+            out[name].append(float(m[a] - m[b]))
+    return out
+
+
+def intervals(fit) -> dict:
+    c = fit.contrasts(ci_prob=CI, ci_kind="eti").set_index("contrast")
+    return {name: [float(c.loc[name, "lower"]), float(c.loc[name, "upper"]),
+                   float(c.loc[name, "mean"])] for name in CONTRASTS}
+
+
+def replication(rep: int, planted: float, work: Path, seeds: int = MODELS) -> dict:
+    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+    from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
+    from bayesbias.models import fit_model
+    from bayesbias.training import TrainSettings, train_models
+    from bayesbias.verdicts import verdict_from_fit
+
+    settings = TrainSettings(vector_size=24, min_count=2, epochs=20)
+    t0 = time.time()
+    corpus = write_synthetic_corpus(work / "corpus.txt.gz", n_docs=DOCS, planted=planted,
+                                    seed=10_000 + rep)
+    wordlist = work / "synthetic.toml"
+    synthetic_wordlist_toml(wordlist)
+    train_models(corpus, work / "seeds", seeds=seeds, settings=settings, first_seed=1)
+    train_models(corpus, work / "boot", seeds=0, bootstrap=MODELS, settings=settings,
+                 bootstrap_seed=rep)
+    tables = {"seeds": manifest_table(work / "seeds", wordlist),
+              "bootstrap": manifest_table(work / "boot", wordlist)}
+    row = {"rep": rep, "planted": planted, "docs": DOCS, "models": MODELS, "seeds": seeds,
+           "train_s": round(time.time() - t0, 1)}
+    first = sorted(tables["seeds"]["embedding"].unique())[0]
+    one = single_embedding(tables["seeds"][tables["seeds"]["embedding"] == first], "crossed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = {"bootstrap": fit_model(tables["bootstrap"], "embedding_level", seed=rep),
+                "single": fit_model(one, "crossed", seed=rep)}
+        if seeds >= 2:
+            fits["seeds"] = fit_model(tables["seeds"], "embedding_level", seed=rep)
+        for name, fit in fits.items():
+            d = fit.diagnostics()
+            row[name] = {"interval": intervals(fit), "verdict": verdict_from_fit(fit).code,
+                         "rhat_ok": bool(d.ok), "divergences": int(d.divergences)}
+        weat = weat_per_embedding(tables["seeds"], seed=rep, n_permutations=10_000)
+    row["raw"] = {k: raw_contrasts(t) for k, t in tables.items()}
+    row["weat_p"] = [float(p) for p in weat["p_value"]]
+    row["weat_d"] = [float(d) for d in weat["effect_size"]]
+    row["seconds"] = round(time.time() - t0, 1)
+    return row
+
+
+def run(args) -> None:
+    out = Path(args.out)
+    done = set()
+    if out.exists():
+        done = {json.loads(line)["rep"] for line in out.read_text().splitlines() if line}
+    deadline = None
+    if args.deadline:
+        hh, mm = map(int, args.deadline.split(":"))
+        now = datetime.now(timezone.utc)
+        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+    for rep in range(args.start, args.start + args.reps):
+        if rep in done:
+            continue
+        if deadline and datetime.now(timezone.utc) >= deadline:
+            print(f"deadline {args.deadline} reached before replication {rep}", flush=True)
+            break
+        with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
+            row = replication(rep, args.planted, Path(tmp), args.seeds)
+        with out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
+                         | {k: row[k]["verdict"] for k in ("bootstrap", "seeds", "single")
+                            if k in row}),
+              flush=True)
+
+
+def summary(args) -> None:
+    rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line]
+    n = len(rows)
+    print(f"{args.file}: {n} replications, planted {sorted({r['planted'] for r in rows})}, "
+          f"{rows[0]['docs']} documents, {rows[0]['models']} models per ensemble")
+    pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "single": "seeds"}
+    for name in CONTRASTS:
+        per_rep = {p: np.array([np.mean(r["raw"][p][name]) for r in rows])
+                   for p in ("bootstrap", "seeds")}
+        for p, v in per_rep.items():
+            print(f"  target {name:24s} {p:9s} {v.mean():+.4f} (Monte Carlo se "
+                  f"{v.std(ddof=1) / np.sqrt(n):.4f}; sd between corpora {v.std(ddof=1):.4f})")
+        for fit_name, p in pipeline.items():
+            if fit_name not in rows[0]:
+                continue
+            v = per_rep[p]
+            loo = (v.sum() - v) / (n - 1)
+            iv = np.array([r[fit_name]["interval"][name] for r in rows])
+            cov = (iv[:, 0] <= loo) & (loo <= iv[:, 1])
+            se = np.sqrt(cov.mean() * (1 - cov.mean()) / n)
+            print(f"  {fit_name:9s} {name:24s} 90% coverage {cov.mean():.3f} (se {se:.3f}; "
+                  f"{cov.sum()}/{n}) mean width {np.mean(iv[:, 1] - iv[:, 0]):.4f}")
+    for fit_name in ("bootstrap", "seeds", "single"):
+        if fit_name not in rows[0]:
+            continue
+        codes = [r[fit_name]["verdict"] for r in rows]
+        ss = sum(c == "stereotype-specific" for c in codes)
+        ok = sum(r[fit_name]["rhat_ok"] for r in rows)
+        div = sum(r[fit_name]["divergences"] > 0 for r in rows)
+        tally = {c: codes.count(c) for c in sorted(set(codes))}
+        print(f"  {fit_name:9s} stereotype-specific in {ss}/{n} ({ss / n:.3f}); diagnostics ok "
+              f"{ok}/{n}; fits with divergences {div}; verdicts {tally}")
+    p = np.array([r["weat_p"] for r in rows])
+    print(f"  WEAT p < 0.05: first seed {np.mean(p[:, 0] < 0.05):.3f}, any of the "
+          f"{p.shape[1]} seeds {np.mean((p < 0.05).any(axis=1)):.3f}, all seeds' d of one sign "
+          f"{np.mean([abs(np.sign(r['weat_d']).sum()) == len(r['weat_d']) for r in rows]):.3f}")
+    print(f"  seconds per replication: median {np.median([r['seconds'] for r in rows]):.0f}")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--planted", type=float, required=True)
+    r.add_argument("--reps", type=int, default=100)
+    r.add_argument("--start", type=int, default=0)
+    r.add_argument("--seeds", type=int, default=MODELS,
+                   help="seed models of the corpus (1: no seed-only ensemble, WEAT on one)")
+    r.add_argument("--out", required=True)
+    r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
+    s = sub.add_parser("summary")
+    s.add_argument("file")
+    args = ap.parse_args(argv)
+    run(args) if args.command == "run" else summary(args)
+
+
+if __name__ == "__main__":
+    main()
