@@ -163,7 +163,8 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
     target is that corpus's mean over runs) or ``"corpora"`` (independent corpora). The
     truth ``mu_bar`` is the population mean per connection (over words, attributes and, for
     bootstrap and corpora, corpora). Returns ``(table, truth)``; ``truth`` also holds the
-    observed corpus's own means (``corpus_mean``).
+    observed corpus's own means (``corpus_mean``) and each word's population mean per
+    connection (``word_mean``).
     """
     from .config import CONNECTIONS
     from .testing import design
@@ -215,6 +216,8 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
         table[col] = table[col].astype(str)
     truth = {"mu_bar": dict(zip(CONNECTIONS, mu_bar.tolist(), strict=True)),
              "corpus_mean": dict(zip(CONNECTIONS, (mu_bar + corpus).tolist(), strict=True)),
+             "word_mean": {str(w): dict(zip(CONNECTIONS, word[i].tolist(), strict=True))
+                           for i, w in enumerate(words)},
              "kind": kind}
     return table, truth
 

@@ -199,7 +199,10 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     path = Path(out) / f"{plan.name}.bin"
     save_embedding(Embedding(wv.index_to_key, wv.vectors, source=str(path)), path, binary=True)
     progress.info("trained %s: %d words in %.1f s", plan.name, len(wv.index_to_key), seconds)
-    entry = dict(plan.to_dict(), file=path.name, resample_sha256=digest,
+    from .provenance import file_digest
+
+    entry = dict(plan.to_dict(), file=path.name, file_sha256=file_digest(path)["sha256"],
+                 resample_sha256=digest,
                  vocabulary=len(wv.index_to_key), seconds=round(seconds, 3),
                  gensim_version=gensim.__version__, key=key)
     # a record beside the file: an interrupted run keeps its finished models
@@ -207,6 +210,16 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     tmp.write_text(json.dumps(entry))
     tmp.replace(path.with_suffix(".json"))
     return entry
+
+
+def _intact(path: Path, entry: dict) -> bool:
+    """Whether a model file exists with the digest its record gives (older records: exists)."""
+    from .provenance import file_digest
+
+    if not path.is_file():
+        return False
+    want = entry.get("file_sha256")
+    return want is None or file_digest(path)["sha256"] == want
 
 
 def _load_manifest(folder: Path) -> dict | None:
@@ -243,6 +256,10 @@ def read_manifest(path) -> dict:
         if root not in f.parents:
             raise InputDataError(f"{path}: model file {m.get('file')!r} lies outside the "
                                  "manifest's folder; refused (give such files by path)")
+        if f.is_file() and not _intact(f, m):
+            raise InputDataError(f"{path}: model file {m.get('file')!r} has changed since it "
+                                 "was trained (its sha256 differs from the manifest's "
+                                 "file_sha256); re-run train to replace it")
         m["path"] = str(f)
     data["folder"] = str(folder)
     return data
@@ -296,7 +313,7 @@ def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
             entry = json.loads(record.read_text()) if record.is_file() else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             entry = None
-        if entry and entry.get("key") == key and (out / f"{p.name}.bin").is_file():
+        if entry and entry.get("key") == key and _intact(out / f"{p.name}.bin", entry):
             done[p.name] = entry
     todo = [p for p in plans if p.name not in done]
     if done:

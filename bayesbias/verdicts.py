@@ -524,11 +524,16 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
 
 
 def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
-                 rope: float | None = None) -> pd.DataFrame:
+                 rope: float | None = None, pooled: bool = True) -> pd.DataFrame:
     """Per protected word, the verdict contrasts with interval and P(< 0), sorted.
 
     Rows are sorted by contrast, then by posterior mean (most negative, i.e. the words that
     most support "stereotypes are closer", first). Cells without rows are left out.
+
+    A fit of many embeddings (``embedding_level``) gives one row per word pooled across
+    the embeddings (its corpus-level mean, :func:`bayesbias.models.embedding_level.word_means`)
+    with ``embeddings``, the number of embeddings whose rows it has; ``pooled=False`` gives
+    one row per word in each embedding instead.
 
     Returns
     -------
@@ -537,8 +542,11 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
         (and ``share_in_rope`` with a ROPE).
     """
     from .config import CONNECTIONS
+    from .models.families import family_has
 
     unit = fit.unit_dim
+    if pooled and family_has(fit.spec.family, "EMBEDDINGS"):
+        return _pooled_word_drivers(fit, ci_prob, ci_kind, rope)
     if getattr(fit, "word_draws", True):
         da = fit.word_contrast_draws(VERDICT_CONTRASTS)
         da = da.transpose(unit, "contrast", "chain", "draw")
@@ -582,6 +590,47 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
     frame = pd.DataFrame(rows)
     if unit == "protected_class" and not frame.empty:
         frame = frame.drop(columns="protected_class")
+    return _sorted_drivers(frame, labels, ci_prob, ci_kind)
+
+
+def _pooled_word_drivers(fit, ci_prob, ci_kind, rope) -> pd.DataFrame:
+    """:func:`word_drivers` of an embedding-level fit: one row per word across embeddings."""
+    from .config import CONNECTIONS
+    from .models.contrasts import contrast_label
+    from .models.embedding_level import word_means
+
+    means = word_means(fit.posterior)
+    words = [str(w) for w in means["word"].values]
+    vals = means.values  # chain, draw, connection, word
+    vals = vals.reshape(-1, *vals.shape[2:]).transpose(2, 1, 0)  # word, connection, draws
+    conn = {c: i for i, c in enumerate(CONNECTIONS)}
+    labels = [contrast_label(a, b) for a, b in VERDICT_CONTRASTS]
+    d = np.stack([vals[:, conn[a]] - vals[:, conn[b]] for a, b in VERDICT_CONTRASTS], axis=1)
+    ev = contrast_evidence(d, ci_prob, ci_kind, rope)
+    cells = fit.cells
+    base = np.asarray(cells.unit_base).astype(str)
+    n = np.asarray(cells.n)
+    cls = dict(zip(base.tolist(), cells.unit_class.tolist(), strict=False))
+    unit = "protected_word"
+    rows = []
+    for j, (a, b) in enumerate(VERDICT_CONTRASTS):
+        both = (n[:, conn[a]] > 0) & (n[:, conn[b]] > 0)
+        for i, w in enumerate(words):
+            k = int(both[base == w].sum())
+            if k == 0:
+                continue
+            row = {"contrast": labels[j], unit: w, "protected_class": cls[w],
+                   "mean": ev["mean"][i, j], "lower": ev["lower"][i, j],
+                   "upper": ev["upper"][i, j], "prob_below_zero": ev["prob_below_zero"][i, j],
+                   "status": ev["status"][i, j], "embeddings": k}
+            if rope is not None:
+                row["share_in_rope"] = ev["share_in_rope"][i, j]
+            rows.append(row)
+    return _sorted_drivers(pd.DataFrame(rows), labels, ci_prob, ci_kind)
+
+
+def _sorted_drivers(frame, labels, ci_prob, ci_kind) -> pd.DataFrame:
+    """Sort driver rows by contrast, then mean; record the interval in ``attrs``."""
     if not frame.empty:
         order = {lab: k for k, lab in enumerate(labels)}
         frame = frame.sort_values(["contrast", "mean"],

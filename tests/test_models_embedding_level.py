@@ -91,6 +91,17 @@ def test_fit_recovers_and_cli(tmp_path):
     g = f.group_means(ci_prob=0.99).set_index("connection")
     for c, v in truth["corpus_mean"].items():  # the observed corpus's means, well inside
         assert g.loc[c, "lower"] < v < g.loc[c, "upper"]
+    # drivers pooled across the 6 embeddings: one row per word, covering each word's truth
+    from bayesbias.verdicts import word_drivers
+
+    d = word_drivers(f, ci_prob=0.99)
+    assert (d["embeddings"] == 6).all() and len(d) == 6 * 4
+    truth_c = [truth["word_mean"][w][a] - truth["word_mean"][w][b]
+               for w, (a, b) in zip(d["protected_word"], d["contrast"].str.split(" - "),
+                                    strict=True)]
+    covered = (d["lower"] <= truth_c) & (np.asarray(truth_c) <= d["upper"])
+    assert covered.mean() >= 0.9, d.assign(truth=truth_c)
+    assert len(word_drivers(f, pooled=False)) == 6 * 6 * 4  # word @ embedding cells
     t.to_csv(tmp_path / "t.csv", index=False)
     assert main(["--quiet", "fit", "--distances", str(tmp_path / "t.csv"), "--model",
                  "embedding_level", "--draws", "300", "--tune", "300", "--chains", "2"]) == 0
@@ -128,6 +139,43 @@ def test_compiled_models_are_reused_across_data_not_labels():
     point = {k: v + rng.normal(0, 0.3, np.shape(v)) for k, v in point.items()}
     pm.set_data(model_data(spec, other), model=m)
     assert m.compile_logp()(point) == pytest.approx(fresh.compile_logp()(point), rel=1e-12)
+
+
+def test_pooled_word_drivers_from_word_means():
+    """A word's pooled contrast: mu_bar + word effect + the words' own mean, per draw."""
+    import xarray as xr
+
+    from bayesbias.config import CONNECTIONS
+    from bayesbias.models.embedding_level import word_means
+    from bayesbias.verdicts import word_drivers
+
+    t, _ = _table()
+    cells = cells_from_table(t)
+    words = np.unique(cells.unit_base.astype(str))
+    rng = np.random.default_rng(0)
+    shape = (2, 50)
+    eff = rng.normal(0, 0.05, (*shape, 4, words.size))
+    eff -= eff.mean(axis=-1, keepdims=True)
+    post = xr.Dataset({
+        "mu_bar": (("chain", "draw", "connection"), rng.normal(0.8, 0.01, (*shape, 4))),
+        "word_effect": (("chain", "draw", "connection", "word"), eff),
+        "tau": (("chain", "draw", "connection"), np.abs(rng.normal(0.05, 0.01, (*shape, 4)))),
+        "word_mean_z": (("chain", "draw", "connection"), rng.normal(0, 1, (*shape, 4)))},
+        coords={"connection": list(CONNECTIONS), "word": words})
+    wm = word_means(post)
+    expect = (post["mu_bar"] + post["tau"] * post["word_mean_z"] / np.sqrt(words.size))
+    np.testing.assert_allclose(wm.mean("word"), expect.transpose("chain", "draw", "connection"),
+                               atol=1e-12)
+    fit = type("F", (), {"posterior": post, "cells": cells, "unit_dim": "protected_word",
+                         "spec": load_spec("embedding_level")})()
+    d = word_drivers(fit, ci_prob=0.9, ci_kind="eti")
+    assert len(d) == words.size * 4 and (d["embeddings"] == 4).all()
+    row = d[(d["contrast"] == "associated - none") & (d["protected_word"] == words[0])].iloc[0]
+    diff = (wm.sel(connection="associated") - wm.sel(connection="none")).sel(word=words[0])
+    assert row["mean"] == pytest.approx(float(diff.mean()), abs=1e-12)
+    assert row["lower"] == pytest.approx(float(np.quantile(diff.values, 0.05)), abs=1e-12)
+    assert list(d["contrast"].unique()) == ["associated - none", "associated - human",
+                                            "associated - different", "human - none"]
 
 
 def test_cli_refuses_one_embedding(tmp_path, capsys):

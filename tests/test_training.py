@@ -153,3 +153,23 @@ def test_interrupted_run_keeps_finished_models(corpus, tmp_path):
     other = TrainSettings(vector_size=8, min_count=2, epochs=1)
     train_models(corpus, tmp_path, seeds=1, settings=other)  # new settings: retrained
     assert (tmp_path / "original-seed1.bin").stat().st_mtime_ns != stamp
+
+
+def test_changed_model_file_is_refused_and_retrained(corpus, tmp_path):
+    out = tmp_path / "runs"
+    manifest = train_models(corpus, out, seeds=2, settings=SMALL)
+    first = manifest["models"][0]
+    assert first["file_sha256"] == _digests(out)[first["file"]]
+    good = (out / first["file"]).read_bytes()
+    damaged = bytearray(good)
+    damaged[-1] ^= 0xFF
+    (out / first["file"]).write_bytes(bytes(damaged))
+    with pytest.raises(InputDataError, match="original-seed1.bin.*changed since"):
+        read_manifest(out)
+    # a re-run replaces the changed model (same seed, same bytes) and keeps the other
+    other = out / manifest["models"][1]["file"]
+    kept = other.stat().st_mtime_ns
+    train_models(corpus, out, seeds=2, settings=SMALL)
+    assert (out / first["file"]).read_bytes() == good
+    assert other.stat().st_mtime_ns == kept
+    assert len(read_manifest(out)["models"]) == 2

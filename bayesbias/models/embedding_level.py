@@ -46,7 +46,7 @@ from .cells import Cells
 from .crossed import attribute_noncentred
 from .spec import ModelSpec
 
-__all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure", "model_data",
+__all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure", "model_data", "word_means",
            "BOOTSTRAP_PREFIX"]
 
 PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
@@ -399,6 +399,24 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
     lay = attribute_groups(cells)
     return (h.hexdigest(), lay["group_cells"].size, lay["pair_group"].size,
             bool(attribute_noncentred(cells)))
+
+
+def word_means(posterior):
+    """Draws of each protected word's corpus-level mean per connection (dims ``connection, word``).
+
+    The word's own effect on top of the group-level mean, without the deviations of single
+    embeddings: ``mu_bar[c] + word_effect[c, w] + tau[c] word_mean_z[c] / sqrt(W)``
+    (``word_effect`` sums to zero over the W words; the last term restores the words' own
+    mean, as :func:`_effects` takes it out of ``mu_bar``). The mean of these over words is
+    ``mu_bar`` plus that term, so a word's contrast is read on the same scale as the
+    corpus-level verdict.
+    """
+    import xarray as xr
+
+    n_w = posterior.sizes["word"]
+    own = posterior["tau"] * posterior["word_mean_z"] / np.sqrt(n_w)
+    out = posterior["mu_bar"] + posterior["word_effect"] + own
+    return xr.DataArray(out).transpose("chain", "draw", "connection", "word")
 
 
 def row_sd(posterior):
