@@ -1,4 +1,4 @@
-"""Calibration of the embedding-level model on trained embeddings of synthetic corpora.
+r"""Calibration of the embedding-level model on trained embeddings of synthetic corpora.
 
 Each replication writes a fresh synthetic corpus (:mod:`bayesbias.corpora`, a planted
 association of strength ``--planted``; 0 is the null), trains word2vec on it
@@ -88,7 +88,7 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS) -> di
                  bootstrap_seed=rep)
     tables = {"seeds": manifest_table(work / "seeds", wordlist),
               "bootstrap": manifest_table(work / "boot", wordlist)}
-    row = {"rep": rep, "planted": planted, "docs": DOCS, "models": MODELS, "seeds": seeds,
+    row = {"rep": rep, "planted": planted, "docs": DOCS, "models": MODELS, "n_seeds": seeds,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(tables["seeds"]["embedding"].unique())[0]
     one = single_embedding(tables["seeds"][tables["seeds"]["embedding"] == first], "crossed")

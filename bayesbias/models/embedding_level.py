@@ -46,8 +46,8 @@ from .cells import Cells
 from .crossed import attribute_noncentred
 from .spec import ModelSpec
 
-__all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure", "model_data", "word_means",
-           "BOOTSTRAP_PREFIX"]
+__all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure",
+           "model_data", "word_means", "BOOTSTRAP_PREFIX"]
 
 PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
 SCALES = ("tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
@@ -273,7 +273,7 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
 
 
 def _layout_data(cells: Cells, layout: dict) -> dict:
-    """The attribute layout's arrays that a compiled model takes as data (``pm.Data``)."""
+    """Return the attribute layout's arrays that a compiled model takes as ``pm.Data``."""
     n_g = np.zeros(layout["group_cells"].size)
     n_g[layout["group"]] = layout["n"]
     return {"cell_group": layout["group"], "group_conn": layout["group_conn"],
@@ -363,11 +363,11 @@ def likelihood(spec: ModelSpec, cells: Cells, mu) -> None:
 
 
 def row_level_model(spec: ModelSpec, cells: Cells):
-    """The same model with the cell deviations sampled and one Normal per row (the reference).
+    """Build the same model with the cell deviations sampled and one Normal per row.
 
     For checks only (``tests/test_models_embedding_level.py``): ``mu = centre + eta mu_z``
     and ``distance_i ~ Normal(mu[u_i, c_i] + v[a_i], sigma[c_i])``, the parametrisation
-    fitted before the per-cell form; same priors, same variable names.
+    fitted before the per-cell form (the reference); same priors, same variable names.
     """
     import pymc as pm
 
@@ -383,7 +383,7 @@ def row_level_model(spec: ModelSpec, cells: Cells):
 
 
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
-    """What a compiled model holds as constants: labels, attribute kinds, layout sizes.
+    """Return what a compiled model holds as constants: labels, attribute kinds, sizes.
 
     The rows' statistics and the attribute layout are ``pm.Data`` (:func:`model_data`), so
     ensembles of the same words, embeddings and shapes (a simulation study's replications)
