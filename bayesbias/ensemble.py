@@ -20,9 +20,8 @@ from .wordlists import load_wordlist
 
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
            "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
-           "variance_shares",
-           "summarize_ensemble", "EnsembleSummary", "n_embeddings", "ensemble_kind",
-           "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS"]
+           "variance_shares", "summarize_ensemble", "EnsembleSummary", "factor_contrasts",
+           "n_embeddings", "ensemble_kind", "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS"]
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +113,8 @@ def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.Da
             what = f"the {model} model describes"
         raise DistanceTableError(f"{where}the table holds {k} embeddings (column "
                                  f"'embedding'); {what} one embedding: {use}")
-    out = table.drop(columns=[c for c in ENSEMBLE_COLUMNS if c in table.columns])
+    out = table.drop(columns=[c for c in table.columns
+                              if c in ENSEMBLE_COLUMNS or str(c).startswith("factor_")])
     out.attrs = dict(table.attrs)
     return out
 
@@ -134,18 +134,54 @@ def manifest_path(source) -> Path | None:
         return path / MANIFEST
     if path.suffix.lower() == ".json" and path.is_file():
         return path
+    if path.is_dir() and _training_runs(path):
+        return path
     return None
 
 
-def manifest_table(manifest, wordlist) -> pd.DataFrame:
-    """:func:`ensemble_table` of the models of a training manifest (file or folder)."""
-    from .training import read_manifest
+def _training_runs(folder: Path) -> list[Path]:
+    """Subfolders of `folder` that hold a training manifest, in name order."""
+    from .training import MANIFEST
 
-    m = read_manifest(manifest)
-    models = m["models"]
-    table = ensemble_table([x["path"] for x in models], wordlist,
-                           labels=[x["name"] for x in models],
-                           corpus_samples=[x["corpus_sample"] for x in models])
+    return sorted(p for p in folder.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
+
+
+def manifest_table(manifest, wordlist) -> pd.DataFrame:
+    """:func:`ensemble_table` of the models of a training manifest (file or folder).
+
+    A folder without a manifest whose subfolders hold one (several ``bayesbias train``
+    runs, say one corpus per decade) gives one table of all their models: embedding and
+    corpus-sample labels are prefixed with the subfolder's name, and each run's
+    ``--factor NAME=VALUE`` becomes a column ``factor_NAME``.
+    """
+    from .training import MANIFEST, read_manifest
+
+    path = Path(manifest)
+    runs = ([path] if not path.is_dir() or (path / MANIFEST).is_file()
+            else _training_runs(path))
+    if not runs:
+        raise InputDataError(f"{path}: no training manifest ({MANIFEST}) in it or its "
+                             "subfolders")
+    several = len(runs) > 1 or runs[0] != path
+    entries, factors = [], []
+    for run in runs:
+        m = read_manifest(run)
+        prefix = f"{run.name}/" if several else ""
+        for x in m["models"]:
+            entries.append((x["path"], prefix + x["name"], prefix + x["corpus_sample"]))
+            factors.append(dict(m.get("factors") or {}))
+    names = sorted({k for f in factors for k in f})
+    lacking = [e[1].split("/")[0] for e, f in zip(entries, factors, strict=True)
+               if set(f) != set(names)]
+    if lacking:
+        raise InputDataError(f"{path}: every training run needs the same factors "
+                             f"({', '.join(names)}); run {lacking[0]!r} differs (train "
+                             "--factor)")
+    table = ensemble_table([e[0] for e in entries], wordlist, labels=[e[1] for e in entries],
+                           corpus_samples=[e[2] for e in entries])
+    for name in names:
+        by_label = {e[1]: str(f[name]) for e, f in zip(entries, factors, strict=True)}
+        table[f"factor_{name}"] = table["embedding"].map(by_label)
     table.attrs["manifest"] = str(manifest)
     return table
 
@@ -276,7 +312,7 @@ def ensemble_kind(table: pd.DataFrame) -> str:
 
     samples = {str(x) for x in table["corpus_sample"].unique()} \
         if "corpus_sample" in table else {"original"}
-    boot = [x.startswith(BOOTSTRAP_PREFIX) for x in samples]
+    boot = [x.rsplit("/", 1)[-1].startswith(BOOTSTRAP_PREFIX) for x in samples]
     if all(boot):
         return "bootstrap"
     if any(boot):
@@ -377,6 +413,48 @@ def weat_per_embedding(table: pd.DataFrame, seed=None, n_permutations: int = 100
     return pd.DataFrame(rows)
 
 
+def factor_contrasts(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame | None:
+    """Return the verdict contrasts per level of the ensemble's factor, and between levels.
+
+    For a fit whose table has a ``factor_<name>`` column (:func:`bayesbias.models.
+    embedding_level.cells`): one row per level and contrast (``quantity`` "level"), the
+    difference of each later level from the first ("difference from <first>") and, when
+    the levels are numbers (decades, years), the least-squares slope of the contrast on the
+    level per unit of the level ("trend"), each with its interval and P(< 0). None without
+    a factor.
+    """
+    from .verdicts import contrast_evidence
+
+    fac = (fit.cells.sub_cells or {}).get("factor")
+    if not fac or "factor_mean" not in fit.posterior:
+        return None
+    fm = fit.posterior["factor_mean"]
+    levels = [str(x) for x in fm["factor_level"].values]
+    rows, draws = [], []
+    for c in ENSEMBLE_CONTRASTS:
+        a, b = c.split(" - ")
+        d = (fm.sel(connection=a) - fm.sel(connection=b)).transpose("factor_level", ...)
+        d = d.values.reshape(len(levels), -1)
+        for i, lev in enumerate(levels):
+            rows.append(("level", lev, c))
+            draws.append(d[i])
+        for i in range(1, len(levels)):
+            rows.append((f"difference from {levels[0]}", levels[i], c))
+            draws.append(d[i] - d[0])
+        if fac.get("numeric") and len(levels) > 2:
+            x = np.asarray(levels, dtype=float)
+            w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+            rows.append(("trend", f"per unit of {fac['name']}", c))
+            draws.append(w @ d)
+    ev = contrast_evidence(np.stack(draws), ci_prob, ci_kind)
+    frame = pd.DataFrame(rows, columns=["quantity", "level", "contrast"])
+    for k in ("mean", "lower", "upper", "prob_below_zero", "status"):
+        frame[k] = ev[k]
+    frame.insert(0, "factor", fac["name"])
+    frame.attrs.update(ci_prob=ev.get("ci_prob"), factor=fac["name"])
+    return frame
+
+
 @dataclass
 class EnsembleSummary:
     """The corpus-level verdict of many embeddings with what each embedding says alone.
@@ -397,6 +475,9 @@ class EnsembleSummary:
         :func:`ensemble_kind`.
     model : str
         The model of the single-embedding fits.
+    factor : DataFrame or None
+        :func:`factor_contrasts`: the contrasts per level of the table's factor and between
+        levels (None without a ``factor_*`` column).
     """
 
     verdict: object
@@ -406,6 +487,7 @@ class EnsembleSummary:
     weat: pd.DataFrame
     kind: str
     model: str = "crossed"
+    factor: pd.DataFrame | None = None
 
     @property
     def n_embeddings(self) -> int:
@@ -462,7 +544,8 @@ class EnsembleSummary:
                 "corpus_level": self.verdict.to_dict(),
                 "disagree": self.disagree, "per_embedding": to_plain(self.per_embedding),
                 "variance_shares": to_plain(self.variance), "reliability": to_plain(rel),
-                "weat_per_embedding": to_plain(self.weat), "weat_spread": self.weat_spread()}
+                "weat_per_embedding": to_plain(self.weat), "weat_spread": self.weat_spread(),
+                "factor": None if self.factor is None else to_plain(self.factor)}
 
     def __str__(self) -> str:
         iv = self.verdict.interval_label
@@ -471,6 +554,15 @@ class EnsembleSummary:
             ev = self.verdict[c]
             lines.append(f"  corpus-level `{c}` {ev.mean:+.3f} ({iv} {ev.lower:+.3f} to "
                          f"{ev.upper:+.3f})")
+        if self.factor is not None:
+            for _, r in self.factor.iterrows():
+                if r["contrast"] != "associated - none" and r["quantity"] != "trend":
+                    continue
+                what = (f"{r['factor']} {r['level']}" if r["quantity"] == "level"
+                        else f"{r['factor']} {r['quantity']} ({r['level']})")
+                lines.append(f"  {what}: `{r['contrast']}` {r['mean']:+.3f} ({iv} "
+                             f"{r['lower']:+.3f} to {r['upper']:+.3f}, P(< 0) "
+                             f"{r['prob_below_zero']:.2f})")
         counts = self.per_embedding["verdict"].value_counts()
         lines.append(f"  single embeddings ({self.model}): " + "; ".join(
             f"{n} {code}" for code, n in counts.items()))
@@ -548,4 +640,5 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
     weat = weat_per_embedding(table, seed, n_permutations, sd_convention)
     return EnsembleSummary(verdict=verdict, per_embedding=per,
                            variance=variance_shares(fit, ci_prob, ci_kind), reliability=rel,
-                           weat=weat, kind=ensemble_kind(table), model=str(model))
+                           weat=weat, kind=ensemble_kind(table), model=str(model),
+                           factor=factor_contrasts(fit, ci_prob, ci_kind))

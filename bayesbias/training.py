@@ -268,7 +268,7 @@ def read_manifest(path) -> dict:
 def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
                  seeds_within: bool = False, first_seed: int = 1, bootstrap_seed: int = 0,
                  settings: TrainSettings | None = None, jobs: int = 1,
-                 scheduler: str | None = None) -> dict:
+                 scheduler: str | None = None, factors: dict | None = None) -> dict:
     """Train the planned models of `corpus` into folder `out`; return the manifest.
 
     Parameters
@@ -286,6 +286,10 @@ def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
         Models trained at once (Dask threads; each model uses one gensim thread).
     scheduler : str, optional
         Address of a ``dask.distributed`` scheduler; default: in-process threads.
+    factors : dict, optional
+        ``{name: level}`` of this corpus (a decade, a source, a language), recorded in the
+        manifest; a folder of such runs is one ensemble with a ``factor_<name>`` column
+        (:func:`bayesbias.ensemble.manifest_table`).
     """
     import dask
 
@@ -303,7 +307,8 @@ def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
     head = {"corpus": str(corpus.path), "corpus_sha256": stats["sha256"],
             "documents": stats["documents"], "tokens": stats["tokens"],
             "settings": settings.to_dict(), "bootstrap_seed": bootstrap_seed,
-            "workers_per_model": 1, "format": "word2vec-binary"}
+            "workers_per_model": 1, "format": "word2vec-binary",
+            "factors": {str(k): str(v) for k, v in (factors or {}).items()}}
     key = hashlib.sha256(json.dumps([head[k] for k in ("corpus_sha256", "settings",
                                                        "bootstrap_seed")]).encode()).hexdigest()
     done = {}

@@ -342,3 +342,105 @@ def test_same_draws_whatever_the_hash_seed_and_cache(tmp_path):
         assert res.returncode == 0, res.stderr[-2000:]
         outs.append(res.stdout.strip().splitlines()[-1])
     assert outs[0] == outs[1] == outs[2], outs
+
+
+def _factor_table(delta=0.0, seed=5, levels=("1990", "2000"), n_embeddings=8):
+    """One simulated ensemble split into levels; `delta` added to later levels' associated."""
+    t, truth = simulate_ensemble_table(kind="bootstrap", n_embeddings=n_embeddings, seed=seed,
+                                       words_per_class=3, stereotypes_per_class=4, n_human=6,
+                                       n_none=8)
+    samples = sorted(t["corpus_sample"].unique(), key=lambda s: int(s.split("-")[1]))
+    per = len(samples) // len(levels)
+    level = {s: levels[i // per] for i, s in enumerate(samples)}
+    t["factor_decade"] = t["corpus_sample"].map(level)
+    shift = t["factor_decade"].map({lv: i * delta for i, lv in enumerate(levels)})
+    t.loc[t["connection"] == "associated", "cosine_distance"] += shift
+    return t, truth
+
+
+def test_factor_cells_and_refusals():
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    t, _ = _factor_table(levels=("2000", "1990"))
+    c = el_cells(t)
+    fac = c.sub_cells["factor"]
+    assert fac["name"] == "decade" and list(fac["levels"]) == ["1990", "2000"]  # by value
+    assert fac["numeric"] and fac["embedding_level"].tolist() == [1] * 4 + [0] * 4
+    assert el_cells(t.drop(columns="factor_decade")).sub_cells is None
+    with pytest.raises(DistanceTableError, match="one factor column"):
+        el_cells(t.assign(factor_language="en"))
+    bad = t.copy()
+    bad.loc[bad.index[0], "factor_decade"] = "1980"
+    with pytest.raises(DistanceTableError, match="factor_decade.*more than one level"):
+        el_cells(bad)
+    runs = t.assign(corpus_sample="original")  # levels differ within one corpus sample
+    with pytest.raises(DistanceTableError, match="property of the corpus sample"):
+        el_cells(runs)
+
+
+def test_factor_model_levels_average_to_mu_bar():
+    import pymc as pm
+
+    from bayesbias.models.base import structure_key
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    spec = load_spec("embedding_level")
+    t, _ = _factor_table()
+    c = el_cells(t)
+    assert structure_key(spec, c) != structure_key(spec, cells_from_table(t))
+    m = build_model(spec, c)
+    assert m.named_vars_to_dims["factor_mean"] == ("factor_level", "connection")
+    fm, mb = pm.draw([m["factor_mean"], m["mu_bar"]], draws=200, random_seed=2)
+    np.testing.assert_allclose(fm.mean(axis=1), mb, atol=1e-12)
+    # each level's mean carries its own corpora's missing-mean draw: the levels differ
+    assert np.std(fm[:, 1, 0] - fm[:, 0, 0]) > 0.01
+
+
+def test_train_factor_and_a_folder_of_runs(tmp_path):
+    from bayesbias.cli import main
+    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+    from bayesbias.ensemble import manifest_path, manifest_table
+    from bayesbias.errors import InputDataError
+
+    wl = synthetic_wordlist_toml(tmp_path / "syn.toml") and tmp_path / "syn.toml"
+    for dec, seed in (("1990", 1), ("2000", 2)):
+        c = write_synthetic_corpus(tmp_path / f"c{dec}.txt.gz", n_docs=200, seed=seed)
+        assert main(["--quiet", "train", str(c), "-o", str(tmp_path / "runs" / dec),
+                     "--bootstrap", "2", "--vector-size", "8", "--epochs", "1",
+                     "--min-count", "1", "--factor", f"decade={dec}"]) == 0
+    assert manifest_path(tmp_path / "runs") == tmp_path / "runs"
+    t = manifest_table(tmp_path / "runs", wl)
+    assert sorted(t["embedding"].unique()) == ["1990/bootstrap1-seed1", "1990/bootstrap2-seed1",
+                                               "2000/bootstrap1-seed1", "2000/bootstrap2-seed1"]
+    assert t.groupby("corpus_sample")["factor_decade"].nunique().eq(1).all()
+    assert set(t["factor_decade"]) == {"1990", "2000"}
+    assert set(t["corpus_sample"]) >= {"1990/bootstrap-1", "2000/bootstrap-2"}
+    assert main(["--quiet", "train", str(tmp_path / "c1990.txt.gz"), "-o",
+                 str(tmp_path / "runs" / "x"), "--factor", "decade"]) == 2
+    assert main(["--quiet", "train", str(tmp_path / "c1990.txt.gz"), "-o",
+                 str(tmp_path / "runs" / "x"), "--vector-size", "8", "--epochs", "1",
+                 "--min-count", "1"]) == 0  # a run without the factor
+    with pytest.raises(InputDataError, match="same factors"):
+        manifest_table(tmp_path / "runs", wl)
+
+
+@pytest.mark.slow
+def test_factor_recovers_a_level_difference_and_survives_save(tmp_path):
+    from bayesbias.ensemble import factor_contrasts
+    from bayesbias.models import fit_model, load_fit
+
+    t, _ = _factor_table(delta=-0.08, seed=7)
+    f = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=2, seed=3)
+    fc = factor_contrasts(f, ci_prob=0.9, ci_kind="eti").set_index(["quantity", "contrast"])
+    diff = fc.loc[("difference from 1990", "associated - none")]
+    assert diff["lower"] <= -0.08 <= diff["upper"] and diff["upper"] < 0
+    same = fc.loc[("difference from 1990", "human - none")] if ("difference from 1990",
+                                                               "human - none") in fc.index \
+        else fc.loc[("difference from 1990", "associated - human")]
+    assert same["lower"] < -0.08 < same["upper"] or same["upper"] < 0  # moves with associated
+    f.save(tmp_path / "f.nc")
+    g = load_fit(tmp_path / "f.nc")
+    assert g.cells.sub_cells["factor"]["levels"].tolist() == ["1990", "2000"]
+    pd_fc = factor_contrasts(g, ci_prob=0.9, ci_kind="eti")
+    assert pd_fc["mean"].tolist() == factor_contrasts(f, ci_prob=0.9, ci_kind="eti")[
+        "mean"].tolist()

@@ -21,7 +21,8 @@ def register(sub) -> None:
         "  bayesbias train corpus.txt.gz -o runs --bootstrap 8 --wordlist gender\n"
         "  bayesbias fit --distances runs/distances.csv --model embedding_level\n"
         "  bayesbias train corpus.txt -o runs --seeds 4 --vector-size 50 --epochs 10\n"
-        "  bayesbias train corpus.txt -o runs --seeds 2 --bootstrap 4 --seeds-within --jobs 2",
+        "  bayesbias train corpus.txt -o runs --seeds 2 --bootstrap 4 --seeds-within --jobs 2\n"
+        "  bayesbias train c1990.txt.gz -o decades/1990 --bootstrap 4 --factor decade=1990",
         description=DESCRIPTION,
     )
     p.add_argument("corpus", help="plain text, one document per line (.gz accepted)")
@@ -43,6 +44,10 @@ def register(sub) -> None:
         kind = float if isinstance(default, float) else int
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=default,
                        help=f"gensim Word2Vec {name} (default %(default)s)")
+    p.add_argument("--factor", action="append", default=[], metavar="NAME=LEVEL",
+                   help="a property of this corpus (e.g. decade=1990), recorded in the "
+                        "manifest; repeatable. A folder of such runs (one per corpus) read "
+                        "with --embedding FOLDER is one ensemble, compared level by level")
     p.add_argument("--jobs", type=int_range(1, 1024, name="--jobs"), default=1,
                    help="models trained at once, as Dask threads (default 1)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -57,8 +62,16 @@ def run(args) -> int:
     """Run ``bayesbias train``; return the exit code."""
     from pathlib import Path
 
+    from ..errors import InvalidArgumentError
     from ..training import SETTINGS, TrainSettings, train_models
 
+    factors = {}
+    for item in args.factor:
+        name, sep, level = item.partition("=")
+        if not sep or not name.strip() or not level.strip() or not name.isidentifier():
+            raise InvalidArgumentError(f"--factor takes NAME=LEVEL with NAME a plain "
+                                       f"identifier (e.g. decade=1990), got {item!r}")
+        factors[name.strip()] = level.strip()
     seeds = args.seeds if args.seeds is not None else (0 if args.bootstrap else 1)
     settings = TrainSettings(**{k: getattr(args, k) for k in SETTINGS})
     if args.wordlist:
@@ -68,7 +81,7 @@ def run(args) -> int:
     manifest = train_models(args.corpus, args.output, seeds=seeds, bootstrap=args.bootstrap,
                             seeds_within=args.seeds_within, first_seed=args.first_seed,
                             bootstrap_seed=args.bootstrap_seed, settings=settings,
-                            jobs=args.jobs, scheduler=args.scheduler)
+                            jobs=args.jobs, scheduler=args.scheduler, factors=factors)
     lines = [f"{len(manifest['models'])} models of {manifest['corpus']} "
              f"({manifest['documents']} documents, {manifest['tokens']} tokens) in "
              f"{args.output}:"]

@@ -49,7 +49,8 @@ from .spec import ModelSpec
 __all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure",
            "model_data", "word_means", "BOOTSTRAP_PREFIX"]
 
-PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
+PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda",
+          "factor")
 SCALES = ("tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
 PARAMETERS = ("mu_bar", "M", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0",
               "lambda")
@@ -82,11 +83,75 @@ def structure(cells: Cells) -> dict:
     samples, sample_of = np.unique(cells.embedding_sample.astype(str), return_inverse=True)
     words, word_of = np.unique(cells.unit_base.astype(str), return_inverse=True)
     counts = np.bincount(sample_of, minlength=samples.size)
-    boot = np.char.startswith(samples.astype(str), BOOTSTRAP_PREFIX)
+    boot = np.array([str(r).rsplit("/", 1)[-1].startswith(BOOTSTRAP_PREFIX) for r in samples])
+    factor = None
+    if cells.sub_cells and cells.sub_cells.get("factor"):
+        f = cells.sub_cells["factor"]
+        level_of_sample = np.zeros(samples.size, dtype=np.int64)
+        level_of_sample[sample_of] = f["embedding_level"]
+        factor = {"name": f["name"], "levels": np.asarray(f["levels"], dtype=object),
+                  "sample_level": level_of_sample}
     return {"embeddings": cells.embeddings.astype(str), "samples": samples,
             "sample_of": sample_of, "words": words, "word_of": word_of,
             "sample_level": samples.size >= 2, "run_level": bool((counts >= 2).any()),
-            "bootstrap": bool(boot.any())}
+            "bootstrap": bool(boot.any()), "sample_boot": boot, "factor": factor}
+
+
+#: Prefix of a table column that gives each corpus sample's level of a factor.
+FACTOR_PREFIX = "factor_"
+
+
+def cells(table, level: str = "word") -> Cells:
+    """Return the cells of :func:`~bayesbias.models.cells.cells_from_table` and a factor.
+
+    A column ``factor_<name>`` (one at most) gives each corpus sample's level of a factor
+    (a decade, a corpus source, a language). It must be constant within each corpus
+    sample: a factor that varies between training runs of one sample (say the algorithm)
+    is not modelled. Numeric levels are ordered by value, others by first appearance.
+    """
+    import dataclasses
+
+    import pandas as pd
+
+    from .cells import cells_from_table
+
+    out = cells_from_table(table, level)
+    cols = [c for c in table.columns if str(c).startswith(FACTOR_PREFIX)]
+    if not cols:
+        return out
+    if len(cols) > 1:
+        raise DistanceTableError(
+            f"the embedding_level model takes one factor column, got {', '.join(cols)}; "
+            "combine them into one (e.g. a column factor_decade_language)")
+    col = cols[0]
+    if out.embeddings is None:
+        return out
+    emb = table["embedding"].astype(str)
+    value = table[col].astype(str)
+    per = value.groupby(emb, sort=False).nunique()
+    if (per > 1).any():
+        raise DistanceTableError(f"column {col}: embedding {per.index[per > 1][0]!r} has more "
+                                 "than one level")
+    first = value.groupby(emb, sort=False).first()
+    level_of = first.reindex(out.embeddings.astype(str)).to_numpy()
+    samples = pd.Series(out.embedding_sample.astype(str))
+    mixed = pd.Series(level_of).groupby(samples).nunique()
+    if (mixed > 1).any():
+        raise DistanceTableError(
+            f"column {col}: corpus sample {mixed.index[mixed > 1][0]!r} has embeddings of "
+            "more than one level; a factor must be a property of the corpus sample (corpus, "
+            "decade, language), not of single training runs")
+    levels = list(dict.fromkeys(level_of))
+    numeric = pd.to_numeric(pd.Series(levels), errors="coerce")
+    if numeric.notna().all():
+        levels = [levels[i] for i in np.argsort(numeric.to_numpy(), kind="stable")]
+    if len(levels) < 2:
+        return out  # one level: nothing to compare
+    index = {lv: i for i, lv in enumerate(levels)}
+    factor = {"name": col[len(FACTOR_PREFIX):], "levels": np.asarray(levels, dtype=object),
+              "embedding_level": np.array([index[lv] for lv in level_of], dtype=np.int64),
+              "numeric": bool(numeric.notna().all())}
+    return dataclasses.replace(out, sub_cells={"factor": factor})
 
 
 def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
@@ -105,7 +170,10 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  tau[c] ~ {p['tau']};  eta[c] ~ {p['eta']};  omega ~ {p['omega']}",
             f"  kappa0 ~ {p['kappa0']};  kappa[c] ~ {p['kappa']}",
             f"  lambda0 ~ {p['lambda0']};  lambda[c] ~ {p['lambda']}",
-            "  (the scales of a level the ensemble lacks keep their prior)"]
+            "  (the scales of a level the ensemble lacks keep their prior)",
+            f"  with a factor (column factor_*, levels l of the corpus samples): connection "
+            f"means M[c] + beta[l, c], beta[first, c] = 0, beta ~ {p['factor']}; samples "
+            "and runs sum to zero within each level, mu_bar = the levels' average"]
 
 
 def _kind_of_connection() -> np.ndarray:
@@ -171,6 +239,62 @@ def attribute_groups(cells: Cells) -> dict:
             "pair_weight": np.concatenate(pw), "centred": centred}
 
 
+def _factor_effects(st, pr, big_m, shift, kappa0, kappa, lambda0, lam):
+    """Per-level means of a factor declared per corpus sample (``factor_*`` column).
+
+    Level ``l`` of the factor has its own connection means ``M + beta[l]`` (``beta`` of the
+    first level 0; prior ``factor``). Corpus samples and training runs are sum-to-zero
+    *within* each level, and each level gets its own draw of the samples' and runs' missing
+    mean (as the single-level model does for all of them), so a level's mean carries the
+    uncertainty of its own few corpora. Returns the embedding effects (connection x
+    embedding) and the shift of each level's mean (levels x connections).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    fac = st["factor"]
+    n_levels = fac["levels"].size
+    model = pm.modelcontext(None)
+    model.add_coord("factor_level", fac["levels"].tolist())
+    model.add_coord("factor_contrast", fac["levels"][1:].tolist())
+    beta = pt.concatenate([pt.zeros((1, _NC)), pr["factor"].create(
+        "factor_effect", dims=("factor_contrast", "connection"))], axis=0)
+
+    def level(name, scale0, scale, dim, group_of, boot):
+        size = group_of.size
+        g, h = pt.zeros(size), pt.zeros((_NC - 1, size))
+        members = np.bincount(group_of, minlength=n_levels)
+        for k in range(n_levels):
+            idx = np.flatnonzero(group_of == k)
+            if idx.size >= 2:
+                g = pt.set_subtensor(g[idx], pm.ZeroSumNormal(
+                    f"{name}_shared_z_{k}", sigma=1.0, shape=idx.size))
+                h = pt.set_subtensor(h[:, idx], pm.ZeroSumNormal(
+                    f"{name}_vs_none_z_{k}", sigma=1.0, shape=(_NC - 1, idx.size)))
+        eff = scale0 * g[None, :] + pt.concatenate([scale[:, None] * h, pt.zeros((1, size))],
+                                                  axis=0)
+        eff = pm.Deterministic(f"{name}_effect", eff, dims=("connection", dim))
+        x0 = pm.Normal(f"{name}_mean_shared_z", 0.0, 1.0, dims="factor_level")
+        x = pm.Normal(f"{name}_mean_z", 0.0, 1.0, dims=("factor_level", "connection_vs_none"))
+        factor = np.sqrt(1.0 / np.maximum(members, 1) + boot)
+        miss = (scale0 * x0[:, None] + pt.concatenate([scale[None, :] * x,
+                                                       pt.zeros((n_levels, 1))], axis=1))
+        return eff, miss * factor[:, None]
+
+    level_of_sample = fac["sample_level"]
+    boot = np.array([st["sample_boot"][level_of_sample == k].any() for k in range(n_levels)],
+                    dtype=float)
+    b, miss_r = level("sample", kappa0, kappa, "corpus_sample", level_of_sample, boot)
+    level_of_embedding = level_of_sample[st["sample_of"]]
+    emb = b[:, st["sample_of"]] + beta.T[:, level_of_embedding]
+    shift = shift[None, :] + miss_r - beta
+    if st["run_level"]:
+        s_eff, miss_e = level("run", lambda0, lam, "embedding", level_of_embedding,
+                              np.zeros(n_levels))
+        emb, shift = emb + s_eff, shift + miss_e
+    return emb, shift
+
+
 def _effects(spec: ModelSpec, cells: Cells) -> dict:
     """Add every effect but the (word@embedding, connection) deviations to the current model.
 
@@ -225,18 +349,22 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         miss = (scale0 * x0 + pt.concatenate([scale * x, zeros])) * factor
         return eff, miss
 
-    emb = None
-    if st["sample_level"]:
-        r = st["samples"].size
-        factor = np.sqrt(1.0 / r + (1.0 if st["bootstrap"] else 0.0))
-        b, miss = level("sample", kappa0, kappa, "corpus_sample", r, factor)
-        emb = b[:, st["sample_of"]]
-        shift = shift + miss
-    if st["run_level"]:
-        e = st["embeddings"].size
-        s_eff, miss = level("run", lambda0, lam, "embedding", e, np.sqrt(1.0 / e))
-        emb = s_eff if emb is None else emb + s_eff
-        shift = shift + miss
+    fac = st["factor"]
+    if fac is None:
+        emb = None
+        if st["sample_level"]:
+            r = st["samples"].size
+            factor = np.sqrt(1.0 / r + (1.0 if st["bootstrap"] else 0.0))
+            b, miss = level("sample", kappa0, kappa, "corpus_sample", r, factor)
+            emb = b[:, st["sample_of"]]
+            shift = shift + miss
+        if st["run_level"]:
+            e = st["embeddings"].size
+            s_eff, miss = level("run", lambda0, lam, "embedding", e, np.sqrt(1.0 / e))
+            emb = s_eff if emb is None else emb + s_eff
+            shift = shift + miss
+    else:
+        emb, shift = _factor_effects(st, pr, big_m, shift, kappa0, kappa, lambda0, lam)
     # attribute effects: sum-to-zero within each kind (stereotype, human, none)
     omega = pr["omega"].create("omega")
     # non-centred when the rows say less about an attribute than omega does (as crossed)
@@ -260,7 +388,12 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
                           / np.sqrt(idx.size))
     v = pm.Deterministic("attribute_effect", v, dims="attribute")
     shift = shift + pt.stack(kind_shift)[_kind_of_connection()]
-    pm.Deterministic("mu_bar", big_m - shift, dims="connection")
+    if fac is None:
+        pm.Deterministic("mu_bar", big_m - shift, dims="connection")
+    else:  # shift: (levels, connections); mu_bar: the levels' average
+        means = pm.Deterministic("factor_mean", big_m[None, :] - shift,
+                                 dims=("factor_level", "connection"))
+        pm.Deterministic("mu_bar", means.mean(axis=0), dims="connection")
     centre = word[:, st["word_of"]]
     if emb is not None:
         centre = centre + emb[:, cells.unit_embedding]
@@ -396,6 +529,10 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
                    cells.attribute_kind):
         h.update("\x00".join(map(str, labels)).encode() + b"\x01")
     h.update(np.ascontiguousarray(cells.unit_embedding).tobytes())
+    fac = (cells.sub_cells or {}).get("factor")
+    if fac:
+        h.update("\x00".join([fac["name"], *map(str, fac["levels"])]).encode())
+        h.update(np.ascontiguousarray(fac["embedding_level"]).tobytes())
     lay = attribute_groups(cells)
     return (h.hexdigest(), lay["group_cells"].size, lay["pair_group"].size,
             bool(attribute_noncentred(cells)))

@@ -176,6 +176,13 @@ def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
         constant["unit_embedding"] = (unit,), cells.unit_embedding
         constant["embedding_sample"] = ("embedding",), cells.embedding_sample.astype(str)
         constant = constant.assign_coords(embedding=cells.embeddings.astype(str))
+        fac = (cells.sub_cells or {}).get("factor")
+        if fac:  # a factor of the corpus samples (embedding_level.cells)
+            constant["embedding_factor"] = ("embedding",), np.asarray(
+                fac["levels"], dtype=str)[fac["embedding_level"]]
+            constant["embedding_factor"].attrs.update(
+                name=fac["name"], levels=[str(x) for x in fac["levels"]],
+                numeric=int(fac["numeric"]))
     observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
     return constant, observed
 
@@ -199,4 +206,14 @@ def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -
                      "embeddings": np.asarray(constant["embedding"].values, dtype=object),
                      "embedding_sample": np.asarray(constant["embedding_sample"].values,
                                                     dtype=object)}
-                    if "unit_embedding" in constant else {}))
+                    if "unit_embedding" in constant else {}),
+                 **({"sub_cells": {"factor": _factor_from(constant["embedding_factor"])}}
+                    if "embedding_factor" in constant else {}))
+
+
+def _factor_from(da: xr.DataArray) -> dict:
+    levels = [str(x) for x in np.atleast_1d(da.attrs["levels"])]
+    index = {lv: i for i, lv in enumerate(levels)}
+    return {"name": str(da.attrs["name"]), "levels": np.asarray(levels, dtype=object),
+            "embedding_level": np.array([index[str(v)] for v in da.values], dtype=np.int64),
+            "numeric": bool(int(da.attrs["numeric"]))}
