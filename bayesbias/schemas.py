@@ -110,7 +110,12 @@ DEFS = {
                        "corpus_level": {"$ref": "#/$defs/verdict"}, "disagree": _INT,
                        "per_embedding": _LIST, "variance_shares": _LIST,
                        "reliability": _OBJ, "weat_per_embedding": _LIST,
-                       "weat_spread": _OBJ}},
+                       "weat_spread": _OBJ,
+                       "factor": {"description": "contrasts per level of the ensemble's "
+                                                 "factor and between levels "
+                                                 "(bayesbias.ensemble.factor_contrasts), or "
+                                                 "null without a factor_* column",
+                                  "type": ["array", "null"]}}},
     "fit_summary": {
         "description": "a fit's summary (bayesbias.models.Fit.to_dict()): the keys `fit "
                        "--json` shares",

@@ -557,7 +557,23 @@ def ensemble_section(ctx: WordListContext) -> None:
             f"ICC(3,1) across scoring rules (none, human, different) {rel.inter_rater:.3f}, "
             f"internal consistency (Cronbach's alpha across stereotypes) {rel.internal:.3f}."
             if hasattr(rel, "to_dict") else f"not computed ({rel})."))
+    if e.factor is not None:
+        f = e.factor[e.factor["contrast"] == "associated - none"]
+        name = str(e.factor["factor"].iloc[0])
+        levels = f[f["quantity"] == "level"]
+        moves = f[f["quantity"] != "level"]
+        bullets.append(
+            f"**By {name}** (each level's corpora pooled; `associated - none`): "
+            + "; ".join(f"{r.level} {r.mean:+.3f} ({iv} {r.lower:+.3f} to {r.upper:+.3f})"
+                        for r in levels.itertuples())
+            + ". " + "; ".join(f"{r.quantity} ({r.level}) {r.mean:+.3f} ({iv} {r.lower:+.3f} "
+                               f"to {r.upper:+.3f}, P(< 0) {r.prob_below_zero:.2f})"
+                               for r in moves.itertuples()) + ".")
     sec.bullets(bullets)
+    if e.factor is not None:
+        sec.table(e.factor, f"{ctx.key}_factor",
+                  f"Contrasts per level of the factor, differences from the first level and "
+                  f"(numeric levels) the least-squares trend per unit, with {iv}")
     frame = e.to_frame()
     from ..ensemble import ensemble_figure
     from ..models.plots import figure_png
