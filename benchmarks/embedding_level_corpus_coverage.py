@@ -29,7 +29,7 @@ Usage::
 
     python benchmarks/embedding_level_corpus_coverage.py run --planted 0.5 --reps 100 \\
         --out runs/corpus_cov_p05.jsonl [--start 0] [--deadline 19:10]
-    python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05.jsonl
+    python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05*.jsonl
 
 ``run`` appends one JSON line per replication and skips replications already in the file.
 """
@@ -137,9 +137,15 @@ def run(args) -> None:
 
 
 def summary(args) -> None:
-    rows = [json.loads(line) for line in Path(args.file).read_text().splitlines() if line]
+    by_rep = {}
+    for f in args.file:  # several files of one study (replication ranges run in parallel)
+        for line in Path(f).read_text().splitlines():
+            if line:
+                row = json.loads(line)
+                by_rep.setdefault(row["rep"], row)
+    rows = [by_rep[k] for k in sorted(by_rep)]
     n = len(rows)
-    print(f"{args.file}: {n} replications, planted {sorted({r['planted'] for r in rows})}, "
+    print(f"{', '.join(args.file)}: {n} replications, planted {sorted({r['planted'] for r in rows})}, "
           f"{rows[0]['docs']} documents, {rows[0]['models']} models per ensemble")
     pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "single": "seeds"}
     for name in CONTRASTS:
@@ -187,7 +193,7 @@ def main(argv=None) -> None:
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
-    s.add_argument("file")
+    s.add_argument("file", nargs="+")
     args = ap.parse_args(argv)
     run(args) if args.command == "run" else summary(args)
 
