@@ -18,7 +18,13 @@ import pandas as pd
 
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, InvalidArgumentError
-from ..validation import empty_label_rows, label_codes
+from ..validation import (
+    distinct_bounded,
+    empty_label_rows,
+    factorize_bounded,
+    known_label_codes,
+    label_codes,
+)
 
 __all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows",
            "cell_mean_conditional", "UNIT_DIMS", "ATTRIBUTE_KINDS"]
@@ -136,7 +142,8 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     facts = {}
     for col in ("protected_word", "protected_class", "connection"):
         if col != "connection":  # connection is usually categorical: its codes are at hand
-            facts[col] = pd.factorize(table[col], sort=False)
+            # the codes of a table as read (read_distance_table), else one hashing pass
+            facts[col] = known_label_codes(table[col]) or pd.factorize(table[col], sort=False)
         missing = empty_label_rows(table[col], facts.get(col))
         if missing.any():
             first = int(np.flatnonzero(missing)[0])
@@ -165,7 +172,7 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     # the distinct (unit, class) pairs, sorted, as np.unique(axis=0) of the two columns
     # would give them, from one int64 key per row (hashed, then only the pairs sorted)
     n_cls = max(len(class_names), 1)
-    key = np.sort(pd.unique(unit_idx.astype(np.int64) * n_cls + class_codes))
+    key = distinct_bounded(unit_idx.astype(np.int64) * n_cls + class_codes, units.size * n_cls)
     pairs = np.column_stack([key // n_cls, key % n_cls])
     if pairs.shape[0] != units.size:
         dup = np.flatnonzero(np.bincount(pairs[:, 0]) > 1)
@@ -242,7 +249,7 @@ def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
     All three are None when some row has no attribute.
     """
     col = table["attribute"]
-    fact = pd.factorize(col)
+    fact = known_label_codes(col) or pd.factorize(col)
     missing = empty_label_rows(col, fact)
     if missing.any():  # only the crossed family needs them; it says so
         return None, None, None
@@ -252,10 +259,10 @@ def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
     # attribute per role: its rows in one role say nothing of its effect in the other.
     # (attribute, kind) pairs in first-appearance order, from one int64 key per row
     a, labels = label_codes(col, fact)
-    codes, keys = pd.factorize(a * 3 + kind_code, sort=False)
+    codes, keys = factorize_bounded(a * 3 + kind_code, labels.size * 3)
     words = labels[keys // 3]
     kinds = np.asarray(ATTRIBUTE_KINDS, dtype=object)[keys % 3]
-    repeated = pd.Series(words).duplicated(keep=False).to_numpy()
+    repeated = np.bincount(keys // 3, minlength=labels.size)[keys // 3] > 1  # labels distinct
     names = np.asarray([f"{w} ({k})" if r else w
                         for w, k, r in zip(words, kinds, repeated, strict=True)], dtype=object)
     return names, kinds, codes.astype(np.int32)
