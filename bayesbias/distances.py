@@ -206,15 +206,18 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     for col in extra:
         if table[col].dtype != "str":
             table[col] = table[col].astype(str)
-    conn_codes = known.get("connection") or pd.factorize(table["connection"])
-    firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
-    bad = sorted(set(table["connection"].iloc[firsts].astype(str)) - set(CONNECTIONS))
-    if bad:
-        raise DistanceTableError(
-            f"{source}: unknown connection value(s) {', '.join(bad)}; "
-            f"valid: {', '.join(CONNECTIONS)}"
-        )
-    table["connection"] = _connection_categorical(table["connection"], conn_codes)
+    conn = table["connection"]
+    if not (isinstance(conn.dtype, pd.CategoricalDtype)  # as _read_parquet makes it
+            and list(conn.cat.categories) == list(CONNECTIONS) and conn.cat.codes.min() >= 0):
+        conn_codes = pd.factorize(conn)
+        firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
+        bad = sorted(set(conn.iloc[firsts].astype(str)) - set(CONNECTIONS))
+        if bad:
+            raise DistanceTableError(
+                f"{source}: unknown connection value(s) {', '.join(bad)}; "
+                f"valid: {', '.join(CONNECTIONS)}"
+            )
+        table["connection"] = _connection_categorical(conn, conn_codes)
     for col in ("cosine_distance", "cosine_similarity"):
         values = pd.to_numeric(table[col], errors="coerce")
         bad_rows = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
@@ -225,7 +228,8 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
             )
         if table[col].dtype != np.float64:  # (setting a float column again copies it)
             table[col] = values.astype(float)
-    if not np.allclose(table["cosine_distance"], 1 - table["cosine_similarity"], atol=1e-6):
+    if not _allclose_complement(table["cosine_distance"].to_numpy(),
+                                table["cosine_similarity"].to_numpy(), atol=1e-6):
         raise DistanceTableError(f"{source}: cosine_distance is not 1 - cosine_similarity")
     if (table["cosine_distance"] < -1e-9).any() or (table["cosine_distance"] > 2 + 1e-9).any():
         raise DistanceTableError(f"{source}: cosine_distance outside [0, 2]")
@@ -242,6 +246,22 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     return _categorical(table)
 
 
+def _allclose_complement(a: np.ndarray, b: np.ndarray, atol: float,
+                         block: int = 2**20) -> bool:
+    """``np.allclose(a, 1 - b, atol=atol)`` in blocks of rows (a few MB of temporaries)."""
+    return all(np.allclose(a[i:i + block], 1 - b[i:i + block], atol=atol)
+               for i in range(0, len(a), block))
+
+
+def _key(*parts) -> np.ndarray:
+    """One int64 key per row from (codes, number of codes) pairs, most significant first."""
+    key = parts[0][0].astype(np.int64)
+    for codes, size in parts[1:]:
+        key *= size  # in place: one array of temporaries
+        key += codes
+    return key
+
+
 def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -> None:
     """One class per protected word, and connections that follow from the classes."""
     # Every check runs on label codes (one hashing pass per column), then on the few
@@ -249,7 +269,7 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
     codes = codes or {}
     w, words = label_codes(table["protected_word"], codes.get("protected_word"))
     p, pclass = label_codes(table["protected_class"], codes.get("protected_class"))
-    pairs = distinct_bounded(w * pclass.size + p, words.size * pclass.size)
+    pairs = distinct_bounded(_key((w, words.size), (p, pclass.size)), words.size * pclass.size)
     n_classes = np.bincount(pairs // pclass.size, minlength=words.size)
     if (n_classes > 1).any():
         word = min(words[n_classes > 1])
@@ -262,7 +282,7 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
     c, conn = label_codes(table["connection"])
     # the distinct (attribute class, class, connection) triples, one int64 key per row
     n_pairs = aclass.size * pclass.size
-    triple = (a * pclass.size + p) * conn.size + c
+    triple = _key((a, aclass.size), (p, pclass.size), (c, conn.size))
     keys = distinct_bounded(triple, n_pairs * conn.size)
     pair, kc = keys // conn.size, keys % conn.size
     ka, kp = aclass[pair // pclass.size], pclass[pair % pclass.size]
@@ -272,7 +292,7 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
     wrong = (kp != "unknown") & (conn[kc].astype(str) != expected.astype(str))
     if wrong.any():
         bad = np.isin(triple, keys[wrong])
-        combo = a * pclass.size + p
+        combo = _key((a, aclass.size), (p, pclass.size))
         i = int(np.flatnonzero(bad)[0])
         expected = {int(k): e for k, e in zip(pair, expected, strict=True)}
         raise DistanceTableError(
@@ -472,8 +492,10 @@ def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
     """``pd.read_parquet(path)`` of the table's columns, and ``pd.factorize`` of its labels.
 
     The string label columns are read dictionary-encoded (as Parquet usually stores them),
-    so their codes cost no hashing of the rows; they are returned as the same ``str``
-    columns ``pd.read_parquet`` gives. Columns a distance table does not use are not read.
+    one at a time, so their codes cost no hashing of the rows; they are returned as the
+    ``str`` columns ``pd.read_parquet`` gives, except ``connection``, returned as the
+    categorical :func:`_validate` makes of it when its values are all valid. Columns a
+    distance table does not use are not read.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -487,21 +509,40 @@ def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
     rest = [c for c in names if c in wanted and c not in fast]
     if not fast or not rest or len(set(names)) != len(names):
         return pd.read_parquet(path), {}
+    pool = pa.default_memory_pool()
     table = pd.read_parquet(path, columns=rest)
-    labels = pq.read_table(path, columns=fast, read_dictionary=fast)
-    if labels.num_rows != len(table):  # pragma: no cover - one file, one row count
-        raise ValueError("columns of different lengths")
+    pool.release_unused()  # the read's buffers: the memory pool keeps them otherwise
+    file = pq.ParquetFile(path, read_dictionary=fast)
     codes = {}
     for col in fast:
-        values, codes[col] = _dictionary_column(labels.column(col))
+        labels = file.read(columns=[col]).column(col)
+        if labels.length() != len(table):  # pragma: no cover - one file, one row count
+            raise ValueError("columns of different lengths")
+        values, codes[col] = _dictionary_column(labels, decode=col != "connection")
+        if values is None:  # connection
+            conn = _connection_from_codes(*codes.pop(col))
+            values = conn if conn is not None else pd.array(labels.cast(pa.large_string()),
+                                                            dtype="str")
+        del labels
         table[col] = values
-    del labels
-    pa.default_memory_pool().release_unused()  # the dictionaries, buffers of the read
+        pool.release_unused()
     return table[[c for c in names if c in table.columns]], codes
 
 
-def _dictionary_column(col) -> tuple:
-    """A dictionary-encoded Arrow string column as a ``str`` array, and its ``pd.factorize``."""
+def _connection_from_codes(codes: np.ndarray, uniques) -> pd.Categorical | None:
+    """The connection categorical of these codes, or None if a value is missing or unknown."""
+    where = {c: i for i, c in enumerate(CONNECTIONS)}
+    if (codes.size and codes.min() < 0) or any(u not in where for u in uniques):
+        return None
+    to = np.asarray([where[u] for u in uniques], dtype=np.int8)
+    return pd.Categorical.from_codes(to[codes], categories=list(CONNECTIONS))
+
+
+def _dictionary_column(col, decode: bool = True) -> tuple:
+    """A dictionary-encoded Arrow string column as a ``str`` array, and its ``pd.factorize``.
+
+    With ``decode=False`` the array is None (only the codes are wanted).
+    """
     import pyarrow as pa
 
     chunks = col.chunks
@@ -522,7 +563,7 @@ def _dictionary_column(col) -> tuple:
     at = 0
     for chunk, j in zip(chunks, which, strict=True):
         local = chunk.indices.fill_null(-1).to_numpy()
-        to = np.append(ids[starts[j]:starts[j + 1]], -1)  # index -1 (a null) -> -1
+        to = np.append(ids[starts[j]:starts[j + 1]], -1).astype(codes.dtype)  # a null: -1
         codes[at:at + len(chunk)] = to[local]
         at += len(chunk)
     # number the values in order of first appearance, as pd.factorize does
@@ -534,7 +575,7 @@ def _dictionary_column(col) -> tuple:
         codes[valid] = sub
     uniques = pd.Index(pd.array(values.take(pa.array(order)).cast(pa.large_string()),
                                 dtype="str"))
-    column = pd.array(col.cast(pa.large_string()), dtype="str")
+    column = pd.array(col.cast(pa.large_string()), dtype="str") if decode else None
     return column, (codes, uniques)
 
 

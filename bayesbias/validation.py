@@ -146,7 +146,7 @@ def label_codes(values, factorized=None) -> tuple:
 
     Returns
     -------
-    codes : ndarray of int64, shape (n_rows,)
+    codes : ndarray of int, shape (n_rows,)
     labels : ndarray of str (object), in first-appearance order
     """
     import numpy as np
@@ -155,7 +155,7 @@ def label_codes(values, factorized=None) -> tuple:
     codes, uniq = pd.factorize(values) if factorized is None else factorized
     if getattr(uniq, "dtype", None) == "str" and not (codes.size and codes.min() < 0):
         # distinct strings already: their str values are themselves and distinct
-        return codes.astype(np.int64, copy=False), np.asarray(uniq, dtype=object)
+        return codes, np.asarray(uniq, dtype=object)  # int32 or int64 codes, as given
     as_str = [str(u) for u in np.asarray(uniq, dtype=object)]
     if codes.size and codes.min() < 0:
         as_str.append("nan")  # codes -1 index it
@@ -212,7 +212,7 @@ def factorize_bounded(keys, bound: int) -> tuple:
 
     Returns
     -------
-    codes : ndarray of the dtype of `keys`, shape (n_rows,)
+    codes : ndarray of int32 (int64 from 2**31 rows), shape (n_rows,)
     uniques : ndarray, the distinct keys in first-appearance order
     """
     import numpy as np
@@ -220,18 +220,18 @@ def factorize_bounded(keys, bound: int) -> tuple:
 
     keys = np.asarray(keys)
     n = keys.size
+    rows = np.int32 if n < 2**31 - 1 else np.int64
     if not _dense(bound, n):
         codes, uniques = pd.factorize(keys)
-        return codes.astype(keys.dtype, copy=False), uniques
-    rows = np.int32 if n < 2**31 - 1 else np.int64
+        return codes.astype(rows), uniques
     first = np.full(bound, n, dtype=rows)
     np.minimum.at(first, keys, np.arange(n, dtype=rows))
     present = np.flatnonzero(first < n)
     uniques = present[np.argsort(first[present], kind="stable")].astype(keys.dtype)
     if uniques.size == bound and (uniques[1:] > uniques[:-1]).all():
-        return keys, uniques  # already in first-appearance order
-    lookup = np.empty(bound, dtype=keys.dtype)
-    lookup[uniques] = np.arange(uniques.size, dtype=keys.dtype)
+        return keys.astype(rows, copy=False), uniques  # already in first-appearance order
+    lookup = np.empty(bound, dtype=rows)
+    lookup[uniques] = np.arange(uniques.size, dtype=rows)
     return lookup[keys], uniques
 
 

@@ -172,7 +172,10 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     # the distinct (unit, class) pairs, sorted, as np.unique(axis=0) of the two columns
     # would give them, from one int64 key per row (hashed, then only the pairs sorted)
     n_cls = max(len(class_names), 1)
-    key = distinct_bounded(unit_idx.astype(np.int64) * n_cls + class_codes, units.size * n_cls)
+    key = unit_idx.astype(np.int64)
+    key *= n_cls
+    key += class_codes
+    key = distinct_bounded(key, units.size * n_cls)
     pairs = np.column_stack([key // n_cls, key % n_cls])
     if pairs.shape[0] != units.size:
         dup = np.flatnonzero(np.bincount(pairs[:, 0]) > 1)
@@ -188,8 +191,11 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     s1 = np.bincount(flat, weights=y, minlength=size).reshape(shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, s1 / n, np.nan)
-    dev = y - mean.ravel()[flat]
-    ss = np.bincount(flat, weights=dev * dev, minlength=size).reshape(shape)
+    dev = mean.ravel()[flat]
+    np.subtract(y, dev, out=dev)  # y - mean, squared below: in place, the same numbers
+    dev *= dev
+    ss = np.bincount(flat, weights=dev, minlength=size).reshape(shape)
+    del dev, flat
     attributes = attribute_kind = attr_idx = None
     if "attribute" in table.columns:
         attributes, attribute_kind, attr_idx = _attribute_index(table, conn_idx)
@@ -259,13 +265,17 @@ def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
     # attribute per role: its rows in one role say nothing of its effect in the other.
     # (attribute, kind) pairs in first-appearance order, from one int64 key per row
     a, labels = label_codes(col, fact)
-    codes, keys = factorize_bounded(a * 3 + kind_code, labels.size * 3)
+    key = a.astype(np.int64)
+    key *= 3
+    key += kind_code
+    codes, keys = factorize_bounded(key, labels.size * 3)
+    del key
     words = labels[keys // 3]
     kinds = np.asarray(ATTRIBUTE_KINDS, dtype=object)[keys % 3]
     repeated = np.bincount(keys // 3, minlength=labels.size)[keys // 3] > 1  # labels distinct
     names = np.asarray([f"{w} ({k})" if r else w
                         for w, k, r in zip(words, kinds, repeated, strict=True)], dtype=object)
-    return names, kinds, codes.astype(np.int32)
+    return names, kinds, codes.astype(np.int32, copy=False)
 
 
 def normal_logp_cells(mu, sigma, n, mean, ss, xp=np):
