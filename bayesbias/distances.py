@@ -210,6 +210,9 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     if not (isinstance(conn.dtype, pd.CategoricalDtype)  # as _read_parquet makes it
             and list(conn.cat.categories) == list(CONNECTIONS) and conn.cat.codes.min() >= 0):
         conn_codes = pd.factorize(conn)
+        if conn_codes[0].size and conn_codes[0].min() < 0:
+            raise DistanceTableError(f"{source}: column connection is empty at data row "
+                                     f"{int(np.argmax(conn_codes[0] < 0)) + 1}")
         firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
         bad = sorted(set(conn.iloc[firsts].astype(str)) - set(CONNECTIONS))
         if bad:
@@ -530,7 +533,7 @@ def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
 
 
 def _connection_from_codes(codes: np.ndarray, uniques) -> pd.Categorical | None:
-    """The connection categorical of these codes, or None if a value is missing or unknown."""
+    """Return the connection categorical of these codes (None: a value missing or unknown)."""
     where = {c: i for i, c in enumerate(CONNECTIONS)}
     if (codes.size and codes.min() < 0) or any(u not in where for u in uniques):
         return None
@@ -539,7 +542,7 @@ def _connection_from_codes(codes: np.ndarray, uniques) -> pd.Categorical | None:
 
 
 def _dictionary_column(col, decode: bool = True) -> tuple:
-    """A dictionary-encoded Arrow string column as a ``str`` array, and its ``pd.factorize``.
+    """Return a dictionary-encoded Arrow string column as ``str`` and its ``pd.factorize``.
 
     With ``decode=False`` the array is None (only the codes are wanted).
     """
@@ -573,10 +576,27 @@ def _dictionary_column(col, decode: bool = True) -> tuple:
     else:
         sub, order = factorize_bounded(codes[valid], len(values))
         codes[valid] = sub
+    # the smallest integer type (a few classes: one byte a row)
+    small = next(t for t in (np.int8, np.int16, np.int32, np.int64)
+                 if len(order) <= np.iinfo(t).max)
+    codes = codes.astype(small, copy=False)
     uniques = pd.Index(pd.array(values.take(pa.array(order)).cast(pa.large_string()),
                                 dtype="str"))
-    column = pd.array(col.cast(pa.large_string()), dtype="str") if decode else None
+    column = pd.array(_decode(col), dtype="str") if decode else None
     return column, (codes, uniques)
+
+
+def _decode(col):
+    """Return a dictionary-encoded string column as large strings (no all-valid bitmap)."""
+    import pyarrow as pa
+
+    out = col.cast(pa.large_string())
+    if out.null_count:
+        return out
+    # as pd.read_parquet gives it: the cast adds an all-valid bitmap
+    return pa.chunked_array([pa.Array.from_buffers(c.type, len(c), [None, *c.buffers()[1:]],
+                                                   null_count=0, offset=c.offset)
+                             for c in out.chunks], type=out.type)
 
 
 #: Output suffixes of :func:`write_distance_table`.

@@ -187,7 +187,7 @@ def _dense(bound: int, n: int) -> bool:
 
 
 def distinct_bounded(keys, bound: int):
-    """The distinct values of non-negative integer `keys` below `bound`, sorted.
+    """Return the distinct values of non-negative integer `keys` below `bound`, sorted.
 
     Equals ``np.sort(pd.unique(keys))``; by one scatter into a table of `bound` flags when
     `bound` is not much above the number of keys (no hashing), else by hashing.

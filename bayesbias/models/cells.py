@@ -149,7 +149,10 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
             first = int(np.flatnonzero(missing)[0])
             raise DistanceTableError(f"column {col} has {int(missing.sum())} empty or missing "
                                      f"value(s), first at row {first}")
-    y = pd.to_numeric(table["cosine_distance"], errors="coerce").to_numpy(dtype=np.float64)
+    y = table["cosine_distance"]
+    # a float column as it is (no copy); anything else converted, non-numbers as NaN
+    y = (y.to_numpy() if y.dtype == np.float64 else
+         pd.to_numeric(y, errors="coerce").to_numpy(dtype=np.float64))
     if not np.isfinite(y).all():
         first = int(np.flatnonzero(~np.isfinite(y))[0])
         raise DistanceTableError(f"cosine_distance has non-finite values, first at row {first}")
