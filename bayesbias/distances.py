@@ -20,6 +20,7 @@ from .config import CONNECTIONS
 from .embeddings import Embedding, as_embedding, lookup
 from .errors import DistanceTableError, OutputPathError
 from .validation import (
+    count_distinct_bounded,
     distinct_bounded,
     empty_label_rows,
     factorize_bounded,
@@ -222,7 +223,9 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
             )
         table["connection"] = _connection_categorical(conn, conn_codes)
     for col in ("cosine_distance", "cosine_similarity"):
-        values = pd.to_numeric(table[col], errors="coerce")
+        values = table[col]
+        if values.dtype != np.float64:
+            values = pd.to_numeric(values, errors="coerce")
         bad_rows = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
         if bad_rows.size:
             raise DistanceTableError(
@@ -282,7 +285,9 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
             f"{source}: protected word {word!r} is under {len(classes)} protected classes "
             f"({', '.join(classes)})")
     a, aclass = label_codes(table["attribute_class"], codes.get("attribute_class"))
-    c, conn = label_codes(table["connection"])
+    conn_col = table["connection"]  # a categorical here: its codes need no hashing
+    c, conn = label_codes(conn_col, (conn_col.cat.codes.to_numpy(), conn_col.cat.categories)
+                          if isinstance(conn_col.dtype, pd.CategoricalDtype) else None)
     # the distinct (attribute class, class, connection) triples, one int64 key per row
     n_pairs = aclass.size * pclass.size
     triple = _key((a, aclass.size), (p, pclass.size), (c, conn.size))
@@ -316,11 +321,13 @@ def _dedupe(table: pd.DataFrame, duplicates: str, source: str,
     code = np.zeros(len(table), dtype=np.int64)
     for col in key:  # one int64 code per distinct key, by hashing (not string tuples)
         k, uniq = codes.get(col) or pd.factorize(table[col])
-        k = np.where(k < 0, len(uniq), k)  # missing values: one more code, as duplicated()
+        if k.size and k.min() < 0:  # missing values: one more code, as duplicated()
+            k = np.where(k < 0, len(uniq), k.astype(np.int64))
         if code.size and int(code.max()) + 1 > 2**62 // (len(uniq) + 1):
             code = pd.factorize(code)[0].astype(np.int64)  # renumber before it overflows
-        code = code * (len(uniq) + 1) + k
-    if code.size and distinct_bounded(code, int(code.max()) + 1).size == code.size:
+        code *= len(uniq) + 1  # in place: no temporaries of the rows
+        code += k
+    if code.size and count_distinct_bounded(code, int(code.max()) + 1) == code.size:
         return table  # every key once (the usual case): no hash table of the rows
     keep_row = ~pd.Series(code).duplicated().to_numpy()
     if keep_row.all():

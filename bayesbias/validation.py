@@ -33,6 +33,7 @@ __all__ = [
     "empty_label_rows",
     "factorize_bounded",
     "distinct_bounded",
+    "count_distinct_bounded",
     "remember_label_codes",
     "known_label_codes",
 ]
@@ -201,6 +202,22 @@ def distinct_bounded(keys, bound: int):
     seen = np.zeros(bound, dtype=bool)
     seen[keys] = True
     return np.flatnonzero(seen).astype(keys.dtype, copy=False)
+
+
+def count_distinct_bounded(keys, bound: int) -> int:
+    """Return the number of distinct values of non-negative integer `keys` below `bound`.
+
+    ``len(distinct_bounded(keys, bound))`` without listing them.
+    """
+    import numpy as np
+    import pandas as pd
+
+    keys = np.asarray(keys)
+    if not _dense(bound, keys.size):
+        return int(pd.unique(keys).size)
+    seen = np.zeros(bound, dtype=bool)
+    seen[keys] = True
+    return int(np.count_nonzero(seen))
 
 
 def factorize_bounded(keys, bound: int) -> tuple:

@@ -16,6 +16,7 @@ from bayesbias.distances import read_distance_table
 from bayesbias.errors import DistanceTableError
 from bayesbias.models.cells import cells_from_table
 from bayesbias.validation import (
+    count_distinct_bounded,
     distinct_bounded,
     factorize_bounded,
     known_label_codes,
@@ -156,6 +157,7 @@ def test_bounded_integer_helpers_equal_pandas(bound, n):
     np.testing.assert_array_equal(codes, want_codes)
     np.testing.assert_array_equal(uniques, want_uniques)
     np.testing.assert_array_equal(distinct_bounded(keys, bound), np.sort(pd.unique(keys)))
+    assert count_distinct_bounded(keys, bound) == pd.unique(keys).size
 
 
 @pytest.mark.parametrize("null", [None, 0])

@@ -263,7 +263,7 @@ def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
     if missing.any():  # only the crossed family needs them; it says so
         return None, None, None
     # connection codes: 0 associated, 1 different -> stereotype (0); 2 human (1); 3 none (2)
-    kind_code = np.minimum(np.maximum(conn_idx - 1, 0), 2)
+    kind_code = np.asarray([0, 0, 1, 2], dtype=np.int8)[conn_idx]
     # An attribute listed in two roles (say a stereotype and a neutral word) is one
     # attribute per role: its rows in one role say nothing of its effect in the other.
     # (attribute, kind) pairs in first-appearance order, from one int64 key per row
