@@ -342,7 +342,7 @@ def main(argv=None) -> int:
             base.mkdir()
             commit = args.baseline or ("77fe148" if args.words else "48085b0")
             # the shipped model specs (models/) sit next to the package
-            paths = ["bayesbias", "models"] if args.words else ["bayesbias"]
+            paths = ["bayesbias", "models"] if args.words or args.fit else ["bayesbias"]
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, *paths],
                                      capture_output=True, check=True).stdout
             subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
