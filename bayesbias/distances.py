@@ -19,7 +19,14 @@ from ._atomic import atomic_path, check_output
 from .config import CONNECTIONS
 from .embeddings import Embedding, as_embedding, lookup
 from .errors import DistanceTableError, OutputPathError
-from .validation import empty_label_rows, label_codes
+from .validation import (
+    count_distinct_bounded,
+    distinct_bounded,
+    empty_label_rows,
+    factorize_bounded,
+    label_codes,
+    remember_label_codes,
+)
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -181,9 +188,12 @@ def _first_rows(codes: np.ndarray, n_values: int) -> np.ndarray:
 def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd.DataFrame:
     """Check and normalise a distance table; raise DistanceTableError naming `source`.
 
-    `codes`, if given, receives ``pd.factorize`` of each label column, for :func:`_dedupe`.
+    `codes` may hold ``pd.factorize`` of label columns as read (:func:`_read_parquet`);
+    it receives that of each label column kept, for :func:`_dedupe`.
     """
     codes = {} if codes is None else codes
+    known = dict(codes)
+    codes.clear()
     facts: dict = {}
     missing_cols = [c for c in COLUMNS if c not in table.columns]
     if missing_cols:
@@ -192,33 +202,45 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
             f"{', '.join(COLUMNS)}"
         )
     extra = [c for c in OPTIONAL_COLUMNS if c in table.columns]  # a multi-embedding table
-    table = table.loc[:, list(COLUMNS) + extra].copy()
+    # no .copy(): pandas copies on write, so the caller's frame is never changed
+    table = table.loc[:, list(COLUMNS) + extra]
     for col in extra:
-        table[col] = table[col].astype(str)
-    conn_codes = pd.factorize(table["connection"])
-    firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
-    bad = sorted(set(table["connection"].iloc[firsts].astype(str)) - set(CONNECTIONS))
-    if bad:
-        raise DistanceTableError(
-            f"{source}: unknown connection value(s) {', '.join(bad)}; "
-            f"valid: {', '.join(CONNECTIONS)}"
-        )
-    table["connection"] = _connection_categorical(table["connection"], conn_codes)
+        if table[col].dtype != "str":
+            table[col] = table[col].astype(str)
+    conn = table["connection"]
+    if not (isinstance(conn.dtype, pd.CategoricalDtype)  # as _read_parquet makes it
+            and list(conn.cat.categories) == list(CONNECTIONS) and conn.cat.codes.min() >= 0):
+        conn_codes = pd.factorize(conn)
+        if conn_codes[0].size and conn_codes[0].min() < 0:
+            raise DistanceTableError(f"{source}: column connection is empty at data row "
+                                     f"{int(np.argmax(conn_codes[0] < 0)) + 1}")
+        firsts = _first_rows(conn_codes[0], len(conn_codes[1]))  # a row of each value
+        bad = sorted(set(conn.iloc[firsts].astype(str)) - set(CONNECTIONS))
+        if bad:
+            raise DistanceTableError(
+                f"{source}: unknown connection value(s) {', '.join(bad)}; "
+                f"valid: {', '.join(CONNECTIONS)}"
+            )
+        table["connection"] = _connection_categorical(conn, conn_codes)
     for col in ("cosine_distance", "cosine_similarity"):
-        values = pd.to_numeric(table[col], errors="coerce")
+        values = table[col]
+        if values.dtype != np.float64:
+            values = pd.to_numeric(values, errors="coerce")
         bad_rows = np.flatnonzero(~np.isfinite(values.to_numpy(dtype=float)))
         if bad_rows.size:
             raise DistanceTableError(
                 f"{source}: column {col} has {bad_rows.size} non-numeric or missing value(s), "
                 f"first at data row {bad_rows[0] + 1}"
             )
-        table[col] = values.astype(float)
-    if not np.allclose(table["cosine_distance"], 1 - table["cosine_similarity"], atol=1e-6):
+        if table[col].dtype != np.float64:  # (setting a float column again copies it)
+            table[col] = values.astype(float)
+    if not _allclose_complement(table["cosine_distance"].to_numpy(),
+                                table["cosine_similarity"].to_numpy(), atol=1e-6):
         raise DistanceTableError(f"{source}: cosine_distance is not 1 - cosine_similarity")
     if (table["cosine_distance"] < -1e-9).any() or (table["cosine_distance"] > 2 + 1e-9).any():
         raise DistanceTableError(f"{source}: cosine_distance outside [0, 2]")
     for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
-        facts[col] = pd.factorize(table[col])
+        facts[col] = known.get(col) or pd.factorize(table[col])
         empty = empty_label_rows(table[col], facts[col])
         if empty.any():
             raise DistanceTableError(f"{source}: column {col} is empty at data row "
@@ -226,7 +248,24 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     _check_labels(table, source, facts)
     # codes of the values as they are kept (``_categorical`` leaves a str column alone)
     codes.update({c: f for c, f in facts.items() if table[c].dtype == "str"})
+    codes.update({c: known[c] for c in extra if c in known})
     return _categorical(table)
+
+
+def _allclose_complement(a: np.ndarray, b: np.ndarray, atol: float,
+                         block: int = 2**20) -> bool:
+    """``np.allclose(a, 1 - b, atol=atol)`` in blocks of rows (a few MB of temporaries)."""
+    return all(np.allclose(a[i:i + block], 1 - b[i:i + block], atol=atol)
+               for i in range(0, len(a), block))
+
+
+def _key(*parts) -> np.ndarray:
+    """One int64 key per row from (codes, number of codes) pairs, most significant first."""
+    key = parts[0][0].astype(np.int64)
+    for codes, size in parts[1:]:
+        key *= size  # in place: one array of temporaries
+        key += codes
+    return key
 
 
 def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -> None:
@@ -236,7 +275,7 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
     codes = codes or {}
     w, words = label_codes(table["protected_word"], codes.get("protected_word"))
     p, pclass = label_codes(table["protected_class"], codes.get("protected_class"))
-    pairs = pd.unique(w * pclass.size + p)
+    pairs = distinct_bounded(_key((w, words.size), (p, pclass.size)), words.size * pclass.size)
     n_classes = np.bincount(pairs // pclass.size, minlength=words.size)
     if (n_classes > 1).any():
         word = min(words[n_classes > 1])
@@ -246,40 +285,52 @@ def _check_labels(table: pd.DataFrame, source: str, codes: dict | None = None) -
             f"{source}: protected word {word!r} is under {len(classes)} protected classes "
             f"({', '.join(classes)})")
     a, aclass = label_codes(table["attribute_class"], codes.get("attribute_class"))
-    c, conn = label_codes(table["connection"])
-    combo, keys = pd.factorize(a * pclass.size + p)
-    ka, kp = aclass[keys // pclass.size], pclass[keys % pclass.size]
+    conn_col = table["connection"]  # a categorical here: its codes need no hashing
+    c, conn = label_codes(conn_col, (conn_col.cat.codes.to_numpy(), conn_col.cat.categories)
+                          if isinstance(conn_col.dtype, pd.CategoricalDtype) else None)
+    # the distinct (attribute class, class, connection) triples, one int64 key per row
+    n_pairs = aclass.size * pclass.size
+    triple = _key((a, aclass.size), (p, pclass.size), (c, conn.size))
+    keys = distinct_bounded(triple, n_pairs * conn.size)
+    pair, kc = keys // conn.size, keys % conn.size
+    ka, kp = aclass[pair // pclass.size], pclass[pair % pclass.size]
     expected = np.asarray([x if x in ("human", "none") else
                            "associated" if x == y else "different"
                            for x, y in zip(ka, kp, strict=True)], dtype=object)
-    # one integer per label: the labels of `conn` and of `expected` in one index
-    names, ids = np.unique(np.concatenate([conn, expected]).astype(str), return_inverse=True)
-    conn_id, exp_id = ids[:conn.size], ids[conn.size:]
-    bad = (kp != "unknown")[combo] & (conn_id[c] != exp_id[combo])
-    if bad.any():
+    wrong = (kp != "unknown") & (conn[kc].astype(str) != expected.astype(str))
+    if wrong.any():
+        bad = np.isin(triple, keys[wrong])
+        combo = _key((a, aclass.size), (p, pclass.size))
         i = int(np.flatnonzero(bad)[0])
+        expected = {int(k): e for k, e in zip(pair, expected, strict=True)}
         raise DistanceTableError(
             f"{source}: data row {i + 1} ({words[w[i]]!r}, {table['attribute'].iloc[i]!r}) "
             f"has connection {conn[c[i]]!r}, but its classes ({pclass[p[i]]!r} word, "
-            f"{aclass[a[i]]!r} attribute) make it {expected[combo[i]]!r}"
+            f"{aclass[a[i]]!r} attribute) make it {expected[int(combo[i])]!r}"
             + (f"; {int(bad.sum())} such rows" if bad.sum() > 1 else ""))
 
 
 def _dedupe(table: pd.DataFrame, duplicates: str, source: str,
             codes: dict | None = None) -> pd.DataFrame:
     # a pair repeats once per embedding (ensembles) and per context draw (encoder contexts)
+    if duplicates == "keep":
+        return table
     key = ["protected_word", "attribute"] + [c for c in ("embedding", "context")
                                              if c in table.columns]
     codes = codes or {}
     code = np.zeros(len(table), dtype=np.int64)
     for col in key:  # one int64 code per distinct key, by hashing (not string tuples)
         k, uniq = codes.get(col) or pd.factorize(table[col])
-        k = np.where(k < 0, len(uniq), k)  # missing values: one more code, as duplicated()
+        if k.size and k.min() < 0:  # missing values: one more code, as duplicated()
+            k = np.where(k < 0, len(uniq), k.astype(np.int64))
         if code.size and int(code.max()) + 1 > 2**62 // (len(uniq) + 1):
             code = pd.factorize(code)[0].astype(np.int64)  # renumber before it overflows
-        code = code * (len(uniq) + 1) + k
+        code *= len(uniq) + 1  # in place: no temporaries of the rows
+        code += k
+    if code.size and count_distinct_bounded(code, int(code.max()) + 1) == code.size:
+        return table  # every key once (the usual case): no hash table of the rows
     keep_row = ~pd.Series(code).duplicated().to_numpy()
-    if keep_row.all() or duplicates == "keep":
+    if keep_row.all():
         return table
     dup = pd.Series(code).duplicated(keep=False).to_numpy()
     if not dup.any():
@@ -415,9 +466,10 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
         raise DistanceTableError(f"{path}: not a regular file (a folder, device or FIFO)")
     if not os.access(path, os.R_OK):
         raise DistanceTableError(f"{path}: no permission to read")
+    codes: dict = {}
     if path.suffix in (".parquet", ".pq"):
         try:
-            table = pd.read_parquet(path)
+            table, codes = _read_parquet(path)
         except Exception as exc:  # pyarrow raises several unrelated types
             raise DistanceTableError(f"{path}: cannot read as Parquet: {exc}") from None
     else:
@@ -432,10 +484,126 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
             table = pd.read_csv(path)
         except (pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise DistanceTableError(f"{path}: cannot read as CSV: {exc}") from None
-    codes: dict = {}
     table = _validate(table, str(path), codes)
     table.attrs["source"] = str(path)
-    return _dedupe(table, duplicates, str(path), codes)
+    out = _dedupe(table, duplicates, str(path), codes)
+    if out is table:  # the codes still describe its rows: models.cells_from_table uses them
+        for col, fact in codes.items():
+            remember_label_codes(out[col], fact)
+    return out
+
+
+#: Label columns read from Parquet as dictionaries (their codes come with the read).
+_LABEL_COLUMNS = ("protected_word", "protected_class", "attribute", "attribute_class",
+                  "connection", "embedding", "context")
+
+
+def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
+    """``pd.read_parquet(path)`` of the table's columns, and ``pd.factorize`` of its labels.
+
+    The string label columns are read dictionary-encoded (as Parquet usually stores them),
+    one at a time, so their codes cost no hashing of the rows; they are returned as the
+    ``str`` columns ``pd.read_parquet`` gives, except ``connection``, returned as the
+    categorical :func:`_validate` makes of it when its values are all valid. Columns a
+    distance table does not use are not read.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    names = list(schema.names)
+    wanted = set(COLUMNS) | set(OPTIONAL_COLUMNS)
+    fast = [c for c in _LABEL_COLUMNS if names.count(c) == 1
+            and (pa.types.is_string(schema.field(c).type)
+                 or pa.types.is_large_string(schema.field(c).type))]
+    rest = [c for c in names if c in wanted and c not in fast]
+    if not fast or not rest or len(set(names)) != len(names):
+        return pd.read_parquet(path), {}
+    pool = pa.default_memory_pool()
+    table = pd.read_parquet(path, columns=rest)
+    pool.release_unused()  # the read's buffers: the memory pool keeps them otherwise
+    file = pq.ParquetFile(path, read_dictionary=fast)
+    codes = {}
+    for col in fast:
+        labels = file.read(columns=[col]).column(col)
+        if labels.length() != len(table):  # pragma: no cover - one file, one row count
+            raise ValueError("columns of different lengths")
+        values, codes[col] = _dictionary_column(labels, decode=col != "connection")
+        if values is None:  # connection
+            conn = _connection_from_codes(*codes.pop(col))
+            values = conn if conn is not None else pd.array(labels.cast(pa.large_string()),
+                                                            dtype="str")
+        del labels
+        table[col] = values
+        pool.release_unused()
+    return table[[c for c in names if c in table.columns]], codes
+
+
+def _connection_from_codes(codes: np.ndarray, uniques) -> pd.Categorical | None:
+    """Return the connection categorical of these codes (None: a value missing or unknown)."""
+    where = {c: i for i, c in enumerate(CONNECTIONS)}
+    if (codes.size and codes.min() < 0) or any(u not in where for u in uniques):
+        return None
+    to = np.asarray([where[u] for u in uniques], dtype=np.int8)
+    return pd.Categorical.from_codes(to[codes], categories=list(CONNECTIONS))
+
+
+def _dictionary_column(col, decode: bool = True) -> tuple:
+    """Return a dictionary-encoded Arrow string column as ``str`` and its ``pd.factorize``.
+
+    With ``decode=False`` the array is None (only the codes are wanted).
+    """
+    import pyarrow as pa
+
+    chunks = col.chunks
+    # batches of one row group share its dictionary: the distinct dictionaries, in order
+    dicts, which = [], []
+    for chunk in chunks:
+        if not dicts or not chunk.dictionary.equals(dicts[-1]):
+            dicts.append(chunk.dictionary)
+        which.append(len(dicts) - 1)
+    if dicts:
+        merged = pa.chunked_array(dicts, type=dicts[0].type).dictionary_encode()
+        merged = merged.combine_chunks()
+        values, ids = merged.dictionary, merged.indices.to_numpy()
+    else:
+        values, ids = pa.array([], type=pa.large_string()), np.zeros(0, dtype=np.int32)
+    starts = np.concatenate([[0], np.cumsum([len(d) for d in dicts])]).astype(np.int64)
+    codes = np.empty(len(col), dtype=np.int32 if len(col) < 2**31 else np.int64)
+    at = 0
+    for chunk, j in zip(chunks, which, strict=True):
+        local = chunk.indices.fill_null(-1).to_numpy()
+        to = np.append(ids[starts[j]:starts[j + 1]], -1).astype(codes.dtype)  # a null: -1
+        codes[at:at + len(chunk)] = to[local]
+        at += len(chunk)
+    # number the values in order of first appearance, as pd.factorize does
+    valid = codes >= 0
+    if valid.all():
+        codes, order = factorize_bounded(codes, len(values))
+    else:
+        sub, order = factorize_bounded(codes[valid], len(values))
+        codes[valid] = sub
+    # the smallest integer type (a few classes: one byte a row)
+    small = next(t for t in (np.int8, np.int16, np.int32, np.int64)
+                 if len(order) <= np.iinfo(t).max)
+    codes = codes.astype(small, copy=False)
+    uniques = pd.Index(pd.array(values.take(pa.array(order)).cast(pa.large_string()),
+                                dtype="str"))
+    column = pd.array(_decode(col), dtype="str") if decode else None
+    return column, (codes, uniques)
+
+
+def _decode(col):
+    """Return a dictionary-encoded string column as large strings (no all-valid bitmap)."""
+    import pyarrow as pa
+
+    out = col.cast(pa.large_string())
+    if out.null_count:
+        return out
+    # as pd.read_parquet gives it: the cast adds an all-valid bitmap
+    return pa.chunked_array([pa.Array.from_buffers(c.type, len(c), [None, *c.buffers()[1:]],
+                                                   null_count=0, offset=c.offset)
+                             for c in out.chunks], type=out.type)
 
 
 #: Output suffixes of :func:`write_distance_table`.

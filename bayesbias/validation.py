@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from collections.abc import Iterable
 
 from .errors import InvalidArgumentError
@@ -30,6 +31,11 @@ __all__ = [
     "validate_probability",
     "label_codes",
     "empty_label_rows",
+    "factorize_bounded",
+    "distinct_bounded",
+    "count_distinct_bounded",
+    "remember_label_codes",
+    "known_label_codes",
 ]
 
 #: Interval kinds a result can carry in ``ci_kind``.
@@ -141,7 +147,7 @@ def label_codes(values, factorized=None) -> tuple:
 
     Returns
     -------
-    codes : ndarray of int64, shape (n_rows,)
+    codes : ndarray of int, shape (n_rows,)
     labels : ndarray of str (object), in first-appearance order
     """
     import numpy as np
@@ -150,7 +156,7 @@ def label_codes(values, factorized=None) -> tuple:
     codes, uniq = pd.factorize(values) if factorized is None else factorized
     if getattr(uniq, "dtype", None) == "str" and not (codes.size and codes.min() < 0):
         # distinct strings already: their str values are themselves and distinct
-        return codes.astype(np.int64, copy=False), np.asarray(uniq, dtype=object)
+        return codes, np.asarray(uniq, dtype=object)  # int32 or int64 codes, as given
     as_str = [str(u) for u in np.asarray(uniq, dtype=object)]
     if codes.size and codes.min() < 0:
         as_str.append("nan")  # codes -1 index it
@@ -168,6 +174,115 @@ def empty_label_rows(values, factorized=None):
     import pandas as pd
 
     codes, uniq = pd.factorize(values) if factorized is None else factorized
-    blank = (pd.Series(np.asarray(uniq, dtype=object), dtype=object).astype(str)
-             .str.strip() == "").to_numpy(dtype=bool)
+    if getattr(uniq, "dtype", None) != "str":
+        uniq = pd.Series(np.asarray(uniq, dtype=object), dtype=object).astype(str)
+    blank = (pd.Series(uniq).str.strip() == "").to_numpy(dtype=bool)
+    if not blank.any() and not (codes.size and codes.min() < 0):
+        return np.zeros(codes.size, dtype=bool)  # the usual case: no pass over the rows
     return (codes < 0) | np.append(blank, False)[codes]
+
+
+def _dense(bound: int, n: int) -> bool:
+    """Whether a table of `bound` entries is cheap beside `n` rows (about 4 bytes a row)."""
+    return bound <= 4 * n + 2**16
+
+
+def distinct_bounded(keys, bound: int):
+    """Return the distinct values of non-negative integer `keys` below `bound`, sorted.
+
+    Equals ``np.sort(pd.unique(keys))``; by one scatter into a table of `bound` flags when
+    `bound` is not much above the number of keys (no hashing), else by hashing.
+    """
+    import numpy as np
+    import pandas as pd
+
+    keys = np.asarray(keys)
+    if not _dense(bound, keys.size):
+        return np.sort(pd.unique(keys))
+    seen = np.zeros(bound, dtype=bool)
+    seen[keys] = True
+    return np.flatnonzero(seen).astype(keys.dtype, copy=False)
+
+
+def count_distinct_bounded(keys, bound: int) -> int:
+    """Return the number of distinct values of non-negative integer `keys` below `bound`.
+
+    ``len(distinct_bounded(keys, bound))`` without listing them.
+    """
+    import numpy as np
+    import pandas as pd
+
+    keys = np.asarray(keys)
+    if not _dense(bound, keys.size):
+        return int(pd.unique(keys).size)
+    seen = np.zeros(bound, dtype=bool)
+    seen[keys] = True
+    return int(np.count_nonzero(seen))
+
+
+def factorize_bounded(keys, bound: int) -> tuple:
+    """``pd.factorize(keys)`` of non-negative integer `keys` below `bound`.
+
+    Codes number the distinct keys in order of first appearance, as ``pd.factorize`` does;
+    when `bound` is not much above the number of keys, from the first row of each key
+    (``np.minimum.at``) instead of a hash table.
+
+    Returns
+    -------
+    codes : ndarray of int32 (int64 from 2**31 rows), shape (n_rows,)
+    uniques : ndarray, the distinct keys in first-appearance order
+    """
+    import numpy as np
+    import pandas as pd
+
+    keys = np.asarray(keys)
+    n = keys.size
+    rows = np.int32 if n < 2**31 - 1 else np.int64
+    if not _dense(bound, n):
+        codes, uniques = pd.factorize(keys)
+        return codes.astype(rows), uniques
+    first = np.full(bound, n, dtype=rows)
+    np.minimum.at(first, keys, np.arange(n, dtype=rows))
+    present = np.flatnonzero(first < n)
+    uniques = present[np.argsort(first[present], kind="stable")].astype(keys.dtype)
+    if uniques.size == bound and (uniques[1:] > uniques[:-1]).all():
+        return keys.astype(rows, copy=False), uniques  # already in first-appearance order
+    lookup = np.empty(bound, dtype=rows)
+    lookup[uniques] = np.arange(uniques.size, dtype=rows)
+    return lookup[keys], uniques
+
+
+# ``pd.factorize`` of a column of labels as read (distances.read_distance_table), kept for
+# the later steps (models.cells) while the column's array lives and is not changed: keyed
+# by the id of its pandas array, checked against that array and its Arrow data (immutable;
+# an assignment into the column replaces it).
+_KNOWN: dict = {}
+
+
+def remember_label_codes(column, factorized) -> None:
+    """Keep ``factorized = pd.factorize(column)`` for :func:`known_label_codes`.
+
+    Only for Arrow-backed columns (the ``str`` dtype), whose data cannot change in place;
+    the entry goes when the column's array is freed.
+    """
+    array = column.array
+    arrow = getattr(array, "__arrow_array__", None)
+    if arrow is None:
+        return
+    key = id(array)
+    try:
+        ref = weakref.ref(array, lambda _, key=key: _KNOWN.pop(key, None))
+    except TypeError:  # pragma: no cover - pandas arrays take weak references
+        return
+    _KNOWN[key] = (ref, arrow(), len(array), factorized)
+
+
+def known_label_codes(column):
+    """``pd.factorize(column)`` if :func:`remember_label_codes` kept it for this data, else None."""
+    array = column.array
+    hit = _KNOWN.get(id(array))
+    if hit is None or hit[0]() is not array or len(array) != hit[2]:
+        return None
+    if array.__arrow_array__() is not hit[1]:  # set in place since
+        return None
+    return hit[3]

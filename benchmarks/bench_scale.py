@@ -19,6 +19,14 @@ Run with ``nice python benchmarks/bench_scale.py`` (about 4 minutes on 2 cores);
 ``--sizes 5000 50000`` for a quick run; ``--json out.json`` to keep the figures;
 ``--no-baseline`` to time this checkout only.
 
+``--fit``: instead, the whole ``bayesbias fit --distances TABLE --json`` (the default model)
+on tables of the same sizes whose protected words, not attributes, are renamed per copy
+(15 words x 322 attributes per 4,830 rows: 15,528 words at 5M rows, 31,056 at 10M; the
+first shape has 333,592 attribute words at 5M rows, more attribute effects than the default
+model's memory guard allows). One fresh process per size and version; reported: the wall
+seconds of the command and of its steps (read + check, cells, sampling, the rest of the fit,
+summary, predictive check, WEAT, diagnostics, text and JSON) and the peak RSS.
+
 ``--words 1000 10000 100000``: instead, the paper's hierarchical model (``--model crossed``
 for the default, results in ``bench_scale_words_crossed.txt``: grouped kernel from 50,000
 rows, per-word summaries above 2,000 words; ``fit_model(table, model)``, 4 chains x 1,000
@@ -75,6 +83,120 @@ print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 
                   "peak_mb": peak_mb(),
                   "n_sum": float(cells.n.sum()), "mean": cells.mean.tolist()}))
 """
+
+
+FIT_CHILD = r"""
+import contextlib, io, json, sys, time
+
+def peak_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1e3
+t_start = time.perf_counter()
+import bayesbias, bayesbias.cli as cli, bayesbias.cli.fit as cf, bayesbias.datasets as ds
+import bayesbias.models.result as res, bayesbias.models.sampling as smp, bayesbias.verdicts as vd
+steps, fits = {}, []
+
+def timed(owner, name, label, keep=None):
+    f = getattr(owner, name)
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            out = f(*a, **k)
+            if keep is not None:
+                keep.append(out)
+            return out
+        finally:
+            steps[label] = steps.get(label, 0.0) + time.perf_counter() - t
+    setattr(owner, name, wrapper)
+
+timed(ds, "read_table", "read+check")
+timed(smp, "cells_from_table", "cells")
+timed(vd, "fit_for_verdict", "fit", fits)
+for name in ("summary", "ppc", "diagnostics", "to_text"):
+    timed(res.Fit, name, name)
+timed(cf, "weat_reconciliation", "weat")
+timed(cf, "emit", "emit")
+t0 = time.perf_counter()
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    rc = cli.main(["fit", "--distances", sys.argv[1], "--json"])
+total = time.perf_counter() - t0
+fit = fits[-1]
+print(json.dumps({"file": bayesbias.__file__, "rc": rc, "import_s": t0 - t_start,
+                  "command_s": total, "steps": steps, "peak_mb": peak_mb(),
+                  "sampling_s": float(fit.idata.attrs.get("wall_time_s", float("nan"))),
+                  "draws": int(fit.idata.attrs.get("draws", 0)),
+                  "words": int(fit.cells.units.size),
+                  "attributes": int(fit.cells.attributes.size)
+                  if fit.cells.attributes is not None else 0,
+                  "json_chars": len(out.getvalue())}))
+"""
+
+
+def make_words_table(rows: int, path: Path) -> None:
+    """Write `rows` rows of the religion table with the protected words renamed per copy."""
+    import numpy as np
+    import pandas as pd
+
+    from bayesbias.datasets import read_table
+
+    base = read_table("published:religion:reddit")
+    copies = -(-rows // len(base))
+    big = pd.concat([base] * copies, ignore_index=True).iloc[:rows]
+    k = (np.arange(rows) // len(base)).astype(str)
+    d = np.clip(big["cosine_distance"].to_numpy()
+                + np.random.default_rng(0).normal(0, 0.01, rows), 0.0, 2.0)
+    pd.DataFrame({
+        "protected_word": np.char.add(np.char.add(
+            big["protected_word"].to_numpy().astype(str), "_"), k),
+        "protected_class": big["protected_class"].astype(str).to_numpy(),
+        "attribute": big["attribute"].astype(str).to_numpy(),
+        "attribute_class": big["attribute_class"].astype(str).to_numpy(),
+        "connection": big["connection"].astype(str).to_numpy(),
+        "cosine_distance": d, "cosine_similarity": 1.0 - d}).to_parquet(path, index=False)
+
+
+def run_fit(versions: dict, sizes, tmp: Path) -> list:
+    """Time ``bayesbias fit`` at each size with each version (fresh processes)."""
+    out = []
+    names = ("read+check", "cells", "sampling", "fit", "summary", "ppc", "weat",
+             "diagnostics", "to_text", "emit")
+    print(f"{'rows':>10} {'version':>8} {'words':>6} {'total s':>8} "
+          + " ".join(f"{n:>11}" for n in names) + f" {'peak MB':>8}")
+    for rows in sizes:
+        path = tmp / f"w{rows}.parquet"
+        make_words_table(rows, path)
+        got = {}
+        for name, root in versions.items():
+            res = subprocess.run([sys.executable, "-c", FIT_CHILD, str(path)],
+                                 capture_output=True, text=True, cwd=tmp,
+                                 env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+            if res.returncode:
+                got[name] = {"error": res.stderr.strip().splitlines()[-1] if res.stderr
+                             else f"exit {res.returncode}"}
+                print(f"{rows:>10} {name:>8} error: {got[name]['error']}", flush=True)
+                continue
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            if not Path(r["file"]).resolve().is_relative_to(Path(root).resolve()):
+                raise RuntimeError(f"{root}: the child imported {r['file']}")
+            st = dict(r["steps"], sampling=r["sampling_s"])
+            # "fit": fit_for_verdict less its cells and sampling (model checks, summaries)
+            st["fit"] = st.get("fit", 0.0) - st.get("cells", 0.0) - r["sampling_s"]
+            r["steps"] = st
+            got[name] = r
+            print(f"{rows:>10} {name:>8} {r['words']:>6} {r['command_s']:>8.1f} "
+                  + " ".join(f"{st.get(n, 0.0):>11.2f}" for n in names)
+                  + f" {r['peak_mb']:>8.0f}", flush=True)
+        path.unlink()
+        new, old = got.get("new", {}), got.get("baseline", {})
+        if "command_s" in new and "command_s" in old:
+            print(f"{rows:>10} {'ratio':>8} {'':>6} {old['command_s'] / new['command_s']:>8.2f}"
+                  + " ".join(f" {old['steps'].get(n, 0) / max(new['steps'].get(n, 0), 1e-9):>10.2f}"
+                             for n in names)
+                  + f" {old['peak_mb'] / new['peak_mb']:>8.2f}   (baseline / new)", flush=True)
+        out.append({"rows": rows, **got})
+    return out
 
 
 WORDS_CHILD = r"""
@@ -194,7 +316,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--baseline", help="commit of the baseline (default 48085b0, before the "
-                    "vectorised checks; with --words 77fe148, before the per-word summaries)")
+                    "vectorised checks; with --words 77fe148, before the per-word summaries; "
+                    "cb72790 for the runs of issue 26's row targets)")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--words", type=int, nargs="+",
@@ -203,6 +326,11 @@ def main(argv=None) -> int:
                     help="word counts the baseline runs at (default 1000)")
     ap.add_argument("--model", default="hierarchical",
                     help="with --words: the model fitted (default hierarchical)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per size and version, alternating; the best is reported "
+                         "(default 1)")
+    ap.add_argument("--fit", action="store_true",
+                    help="time the whole `bayesbias fit` on tables of many protected words")
     args = ap.parse_args(argv)
 
     out = []
@@ -214,11 +342,16 @@ def main(argv=None) -> int:
             base.mkdir()
             commit = args.baseline or ("77fe148" if args.words else "48085b0")
             # the shipped model specs (models/) sit next to the package
-            paths = ["bayesbias", "models"] if args.words else ["bayesbias"]
+            paths = ["bayesbias", "models"] if args.words or args.fit else ["bayesbias"]
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, *paths],
                                      capture_output=True, check=True).stdout
             subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
             versions["baseline"] = base
+        if args.fit:
+            out = run_fit(versions, args.sizes, tmp)
+            if args.json:
+                args.json.write_text(json.dumps(out, indent=1))
+            return 0
         if args.words:
             out = run_words(versions, args.words, set(args.baseline_words), args.model)
             if args.json:
@@ -229,7 +362,18 @@ def main(argv=None) -> int:
         for rows in args.sizes:
             path = tmp / f"t{rows}.parquet"
             make_table(rows, path)
-            got = {name: run_child(root, path) for name, root in versions.items()}
+            # versions alternate over the repeats (the first child of a size warms the file
+            # and import caches); each figure is the best of the repeats
+            got = {}
+            for _ in range(args.repeat):
+                for name, root in versions.items():
+                    r = run_child(root, path)
+                    best = got.get(name)
+                    if best is None or "error" in r:
+                        got[name] = best if best is not None and "error" in r else r
+                    elif "error" not in best:
+                        for k in ("read_s", "cells_s", "peak_mb"):
+                            best[k] = min(best[k], r[k])
             path.unlink()
             for name, r in got.items():
                 if "error" in r:

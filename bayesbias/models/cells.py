@@ -18,7 +18,13 @@ import pandas as pd
 
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, InvalidArgumentError
-from ..validation import empty_label_rows, label_codes
+from ..validation import (
+    distinct_bounded,
+    empty_label_rows,
+    factorize_bounded,
+    known_label_codes,
+    label_codes,
+)
 
 __all__ = ["Cells", "cells_from_table", "normal_logp_cells", "normal_logp_rows",
            "cell_mean_conditional", "UNIT_DIMS", "ATTRIBUTE_KINDS"]
@@ -136,13 +142,17 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     facts = {}
     for col in ("protected_word", "protected_class", "connection"):
         if col != "connection":  # connection is usually categorical: its codes are at hand
-            facts[col] = pd.factorize(table[col], sort=False)
+            # the codes of a table as read (read_distance_table), else one hashing pass
+            facts[col] = known_label_codes(table[col]) or pd.factorize(table[col], sort=False)
         missing = empty_label_rows(table[col], facts.get(col))
         if missing.any():
             first = int(np.flatnonzero(missing)[0])
             raise DistanceTableError(f"column {col} has {int(missing.sum())} empty or missing "
                                      f"value(s), first at row {first}")
-    y = pd.to_numeric(table["cosine_distance"], errors="coerce").to_numpy(dtype=np.float64)
+    y = table["cosine_distance"]
+    # a float column as it is (no copy); anything else converted, non-numbers as NaN
+    y = (y.to_numpy() if y.dtype == np.float64 else
+         pd.to_numeric(y, errors="coerce").to_numpy(dtype=np.float64))
     if not np.isfinite(y).all():
         first = int(np.flatnonzero(~np.isfinite(y))[0])
         raise DistanceTableError(f"cosine_distance has non-finite values, first at row {first}")
@@ -165,7 +175,10 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     # the distinct (unit, class) pairs, sorted, as np.unique(axis=0) of the two columns
     # would give them, from one int64 key per row (hashed, then only the pairs sorted)
     n_cls = max(len(class_names), 1)
-    key = np.sort(pd.unique(unit_idx.astype(np.int64) * n_cls + class_codes))
+    key = unit_idx.astype(np.int64)
+    key *= n_cls
+    key += class_codes
+    key = distinct_bounded(key, units.size * n_cls)
     pairs = np.column_stack([key // n_cls, key % n_cls])
     if pairs.shape[0] != units.size:
         dup = np.flatnonzero(np.bincount(pairs[:, 0]) > 1)
@@ -181,8 +194,11 @@ def cells_from_table(table: pd.DataFrame, level: str = "word") -> Cells:
     s1 = np.bincount(flat, weights=y, minlength=size).reshape(shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, s1 / n, np.nan)
-    dev = y - mean.ravel()[flat]
-    ss = np.bincount(flat, weights=dev * dev, minlength=size).reshape(shape)
+    dev = mean.ravel()[flat]
+    np.subtract(y, dev, out=dev)  # y - mean, squared below: in place, the same numbers
+    dev *= dev
+    ss = np.bincount(flat, weights=dev, minlength=size).reshape(shape)
+    del dev, flat
     attributes = attribute_kind = attr_idx = None
     if "attribute" in table.columns:
         attributes, attribute_kind, attr_idx = _attribute_index(table, conn_idx)
@@ -242,23 +258,27 @@ def _attribute_index(table: pd.DataFrame, conn_idx: np.ndarray):
     All three are None when some row has no attribute.
     """
     col = table["attribute"]
-    fact = pd.factorize(col)
+    fact = known_label_codes(col) or pd.factorize(col)
     missing = empty_label_rows(col, fact)
     if missing.any():  # only the crossed family needs them; it says so
         return None, None, None
     # connection codes: 0 associated, 1 different -> stereotype (0); 2 human (1); 3 none (2)
-    kind_code = np.minimum(np.maximum(conn_idx - 1, 0), 2)
+    kind_code = np.asarray([0, 0, 1, 2], dtype=np.int8)[conn_idx]
     # An attribute listed in two roles (say a stereotype and a neutral word) is one
     # attribute per role: its rows in one role say nothing of its effect in the other.
     # (attribute, kind) pairs in first-appearance order, from one int64 key per row
     a, labels = label_codes(col, fact)
-    codes, keys = pd.factorize(a * 3 + kind_code, sort=False)
+    key = a.astype(np.int64)
+    key *= 3
+    key += kind_code
+    codes, keys = factorize_bounded(key, labels.size * 3)
+    del key
     words = labels[keys // 3]
     kinds = np.asarray(ATTRIBUTE_KINDS, dtype=object)[keys % 3]
-    repeated = pd.Series(words).duplicated(keep=False).to_numpy()
+    repeated = np.bincount(keys // 3, minlength=labels.size)[keys // 3] > 1  # labels distinct
     names = np.asarray([f"{w} ({k})" if r else w
                         for w, k, r in zip(words, kinds, repeated, strict=True)], dtype=object)
-    return names, kinds, codes.astype(np.int32)
+    return names, kinds, codes.astype(np.int32, copy=False)
 
 
 def normal_logp_cells(mu, sigma, n, mean, ss, xp=np):
