@@ -93,6 +93,9 @@ def workdir(tmp_path_factory):
 
     write_synthetic_corpus(root / "corpus.txt.gz", n_docs=1250, planted=0.5, seed=0)
     synthetic_wordlist_toml(root / "synthetic.toml")
+    # c1990.txt.gz, c2000.txt.gz: the README's two corpora of a factor (its python -c line)
+    write_synthetic_corpus(root / "c1990.txt.gz", n_docs=800, planted=0.6, seed=1)
+    write_synthetic_corpus(root / "c2000.txt.gz", n_docs=800, planted=0.2, seed=2)
     assert main(["--quiet", "debias", "--wordlist", "religion",
                  "-o", str(root / "glove-religion-debiased.bin")]) == 0
     return root
