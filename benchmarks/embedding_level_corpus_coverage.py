@@ -145,7 +145,8 @@ def summary(args) -> None:
                 by_rep.setdefault(row["rep"], row)
     rows = [by_rep[k] for k in sorted(by_rep)]
     n = len(rows)
-    print(f"{', '.join(args.file)}: {n} replications, planted {sorted({r['planted'] for r in rows})}, "
+    planted = sorted({r["planted"] for r in rows})
+    print(f"{', '.join(args.file)}: {n} replications, planted {planted}, "
           f"{rows[0]['docs']} documents, {rows[0]['models']} models per ensemble")
     pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "single": "seeds"}
     for name in CONTRASTS:
