@@ -53,8 +53,9 @@ from pathlib import Path
 SIZES = (5_000, 50_000, 500_000, 5_000_000, 10_000_000)
 ROOT = Path(__file__).resolve().parents[1]
 
-CHILD = r"""
-import json, resource, sys, time
+#: Source of the children's peak-memory helper (each child is a fresh interpreter).
+PEAK_MB = r"""
+import resource
 
 def peak_mb():
     # VmHWM: the peak of this process image; ru_maxrss would carry over the parent's
@@ -67,6 +68,11 @@ def peak_mb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+"""
+
+CHILD = r"""
+import json, resource, sys, time
+""" + PEAK_MB + r"""
 t0 = time.perf_counter()
 from bayesbias.distances import read_distance_table
 from bayesbias.models.cells import cells_from_table
@@ -88,11 +94,7 @@ print(json.dumps({"file": bayesbias.__file__, "import_s": t1 - t0, "read_s": t2 
 FIT_CHILD = r"""
 import contextlib, io, json, sys, time
 
-def peak_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1e3
+""" + PEAK_MB + r"""
 t_start = time.perf_counter()
 import bayesbias, bayesbias.cli as cli, bayesbias.cli.fit as cf, bayesbias.datasets as ds
 import bayesbias.models.result as res, bayesbias.models.sampling as smp, bayesbias.verdicts as vd
@@ -203,12 +205,7 @@ WORDS_CHILD = r"""
 import json, os, resource, sys, tempfile, time
 from pathlib import Path
 
-def peak_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1e3
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+""" + PEAK_MB + r"""
 words, model = int(sys.argv[1]), sys.argv[2]
 from bayesbias.testing import simulate_table
 from bayesbias.models import fit_model
