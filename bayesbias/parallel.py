@@ -250,7 +250,8 @@ class JobPool:
     waiting jobs here, newest first. With ``jobs=1`` every job runs here, when asked for.
     Results do not depend on `jobs`: a job gets its seed from its arguments. Use as a context
     manager; on leaving, the waiting jobs are dropped and the workers exit after the job they
-    are running, or at once on an error (a job returns data and writes no file).
+    are running (leaving waits for them), or at once on an error (a job returns data and
+    writes no file).
 
     On Linux the workers are forked when the first job is queued, after importing the
     modules named in `preload` and calling its callables, so that the workers need not do
@@ -355,7 +356,11 @@ class JobPool:
             procs = list((getattr(pool, "_processes", None) or {}).values())
             for proc in procs:
                 proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Wait for the executor's manager thread: Python 3.13.0's exit hook races with a
+        # thread still closing its wake-up pipe after shutdown(wait=False) and prints an
+        # OSError traceback (fixed in CPython by gh-125451). The workers are idle or
+        # stopped here, so the wait is short.
+        pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> JobPool:
         return self

@@ -147,3 +147,18 @@ def test_a_worker_that_dies_costs_time_not_results():
         assert first.result() == os.getpid()  # run again here
         for seed, job in enumerate(later):
             np.testing.assert_array_equal(job.result()[1], seeded_draws(seed, 10)[1])
+
+
+def test_leaving_waits_for_the_executors_manager_thread():
+    # Python 3.13.0's exit hook races with a manager thread still closing its pipe after
+    # shutdown(wait=False): an OSError traceback on stderr after a clean report
+    for stop in (False, True):
+        pool = JobPool(2)
+        job = pool.submit(wait_then_pid, 0.05)
+        executor = pool._pool
+        manager = executor._executor_manager_thread
+        if not stop:
+            job.result()
+        pool.close(stop=stop)
+        assert manager is not None and not manager.is_alive()
+        assert executor._executor_manager_thread is None
