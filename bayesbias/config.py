@@ -32,6 +32,10 @@ class Defaults:
     chains: int = 4
     n_permutations: int = 100_000
     exact_permutation_limit: int = 1_000_000
+    #: Smaller set size from which a permutation test that cannot enumerate its splits uses
+    #: the Normal with the re-partition distribution's exact mean and variance instead of
+    #: Monte Carlo splits (``None``: always Monte Carlo).
+    normal_permutation_min: int | None = 1_000
 
     def __setattr__(self, name, value):
         if name == "ci_prob":

@@ -349,6 +349,7 @@ def test_checks_on_a_big_table_hold_bounded_memory_and_agree(monkeypatch):
     to the full computation (a 5M-row fit ran out of memory in these checks)."""
     from bayesbias.datasets import published_table
     from bayesbias.models import checks, fit_model
+    from bayesbias.models.result import ppc_heading
 
     fit = fit_model(published_table("religion", "reddit"), "crossed", draws=300, tune=300,
                     seed=5)
@@ -364,10 +365,15 @@ def test_checks_on_a_big_table_hold_bounded_memory_and_agree(monkeypatch):
     p = checks.attribute_dependence(fit)  # 300 of 1,200 draws, in chunks of 62
     assert (p < checks.ATTRIBUTE_ALPHA) == (full_p < checks.ATTRIBUTE_ALPHA)
     assert abs(p - full_p) < 0.1
-    ppc = fit._ppc((0.89,), "hdi", 1)  # chunks of rows, another random stream
-    # the replicate intervals move with the random stream: a few rows per connection change
+    ppc = fit._ppc((0.89,), "hdi", 1)  # the same subset of rows, in chunks
+    assert ppc.attrs["rows_checked"] == 1000 and ppc.attrs["rows_total"] == fit.cells.n_rows
+    assert "fixed random subset of 1,000 of the 4,830 rows" in ppc_heading(ppc)
+    assert "subset" not in ppc_heading(ppc_full)
+    # a subset of the rows: each share within 4 binomial standard errors of the full share
+    checked = np.bincount(fit.cells.conn_idx[rows], minlength=4)
+    checked = np.r_[checked, checked.sum()]
     diff = np.abs(ppc["inside_0.89"] - ppc_full["inside_0.89"]).to_numpy()
-    assert np.all(diff <= 4 / ppc["rows"].to_numpy() + 0.01), (ppc, ppc_full)
+    assert np.all(diff <= 4 * np.sqrt(0.89 * 0.11 / checked) + 0.01), (ppc, ppc_full)
 
 
 @pytest.mark.parametrize("big", [False, True])

@@ -15,8 +15,10 @@ from bayesbias.comparators.weat import (
     effect_size,
     mean_difference,
     n_splits,
+    normal_permutation_p,
     permutation_test,
     resolve_weat_sets,
+    split_indicators,
     sum_statistic,
     weat,
     weat_bound,
@@ -246,6 +248,55 @@ def test_hundred_thousand_permutations_seeded_with_the_plus_one_bound():
     b = permutation_test(sx, sy, n_permutations=100_000, seed=1)
     assert a.p_value == b.p_value == pytest.approx(1 / 100_001)
     assert a.n_permutations == 100_000 and not a.exact
+
+
+def test_normal_approximation_has_the_exact_re_partition_moments():
+    # over all 924 splits of 6 + 6 values the mean difference has mean 0 and variance
+    # N S^2 / (n_x n_y): the moments the Normal approximation uses
+    rng = np.random.default_rng(4)
+    s = rng.gamma(1.0, size=12)
+    diffs = []
+    for chunk in split_indicators(6, 6, exact_limit=10_000):
+        sum_x = chunk @ s
+        diffs.append(sum_x / 6 - (s.sum() - sum_x) / 6)
+    diffs = np.concatenate(diffs)
+    assert diffs.size == 924
+    assert diffs.mean() == pytest.approx(0.0, abs=1e-12)
+    assert diffs.var() == pytest.approx(12 * s.var(ddof=1) / 36, rel=1e-12)
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_normal_approximation_matches_monte_carlo_for_thousands_of_words(alternative):
+    # skewed association values (5% outliers), 1,000 + 1,200 words: the Normal p is within
+    # 4 Monte Carlo standard errors (+ 0.001) of 20,000 random splits' p
+    rng = np.random.default_rng(7)
+    v = np.where(rng.random(2200) < 0.05, rng.normal(3, 1, 2200), rng.normal(0, 0.3, 2200))
+    sx, sy = v[:1000] + 0.03, v[1000:]
+    mc = permutation_test(sx, sy, alternative=alternative, n_permutations=20_000, seed=3,
+                          normal_min=math.inf)
+    assert mc.method == "monte-carlo"
+    normal = permutation_test(sx, sy, alternative=alternative)
+    assert normal.method == "normal" and normal.n_permutations == 0 and not normal.exact
+    assert normal.p_value == pytest.approx(float(normal_permutation_p(sx, sy, alternative)))
+    se = math.sqrt(mc.p_value * (1 - mc.p_value) / 20_000)
+    assert 0.02 < mc.p_value < 0.98
+    assert abs(normal.p_value - mc.p_value) < 4 * se + 0.001
+
+
+def test_normal_approximation_is_labelled_and_batched():
+    rng = np.random.default_rng(2)
+    xa, xb = rng.normal(size=(1000, 3)), rng.normal(size=(1000, 3))
+    ya, yb = rng.normal(size=(1100, 3)), rng.normal(size=(1100, 3))
+    r = weat_from_similarities(xa, xb, ya, yb)
+    assert r.permutation == "normal" and r.n_permutations == 0 and r.seed is None
+    assert "Normal approximation" in r.p_value_description
+    batch = normal_permutation_p(rng.normal(size=(5, 1000)), rng.normal(size=(5, 1000)))
+    assert batch.shape == (5,) and ((batch > 0) & (batch < 1)).all()
+    # every split equal: p = 1, never a division by zero
+    assert float(normal_permutation_p(np.ones(1000), np.ones(1000))) == 1.0
+    # below the size the Monte Carlo splits stay
+    assert weat_from_similarities(xa[:999], xb[:999], ya, yb, n_permutations=200,
+                                  seed=1).permutation == "monte-carlo"
 
 
 # -- bootstrap --------------------------------------------------------------------------

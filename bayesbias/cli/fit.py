@@ -159,6 +159,7 @@ def run(args) -> int:
     from ..ensemble import n_embeddings
     from ..models import load_spec
     from ..models.families import family_has
+    from ..models.result import ppc_heading
     from ..report.sections import coverage_warning, diagnostic_advice
 
     if args.show_model:
@@ -189,7 +190,8 @@ def run(args) -> int:
     missing = table.attrs.get("missing", {})
     run_attrs = ("seed", "draws", "tune", "chains", "sampler", "likelihood", "bayesbias_version",
                  "wall_time_s", "noncentred")
-    payload = dict(verdict=verdict.to_dict(), **summary, ppc=ppc, output=args.output,
+    payload = dict(verdict=verdict.to_dict(), **summary, ppc=ppc,
+                   ppc_rows_checked=ppc.attrs["rows_checked"], output=args.output,
                    plot=args.plot, dropped_words=missing,
                    coverage_warning=coverage_warning(fit, ppc),
                    run={k: fit.idata.attrs.get(k) for k in run_attrs},
@@ -204,8 +206,7 @@ def run(args) -> int:
     if args.plot:
         fit.plot_forest(args.plot, args.ci_prob, args.ci_kind)
     lines = head + ["", fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
-                    "posterior predictive check (share of observed distances inside the "
-                    "predictive HDI):", ppc.set_index("connection").round(3).to_string()]
+                    ppc_heading(ppc), ppc.set_index("connection").round(3).to_string()]
     if not diag.ok:
         lines.append(diagnostic_advice(diag.problems, "fit"))
     if missing:

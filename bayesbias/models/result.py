@@ -17,12 +17,26 @@ from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
 from .spec import ModelSpec
 from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
 
-__all__ = ["Fit", "Check", "PPC_TOLERANCE"]
+__all__ = ["Fit", "Check", "PPC_TOLERANCE", "ppc_heading", "ppc_rows_note"]
 
 
 #: A fit warns when its 89% posterior predictive interval holds a share of the rows
 #: farther than this from 0.89.
 PPC_TOLERANCE = 0.05
+
+
+def ppc_rows_note(frame: pd.DataFrame) -> str:
+    """``"; on a fixed random subset of k of the n rows"`` for a subsampled :meth:`Fit.ppc`."""
+    checked, total = frame.attrs.get("rows_checked"), frame.attrs.get("rows_total")
+    if checked is None or total is None or checked >= total:
+        return ""
+    return f"; on a fixed random subset of {checked:,} of the {total:,} rows"
+
+
+def ppc_heading(frame: pd.DataFrame) -> str:
+    """The heading of a :meth:`Fit.ppc` table: what it shares, and on which rows."""
+    return (f"posterior predictive check (share of observed distances inside the predictive "
+            f"{frame.attrs.get('ci_kind', 'hdi').upper()}{ppc_rows_note(frame)}):")
 
 
 @dataclass(frozen=True)
@@ -495,13 +509,16 @@ class Fit:
         """Posterior predictive check: share of observed distances inside predictive intervals.
 
         The predictive distribution of a row depends only on its cell, so one replicate per
-        draw and cell gives every row's predictive interval.
+        draw and cell gives every row's predictive interval. A table of more than
+        :data:`~bayesbias.models.checks.LOO_ROWS` rows is checked on the fixed random subset
+        of rows the coverage check uses (``attrs["rows_checked"]``).
 
         Returns
         -------
         pandas.DataFrame
             One row per connection plus ``all``: ``rows`` and, for each probability p,
             ``inside_<p>`` (share of rows inside the p predictive interval; ideally about p).
+            ``attrs``: ``ci_kind``, ``probs``, ``rows_checked`` and ``rows_total``.
         """
         _, ci_kind = resolve_ci(None, ci_kind)
         seed = defaults.seed if seed is None else seed
@@ -512,18 +529,24 @@ class Fit:
         return cache[key].copy()
 
     def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
+        from .checks import CHECK_ELEMENTS, _row_moments, check_rows, thinned_draws
+
         c = self.cells
         rng = np.random.default_rng(seed)
+        # a big table: the fixed random subset of rows the coverage check uses
+        subset = check_rows(self)
+        sel = slice(None) if subset is None else subset
+        n_sel = c.n_rows if subset is None else subset.size
         if "attribute_effect" in self.posterior and self.word_draws:
             # each row has its own mean (attribute effects): replicate rows on thinned draws,
             # in chunks of rows on a big table (at most CHECK_ELEMENTS draws x rows at once)
-            from .checks import CHECK_ELEMENTS, _row_moments, thinned_draws
-
             keep = thinned_draws(self)
             step = max(1, CHECK_ELEMENTS // keep.size)
             parts = {p: [] for p in probs}
-            for start in range(0, c.n_rows, step):
-                mean, sd = _row_moments(self, keep, slice(start, start + step))
+            for start in range(0, n_sel, step):
+                part = (slice(start, start + step) if subset is None
+                        else subset[start:start + step])
+                mean, sd = _row_moments(self, keep, part)
                 rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
                                    dims=("chain", "draw", "row"))
                 for p in probs:
@@ -532,7 +555,7 @@ class Fit:
             def bounds(p):
                 return np.concatenate(parts[p])
         elif not self.word_draws:  # a cell's predictive given the parameters is Normal
-            bounds = self._ppc_mixture(probs, ci_kind)
+            bounds = self._ppc_mixture(probs, ci_kind, subset)
         else:  # a row's predictive depends only on its cell: one replicate per draw and cell
             mu = self._draws_flat(self.posterior["mu"])
             sig = self._cell_sigma()[:, :, None, :]
@@ -541,22 +564,25 @@ class Fit:
 
             def bounds(p):
                 ci = interval(rep, p, ci_kind).transpose("unit", "connection", "ci_bound")
-                return ci.values[c.unit_idx, c.conn_idx]
+                return ci.values[c.unit_idx[sel], c.conn_idx[sel]]
+        y, conn = c.y[sel], c.conn_idx[sel]
+        checked = np.bincount(conn, minlength=len(CONNECTIONS))
         rows = {"connection": list(CONNECTIONS) + ["all"],
                 "rows": list(c.n.sum(axis=0)) + [c.n_rows]}
         for p in probs:
             ci = bounds(p)
-            inside = (c.y >= ci[:, 0]) & (c.y <= ci[:, 1])
-            per = np.bincount(c.conn_idx, weights=inside, minlength=len(CONNECTIONS))
+            inside = (y >= ci[:, 0]) & (y <= ci[:, 1])
+            per = np.bincount(conn, weights=inside, minlength=len(CONNECTIONS))
             with np.errstate(invalid="ignore", divide="ignore"):
-                share = per / c.n.sum(axis=0)
+                share = per / checked
             rows[f"inside_{p:g}"] = list(share) + [float(inside.mean())]
         frame = pd.DataFrame(rows)
-        frame.attrs.update(ci_kind=ci_kind, probs=list(probs))
+        frame.attrs.update(ci_kind=ci_kind, probs=list(probs), rows_checked=int(n_sel),
+                           rows_total=int(c.n_rows))
         return frame
 
-    def _ppc_mixture(self, probs, ci_kind):
-        """Return the predictive intervals of each row from its cell's predictive mixture.
+    def _ppc_mixture(self, probs, ci_kind, subset=None):
+        """Return the predictive intervals of each row (or of `subset`) from its cell's mixture.
 
         For fits without per-word draws: Normal given the parameters (conditional mean, sd
         ``sqrt(conditional var + sigma^2)``), over thinned draws; with attribute effects each
@@ -574,13 +600,15 @@ class Fit:
 
             v = self._attribute_effects()
             v = v.reshape(-1, v.shape[-1])
-            rows = {p: row_intervals(m, t, sd, sig, c, shift, v, p, ci_kind) for p in probs}
+            rows = {p: row_intervals(m, t, sd, sig, c, shift, v, p, ci_kind, subset)
+                    for p in probs}
             return rows.__getitem__
         out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig)["ci"]
                for p in probs}
+        sel = slice(None) if subset is None else subset
 
         def bounds(p):
-            return out[p][c.unit_idx.astype(np.int64) * nc + c.conn_idx]
+            return out[p][c.unit_idx[sel].astype(np.int64) * nc + c.conn_idx[sel]]
         return bounds
 
     # -- output ---------------------------------------------------------------------------
@@ -615,9 +643,8 @@ class Fit:
                  contrasts.set_index("contrast")[cols + ["prob_below_zero", "excludes_zero"]]
                  .round(4).to_string()]
         if ppc:
-            lines += ["", "posterior predictive check (share of observed distances inside "
-                      "the predictive HDI):",
-                      self.ppc().set_index("connection").round(3).to_string()]
+            frame = self.ppc()
+            lines += ["", ppc_heading(frame), frame.set_index("connection").round(3).to_string()]
         return "\n".join(lines)
 
     def summary(self, ci_prob=None, ci_kind=None) -> dict:

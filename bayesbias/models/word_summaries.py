@@ -549,8 +549,10 @@ def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra
     return out
 
 
-def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.ndarray:
-    """Predictive interval of every row of a fit with attribute effects, (rows, 2).
+def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
+                  rows=None) -> np.ndarray:
+    """Predictive interval of every row (or of the index array `rows`) of a fit with
+    attribute effects, (rows, 2).
 
     Given the parameters and v, row i of cell q (group g) and attribute a is Normal with mean
     ``alpha + beta (ybar_q - vbar_g) + v_a`` and sd ``sqrt(sd^2 + sigma_c^2)`` (alpha, beta,
@@ -563,8 +565,9 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str) -> np.n
     nc = len(CONNECTIONS)
     na = cells.attributes.size
     gid = shift[0].reshape(-1)
-    flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
-    pair, inv = np.unique(flat * na + cells.attr_idx, return_inverse=True)
+    sel = slice(None) if rows is None else rows
+    flat = cells.unit_idx[sel].astype(np.int64) * nc + cells.conn_idx[sel]
+    pair, inv = np.unique(flat * na + cells.attr_idx[sel], return_inverse=True)
     pcell, pattr = pair // na, pair % na
     conn = pcell % nc
     nn = cells.n.reshape(-1)[pcell].astype(float)

@@ -384,8 +384,11 @@ def bayes_section(ctx: WordListContext) -> None:
                   f"Posterior mean distance per protected word and connection, {ctx.iv}: "
                   f"{note}; the CSV has every word",
                   shown=forest_data["words"].drop(columns="_c"))
+    from ..models.result import ppc_rows_note
+
     sec.table(ctx.ppc, f"{ctx.key}_ppc", "Posterior predictive check: share of observed "
-              "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5)")
+              "distances inside the 89% and 50% predictive HDIs (ideally about 0.89 and 0.5"
+              f"{ppc_rows_note(ctx.ppc)})")
     diag = fit.diagnostics()
     d = diag.to_dict()
     explain = "; ".join(x for x in (g("rhat"), g("ess")) if x)
