@@ -4,9 +4,9 @@ Two layers. The array layer works on cosine similarities: :func:`association` gi
 s(w, A, B) for every target word, :func:`effect_size` and :func:`sum_statistic` summarise
 them, :func:`permutation_test` re-partitions X ∪ Y without replacement (exactly when the
 number of splits is small enough, otherwise by seeded Monte Carlo with the +1 correction,
-or, for sets of thousands of words, from the Normal with the re-partition distribution's exact
-mean and variance), and :func:`bootstrap_effect_size` resamples targets and attributes. The functions accept
-leading batch axes, which the null simulations use.
+or, for sets of thousands of words, from the Normal with the re-partition distribution's
+exact mean and variance), and :func:`bootstrap_effect_size` resamples targets and
+attributes. The functions accept leading batch axes, which the null simulations use.
 
 The word layer, :func:`weat`, takes an :class:`~bayesbias.embeddings.Embedding` and a two-class
 word list (or explicit X, Y, A, B), reports out-of-vocabulary words instead of silently

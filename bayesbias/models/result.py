@@ -34,7 +34,7 @@ def ppc_rows_note(frame: pd.DataFrame) -> str:
 
 
 def ppc_heading(frame: pd.DataFrame) -> str:
-    """The heading of a :meth:`Fit.ppc` table: what it shares, and on which rows."""
+    """Return the heading of a :meth:`Fit.ppc` table: what it shares, and on which rows."""
     return (f"posterior predictive check (share of observed distances inside the predictive "
             f"{frame.attrs.get('ci_kind', 'hdi').upper()}{ppc_rows_note(frame)}):")
 

@@ -551,8 +551,9 @@ def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra
 
 def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
                   rows=None) -> np.ndarray:
-    """Predictive interval of every row (or of the index array `rows`) of a fit with
-    attribute effects, (rows, 2).
+    """Predictive interval of every row (or of `rows`) of a fit with attribute effects.
+
+    Returns (rows, 2); `rows` is an index array (default: every row).
 
     Given the parameters and v, row i of cell q (group g) and attribute a is Normal with mean
     ``alpha + beta (ybar_q - vbar_g) + v_a`` and sd ``sqrt(sd^2 + sigma_c^2)`` (alpha, beta,
