@@ -75,6 +75,10 @@ class TaskResults:
     wall_time_s : float
     workers : int or None
         Dask workers used (None: in this process).
+    task_time_s : float
+        Seconds spent inside the tasks, summed over tasks (on Dask: measured by the workers).
+    startup_s : float
+        Seconds to start the local Dask cluster (0 in this process or on a given scheduler).
     """
 
     results: dict
@@ -82,6 +86,15 @@ class TaskResults:
     wall_time_s: float = 0.0
     workers: int | None = None
     errors: dict = field(default_factory=dict)
+    task_time_s: float = 0.0
+    startup_s: float = 0.0
+
+    @property
+    def speedup(self) -> float | None:
+        """Task seconds per wall second on Dask (about the gain over this process), else None."""
+        if self.workers is None or self.wall_time_s <= 0:
+            return None
+        return self.task_time_s / self.wall_time_s
 
     @property
     def complete(self) -> bool:
@@ -102,6 +115,12 @@ def _call(fn, seed, key, args):
     return fn(*args, rng=task_rng(seed, key))
 
 
+def _timed_call(fn, seed, key, args):
+    start = time.perf_counter()
+    out = _call(fn, seed, key, args)
+    return out, time.perf_counter() - start
+
+
 def dask_client(workers: int | None = None, scheduler: str | None = None,
                 processes: bool = True, client=None):
     """Return the Dask client of a run, and the local cluster it started (None if none).
@@ -116,8 +135,17 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
 
     if scheduler:
         return Client(scheduler), None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+    import dask
+
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers so that long-lived
+    # workers hand memory back; for the short numpy-heavy tasks here that makes every
+    # temporary array a fresh mmap (a design study ran 1.5x slower per task, measured in
+    # benchmarks/bench_design.py). The workers of a cluster started here get glibc's own.
+    # its INFO records (scheduler address, nannies) are not the user's business
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                               dashboard_address=None, silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 
@@ -165,26 +193,31 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
                           time.perf_counter() - t0)
 
     if workers is None and not scheduler:
+        busy = 0.0
         try:
             for key, (_, args) in zip(keys, tasks, strict=True):
-                results[key] = _call(fn, seed, key, args)
+                results[key], seconds = _timed_call(fn, seed, key, args)
+                busy += seconds
                 _report(len(results))
         except KeyboardInterrupt:
             log.warning("%s interrupted: %d of %d finished", label, len(results), total)
-        return TaskResults(results, keys, time.perf_counter() - t0, None)
+        return TaskResults(results, keys, time.perf_counter() - t0, None, task_time_s=busy)
 
     from dask.distributed import as_completed
 
     client, cluster = dask_client(workers, scheduler, processes)
+    startup = time.perf_counter() - t0 if cluster is not None else 0.0
     n_workers = len(client.scheduler_info().get("workers", {})) or workers
+    busy = 0.0
     try:
-        submitted = [client.submit(_call, fn, seed, key, args, pure=False)
+        submitted = [client.submit(_timed_call, fn, seed, key, args, pure=False)
                      for key, (_, args) in zip(keys, tasks, strict=True)]
         key_of = {fut.key: key for fut, key in zip(submitted, keys, strict=True)}
         progress.info("%s: %d submitted to Dask (%s workers)", label, total, n_workers)
         try:
             for fut in as_completed(submitted):
-                results[key_of[fut.key]] = fut.result()
+                results[key_of[fut.key]], seconds = fut.result()
+                busy += seconds
                 _report(len(results))
         except KeyboardInterrupt:
             log.warning("%s interrupted: %d of %d finished", label, len(results), total)
@@ -192,7 +225,14 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
         client.close()
         if cluster is not None:
             cluster.close()
-    return TaskResults(results, keys, time.perf_counter() - t0, n_workers)
+    out = TaskResults(results, keys, time.perf_counter() - t0, n_workers, task_time_s=busy,
+                      startup_s=startup)
+    if cluster is not None and out.complete and out.speedup < 1.0:
+        log.warning(
+            "%s: %d Dask worker(s) did not help: about %.1f s of work took %.1f s, %.1f s of "
+            "it starting the cluster; a run this size is faster in this process (without "
+            "--workers)", label, n_workers, busy, out.wall_time_s, startup)
+    return out
 
 
 # -- a few jobs beside this process's own work ------------------------------------------

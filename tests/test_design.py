@@ -142,6 +142,25 @@ def test_parallel_engine_independent_of_threads_and_order():
     assert chunks(5, 2) == [(0, 2), (2, 2), (4, 1)]
     with pytest.raises(InputDataError):
         run_tasks(fn, [((0,), (0,)), ((0,), (1,))], seed=1)
+    # microsecond tasks on a cluster that took a second to start: the run says so
+    assert seq.speedup is None and seq.task_time_s > 0 and seq.startup_s == 0
+    assert thr.workers == 2 and thr.startup_s > 0 and thr.speedup < 1
+
+
+def test_a_cluster_that_does_not_help_is_named(caplog):
+    def fn(k, rng):
+        return k
+
+    with caplog.at_level("WARNING", logger="bayesbias.parallel"):
+        res = run_tasks(fn, [((i,), (i,)) for i in range(3)], seed=1, workers=1,
+                        processes=False, label="tiny study")
+    assert res.complete
+    assert any("tiny study: 1 Dask worker(s) did not help" in r.getMessage()
+               and "without --workers" in r.getMessage() for r in caplog.records)
+    with caplog.at_level("WARNING", logger="bayesbias.parallel"):
+        caplog.clear()
+        run_tasks(fn, [((i,), (i,)) for i in range(3)], seed=1)
+    assert not caplog.records  # in this process: nothing to say
 
 
 def test_partial_results_kept_on_interrupt():
