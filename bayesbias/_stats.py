@@ -28,7 +28,7 @@ def rankdata(a, axis: int = -1) -> np.ndarray:
     n = x.shape[1]
     out = np.empty(x.shape, dtype=np.float64)
     if n:
-        order = np.argsort(x, axis=1, kind="mergesort")
+        order = np.argsort(x, axis=1)  # any order within ties gives the same average ranks
         s = np.take_along_axis(x, order, axis=1)
         idx = np.broadcast_to(np.arange(n), s.shape)
         new = np.ones(s.shape, dtype=bool)
