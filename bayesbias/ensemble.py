@@ -21,7 +21,8 @@ from .wordlists import load_wordlist
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
            "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
            "variance_shares", "summarize_ensemble", "EnsembleSummary", "factor_contrasts",
-           "n_embeddings", "ensemble_kind", "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS"]
+           "n_embeddings", "ensemble_kind", "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS",
+           "leave_one_embedding_out", "EmbeddingRobustness"]
 
 log = logging.getLogger(__name__)
 
@@ -607,6 +608,156 @@ def ensemble_figure(frame: pd.DataFrame, interval: str):
     fig.suptitle(f"Each embedding alone (blue) and the corpus level (red), {interval}",
                  fontsize=10)
     return fig
+
+
+@dataclass
+class EmbeddingRobustness:
+    """The corpus-level verdict refitted with each embedding left out in turn.
+
+    Attributes
+    ----------
+    baseline : DataFrame
+        The full fit's verdict contrasts: ``contrast``, ``mean``, ``lower``, ``upper``,
+        ``holds`` (the interval lies wholly below 0, or below -ROPE).
+    left_out : DataFrame
+        One row per (left-out embedding, verdict contrast): the refit's ``mean``, ``lower``,
+        ``upper``, ``holds``, ``flips`` (``holds`` differs from the baseline) and the refit's
+        verdict ``code``.
+    settings : dict
+        ``model``, ``ci_prob``, ``ci_kind``, ``rope``, ``seed`` and the sampler settings.
+    """
+
+    baseline: pd.DataFrame
+    left_out: pd.DataFrame
+    settings: dict
+
+    @property
+    def n_refits(self) -> int:
+        """How many embeddings were left out (one refit each)."""
+        return int(self.left_out["embedding"].nunique())
+
+    def flips(self) -> pd.DataFrame:
+        """Return the rows whose verdict contrast changes when that embedding is left out."""
+        return self.left_out.loc[self.left_out["flips"]].reset_index(drop=True)
+
+    def sentence(self) -> str:
+        """Return the robustness line: how often each verdict contrast holds, what flips."""
+        lo = self.left_out
+        base = self.baseline.set_index("contrast")["holds"]
+        held = lo.groupby("contrast", sort=False)["holds"].sum()
+        n = self.n_refits
+        iv = f"{self.settings['ci_prob']:.0%} {self.settings['ci_kind'].upper()}"
+        parts = [f"`{c}` {'below 0' if base[c] else 'not below 0'} here, below 0 in "
+                 f"{int(held[c])} of {n} refits" for c in ENSEMBLE_CONTRASTS]
+        flips = self.flips()
+        if flips.empty:
+            flip = "no single left-out embedding flips a verdict contrast"
+        else:
+            flip = "leaving out " + "; ".join(
+                ", ".join(f"`{e}`" for e in list(g)[:4])
+                + (f" (or {len(g) - 4} other embeddings)" if len(g) > 4 else "")
+                + f" flips `{c}`" for c, g in flips.groupby("contrast", sort=False)["embedding"])
+        return (f"Robustness over the {n} embeddings left out one at a time ({iv} wholly "
+                f"below 0; refits of the {self.settings['model']} model): " + "; ".join(parts)
+                + f"; {flip}.")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the refits, one row per (left-out embedding, contrast)."""
+        frame = self.left_out.copy()
+        frame.attrs.update(ci_prob=self.settings["ci_prob"], ci_kind=self.settings["ci_kind"])
+        return frame
+
+    def to_dict(self) -> dict:
+        """Plain JSON data."""
+        from .plain import to_plain
+
+        return {"kind": "leave one embedding out", "refits": self.n_refits,
+                "baseline": to_plain(self.baseline), "left_out": to_plain(self.left_out),
+                "sentence": self.sentence(), "settings": to_plain(self.settings)}
+
+    def __str__(self) -> str:
+        return self.sentence()
+
+
+def _verdict_rows(fit, ci_prob, ci_kind, rope) -> pd.DataFrame:
+    c = fit.contrasts(ci_prob, ci_kind).set_index("contrast")
+    bound = -float(rope or 0.0)
+    return pd.DataFrame([{"contrast": name, "mean": float(c.loc[name, "mean"]),
+                          "lower": float(c.loc[name, "lower"]),
+                          "upper": float(c.loc[name, "upper"]),
+                          "holds": bool(c.loc[name, "upper"] < bound)}
+                         for name in ENSEMBLE_CONTRASTS])
+
+
+def _canonical_labels(table: pd.DataFrame) -> pd.DataFrame:
+    """Rename embeddings and corpus samples by position (``embedding-0``, ``bootstrap-0``, ...).
+
+    Tables of the same shape then share one compiled model (the labels are part of its
+    structure, :func:`bayesbias.models.embedding_level.structure_key`), so the K refits of
+    :func:`leave_one_embedding_out` compile once instead of K times (a compile of the model
+    takes about a minute). A sample keeps what its name says: bootstrap or not, or
+    ``original``.
+    """
+    from .models.embedding_level import BOOTSTRAP_PREFIX
+
+    out = table.reset_index(drop=True).copy()
+    names = out["embedding"].astype(str).drop_duplicates().tolist()
+    out["embedding"] = out["embedding"].astype(str).map(
+        {e: f"embedding-{i}" for i, e in enumerate(names)})
+    if "corpus_sample" in out:
+        samples = out["corpus_sample"].astype(str).drop_duplicates().tolist()
+
+        def rename(i, x):
+            if x == "original":
+                return x
+            boot = x.rsplit("/", 1)[-1].startswith(BOOTSTRAP_PREFIX)
+            return f"{BOOTSTRAP_PREFIX if boot else 'sample'}-{i}"
+
+        out["corpus_sample"] = out["corpus_sample"].astype(str).map(
+            {x: rename(i, x) for i, x in enumerate(samples)})
+    return out
+
+
+def leave_one_embedding_out(table: pd.DataFrame, fit=None, *, ci_prob=None, ci_kind=None,
+                            rope=None, seed=None, **fit_kwargs) -> EmbeddingRobustness:
+    """Refit the ``embedding_level`` model with each embedding of `table` left out in turn.
+
+    Does the corpus-level verdict rest on one embedding (one training seed, one bootstrap
+    resample, one corpus)? Each refit has the same settings and seed as `fit` (fitted here
+    when not given); a contrast "holds" when its interval lies wholly below 0 (below -`rope`),
+    the rule of the verdict. Needs 3 or more embeddings, so that every refit keeps two.
+    """
+    import warnings
+
+    from .config import defaults
+    from .models import fit_model
+    from .models.summaries import resolve_ci
+    from .verdicts import verdict_from_fit
+
+    k = n_embeddings(table)
+    if k < 3:
+        raise InputDataError(f"leaving out one embedding needs 3 or more embeddings; the "
+                             f"table holds {k}")
+    ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
+    seed = defaults.seed if seed is None else int(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if fit is None:
+            fit = fit_model(table, "embedding_level", seed=seed, **fit_kwargs)
+        baseline = _verdict_rows(fit, ci_prob, ci_kind, rope)
+        holds = baseline.set_index("contrast")["holds"]
+        rows = []
+        for label in table["embedding"].drop_duplicates():
+            part = _canonical_labels(table.loc[table["embedding"] != label])
+            part.attrs = dict(table.attrs)
+            refit = fit_model(part, "embedding_level", seed=seed, **fit_kwargs)
+            code = verdict_from_fit(refit, str(label), ci_prob, ci_kind, rope).code
+            for _, r in _verdict_rows(refit, ci_prob, ci_kind, rope).iterrows():
+                rows.append({"embedding": label, **r.to_dict(), "code": code,
+                             "flips": bool(r["holds"] != holds[r["contrast"]])})
+    settings = {"model": "embedding_level", "ci_prob": ci_prob, "ci_kind": ci_kind,
+                "rope": rope, "seed": seed, **fit_kwargs}
+    return EmbeddingRobustness(baseline, pd.DataFrame(rows), settings)
 
 
 def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_prob=None,

@@ -294,7 +294,7 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
     rep = d / "report"
     assert main(["--quiet", "report", "--embedding", str(d / "runs" / "manifest.json"),
                  "--wordlist", str(d / "syn.toml"), *common, "--jobs", "1",
-                 "--permutations", "1000", "--no-robustness", "-o", str(rep), "--json"]) == 0
+                 "--permutations", "1000", "-o", str(rep), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     validate(payload, "report")
     assert payload["ensembles"]["synthetic"]["embeddings"] == 3
@@ -306,6 +306,10 @@ def test_fit_and_report_from_a_manifest(trained, capsys):
         assert (rep / "tables" / f"synthetic_{name}.csv").is_file()
     results = json.loads((rep / "results.json").read_text())
     assert results["wordlists"]["synthetic"]["data"]["embeddings"] == 3
+    # robustness of the corpus-level verdict: each embedding left out in turn
+    line = results["wordlists"]["synthetic"]["robustness"]
+    assert line.startswith("Robustness over the 3 embeddings left out one at a time")
+    assert line.count(" of 3 refits") == 3 and "Robustness over the 3 embeddings" in md
     assert "manifest" in [r["role"] for r in results["provenance"]["inputs"]]
 
 

@@ -149,7 +149,9 @@ def _choices(report: Report, settings: ReportSettings) -> None:
     report.choice("robustness", "each verdict box gives the share of 200 resampled word "
                                 "lists under which each verdict contrast holds and the words "
                                 "whose removal flips one (exact refits of the hierarchical "
-                                "model; --no-robustness leaves it out)" if s.robustness else
+                                "model); for a table of several embeddings, the refits of the "
+                                "embedding_level model with each embedding left out in turn "
+                                "(--no-robustness leaves it out)" if s.robustness else
                   "not computed (--no-robustness)")
     report.choice("missing words", f"on_missing={s.on_missing}")
 

@@ -658,14 +658,23 @@ def _wants_robustness(settings) -> bool:
                                                                   False))
 
 
-def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed):
+def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwargs):
     """Exact leave-one-out and resampled-list refits of `table`, or why they do not apply.
 
-    Returns a ``Sensitivity``, or the reason as a str when `model` has no exact refits.
+    Returns a ``Sensitivity``, or the reason as a str when `model` has no exact refits. A
+    table of several embeddings gets the corpus-level verdict refitted with each embedding
+    left out (:func:`~bayesbias.ensemble.leave_one_embedding_out`, sampler `fit_kwargs`).
     """
+    from ..ensemble import leave_one_embedding_out, n_embeddings
     from ..errors import ModelSpecError
     from ..models import load_spec
     from ..studies.sensitivity import check_model, sensitivity
+
+    if n_embeddings(table) >= 2:
+        try:
+            return leave_one_embedding_out(table, ci_prob=ci_prob, seed=seed, **fit_kwargs)
+        except InputDataError as exc:
+            return str(exc)
 
     try:
         spec = check_model(load_spec(model))
@@ -689,6 +698,8 @@ def robustness_line(sens) -> str:
         return ""
     if isinstance(sens, str):
         return f"Robustness: not computed ({sens})."
+    if hasattr(sens, "sentence"):  # many embeddings: each left out in turn
+        return sens.sentence()
     share = sens.resampled.set_index("contrast")["share_holds"]
     base = sens.baseline.set_index("contrast")["holds"]
     parts = [f"`{c}` {'below 0' if base[c] else 'not below 0'} here, below 0 in "
@@ -715,7 +726,13 @@ def robustness_line(sens) -> str:
 
 
 def _robustness_job(ctx: WordListContext) -> tuple:
+    from ..ensemble import n_embeddings
+
     s = ctx.settings
+    if n_embeddings(ctx.table) >= 2:  # refits of the corpus-level fit: its sampler settings
+        sampler = {k: getattr(s, k) for k in ("draws", "tune", "chains", "sampler",
+                                               "target_accept")}
+        return partial(robustness, **sampler), (ctx.table, s.model, s.ci_prob, s.seed), False
     return robustness, (ctx.table, s.model, s.ci_prob, s.seed), False
 
 
