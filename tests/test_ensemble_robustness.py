@@ -76,3 +76,15 @@ def test_leave_one_embedding_out_refits_and_names_what_flips():
         assert "flips `" in text
     d = json.loads(json.dumps(r.to_dict()))
     assert d["refits"] == 4 and len(d["left_out"]) == 12
+
+
+def test_fit_sensitivity_of_an_ensemble_needs_three_embeddings(tmp_path, capsys):
+    from bayesbias.cli import main
+
+    path = tmp_path / "two.csv"
+    _table(n=2).to_csv(path, index=False)
+    code = main(["--quiet", "fit", "--distances", str(path), "--model", "embedding_level",
+                 "--sensitivity"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "leaves out each embedding in turn" in err and "the table holds 2" in err

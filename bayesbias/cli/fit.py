@@ -53,7 +53,9 @@ def register(sub) -> None:
     p.add_argument("--sensitivity", action="store_true",
                    help="also: change of each contrast and verdict when each word is left "
                         "out, and the share of 200 resampled word lists under which each "
-                        "verdict holds (exact refits; hierarchical model) (default: off)")
+                        "verdict holds (exact refits; hierarchical model); with --model "
+                        "embedding_level, the verdict with each embedding left out in turn "
+                        "(default: off)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -167,12 +169,20 @@ def run(args) -> int:
         emit(args, {"spec": spec.to_dict(), "spec_hash": spec.hash, "card": spec.card()},
              spec.card())
         return 0
-    if args.sensitivity:  # refuse unsupported specs before sampling
+    spec = load_spec(args.model, level=args.level, residual_sd=args.residual_sd)
+    per_embedding = args.sensitivity and family_has(spec.family, "EMBEDDINGS")
+    if args.sensitivity and not per_embedding:  # refuse unsupported specs before sampling
         from ..studies.sensitivity import check_model
 
-        check_model(load_spec(args.model, level=args.level, residual_sd=args.residual_sd))
+        check_model(spec)
     table = load_table(args.distances, args)
-    if args.sensitivity:  # a table it cannot use: refused before sampling too
+    if per_embedding and n_embeddings(table) < 3:  # refused before sampling too
+        from ..errors import InputDataError
+
+        raise InputDataError(f"--sensitivity with --model {args.model} leaves out each "
+                             f"embedding in turn: it needs 3 or more embeddings; the table "
+                             f"holds {n_embeddings(table)}")
+    if args.sensitivity and not per_embedding:  # a table it cannot use: refused before sampling
         from ..distances import check_pilot
 
         check_pilot(table, str(args.distances or table.attrs.get("source", "distance table")))
@@ -219,7 +229,17 @@ def run(args) -> int:
         ens = ensemble_summary(table, fit, args)
         payload["ensemble"] = ens.to_dict()
         lines += ["", "many embeddings: " + str(ens)]
-    if args.sensitivity:
+    if per_embedding:  # the corpus-level verdict with each embedding left out in turn
+        from ..ensemble import leave_one_embedding_out
+
+        sens = leave_one_embedding_out(
+            table, fit, ci_prob=args.ci_prob, ci_kind=args.ci_kind,
+            rope=getattr(args, "rope", None), seed=args.seed,
+            draws=int(fit.posterior.sizes["draw"]), tune=args.tune, chains=args.chains,
+            sampler=args.sampler, target_accept=args.target_accept)
+        payload["sensitivity"] = sens.to_dict()
+        lines += ["", str(sens)]
+    elif args.sensitivity:
         from ..studies.sensitivity import sensitivity
 
         sens = sensitivity(table, fit.spec, ci_prob=args.ci_prob, seed=args.seed)
