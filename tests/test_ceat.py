@@ -110,6 +110,26 @@ def test_word_interval_does_not_shrink_with_draws():
     assert ceat_from_pools(pools, n_draws=50, seed=3, bootstrap=0).word_ci is None
 
 
+def test_ceat_p_over_words_agrees_with_the_word_interval():
+    # the share of two-stage resamples at or below 0: the test of the percentile interval
+    rng = np.random.default_rng(8)
+    for shift, expect_small in ((2.0, True), (0.0, False)):
+        pools = {k: [rng.normal(size=(4, 6)) + (shift if k in "XA" else -shift) * np.eye(6)[0]
+                     for _ in range(6)] for k in "XYAB"}
+        r = ceat_from_pools(pools, n_draws=200, seed=2, bootstrap=200)
+        assert 0.0 <= r.word_p <= 1.0
+        assert (r.word_p < 0.05) == expect_small
+        # at level 1 - 2 p the interval's lower end sits at 0: above 0 iff p below its tail
+        assert (r.word_ci[0] > 0) == (r.word_p < (1 - r.ci_prob) / 2) or \
+            abs(r.word_p - (1 - r.ci_prob) / 2) < 0.01
+        text = str(r)
+        assert "p over words and contexts" in text
+        assert text.index("p over words and contexts") < text.index("secondary")
+        d = r.to_dict()
+        assert d["word_p"] == r.word_p and "two-stage bootstrap" in d["word_p_text"]
+    assert ceat_from_pools(pools, n_draws=50, seed=3, bootstrap=0).word_p is None
+
+
 def test_ceat_p_is_printed_as_a_bound():
     rng = np.random.default_rng(6)
     pools = {k: [rng.normal(size=(4, 6)) + (3.0 if k in "XA" else -3.0) * np.eye(6)[0]

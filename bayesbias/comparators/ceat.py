@@ -251,6 +251,9 @@ class CeatResult:
     word_ci: tuple[float, float] | None = None
     n_bootstrap: int = 0
     bootstrap_draws: int = 0
+    #: One-sided p over words and contexts: the share of the two-stage resamples whose CES is
+    #: at most 0 (the percentile interval's test: ``word_ci`` excludes 0 at level 1 - 2p).
+    word_p: float | None = None
 
     def quantiles(self, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> dict:
         """Quantiles of the per-draw effect sizes."""
@@ -274,12 +277,19 @@ class CeatResult:
         from ..reconcile import format_p
 
         d["p_text"] = f"{format_p(self.p_value)} (one-sided, combined > 0; random effects)"
+        d["word_p_text"] = (f"{format_p(self.word_p, floor=self._word_p_floor)} (one-sided, "
+                            "combined > 0; two-stage bootstrap over words and contexts)"
+                            if self.word_p is not None else None)
         d["effect_size_quantiles"] = self.quantiles()
         d["effect_size_mean"] = float(self.effect_sizes.mean())
         d["effect_size_sd"] = float(self.effect_sizes.std(ddof=1))
         d["method"] = ("CEAT (Guo & Caliskan 2021): WEAT effect size per random draw of one "
                        "context per word; random-effects combination, DerSimonian-Laird tau^2")
         return d
+
+    @property
+    def _word_p_floor(self) -> float | None:
+        return 1.0 / self.n_bootstrap if self.n_bootstrap else None
 
     def __str__(self) -> str:
         from ..reconcile import format_p
@@ -291,7 +301,9 @@ class CeatResult:
                  f"{self.word_ci[1]:.3f}] (two-stage bootstrap: {sizes.get('X')}+"
                  f"{sizes.get('Y')} target and {sizes.get('A')}+{sizes.get('B')} attribute "
                  f"words, then each word's contexts; {self.n_bootstrap} resamples of "
-                 f"{self.bootstrap_draws} draws; does not shrink with --context-draws)"]
+                 f"{self.bootstrap_draws} draws; does not shrink with --context-draws)",
+                 f"  p over words and contexts (combined > 0, one-sided: share of resamples "
+                 f"at or below 0) {_op(format_p(self.word_p, floor=self._word_p_floor))}"]
                 if self.word_ci else
                 ["  no interval over words and contexts (--bootstrap 0): the interval below "
                  "counts only the draws"])
@@ -333,7 +345,7 @@ def ceat_from_pools(pools, *, n_draws: int = 1000, seed: int | None = None,
     if ok.sum() < 2:
         raise InputDataError("CEAT: fewer than 2 draws with a defined effect size")
     re = random_effects(es[ok], v[ok], ci_prob)
-    word_ci, inner = None, 0
+    word_ci, word_p, inner = None, None, 0
     if bootstrap:
         from ..resampling import percentile_interval
 
@@ -341,13 +353,16 @@ def ceat_from_pools(pools, *, n_draws: int = 1000, seed: int | None = None,
         boot = ceat_bootstrap(pools, n_bootstrap=int(bootstrap), n_draws=inner,
                               seed=np.random.SeedSequence([seed, 2]), sd=sd)
         word_ci = percentile_interval(boot, re.ci_prob)
+        finite = boot[np.isfinite(boot)]
+        word_p = float(np.mean(finite <= 0)) if finite.size else None
     return CeatResult(
         combined=re.estimate, se=re.se, ci=re.ci, ci_prob=re.ci_prob, ci_kind=re.ci_kind,
         p_value=re.p_greater, p_two_sided=re.p_two_sided, tau2=re.tau2, q=re.q,
         n_draws=int(ok.sum()), seed=seed, effect_sizes=es[ok], variances=v[ok],
         sizes={k: len(pools[k]) for k in "XYAB"}, names=dict(names or {}),
         contexts=dict(contexts or {}), dropped=dict(dropped or {}), source=source,
-        word_ci=word_ci, n_bootstrap=int(bootstrap) if word_ci else 0, bootstrap_draws=inner)
+        word_ci=word_ci, n_bootstrap=int(bootstrap) if word_ci else 0, bootstrap_draws=inner,
+        word_p=word_p)
 
 
 def ceat(source, wordlist_or_sets, *, n_draws: int = 1000, seed: int | None = None,
