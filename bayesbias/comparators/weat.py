@@ -688,8 +688,8 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
     from ..ensemble import single_embedding
 
     table = single_embedding(table, "WEAT")  # several embeddings: refused, not mixed
-    stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
-    found = list(dict.fromkeys(stereo["protected_class"].astype(str)))
+    stereo = table.loc[table["connection"].isin(["associated", "different"])]
+    found = [str(c) for c in stereo["protected_class"].drop_duplicates()]
     classes = list(classes) if classes is not None else found
     if len(classes) != 2 or not set(classes) <= set(found):
         raise DistanceTableError(
@@ -697,12 +697,13 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
             + (f", asked for {', '.join(classes)}" if classes != found else ""))
     sim = stereo.pivot_table(index="protected_word", columns="attribute",
                              values="cosine_similarity", aggfunc="first")
-    pw_class = stereo.groupby("protected_word")["protected_class"].first()
-    at_class = stereo.groupby("attribute")["attribute_class"].first()
-    x = [w for w in dict.fromkeys(stereo["protected_word"]) if pw_class[w] == classes[0]]
-    y = [w for w in dict.fromkeys(stereo["protected_word"]) if pw_class[w] == classes[1]]
-    a = [w for w in dict.fromkeys(stereo["attribute"]) if at_class[w] == classes[0]]
-    b = [w for w in dict.fromkeys(stereo["attribute"]) if at_class[w] == classes[1]]
+    # words in order of first appearance, each with the class of its first row
+    words = stereo.drop_duplicates("protected_word")
+    attrs = stereo.drop_duplicates("attribute")
+    w_class = words["protected_class"].astype(str).to_numpy()
+    a_class = attrs["attribute_class"].astype(str).to_numpy()
+    x, y = (words["protected_word"].to_numpy()[w_class == c].tolist() for c in classes)
+    a, b = (attrs["attribute"].to_numpy()[a_class == c].tolist() for c in classes)
     empty = [k for k, v in zip("XYAB", (x, y, a, b), strict=True) if not v]
     if empty:
         raise DistanceTableError(
@@ -731,8 +732,8 @@ def weat_class_pairs(table: pd.DataFrame, **kwargs) -> list[tuple[tuple[str, str
     For classes (x, y), X and Y are their protected words and A and B their stereotypes; a
     two-class table gives one result. `kwargs` go to :func:`weat_from_similarities`.
     """
-    stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
-    classes = list(dict.fromkeys(stereo["protected_class"].astype(str)))
+    stereo = table.loc[table["connection"].isin(["associated", "different"])]
+    classes = [str(c) for c in stereo["protected_class"].drop_duplicates()]
     results = []
     for x, y in itertools.combinations(classes, 2):
         pair = table.loc[table["protected_class"].isin([x, y])
