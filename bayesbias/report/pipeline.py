@@ -141,7 +141,11 @@ def _choices(report: Report, settings: ReportSettings) -> None:
                           f"({'n - 1' if s.sd_convention == 'sample' else 'n'}); "
                           f"two-sided permutation test, exact if at most "
                           f"{defaults.exact_permutation_limit:,} splits else "
-                          f"{s.n_permutations:,} Monte Carlo splits (seed {s.seed}); "
+                          f"{s.n_permutations:,} Monte Carlo splits (seed {s.seed}"
+                          + (f"; the Normal with the exact re-partition moments when both "
+                             f"sets have {defaults.normal_permutation_min:,} words or more"
+                             if defaults.normal_permutation_min is not None else "")
+                          + "); "
                           f"{s.ci_prob:.0%} equal-tailed percentile bootstrap interval "
                           f"over words ({s.n_bootstrap} resamples)")
     report.choice("null distributions", f"{s.null_reps} replications resampling real "
