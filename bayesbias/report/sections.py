@@ -726,14 +726,10 @@ def robustness_line(sens) -> str:
 
 
 def _robustness_job(ctx: WordListContext) -> tuple:
-    from ..ensemble import n_embeddings
-
     s = ctx.settings
-    if n_embeddings(ctx.table) >= 2:  # refits of the corpus-level fit: its sampler settings
-        sampler = {k: getattr(s, k) for k in ("draws", "tune", "chains", "sampler",
-                                               "target_accept")}
-        return partial(robustness, **sampler), (ctx.table, s.model, s.ci_prob, s.seed), False
-    return robustness, (ctx.table, s.model, s.ci_prob, s.seed), False
+    # the sampler settings of the report's fits (used by the refits of an ensemble's fit)
+    sampler = {k: getattr(s, k) for k in ("draws", "tune", "chains", "sampler", "target_accept")}
+    return partial(robustness, **sampler), (ctx.table, s.model, s.ci_prob, s.seed), False
 
 
 def _comparators_job(ctx: WordListContext) -> tuple:
