@@ -29,6 +29,7 @@ Usage::
 
     python benchmarks/embedding_level_corpus_coverage.py run --planted 0.5 --reps 100 \\
         --out runs/corpus_cov_p05.jsonl [--start 0] [--deadline 19:10] [--bootstrap 8]
+        [--seeds-within 2]
     python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05*.jsonl
 
 ``run`` appends one JSON line per replication and skips replications already in the file.
@@ -71,7 +72,7 @@ def intervals(fit) -> dict:
 
 
 def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
-                boot: int = MODELS) -> dict:
+                boot: int = MODELS, within: int = 1) -> dict:
     from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
     from bayesbias.models import fit_model
@@ -85,11 +86,12 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
     wordlist = work / "synthetic.toml"
     synthetic_wordlist_toml(wordlist)
     train_models(corpus, work / "seeds", seeds=seeds, settings=settings, first_seed=1)
-    train_models(corpus, work / "boot", seeds=0, bootstrap=boot, settings=settings,
-                 bootstrap_seed=rep)
+    train_models(corpus, work / "boot", seeds=within if within > 1 else 0, bootstrap=boot,
+                 seeds_within=within > 1, settings=settings, bootstrap_seed=rep)
     tables = {"seeds": manifest_table(work / "seeds", wordlist),
               "bootstrap": manifest_table(work / "boot", wordlist)}
-    row = {"rep": rep, "planted": planted, "docs": DOCS, "models": boot, "n_seeds": seeds,
+    row = {"rep": rep, "planted": planted, "docs": DOCS, "models": boot * within,
+           "resamples": boot, "seeds_within": within, "n_seeds": seeds,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(tables["seeds"]["embedding"].unique())[0]
     one = single_embedding(tables["seeds"][tables["seeds"]["embedding"] == first], "crossed")
@@ -128,7 +130,8 @@ def run(args) -> None:
             print(f"deadline {args.deadline} reached before replication {rep}", flush=True)
             break
         with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
-            row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap)
+            row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
+                              args.seeds_within)
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
@@ -194,6 +197,9 @@ def main(argv=None) -> None:
                    help="seed models of the corpus (1: no seed-only ensemble, WEAT on one)")
     r.add_argument("--bootstrap", type=int, default=MODELS,
                    help="bootstrap resamples of the corpus per ensemble (default 4)")
+    r.add_argument("--seeds-within", type=int, default=1,
+                   help="training seeds per bootstrap resample (default 1; >= 2 lets the model "
+                        "tell training noise from corpus-sampling noise)")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
