@@ -9,8 +9,11 @@ independently of the class. The default sizes give stereotypes, human and neutra
 same expected frequency: word2vec puts words of similar frequency closer together, so controls
 of another frequency would show an "association" on a null corpus (measured: with 20 neutral
 words at 2 per document against 12 stereotypes at 2 per document, all of 4 seeds and 6
-bootstraps gave ``associated - none`` < 0 at ``planted = 0``). For tests, notebooks and users'
-own checks: nothing is downloaded.
+bootstraps gave ``associated - none`` < 0 at ``planted = 0``). With ``word_sd > 0`` the words
+of a kind differ: each corpus draws every list word a log-normal weight, and a word is chosen
+within its kind in proportion to it (the kinds' shares of the text stay fixed), so a corpus is
+written by one sample of words from a population of words of unequal frequency, as real word
+lists are. For tests, notebooks and users' own checks: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class SyntheticDesign:
     stereotypes_per_doc: int = 2
     human_per_doc: int = 1
     none_per_doc: int = 2
+    #: sd of the log weights of the list's words within their kind (0: exchangeable words)
+    word_sd: float = 0.0
 
     def words(self) -> dict[str, list[str]]:
         """Return the word-list parts: protected words and stereotypes per class, controls."""
@@ -67,8 +72,11 @@ def synthetic_corpus(n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
     if not -1.0 <= planted <= 1.0:
         raise InvalidArgumentError(f"planted must be in [-1, 1], got {planted!r}")
     d = design or SyntheticDesign()
+    if not d.word_sd >= 0.0:
+        raise InvalidArgumentError(f"word_sd must be >= 0, got {d.word_sd!r}")
     words = d.words()
     rng = np.random.default_rng(seed)
+    weight = _word_weights(words, d.word_sd, seed)
     ranks = np.arange(1, d.n_filler + 1)
     zipf = 1.0 / ranks
     zipf /= zipf.sum()
@@ -84,12 +92,25 @@ def synthetic_corpus(n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
         k = int(rng.integers(len(CLASSES)))
         which = np.where(rng.random(d.stereotypes_per_doc) < own, k, 1 - k)
         doc = np.concatenate([
-            rng.choice(prot[k], d.protected_per_doc),
-            [rng.choice(ster[j]) for j in which],
-            rng.choice(human, d.human_per_doc), rng.choice(none, d.none_per_doc),
+            rng.choice(prot[k], d.protected_per_doc, p=weight[f"{CLASSES[k]}:protected"]),
+            [rng.choice(ster[j], p=weight[f"{CLASSES[j]}:stereotypes"]) for j in which],
+            rng.choice(human, d.human_per_doc, p=weight["human"]),
+            rng.choice(none, d.none_per_doc, p=weight["none"]),
             filler[rng.choice(d.n_filler, max(n_fill, 0), p=zipf)]])
         rng.shuffle(doc)
         yield doc.tolist()
+
+
+def _word_weights(words: dict, sd: float, seed: int) -> dict:
+    """Return each list part's within-part choice probabilities (``None``: uniform)."""
+    if sd == 0.0:
+        return dict.fromkeys(words)
+    rng = np.random.default_rng([seed, 1])  # apart from the documents' stream
+    out = {}
+    for part, ws in words.items():
+        w = np.exp(sd * rng.standard_normal(len(ws)))
+        out[part] = w / w.sum()
+    return out
 
 
 def write_synthetic_corpus(path, n_docs: int = 1250, planted: float = 0.5, seed: int = 0,

@@ -21,15 +21,17 @@ ensembles the mean over corpora and resamples of an embedding's raw contrast (me
 distance of its ``associated`` rows minus that of its ``none`` rows), for seeds and single
 embeddings the same mean over models of the corpora themselves (word2vec puts resampled,
 duplicated documents' words further apart, so the two pipelines differ). Words of a kind are
-exchangeable in the generator, so this equals the population contrast the model's
-``mu_bar`` describes. It is estimated from the *other* replications (leave one out), whose
-corpora are independent of the one being scored; its Monte Carlo error is reported.
+exchangeable in the generator (with ``--word-sd`` each corpus draws its words' weights
+afresh: a new sample of words from one population), so this equals the population
+contrast the model's ``mu_bar`` describes. It is estimated from the *other* replications
+(leave one out), whose corpora are independent of the one being scored; its Monte Carlo
+error is reported.
 
 Usage::
 
     python benchmarks/embedding_level_corpus_coverage.py run --planted 0.5 --reps 100 \\
         --out runs/corpus_cov_p05.jsonl [--start 0] [--deadline 19:10] [--bootstrap 8]
-        [--seeds-within 2]
+        [--seeds-within 2] [--word-sd 0.5]
     python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05*.jsonl
 
 ``run`` appends one JSON line per replication and skips replications already in the file.
@@ -72,8 +74,8 @@ def intervals(fit) -> dict:
 
 
 def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
-                boot: int = MODELS, within: int = 1) -> dict:
-    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+                boot: int = MODELS, within: int = 1, word_sd: float = 0.0) -> dict:
+    from bayesbias.corpora import SyntheticDesign, synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
     from bayesbias.models import fit_model
     from bayesbias.training import TrainSettings, train_models
@@ -82,7 +84,7 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
     settings = TrainSettings(vector_size=24, min_count=2, epochs=20)
     t0 = time.time()
     corpus = write_synthetic_corpus(work / "corpus.txt.gz", n_docs=DOCS, planted=planted,
-                                    seed=10_000 + rep)
+                                    seed=10_000 + rep, design=SyntheticDesign(word_sd=word_sd))
     wordlist = work / "synthetic.toml"
     synthetic_wordlist_toml(wordlist)
     train_models(corpus, work / "seeds", seeds=seeds, settings=settings, first_seed=1)
@@ -91,7 +93,7 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
     tables = {"seeds": manifest_table(work / "seeds", wordlist),
               "bootstrap": manifest_table(work / "boot", wordlist)}
     row = {"rep": rep, "planted": planted, "docs": DOCS, "models": boot * within,
-           "resamples": boot, "seeds_within": within, "n_seeds": seeds,
+           "resamples": boot, "seeds_within": within, "n_seeds": seeds, "word_sd": word_sd,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(tables["seeds"]["embedding"].unique())[0]
     one = single_embedding(tables["seeds"][tables["seeds"]["embedding"] == first], "crossed")
@@ -131,7 +133,7 @@ def run(args) -> None:
             break
         with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
             row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
-                              args.seeds_within)
+                              args.seeds_within, args.word_sd)
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
@@ -200,6 +202,9 @@ def main(argv=None) -> None:
     r.add_argument("--seeds-within", type=int, default=1,
                    help="training seeds per bootstrap resample (default 1; >= 2 lets the model "
                         "tell training noise from corpus-sampling noise)")
+    r.add_argument("--word-sd", type=float, default=0.0,
+                   help="sd of the list words' log frequency weights within their kind "
+                        "(SyntheticDesign.word_sd; 0: exchangeable words)")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
