@@ -44,7 +44,7 @@ import json
 import tempfile
 import time
 import warnings
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +125,8 @@ def run(args) -> None:
         hh, mm = map(int, args.deadline.split(":"))
         now = datetime.now(timezone.utc)
         deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if deadline <= now:  # a time past midnight
+            deadline += timedelta(days=1)
     for rep in range(args.start, args.start + args.reps):
         if rep in done:
             continue
