@@ -171,8 +171,11 @@ def summary(args) -> None:
             iv = np.array([r[fit_name]["interval"][name] for r in rows])
             cov = (iv[:, 0] <= loo) & (loo <= iv[:, 1])
             se = np.sqrt(cov.mean() * (1 - cov.mean()) / n)
+            width = iv[:, 1] - iv[:, 0]
+            err = iv[:, 2] - loo  # a calibrated interval: sd(err) ~ width / (2 * 1.645)
             print(f"  {fit_name:9s} {name:24s} 90% coverage {cov.mean():.3f} (se {se:.3f}; "
-                  f"{cov.sum()}/{n}) mean width {np.mean(iv[:, 1] - iv[:, 0]):.4f}")
+                  f"{cov.sum()}/{n}) mean width {width.mean():.4f}; sd of mean - target "
+                  f"{err.std(ddof=1):.4f}, width / 3.29 {width.mean() / 3.29:.4f}")
     for fit_name in ("bootstrap", "seeds", "single"):
         if fit_name not in rows[0]:
             continue
