@@ -21,8 +21,8 @@ from .wordlists import load_wordlist
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
            "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
            "variance_shares", "summarize_ensemble", "EnsembleSummary", "factor_contrasts",
-           "n_embeddings", "ensemble_kind", "ENSEMBLE_COLUMNS", "ENSEMBLE_CONTRASTS",
-           "leave_one_embedding_out", "EmbeddingRobustness"]
+           "n_embeddings", "ensemble_kind", "ensemble_caveat", "ENSEMBLE_COLUMNS",
+           "ENSEMBLE_CONTRASTS", "leave_one_embedding_out", "EmbeddingRobustness"]
 
 log = logging.getLogger(__name__)
 
@@ -321,6 +321,24 @@ def ensemble_kind(table: pd.DataFrame) -> str:
     return "seeds" if len(samples) == 1 else "corpora"
 
 
+def ensemble_caveat(table: pd.DataFrame) -> str:
+    """Say what the corpus-level intervals of `table`'s ensemble cannot separate ("": nothing).
+
+    Bootstrap resamples trained once each: a resample's shift mixes its documents with its
+    training run, and the model counts the whole shift as corpus-sampling noise (the
+    observed corpus is one more draw), so the corpus-level intervals are conservative.
+    """
+    if ensemble_kind(table) != "bootstrap" or "embedding" not in table:
+        return ""
+    runs = table.groupby("corpus_sample", sort=False)["embedding"].nunique()
+    if (runs >= 2).any():
+        return ""
+    return ("each bootstrap resample was trained once, so training-run noise cannot be told "
+            "from corpus-sampling noise and the corpus-level intervals count both as corpus "
+            "noise (conservative: wider than needed); train two or more seeds per resample "
+            "(bayesbias train --bootstrap B --seeds K --seeds-within) to separate them")
+
+
 def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     """Share of the variation of (word, embedding) cell means that comes from the embedding.
 
@@ -479,6 +497,9 @@ class EnsembleSummary:
     factor : DataFrame or None
         :func:`factor_contrasts`: the contrasts per level of the table's factor and between
         levels (None without a ``factor_*`` column).
+    caveat : str
+        :func:`ensemble_caveat`: what the corpus-level intervals cannot separate ("" if
+        nothing).
     """
 
     verdict: object
@@ -489,6 +510,7 @@ class EnsembleSummary:
     kind: str
     model: str = "crossed"
     factor: pd.DataFrame | None = None
+    caveat: str = ""
 
     @property
     def n_embeddings(self) -> int:
@@ -546,7 +568,8 @@ class EnsembleSummary:
                 "disagree": self.disagree, "per_embedding": to_plain(self.per_embedding),
                 "variance_shares": to_plain(self.variance), "reliability": to_plain(rel),
                 "weat_per_embedding": to_plain(self.weat), "weat_spread": self.weat_spread(),
-                "factor": None if self.factor is None else to_plain(self.factor)}
+                "factor": None if self.factor is None else to_plain(self.factor),
+                "caveat": self.caveat}
 
     def __str__(self) -> str:
         iv = self.verdict.interval_label
@@ -555,6 +578,8 @@ class EnsembleSummary:
             ev = self.verdict[c]
             lines.append(f"  corpus-level `{c}` {ev.mean:+.3f} ({iv} {ev.lower:+.3f} to "
                          f"{ev.upper:+.3f})")
+        if self.caveat:
+            lines.append(f"  note: {self.caveat}")
         if self.factor is not None:
             for _, r in self.factor.iterrows():
                 if r["contrast"] != "associated - none" and r["quantity"] != "trend":
@@ -792,4 +817,5 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
     return EnsembleSummary(verdict=verdict, per_embedding=per,
                            variance=variance_shares(fit, ci_prob, ci_kind), reliability=rel,
                            weat=weat, kind=ensemble_kind(table), model=str(model),
-                           factor=factor_contrasts(fit, ci_prob, ci_kind))
+                           factor=factor_contrasts(fit, ci_prob, ci_kind),
+                           caveat=ensemble_caveat(table))

@@ -115,7 +115,11 @@ DEFS = {
                                                  "factor and between levels "
                                                  "(bayesbias.ensemble.factor_contrasts), or "
                                                  "null without a factor_* column",
-                                  "type": ["array", "null"]}}},
+                                  "type": ["array", "null"]},
+                       "caveat": {"description": "what the corpus-level intervals cannot "
+                                                 "separate, or \"\" "
+                                                 "(bayesbias.ensemble.ensemble_caveat)",
+                                  "type": "string"}}},
     "fit_summary": {
         "description": "a fit's summary (bayesbias.models.Fit.to_dict()): the keys `fit "
                        "--json` shares",

@@ -17,6 +17,7 @@ from bayesbias.cli import main
 from bayesbias.ensemble import (
     ENSEMBLE_CONTRASTS,
     EnsembleSummary,
+    ensemble_caveat,
     ensemble_kind,
     manifest_path,
     n_embeddings,
@@ -110,6 +111,15 @@ def test_kind_and_count():
     mixed = pd.concat([t, _table("seeds").assign(embedding=lambda d: "s-" + d["embedding"])])
     assert ensemble_kind(mixed) == "mixed"
     assert n_embeddings(t) == 4 and n_embeddings(t.drop(columns="embedding")) == 1
+
+
+def test_caveat_when_resamples_were_trained_once():
+    once = simulate_ensemble_table(n_embeddings=4, kind="bootstrap", runs_per_sample=1)[0]
+    twice = simulate_ensemble_table(n_embeddings=4, kind="bootstrap", runs_per_sample=2)[0]
+    assert "--seeds-within" in ensemble_caveat(once)
+    assert "conservative" in ensemble_caveat(once)
+    assert ensemble_caveat(twice) == ""
+    assert ensemble_caveat(_table("seeds")) == ensemble_caveat(_table("corpora")) == ""
 
 
 def _posterior(draws=200, seed=0):

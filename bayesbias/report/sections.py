@@ -539,7 +539,8 @@ def ensemble_section(ctx: WordListContext) -> None:
     spread = e.weat_spread()
     bullets = [
         f"**{e.n_embeddings} embeddings of {ENSEMBLE_TARGET[e.kind]}.** The verdict above is "
-        "the corpus-level one (model `embedding_level`).",
+        "the corpus-level one (model `embedding_level`)."
+        + (f" Note: {e.caveat}." if e.caveat else ""),
         f"Each embedding alone ({e.model} model, same rule and sampler settings): "
         + "; ".join(f"{n} {code}" for code, n in counts.items())
         + f". **{e.disagree} of {e.n_embeddings} single embeddings would have said otherwise** "
