@@ -186,6 +186,20 @@ def summary(args) -> None:
         tally = {c: codes.count(c) for c in sorted(set(codes))}
         print(f"  {fit_name:9s} stereotype-specific in {ss}/{n} ({ss / n:.3f}); diagnostics ok "
               f"{ok}/{n}; fits with divergences {div}; verdicts {tally}")
+    within = rows[0].get("seeds_within", 1)
+    if within >= 2:  # resamples trained with several seeds: the variance of one contrast split
+        b = rows[0]["resamples"]
+        print(f"  where a bootstrap model's raw contrast varies ({b} resamples x {within} seeds):")
+        for name in CONTRASTS:
+            x = np.array([r["raw"]["bootstrap"][name] for r in rows]).reshape(n, b, within)
+            train = x.var(axis=2, ddof=1).mean()  # seeds of one resample
+            boot = x.mean(axis=2).var(axis=1, ddof=1).mean() - train / within
+            between = x.mean(axis=(1, 2)).var(ddof=1)  # the ensemble mean, corpus to corpus
+            corpus = between - (boot + train / within) / b
+            print(f"    {name:24s} training sd {np.sqrt(train):.4f}; resample around its "
+                  f"corpus {np.sqrt(max(boot, 0.0)):.4f}; corpus around the language "
+                  f"{np.sqrt(max(corpus, 0.0)):.4f} (from the sd of the ensemble mean between "
+                  f"corpora, {np.sqrt(between):.4f})")
     p = np.array([r["weat_p"] for r in rows])
     print(f"  WEAT p < 0.05: first seed {np.mean(p[:, 0] < 0.05):.3f}, any of the "
           f"{p.shape[1]} seeds {np.mean((p < 0.05).any(axis=1)):.3f}, all seeds' d of one sign "
