@@ -36,7 +36,8 @@ def main(argv=None) -> dict:
     wall = time.perf_counter() - t0
     d = fit.diagnostics().to_dict()
     post = fit.posterior
-    out = {"wall_s": round(wall, 1), "sampling_s": round(float(fit.idata.attrs["sampling_time_s"]), 1),
+    out = {"wall_s": round(wall, 1),
+           "sampling_s": round(float(fit.idata.attrs["sampling_time_s"]), 1),
            "max_rhat": round(d["max_rhat"], 4), "min_ess_bulk": round(d["min_ess_bulk"]),
            "min_ess_tail": round(d["min_ess_tail"]), "divergences": d["divergences"],
            "chains": d["chains"], "draws": d["draws"],
