@@ -31,7 +31,7 @@ Usage::
 
     python benchmarks/embedding_level_corpus_coverage.py run --planted 0.5 --reps 100 \\
         --out runs/corpus_cov_p05.jsonl [--start 0] [--deadline 19:10] [--bootstrap 8]
-        [--seeds-within 2] [--word-sd 0.5]
+        [--seeds-within 2] [--word-sd 0.5] [--corpora 4 --seeds-within 2]
     python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05*.jsonl
 
 ``run`` appends one JSON line per replication and skips replications already in the file.
@@ -115,6 +115,50 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
     return row
 
 
+def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
+                        within: int = 2) -> dict:
+    """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
+
+    The corpus-level interval then describes the population of corpora directly, with no
+    resampling of one corpus: a check of the model on trained embeddings by itself.
+    """
+    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+    from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
+    from bayesbias.models import fit_model
+    from bayesbias.training import TrainSettings, train_models
+    from bayesbias.verdicts import verdict_from_fit
+
+    settings = TrainSettings(vector_size=24, min_count=2, epochs=20)
+    t0 = time.time()
+    wordlist = work / "synthetic.toml"
+    synthetic_wordlist_toml(wordlist)
+    for j in range(n_corpora):  # corpora of every replication are distinct draws
+        corpus = write_synthetic_corpus(work / f"c{j}.txt.gz", n_docs=DOCS, planted=planted,
+                                        seed=1_000_000 + 100 * rep + j)
+        train_models(corpus, work / "corpora" / f"c{j}", seeds=within, settings=settings,
+                     first_seed=1)
+    table = manifest_table(work / "corpora", wordlist)
+    row = {"rep": rep, "planted": planted, "docs": DOCS, "models": n_corpora * within,
+           "corpora": n_corpora, "seeds_within": within, "kind": "corpora",
+           "train_s": round(time.time() - t0, 1)}
+    first = sorted(table["embedding"].unique())[0]
+    one = single_embedding(table[table["embedding"] == first], "crossed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = {"corpora": fit_model(table, "embedding_level", seed=rep),
+                "single": fit_model(one, "crossed", seed=rep)}
+        for name, fit in fits.items():
+            d = fit.diagnostics()
+            row[name] = {"interval": intervals(fit), "verdict": verdict_from_fit(fit).code,
+                         "rhat_ok": bool(d.ok), "divergences": int(d.divergences)}
+        weat = weat_per_embedding(table, seed=rep, n_permutations=10_000)
+    row["raw"] = {"corpora": raw_contrasts(table)}
+    row["weat_p"] = [float(p) for p in weat["p_value"]]
+    row["weat_d"] = [float(d) for d in weat["effect_size"]]
+    row["seconds"] = round(time.time() - t0, 1)
+    return row
+
+
 def run(args) -> None:
     out = Path(args.out)
     done = set()
@@ -134,12 +178,17 @@ def run(args) -> None:
             print(f"deadline {args.deadline} reached before replication {rep}", flush=True)
             break
         with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
-            row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
-                              args.seeds_within, args.word_sd)
+            if args.corpora:
+                row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
+                                          args.seeds_within)
+            else:
+                row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
+                                  args.seeds_within, args.word_sd)
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
-                         | {k: row[k]["verdict"] for k in ("bootstrap", "seeds", "single")
+                         | {k: row[k]["verdict"] for k in ("bootstrap", "seeds", "corpora",
+                                                            "single")
                             if k in row}),
               flush=True)
 
@@ -156,10 +205,11 @@ def summary(args) -> None:
     planted = sorted({r["planted"] for r in rows})
     print(f"{', '.join(args.file)}: {n} replications, planted {planted}, "
           f"{rows[0]['docs']} documents, {rows[0]['models']} models per ensemble")
-    pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "single": "seeds"}
+    kinds = [p for p in ("bootstrap", "seeds", "corpora") if p in rows[0]["raw"]]
+    pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "corpora": "corpora",
+                "single": "corpora" if "corpora" in kinds else "seeds"}
     for name in CONTRASTS:
-        per_rep = {p: np.array([np.mean(r["raw"][p][name]) for r in rows])
-                   for p in ("bootstrap", "seeds")}
+        per_rep = {p: np.array([np.mean(r["raw"][p][name]) for r in rows]) for p in kinds}
         for p, v in per_rep.items():
             print(f"  target {name:24s} {p:9s} {v.mean():+.4f} (Monte Carlo se "
                   f"{v.std(ddof=1) / np.sqrt(n):.4f}; sd between corpora {v.std(ddof=1):.4f})")
@@ -176,7 +226,7 @@ def summary(args) -> None:
             print(f"  {fit_name:9s} {name:24s} 90% coverage {cov.mean():.3f} (se {se:.3f}; "
                   f"{cov.sum()}/{n}) mean width {width.mean():.4f}; sd of mean - target "
                   f"{err.std(ddof=1):.4f}, width / 3.29 {width.mean() / 3.29:.4f}")
-    for fit_name in ("bootstrap", "seeds", "single"):
+    for fit_name in ("bootstrap", "seeds", "corpora", "single"):
         if fit_name not in rows[0]:
             continue
         codes = [r[fit_name]["verdict"] for r in rows]
@@ -187,7 +237,16 @@ def summary(args) -> None:
         print(f"  {fit_name:9s} stereotype-specific in {ss}/{n} ({ss / n:.3f}); diagnostics ok "
               f"{ok}/{n}; fits with divergences {div}; verdicts {tally}")
     within = rows[0].get("seeds_within", 1)
-    if within >= 2:  # resamples trained with several seeds: the variance of one contrast split
+    if within >= 2 and "corpora" in kinds:  # several corpora, several seeds each
+        c = rows[0]["corpora"]
+        print(f"  where a model's raw contrast varies ({c} corpora x {within} seeds):")
+        for name in CONTRASTS:
+            x = np.array([r["raw"]["corpora"][name] for r in rows]).reshape(n, c, within)
+            train = x.var(axis=2, ddof=1).mean()
+            corpus = x.mean(axis=2).var(axis=1, ddof=1).mean() - train / within
+            print(f"    {name:24s} training sd {np.sqrt(train):.4f}; corpus around the "
+                  f"language {np.sqrt(max(corpus, 0.0)):.4f} (directly, between corpora)")
+    if within >= 2 and "bootstrap" in kinds:  # resamples with several seeds: split the variance
         b = rows[0]["resamples"]
         print(f"  where a bootstrap model's raw contrast varies ({b} resamples x {within} seeds):")
         for name in CONTRASTS:
@@ -224,6 +283,9 @@ def main(argv=None) -> None:
     r.add_argument("--word-sd", type=float, default=0.0,
                    help="sd of the list words' log frequency weights within their kind "
                         "(SyntheticDesign.word_sd; 0: exchangeable words)")
+    r.add_argument("--corpora", type=int, default=0,
+                   help="instead: R independent corpora per replication, --seeds-within "
+                        "seeds each, one embedding_level fit (the model without resampling)")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
