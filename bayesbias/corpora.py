@@ -13,7 +13,8 @@ bootstraps gave ``associated - none`` < 0 at ``planted = 0``). With ``word_sd > 
 of a kind differ: each corpus draws every list word a log-normal weight, and a word is chosen
 within its kind in proportion to it (the kinds' shares of the text stay fixed), so a corpus is
 written by one sample of words from a population of words of unequal frequency, as real word
-lists are. For tests, notebooks and users' own checks: nothing is downloaded.
+lists are (``word_seed`` gives several corpora the same words' weights). For tests,
+notebooks and users' own checks: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class SyntheticDesign:
     none_per_doc: int = 2
     #: sd of the log weights of the list's words within their kind (0: exchangeable words)
     word_sd: float = 0.0
+    #: seed of those weights (None: the corpus's seed); corpora that share it share their
+    #: words' weights, as samples of one language do
+    word_seed: int | None = None
 
     def words(self) -> dict[str, list[str]]:
         """Return the word-list parts: protected words and stereotypes per class, controls."""
@@ -76,7 +80,7 @@ def synthetic_corpus(n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
         raise InvalidArgumentError(f"word_sd must be >= 0, got {d.word_sd!r}")
     words = d.words()
     rng = np.random.default_rng(seed)
-    weight = _word_weights(words, d.word_sd, seed)
+    weight = _word_weights(words, d.word_sd, seed if d.word_seed is None else d.word_seed)
     ranks = np.arange(1, d.n_filler + 1)
     zipf = 1.0 / ranks
     zipf /= zipf.sum()

@@ -116,30 +116,33 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
 
 
 def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
-                        within: int = 2) -> dict:
+                        within: int = 2, word_sd: float = 0.0) -> dict:
     """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
 
     The corpus-level interval then describes the population of corpora directly, with no
     resampling of one corpus: a check of the model on trained embeddings by itself.
     """
-    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+    from bayesbias.corpora import SyntheticDesign, synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
     from bayesbias.models import fit_model
     from bayesbias.training import TrainSettings, train_models
     from bayesbias.verdicts import verdict_from_fit
 
     settings = TrainSettings(vector_size=24, min_count=2, epochs=20)
+    # one language per replication: its corpora share the words' weights
+    design = SyntheticDesign(word_sd=word_sd, word_seed=2_000_000 + rep)
     t0 = time.time()
     wordlist = work / "synthetic.toml"
     synthetic_wordlist_toml(wordlist)
     for j in range(n_corpora):  # corpora of every replication are distinct draws
         corpus = write_synthetic_corpus(work / f"c{j}.txt.gz", n_docs=DOCS, planted=planted,
-                                        seed=1_000_000 + 100 * rep + j)
+                                        seed=1_000_000 + 100 * rep + j, design=design)
         train_models(corpus, work / "corpora" / f"c{j}", seeds=within, settings=settings,
                      first_seed=1)
     table = manifest_table(work / "corpora", wordlist)
     row = {"rep": rep, "planted": planted, "docs": DOCS, "models": n_corpora * within,
-           "corpora": n_corpora, "seeds_within": within, "kind": "corpora",
+           "n_corpora": n_corpora, "seeds_within": within, "kind": "corpora",
+           "word_sd": word_sd,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(table["embedding"].unique())[0]
     one = single_embedding(table[table["embedding"] == first], "crossed")
@@ -180,7 +183,7 @@ def run(args) -> None:
         with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
             if args.corpora:
                 row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
-                                          args.seeds_within)
+                                          args.seeds_within, args.word_sd)
             else:
                 row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
                                   args.seeds_within, args.word_sd)
@@ -238,7 +241,7 @@ def summary(args) -> None:
               f"{ok}/{n}; fits with divergences {div}; verdicts {tally}")
     within = rows[0].get("seeds_within", 1)
     if within >= 2 and "corpora" in kinds:  # several corpora, several seeds each
-        c = rows[0]["corpora"]
+        c = rows[0]["models"] // within
         print(f"  where a model's raw contrast varies ({c} corpora x {within} seeds):")
         for name in CONTRASTS:
             x = np.array([r["raw"]["corpora"][name] for r in rows]).reshape(n, c, within)

@@ -43,6 +43,10 @@ def test_word_sd_makes_words_of_a_kind_unequal_and_keeps_kind_shares():
     # a corpus's weights are its own: another seed gives another sample of words
     other = _counts(synthetic_corpus(n, 0.5, 8, design), design)
     assert not np.array_equal(np.argsort(other["none"]), np.argsort(uneven["none"]))
+    # unless they share a word seed: two corpora of one language, same weights
+    shared = SyntheticDesign(word_sd=0.8, word_seed=7)
+    again = _counts(synthetic_corpus(n, 0.5, 8, shared), shared)
+    assert np.corrcoef(again["none"], uneven["none"])[0, 1] > 0.9
 
 
 def test_word_sd_zero_is_the_exchangeable_generator():
