@@ -522,12 +522,18 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     return out
 
 
-def _drawn_interval(mean, sd, prob, kind, seed) -> np.ndarray:
-    """Interval of each element from one draw of its Normal per draw (draws, elements)."""
-    from .._stats import eti, hdi
+def _drawn_interval(mean, sd, probs, kind, seed) -> np.ndarray:
+    """Intervals of each element from one draw of its Normal per draw (draws, elements).
 
-    x = mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)
-    return (hdi if kind == "hdi" else eti)(x.T, prob)
+    Returns (len(probs), elements, 2): every probability from the same draws (one sort).
+    """
+    from .._stats import eti, hdi_sorted
+
+    x = (mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)).T
+    if kind != "hdi":
+        return np.stack([eti(x, p) for p in probs])
+    x = np.sort(x, axis=-1)
+    return np.stack([hdi_sorted(x, p) for p in probs])
 
 
 def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd):
@@ -566,16 +572,17 @@ def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra
         if rope is not None:
             out["share_in_rope"][sl] = (ndtr((rope - mean) / sd)
                                         - ndtr((-rope - mean) / sd)).mean(axis=0)
-        out["ci"][sl] = _drawn_interval(mean, sd, prob, kind,
-                                        [20240104, *col, int(units[sl][0]), sl.start])
+        out["ci"][sl] = _drawn_interval(mean, sd, [prob], kind,
+                                        [20240104, *col, int(units[sl][0]), sl.start])[0]
     return out
 
 
-def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
+def row_intervals(m, t, s, sig, cells, shift, v, probs, kind: str,
                   rows=None) -> np.ndarray:
-    """Predictive interval of every row (or of `rows`) of a fit with attribute effects.
+    """Predictive intervals of every row (or of `rows`) of a fit with attribute effects.
 
-    Returns (rows, 2); `rows` is an index array (default: every row).
+    Returns (len(probs), rows, 2), one interval per probability in `probs`; `rows` is an
+    index array (default: every row).
 
     Given the parameters and v, row i of cell q (group g) and attribute a is Normal with mean
     ``alpha + beta (ybar_q - vbar_g) + v_a`` and sd ``sqrt(sd^2 + sigma_c^2)`` (alpha, beta,
@@ -598,7 +605,7 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
     key, kinv = np.unique(gid[pcell] * na + pattr, return_inverse=True)
     kinv = kinv.ravel()
     size = np.bincount(kinv, minlength=key.size)
-    out = np.empty((pair.size, 2))
+    out = np.empty((len(probs), pair.size, 2))
     order = np.argsort(kinv, kind="stable")
     bounds = np.r_[0, np.cumsum(size)]
     small = []
@@ -612,8 +619,9 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
         al, be, sd = _coefficients(m[:, c], t[:, c], s[:, c], nn[e0])
         al = al - be * shift[1]([gid[pcell[e0]]])[:, 0] + v[:, pattr[e0]]
         sd = np.sqrt(sd * sd + sig[:, c] ** 2)
-        out[el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], prob, kind,
-                                 interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
+        for i, p in enumerate(probs):
+            out[i, el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], p, kind,
+                                        interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
     if small:
         el = np.concatenate(small)
         keep = thinned(m.shape[0], ROW_CHECK_DRAWS)
@@ -625,5 +633,5 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
             y = ybar[e] - shift[1](gid[pcell[e]], keep)
             mean = (mm / (tt * tt) + nn[e] * y / (ss * ss)) / prec + v[keep][:, pattr[e]]
             sd = np.sqrt(1.0 / prec + sig[keep][:, c] ** 2)
-            out[e] = _drawn_interval(mean, sd, prob, kind, [20240105, sl.start])
-    return out[inv.ravel()]
+            out[:, e] = _drawn_interval(mean, sd, probs, kind, [20240105, sl.start])
+    return out[:, inv.ravel()]
