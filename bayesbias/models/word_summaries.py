@@ -178,6 +178,7 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
 
     lw, up = lo.copy(), hi.copy()
     ok = np.zeros(lw.shape, bool)
+    level = None
     for _ in range(steps):
         fl, dl, gl = parts(lw)
         fu, du, gu = parts(up)
@@ -185,6 +186,7 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
         scale = np.maximum(du, dl)
         ok = (np.abs(r1) < tol) & (np.abs(r2) < tol * scale)
         if ok.all():
+            level = dl  # the density at lw, as density(lw) computes it
             break
         # Jacobian of (r1, r2) in (lw, up): [[-dl, du], [-gl, gu]]
         det = -dl * gu + du * gl
@@ -196,7 +198,7 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
         lw, up = np.where(good & ~ok, nl, lw), np.where(good & ~ok, nu, up)
     # an HDI only if the density stays above its level f(lw) = f(up) inside (no second mode
     # outside a dip): checked at 15 interior points (the density alone: no CDF)
-    level = density(lw)
+    level = density(lw) if level is None else level
     for w in np.linspace(0, 1, 17)[1:-1]:
         ok &= density(lw + w * (up - lw)) >= level * (1 - 1e-9)
     return lw, up, ok
@@ -625,13 +627,22 @@ def row_intervals(m, t, s, sig, cells, shift, v, probs, kind: str,
     if small:
         el = np.concatenate(small)
         keep = thinned(m.shape[0], ROW_CHECK_DRAWS)
+        # the per-connection factors once per draw, then picked per element (the numbers of
+        # computing them on the picked arrays, in fewer passes over draws x elements)
+        t2, s2 = t[keep] * t[keep], s[keep] * s[keep]
+        inv_t2, m_t2, sig2, vk = 1.0 / t2, m[keep] / t2, sig[keep] ** 2, v[keep]
         for sl in chunks(el.size, keep.size):
             e = el[sl]
             c = conn[e]
-            mm, tt, ss = m[keep][:, c], t[keep][:, c], s[keep][:, c]
-            prec = 1.0 / (tt * tt) + nn[e] / (ss * ss)
-            y = ybar[e] - shift[1](gid[pcell[e]], keep)
-            mean = (mm / (tt * tt) + nn[e] * y / (ss * ss)) / prec + v[keep][:, pattr[e]]
-            sd = np.sqrt(1.0 / prec + sig[keep][:, c] ** 2)
-            out[:, e] = _drawn_interval(mean, sd, probs, kind, [20240105, sl.start])
+            s2c = s2[:, c]
+            prec = inv_t2[:, c] + nn[e] / s2c
+            mean = nn[e] * (ybar[e] - shift[1](gid[pcell[e]], keep))
+            mean /= s2c
+            mean += m_t2[:, c]  # (m / t^2 + n y / s^2) / prec + v
+            mean /= prec
+            mean += vk[:, pattr[e]]
+            sd = 1.0 / prec
+            sd += sig2[:, c]
+            out[:, e] = _drawn_interval(mean, np.sqrt(sd, out=sd), probs, kind,
+                                        [20240105, sl.start])
     return out[:, inv.ravel()]
