@@ -348,7 +348,10 @@ def fit_moments(fit):
         beta = nn / (ss * ss) / prec
         alpha = mm / (tt * tt) / prec - beta * shift[1](np.where(u >= 0, u, -1), keep)
         inv = inv.ravel()
-        return alpha[:, inv] + beta[:, inv] * ybar[idx][None], (1.0 / np.sqrt(prec))[:, inv]
+        mean = beta[:, inv]  # alpha + beta ybar, in place in the picked array
+        mean *= ybar[idx][None]
+        mean += alpha[:, inv]
+        return mean, (1.0 / np.sqrt(prec))[:, inv]
 
     return moments, (m, t, s)
 
