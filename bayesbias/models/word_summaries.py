@@ -110,7 +110,33 @@ def mixture_moments(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.nd
     return mu, np.sqrt(var)
 
 
-def _cdf_pdf(x, mean, sd):
+#: Draws x elements per block of the mixture evaluations (:func:`_by_blocks`): 512 kB per
+#: float64 array, which stays in a core's cache through the passes of one evaluation. On four
+#: of the 5M-row crossed fit's per-word interval calls (4,000 draws x 54-75 elements each),
+#: in blocks of 16 elements: 0.94-1.33 s of CPU against 1.48-1.70 s in whole calls (best and
+#: median of 4, machine under load; the same numbers).
+EVAL_ELEMENTS = 64_000
+
+
+def _blocks(draws: int, m: int) -> list[slice]:
+    """Blocks of `m` elements (:data:`EVAL_ELEMENTS`), none of one element unless `m` is 1.
+
+    NumPy sums a C-ordered (draws, k) array over axis 0 draw by draw when k >= 2, but a single
+    column pairwise: a block of one element would change the rounding of its sums.
+    """
+    starts = list(range(0, m, max(2, EVAL_ELEMENTS // max(draws, 1))))
+    if len(starts) > 1 and m - starts[-1] == 1:
+        starts.pop()
+    return [slice(a, b) for a, b in zip(starts, starts[1:] + [m], strict=True)]
+
+
+def _by_blocks(f, x, mean, sd) -> tuple:
+    """``f(x, mean, sd)`` (per-element results, summed over draws) block by block."""
+    got = [f(x[sl], mean[:, sl], sd[:, sl]) for sl in _blocks(mean.shape[0], x.shape[0])]
+    return got[0] if len(got) == 1 else tuple(np.concatenate(r) for r in zip(*got, strict=True))
+
+
+def _cdf_pdf_block(x, mean, sd):
     from scipy.special import ndtr
 
     z = x[None] - mean  # (x - mean) / sd and exp(-0.5 z z) / sd in place: the same numbers
@@ -120,6 +146,11 @@ def _cdf_pdf(x, mean, sd):
     np.exp(e, out=e)
     e /= sd
     return ndtr(z).mean(axis=0), e.mean(axis=0) / np.sqrt(2 * np.pi)
+
+
+def _cdf_pdf(x, mean, sd):
+    """CDF and density at `x` (elements) of the Normal mixtures over axis 0."""
+    return _by_blocks(_cdf_pdf_block, x, mean, sd)
 
 
 def mixture_cdf(x, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -154,7 +185,7 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
 
     c = 1 / np.sqrt(2 * np.pi)
 
-    def z_phi(x):
+    def z_phi(x, mean, sd):
         # the operations of (x - mean) / sd and exp(-0.5 z z) / sd * c, in place (the same
         # numbers, without four temporaries of draws x elements per call)
         z = x[None] - mean
@@ -166,15 +197,21 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
         phi *= c
         return z, phi
 
-    def parts(x):
-        z, phi = z_phi(x)
+    def parts_block(x, mean, sd):
+        z, phi = z_phi(x, mean, sd)
         g = np.negative(z)  # -z / sd * phi
         g /= sd
         g *= phi
         return ndtr(z).mean(axis=0), phi.mean(axis=0), g.mean(axis=0)
 
+    def density_block(x, mean, sd):
+        return (z_phi(x, mean, sd)[1].mean(axis=0),)
+
+    def parts(x):
+        return _by_blocks(parts_block, x, mean, sd)
+
     def density(x):
-        return z_phi(x)[1].mean(axis=0)
+        return _by_blocks(density_block, x, mean, sd)[0]
 
     lw, up = lo.copy(), hi.copy()
     ok = np.zeros(lw.shape, bool)
