@@ -131,7 +131,14 @@ def _blocks(draws: int, m: int) -> list[slice]:
 
 
 def _by_blocks(f, x, mean, sd) -> tuple:
-    """``f(x, mean, sd)`` (per-element results, summed over draws) block by block."""
+    """``f(x, mean, sd)`` (per-element results, summed over draws) block by block.
+
+    `x` (elements,), `mean` (draws, elements) and `sd` broadcast to it; other shapes in one
+    call.
+    """
+    if np.ndim(x) != 1 or np.ndim(mean) != 2 or np.shape(mean)[1] != np.shape(x)[0]:
+        return f(x, mean, sd)
+    sd = np.broadcast_to(sd, mean.shape)
     got = [f(x[sl], mean[:, sl], sd[:, sl]) for sl in _blocks(mean.shape[0], x.shape[0])]
     return got[0] if len(got) == 1 else tuple(np.concatenate(r) for r in zip(*got, strict=True))
 
