@@ -64,7 +64,7 @@ def to_plain(obj):
 
 
 def _plain_column(values) -> list | None:
-    """A NumPy column as plain values (non-finite floats as None); None for other dtypes."""
+    """Return a NumPy column as plain values (non-finite floats as None); None for others."""
     import numpy as np
 
     if not isinstance(values, np.ndarray) or values.dtype.kind not in "biuf":

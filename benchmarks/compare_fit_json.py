@@ -5,8 +5,8 @@ Runs the command with both versions (the baseline extracted with ``git archive``
 with the run's ``wall_time_s`` left out, and every number (largest absolute difference).
 Exit code 1 if they differ beyond ``--tol``.
 
-    nice python benchmarks/compare_fit_json.py --baseline 04f8695 --rows 500000
-    nice python benchmarks/compare_fit_json.py --baseline 04f8695 --distances published:religion:reddit
+    python benchmarks/compare_fit_json.py --baseline 04f8695 --rows 500000
+    python benchmarks/compare_fit_json.py --baseline 04f8695 --distances published:religion:reddit
 
 ``--rows N``: a table of N rows built as ``bench_scale.py --fit`` builds them (the religion
 table's protected words renamed per copy); ``--distances``: any table; further arguments go

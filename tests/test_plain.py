@@ -12,7 +12,7 @@ from bayesbias.plain import to_plain
 
 
 def _reference(frame: pd.DataFrame) -> list[dict]:
-    """The straightforward conversion: every record's values one at a time."""
+    """Convert every record's values one at a time (the straightforward reference)."""
     return [{str(k): to_plain(v) for k, v in rec.items()}
             for rec in frame.to_dict(orient="records")]
 
