@@ -8,7 +8,8 @@ with numpy and ``scipy.special`` only:
 - :func:`rankdata`: ``scipy.stats.rankdata`` (ties ``"average"``; NaN in a slice gives NaN);
 - :func:`normal_ppf`: ``scipy.stats.norm.ppf`` (it is ``scipy.special.ndtri``);
 - :func:`next_fast_len`: ``scipy.fft.next_fast_len`` (smallest 11-smooth length);
-- :func:`hdi`, :func:`eti`: ``arviz_stats``' ``hdi`` (method ``"nearest"``) and ``eti``;
+- :func:`hdi` (:func:`hdi_sorted` on sorted draws), :func:`eti`: ``arviz_stats``' ``hdi``
+  (method ``"nearest"``) and ``eti``;
 - :func:`bfmi`: ``arviz_stats``' E-BFMI per chain;
 - :func:`mcse_quantile`: ``arviz_stats``' quantile MCSE.
 """
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rankdata", "normal_ppf", "next_fast_len", "hdi", "eti", "bfmi", "mcse_quantile"]
+__all__ = ["rankdata", "normal_ppf", "next_fast_len", "hdi", "hdi_sorted", "eti", "bfmi",
+           "mcse_quantile"]
 
 
 def rankdata(a, axis: int = -1) -> np.ndarray:
@@ -72,7 +74,13 @@ def hdi(draws, prob: float) -> np.ndarray:
     """
     if not 1 >= prob > 0:
         raise ValueError("The value of `prob` must be in the (0, 1] interval.")
-    s = np.sort(np.asarray(draws), axis=-1)
+    return hdi_sorted(np.sort(np.asarray(draws), axis=-1), prob)
+
+
+def hdi_sorted(s: np.ndarray, prob: float) -> np.ndarray:
+    """:func:`hdi` of draws `s` already sorted over the last axis (one sort, many `prob`)."""
+    if not 1 >= prob > 0:
+        raise ValueError("The value of `prob` must be in the (0, 1] interval.")
     n = s.shape[-1]
     k = min(int(np.floor(prob * n)), n - 1)
     if n - k <= 0:

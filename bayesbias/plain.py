@@ -43,7 +43,7 @@ def to_plain(obj):
         return [to_plain(v) for v in obj]
     pd = sys.modules.get("pandas")  # not imported: `obj` is no pandas object (saves 0.4 s)
     if pd is not None and isinstance(obj, pd.DataFrame):
-        return to_plain(obj.to_dict(orient="records"))
+        return _plain_records(obj)
     if pd is not None and isinstance(obj, pd.Series):
         return to_plain(obj.to_dict())
     if isinstance(obj, np.ndarray):
@@ -61,6 +61,36 @@ def to_plain(obj):
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def _plain_column(values) -> list | None:
+    """Return a NumPy column as plain values (non-finite floats as None); None for others."""
+    import numpy as np
+
+    if not isinstance(values, np.ndarray) or values.dtype.kind not in "biuf":
+        if isinstance(values, np.ndarray) and values.dtype == object:
+            out = values.tolist()
+            return out if all(type(v) is str for v in out) else None
+        return None
+    out = values.tolist()  # Python floats / ints / bools, as ``to_dict`` boxes them
+    if values.dtype.kind == "f":
+        for i in np.flatnonzero(~np.isfinite(values)).tolist():
+            out[i] = None
+    return out
+
+
+def _plain_records(frame) -> list[dict]:
+    """`frame` as a list of plain records: ``to_plain(frame.to_dict(orient="records"))``.
+
+    Column by column for NumPy number, bool and string columns (a per-word table of 60,000
+    rows: 0.2 s instead of 2 s); any other column (or repeated names), value by value.
+    """
+    cols = [_plain_column(frame[c].to_numpy()) if frame.columns.is_unique else None
+            for c in frame.columns]
+    if not cols or any(c is None for c in cols):
+        return to_plain(frame.to_dict(orient="records"))
+    keys = [str(c) for c in frame.columns]
+    return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
 
 
 def dropped_line(dropped: dict | None, lead: str = "dropped (not in the embedding)") -> str:

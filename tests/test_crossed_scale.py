@@ -225,7 +225,7 @@ def test_groups_and_cell_by_cell_agree(pair, monkeypatch):
     rows = {}
     for limit in (1, 10**9):
         monkeypatch.setattr(ws, "MIN_GROUP", limit)
-        rows[limit] = ws.row_intervals(m, t, s, sig, c, shift, v, 0.5, "eti")
+        rows[limit] = ws.row_intervals(m, t, s, sig, c, shift, v, [0.5], "eti")[0]
     sd = np.sqrt(np.mean(s ** 2) + np.mean(sig ** 2))  # a typical predictive sd
     gap = np.abs(rows[1] - rows[10**9]) / sd
     assert gap.max() < 0.25 and gap.mean() < 0.05

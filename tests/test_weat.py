@@ -486,6 +486,36 @@ def test_weat_class_pairs_on_a_three_class_table():
     assert swapped.p_value == pytest.approx(first.p_value)
 
 
+def test_weat_class_pairs_equal_weat_on_each_pairs_rows():
+    """Pairs taken from the stereotype rows give WEAT on all of the pair's rows."""
+    import pandas as pd
+
+    from bayesbias.comparators.weat import weat_class_pairs, weat_from_table
+    from bayesbias.datasets import published_table
+    from bayesbias.errors import DistanceTableError
+
+    table = published_table("religion", "reddit")
+    for (x, y), got in weat_class_pairs(table, alternative="two-sided", seed=1):
+        sub = table.loc[table["protected_class"].isin([x, y])
+                        & table["attribute_class"].isin([x, y])]
+        ref = weat_from_table(sub, classes=(x, y), alternative="two-sided", seed=1)
+        assert (got.effect_size, got.p_value, got.sizes) == (ref.effect_size, ref.p_value,
+                                                             ref.sizes)
+    # a second embedding: ignored without stereotype rows of a pair, else refused (as WEAT
+    # on the pair's rows does)
+    ref = weat_class_pairs(table, alternative="two-sided", seed=1)
+    for conn, refused in (("none", False), ("associated", True)):
+        other = table.loc[table["connection"] == conn].assign(embedding="b")
+        two = pd.concat([table.assign(embedding="a"), other], ignore_index=True)
+        if refused:
+            with pytest.raises(DistanceTableError, match="2 embeddings"):
+                weat_class_pairs(two, alternative="two-sided", seed=1)
+        else:
+            got = weat_class_pairs(two, alternative="two-sided", seed=1)
+            assert [(k, r.effect_size, r.p_value) for k, r in got] == \
+                [(k, r.effect_size, r.p_value) for k, r in ref]
+
+
 def test_results_have_frames():
     from bayesbias.comparators.mac import mac_from_table
     from bayesbias.comparators.weat import weat_from_table

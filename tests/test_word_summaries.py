@@ -27,6 +27,24 @@ def _grid_reference(mean, sd, prob):
     return eti, np.array([x[inside].min(), x[inside].max()])
 
 
+@pytest.mark.parametrize("m", [1, 2, 3, 16, 17, 33, 75])
+def test_blocked_evaluations_equal_whole_ones(monkeypatch, m):
+    """Mixture CDF, density and intervals in blocks of elements: the numbers of one block."""
+    rng = np.random.default_rng(m)
+    mean = rng.normal(size=(400, m)) + np.linspace(0, 1, m)
+    sd = np.broadcast_to(rng.uniform(0.5, 1.5, size=(400, 1)), mean.shape)
+    x = mean.mean(axis=0)
+    whole = ws._cdf_pdf_block(x, mean, sd)
+    for kind in ("hdi", "eti"):
+        monkeypatch.setattr(ws, "EVAL_ELEMENTS", 10**12)
+        ref = ws.mixture_interval(mean, sd, 0.89, kind)
+        monkeypatch.setattr(ws, "EVAL_ELEMENTS", 400 * 2)  # blocks of 2 (a last one of 3)
+        assert all(np.array_equal(a, b) for a, b in zip(ws._cdf_pdf(x, mean, sd), whole,
+                                                         strict=True))
+        assert np.array_equal(ws.mixture_interval(mean, sd, 0.89, kind), ref)
+    assert all(b.stop - b.start >= 2 for b in ws._blocks(400, m)) or m == 1
+
+
 def test_single_normal_is_exact():
     mean, sd = np.array([[0.3, -1.0]]), np.array([[0.2, 2.0]])
     z = stats.norm.ppf(0.945)

@@ -445,7 +445,7 @@ def write_study_outputs(args, result, payload: dict, lines: list[str], indent=No
 def emit(args, payload: dict, text: str) -> None:
     """Print `payload` as JSON if ``--json`` was given, else `text`."""
     if getattr(args, "json", False):
-        json.dump(to_jsonable(payload), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        # one string, one write: json.dump's writes chunk by chunk (seconds on a large table)
+        sys.stdout.write(json.dumps(to_jsonable(payload), indent=2) + "\n")
     else:
         print(printable(text))

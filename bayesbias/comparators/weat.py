@@ -733,11 +733,17 @@ def weat_class_pairs(table: pd.DataFrame, **kwargs) -> list[tuple[tuple[str, str
     For classes (x, y), X and Y are their protected words and A and B their stereotypes; a
     two-class table gives one result. `kwargs` go to :func:`weat_from_similarities`.
     """
+    from ..ensemble import n_embeddings
+
     stereo = table.loc[table["connection"].isin(["associated", "different"])]
     classes = [str(c) for c in stereo["protected_class"].drop_duplicates()]
+    # WEAT reads only the stereotype rows of a pair: taken from those (a third of a big
+    # table) rather than from every row, unless a table of several embeddings is to be
+    # refused per pair as :func:`weat_from_table` refuses it
+    rows = stereo if "embedding" not in table.columns or n_embeddings(table) < 2 else table
     results = []
     for x, y in itertools.combinations(classes, 2):
-        pair = table.loc[table["protected_class"].isin([x, y])
-                         & table["attribute_class"].isin([x, y])]
+        pair = rows.loc[rows["protected_class"].isin([x, y])
+                        & rows["attribute_class"].isin([x, y])]
         results.append(((x, y), weat_from_table(pair, classes=(x, y), **kwargs)))
     return results

@@ -40,8 +40,10 @@ def _logsumexp(a: np.ndarray) -> np.ndarray:
     """``log(sum(exp(a)))`` over the last axis, shifted by the row maximum."""
     m = np.max(a, axis=-1, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
+    e = a - m
+    np.exp(e, out=e)  # in place: one temporary of a's size, not two
     with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(a - m), axis=-1)) + m[..., 0]
+        return np.log(np.sum(e, axis=-1)) + m[..., 0]
 
 
 def _gpdfit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +64,8 @@ def _gpdfit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         step = max(1, _CHUNK_ELEMENTS // (m * n))
         for lo in range(0, rows, step):
             sl = slice(lo, lo + step)
-            k[sl] = np.mean(np.log1p(-b[sl, :, None] * x[sl, None, :]), axis=-1)
+            t = -b[sl, :, None] * x[sl, None, :]
+            k[sl] = np.mean(np.log1p(t, out=t), axis=-1)
         len_scale = n * (np.log(-b / k) - k - 1)
         w = np.exp(len_scale - _logsumexp(len_scale)[:, None])
         w = np.where(w >= 10 * np.finfo(float).eps, w, 0.0)
@@ -136,7 +139,7 @@ def psislw(log_lik: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndar
     if m < 5:
         raise ValueError(f"psislw: {n} draws give {m} tail draws (r_eff {r_eff}); "
                          "at least 5 are needed")
-    lw = lw - np.max(lw, axis=1, keepdims=True)
+    lw -= np.max(lw, axis=1, keepdims=True)  # (lw is a new array: in place)
     order = _top_order(lw, m + 1)
     tail_idx = order[:, 1:]
     tail = np.take_along_axis(lw, tail_idx, axis=1)
@@ -156,5 +159,5 @@ def psislw(log_lik: np.ndarray, r_eff: float = 1.0) -> tuple[np.ndarray, np.ndar
         sub = lw[smooth]
         np.put_along_axis(sub, tail_idx[smooth], new, axis=1)
         lw[smooth] = sub
-    lw = lw - _logsumexp(lw)[:, None]
+    lw -= _logsumexp(lw)[:, None]
     return lw.reshape(shape), khat.reshape(shape[:-1])

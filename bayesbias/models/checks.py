@@ -79,8 +79,16 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
         mean = _drawn_cell_means(fit, keep, c.unit_idx[rows], conn)
     if "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
-        mean = mean + v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]
+        mean += v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]  # (a new array)
     return mean, sig[:, conn]
+
+
+def _add_drawn(m: np.ndarray, sd: np.ndarray, rng) -> np.ndarray:
+    """``m + sd * rng.standard_normal(m.shape)``, in place in the drawn array."""
+    x = rng.standard_normal(m.shape)
+    x *= sd
+    x += m
+    return x
 
 
 def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
@@ -98,7 +106,7 @@ def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
     m, sd = moments(keep, None, cells)
     rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
                                  int(keep[0]), int(keep.size)])
-    return (m + sd * rng.standard_normal(m.shape))[:, inv]
+    return _add_drawn(m, sd, rng)[:, inv]
 
 
 def _every_cell_mean(fit, keep) -> np.ndarray:
@@ -115,7 +123,7 @@ def _every_cell_mean(fit, keep) -> np.ndarray:
     m, sd = moments(keep, None, np.arange(fit.cells.n.size))
     rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
                                  int(keep[0]), int(keep.size)])
-    return m + sd * rng.standard_normal(m.shape)
+    return _add_drawn(m, sd, rng)
 
 
 def check_rows(fit) -> np.ndarray | None:
@@ -138,10 +146,20 @@ def loo_pit(fit, rows=None) -> np.ndarray:
 
     y = fit.cells.y if rows is None else fit.cells.y[rows]
     mean, sd = _row_moments(fit, rows=rows)
-    z = ((y[None, :] - mean) / sd).T  # (rows, draws)
-    loglik = -0.5 * z * z - np.log(sd.T)
+    z = y[None, :] - mean
+    z /= sd
+    # (rows, draws) in C order: PSIS sorts, reduces and scans each row's draws, a pass over
+    # contiguous memory (on the transposed view these strided passes took 3 times as long)
+    z = np.ascontiguousarray(z.T)
+    del mean
+    loglik = -0.5 * z
+    loglik *= z
+    loglik -= np.log(sd).T
+    del sd
     lw, _ = psislw(loglik)  # normalised over draws
-    return np.einsum("ij,ij->i", np.exp(lw), ndtr(z))
+    del loglik
+    np.exp(lw, out=lw)
+    return np.einsum("ij,ij->i", lw, ndtr(z))
 
 
 def loo_skip_reason(fit) -> str | None:

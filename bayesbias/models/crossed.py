@@ -160,14 +160,16 @@ def _residual_moments(cells: Cells) -> tuple[np.ndarray, float, float]:
     return means, max(s2, 1e-12), float(np.median(cnt))
 
 
-def attribute_noncentred(cells: Cells) -> bool:
+def attribute_noncentred(cells: Cells, moments: tuple[float, float, float] | None = None
+                         ) -> bool:
     """Whether to sample the attribute effects non-centred (sparse information per attribute).
 
     Moment estimates from the within-cell variance s2 (= sigma^2 + omega^2) and the variance
     of the attributes' mean residuals (= omega^2 + sigma^2 / n, n rows per attribute);
-    non-centred when ``n * omega^2 / sigma^2 < AUTO_RATIO``.
+    non-centred when ``n * omega^2 / sigma^2 < AUTO_RATIO``. `moments`: :func:`_moments` of
+    `cells`, when already computed.
     """
-    return _information_ratio(cells) < AUTO_RATIO
+    return _information_ratio(_moments(cells) if moments is None else moments) < AUTO_RATIO
 
 
 def _moments(cells: Cells) -> tuple[float, float, float]:
@@ -178,8 +180,9 @@ def _moments(cells: Cells) -> tuple[float, float, float]:
     return o2, max(s2 - o2, 1e-3 * s2), n
 
 
-def _information_ratio(cells: Cells) -> float:
-    o2, s2, n = _moments(cells)
+def _information_ratio(moments: tuple[float, float, float]) -> float:
+    """``n omega^2 / sigma^2`` from :func:`_moments`."""
+    o2, s2, n = moments
     return n * o2 / s2
 
 
@@ -401,8 +404,13 @@ def _groups(cells: Cells) -> np.ndarray:
     return np.array([index[k] for k in cells.attribute_kind], dtype=np.int64)
 
 
-def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng) -> np.ndarray:
-    """Return a start near the data (pooled means and sds, moment estimates), jittered."""
+def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng,
+             moments: tuple[float, float, float] | None = None) -> np.ndarray:
+    """Return a start near the data (pooled means and sds, moment estimates), jittered.
+
+    `moments`: :func:`_moments` of `cells`, when already computed (one pass over the rows
+    for all chains).
+    """
     per = spec.residual_sd == "per_connection"
     _, labels = _kinds(spec, cells)
     n = cells.n.sum(axis=0)
@@ -413,7 +421,7 @@ def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng) -> np.ndarray
     between = np.array([np.std(cells.mean[cells.n[:, j] > 0, j])
                         if (cells.n[:, j] > 0).sum() > 1 else 0.1 for j in range(_NC)])
     between = np.clip(np.nan_to_num(between, nan=0.1), 0.01, None)
-    o2, s2, _ = _moments(cells)
+    o2, s2, _ = _moments(cells) if moments is None else moments
     sd, omega = np.sqrt(s2), max(np.sqrt(o2), 0.01)
     no = max(len(labels), 1)
     v0 = np.zeros(3 + cells.attributes.size)
@@ -473,7 +481,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
         return None
     per = spec.residual_sd == "per_connection"
     kind, labels = _kinds(spec, cells)
-    noncentred = attribute_noncentred(cells)
+    moments = _moments(cells)  # once, for the parameterisation and every chain's start
+    noncentred = attribute_noncentred(cells, moments)
     na = cells.attributes.size
     names = ["mu_bar", "tau", "sigma", "omega", "attribute_effect"]
     shapes = [(_NC,), (_NC,), (_NC,) if per else (), (len(labels),) if labels else (), (na,)]
@@ -503,7 +512,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
                         "attribute_effect": ("attribute",)},
                   data=(pack_grouped if grouped else pack)(spec, cells, noncentred),
                   logp=native[0], expand=native[1],
-                  init=lambda rng: _initial(spec, cells, noncentred, rng), complete=complete,
+                  init=lambda rng: _initial(spec, cells, noncentred, rng, moments),
+                  complete=complete,
                   coords=coords, attrs={"attribute_noncentred": int(noncentred)},
                   dim=8 + (_NC if per else 1) + max(len(labels), 1) + 3 + na,
                   expanded_dim=8 + (_NC if per else 1) + max(len(labels), 1) + na)

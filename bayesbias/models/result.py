@@ -600,8 +600,8 @@ class Fit:
 
             v = self._attribute_effects()
             v = v.reshape(-1, v.shape[-1])
-            rows = {p: row_intervals(m, t, sd, sig, c, shift, v, p, ci_kind, subset)
-                    for p in probs}
+            rows = dict(zip(probs, row_intervals(m, t, sd, sig, c, shift, v, probs, ci_kind,
+                                                 subset), strict=True))
             return rows.__getitem__
         out = {p: cell_summaries(m, t, sd, c.n, c.mean, p, ci_kind, extra_sd=sig)["ci"]
                for p in probs}

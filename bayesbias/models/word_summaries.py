@@ -110,11 +110,54 @@ def mixture_moments(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.nd
     return mu, np.sqrt(var)
 
 
-def _cdf_pdf(x, mean, sd):
+#: Draws x elements per block of the mixture evaluations (:func:`_by_blocks`): 512 kB per
+#: float64 array, which stays in a core's cache through the passes of one evaluation. On four
+#: of the 5M-row crossed fit's per-word interval calls (4,000 draws x 54-75 elements each),
+#: in blocks of 16 elements: 0.94-1.33 s of CPU against 1.48-1.70 s in whole calls (best and
+#: median of 4, machine under load; the same numbers).
+EVAL_ELEMENTS = 64_000
+
+
+def _blocks(draws: int, m: int) -> list[slice]:
+    """Blocks of `m` elements (:data:`EVAL_ELEMENTS`), none of one element unless `m` is 1.
+
+    NumPy sums a C-ordered (draws, k) array over axis 0 draw by draw when k >= 2, but a single
+    column pairwise: a block of one element would change the rounding of its sums.
+    """
+    starts = list(range(0, m, max(2, EVAL_ELEMENTS // max(draws, 1))))
+    if len(starts) > 1 and m - starts[-1] == 1:
+        starts.pop()
+    return [slice(a, b) for a, b in zip(starts, starts[1:] + [m], strict=True)]
+
+
+def _by_blocks(f, x, mean, sd) -> tuple:
+    """``f(x, mean, sd)`` (per-element results, summed over draws) block by block.
+
+    `x` (elements,), `mean` (draws, elements) and `sd` broadcast to it; other shapes in one
+    call.
+    """
+    if np.ndim(x) != 1 or np.ndim(mean) != 2 or np.shape(mean)[1] != np.shape(x)[0]:
+        return f(x, mean, sd)
+    sd = np.broadcast_to(sd, mean.shape)
+    got = [f(x[sl], mean[:, sl], sd[:, sl]) for sl in _blocks(mean.shape[0], x.shape[0])]
+    return got[0] if len(got) == 1 else tuple(np.concatenate(r) for r in zip(*got, strict=True))
+
+
+def _cdf_pdf_block(x, mean, sd):
     from scipy.special import ndtr
 
-    z = (x[None] - mean) / sd
-    return ndtr(z).mean(axis=0), (np.exp(-0.5 * z * z) / sd).mean(axis=0) / np.sqrt(2 * np.pi)
+    z = x[None] - mean  # (x - mean) / sd and exp(-0.5 z z) / sd in place: the same numbers
+    z /= sd
+    e = -0.5 * z
+    e *= z
+    np.exp(e, out=e)
+    e /= sd
+    return ndtr(z).mean(axis=0), e.mean(axis=0) / np.sqrt(2 * np.pi)
+
+
+def _cdf_pdf(x, mean, sd):
+    """CDF and density at `x` (elements) of the Normal mixtures over axis 0."""
+    return _by_blocks(_cdf_pdf_block, x, mean, sd)
 
 
 def mixture_cdf(x, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -149,13 +192,37 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
 
     c = 1 / np.sqrt(2 * np.pi)
 
+    def z_phi(x, mean, sd):
+        # the operations of (x - mean) / sd and exp(-0.5 z z) / sd * c, in place (the same
+        # numbers, without four temporaries of draws x elements per call)
+        z = x[None] - mean
+        z /= sd
+        phi = -0.5 * z
+        phi *= z
+        np.exp(phi, out=phi)
+        phi /= sd
+        phi *= c
+        return z, phi
+
+    def parts_block(x, mean, sd):
+        z, phi = z_phi(x, mean, sd)
+        g = np.negative(z)  # -z / sd * phi
+        g /= sd
+        g *= phi
+        return ndtr(z).mean(axis=0), phi.mean(axis=0), g.mean(axis=0)
+
+    def density_block(x, mean, sd):
+        return (z_phi(x, mean, sd)[1].mean(axis=0),)
+
     def parts(x):
-        z = (x[None] - mean) / sd
-        phi = np.exp(-0.5 * z * z) / sd * c
-        return ndtr(z).mean(axis=0), phi.mean(axis=0), (-z / sd * phi).mean(axis=0)
+        return _by_blocks(parts_block, x, mean, sd)
+
+    def density(x):
+        return _by_blocks(density_block, x, mean, sd)[0]
 
     lw, up = lo.copy(), hi.copy()
     ok = np.zeros(lw.shape, bool)
+    level = None
     for _ in range(steps):
         fl, dl, gl = parts(lw)
         fu, du, gu = parts(up)
@@ -163,6 +230,7 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
         scale = np.maximum(du, dl)
         ok = (np.abs(r1) < tol) & (np.abs(r2) < tol * scale)
         if ok.all():
+            level = dl  # the density at lw, as density(lw) computes it
             break
         # Jacobian of (r1, r2) in (lw, up): [[-dl, du], [-gl, gu]]
         det = -dl * gu + du * gl
@@ -173,10 +241,10 @@ def _hdi(prob: float, mean, sd, lo, hi, tol: float = 1e-10, steps: int = 30):
         good = np.isfinite(nl) & np.isfinite(nu) & (nl < nu)
         lw, up = np.where(good & ~ok, nl, lw), np.where(good & ~ok, nu, up)
     # an HDI only if the density stays above its level f(lw) = f(up) inside (no second mode
-    # outside a dip): checked at 15 interior points
-    level = parts(lw)[1]
+    # outside a dip): checked at 15 interior points (the density alone: no CDF)
+    level = density(lw) if level is None else level
     for w in np.linspace(0, 1, 17)[1:-1]:
-        ok &= parts(lw + w * (up - lw))[1] >= level * (1 - 1e-9)
+        ok &= density(lw + w * (up - lw)) >= level * (1 - 1e-9)
     return lw, up, ok
 
 
@@ -324,7 +392,10 @@ def fit_moments(fit):
         beta = nn / (ss * ss) / prec
         alpha = mm / (tt * tt) / prec - beta * shift[1](np.where(u >= 0, u, -1), keep)
         inv = inv.ravel()
-        return alpha[:, inv] + beta[:, inv] * ybar[idx][None], (1.0 / np.sqrt(prec))[:, inv]
+        mean = beta[:, inv]  # alpha + beta ybar, in place in the picked array
+        mean *= ybar[idx][None]
+        mean += alpha[:, inv]
+        return mean, (1.0 / np.sqrt(prec))[:, inv]
 
     return moments, (m, t, s)
 
@@ -500,12 +571,18 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     return out
 
 
-def _drawn_interval(mean, sd, prob, kind, seed) -> np.ndarray:
-    """Interval of each element from one draw of its Normal per draw (draws, elements)."""
-    from .._stats import eti, hdi
+def _drawn_interval(mean, sd, probs, kind, seed) -> np.ndarray:
+    """Intervals of each element from one draw of its Normal per draw (draws, elements).
 
-    x = mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)
-    return (hdi if kind == "hdi" else eti)(x.T, prob)
+    Returns (len(probs), elements, 2): every probability from the same draws (one sort).
+    """
+    from .._stats import eti, hdi_sorted
+
+    x = (mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)).T
+    if kind != "hdi":
+        return np.stack([eti(x, p) for p in probs])
+    x = np.sort(x, axis=-1)
+    return np.stack([hdi_sorted(x, p) for p in probs])
 
 
 def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd):
@@ -544,16 +621,17 @@ def _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra
         if rope is not None:
             out["share_in_rope"][sl] = (ndtr((rope - mean) / sd)
                                         - ndtr((-rope - mean) / sd)).mean(axis=0)
-        out["ci"][sl] = _drawn_interval(mean, sd, prob, kind,
-                                        [20240104, *col, int(units[sl][0]), sl.start])
+        out["ci"][sl] = _drawn_interval(mean, sd, [prob], kind,
+                                        [20240104, *col, int(units[sl][0]), sl.start])[0]
     return out
 
 
-def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
+def row_intervals(m, t, s, sig, cells, shift, v, probs, kind: str,
                   rows=None) -> np.ndarray:
-    """Predictive interval of every row (or of `rows`) of a fit with attribute effects.
+    """Predictive intervals of every row (or of `rows`) of a fit with attribute effects.
 
-    Returns (rows, 2); `rows` is an index array (default: every row).
+    Returns (len(probs), rows, 2), one interval per probability in `probs`; `rows` is an
+    index array (default: every row).
 
     Given the parameters and v, row i of cell q (group g) and attribute a is Normal with mean
     ``alpha + beta (ybar_q - vbar_g) + v_a`` and sd ``sqrt(sd^2 + sigma_c^2)`` (alpha, beta,
@@ -576,7 +654,7 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
     key, kinv = np.unique(gid[pcell] * na + pattr, return_inverse=True)
     kinv = kinv.ravel()
     size = np.bincount(kinv, minlength=key.size)
-    out = np.empty((pair.size, 2))
+    out = np.empty((len(probs), pair.size, 2))
     order = np.argsort(kinv, kind="stable")
     bounds = np.r_[0, np.cumsum(size)]
     small = []
@@ -590,18 +668,28 @@ def row_intervals(m, t, s, sig, cells, shift, v, prob: float, kind: str,
         al, be, sd = _coefficients(m[:, c], t[:, c], s[:, c], nn[e0])
         al = al - be * shift[1]([gid[pcell[e0]]])[:, 0] + v[:, pattr[e0]]
         sd = np.sqrt(sd * sd + sig[:, c] ** 2)
-        out[el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], prob, kind,
-                                 interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
+        for i, p in enumerate(probs):
+            out[i, el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], p, kind,
+                                        interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
     if small:
         el = np.concatenate(small)
         keep = thinned(m.shape[0], ROW_CHECK_DRAWS)
+        # the per-connection factors once per draw, then picked per element (the numbers of
+        # computing them on the picked arrays, in fewer passes over draws x elements)
+        t2, s2 = t[keep] * t[keep], s[keep] * s[keep]
+        inv_t2, m_t2, sig2, vk = 1.0 / t2, m[keep] / t2, sig[keep] ** 2, v[keep]
         for sl in chunks(el.size, keep.size):
             e = el[sl]
             c = conn[e]
-            mm, tt, ss = m[keep][:, c], t[keep][:, c], s[keep][:, c]
-            prec = 1.0 / (tt * tt) + nn[e] / (ss * ss)
-            y = ybar[e] - shift[1](gid[pcell[e]], keep)
-            mean = (mm / (tt * tt) + nn[e] * y / (ss * ss)) / prec + v[keep][:, pattr[e]]
-            sd = np.sqrt(1.0 / prec + sig[keep][:, c] ** 2)
-            out[e] = _drawn_interval(mean, sd, prob, kind, [20240105, sl.start])
-    return out[inv.ravel()]
+            s2c = s2[:, c]
+            prec = inv_t2[:, c] + nn[e] / s2c
+            mean = nn[e] * (ybar[e] - shift[1](gid[pcell[e]], keep))
+            mean /= s2c
+            mean += m_t2[:, c]  # (m / t^2 + n y / s^2) / prec + v
+            mean /= prec
+            mean += vk[:, pattr[e]]
+            sd = 1.0 / prec
+            sd += sig2[:, c]
+            out[:, e] = _drawn_interval(mean, np.sqrt(sd, out=sd), probs, kind,
+                                        [20240105, sl.start])
+    return out[:, inv.ravel()]
