@@ -7,13 +7,21 @@ Only the interpreter's own start-up, before this module runs, is out of reach.
 """
 
 import _signal  # built in: no import time in which a signal finds no handler (signal: enum)
+import os  # already loaded by the interpreter's start-up
 import sys
 
 
 def _early_exit(signum, frame):
     sys.stderr.write(f"bayesbias: {'interrupted' if signum == _signal.SIGINT else 'terminated'}"
                      "; no output written\n")
-    raise SystemExit(128 + signum)
+    for stream in (sys.stdout, sys.stderr):  # after the command: its output stays whole
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    # not SystemExit: a signal that lands in an import's weakref callback would have it printed
+    # as "Exception ignored" and the command would go on (nothing is written before cli.main)
+    os._exit(128 + signum)
 
 
 _signal.signal(_signal.SIGINT, _early_exit)
