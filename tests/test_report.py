@@ -619,3 +619,21 @@ def test_robustness_line_says_how_the_refits_were_made():
     assert "; exact refits):" in robustness_line(sens(METHOD))
     crossed = robustness_line(sens("crossed plug-in: attribute deviations removed, ..."))
     assert "exact refits" not in crossed and "attribute-word effects plugged in" in crossed
+
+
+def test_report_fits_with_each_models_own_target_accept():
+    # the report used to pass 0.8 to every model: an ensemble's report then sampled
+    # embedding_level at 0.8 while `fit` used the family's 0.95
+    from bayesbias.report.pipeline import ReportSettings, _choices
+
+    assert ReportSettings().target_accept is None  # fit_model applies the family default
+    for model, shown in (("embedding_level", "target_accept 0.95 (the model's default)"),
+                         ("crossed", "target_accept 0.8 (the model's default)")):
+        seen = {}
+        rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
+        _choices(rec, ReportSettings(distances=("x",), model=model))
+        assert shown in seen["model"], seen["model"]
+    seen = {}
+    rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
+    _choices(rec, ReportSettings(distances=("x",), target_accept=0.9))
+    assert "target_accept 0.9;" in seen["model"]

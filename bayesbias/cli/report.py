@@ -127,7 +127,7 @@ def _settings(args) -> ReportSettings:
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,
-        target_accept=0.8 if args.target_accept is None else args.target_accept,
+        target_accept=args.target_accept,
         rope=args.rope, sensitivity=args.sensitivity,
         robustness=args.robustness, keep_word_draws=args.keep_word_draws)
 

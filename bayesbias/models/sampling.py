@@ -24,8 +24,9 @@ from .files import _data_groups
 from .result import Fit
 from .spec import load_spec
 
-__all__ = ["fit_model", "fit_memory", "SAMPLERS", "MAX_DRAWS", "MAX_CHAINS", "MAX_FIT_BYTES",
-           "BYTES_PER_DRAW", "BYTES_PER_CELL", "BYTES_PER_ATTRIBUTE"]
+__all__ = ["fit_model", "fit_memory", "default_target_accept", "SAMPLERS", "MAX_DRAWS",
+           "MAX_CHAINS", "MAX_FIT_BYTES", "BYTES_PER_DRAW", "BYTES_PER_CELL",
+           "BYTES_PER_ATTRIBUTE"]
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,15 @@ def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0,
     return int(draws) * int(chains) * per
 
 
+def _family_target_accept(family) -> float:
+    return float(getattr(family, "TARGET_ACCEPT", 0.8))
+
+
+def default_target_accept(model) -> float:
+    """Return the NUTS target acceptance rate `model` (a name or spec) gets when none is given."""
+    return _family_target_accept(family_module(load_spec(model).family))
+
+
 def _check_settings(draws, tune, chains, target_accept, n_cells: int,
                     n_attributes: int = 0, word_draws: bool = True) -> tuple[int, int, int]:
     """Validate the sampler settings (:mod:`bayesbias.validation`) and the memory they need."""
@@ -224,7 +234,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
     if target_accept is None:
-        target_accept = getattr(family, "TARGET_ACCEPT", 0.8)
+        target_accept = _family_target_accept(family)
     n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
     sampler = _resolve_sampler(sampler)
     if marginal is None:

@@ -53,7 +53,7 @@ class ReportSettings:
     chains: int = field(default_factory=lambda: defaults.chains)
     seed: int = field(default_factory=lambda: defaults.seed)
     sampler: str = "auto"
-    target_accept: float = 0.8
+    target_accept: float | None = None  # None: each model family's own default
     rope: float | None = None
     n_permutations: int = 100_000
     n_bootstrap: int = 2000
@@ -125,6 +125,8 @@ def _check_embeddings(tables, model) -> None:
 
 
 def _choices(report: Report, settings: ReportSettings) -> None:
+    from ..models.sampling import default_target_accept
+
     s = settings
     kind_label = {"hdi": "highest-density interval (HDI)",
                   "eti": "equal-tailed (percentile) interval"}[s.ci_kind]
@@ -136,7 +138,9 @@ def _choices(report: Report, settings: ReportSettings) -> None:
                   f"±{s.rope:g} (--rope)" if s.rope is not None else "none (--rope not given)")
     report.choice("model", f"{s.model}; sampler {s.sampler}, {s.chains} chains x {s.draws} "
                            f"draws after {s.tune} tuning steps, target_accept "
-                           f"{s.target_accept}; seed {s.seed}")
+                           + (f"{s.target_accept}" if s.target_accept is not None
+                              else f"{default_target_accept(s.model)} (the model's default)")
+                           + f"; seed {s.seed}")
     report.choice("WEAT", f"effect size with the {s.sd_convention} sd "
                           f"({'n - 1' if s.sd_convention == 'sample' else 'n'}); "
                           f"two-sided permutation test, exact if at most "
