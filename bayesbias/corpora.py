@@ -13,8 +13,10 @@ bootstraps gave ``associated - none`` < 0 at ``planted = 0``). With ``word_sd > 
 of a kind differ: each corpus draws every list word a log-normal weight, and a word is chosen
 within its kind in proportion to it (the kinds' shares of the text stay fixed), so a corpus is
 written by one sample of words from a population of words of unequal frequency, as real word
-lists are (``word_seed`` gives several corpora the same words' weights). For tests,
-notebooks and users' own checks: nothing is downloaded.
+lists are (``word_seed`` gives several corpora the same words' weights). With
+``strength_sd > 0`` each stereotype has its own association strength around ``planted``
+(:func:`stereotype_strengths`) at an unchanged frequency. For tests, notebooks and users'
+own checks: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import numpy as np
 from .errors import InvalidArgumentError
 
 __all__ = ["SyntheticDesign", "synthetic_corpus", "write_synthetic_corpus",
-           "synthetic_wordlist_toml"]
+           "synthetic_wordlist_toml", "stereotype_strengths"]
 
 CLASSES = ("alpha", "beta")
 
@@ -49,8 +51,11 @@ class SyntheticDesign:
     none_per_doc: int = 2
     #: sd of the log weights of the list's words within their kind (0: exchangeable words)
     word_sd: float = 0.0
-    #: seed of those weights (None: the corpus's seed); corpora that share it share their
-    #: words' weights, as samples of one language do
+    #: sd of the stereotypes' own association strengths around ``planted`` (0: every
+    #: stereotype has strength ``planted``); stereotypes keep equal frequencies
+    strength_sd: float = 0.0
+    #: seed of those weights and strengths (None: the corpus's seed); corpora that share it
+    #: share their words, as samples of one language do
     word_seed: int | None = None
 
     def words(self) -> dict[str, list[str]]:
@@ -76,11 +81,16 @@ def synthetic_corpus(n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
     if not -1.0 <= planted <= 1.0:
         raise InvalidArgumentError(f"planted must be in [-1, 1], got {planted!r}")
     d = design or SyntheticDesign()
-    if not d.word_sd >= 0.0:
-        raise InvalidArgumentError(f"word_sd must be >= 0, got {d.word_sd!r}")
+    for name in ("word_sd", "strength_sd"):
+        if not getattr(d, name) >= 0.0:
+            raise InvalidArgumentError(f"{name} must be >= 0, got {getattr(d, name)!r}")
     words = d.words()
     rng = np.random.default_rng(seed)
-    weight = _word_weights(words, d.word_sd, seed if d.word_seed is None else d.word_seed)
+    word_seed = seed if d.word_seed is None else d.word_seed
+    weight = _word_weights(words, d.word_sd, word_seed)
+    ster_given = None
+    if d.strength_sd > 0.0:
+        ster_given = _stereotype_probabilities(d, planted, word_seed)
     ranks = np.arange(1, d.n_filler + 1)
     zipf = 1.0 / ranks
     zipf /= zipf.sum()
@@ -94,10 +104,15 @@ def synthetic_corpus(n_docs: int = 1250, planted: float = 0.5, seed: int = 0,
         - d.none_per_doc
     for _ in range(n_docs):
         k = int(rng.integers(len(CLASSES)))
-        which = np.where(rng.random(d.stereotypes_per_doc) < own, k, 1 - k)
+        if ster_given is None:
+            which = np.where(rng.random(d.stereotypes_per_doc) < own, k, 1 - k)
+            stereotypes = [rng.choice(ster[j], p=weight[f"{CLASSES[j]}:stereotypes"])
+                           for j in which]
+        else:
+            stereotypes = rng.choice(ster_given[0], d.stereotypes_per_doc, p=ster_given[1][k])
         doc = np.concatenate([
             rng.choice(prot[k], d.protected_per_doc, p=weight[f"{CLASSES[k]}:protected"]),
-            [rng.choice(ster[j], p=weight[f"{CLASSES[j]}:stereotypes"]) for j in which],
+            stereotypes,
             rng.choice(human, d.human_per_doc, p=weight["human"]),
             rng.choice(none, d.none_per_doc, p=weight["none"]),
             filler[rng.choice(d.n_filler, max(n_fill, 0), p=zipf)]])
@@ -115,6 +130,40 @@ def _word_weights(words: dict, sd: float, seed: int) -> dict:
         w = np.exp(sd * rng.standard_normal(len(ws)))
         out[part] = w / w.sum()
     return out
+
+
+def stereotype_strengths(design: SyntheticDesign, planted: float, word_seed: int) -> dict:
+    """Return each stereotype's own association strength in the corpora of `word_seed`.
+
+    Strengths are ``planted + strength_sd * z``, clipped to [-1, 1]; the second class's
+    are a permutation of the first's, so that every stereotype keeps the same frequency.
+    """
+    words = design.words()
+    rng = np.random.default_rng([word_seed, 2])  # apart from the documents and the weights
+    n = design.stereotypes_per_class
+    first = np.clip(planted + design.strength_sd * rng.standard_normal(n), -1.0, 1.0)
+    second = rng.permutation(first)
+    return dict(zip(words[f"{CLASSES[0]}:stereotypes"] + words[f"{CLASSES[1]}:stereotypes"],
+                    np.concatenate([first, second]).tolist(), strict=True))
+
+
+def _stereotype_probabilities(design: SyntheticDesign, planted: float, word_seed: int):
+    """Return all stereotypes and, per class, the probability of each in a stereotype slot.
+
+    ``P(w | class k) = (1 + s_w e_wk) / N`` with ``e = +1`` for the class's own stereotypes
+    and -1 for the other's: sums to 1 because both classes' strengths have the same sum, and
+    every word's frequency is 1 / N whatever its strength.
+    """
+    strengths = stereotype_strengths(design, planted, word_seed)
+    names = np.array(list(strengths), dtype=object)
+    s = np.array(list(strengths.values()))
+    own0 = np.array([w.startswith(f"s{CLASSES[0]}") for w in names])
+    probs = []
+    for k in range(len(CLASSES)):
+        e = np.where(own0 if k == 0 else ~own0, 1.0, -1.0)
+        p = (1.0 + s * e) / s.size
+        probs.append(p / p.sum())  # exact sum 1 up to rounding
+    return names, probs
 
 
 def write_synthetic_corpus(path, n_docs: int = 1250, planted: float = 0.5, seed: int = 0,

@@ -74,7 +74,8 @@ def intervals(fit) -> dict:
 
 
 def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
-                boot: int = MODELS, within: int = 1, word_sd: float = 0.0) -> dict:
+                boot: int = MODELS, within: int = 1, word_sd: float = 0.0,
+                strength_sd: float = 0.0) -> dict:
     from bayesbias.corpora import SyntheticDesign, synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
     from bayesbias.models import fit_model
@@ -84,7 +85,9 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
     settings = TrainSettings(vector_size=24, min_count=2, epochs=20)
     t0 = time.time()
     corpus = write_synthetic_corpus(work / "corpus.txt.gz", n_docs=DOCS, planted=planted,
-                                    seed=10_000 + rep, design=SyntheticDesign(word_sd=word_sd))
+                                    seed=10_000 + rep,
+                                    design=SyntheticDesign(word_sd=word_sd,
+                                                           strength_sd=strength_sd))
     wordlist = work / "synthetic.toml"
     synthetic_wordlist_toml(wordlist)
     train_models(corpus, work / "seeds", seeds=seeds, settings=settings, first_seed=1)
@@ -94,6 +97,7 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
               "bootstrap": manifest_table(work / "boot", wordlist)}
     row = {"rep": rep, "planted": planted, "docs": DOCS, "models": boot * within,
            "resamples": boot, "seeds_within": within, "n_seeds": seeds, "word_sd": word_sd,
+           "strength_sd": strength_sd,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(tables["seeds"]["embedding"].unique())[0]
     one = single_embedding(tables["seeds"][tables["seeds"]["embedding"] == first], "crossed")
@@ -116,7 +120,8 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
 
 
 def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
-                        within: int = 2, word_sd: float = 0.0) -> dict:
+                        within: int = 2, word_sd: float = 0.0,
+                        strength_sd: float = 0.0) -> dict:
     """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
 
     The corpus-level interval then describes the population of corpora directly, with no
@@ -130,7 +135,8 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
 
     settings = TrainSettings(vector_size=24, min_count=2, epochs=20)
     # one language per replication: its corpora share the words' weights
-    design = SyntheticDesign(word_sd=word_sd, word_seed=2_000_000 + rep)
+    design = SyntheticDesign(word_sd=word_sd, strength_sd=strength_sd,
+                             word_seed=2_000_000 + rep)
     t0 = time.time()
     wordlist = work / "synthetic.toml"
     synthetic_wordlist_toml(wordlist)
@@ -142,7 +148,7 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     table = manifest_table(work / "corpora", wordlist)
     row = {"rep": rep, "planted": planted, "docs": DOCS, "models": n_corpora * within,
            "n_corpora": n_corpora, "seeds_within": within, "kind": "corpora",
-           "word_sd": word_sd,
+           "word_sd": word_sd, "strength_sd": strength_sd,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(table["embedding"].unique())[0]
     one = single_embedding(table[table["embedding"] == first], "crossed")
@@ -183,10 +189,10 @@ def run(args) -> None:
         with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
             if args.corpora:
                 row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
-                                          args.seeds_within, args.word_sd)
+                                          args.seeds_within, args.word_sd, args.strength_sd)
             else:
                 row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
-                                  args.seeds_within, args.word_sd)
+                                  args.seeds_within, args.word_sd, args.strength_sd)
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
@@ -286,6 +292,9 @@ def main(argv=None) -> None:
     r.add_argument("--word-sd", type=float, default=0.0,
                    help="sd of the list words' log frequency weights within their kind "
                         "(SyntheticDesign.word_sd; 0: exchangeable words)")
+    r.add_argument("--strength-sd", type=float, default=0.0,
+                   help="sd of the stereotypes' own association strengths around --planted "
+                        "(SyntheticDesign.strength_sd; 0: one strength)")
     r.add_argument("--corpora", type=int, default=0,
                    help="instead: R independent corpora per replication, --seeds-within "
                         "seeds each, one embedding_level fit (the model without resampling)")

@@ -58,3 +58,28 @@ def test_word_sd_zero_is_the_exchangeable_generator():
 def test_bad_word_sd():
     with pytest.raises(InvalidArgumentError, match="word_sd"):
         next(synthetic_corpus(5, 0.5, 0, SyntheticDesign(word_sd=-1.0)))
+
+
+def test_stereotype_strengths_per_word_with_equal_frequencies():
+    from bayesbias.corpora import stereotype_strengths
+
+    design = SyntheticDesign(strength_sd=0.3, word_seed=11)
+    s = stereotype_strengths(design, 0.5, 11)
+    assert len(set(s.values())) > 3 and all(-1 <= v <= 1 for v in s.values())
+    alpha = sorted(v for w, v in s.items() if w.startswith("salpha"))
+    assert alpha == sorted(v for w, v in s.items() if w.startswith("sbeta"))  # same sums
+    own, total = Counter(), Counter()
+    for doc in synthetic_corpus(8000, 0.5, 3, design):
+        k = "alpha" if any(w.startswith("alpha") for w in doc) else "beta"
+        for w in doc:
+            if w in s:
+                total[w] += 1
+                own[w] += w.startswith(f"s{k}")
+    counts = np.array([total[w] for w in s])
+    # every stereotype 8,000 x 2 / 12 = 1,333 times in expectation (Poisson-like: sd ~ 37)
+    assert np.all(np.abs(counts - 8000 * 2 / 12) < 150)
+    # its share in its own class's documents is (1 + s_w) / 2 (se <= 0.014 per word)
+    share = np.array([own[w] / total[w] for w in s])
+    assert np.max(np.abs(share - (1 + np.array(list(s.values()))) / 2)) < 0.06
+    # another corpus of the same language: the same strengths
+    assert stereotype_strengths(design, 0.5, 11) == s
