@@ -210,7 +210,7 @@ def test_cell_likelihood_is_the_row_marginal(case):
     effects, covariance sigma^2 I + eta^2 11' (scipy), at random points; to 1e-8."""
     from scipy.stats import multivariate_normal
 
-    from bayesbias.models.embedding_level import row_level_model
+    from bayesbias.models.embedding_level import row_attribute, row_level_model
 
     kw = {"residual_sd": "single"} if case == "shared_sd" else {}
     spec = load_spec("embedding_level", **kw)
@@ -219,7 +219,8 @@ def test_cell_likelihood_is_the_row_marginal(case):
     c = cells_from_table(t)
     m, r = build_model(spec, c), row_level_model(spec, c)
     loglik = _point_fns(m, [m["loglik"]])
-    parts = _point_fns(r, [r["attribute_effect"], r["eta"], r["sigma"],
+    row_attr = row_attribute(c)[0]  # attribute, or attribute x corpus sample
+    parts = _point_fns(r, [r["attribute_row_effect"], r["eta"], r["sigma"],
                            r["mu"] - r["eta"][None, :] * r["mu_z"]])
     rng = np.random.default_rng(7)
     for _ in range(3):
@@ -232,7 +233,7 @@ def test_cell_likelihood_is_the_row_marginal(case):
             rows = np.flatnonzero((c.unit_idx == u) & (c.conn_idx == j))
             cov = sigma[j] ** 2 * np.eye(rows.size) + eta[j] ** 2
             ref += multivariate_normal(np.full(rows.size, centre[u, j]), cov).logpdf(
-                c.y[rows] - v[c.attr_idx[rows]])
+                c.y[rows] - v[row_attr[rows]])
         got = float(loglik({k: x.copy() for k, x in p.items()})[0])
         assert got == pytest.approx(ref, abs=1e-8, rel=1e-12)
 
@@ -240,13 +241,14 @@ def test_cell_likelihood_is_the_row_marginal(case):
 def test_cell_means_are_the_conjugate_conditional():
     """mu = conditional mean + mu_z / sqrt(precision): at mu_z = 0 and 1, against numpy on
     the rows (mean of y - v over the cell's rows; prior centre and eta)."""
-    from bayesbias.models.embedding_level import row_level_model
+    from bayesbias.models.embedding_level import row_attribute, row_level_model
 
     spec = load_spec("embedding_level")
     c = cells_from_table(_unbalanced())
     m, r = build_model(spec, c), row_level_model(spec, c)
     mu = _point_fns(m, [m["mu"]])
-    parts = _point_fns(r, [r["attribute_effect"], r["eta"], r["sigma"],
+    row_attr = row_attribute(c)[0]
+    parts = _point_fns(r, [r["attribute_row_effect"], r["eta"], r["sigma"],
                            r["mu"] - r["eta"][None, :] * r["mu_z"]])
     rng = np.random.default_rng(3)
     p = {k: np.asarray(v + rng.normal(0, 0.5, np.shape(v))) for k, v in m.initial_point().items()}
@@ -257,7 +259,7 @@ def test_cell_means_are_the_conjugate_conditional():
         for u in range(c.units.size):
             for j in range(4):
                 rows = np.flatnonzero((c.unit_idx == u) & (c.conn_idx == j))
-                rbar = (c.y[rows] - v[c.attr_idx[rows]]).mean() if rows.size else 0.0
+                rbar = (c.y[rows] - v[row_attr[rows]]).mean() if rows.size else 0.0
                 prec = 1 / eta[j] ** 2 + rows.size / sigma[j] ** 2
                 mean = (centre[u, j] / eta[j] ** 2 + rows.size * rbar / sigma[j] ** 2) / prec
                 assert got[u, j] == pytest.approx(mean + zval / np.sqrt(prec), abs=1e-10)
@@ -268,12 +270,16 @@ def test_attribute_groups_share_attribute_sets():
 
     c = cells_from_table(_table()[0])
     lay = attribute_groups(c)
-    # balanced: every word of a class meets the same attributes in every embedding
-    assert lay["group_cells"].size < lay["ui"].size / 4
+    # balanced: every word of a class meets the same attributes in every embedding of a
+    # corpus sample (attribute x sample effects): per sample, one group per class and
+    # stereotype connection (2 x 2) plus human and none
+    assert lay["group_cells"].size == structure(c)["samples"].size * (2 * 2 + 2)
     assert lay["group_cells"].sum() == lay["ui"].size
     np.testing.assert_allclose(np.bincount(lay["pair_group"], weights=lay["pair_weight"]), 1.0)
-    lay2 = attribute_groups(cells_from_table(_unbalanced()))
-    assert lay2["group_cells"].size > lay["group_cells"].size  # dropped rows: new sets
+    balanced = attribute_groups(cells_from_table(
+        _table("bootstrap", n_embeddings=3, runs_per_sample=2)[0]))
+    lay2 = attribute_groups(cells_from_table(_unbalanced()))  # the same with rows dropped
+    assert lay2["group_cells"].size > balanced["group_cells"].size  # dropped rows: new sets
 
 
 @pytest.mark.slow

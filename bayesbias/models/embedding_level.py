@@ -50,10 +50,10 @@ __all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "struct
            "model_data", "word_means", "BOOTSTRAP_PREFIX"]
 
 PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda",
-          "factor")
-SCALES = ("tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda")
+          "psi", "xi", "factor")
+SCALES = ("tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda", "psi", "xi")
 PARAMETERS = ("mu_bar", "M", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0",
-              "lambda")
+              "lambda", "psi", "xi")
 GROUP_MEAN = "mu_bar"
 #: Corpus-sample labels starting with this are bootstrap resamples of one corpus.
 BOOTSTRAP_PREFIX = "bootstrap"
@@ -94,6 +94,9 @@ def structure(cells: Cells) -> dict:
     return {"embeddings": cells.embeddings.astype(str), "samples": samples,
             "sample_of": sample_of, "words": words, "word_of": word_of,
             "sample_level": samples.size >= 2, "run_level": bool((counts >= 2).any()),
+            "attribute_sample_level": samples.size >= 2 and factor is None,
+            "word_sample_level": (samples.size >= 2 and bool((counts >= 2).any())
+                                  and factor is None),
             "bootstrap": bool(boot.any()), "sample_boot": boot, "factor": factor}
 
 
@@ -184,6 +187,22 @@ def _kind_of_connection() -> np.ndarray:
     return np.array([0, 0, 1, 2])
 
 
+def row_attribute(cells: Cells) -> tuple[np.ndarray, int]:
+    """Return each row's attribute-effect index and how many there are.
+
+    The attribute index itself, or, with an attribute x corpus-sample level (two or more
+    samples, no factor), ``attribute * R + sample``: the same attribute in another corpus
+    sample has its own effect ``v[a] + psi u[a, r]``.
+    """
+    st = structure(cells)
+    n_a = cells.attributes.size
+    if not st["attribute_sample_level"]:
+        return cells.attr_idx, n_a
+    r = st["samples"].size
+    sample_of_row = st["sample_of"][cells.unit_embedding[cells.unit_idx]]
+    return cells.attr_idx.astype(np.int64) * r + sample_of_row, n_a * r
+
+
 def attribute_groups(cells: Cells) -> dict:
     """Per-cell sufficient statistics with the attribute effects kept symbolic.
 
@@ -203,15 +222,18 @@ def attribute_groups(cells: Cells) -> dict:
     ``group`` (each cell's group), ``group_conn``, ``group_cells`` (cells per group),
     ``pair_group, pair_attr, pair_weight`` (each group's attributes with their share
     ``count / n``) and ``centred`` (attributes x connections, the ``C`` above).
+    Attributes are those of :func:`row_attribute` (per corpus sample when the model has
+    that level).
     """
+    attr_idx, n_attr = row_attribute(cells)
     ui, ci = cells.observed
     number = -np.ones(cells.n.shape, dtype=np.int64)
     number[ui, ci] = np.arange(ui.size)
     row_cell = number[cells.unit_idx, cells.conn_idx]
-    order = np.lexsort((cells.attr_idx, row_cell))
+    order = np.lexsort((attr_idx, row_cell))
     bounds = np.zeros(ui.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(row_cell, minlength=ui.size), out=bounds[1:])
-    sorted_attr = cells.attr_idx[order]
+    sorted_attr = attr_idx[order]
     keys: dict = {}
     group = np.empty(ui.size, dtype=np.int64)
     for k in range(ui.size):  # deterministic: first-seen order of the attribute multisets
@@ -230,8 +252,8 @@ def attribute_groups(cells: Cells) -> dict:
     n = cells.n[ui, ci].astype(np.float64)
     ybar = cells.mean[ui, ci].astype(np.float64)
     dev = np.asarray(cells.y, dtype=np.float64) - ybar[row_cell]
-    centred = np.zeros((cells.attributes.size, _NC))
-    np.add.at(centred, (cells.attr_idx, cells.conn_idx), dev)
+    centred = np.zeros((n_attr, _NC))
+    np.add.at(centred, (attr_idx, cells.conn_idx), dev)
     return {"ui": ui, "ci": ci, "n": n, "ybar": ybar, "ss": cells.ss[ui, ci].astype(np.float64),
             "group": group, "group_conn": ci[first], "group_cells":
             np.bincount(group, minlength=n_g).astype(np.float64),
@@ -300,7 +322,7 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
 
     Returns the tensors the likelihood needs: ``centre`` (units x connections, the cell
     means' prior mean), ``eta`` (connections), ``sigma`` (connections) and ``v``
-    (attributes).
+    (per :func:`row_attribute`).
 
     Every effect is sum-to-zero over its units (``pm.ZeroSumNormal``), so the observed
     grand mean ``M[c]`` is one coordinate and no effect trades with it along a ridge. The
@@ -388,6 +410,18 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
                           / np.sqrt(idx.size))
     v = pm.Deterministic("attribute_effect", v, dims="attribute")
     shift = shift + pt.stack(kind_shift)[_kind_of_connection()]
+    # interactions with the corpus sample, shared by the sample's training runs; zero-sum
+    # over samples (their mean over samples is the word's or attribute's own effect), free
+    # over words and attributes: what a sample shifts through its words and attributes is
+    # not counted again as a shift of the whole sample (kappa)
+    psi = pr["psi"].create("psi")  # the prior alone when the ensemble lacks the level
+    xi = pr["xi"].create("xi", dims="connection")
+    if st["attribute_sample_level"]:
+        u = pm.ZeroSumNormal("attribute_sample_z", sigma=1.0,
+                             dims=("attribute", "corpus_sample"))
+        v_row = (v[:, None] + psi * u).reshape((-1,))
+    else:
+        v_row = v
     if fac is None:
         pm.Deterministic("mu_bar", big_m - shift, dims="connection")
     else:  # shift: (levels, connections); mu_bar: the levels' average
@@ -395,6 +429,10 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
                                  dims=("factor_level", "connection"))
         pm.Deterministic("mu_bar", means.mean(axis=0), dims="connection")
     centre = word[:, st["word_of"]]
+    if st["word_sample_level"]:
+        ws = xi[:, None, None] * pm.ZeroSumNormal(
+            "word_sample_z", sigma=1.0, dims=("connection", "word", "corpus_sample"))
+        centre = centre + ws[:, st["word_of"], st["sample_of"][cells.unit_embedding]]
     if emb is not None:
         centre = centre + emb[:, cells.unit_embedding]
     centre = (big_m[:, None] + centre).T
@@ -402,7 +440,7 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         sigma = pr["sigma"].create("sigma", dims="connection")
     else:
         sigma = pr["sigma"].create("sigma") * pt.ones(_NC)
-    return {"centre": centre, "eta": eta, "sigma": sigma, "v": v}
+    return {"centre": centre, "eta": eta, "sigma": sigma, "v": v_row}
 
 
 def _layout_data(cells: Cells, layout: dict) -> dict:
@@ -510,7 +548,8 @@ def row_level_model(spec: ModelSpec, cells: Cells):
         z = pm.Normal("mu_z", 0.0, 1.0, dims=(cells.unit_dim, "connection"))
         mu = pm.Deterministic("mu", eff["centre"] + eff["eta"][None, :] * z,
                               dims=(cells.unit_dim, "connection"))
-        pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx] + eff["v"][cells.attr_idx],
+        v = pm.Deterministic("attribute_row_effect", eff["v"])  # per row_attribute
+        pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx] + v[row_attribute(cells)[0]],
                   eff["sigma"][cells.conn_idx], observed=cells.y)
     return model
 
