@@ -345,7 +345,9 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     From the posterior draws of an ``embedding_level`` fit. Per connection ``c`` the variance
     of one protected word's mean distance in one embedding around the corpus-level mean splits
     into word choice ``tau[c]^2``, the word's own variation between embeddings ``eta[c]^2``,
-    the corpus sample ``kappa0^2 + kappa[c]^2`` and the training run ``lambda0^2 +
+    the corpus sample ``kappa0^2 + kappa[c]^2`` (plus ``xi[c]^2``, the word's deviation shared
+    by a sample's runs, and ``psi^2 / A[c]``, its attributes' deviations in that sample, ``A``
+    attribute words of the connection's kind) and the training run ``lambda0^2 +
     lambda[c]^2`` (a level the ensemble lacks counts 0). For a contrast ``a - b`` the parts
     of ``a`` and ``b`` add, except the shifts shared by all connections (``kappa0``,
     ``lambda0``), which cancel. ``embedding_share`` = (word x embedding + corpus sample +
@@ -373,6 +375,9 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     zero = np.zeros(n)
     vs_none = list(CONNECTIONS[:3])
 
+    kinds = {"associated": "stereotype", "different": "stereotype", "human": "human",
+             "none": "none"}
+
     def parts(c: str, shared: bool) -> dict:
         j = CONNECTIONS.index(c)
         out = {"word choice": flat("tau")[:, j] ** 2,
@@ -384,6 +389,11 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
                 continue
             v = flat(s)[:, vs_none.index(c)] ** 2 if c in vs_none else zero
             out[key] = v + (flat(s0) ** 2 if shared else zero)
+        if st["word_sample_level"] and "xi" in post:
+            out["corpus sample"] = out["corpus sample"] + flat("xi")[:, j] ** 2
+        if st["attribute_sample_level"] and "psi" in post:
+            n_attr = max(int((fit.cells.attribute_kind == kinds[c]).sum()), 1)
+            out["corpus sample"] = out["corpus sample"] + flat("psi") ** 2 / n_attr
         return out
 
     rows = []

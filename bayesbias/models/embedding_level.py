@@ -5,16 +5,24 @@ The table holds the distances of one word list in E >= 2 embeddings (an ``embedd
 ``e`` the embedding, ``r`` its corpus sample (``corpus_sample`` column) and ``a`` the
 attribute::
 
-    distance_i ~ Normal(mu[w@e, c] + v[a], sigma[c])
-    mu[w@e, c] = word[w, c] + b[r, c] + s[e, c] + eta[c] z[w@e, c]     (z ~ Normal(0, 1))
+    distance_i ~ Normal(mu[w@e, c] + v[a] + psi u[a, r], sigma[c])
+    mu[w@e, c] = word[w, c] + xi[c] x[w, r, c] + b[r, c] + s[e, c] + eta[c] z[w@e, c]
     word[w, c] ~ Normal(m[c], tau[c])              word effects shared across embeddings
     b[r, c]    = kappa0 g[r] + kappa[c] h[r, c]     corpus-sample deviations (R >= 2 samples)
     s[e, c]    = lambda0 g'[e] + lambda[c] h'[e, c] training-run deviations (a sample with
                                                     two or more embeddings)
     v[a]       ~ Normal(0, omega)                   attribute effects (as in ``crossed``)
+    psi u[a, r], xi[c] x[w, r, c]                   an attribute's and a word's deviation in
+                                                    one corpus sample, shared by its runs
 
-``g, h, g', h'`` are standard Normal; the ``0`` scales give every connection of a sample
-(run) the same shift, which cancels in contrasts; the per-connection scales do not.
+``g, h, g', h', u, x, z`` are standard Normal; the ``0`` scales give every connection of a
+sample (run) the same shift, which cancels in contrasts; the per-connection scales do not.
+``u`` and ``x`` sum to zero over samples (their mean is the attribute's or word's own effect)
+but not over attributes or words: a corpus sample that moves a few attributes or words is not
+also read as a shift of the whole sample (``kappa``), which in the bootstrap case would count
+the corpus's own attribute and word deviations twice (once in ``omega``/``tau``, once in the
+corpus's extra draw). ``x`` exists when a sample has two or more runs; otherwise the cell
+deviation ``eta z`` is the word x sample level. Neither level with a factor column.
 
 What the group-level mean ``mu_bar`` describes depends on the corpus samples:
 
@@ -167,12 +175,15 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             "  b[r, c] = kappa0 g[r] + kappa[c] h[r, c]      (corpus samples, if 2 or more)",
             "  s[e, c] = lambda0 g'[e] + lambda[c] h'[e, c]  (training runs within a sample)",
             "  v[a] ~ Normal(0, omega)",
+            "  + psi u[a, r] (attribute x corpus sample), + xi[c] x[{0}, r, c] in mu ({0} x "
+            "sample, a sample with 2+ runs); u, x zero-sum over samples".format(unit),
             "  mu_bar[c] = m[c] (seeds or corpora), or m[c] - kappa0 d0 - kappa[c] d[c] "
             "(bootstrap resamples: the corpus is one more draw)",
             f"  m[c] ~ {p['mu_bar']}",
             f"  tau[c] ~ {p['tau']};  eta[c] ~ {p['eta']};  omega ~ {p['omega']}",
             f"  kappa0 ~ {p['kappa0']};  kappa[c] ~ {p['kappa']}",
             f"  lambda0 ~ {p['lambda0']};  lambda[c] ~ {p['lambda']}",
+            f"  psi ~ {p['psi']};  xi[c] ~ {p['xi']}",
             "  (the scales of a level the ensemble lacks keep their prior)",
             f"  with a factor (column factor_*, levels l of the corpus samples): connection "
             f"means M[c] + beta[l, c], beta[first, c] = 0, beta ~ {p['factor']}; samples "

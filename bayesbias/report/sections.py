@@ -591,7 +591,8 @@ def ensemble_section(ctx: WordListContext) -> None:
     sec.table(e.variance, f"{ctx.key}_variance_shares",
               f"Where the variation of a (protected word, embedding) cell mean comes from, per "
               f"connection and contrast: posterior mean shares of word choice (tau^2), the "
-              f"word's own variation between embeddings (eta^2), corpus sample (kappa) and "
+              f"word's own variation between embeddings (eta^2), corpus sample (kappa, and "
+              f"the word's and its attributes' deviations in that sample: xi, psi) and "
               f"training run (lambda); `embedding_share` = all but word choice, with its "
               f"{iv}. A level this ensemble lacks counts 0")
     if len(e.weat):

@@ -7,8 +7,11 @@ words and ``N_c`` rows of connection ``c`` per embedding)::
 
     V(K) = (tau_a^2 + tau_b^2) / n_w             which words were chosen
          + (eta_a^2 + eta_b^2) / (n_w K)          each word's variation between embeddings
+         + (xi_a^2 + xi_b^2) / (n_w K)            ... shared by a sample's runs (if a level)
          + (kappa_a^2 + lambda_a^2) / K           corpus samples and training runs
                                                   (each only if the pilot has that level)
+         + psi^2 (1 / A_a + 1 / A_b) / K          attributes' deviations in one sample
+                                                  (0 for associated - different)
          + omega^2 (1 / A_a + 1 / A_b)            which attribute words were chosen
                                                   (0 for associated - different: both
                                                   average over the same stereotypes)
@@ -51,14 +54,16 @@ def _flat(post, name) -> np.ndarray:
 
 def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attributes: dict,
                       rows_per_embedding: dict, kind: str,
-                      levels: tuple[bool, bool] = (True, False)) -> np.ndarray:
+                      levels: tuple[bool, bool] = (True, False),
+                      interactions: tuple[bool, bool] = (False, False)) -> np.ndarray:
     """Return V(K) of the module docstring per draw.
 
     Parameters
     ----------
     scales : dict
         Draws of ``tau``, ``eta``, ``sigma`` ``(draws, 4)``; ``kappa``, ``lambda`` ``(draws,
-        3)``; ``omega`` ``(draws,)``.
+        3)``; ``omega`` ``(draws,)``; with `interactions`, ``psi`` ``(draws,)`` and ``xi``
+        ``(draws, 4)``.
     attributes : dict
         Attribute words per connection.
     rows_per_embedding : dict
@@ -68,13 +73,22 @@ def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attrib
         Whether the pilot has the corpus-sample and the training-run level (a level it
         lacks has only its prior: left out). A new embedding is a new sample (bootstrap,
         corpora) and a new run (with a run level), so both parts shrink like 1/K.
+    interactions : (bool, bool)
+        Whether the pilot has the attribute x sample (``psi``) and the word x sample
+        (``xi``) level.
     """
     a, b = contrast.split(" - ")
     ia, ib = CONNECTIONS.index(a), CONNECTIONS.index(b)
     t, e, s = scales["tau"], scales["eta"], scales["sigma"]
     v = (t[:, ia] ** 2 + t[:, ib] ** 2) / words + (e[:, ia] ** 2 + e[:, ib] ** 2) / (words * k)
+    if interactions[1]:
+        x = scales["xi"]
+        v = v + (x[:, ia] ** 2 + x[:, ib] ** 2) / (words * k)
     if not {a, b} <= {"associated", "different"}:  # both average over all stereotypes
-        v = v + scales["omega"] ** 2 * (1.0 / attributes[a] + 1.0 / attributes[b])
+        per_attribute = 1.0 / attributes[a] + 1.0 / attributes[b]
+        v = v + scales["omega"] ** 2 * per_attribute
+        if interactions[0]:
+            v = v + scales["psi"] ** 2 * per_attribute / k
     v = v + s[:, ia] ** 2 / (rows_per_embedding[a] * k) \
         + s[:, ib] ** 2 / (rows_per_embedding[b] * k)
 
@@ -211,10 +225,13 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
         raise InputDataError("the pilot mixes bootstrap resamples with other corpus samples: "
                              "no one rule for what more embeddings give")
     post = fit.posterior
-    scales = {k: _flat(post, k) for k in ("tau", "eta", "sigma", "kappa", "lambda", "omega")}
+    scales = {k: _flat(post, k) for k in ("tau", "eta", "sigma", "kappa", "lambda", "omega")
+              + tuple(x for x in ("psi", "xi") if x in post)}
     mu = _flat(post, "mu_bar")
     words = st["words"].size
     levels = (bool(st["sample_level"]), bool(st["run_level"]))
+    interactions = (bool(st["attribute_sample_level"]) and "psi" in post,
+                    bool(st["word_sample_level"]) and "xi" in post)
     kinds = {"associated": "stereotype", "different": "stereotype", "human": "human",
              "none": "none"}
     attributes = {c: max(int((cells.attribute_kind == kinds[c]).sum()), 1)
@@ -228,13 +245,15 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
         delta = mu[:, CONNECTIONS.index(a)] - mu[:, CONNECTIONS.index(b)]
         for k in counts:
             v = contrast_variance(scales, c, k, words=words, attributes=attributes,
-                                  rows_per_embedding=rows, kind=kind, levels=levels)
+                                  rows_per_embedding=rows, kind=kind, levels=levels,
+                               interactions=interactions)
             p = ndtr(-delta / np.sqrt(v) - z)
             out.append({"embeddings": k, "contrast": c, "assurance": float(p.mean()),
                         "mc_se": float(p.std(ddof=1) / np.sqrt(p.size)),
                         "sd": float(np.sqrt(v).mean())})
         v0 = contrast_variance(scales, c, k0, words=words, attributes=attributes,
-                               rows_per_embedding=rows, kind=kind, levels=levels)
+                               rows_per_embedding=rows, kind=kind, levels=levels,
+                               interactions=interactions)
         check.append({"contrast": c, "expected_sd": float(np.sqrt(v0).mean()),
                       "posterior_sd": float(delta.std(ddof=1))})
     return EmbeddingsDesign(frame=pd.DataFrame(out), check=pd.DataFrame(check), kind=kind,
