@@ -190,7 +190,8 @@ def manifest_table(manifest, wordlist) -> pd.DataFrame:
 def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
                             runs_per_sample: int = 1, mu_bar=(0.80, 0.86, 0.85, 0.86),
                             tau=0.04, sigma=0.08, omega=0.04, eta=0.02, kappa0=0.02,
-                            kappa=0.015, lambda0=0.01, lam=0.01, n_classes: int = 2,
+                            kappa=0.015, lambda0=0.01, lam=0.01, psi=0.0, xi=0.0,
+                            n_classes: int = 2,
                             words_per_class: int = 4, stereotypes_per_class: int = 5,
                             n_human: int = 8, n_none: int = 12, seed: int = 0):
     """Draw a multi-embedding distance table from the embedding-level model, with the truth.
@@ -201,7 +202,9 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
     truth ``mu_bar`` is the population mean per connection (over words, attributes and, for
     bootstrap and corpora, corpora). Returns ``(table, truth)``; ``truth`` also holds the
     observed corpus's own means (``corpus_mean``) and each word's population mean per
-    connection (``word_mean``).
+    connection (``word_mean``). ``psi`` and ``xi`` give each attribute and each (word,
+    connection) a deviation per corpus sample, shared by its runs (for bootstrap also one
+    of the observed corpus, left out of ``corpus_mean``); 0 draws nothing.
     """
     from .config import CONNECTIONS
     from .testing import design
@@ -234,14 +237,25 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
         raise ValueError(f"kind must be bootstrap, seeds or corpora, got {kind!r}")
     per = n_embeddings if kind == "seeds" else runs_per_sample
     parts = []
+    n_w, n_a = words.size, attrs.size
+
+    def sample_deviations():  # an attribute's and a word's deviation in one corpus sample
+        u = psi * rng.standard_normal(n_a) if psi else 0.0
+        x = np.broadcast_to(np.asarray(xi, float), (nc,)) * rng.standard_normal((n_w, nc)) \
+            if np.any(np.asarray(xi) > 0) else 0.0
+        return u, x
+
+    own_u, own_x = sample_deviations() if kind == "bootstrap" else (0.0, 0.0)
     for r in range(n_samples):
         label = {"bootstrap": f"bootstrap-{r + 1}", "corpora": f"corpus-{r + 1}",
                  "seeds": "original"}[kind]
         b = corpus + (level_effect(kappa0, k) if kind != "seeds" else 0.0)
+        u, x = sample_deviations() if kind != "seeds" else (0.0, 0.0)
+        u, x = own_u + u, own_x + x
         for j in range(per):
             s = level_effect(lambda0, lm) if per > 1 else 0.0
-            cell = word + b + s + eta * rng.standard_normal(word.shape)
-            y = cell[wi, ci] + v[ai] + sigma * rng.standard_normal(wi.size)
+            cell = word + x + b + s + eta * rng.standard_normal(word.shape)
+            y = cell[wi, ci] + (v + u)[ai] + sigma * rng.standard_normal(wi.size)
             t = base.copy()
             t["cosine_distance"] = y
             t["cosine_similarity"] = 1.0 - y

@@ -107,6 +107,32 @@ def test_fit_recovers_and_cli(tmp_path):
                  "embedding_level", "--draws", "300", "--tune", "300", "--chains", "2"]) == 0
 
 
+@pytest.mark.slow
+def test_attribute_and_word_sample_levels_recover_their_scales():
+    """Six corpora x 2 runs with an attribute x sample (psi 0.04) and a word x sample (xi
+    0.03) deviation shared by each corpus's runs: the 95% intervals of psi, of each xi[c] and
+    of each mu_bar[c] cover the truth (one fixed seed: 6 checks at 95%)."""
+    from bayesbias.models import fit_model
+
+    t, truth = simulate_ensemble_table(kind="corpora", n_embeddings=12, runs_per_sample=2,
+                                       psi=0.04, xi=0.03, kappa=0.005, seed=8,
+                                       words_per_class=3, stereotypes_per_class=4, n_human=6,
+                                       n_none=8)
+    f = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=4, seed=2)
+    st = structure(f.cells)
+    assert st["attribute_sample_level"] and st["word_sample_level"]
+    post = f.posterior
+
+    def covers(x, v):
+        lo, hi = np.quantile(np.asarray(x).ravel(), [0.025, 0.975])
+        return lo < v < hi
+
+    assert covers(post["psi"], 0.04)
+    for c in post["connection"].values:
+        assert covers(post["xi"].sel(connection=c), 0.03), c
+        assert covers(post["mu_bar"].sel(connection=c), truth["mu_bar"][c]), c
+
+
 def test_compiled_models_are_reused_across_data_not_labels():
     import pymc as pm
 
