@@ -257,8 +257,10 @@ def test_the_default_sampler_skips_nutpies_wrapper():
 
 
 def test_without_a_c_compiler_the_cell_marginal_sampler_is_refused(monkeypatch):
-    """``BAYESBIAS_KERNEL=pymc`` acts as a missing C compiler: no family supports the
-    cell-marginal sampler, and asking for it is refused before any sampling."""
+    """Without compiled kernels the cell-marginal sampler is refused, before any sampling.
+
+    ``BAYESBIAS_KERNEL=pymc`` acts as a missing C compiler: no family supports it then.
+    """
     from bayesbias.errors import ModelSpecError
     from bayesbias.models import load_spec
     from bayesbias.models.marginal import supports
