@@ -43,3 +43,20 @@ def religion_fit():
         warnings.simplefilter("ignore")  # short chains may miss the strict ESS targets
         return fit_model(published_table("religion", "reddit"), "hierarchical", draws=300, tune=300,
                          chains=2, seed=11)
+
+
+@pytest.fixture(scope="module")
+def quick_verdicts():
+    """Keep the first fit of :func:`~bayesbias.verdicts.fit_for_verdict` (no refits).
+
+    An undecided verdict makes ``fit_for_verdict`` refit with 4, 16 and 20 times the draws
+    (up to ``MAX_VERDICT_DRAWS``); with the short chains of plumbing tests (report, fit CLI)
+    that is nearly always, and those refits were most of these tests' time. Their loop is
+    checked on its own in ``test_models_fit.py``. In-process runs only (not subprocesses).
+    """
+    from bayesbias.verdicts import fit_for_verdict
+
+    saved = fit_for_verdict.__kwdefaults__["max_draws"]
+    fit_for_verdict.__kwdefaults__["max_draws"] = 0
+    yield
+    fit_for_verdict.__kwdefaults__["max_draws"] = saved

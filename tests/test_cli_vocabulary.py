@@ -20,6 +20,9 @@ from json_schemas import validate
 from bayesbias.cli import build_parser, main
 from bayesbias.cli._common import _DeprecatedAlias
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

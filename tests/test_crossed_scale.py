@@ -9,6 +9,9 @@ import pytest
 from bayesbias.models import crossed
 from bayesbias.models import word_summaries as ws
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 _PTR = ctypes.POINTER(ctypes.c_double)
 
 

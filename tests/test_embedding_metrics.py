@@ -23,6 +23,9 @@ from bayesbias.errors import (
     WordListError,
 )
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 REF = json.loads((Path(__file__).parent / "data" / "reference" /
                   "wefe_reference.json").read_text())
 

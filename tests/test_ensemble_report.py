@@ -30,6 +30,9 @@ from bayesbias.errors import DistanceTableError, InputDataError
 from bayesbias.models import cells_from_table, fit_model, load_spec
 from bayesbias.reliability import ensemble_reliability
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 
 def _table(kind="bootstrap", n=4, **kw):
     return simulate_ensemble_table(kind=kind, n_embeddings=n, seed=5, words_per_class=3,

@@ -16,6 +16,9 @@ from bayesbias.errors import InputDataError
 from bayesbias.models import load_spec
 from bayesbias.models.embedding_level import cells, structure_key
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 
 def _table(kind="bootstrap", n=4, seed=5):
     return simulate_ensemble_table(kind=kind, n_embeddings=n, seed=seed, words_per_class=3,

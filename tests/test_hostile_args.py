@@ -18,6 +18,9 @@ from bayesbias.validation import (
     validate_seed,
 )
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 # (command line, flag that the message must name)
 NUMERIC = [
     (["fit", "--distances", "published:religion:reddit", "--draws", "inf"], "--draws"),

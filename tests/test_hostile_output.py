@@ -18,6 +18,9 @@ from bayesbias import _atomic
 from bayesbias._atomic import atomic_path, check_output
 from bayesbias.errors import OutputPathError
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 
 @pytest.fixture
 def no_compute(monkeypatch):

@@ -18,6 +18,9 @@ from hostile import listing, run_cli, run_main
 
 from bayesbias._atomic import spreadsheet_safe
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1"]
 
 

@@ -3,12 +3,17 @@
 import json
 import re
 
+import pytest
+
 from json_schemas import validate
 from written import assert_fit, assert_png
 
 from bayesbias.cli import main
 from bayesbias.distances import write_distance_table
 from bayesbias.testing import simulate_table
+
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
 
 
 def test_show_model_prints_the_priors(capsys):

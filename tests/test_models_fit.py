@@ -495,3 +495,36 @@ def test_rank_diagnostics_equal_arviz_stats_column_by_column():
     bad[0, 0, 0] = np.nan
     assert not covered(bad) and not covered(ary[:1]) and not covered(ary.astype(np.float32))
     assert covered(ary)
+
+
+def test_fit_for_verdict_refits_with_more_draws_while_undecided(monkeypatch):
+    """The refit loop of fit_for_verdict: four times the draws while undecided, up to the cap.
+
+    (Plumbing tests turn the refits off, conftest's ``quick_verdicts``; this checks the loop
+    itself, with stand-ins for the fit and the verdict.)
+    """
+    import types
+
+    import bayesbias.models
+    from bayesbias import verdicts
+
+    drawn = []
+
+    def fake_fit(table, model, draws, **kwargs):
+        drawn.append(draws)
+        return types.SimpleNamespace(draws=draws, kwargs=kwargs)
+
+    def fake_verdict(fit, *args):
+        code = "undecided at this precision" if fit.draws < 1600 else "stereotype-specific"
+        return types.SimpleNamespace(code=code)
+
+    monkeypatch.setattr(bayesbias.models, "fit_model", fake_fit)
+    monkeypatch.setattr(verdicts, "verdict_from_fit", fake_verdict)
+    fit = verdicts.fit_for_verdict("table", "crossed", draws=100, seed=3)
+    assert drawn == [100, 400, 1600] and fit.draws == 1600 and fit.kwargs == {"seed": 3}
+    drawn.clear()
+    assert verdicts.fit_for_verdict("table", "crossed", draws=100, max_draws=1000).draws == 1000
+    assert drawn == [100, 400, 1000]  # capped at max_draws
+    drawn.clear()
+    verdicts.fit_for_verdict("table", "crossed", draws=2000)  # decided: no refit
+    assert drawn == [2000]

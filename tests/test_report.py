@@ -18,6 +18,9 @@ from bayesbias.errors import ModelSpecError, OutputPathError
 from bayesbias.report.document import Report, check_output, safe_name, unique_names
 from bayesbias.verdicts import contrast_evidence, verdict_changes, verdict_from_draws
 
+# Plumbing runs: short chains, and no refits of undecided verdicts (conftest's quick_verdicts)
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 SMALL = ["--draws", "100", "--tune", "100", "--chains", "2", "--permutations", "500",
          "--bootstrap", "0", "--null-reps", "100", "--quiet", "--no-robustness"]
 
@@ -189,7 +192,7 @@ def test_concurrent_reports_to_one_folder_last_writer_wins(tmp_path):
 # -- end to end ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def hostile_run(tmp_path_factory):
+def hostile_run(tmp_path_factory, quick_verdicts):
     """One report on the published table under three names: duplicate and hostile.
 
     Its ``--json`` output is kept in :data:`PRINTED`.

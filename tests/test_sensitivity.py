@@ -12,6 +12,9 @@ from bayesbias.models import cells_from_table, load_spec
 from bayesbias.studies.exact_posterior import marginal_posterior
 from bayesbias.studies.sensitivity import sensitivity
 
+# fit / report / compare runs here check plumbing: no refits of undecided verdicts
+pytestmark = pytest.mark.usefixtures("quick_verdicts")
+
 
 @pytest.fixture(scope="module")
 def table():

@@ -102,10 +102,12 @@ def test_grouped_summaries_interpolate_the_direct_ones():
     m = rng.normal([0.8, 0.85, 0.9, 0.95], 0.01, (k, 4))
     t = np.abs(rng.normal(0.05, 0.01, (k, 4)))
     s = np.abs(rng.normal(0.1, 0.005, (k, 4)))
-    n = np.tile([10, 10, 20, 20], (1800, 1))  # groups above the grid sizes (129, 41 x 41)
-    n[::17, 0] = 3
-    ybar = rng.normal(0.85, 0.06, n.shape)
-    for pairs in (None, [(0, 3), (2, 3)]):
+    # groups above the grid sizes (129 cells for 1-D grids, 41 x 41 for 2-D ones) and one
+    # below (n = 3, every 17th cell); the 1-D case needs only 300 cells for that
+    for pairs, rows in ((None, 300), ([(0, 3), (2, 3)], 1800)):
+        n = np.tile([10, 10, 20, 20], (rows, 1))
+        n[::17, 0] = 3
+        ybar = rng.normal(0.85, 0.06, n.shape)
         for kind in ("eti", "hdi"):
             a = ws.cell_summaries(m, t, s, n, ybar, 0.89, kind, pairs, rope=0.02)
             b = ws.cell_summaries(m, t, s, n, ybar, 0.89, kind, pairs, rope=0.02, grid=False)
@@ -277,7 +279,7 @@ def test_grouped_kernel_is_the_sum_over_cells():
         np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-10, atol=1e-9)
 
 
-def test_cli_keep_word_draws(monkeypatch, tmp_path, capsys):
+def test_cli_keep_word_draws(monkeypatch, tmp_path, capsys, quick_verdicts):
     """CLI: summaries above the threshold (lowered here), draws with --keep-word-draws.
 
     --loo without draws is a clean error naming the flag.
