@@ -33,6 +33,28 @@ def test_structure(kind, levels):
     t, _ = _table(kind)
     st = structure(cells_from_table(t))
     assert (st["sample_level"], st["run_level"], st["bootstrap"]) == levels
+    # attribute x sample with 2+ samples; word x sample only when a sample has 2+ runs
+    assert st["attribute_sample_level"] == levels[0]
+    assert not st["word_sample_level"]
+    two_runs = structure(cells_from_table(_table(kind, runs_per_sample=2)[0]))
+    assert two_runs["word_sample_level"] == (kind != "seeds")
+
+
+def test_no_interaction_levels_with_a_factor():
+    from bayesbias.models.embedding_level import cells as el_cells
+    from bayesbias.models.embedding_level import row_attribute
+
+    t, _ = _factor_table(levels=("2000", "1990"))
+    c = el_cells(t)
+    st = structure(c)
+    assert st["sample_level"] and not st["attribute_sample_level"]
+    assert not st["word_sample_level"]
+    idx, n = row_attribute(c)
+    assert n == c.attributes.size and np.array_equal(idx, c.attr_idx)
+    plain = cells_from_table(t.drop(columns="factor_decade"))  # the same samples: per sample
+    idx2, n2 = row_attribute(plain)
+    r = structure(plain)["samples"].size
+    assert n2 == plain.attributes.size * r and np.array_equal(idx2 // r, plain.attr_idx)
 
 
 def test_one_embedding_refused():
