@@ -370,7 +370,7 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     """
     from .config import CONNECTIONS, defaults
     from .intervals import posterior_interval
-    from .models.embedding_level import structure
+    from .models.embedding_level import attributes_per_connection, structure
 
     ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
@@ -389,8 +389,7 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     zero = np.zeros(n)
     vs_none = list(CONNECTIONS[:3])
 
-    kinds = {"associated": "stereotype", "different": "stereotype", "human": "human",
-             "none": "none"}
+    n_attr = attributes_per_connection(fit.cells)
 
     def parts(c: str, shared: bool) -> dict:
         j = CONNECTIONS.index(c)
@@ -406,8 +405,7 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
         if st["word_sample_level"] and "xi" in post:
             out["corpus sample"] = out["corpus sample"] + flat("xi")[:, j] ** 2
         if st["attribute_sample_level"] and "psi" in post:
-            n_attr = max(int((fit.cells.attribute_kind == kinds[c]).sum()), 1)
-            out["corpus sample"] = out["corpus sample"] + flat("psi") ** 2 / n_attr
+            out["corpus sample"] = out["corpus sample"] + flat("psi") ** 2 / n_attr[c]
         return out
 
     rows = []

@@ -198,6 +198,18 @@ def _kind_of_connection() -> np.ndarray:
     return np.array([0, 0, 1, 2])
 
 
+def attributes_per_connection(cells: Cells) -> dict[str, int]:
+    """Return how many attribute words each connection draws on (at least 1).
+
+    Stereotypes for associated and different, human attributes, neutral words.
+    """
+    from .cells import ATTRIBUTE_KINDS
+
+    kinds = _kind_of_connection()
+    return {c: max(int((cells.attribute_kind == ATTRIBUTE_KINDS[kinds[j]]).sum()), 1)
+            for j, c in enumerate(CONNECTIONS)}
+
+
 def row_attribute(cells: Cells) -> tuple[np.ndarray, int]:
     """Return each row's attribute-effect index and how many there are.
 

@@ -207,7 +207,7 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
 
     from ..config import defaults
     from ..ensemble import ensemble_kind
-    from ..models.embedding_level import structure
+    from ..models.embedding_level import attributes_per_connection, structure
     from ..models.families import family_has
 
     if not family_has(fit.spec.family, "EMBEDDINGS"):
@@ -232,10 +232,7 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
     levels = (bool(st["sample_level"]), bool(st["run_level"]))
     interactions = (bool(st["attribute_sample_level"]) and "psi" in post,
                     bool(st["word_sample_level"]) and "xi" in post)
-    kinds = {"associated": "stereotype", "different": "stereotype", "human": "human",
-             "none": "none"}
-    attributes = {c: max(int((cells.attribute_kind == kinds[c]).sum()), 1)
-                  for c in CONNECTIONS}
+    attributes = attributes_per_connection(cells)
     k0 = st["embeddings"].size
     rows = {c: cells.n[:, CONNECTIONS.index(c)].sum() / k0 for c in CONNECTIONS}
     z = float(ndtri(0.5 + ci_prob / 2))
