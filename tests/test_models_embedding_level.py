@@ -498,3 +498,31 @@ def test_factor_recovers_a_level_difference_and_survives_save(tmp_path):
     pd_fc = factor_contrasts(g, ci_prob=0.9, ci_kind="eti")
     assert pd_fc["mean"].tolist() == factor_contrasts(f, ci_prob=0.9, ci_kind="eti")[
         "mean"].tolist()
+
+
+def test_rows_in_any_order_give_the_same_cells():
+    """A shuffled ensemble table gives the same cells, row by row, as the table itself: the
+    rows are sorted canonically, so the same rows in any order give the same draws."""
+    from bayesbias.models.embedding_level import attribute_groups, cells
+
+    t, _ = _table("bootstrap")
+    a = cells(t)
+    b = cells(t.sample(frac=1.0, random_state=3).reset_index(drop=True))
+    assert list(a.units) == list(b.units) and list(a.attributes) == list(b.attributes)
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.attr_idx, b.attr_idx)
+    np.testing.assert_array_equal(a.mean, b.mean)
+    la, lb = attribute_groups(a), attribute_groups(b)
+    for key in la:
+        np.testing.assert_array_equal(la[key], lb[key], err_msg=key)
+
+
+def test_an_unordered_table_still_names_its_bad_row():
+    """Validation runs on the rows as given, so an error names the user's row number."""
+    from bayesbias.models.embedding_level import cells as embedding_level_cells
+
+    t, _ = _table("bootstrap")
+    t = t.iloc[::-1].reset_index(drop=True)
+    t.loc[5, "cosine_distance"] = np.nan
+    with pytest.raises(DistanceTableError, match="first at row 5"):
+        embedding_level_cells(t)

@@ -119,6 +119,10 @@ def cells(table, level: str = "word") -> Cells:
     (a decade, a corpus source, a language). It must be constant within each corpus
     sample: a factor that varies between training runs of one sample (say the algorithm)
     is not modelled. Numeric levels are ordered by value, others by first appearance.
+
+    The rows are first put in one canonical order (:func:`canonical_order`), so the same
+    rows in any order (``distances.csv``, or the table built from the embeddings) give the
+    same cells and, with the same seed, the same draws.
     """
     import dataclasses
 
@@ -126,7 +130,11 @@ def cells(table, level: str = "word") -> Cells:
 
     from .cells import cells_from_table
 
-    out = cells_from_table(table, level)
+    out = cells_from_table(table, level)  # validates, naming rows in the order given
+    order = canonical_order(table)
+    if order is not None:
+        table = table.take(order)
+        out = cells_from_table(table, level)
     cols = [c for c in table.columns if str(c).startswith(FACTOR_PREFIX)]
     if not cols:
         return out
@@ -163,6 +171,29 @@ def cells(table, level: str = "word") -> Cells:
               "embedding_level": np.array([index[lv] for lv in level_of], dtype=np.int64),
               "numeric": bool(numeric.notna().all())}
     return dataclasses.replace(out, sub_cells={"factor": factor})
+
+
+#: Columns whose values order an ensemble table's rows, in this priority.
+ORDER_COLUMNS = ("embedding", "protected_word", "connection", "attribute", "cosine_distance")
+
+
+def canonical_order(table) -> np.ndarray | None:
+    """Return the row order sorting `table` by :data:`ORDER_COLUMNS`, or None if it is sorted.
+
+    Labels compare as text; ties keep their order.
+    """
+    import pandas as pd
+
+    keys = []
+    for col in reversed([c for c in ORDER_COLUMNS if c in table.columns]):
+        x = table[col]
+        if col != "cosine_distance":
+            x = pd.factorize(x.astype(str), sort=True)[0]
+        keys.append(np.asarray(x))
+    order = np.lexsort(keys)
+    if (order == np.arange(order.size)).all():
+        return None
+    return order
 
 
 def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
