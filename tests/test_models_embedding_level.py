@@ -40,21 +40,38 @@ def test_structure(kind, levels):
     assert two_runs["word_sample_level"] == (kind != "seeds")
 
 
-def test_no_interaction_levels_with_a_factor():
-    from bayesbias.models.embedding_level import cells as el_cells
-    from bayesbias.models.embedding_level import row_attribute
+def test_interaction_levels_with_a_factor_sum_to_zero_within_levels():
+    """With a factor the attribute and word x sample deviations sum to zero over the samples
+    of each level (not over all samples): a level's mean stays its own."""
+    import pymc as pm
 
-    t, _ = _factor_table(levels=("2000", "1990"))
+    from bayesbias.models.embedding_level import cells as el_cells
+    from bayesbias.models.embedding_level import row_attribute, row_level_model
+
+    t, _ = _factor_table(levels=("2000", "1990"), n_embeddings=12)
     c = el_cells(t)
     st = structure(c)
-    assert st["sample_level"] and not st["attribute_sample_level"]
-    assert not st["word_sample_level"]
+    assert st["attribute_sample_level"] and not st["word_sample_level"]  # one run per sample
+    assert [g.size for g in st["sample_groups"]] == [6, 6]
     idx, n = row_attribute(c)
-    assert n == c.attributes.size and np.array_equal(idx, c.attr_idx)
-    plain = cells_from_table(t.drop(columns="factor_decade"))  # the same samples: per sample
-    idx2, n2 = row_attribute(plain)
-    r = structure(plain)["samples"].size
-    assert n2 == plain.attributes.size * r and np.array_equal(idx2 // r, plain.attr_idx)
+    r = st["samples"].size
+    assert n == c.attributes.size * r and np.array_equal(idx // r, c.attr_idx)
+    m = row_level_model(load_spec("embedding_level"), c)
+    row_effect, v = pm.draw([m["attribute_row_effect"], m["attribute_effect"]], draws=5,
+                            random_seed=3)
+    dev = row_effect.reshape(5, c.attributes.size, r) - v[:, :, None]
+    level = st["factor"]["sample_level"]
+    for k in (0, 1):
+        np.testing.assert_allclose(dev[:, :, level == k].sum(axis=-1), 0.0, atol=1e-10)
+    assert np.abs(dev).max() > 1e-3  # the deviations exist
+    # two runs per sample: the word x sample level too, zero-sum within levels
+    t2, _ = _factor_table(levels=("2000", "1990"), n_embeddings=8, runs_per_sample=2)
+    st2 = structure(el_cells(t2))
+    assert st2["word_sample_level"] and [g.size for g in st2["sample_groups"]] == [2, 2]
+    # a level with a single sample has no deviations of its own
+    t3, _ = _factor_table(levels=("1990", "2000", "2010"), n_embeddings=3)
+    st3 = structure(el_cells(t3))
+    assert st3["sample_groups"] == [] and not st3["attribute_sample_level"]
 
 
 def test_one_embedding_refused():
@@ -251,7 +268,7 @@ def _unbalanced():
     return t.drop(index=t.index[[0, 7, 40, 41, 90]]).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("case", ["bootstrap", "seeds", "unbalanced", "shared_sd"])
+@pytest.mark.parametrize("case", ["bootstrap", "seeds", "unbalanced", "shared_sd", "factor"])
 def test_cell_likelihood_is_the_row_marginal(case):
     """The per-cell log-density equals the rows' exact marginal with each cell deviation
     integrated out: per cell a multivariate Normal of the rows minus their attribute
@@ -260,11 +277,16 @@ def test_cell_likelihood_is_the_row_marginal(case):
 
     from bayesbias.models.embedding_level import row_attribute, row_level_model
 
+    from bayesbias.models.embedding_level import cells as el_cells
+
     kw = {"residual_sd": "single"} if case == "shared_sd" else {}
     spec = load_spec("embedding_level", **kw)
-    t = _unbalanced() if case == "unbalanced" else \
-        _table("seeds" if case == "seeds" else "bootstrap", runs_per_sample=2)[0]
-    c = cells_from_table(t)
+    if case == "factor":
+        t = _factor_table(levels=("2000", "1990"), runs_per_sample=2)[0]
+    else:
+        t = _unbalanced() if case == "unbalanced" else \
+            _table("seeds" if case == "seeds" else "bootstrap", runs_per_sample=2)[0]
+    c = el_cells(t)
     m, r = build_model(spec, c), row_level_model(spec, c)
     loglik = _point_fns(m, [m["loglik"]])
     row_attr = row_attribute(c)[0]  # attribute, or attribute x corpus sample
@@ -398,11 +420,12 @@ def test_same_draws_whatever_the_hash_seed_and_cache(tmp_path):
     assert outs[0] == outs[1] == outs[2], outs
 
 
-def _factor_table(delta=0.0, seed=5, levels=("1990", "2000"), n_embeddings=8):
+def _factor_table(delta=0.0, seed=5, levels=("1990", "2000"), n_embeddings=8,
+                  runs_per_sample=1):
     """One simulated ensemble split into levels; `delta` added to later levels' associated."""
     t, truth = simulate_ensemble_table(kind="bootstrap", n_embeddings=n_embeddings, seed=seed,
                                        words_per_class=3, stereotypes_per_class=4, n_human=6,
-                                       n_none=8)
+                                       n_none=8, runs_per_sample=runs_per_sample)
     samples = sorted(t["corpus_sample"].unique(), key=lambda s: int(s.split("-")[1]))
     per = len(samples) // len(levels)
     level = {s: levels[i // per] for i, s in enumerate(samples)}

@@ -22,7 +22,8 @@ but not over attributes or words: a corpus sample that moves a few attributes or
 also read as a shift of the whole sample (``kappa``), which in the bootstrap case would count
 the corpus's own attribute and word deviations twice (once in ``omega``/``tau``, once in the
 corpus's extra draw). ``x`` exists when a sample has two or more runs; otherwise the cell
-deviation ``eta z`` is the word x sample level. Neither level with a factor column.
+deviation ``eta z`` is the word x sample level. With a factor column both sum to zero
+over the samples of each level (a level's mean is its own, ``beta``).
 
 What the group-level mean ``mu_bar`` describes depends on the corpus samples:
 
@@ -93,18 +94,21 @@ def structure(cells: Cells) -> dict:
     counts = np.bincount(sample_of, minlength=samples.size)
     boot = np.array([str(r).rsplit("/", 1)[-1].startswith(BOOTSTRAP_PREFIX) for r in samples])
     factor = None
+    # corpus samples that are compared with each other: all, or those of one factor level
+    groups = [np.arange(samples.size)]
     if cells.sub_cells and cells.sub_cells.get("factor"):
         f = cells.sub_cells["factor"]
         level_of_sample = np.zeros(samples.size, dtype=np.int64)
         level_of_sample[sample_of] = f["embedding_level"]
         factor = {"name": f["name"], "levels": np.asarray(f["levels"], dtype=object),
                   "sample_level": level_of_sample}
+        groups = [np.flatnonzero(level_of_sample == k) for k in range(f["levels"].size)]
+    groups = [g for g in groups if g.size >= 2]
     return {"embeddings": cells.embeddings.astype(str), "samples": samples,
             "sample_of": sample_of, "words": words, "word_of": word_of,
             "sample_level": samples.size >= 2, "run_level": bool((counts >= 2).any()),
-            "attribute_sample_level": samples.size >= 2 and factor is None,
-            "word_sample_level": (samples.size >= 2 and bool((counts >= 2).any())
-                                  and factor is None),
+            "sample_groups": groups, "attribute_sample_level": bool(groups),
+            "word_sample_level": bool(groups) and bool((counts >= 2).any()),
             "bootstrap": bool(boot.any()), "sample_boot": boot, "factor": factor}
 
 
@@ -207,7 +211,8 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             "  s[e, c] = lambda0 g'[e] + lambda[c] h'[e, c]  (training runs within a sample)",
             "  v[a] ~ Normal(0, omega)",
             "  + psi u[a, r] (attribute x corpus sample), + xi[c] x[{0}, r, c] in mu ({0} x "
-            "sample, a sample with 2+ runs); u, x zero-sum over samples".format(unit),
+            "sample, a sample with 2+ runs); u, x zero-sum over samples (of each factor "
+            "level)".format(unit),
             "  mu_bar[c] = m[c] (seeds or corpora), or m[c] - kappa0 d0 - kappa[c] d[c] "
             "(bootstrap resamples: the corpus is one more draw)",
             f"  m[c] ~ {p['mu_bar']}",
@@ -245,8 +250,8 @@ def row_attribute(cells: Cells) -> tuple[np.ndarray, int]:
     """Return each row's attribute-effect index and how many there are.
 
     The attribute index itself, or, with an attribute x corpus-sample level (two or more
-    samples, no factor), ``attribute * R + sample``: the same attribute in another corpus
-    sample has its own effect ``v[a] + psi u[a, r]``.
+    samples compared, :func:`structure`), ``attribute * R + sample``: the same attribute in
+    another corpus sample has its own effect ``v[a] + psi u[a, r]``.
     """
     st = structure(cells)
     n_a = cells.attributes.size
@@ -371,6 +376,27 @@ def _factor_effects(st, pr, big_m, shift, kappa0, kappa, lambda0, lam):
     return emb, shift
 
 
+def _sample_deviations(name: str, dims: tuple, st: dict):
+    """Add standard Normal deviations per corpus sample, zero-sum over each group's samples.
+
+    Without a factor the group is every sample; with one, the samples of a level (a level
+    of one sample gets none: its own mean is the level's). Returns ``dims + (corpus_sample,)``.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    groups = st["sample_groups"]
+    if st["factor"] is None:
+        return pm.ZeroSumNormal(name, sigma=1.0, dims=(*dims, "corpus_sample"))
+    model = pm.modelcontext(None)
+    shape = tuple(len(model.coords[d]) for d in dims)
+    out = pt.zeros((*shape, st["samples"].size))
+    for k, idx in enumerate(groups):
+        z = pm.ZeroSumNormal(f"{name}_{k}", sigma=1.0, shape=(*shape, idx.size))
+        out = pt.set_subtensor(out[..., idx], z)
+    return out
+
+
 def _effects(spec: ModelSpec, cells: Cells) -> dict:
     """Add every effect but the (word@embedding, connection) deviations to the current model.
 
@@ -471,8 +497,7 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
     psi = pr["psi"].create("psi")  # the prior alone when the ensemble lacks the level
     xi = pr["xi"].create("xi", dims="connection")
     if st["attribute_sample_level"]:
-        u = pm.ZeroSumNormal("attribute_sample_z", sigma=1.0,
-                             dims=("attribute", "corpus_sample"))
+        u = _sample_deviations("attribute_sample_z", ("attribute",), st)
         v_row = (v[:, None] + psi * u).reshape((-1,))
     else:
         v_row = v
@@ -484,8 +509,7 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         pm.Deterministic("mu_bar", means.mean(axis=0), dims="connection")
     centre = word[:, st["word_of"]]
     if st["word_sample_level"]:
-        ws = xi[:, None, None] * pm.ZeroSumNormal(
-            "word_sample_z", sigma=1.0, dims=("connection", "word", "corpus_sample"))
+        ws = xi[:, None, None] * _sample_deviations("word_sample_z", ("connection", "word"), st)
         centre = centre + ws[:, st["word_of"], st["sample_of"][cells.unit_embedding]]
     if emb is not None:
         centre = centre + emb[:, cells.unit_embedding]
