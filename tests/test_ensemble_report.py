@@ -122,7 +122,13 @@ def test_caveat_when_resamples_were_trained_once():
     assert "--seeds-within" in ensemble_caveat(once)
     assert "conservative" in ensemble_caveat(once)
     assert ensemble_caveat(twice) == ""
-    assert ensemble_caveat(_table("seeds")) == ensemble_caveat(_table("corpora")) == ""
+    assert ensemble_caveat(_table("seeds")) == ensemble_caveat(_table("corpora", n=8)) == ""
+
+
+def test_caveat_when_few_independent_corpora():
+    few = ensemble_caveat(_table("corpora", n=4))
+    assert "with 4 independent corpora" in few and "3 degree(s) of freedom" in few
+    assert "conservative" in few
 
 
 def _posterior(draws=200, seed=0):
