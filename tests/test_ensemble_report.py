@@ -127,8 +127,9 @@ def test_caveat_when_resamples_were_trained_once():
 
 def test_caveat_when_few_independent_corpora():
     few = ensemble_caveat(_table("corpora", n=4))
-    assert "with 4 independent corpora" in few and "3 degree(s) of freedom" in few
+    assert "with 4 independent corpora" in few and "rests on 3 degrees of freedom" in few
     assert "conservative" in few
+    assert "rests on 1 degree of freedom" in ensemble_caveat(_table("corpora", n=2))
 
 
 def _posterior(draws=200, seed=0):
