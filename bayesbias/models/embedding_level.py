@@ -81,7 +81,10 @@ def structure(cells: Cells) -> dict:
 
     Returns ``embeddings`` (E), ``samples`` (R labels), ``sample_of`` (each embedding's
     sample index), ``words`` and ``word_of`` (each unit's word index), ``sample_level``
-    (R >= 2), ``run_level`` (a sample with two or more embeddings), ``bootstrap``.
+    (R >= 2), ``run_level`` (a sample with two or more embeddings), ``sample_groups`` (the
+    samples compared with each other: all, or each factor level's, when two or more),
+    ``attribute_sample_level`` and ``word_sample_level`` (the interaction levels exist),
+    ``bootstrap``, ``sample_boot`` and ``factor``.
     """
     if cells.embeddings is None or cells.embeddings.size < 2:
         n = 0 if cells.embeddings is None else 1
