@@ -137,11 +137,17 @@ def cells(table, level: str = "word") -> Cells:
 
     from .cells import cells_from_table
 
-    out = cells_from_table(table, level)  # validates, naming rows in the order given
     order = canonical_order(table)
-    if order is not None:
-        table = table.take(order)
+    if order is None:
         out = cells_from_table(table, level)
+    else:
+        ordered = table.take(order)
+        try:
+            out = cells_from_table(ordered, level)
+        except DistanceTableError:
+            cells_from_table(table, level)  # raises again, naming the row as the user gave it
+            raise
+        table = ordered
     cols = [c for c in table.columns if str(c).startswith(FACTOR_PREFIX)]
     if not cols:
         return out
@@ -194,9 +200,8 @@ def canonical_order(table) -> np.ndarray | None:
     keys = []
     for col in reversed([c for c in ORDER_COLUMNS if c in table.columns]):
         x = table[col]
-        if col != "cosine_distance":
-            x = pd.factorize(x.astype(str), sort=True)[0]
-        keys.append(np.asarray(x))
+        keys.append(pd.factorize(x.astype(str), sort=True)[0] if col != "cosine_distance"
+                    else pd.to_numeric(x, errors="coerce").to_numpy(dtype=np.float64))
     order = np.lexsort(keys)
     if (order == np.arange(order.size)).all():
         return None
