@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from .validation import validate_ci_kind, validate_ci_prob
 
 __all__ = ["defaults", "Defaults", "validate_ci_prob", "CONNECTIONS", "cache_dir",
-           "DEFAULT_MODEL", "PAPER_MODEL"]
+           "DEFAULT_MODEL", "PAPER_MODEL", "FACTOR_PREFIX"]
 
 #: The model behind every verdict unless another is asked for: the paper's hierarchical
 #: model plus crossed attribute-word effects (``models/crossed.toml``).
@@ -17,6 +17,9 @@ PAPER_MODEL = "hierarchical"
 
 #: The four connections of an attribute to a protected word, in reporting order.
 CONNECTIONS: tuple[str, ...] = ("associated", "different", "human", "none")
+#: Prefix of a multi-embedding table's columns ``factor_<name>``: each corpus sample's level
+#: of a factor (decade, language, corpus source).
+FACTOR_PREFIX = "factor_"
 
 
 @dataclass

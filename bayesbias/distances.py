@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ._atomic import atomic_path, check_output
-from .config import CONNECTIONS
+from .config import CONNECTIONS, FACTOR_PREFIX
 from .embeddings import Embedding, as_embedding, lookup
 from .errors import DistanceTableError, OutputPathError
 from .validation import (
@@ -202,9 +202,17 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
             f"{', '.join(COLUMNS)}"
         )
     extra = [c for c in OPTIONAL_COLUMNS if c in table.columns]  # a multi-embedding table
+    if "embedding" in extra:  # and the corpus samples' factors (decade, language, ...)
+        extra += [c for c in table.columns if str(c).startswith(FACTOR_PREFIX)]
     # no .copy(): pandas copies on write, so the caller's frame is never changed
     table = table.loc[:, list(COLUMNS) + extra]
     for col in extra:
+        if str(col).startswith(FACTOR_PREFIX):
+            missing = table[col].isna().to_numpy() | (table[col].astype(str).str.strip()
+                                                      == "").to_numpy()
+            if missing.any():
+                raise DistanceTableError(f"{source}: column {col} is empty at data row "
+                                         f"{int(np.flatnonzero(missing)[0]) + 1}")
         if table[col].dtype != "str":
             table[col] = table[col].astype(str)
     conn = table["connection"]
@@ -516,7 +524,8 @@ def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
     fast = [c for c in _LABEL_COLUMNS if names.count(c) == 1
             and (pa.types.is_string(schema.field(c).type)
                  or pa.types.is_large_string(schema.field(c).type))]
-    rest = [c for c in names if c in wanted and c not in fast]
+    rest = [c for c in names if (c in wanted or (c.startswith(FACTOR_PREFIX)
+                                                 and "embedding" in names)) and c not in fast]
     if not fast or not rest or len(set(names)) != len(names):
         return pd.read_parquet(path), {}
     pool = pa.default_memory_pool()

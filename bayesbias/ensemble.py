@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .config import FACTOR_PREFIX
 from .errors import DistanceTableError, InputDataError
 from .wordlists import load_wordlist
 
@@ -115,7 +116,7 @@ def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.Da
         raise DistanceTableError(f"{where}the table holds {k} embeddings (column "
                                  f"'embedding'); {what} one embedding: {use}")
     out = table.drop(columns=[c for c in table.columns
-                              if c in ENSEMBLE_COLUMNS or str(c).startswith("factor_")])
+                              if c in ENSEMBLE_COLUMNS or str(c).startswith(FACTOR_PREFIX)])
     out.attrs = dict(table.attrs)
     return out
 
@@ -182,7 +183,7 @@ def manifest_table(manifest, wordlist) -> pd.DataFrame:
                            corpus_samples=[e[2] for e in entries])
     for name in names:
         by_label = {e[1]: str(f[name]) for e, f in zip(entries, factors, strict=True)}
-        table[f"factor_{name}"] = table["embedding"].map(by_label)
+        table[f"{FACTOR_PREFIX}{name}"] = table["embedding"].map(by_label)
     table.attrs["manifest"] = str(manifest)
     return table
 
@@ -476,12 +477,15 @@ def weat_per_embedding(table: pd.DataFrame, seed=None, n_permutations: int = 100
 def factor_contrasts(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame | None:
     """Return the verdict contrasts per level of the ensemble's factor, and between levels.
 
-    For a fit whose table has a ``factor_<name>`` column (:func:`bayesbias.models.
+    For a fit whose table has ``factor_<name>`` columns (:func:`bayesbias.models.
     embedding_level.cells`): one row per level and contrast (``quantity`` "level"), the
     difference of each later level from the first ("difference from <first>") and, when
     the levels are numbers (decades, years), the least-squares slope of the contrast on the
-    level per unit of the level ("trend"), each with its interval and P(< 0). None without
-    a factor.
+    level per unit of the level ("trend"), each with its interval and P(< 0). With several
+    factors the levels are their combinations (``factor`` "decade x language"), followed by
+    the same rows for each factor alone, its levels averaged over the other factors' levels
+    (column ``factor`` names it); these need every combination observed, and otherwise the
+    frame's ``attrs["note"]`` says why they are missing. None without a factor.
     """
     from .verdicts import contrast_evidence
 
@@ -490,28 +494,45 @@ def factor_contrasts(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame | None:
         return None
     fm = fit.posterior["factor_mean"]
     levels = [str(x) for x in fm["factor_level"].values]
+    parts = [(fac["name"], levels, bool(fac.get("numeric")), np.eye(len(levels)))]
+    note = None
+    if "factors" in fac:
+        codes = np.asarray(fac["level_codes"])
+        sizes = [len(f["levels"]) for f in fac["factors"]]
+        if len(levels) == int(np.prod(sizes)):
+            for j, f in enumerate(fac["factors"]):
+                # each level of factor j: the mean over the combinations that hold it
+                weights = (codes[:, j][None, :] == np.arange(sizes[j])[:, None]).astype(float)
+                parts.append((f["name"], [str(x) for x in f["levels"]], bool(f["numeric"]),
+                              weights / weights.sum(axis=1, keepdims=True)))
+        else:
+            note = (f"{len(levels)} of the {int(np.prod(sizes))} combinations of "
+                    f"{fac['name']} have corpora, so each factor's levels averaged over the "
+                    "others are not given; compare the combinations' levels instead")
     rows, draws = [], []
-    for c in ENSEMBLE_CONTRASTS:
-        a, b = c.split(" - ")
-        d = (fm.sel(connection=a) - fm.sel(connection=b)).transpose("factor_level", ...)
-        d = d.values.reshape(len(levels), -1)
-        for i, lev in enumerate(levels):
-            rows.append(("level", lev, c))
-            draws.append(d[i])
-        for i in range(1, len(levels)):
-            rows.append((f"difference from {levels[0]}", levels[i], c))
-            draws.append(d[i] - d[0])
-        if fac.get("numeric") and len(levels) > 2:
-            x = np.asarray(levels, dtype=float)
-            w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
-            rows.append(("trend", f"per unit of {fac['name']}", c))
-            draws.append(w @ d)
+    for name, labels, numeric, weights in parts:
+        for c in ENSEMBLE_CONTRASTS:
+            a, b = c.split(" - ")
+            d = (fm.sel(connection=a) - fm.sel(connection=b)).transpose("factor_level", ...)
+            d = weights @ d.values.reshape(len(levels), -1)
+            for i, lev in enumerate(labels):
+                rows.append((name, "level", lev, c))
+                draws.append(d[i])
+            for i in range(1, len(labels)):
+                rows.append((name, f"difference from {labels[0]}", labels[i], c))
+                draws.append(d[i] - d[0])
+            if numeric and len(labels) > 2:
+                x = np.asarray(labels, dtype=float)
+                w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+                rows.append((name, "trend", f"per unit of {name}", c))
+                draws.append(w @ d)
     ev = contrast_evidence(np.stack(draws), ci_prob, ci_kind)
-    frame = pd.DataFrame(rows, columns=["quantity", "level", "contrast"])
+    frame = pd.DataFrame(rows, columns=["factor", "quantity", "level", "contrast"])
     for k in ("mean", "lower", "upper", "prob_below_zero", "status"):
         frame[k] = ev[k]
-    frame.insert(0, "factor", fac["name"])
     frame.attrs.update(ci_prob=ev.get("ci_prob"), factor=fac["name"])
+    if note:
+        frame.attrs["note"] = note
     return frame
 
 
@@ -536,7 +557,7 @@ class EnsembleSummary:
     model : str
         The model of the single-embedding fits.
     factor : DataFrame or None
-        :func:`factor_contrasts`: the contrasts per level of the table's factor and between
+        :func:`factor_contrasts`: the contrasts per level of the table's factors and between
         levels (None without a ``factor_*`` column).
     caveat : str
         :func:`ensemble_caveat`: what the corpus-level intervals cannot separate ("" if
@@ -562,6 +583,11 @@ class EnsembleSummary:
     def disagree(self) -> int:
         """How many single embeddings give another verdict code than the corpus level."""
         return int((self.per_embedding["verdict"] != self.verdict.code).sum())
+
+    @property
+    def factor_note(self) -> str:
+        """Why :attr:`factor` lacks each factor's levels averaged over the others, or ""."""
+        return "" if self.factor is None else str(self.factor.attrs.get("note", ""))
 
     def weat_spread(self) -> dict:
         """Between-embedding spread of WEAT's d: mean, sd, min, max and the share p < 0.05."""
@@ -610,7 +636,7 @@ class EnsembleSummary:
                 "variance_shares": to_plain(self.variance), "reliability": to_plain(rel),
                 "weat_per_embedding": to_plain(self.weat), "weat_spread": self.weat_spread(),
                 "factor": None if self.factor is None else to_plain(self.factor),
-                "caveat": self.caveat}
+                "factor_note": self.factor_note, "caveat": self.caveat}
 
     def __str__(self) -> str:
         iv = self.verdict.interval_label
@@ -630,6 +656,8 @@ class EnsembleSummary:
                 lines.append(f"  {what}: `{r['contrast']}` {r['mean']:+.3f} ({iv} "
                              f"{r['lower']:+.3f} to {r['upper']:+.3f}, P(< 0) "
                              f"{r['prob_below_zero']:.2f})")
+            if self.factor_note:
+                lines.append(f"  note: {self.factor_note}")
         counts = self.per_embedding["verdict"].value_counts()
         lines.append(f"  single embeddings ({self.model}): " + "; ".join(
             f"{n} {code}" for code, n in counts.items()))

@@ -116,6 +116,10 @@ DEFS = {
                                                  "(bayesbias.ensemble.factor_contrasts), or "
                                                  "null without a factor_* column",
                                   "type": ["array", "null"]},
+                       "factor_note": {"description": "why factor lacks each factor's "
+                                                      "levels averaged over the others "
+                                                      "(an incomplete cross), or \"\"",
+                                       "type": "string"},
                        "caveat": {"description": "what the corpus-level intervals cannot "
                                                  "separate, or \"\" "
                                                  "(bayesbias.ensemble.ensemble_caveat)",

@@ -444,8 +444,9 @@ def test_factor_cells_and_refusals():
     assert fac["name"] == "decade" and list(fac["levels"]) == ["1990", "2000"]  # by value
     assert fac["numeric"] and fac["embedding_level"].tolist() == [1] * 4 + [0] * 4
     assert el_cells(t.drop(columns="factor_decade")).sub_cells is None
-    with pytest.raises(DistanceTableError, match="one factor column"):
-        el_cells(t.assign(factor_language="en"))
+    # a second factor of one level compares nothing: ignored
+    one = el_cells(t.assign(factor_language="en")).sub_cells["factor"]
+    assert one["name"] == "decade" and "factors" not in one
     bad = t.copy()
     bad.loc[bad.index[0], "factor_decade"] = "1980"
     with pytest.raises(DistanceTableError, match="factor_decade.*more than one level"):
@@ -453,6 +454,104 @@ def test_factor_cells_and_refusals():
     runs = t.assign(corpus_sample="original")  # levels differ within one corpus sample
     with pytest.raises(DistanceTableError, match="property of the corpus sample"):
         el_cells(runs)
+
+
+def _crossed_table(complete=True):
+    """8 bootstrap samples: decade (1990, 2000) x language (en, de), two samples each."""
+    t, _ = _factor_table(levels=("1990", "2000"))
+    lang = {f"bootstrap-{i}": "en" if i % 2 else "de" for i in range(1, 9)}
+    if not complete:  # no 1990 corpus in German
+        lang.update({"bootstrap-2": "en", "bootstrap-4": "en"})
+    return t.assign(factor_language=t["corpus_sample"].map(lang))
+
+
+def test_several_factors_are_crossed_and_survive_save():
+    from bayesbias.models.embedding_level import cells as el_cells
+    from bayesbias.models.files import _cells_from_groups, _data_groups
+
+    c = el_cells(_crossed_table())
+    fac = c.sub_cells["factor"]
+    assert fac["name"] == "decade x language" and not fac["numeric"]
+    assert fac["levels"].tolist() == ["1990, en", "1990, de", "2000, en", "2000, de"]
+    assert [f["name"] for f in fac["factors"]] == ["decade", "language"]
+    assert fac["factors"][0]["numeric"] and not fac["factors"][1]["numeric"]
+    assert fac["level_codes"].tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    # each embedding's combination is its own decade and language
+    samples = c.embedding_sample.astype(str)
+    for e, k in enumerate(fac["embedding_level"]):
+        i = int(samples[e].split("-")[1])
+        assert fac["levels"][k] == f"{'1990' if i <= 4 else '2000'}, {'en' if i % 2 else 'de'}"
+    st = structure(c)
+    assert [g.size for g in st["sample_groups"]] == [2, 2, 2, 2]
+    back = _cells_from_groups(*_data_groups(c), "word").sub_cells["factor"]
+    assert back["name"] == fac["name"] and back["levels"].tolist() == fac["levels"].tolist()
+    assert back["level_codes"].tolist() == fac["level_codes"].tolist()
+    assert [f["levels"].tolist() for f in back["factors"]] == [["1990", "2000"], ["en", "de"]]
+    assert back["embedding_level"].tolist() == fac["embedding_level"].tolist()
+
+
+def test_a_distance_file_keeps_its_factor_columns(tmp_path):
+    """`fit --distances` reads factor_* columns of a multi-embedding table (CSV and Parquet);
+    an empty level is refused, naming the column and the row."""
+    from bayesbias.distances import read_distance_table
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    t = _crossed_table()
+    t["cosine_similarity"] = 1.0 - t["cosine_distance"]
+    t.to_csv(tmp_path / "t.csv", index=False)
+    t.to_parquet(tmp_path / "t.parquet")
+    for name in ("t.csv", "t.parquet"):
+        back = read_distance_table(tmp_path / name)
+        assert {"factor_decade", "factor_language"} <= set(back.columns)
+        assert el_cells(back).sub_cells["factor"]["name"] == "decade x language"
+    t.loc[t.index[5], "factor_language"] = None
+    t.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(DistanceTableError, match=r"bad.csv: column factor_language is empty "
+                                                 r"at data row 6"):
+        read_distance_table(tmp_path / "bad.csv")
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_factor_contrasts_of_crossed_factors(complete):
+    """Each factor's levels are the plain mean of its combinations' draws; an incomplete cross
+    gives the combinations alone, with a note."""
+    from types import SimpleNamespace
+
+    import pymc as pm
+    import xarray as xr
+
+    from bayesbias.ensemble import factor_contrasts
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    c = el_cells(_crossed_table(complete))
+    fac = c.sub_cells["factor"]
+    m = build_model(load_spec("embedding_level"), c)
+    fm = pm.draw(m["factor_mean"], draws=50, random_seed=1)
+    post = xr.Dataset({"factor_mean": (("chain", "draw", "factor_level", "connection"),
+                                       fm[None])},
+                      coords={"factor_level": fac["levels"].tolist(),
+                              "connection": list(m.coords["connection"])})
+    fc = factor_contrasts(SimpleNamespace(cells=c, posterior=post), ci_prob=0.9, ci_kind="eti")
+    an = fm[:, :, 0] - fm[:, :, 3]  # associated - none, (draws, combinations)
+    combos = fc[fc["factor"] == "decade x language"]
+    assert combos["level"].tolist()[:len(fac["levels"])] == fac["levels"].tolist()
+    if not complete:
+        assert set(fc["factor"]) == {"decade x language"}
+        assert "3 of the 4 combinations" in fc.attrs["note"]
+        return
+    assert "note" not in fc.attrs
+    rows = fc.set_index(["factor", "quantity", "level", "contrast"])
+    dec = {lv: an[:, [k for k, x in enumerate(fac["levels"]) if x.startswith(lv)]].mean(axis=1)
+           for lv in ("1990", "2000")}
+    for lv in ("1990", "2000"):
+        got = rows.loc[("decade", "level", lv, "associated - none"), "mean"]
+        np.testing.assert_allclose(got, dec[lv].mean(), rtol=1e-12)
+    diff = rows.loc[("decade", "difference from 1990", "2000", "associated - none")]
+    np.testing.assert_allclose(diff["mean"], (dec["2000"] - dec["1990"]).mean(), rtol=1e-12)
+    de = an[:, [k for k, x in enumerate(fac["levels"]) if x.endswith("de")]].mean(axis=1)
+    np.testing.assert_allclose(rows.loc[("language", "level", "de", "associated - none"),
+                                        "mean"], de.mean(), rtol=1e-12)
+    assert ("decade", "trend") not in {(f, q) for f, q, *_ in rows.index}  # two levels only
 
 
 def test_factor_model_levels_average_to_mu_bar():
@@ -521,6 +620,25 @@ def test_factor_recovers_a_level_difference_and_survives_save(tmp_path):
     pd_fc = factor_contrasts(g, ci_prob=0.9, ci_kind="eti")
     assert pd_fc["mean"].tolist() == factor_contrasts(f, ci_prob=0.9, ci_kind="eti")[
         "mean"].tolist()
+
+
+@pytest.mark.slow
+def test_crossed_factors_recover_a_decade_difference():
+    """decade x language, `associated` moved by -0.08 in 2000: the decade difference averaged
+    over languages covers -0.08 and lies below 0; the language difference covers 0."""
+    from bayesbias.ensemble import factor_contrasts
+    from bayesbias.models import fit_model
+
+    t = _crossed_table()
+    t.loc[(t["connection"] == "associated") & (t["factor_decade"] == "2000"),
+          "cosine_distance"] -= 0.08
+    f = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=2, seed=3)
+    fc = factor_contrasts(f, ci_prob=0.9, ci_kind="eti").set_index(
+        ["factor", "quantity", "contrast"])
+    dec = fc.loc[("decade", "difference from 1990", "associated - none")]
+    assert dec["lower"] <= -0.08 <= dec["upper"] and dec["upper"] < 0
+    lang = fc.loc[("language", "difference from en", "associated - none")]
+    assert lang["lower"] < 0 < lang["upper"]
 
 
 def test_rows_in_any_order_give_the_same_cells():

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import CONNECTIONS
+from ..config import CONNECTIONS, FACTOR_PREFIX
 from ..errors import DistanceTableError
 from .cells import Cells
 from .crossed import attribute_noncentred
@@ -115,25 +115,23 @@ def structure(cells: Cells) -> dict:
             "bootstrap": bool(boot.any()), "sample_boot": boot, "factor": factor}
 
 
-#: Prefix of a table column that gives each corpus sample's level of a factor.
-FACTOR_PREFIX = "factor_"
-
-
 def cells(table, level: str = "word") -> Cells:
     """Return the cells of :func:`~bayesbias.models.cells.cells_from_table` and a factor.
 
-    A column ``factor_<name>`` (one at most) gives each corpus sample's level of a factor
-    (a decade, a corpus source, a language). It must be constant within each corpus
-    sample: a factor that varies between training runs of one sample (say the algorithm)
-    is not modelled. Numeric levels are ordered by value, others by first appearance.
+    A column ``factor_<name>`` gives each corpus sample's level of a factor (a decade, a
+    corpus source, a language). It must be constant within each corpus sample: a factor
+    that varies between training runs of one sample (say the algorithm) is not modelled.
+    Numeric levels are ordered by value, others by first appearance; a factor of one level
+    is ignored. Several such columns are crossed: the model's levels are the combinations
+    observed (labels ``"1990, en"``), and ``factors``/``level_codes`` in the factor give each
+    combination's level of every factor (for contrasts of one factor averaged over the
+    others, :func:`bayesbias.ensemble.factor_contrasts`).
 
     The rows are first put in one canonical order (:func:`canonical_order`), so the same
     rows in any order (``distances.csv``, or the table built from the embeddings) give the
     same cells and, with the same seed, the same draws.
     """
     import dataclasses
-
-    import pandas as pd
 
     from .cells import cells_from_table
 
@@ -149,15 +147,32 @@ def cells(table, level: str = "word") -> Cells:
             raise
         table = ordered
     cols = [c for c in table.columns if str(c).startswith(FACTOR_PREFIX)]
-    if not cols:
+    if not cols or out.embeddings is None:
         return out
-    if len(cols) > 1:
-        raise DistanceTableError(
-            f"the embedding_level model takes one factor column, got {', '.join(cols)}; "
-            "combine them into one (e.g. a column factor_decade_language)")
-    col = cols[0]
-    if out.embeddings is None:
+    parts = [_factor_column(table, col, out) for col in cols]
+    parts = [f for f in parts if f["levels"].size >= 2]  # one level: nothing to compare
+    if not parts:
         return out
+    if len(parts) == 1:
+        return dataclasses.replace(out, sub_cells={"factor": parts[0]})
+    # several factors: one level per combination observed, ordered factor by factor
+    codes = np.stack([f["embedding_level"] for f in parts], axis=1)
+    combos, combo_of = np.unique(codes, axis=0, return_inverse=True)
+    factor = {"name": " x ".join(f["name"] for f in parts),
+              "levels": np.asarray([", ".join(str(f["levels"][k]) for f, k in
+                                              zip(parts, row, strict=True)) for row in combos],
+                                   dtype=object),
+              "embedding_level": np.asarray(combo_of, dtype=np.int64).reshape(-1),
+              "numeric": False,
+              "factors": [{k: f[k] for k in ("name", "levels", "numeric")} for f in parts],
+              "level_codes": combos.astype(np.int64)}
+    return dataclasses.replace(out, sub_cells={"factor": factor})
+
+
+def _factor_column(table, col: str, out: Cells) -> dict:
+    """Return one ``factor_*`` column's levels and each embedding's level (see :func:`cells`)."""
+    import pandas as pd
+
     emb = table["embedding"].astype(str)
     value = table[col].astype(str)
     per = value.groupby(emb, sort=False).nunique()
@@ -177,13 +192,10 @@ def cells(table, level: str = "word") -> Cells:
     numeric = pd.to_numeric(pd.Series(levels), errors="coerce")
     if numeric.notna().all():
         levels = [levels[i] for i in np.argsort(numeric.to_numpy(), kind="stable")]
-    if len(levels) < 2:
-        return out  # one level: nothing to compare
     index = {lv: i for i, lv in enumerate(levels)}
-    factor = {"name": col[len(FACTOR_PREFIX):], "levels": np.asarray(levels, dtype=object),
-              "embedding_level": np.array([index[lv] for lv in level_of], dtype=np.int64),
-              "numeric": bool(numeric.notna().all())}
-    return dataclasses.replace(out, sub_cells={"factor": factor})
+    return {"name": col[len(FACTOR_PREFIX):], "levels": np.asarray(levels, dtype=object),
+            "embedding_level": np.array([index[lv] for lv in level_of], dtype=np.int64),
+            "numeric": bool(numeric.notna().all())}
 
 
 #: Columns whose values order an ensemble table's rows, in this priority.
@@ -229,9 +241,10 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  lambda0 ~ {p['lambda0']};  lambda[c] ~ {p['lambda']}",
             f"  psi ~ {p['psi']};  xi[c] ~ {p['xi']}",
             "  (the scales of a level the ensemble lacks keep their prior)",
-            f"  with a factor (column factor_*, levels l of the corpus samples): connection "
-            f"means M[c] + beta[l, c], beta[first, c] = 0, beta ~ {p['factor']}; samples "
-            "and runs sum to zero within each level, mu_bar = the levels' average"]
+            f"  with a factor (column factor_*, levels l of the corpus samples; several "
+            f"columns: l their combinations): connection means M[c] + beta[l, c], "
+            f"beta[first, c] = 0, beta ~ {p['factor']}; samples and runs sum to zero within "
+            "each level, mu_bar = the levels' average"]
 
 
 def _kind_of_connection() -> np.ndarray:

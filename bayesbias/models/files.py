@@ -183,6 +183,11 @@ def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
             constant["embedding_factor"].attrs.update(
                 name=fac["name"], levels=[str(x) for x in fac["levels"]],
                 numeric=int(fac["numeric"]))
+            if "factors" in fac:  # several factors crossed: each one's levels, as JSON text
+                constant["embedding_factor"].attrs["crossed"] = json.dumps({
+                    "factors": [{"name": f["name"], "levels": [str(x) for x in f["levels"]],
+                                 "numeric": bool(f["numeric"])} for f in fac["factors"]],
+                    "level_codes": np.asarray(fac["level_codes"]).tolist()})
     observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
     return constant, observed
 
@@ -214,6 +219,12 @@ def _cells_from_groups(constant: xr.Dataset, observed: xr.Dataset, level: str) -
 def _factor_from(da: xr.DataArray) -> dict:
     levels = [str(x) for x in np.atleast_1d(da.attrs["levels"])]
     index = {lv: i for i, lv in enumerate(levels)}
-    return {"name": str(da.attrs["name"]), "levels": np.asarray(levels, dtype=object),
-            "embedding_level": np.array([index[str(v)] for v in da.values], dtype=np.int64),
-            "numeric": bool(int(da.attrs["numeric"]))}
+    out = {"name": str(da.attrs["name"]), "levels": np.asarray(levels, dtype=object),
+           "embedding_level": np.array([index[str(v)] for v in da.values], dtype=np.int64),
+           "numeric": bool(int(da.attrs["numeric"]))}
+    if "crossed" in da.attrs:
+        crossed = json.loads(str(da.attrs["crossed"]))
+        out["factors"] = [{"name": f["name"], "levels": np.asarray(f["levels"], dtype=object),
+                           "numeric": bool(f["numeric"])} for f in crossed["factors"]]
+        out["level_codes"] = np.asarray(crossed["level_codes"], dtype=np.int64)
+    return out

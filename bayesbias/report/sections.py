@@ -562,22 +562,30 @@ def ensemble_section(ctx: WordListContext) -> None:
             f"internal consistency (Cronbach's alpha across stereotypes) {rel.internal:.3f}."
             if hasattr(rel, "to_dict") else f"not computed ({rel})."))
     if e.factor is not None:
-        f = e.factor[e.factor["contrast"] == "associated - none"]
-        name = str(e.factor["factor"].iloc[0])
-        levels = f[f["quantity"] == "level"]
-        moves = f[f["quantity"] != "level"]
-        bullets.append(
-            f"**By {name}** (each level's corpora pooled; `associated - none`): "
-            + "; ".join(f"{r.level} {r.mean:+.3f} ({iv} {r.lower:+.3f} to {r.upper:+.3f})"
-                        for r in levels.itertuples())
-            + ". " + "; ".join(f"{r.quantity} ({r.level}) {r.mean:+.3f} ({iv} {r.lower:+.3f} "
-                               f"to {r.upper:+.3f}, P(< 0) {r.prob_below_zero:.2f})"
-                               for r in moves.itertuples()) + ".")
+        crossed = e.factor["factor"].nunique() > 1
+        for name, f in e.factor[e.factor["contrast"] == "associated - none"].groupby(
+                "factor", sort=False):
+            levels = f[f["quantity"] == "level"]
+            moves = f[f["quantity"] != "level"]
+            how = ("each combination's corpora pooled" if " x " in str(name)
+                   else "averaged over the other factors' levels" if crossed
+                   else "each level's corpora pooled")
+            bullets.append(
+                f"**By {name}** ({how}; `associated - none`): "
+                + "; ".join(f"{r.level} {r.mean:+.3f} ({iv} {r.lower:+.3f} to {r.upper:+.3f})"
+                            for r in levels.itertuples())
+                + ". " + "; ".join(f"{r.quantity} ({r.level}) {r.mean:+.3f} ({iv} "
+                                   f"{r.lower:+.3f} to {r.upper:+.3f}, P(< 0) "
+                                   f"{r.prob_below_zero:.2f})" for r in moves.itertuples())
+                + ".")
+        if e.factor_note:
+            bullets.append(f"Note: {e.factor_note}.")
     sec.bullets(bullets)
     if e.factor is not None:
         sec.table(e.factor, f"{ctx.key}_factor",
-                  f"Contrasts per level of the factor, differences from the first level and "
-                  f"(numeric levels) the least-squares trend per unit, with {iv}")
+                  f"Contrasts per level of the factor (several factors: per combination, "
+                  f"then each factor averaged over the others), differences from the first "
+                  f"level and (numeric levels) the least-squares trend per unit, with {iv}")
     frame = e.to_frame()
     from ..ensemble import ensemble_figure
     from ..models.plots import figure_png
