@@ -154,7 +154,9 @@ def manifest_table(manifest, wordlist) -> pd.DataFrame:
     A folder without a manifest whose subfolders hold one (several ``bayesbias train``
     runs, say one corpus per decade) gives one table of all their models: embedding and
     corpus-sample labels are prefixed with the subfolder's name, and each run's
-    ``--factor NAME=VALUE`` becomes a column ``factor_NAME``.
+    ``--factor NAME=VALUE`` becomes a column ``factor_NAME``. Runs of one corpus (same
+    digest) share its corpus samples: the corpus itself, and resamples of the same
+    ``--bootstrap-seed`` (same resample digest), labelled by the first such run.
     """
     from .training import MANIFEST, read_manifest
 
@@ -165,12 +167,18 @@ def manifest_table(manifest, wordlist) -> pd.DataFrame:
         raise InputDataError(f"{path}: no training manifest ({MANIFEST}) in it or its "
                              "subfolders")
     several = len(runs) > 1 or runs[0] != path
-    entries, factors = [], []
+    entries, factors, shared = [], [], {}
     for run in runs:
         m = read_manifest(run)
         prefix = f"{run.name}/" if several else ""
         for x in m["models"]:
-            entries.append((x["path"], prefix + x["name"], prefix + x["corpus_sample"]))
+            sample = prefix + x["corpus_sample"]
+            # runs of one corpus share its samples: the corpus itself, or the same resample
+            digest = "original" if x["corpus_sample"] == "original" else \
+                x.get("resample_sha256")
+            if m.get("corpus_sha256") and digest:
+                sample = shared.setdefault((m["corpus_sha256"], digest), sample)
+            entries.append((x["path"], prefix + x["name"], sample))
             factors.append(dict(m.get("factors") or {}))
     names = sorted({k for f in factors for k in f})
     lacking = [e[1].split("/")[0] for e, f in zip(entries, factors, strict=True)

@@ -268,7 +268,8 @@ def _unbalanced():
     return t.drop(index=t.index[[0, 7, 40, 41, 90]]).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("case", ["bootstrap", "seeds", "unbalanced", "shared_sd", "factor"])
+@pytest.mark.parametrize("case", ["bootstrap", "seeds", "unbalanced", "shared_sd", "factor",
+                                  "run factor"])
 def test_cell_likelihood_is_the_row_marginal(case):
     """The per-cell log-density equals the rows' exact marginal with each cell deviation
     integrated out: per cell a multivariate Normal of the rows minus their attribute
@@ -283,6 +284,8 @@ def test_cell_likelihood_is_the_row_marginal(case):
     spec = load_spec("embedding_level", **kw)
     if case == "factor":
         t = _factor_table(levels=("2000", "1990"), runs_per_sample=2)[0]
+    elif case == "run factor":
+        t = _run_factor_table()[0]
     else:
         t = _unbalanced() if case == "unbalanced" else \
             _table("seeds" if case == "seeds" else "bootstrap", runs_per_sample=2)[0]
@@ -452,8 +455,59 @@ def test_factor_cells_and_refusals():
     with pytest.raises(DistanceTableError, match="factor_decade.*more than one level"):
         el_cells(bad)
     runs = t.assign(corpus_sample="original")  # levels differ within one corpus sample
-    with pytest.raises(DistanceTableError, match="property of the corpus sample"):
-        el_cells(runs)
+    fac = el_cells(runs).sub_cells["factor"]
+    assert fac["per"] == "run" and fac["name"] == "decade"
+
+
+def _run_factor_table(delta=0.0, seed=5, n_embeddings=8):
+    """Bootstrap samples each trained twice, once per algorithm; `delta` added to cbow's
+    associated rows (a factor of the training runs, crossed with the corpus samples)."""
+    t, truth = simulate_ensemble_table(kind="bootstrap", n_embeddings=n_embeddings, seed=seed,
+                                       words_per_class=3, stereotypes_per_class=4, n_human=6,
+                                       n_none=8, runs_per_sample=2)
+    t["factor_algorithm"] = np.where(t["embedding"].str.endswith("run1"), "sg", "cbow")
+    t.loc[(t["connection"] == "associated") & (t["factor_algorithm"] == "cbow"),
+          "cosine_distance"] += delta
+    return t, truth
+
+
+def test_a_factor_of_the_runs_shares_the_corpus_samples():
+    from bayesbias.models.embedding_level import cells as el_cells
+    from bayesbias.models.embedding_level import factor_groups
+
+    c = el_cells(_run_factor_table()[0])
+    fac = c.sub_cells["factor"]
+    assert fac["per"] == "run" and fac["levels"].tolist() == ["sg", "cbow"]
+    groups, labels = factor_groups(fac)
+    assert groups.tolist() == [0, 0] and labels == ["all"]
+    st = structure(c)
+    assert [g.size for g in st["sample_groups"]] == [4]  # all samples, across algorithms
+    assert st["run_level"] and st["factor"]["sample_level"].tolist() == [0, 0, 0, 0]
+    # crossed with a factor of the samples: samples grouped by decade, runs by combination
+    t, _ = _run_factor_table()
+    t["factor_decade"] = t["corpus_sample"].map({"bootstrap-1": "1990", "bootstrap-2": "1990",
+                                                 "bootstrap-3": "2000", "bootstrap-4": "2000"})
+    fac2 = el_cells(t).sub_cells["factor"]
+    assert fac2["per"] == "run" and fac2["name"] == "algorithm x decade"
+    groups, labels = factor_groups(fac2)
+    assert labels == ["1990", "2000"]
+    assert [labels[g] for g in groups] == [lv.split(", ")[1] for lv in fac2["levels"]]
+    assert [g.size for g in structure(el_cells(t))["sample_groups"]] == [2, 2]
+
+
+@pytest.mark.parametrize("table", ["runs", "runs x samples"])
+def test_run_factor_model_levels_average_to_mu_bar(table):
+    import pymc as pm
+
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    t = _run_factor_table()[0]
+    if table == "runs x samples":
+        t["factor_decade"] = np.where(t["corpus_sample"].isin(["bootstrap-1", "bootstrap-2"]),
+                                      "1990", "2000")
+    m = build_model(load_spec("embedding_level"), el_cells(t))
+    fm, mb = pm.draw([m["factor_mean"], m["mu_bar"]], draws=200, random_seed=2)
+    np.testing.assert_allclose(fm.mean(axis=1), mb, atol=1e-12)
 
 
 def _crossed_table(complete=True):
@@ -600,6 +654,39 @@ def test_train_factor_and_a_folder_of_runs(tmp_path):
         manifest_table(tmp_path / "runs", wl)
 
 
+def test_runs_of_one_corpus_share_its_samples(tmp_path):
+    """Two algorithms trained on the same bootstrap resamples of one corpus: the table's
+    corpus samples are shared (same digests), so the algorithm is a factor of the runs."""
+    from bayesbias.cli import main
+    from bayesbias.corpora import synthetic_wordlist_toml, write_synthetic_corpus
+    from bayesbias.ensemble import manifest_table
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    wl = synthetic_wordlist_toml(tmp_path / "syn.toml") and tmp_path / "syn.toml"
+    c = write_synthetic_corpus(tmp_path / "c.txt.gz", n_docs=200, seed=1)
+    other = write_synthetic_corpus(tmp_path / "d.txt.gz", n_docs=200, seed=2)
+    for alg, sg in (("sg", "1"), ("cbow", "0")):
+        assert main(["--quiet", "train", str(c), "-o", str(tmp_path / "runs" / alg),
+                     "--bootstrap", "2", "--sg", sg, "--vector-size", "8", "--epochs", "1",
+                     "--min-count", "1", "--factor", f"algorithm={alg}"]) == 0
+    t = manifest_table(tmp_path / "runs", wl)
+    pairs = t[["embedding", "corpus_sample"]].drop_duplicates().sort_values("embedding")
+    assert pairs["corpus_sample"].tolist() == ["cbow/bootstrap-1", "cbow/bootstrap-2"] * 2
+    fac = el_cells(t).sub_cells["factor"]
+    assert fac["per"] == "run" and sorted(fac["levels"]) == ["cbow", "sg"]
+    # another corpus, or another --bootstrap-seed, gives other samples
+    assert main(["--quiet", "train", str(other), "-o", str(tmp_path / "runs" / "x"),
+                 "--bootstrap", "2", "--vector-size", "8", "--epochs", "1", "--min-count",
+                 "1", "--factor", "algorithm=sg"]) == 0
+    assert main(["--quiet", "train", str(c), "-o", str(tmp_path / "runs" / "y"),
+                 "--bootstrap", "2", "--bootstrap-seed", "5", "--vector-size", "8",
+                 "--epochs", "1", "--min-count", "1", "--factor", "algorithm=sg"]) == 0
+    t = manifest_table(tmp_path / "runs", wl)
+    assert t.groupby("corpus_sample")["embedding"].nunique().to_dict() == {
+        "cbow/bootstrap-1": 2, "cbow/bootstrap-2": 2, "x/bootstrap-1": 1, "x/bootstrap-2": 1,
+        "y/bootstrap-1": 1, "y/bootstrap-2": 1}
+
+
 @pytest.mark.slow
 def test_factor_recovers_a_level_difference_and_survives_save(tmp_path):
     from bayesbias.ensemble import factor_contrasts
@@ -639,6 +726,20 @@ def test_crossed_factors_recover_a_decade_difference():
     assert dec["lower"] <= -0.08 <= dec["upper"] and dec["upper"] < 0
     lang = fc.loc[("language", "difference from en", "associated - none")]
     assert lang["lower"] < 0 < lang["upper"]
+
+
+@pytest.mark.slow
+def test_a_run_factor_recovers_a_paired_difference():
+    """Each bootstrap sample trained with two algorithms, `associated` moved by -0.08 in the
+    second: the difference covers -0.08 and lies below 0."""
+    from bayesbias.ensemble import factor_contrasts
+    from bayesbias.models import fit_model
+
+    t, _ = _run_factor_table(delta=-0.08, seed=7)
+    f = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=2, seed=3)
+    fc = factor_contrasts(f, ci_prob=0.9, ci_kind="eti").set_index(["quantity", "contrast"])
+    diff = fc.loc[("difference from sg", "associated - none")]
+    assert diff["lower"] <= -0.08 <= diff["upper"] and diff["upper"] < 0
 
 
 def test_rows_in_any_order_give_the_same_cells():

@@ -23,7 +23,8 @@ also read as a shift of the whole sample (``kappa``), which in the bootstrap cas
 the corpus's own attribute and word deviations twice (once in ``omega``/``tau``, once in the
 corpus's extra draw). ``x`` exists when a sample has two or more runs; otherwise the cell
 deviation ``eta z`` is the word x sample level. With a factor column both sum to zero
-over the samples of each level (a level's mean is its own, ``beta``).
+over the samples of each level (a level's mean is its own, ``beta``); a factor of the
+training runs (the algorithm) shares the samples between its levels (:func:`factor_groups`).
 
 What the group-level mean ``mu_bar`` describes depends on the corpus samples:
 
@@ -56,6 +57,7 @@ from .crossed import attribute_noncentred
 from .spec import ModelSpec
 
 __all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure",
+           "factor_groups",
            "model_data", "word_means", "BOOTSTRAP_PREFIX"]
 
 PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda",
@@ -82,7 +84,7 @@ def structure(cells: Cells) -> dict:
     Returns ``embeddings`` (E), ``samples`` (R labels), ``sample_of`` (each embedding's
     sample index), ``words`` and ``word_of`` (each unit's word index), ``sample_level``
     (R >= 2), ``run_level`` (a sample with two or more embeddings), ``sample_groups`` (the
-    samples compared with each other: all, or each factor level's, when two or more),
+    samples compared with each other: all, or each factor group's, when two or more),
     ``attribute_sample_level`` and ``word_sample_level`` (the interaction levels exist),
     ``bootstrap``, ``sample_boot`` and ``factor``.
     """
@@ -101,11 +103,14 @@ def structure(cells: Cells) -> dict:
     groups = [np.arange(samples.size)]
     if cells.sub_cells and cells.sub_cells.get("factor"):
         f = cells.sub_cells["factor"]
-        level_of_sample = np.zeros(samples.size, dtype=np.int64)
-        level_of_sample[sample_of] = f["embedding_level"]
+        level_group, group_labels = factor_groups(f)
+        group_of_sample = np.zeros(samples.size, dtype=np.int64)
+        group_of_sample[sample_of] = level_group[f["embedding_level"]]
         factor = {"name": f["name"], "levels": np.asarray(f["levels"], dtype=object),
-                  "sample_level": level_of_sample}
-        groups = [np.flatnonzero(level_of_sample == k) for k in range(f["levels"].size)]
+                  "per": f.get("per", "sample"), "embedding_level": f["embedding_level"],
+                  "sample_level": group_of_sample, "level_group": level_group,
+                  "group_labels": group_labels}
+        groups = [np.flatnonzero(group_of_sample == k) for k in range(len(group_labels))]
     groups = [g for g in groups if g.size >= 2]
     return {"embeddings": cells.embeddings.astype(str), "samples": samples,
             "sample_of": sample_of, "words": words, "word_of": word_of,
@@ -118,14 +123,15 @@ def structure(cells: Cells) -> dict:
 def cells(table, level: str = "word") -> Cells:
     """Return the cells of :func:`~bayesbias.models.cells.cells_from_table` and a factor.
 
-    A column ``factor_<name>`` gives each corpus sample's level of a factor (a decade, a
-    corpus source, a language). It must be constant within each corpus sample: a factor
-    that varies between training runs of one sample (say the algorithm) is not modelled.
-    Numeric levels are ordered by value, others by first appearance; a factor of one level
-    is ignored. Several such columns are crossed: the model's levels are the combinations
-    observed (labels ``"1990, en"``), and ``factors``/``level_codes`` in the factor give each
-    combination's level of every factor (for contrasts of one factor averaged over the
-    others, :func:`bayesbias.ensemble.factor_contrasts`).
+    A column ``factor_<name>`` gives each embedding's level of a factor, constant within an
+    embedding: a factor of the corpus samples when it is constant within each sample (a
+    decade, a corpus source, a language: ``per="sample"``), else of the training runs (the
+    algorithm, trained on the same samples: ``per="run"``). Numeric levels are ordered by
+    value, others by first appearance; a factor of one level is ignored. Several such
+    columns are crossed: the model's levels are the combinations observed (labels ``"1990,
+    en"``), and ``factors``/``level_codes`` in the factor give each combination's level of
+    every factor (for contrasts of one factor averaged over the others,
+    :func:`bayesbias.ensemble.factor_contrasts`).
 
     The rows are first put in one canonical order (:func:`canonical_order`), so the same
     rows in any order (``distances.csv``, or the table built from the embeddings) give the
@@ -164,9 +170,32 @@ def cells(table, level: str = "word") -> Cells:
                                    dtype=object),
               "embedding_level": np.asarray(combo_of, dtype=np.int64).reshape(-1),
               "numeric": False,
-              "factors": [{k: f[k] for k in ("name", "levels", "numeric")} for f in parts],
+              "per": "run" if any(f["per"] == "run" for f in parts) else "sample",
+              "factors": [{k: f[k] for k in ("name", "levels", "numeric", "per")}
+                          for f in parts],
               "level_codes": combos.astype(np.int64)}
     return dataclasses.replace(out, sub_cells={"factor": factor})
+
+
+def factor_groups(factor: dict) -> tuple[np.ndarray, list[str]]:
+    """Return each factor level's group of corpus samples, and the groups' labels.
+
+    A factor of the corpus samples (decade) groups the samples by level; a factor of the
+    training runs (algorithm) shares the samples between its levels (one group, ``"all"``);
+    crossed factors group the samples by the levels of the factors of the samples.
+    """
+    n = len(factor["levels"])
+    if factor.get("per", "sample") == "sample":
+        return np.arange(n), [str(x) for x in factor["levels"]]
+    parts = factor.get("factors") or []
+    cols = [j for j, f in enumerate(parts) if f.get("per", "sample") == "sample"]
+    if not cols:
+        return np.zeros(n, dtype=np.int64), ["all"]
+    groups, group_of = np.unique(np.asarray(factor["level_codes"])[:, cols], axis=0,
+                                 return_inverse=True)
+    labels = [", ".join(str(parts[j]["levels"][k]) for j, k in zip(cols, row, strict=True))
+              for row in groups]
+    return np.asarray(group_of, dtype=np.int64).reshape(-1), labels
 
 
 def _factor_column(table, col: str, out: Cells) -> dict:
@@ -182,12 +211,8 @@ def _factor_column(table, col: str, out: Cells) -> dict:
     first = value.groupby(emb, sort=False).first()
     level_of = first.reindex(out.embeddings.astype(str)).to_numpy()
     samples = pd.Series(out.embedding_sample.astype(str))
-    mixed = pd.Series(level_of).groupby(samples).nunique()
-    if (mixed > 1).any():
-        raise DistanceTableError(
-            f"column {col}: corpus sample {mixed.index[mixed > 1][0]!r} has embeddings of "
-            "more than one level; a factor must be a property of the corpus sample (corpus, "
-            "decade, language), not of single training runs")
+    # a factor of the corpus samples (decade) or of the training runs (algorithm)
+    per = "run" if (pd.Series(level_of).groupby(samples).nunique() > 1).any() else "sample"
     levels = list(dict.fromkeys(level_of))
     numeric = pd.to_numeric(pd.Series(levels), errors="coerce")
     if numeric.notna().all():
@@ -195,7 +220,7 @@ def _factor_column(table, col: str, out: Cells) -> dict:
     index = {lv: i for i, lv in enumerate(levels)}
     return {"name": col[len(FACTOR_PREFIX):], "levels": np.asarray(levels, dtype=object),
             "embedding_level": np.array([index[lv] for lv in level_of], dtype=np.int64),
-            "numeric": bool(numeric.notna().all())}
+            "numeric": bool(numeric.notna().all()), "per": per}
 
 
 #: Columns whose values order an ensemble table's rows, in this priority.
@@ -241,10 +266,11 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             f"  lambda0 ~ {p['lambda0']};  lambda[c] ~ {p['lambda']}",
             f"  psi ~ {p['psi']};  xi[c] ~ {p['xi']}",
             "  (the scales of a level the ensemble lacks keep their prior)",
-            f"  with a factor (column factor_*, levels l of the corpus samples; several "
-            f"columns: l their combinations): connection means M[c] + beta[l, c], "
-            f"beta[first, c] = 0, beta ~ {p['factor']}; samples and runs sum to zero within "
-            "each level, mu_bar = the levels' average"]
+            f"  with a factor (column factor_*, levels l of the corpus samples or of the "
+            f"runs; several columns: l their combinations): connection means M[c] + "
+            f"beta[l, c], beta[first, c] = 0, beta ~ {p['factor']}; runs sum to zero within "
+            "each level, samples within each level of the samples' factors (a factor of the "
+            "runs shares them), mu_bar = the levels' average"]
 
 
 def _kind_of_connection() -> np.ndarray:
@@ -342,31 +368,38 @@ def attribute_groups(cells: Cells) -> dict:
 
 
 def _factor_effects(st, pr, big_m, shift, kappa0, kappa, lambda0, lam):
-    """Per-level means of a factor declared per corpus sample (``factor_*`` column).
+    """Per-level means of a factor (``factor_*`` columns).
 
     Level ``l`` of the factor has its own connection means ``M + beta[l]`` (``beta`` of the
-    first level 0; prior ``factor``). Corpus samples and training runs are sum-to-zero
-    *within* each level, and each level gets its own draw of the samples' and runs' missing
-    mean (as the single-level model does for all of them), so a level's mean carries the
-    uncertainty of its own few corpora. Returns the embedding effects (connection x
-    embedding) and the shift of each level's mean (levels x connections).
+    first level 0; prior ``factor``). Training runs are sum-to-zero within each level, and
+    corpus samples within each group of samples (:func:`factor_groups`): a factor of the
+    samples (decade) gives each level its own samples, a factor of the runs (algorithm)
+    shares them, so its levels' difference is paired. Each level (group) gets its own draw
+    of its runs' (samples') missing mean, as the model without a factor does for all of
+    them, so a level's mean carries the uncertainty of its own few corpora. Returns the
+    embedding effects (connection x embedding) and the shift of each level's mean (levels x
+    connections).
     """
     import pymc as pm
     import pytensor.tensor as pt
 
     fac = st["factor"]
     n_levels = fac["levels"].size
+    level_group, n_groups = fac["level_group"], len(fac["group_labels"])
     model = pm.modelcontext(None)
     model.add_coord("factor_level", fac["levels"].tolist())
     model.add_coord("factor_contrast", fac["levels"][1:].tolist())
+    by_level = fac["per"] == "sample"  # the samples' groups are the levels themselves
+    if not by_level:
+        model.add_coord("factor_sample_group", fac["group_labels"])
     beta = pt.concatenate([pt.zeros((1, _NC)), pr["factor"].create(
         "factor_effect", dims=("factor_contrast", "connection"))], axis=0)
 
-    def level(name, scale0, scale, dim, group_of, boot):
+    def level(name, scale0, scale, dim, group_of, n_grp, grp_dim, boot):
         size = group_of.size
         g, h = pt.zeros(size), pt.zeros((_NC - 1, size))
-        members = np.bincount(group_of, minlength=n_levels)
-        for k in range(n_levels):
+        members = np.bincount(group_of, minlength=n_grp)
+        for k in range(n_grp):
             idx = np.flatnonzero(group_of == k)
             if idx.size >= 2:
                 g = pt.set_subtensor(g[idx], pm.ZeroSumNormal(
@@ -376,23 +409,28 @@ def _factor_effects(st, pr, big_m, shift, kappa0, kappa, lambda0, lam):
         eff = scale0 * g[None, :] + pt.concatenate([scale[:, None] * h, pt.zeros((1, size))],
                                                   axis=0)
         eff = pm.Deterministic(f"{name}_effect", eff, dims=("connection", dim))
-        x0 = pm.Normal(f"{name}_mean_shared_z", 0.0, 1.0, dims="factor_level")
-        x = pm.Normal(f"{name}_mean_z", 0.0, 1.0, dims=("factor_level", "connection_vs_none"))
+        x0 = pm.Normal(f"{name}_mean_shared_z", 0.0, 1.0, dims=grp_dim)
+        x = pm.Normal(f"{name}_mean_z", 0.0, 1.0, dims=(grp_dim, "connection_vs_none"))
         factor = np.sqrt(1.0 / np.maximum(members, 1) + boot)
         miss = (scale0 * x0[:, None] + pt.concatenate([scale[None, :] * x,
-                                                       pt.zeros((n_levels, 1))], axis=1))
+                                                       pt.zeros((n_grp, 1))], axis=1))
         return eff, miss * factor[:, None]
 
-    level_of_sample = fac["sample_level"]
-    boot = np.array([st["sample_boot"][level_of_sample == k].any() for k in range(n_levels)],
-                    dtype=float)
-    b, miss_r = level("sample", kappa0, kappa, "corpus_sample", level_of_sample, boot)
-    level_of_embedding = level_of_sample[st["sample_of"]]
-    emb = b[:, st["sample_of"]] + beta.T[:, level_of_embedding]
-    shift = shift[None, :] + miss_r - beta
+    level_of_embedding = fac["embedding_level"]
+    if st["sample_level"]:
+        group_of_sample = fac["sample_level"]
+        boot = np.array([st["sample_boot"][group_of_sample == k].any()
+                         for k in range(n_groups)], dtype=float)
+        b, miss_r = level("sample", kappa0, kappa, "corpus_sample", group_of_sample, n_groups,
+                          "factor_level" if by_level else "factor_sample_group", boot)
+        emb = b[:, st["sample_of"]] + beta.T[:, level_of_embedding]
+        shift = shift[None, :] + (miss_r if by_level else miss_r[level_group]) - beta
+    else:  # one corpus: the levels share it
+        emb = beta.T[:, level_of_embedding]
+        shift = shift[None, :] - beta
     if st["run_level"]:
-        s_eff, miss_e = level("run", lambda0, lam, "embedding", level_of_embedding,
-                              np.zeros(n_levels))
+        s_eff, miss_e = level("run", lambda0, lam, "embedding", level_of_embedding, n_levels,
+                              "factor_level", np.zeros(n_levels))
         emb, shift = emb + s_eff, shift + miss_e
     return emb, shift
 

@@ -182,11 +182,12 @@ def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:
                 fac["levels"], dtype=str)[fac["embedding_level"]]
             constant["embedding_factor"].attrs.update(
                 name=fac["name"], levels=[str(x) for x in fac["levels"]],
-                numeric=int(fac["numeric"]))
+                numeric=int(fac["numeric"]), per=str(fac.get("per", "sample")))
             if "factors" in fac:  # several factors crossed: each one's levels, as JSON text
                 constant["embedding_factor"].attrs["crossed"] = json.dumps({
                     "factors": [{"name": f["name"], "levels": [str(x) for x in f["levels"]],
-                                 "numeric": bool(f["numeric"])} for f in fac["factors"]],
+                                 "numeric": bool(f["numeric"]),
+                                 "per": str(f.get("per", "sample"))} for f in fac["factors"]],
                     "level_codes": np.asarray(fac["level_codes"]).tolist()})
     observed = xr.Dataset({"cosine_distance": (("row",), cells.y)})
     return constant, observed
@@ -221,10 +222,12 @@ def _factor_from(da: xr.DataArray) -> dict:
     index = {lv: i for i, lv in enumerate(levels)}
     out = {"name": str(da.attrs["name"]), "levels": np.asarray(levels, dtype=object),
            "embedding_level": np.array([index[str(v)] for v in da.values], dtype=np.int64),
-           "numeric": bool(int(da.attrs["numeric"]))}
+           "numeric": bool(int(da.attrs["numeric"])),
+           "per": str(da.attrs.get("per", "sample"))}  # files before run factors: samples
     if "crossed" in da.attrs:
         crossed = json.loads(str(da.attrs["crossed"]))
         out["factors"] = [{"name": f["name"], "levels": np.asarray(f["levels"], dtype=object),
-                           "numeric": bool(f["numeric"])} for f in crossed["factors"]]
+                           "numeric": bool(f["numeric"]), "per": str(f.get("per", "sample"))}
+                          for f in crossed["factors"]]
         out["level_codes"] = np.asarray(crossed["level_codes"], dtype=np.int64)
     return out
