@@ -7,7 +7,7 @@ from bayesbias.ensemble import simulate_ensemble_table
 from bayesbias.errors import DistanceTableError
 from bayesbias.models import cells_from_table, load_spec
 from bayesbias.models.base import build_model
-from bayesbias.models.embedding_level import structure
+from bayesbias.models.embedding_level import has_strength, structure
 
 
 def _table(kind="bootstrap", **kw):
@@ -46,7 +46,8 @@ def test_interaction_levels_with_a_factor_sum_to_zero_within_levels():
     import pymc as pm
 
     from bayesbias.models.embedding_level import cells as el_cells
-    from bayesbias.models.embedding_level import row_attribute, row_level_model
+    from bayesbias.models.embedding_level import (row_attribute, row_level_model,
+                                                  strength_stereotypes)
 
     t, _ = _factor_table(levels=("2000", "1990"), n_embeddings=12)
     c = el_cells(t)
@@ -57,13 +58,24 @@ def test_interaction_levels_with_a_factor_sum_to_zero_within_levels():
     r = st["samples"].size
     assert n == c.attributes.size * r and np.array_equal(idx // r, c.attr_idx)
     m = row_level_model(load_spec("embedding_level"), c)
-    row_effect, v = pm.draw([m["attribute_row_effect"], m["attribute_effect"]], draws=5,
-                            random_seed=3)
-    dev = row_effect.reshape(5, c.attributes.size, r) - v[:, :, None]
+    row_effect, v, g = pm.draw([m["attribute_row_effect"], m["attribute_effect"],
+                                m["stereotype_strength"]], draws=5, random_seed=3)
+    base = row_effect[:, :n].reshape(5, c.attributes.size, r)
+    dev = base - v[:, :, None]
     level = st["factor"]["sample_level"]
     for k in (0, 1):
         np.testing.assert_allclose(dev[:, :, level == k].sum(axis=-1), 0.0, atol=1e-10)
     assert np.abs(dev).max() > 1e-3  # the deviations exist
+    # a stereotype's associated rows: its effect in that sample plus its strength g
+    stereo = strength_stereotypes(c)
+    assert stereo.size == g.shape[1] == 8 and np.abs(g).max() > 1e-4
+    own = row_effect[:, n:].reshape(5, stereo.size, r)
+    np.testing.assert_allclose(own, base[:, stereo, :] + g[:, :, None], atol=1e-12)
+    np.testing.assert_allclose(g.sum(axis=1), 0.0, atol=1e-12)
+    idx_s, n_s = row_attribute(c, strength=True)
+    assoc = c.conn_idx == 0
+    assert n_s == n + stereo.size * r and np.array_equal(idx_s[~assoc], idx[~assoc])
+    assert (idx_s[assoc] >= n).all()
     # two runs per sample: the word x sample level too, zero-sum within levels
     t2, _ = _factor_table(levels=("2000", "1990"), n_embeddings=8, runs_per_sample=2)
     st2 = structure(el_cells(t2))
@@ -109,7 +121,7 @@ def test_mu_bar_extrapolates_only_for_bootstrap():
         t, _ = _table(kind, n_embeddings=4)
         m = build_model(spec, cells_from_table(t))
         fixed = {"kappa0": 0.0, "kappa": np.array([0.1, 0.1, 0.1]), "tau": np.zeros(4) + 1e-9,
-                 "omega": 1e-9}
+                 "omega": 1e-9, "gamma": 1e-9}
         m2 = pm.do(m, fixed)
         draws = pm.draw(m2["mu_bar"] - m2["M"], draws=4000, random_seed=1)
         sds[kind] = np.asarray(draws).reshape(4000, 4).std(axis=0)
@@ -292,7 +304,7 @@ def test_cell_likelihood_is_the_row_marginal(case):
     c = el_cells(t)
     m, r = build_model(spec, c), row_level_model(spec, c)
     loglik = _point_fns(m, [m["loglik"]])
-    row_attr = row_attribute(c)[0]  # attribute, or attribute x corpus sample
+    row_attr = row_attribute(c, has_strength(spec))[0]  # attribute (x sample, own class)
     parts = _point_fns(r, [r["attribute_row_effect"], r["eta"], r["sigma"],
                            r["mu"] - r["eta"][None, :] * r["mu_z"]])
     rng = np.random.default_rng(7)
@@ -320,7 +332,7 @@ def test_cell_means_are_the_conjugate_conditional():
     c = cells_from_table(_unbalanced())
     m, r = build_model(spec, c), row_level_model(spec, c)
     mu = _point_fns(m, [m["mu"]])
-    row_attr = row_attribute(c)[0]
+    row_attr = row_attribute(c, has_strength(spec))[0]
     parts = _point_fns(r, [r["attribute_row_effect"], r["eta"], r["sigma"],
                            r["mu"] - r["eta"][None, :] * r["mu_z"]])
     rng = np.random.default_rng(3)

@@ -60,11 +60,14 @@ __all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "struct
            "factor_groups",
            "model_data", "word_means", "BOOTSTRAP_PREFIX"]
 
-PRIORS = ("mu_bar", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda",
-          "psi", "xi", "factor")
-SCALES = ("tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0", "lambda", "psi", "xi")
-PARAMETERS = ("mu_bar", "M", "tau", "sigma", "omega", "eta", "kappa0", "kappa", "lambda0",
-              "lambda", "psi", "xi")
+PRIORS = ("mu_bar", "tau", "sigma", "omega", "gamma", "eta", "kappa0", "kappa", "lambda0",
+          "lambda", "psi", "xi", "factor")
+SCALES = ("tau", "sigma", "omega", "gamma", "eta", "kappa0", "kappa", "lambda0", "lambda",
+          "psi", "xi")
+PARAMETERS = ("mu_bar", "M", "tau", "sigma", "omega", "gamma", "eta", "kappa0", "kappa",
+              "lambda0", "lambda", "psi", "xi")
+#: A spec without ``gamma`` has no stereotype-strength level (fits saved before it).
+OPTIONAL_PRIORS = ("gamma",)
 GROUP_MEAN = "mu_bar"
 #: Corpus-sample labels starting with this are bootstrap resamples of one corpus.
 BOOTSTRAP_PREFIX = "bootstrap"
@@ -255,6 +258,8 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             "  b[r, c] = kappa0 g[r] + kappa[c] h[r, c]      (corpus samples, if 2 or more)",
             "  s[e, c] = lambda0 g'[e] + lambda[c] h'[e, c]  (training runs within a sample)",
             "  v[a] ~ Normal(0, omega)",
+            *([f"  + g[a] in a stereotype's associated rows (its own-class strength): "
+               f"g ~ Normal(0, gamma), gamma ~ {p['gamma']}"] if "gamma" in p else []),
             "  + psi u[a, r] (attribute x corpus sample), + xi[c] x[{0}, r, c] in mu ({0} x "
             "sample, a sample with 2+ runs); u, x zero-sum over samples (of each factor "
             "level)".format(unit),
@@ -293,23 +298,55 @@ def attributes_per_connection(cells: Cells) -> dict[str, int]:
             for j, c in enumerate(CONNECTIONS)}
 
 
-def row_attribute(cells: Cells) -> tuple[np.ndarray, int]:
+def has_strength(spec: ModelSpec) -> bool:
+    """Whether the spec has the stereotype-strength level (a ``gamma`` prior)."""
+    return "gamma" in spec.priors
+
+
+def row_attribute(cells: Cells, strength: bool = False) -> tuple[np.ndarray, int]:
     """Return each row's attribute-effect index and how many there are.
 
     The attribute index itself, or, with an attribute x corpus-sample level (two or more
     samples compared, :func:`structure`), ``attribute * R + sample``: the same attribute in
-    another corpus sample has its own effect ``v[a] + psi u[a, r]``.
+    another corpus sample has its own effect ``v[a] + psi u[a, r]``. With `strength` the
+    ``associated`` rows of each stereotype ``j`` (:func:`strength_stereotypes`) get indices
+    of their own after those, ``n + j * R + sample``: their effect adds the stereotype's
+    own-class strength ``g[j]``.
     """
     st = structure(cells)
     n_a = cells.attributes.size
-    if not st["attribute_sample_level"]:
-        return cells.attr_idx, n_a
-    r = st["samples"].size
-    sample_of_row = st["sample_of"][cells.unit_embedding[cells.unit_idx]]
-    return cells.attr_idx.astype(np.int64) * r + sample_of_row, n_a * r
+    idx, n, r = cells.attr_idx, n_a, 1
+    sample_of_row = 0
+    if st["attribute_sample_level"]:
+        r = st["samples"].size
+        sample_of_row = st["sample_of"][cells.unit_embedding[cells.unit_idx]]
+        idx, n = cells.attr_idx.astype(np.int64) * r + sample_of_row, n_a * r
+    if not strength:
+        return idx, n
+    stereotypes = strength_stereotypes(cells)
+    if stereotypes.size == 0:
+        return idx, n
+    j = np.full(n_a, -1, dtype=np.int64)
+    j[stereotypes] = np.arange(stereotypes.size)
+    own = cells.conn_idx == CONNECTIONS.index("associated")
+    out = np.where(own, n + j[cells.attr_idx] * r + sample_of_row, idx)
+    return out.astype(np.int64), n + stereotypes.size * r
 
 
-def attribute_groups(cells: Cells) -> dict:
+def strength_stereotypes(cells: Cells) -> np.ndarray:
+    """Return the attributes (indices) with both ``associated`` and ``different`` rows.
+
+    Each has an own-class strength ``g`` in the model: how much closer it sits to its own
+    class's words than to other classes' beyond its effect ``v`` on every row.
+    """
+    conn = np.asarray(cells.conn_idx)
+    has = [np.zeros(cells.attributes.size, dtype=bool) for _ in range(2)]
+    for k, c in enumerate(("associated", "different")):
+        has[k][np.unique(cells.attr_idx[conn == CONNECTIONS.index(c)])] = True
+    return np.flatnonzero(has[0] & has[1])
+
+
+def attribute_groups(cells: Cells, strength: bool = False) -> dict:
     """Per-cell sufficient statistics with the attribute effects kept symbolic.
 
     A non-empty cell ``k`` (a word in one embedding, one connection) holds rows ``y_i`` with
@@ -329,9 +366,9 @@ def attribute_groups(cells: Cells) -> dict:
     ``pair_group, pair_attr, pair_weight`` (each group's attributes with their share
     ``count / n``) and ``centred`` (attributes x connections, the ``C`` above).
     Attributes are those of :func:`row_attribute` (per corpus sample when the model has
-    that level).
+    that level; with `strength`, a stereotype's ``associated`` rows apart).
     """
-    attr_idx, n_attr = row_attribute(cells)
+    attr_idx, n_attr = row_attribute(cells, strength)
     ui, ci = cells.observed
     number = -np.ones(cells.n.shape, dtype=np.int64)
     number[ui, ci] = np.arange(ui.size)
@@ -456,6 +493,34 @@ def _sample_deviations(name: str, dims: tuple, st: dict):
     return out
 
 
+def _strength(spec: ModelSpec, cells: Cells, shift):
+    """Add the stereotypes' own-class strengths ``g``; return ``g`` and the new `shift`.
+
+    A stereotype sits closer to its own class's words than to other classes' by an amount
+    of its own: ``g[j]`` is added to its ``associated`` rows only (``v[a]`` to all its rows),
+    ``g ~ Normal(0, gamma)`` sum-to-zero over the stereotypes, and the mean of an i.i.d.
+    ``g`` comes back in ``mu_bar[associated]`` as ``gamma z / sqrt(S)``: which stereotypes
+    were listed, and how strongly each is a stereotype, is uncertain too. None without the
+    level (no ``gamma`` prior, or no stereotype with both kinds of rows).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    stereotypes = strength_stereotypes(cells)
+    if not has_strength(spec) or stereotypes.size == 0:
+        return None
+    model = pm.modelcontext(None)
+    model.add_coord("stereotype", cells.attributes[stereotypes].tolist())
+    gamma = spec.priors["gamma"].create("gamma")
+    if stereotypes.size > 1:
+        z = pm.ZeroSumNormal("stereotype_strength_z", sigma=1.0, dims="stereotype")
+    else:
+        z = pt.zeros(1)
+    g = pm.Deterministic("stereotype_strength", gamma * z, dims="stereotype")
+    mean = gamma * pm.Normal("stereotype_strength_mean_z", 0.0, 1.0) / np.sqrt(stereotypes.size)
+    return g, shift + pt.concatenate([pt.stack([mean]), pt.zeros(_NC - 1)])
+
+
 def _effects(spec: ModelSpec, cells: Cells) -> dict:
     """Add every effect but the (word@embedding, connection) deviations to the current model.
 
@@ -549,6 +614,9 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
                           / np.sqrt(idx.size))
     v = pm.Deterministic("attribute_effect", v, dims="attribute")
     shift = shift + pt.stack(kind_shift)[_kind_of_connection()]
+    strength = _strength(spec, cells, shift)
+    if strength is not None:
+        g, shift = strength
     # interactions with the corpus sample, shared by the sample's training runs; zero-sum
     # over samples (their mean over samples is the word's or attribute's own effect), free
     # over words and attributes: what a sample shifts through its words and attributes is
@@ -560,6 +628,10 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         v_row = (v[:, None] + psi * u).reshape((-1,))
     else:
         v_row = v
+    if strength is not None:  # a stereotype's associated rows: v (+ psi u) + g
+        r = st["samples"].size if st["attribute_sample_level"] else 1
+        base = (strength_stereotypes(cells)[:, None] * r + np.arange(r)[None, :]).reshape(-1)
+        v_row = pt.concatenate([v_row, v_row[base] + pt.repeat(g, r)])
     if fac is None:
         pm.Deterministic("mu_bar", big_m - shift, dims="connection")
     else:  # shift: (levels, connections); mu_bar: the levels' average
@@ -593,7 +665,7 @@ def _layout_data(cells: Cells, layout: dict) -> dict:
 
 def model_data(spec: ModelSpec, cells: Cells) -> dict:
     """Values of the attribute layout's ``pm.Data`` (the cell statistics come from the base)."""
-    return _layout_data(cells, attribute_groups(cells))
+    return _layout_data(cells, attribute_groups(cells, has_strength(spec)))
 
 
 def cell_means(spec: ModelSpec, cells: Cells):
@@ -612,7 +684,7 @@ def cell_means(spec: ModelSpec, cells: Cells):
     from .cells import cell_mean_conditional
 
     eff = _effects(spec, cells)
-    layout = attribute_groups(cells)
+    layout = attribute_groups(cells, has_strength(spec))
     model = pm.modelcontext(None)
     ui, ci = layout["ui"], layout["ci"]
     data = _layout_data(cells, layout)
@@ -686,7 +758,8 @@ def row_level_model(spec: ModelSpec, cells: Cells):
         mu = pm.Deterministic("mu", eff["centre"] + eff["eta"][None, :] * z,
                               dims=(cells.unit_dim, "connection"))
         v = pm.Deterministic("attribute_row_effect", eff["v"])  # per row_attribute
-        pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx] + v[row_attribute(cells)[0]],
+        pm.Normal("distance", mu[cells.unit_idx, cells.conn_idx]
+                  + v[row_attribute(cells, has_strength(spec))[0]],
                   eff["sigma"][cells.conn_idx], observed=cells.y)
     return model
 
@@ -709,7 +782,7 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
     if fac:
         h.update("\x00".join([fac["name"], *map(str, fac["levels"])]).encode())
         h.update(np.ascontiguousarray(fac["embedding_level"]).tobytes())
-    lay = attribute_groups(cells)
+    lay = attribute_groups(cells, has_strength(spec))
     return (h.hexdigest(), lay["group_cells"].size, lay["pair_group"].size,
             bool(attribute_noncentred(cells)))
 

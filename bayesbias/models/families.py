@@ -11,6 +11,7 @@ A family module implements :class:`Family`. Required:
 
 Optional (absent means "no"):
 
+- ``OPTIONAL_PRIORS``: priors a spec may leave out, dropping their level of the model;
 - ``NONCENTRED``: the spec's ``noncentred`` choice applies (pooled cell means);
 - ``SPEC_KEYS``: spec keys of this family alone, with their defaults;
 - ``EXACT_MARGINAL``: the exact posterior of :mod:`bayesbias.studies.exact_posterior`

@@ -395,6 +395,8 @@ class Fit:
         names = family_module(self.spec.family).PARAMETERS
         frames = []
         for v in names:
+            if v not in post:  # an optional level the spec leaves out
+                continue
             f = to_frame(summarise(post[v], ci_prob, ci_kind))
             dims = [d for d in post[v].dims if d not in SAMPLE_DIMS]
             f.insert(0, "parameter", [f"{v}[{', '.join(str(r[d]) for d in dims)}]" if dims

@@ -209,16 +209,17 @@ class ModelSpec:
                 _choice(c, CONNECTIONS, "each noncentred entry", source)
         raw = d.get("priors", {})
         needed = fam.PRIORS
+        optional = getattr(fam, "OPTIONAL_PRIORS", ())  # a level the spec may leave out
         extra = sorted(set(raw) - set(needed))
-        absent = [p for p in needed if p not in raw]
+        absent = [p for p in needed if p not in raw and p not in optional]
         if extra or absent:
             raise ModelSpecError(
                 f"{source}: the {family} family needs priors {', '.join(needed)}"
                 + (f"; unknown: {', '.join(extra)}" if extra else "")
                 + (f"; missing: {', '.join(absent)}" if absent else ""))
-        priors = {p: Prior.from_dict(raw[p], p, source) for p in needed}
+        priors = {p: Prior.from_dict(raw[p], p, source) for p in needed if p in raw}
         for p in fam.SCALES:
-            if not priors[p].positive:
+            if p in priors and not priors[p].positive:
                 raise ModelSpecError(
                     f"{source}: prior {p!r} is a scale and needs a positive distribution "
                     f"({', '.join(k for k, row in DISTRIBUTIONS.items() if row.positive)}), "
