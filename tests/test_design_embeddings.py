@@ -59,6 +59,20 @@ def test_variance_matches_simulated_studies(kind, levels):
         assert np.std(e) == pytest.approx(np.sqrt(v[0]), rel=0.12), c
 
 
+def test_stereotype_strength_adds_to_contrasts_of_associated_only():
+    """gamma^2 / S, once (it does not shrink with more embeddings), for the three contrasts
+    with associated; human - none is unchanged."""
+    lay = _layout()
+    with_g = dict(_scales(), gamma=np.array([0.04]))
+    for c, added in (("associated - none", True), ("associated - different", True),
+                     ("associated - human", True), ("human - none", False)):
+        for k in (2, 16):
+            base = contrast_variance(_scales(), c, k, kind="corpora", **lay)
+            got = contrast_variance(with_g, c, k, kind="corpora", stereotypes=10, **lay)
+            np.testing.assert_allclose(got - base, 0.04**2 / 10 if added else 0.0,
+                                       rtol=1e-12, atol=1e-18)
+
+
 def test_variance_by_kind():
     lay = _layout()
     v = {kind: [contrast_variance(_scales(), "associated - none", k, kind=kind,

@@ -86,6 +86,27 @@ def test_interaction_levels_with_a_factor_sum_to_zero_within_levels():
     assert st3["sample_groups"] == [] and not st3["attribute_sample_level"]
 
 
+def test_a_spec_without_gamma_has_no_strength_level(tmp_path):
+    """gamma is optional: a spec without it (a fit saved before the level) builds the model
+    without stereotype strengths; a spec missing another prior is still refused."""
+    from bayesbias.errors import ModelSpecError
+    from bayesbias.models.spec import ModelSpec
+
+    spec = load_spec("embedding_level")
+    assert has_strength(spec)
+    d = spec.to_dict()
+    d["priors"].pop("gamma")
+    old = ModelSpec.from_dict(d)
+    assert not has_strength(old) and old.hash != spec.hash
+    c = cells_from_table(_table()[0])
+    names = set(build_model(old, c).named_vars)
+    assert "stereotype_strength" not in names and "gamma" not in names
+    assert {"stereotype_strength", "gamma"} <= set(build_model(spec, c).named_vars)
+    d["priors"].pop("psi")
+    with pytest.raises(ModelSpecError, match="missing: psi"):
+        ModelSpec.from_dict(d)
+
+
 def test_one_embedding_refused():
     t, _ = _table()
     one = t[t["embedding"] == t["embedding"].iloc[0]]

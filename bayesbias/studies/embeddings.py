@@ -15,6 +15,8 @@ words and ``N_c`` rows of connection ``c`` per embedding)::
          + omega^2 (1 / A_a + 1 / A_b)            which attribute words were chosen
                                                   (0 for associated - different: both
                                                   average over the same stereotypes)
+         + gamma^2 / S                            how strongly the S chosen stereotypes
+                                                  are stereotypes (contrasts of associated)
          + (sigma_a^2 / N_a + sigma_b^2 / N_b) / K   single distances
          + kappa_a^2                              bootstrap only: the corpus is one more draw
 
@@ -55,7 +57,8 @@ def _flat(post, name) -> np.ndarray:
 def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attributes: dict,
                       rows_per_embedding: dict, kind: str,
                       levels: tuple[bool, bool] = (True, False),
-                      interactions: tuple[bool, bool] = (False, False)) -> np.ndarray:
+                      interactions: tuple[bool, bool] = (False, False),
+                      stereotypes: int = 0) -> np.ndarray:
     """Return V(K) of the module docstring per draw.
 
     Parameters
@@ -76,6 +79,8 @@ def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attrib
     interactions : (bool, bool)
         Whether the pilot has the attribute x sample (``psi``) and the word x sample
         (``xi``) level.
+    stereotypes : int
+        Stereotypes with an own-class strength (``gamma`` in `scales`); 0: no such level.
     """
     a, b = contrast.split(" - ")
     ia, ib = CONNECTIONS.index(a), CONNECTIONS.index(b)
@@ -89,6 +94,8 @@ def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attrib
         v = v + scales["omega"] ** 2 * per_attribute
         if interactions[0]:
             v = v + scales["psi"] ** 2 * per_attribute / k
+    if stereotypes and "gamma" in scales and "associated" in (a, b):
+        v = v + scales["gamma"] ** 2 / stereotypes
     v = v + s[:, ia] ** 2 / (rows_per_embedding[a] * k) \
         + s[:, ib] ** 2 / (rows_per_embedding[b] * k)
 
@@ -207,7 +214,7 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
 
     from ..config import defaults
     from ..ensemble import ensemble_kind
-    from ..models.embedding_level import attributes_per_connection, structure
+    from ..models import embedding_level
     from ..models.families import family_has
 
     if not family_has(fit.spec.family, "EMBEDDINGS"):
@@ -218,7 +225,7 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
         raise InvalidArgumentError(f"numbers of embeddings must be 2 or more, got {counts}")
     ci_prob = defaults.ci_prob if ci_prob is None else float(ci_prob)
     cells = fit.cells
-    st = structure(cells)
+    st = embedding_level.structure(cells)
     samples = pd.DataFrame({"corpus_sample": cells.embedding_sample})
     kind = ensemble_kind(samples)
     if kind == "mixed":
@@ -226,13 +233,14 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
                              "no one rule for what more embeddings give")
     post = fit.posterior
     scales = {k: _flat(post, k) for k in ("tau", "eta", "sigma", "kappa", "lambda", "omega")
-              + tuple(x for x in ("psi", "xi") if x in post)}
+              + tuple(x for x in ("psi", "xi", "gamma") if x in post)}
+    n_strength = embedding_level.strength_stereotypes(cells).size if "gamma" in post else 0
     mu = _flat(post, "mu_bar")
     words = st["words"].size
     levels = (bool(st["sample_level"]), bool(st["run_level"]))
     interactions = (bool(st["attribute_sample_level"]) and "psi" in post,
                     bool(st["word_sample_level"]) and "xi" in post)
-    attributes = attributes_per_connection(cells)
+    attributes = embedding_level.attributes_per_connection(cells)
     k0 = st["embeddings"].size
     rows = {c: cells.n[:, CONNECTIONS.index(c)].sum() / k0 for c in CONNECTIONS}
     z = float(ndtri(0.5 + ci_prob / 2))
@@ -243,14 +251,14 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
         for k in counts:
             v = contrast_variance(scales, c, k, words=words, attributes=attributes,
                                   rows_per_embedding=rows, kind=kind, levels=levels,
-                               interactions=interactions)
+                                  interactions=interactions, stereotypes=n_strength)
             p = ndtr(-delta / np.sqrt(v) - z)
             out.append({"embeddings": k, "contrast": c, "assurance": float(p.mean()),
                         "mc_se": float(p.std(ddof=1) / np.sqrt(p.size)),
                         "sd": float(np.sqrt(v).mean())})
         v0 = contrast_variance(scales, c, k0, words=words, attributes=attributes,
                                rows_per_embedding=rows, kind=kind, levels=levels,
-                               interactions=interactions)
+                               interactions=interactions, stereotypes=n_strength)
         check.append({"contrast": c, "expected_sd": float(np.sqrt(v0).mean()),
                       "posterior_sd": float(delta.std(ddof=1))})
     return EmbeddingsDesign(frame=pd.DataFrame(out), check=pd.DataFrame(check), kind=kind,
