@@ -15,8 +15,8 @@ within its kind in proportion to it (the kinds' shares of the text stay fixed), 
 written by one sample of words from a population of words of unequal frequency, as real word
 lists are (``word_seed`` gives several corpora the same words' weights). With
 ``strength_sd > 0`` each stereotype has its own association strength around ``planted``
-(:func:`stereotype_strengths`) at an unchanged frequency. For tests, notebooks and users'
-own checks: nothing is downloaded.
+(:func:`stereotype_strengths`: independent draws) at an unchanged frequency. For tests,
+notebooks and users' own checks: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -135,16 +135,25 @@ def _word_weights(words: dict, sd: float, seed: int) -> dict:
 def stereotype_strengths(design: SyntheticDesign, planted: float, word_seed: int) -> dict:
     """Return each stereotype's own association strength in the corpora of `word_seed`.
 
-    Strengths are ``planted + strength_sd * z``, clipped to [-1, 1]; the second class's
-    are a permutation of the first's, so that every stereotype keeps the same frequency.
+    Every stereotype draws ``planted + strength_sd * z`` independently (clipped to [-1, 1]);
+    each class's strengths are then moved to the mean of all of them (their deviations
+    shrunk if needed to stay in [-1, 1]), so both classes have the same sum and every
+    stereotype keeps the same frequency. The language's mean strength is that of all its
+    stereotypes' independent draws, as for a list sampled from a population of stereotypes.
     """
     words = design.words()
     rng = np.random.default_rng([word_seed, 2])  # apart from the documents and the weights
     n = design.stereotypes_per_class
-    first = np.clip(planted + design.strength_sd * rng.standard_normal(n), -1.0, 1.0)
-    second = rng.permutation(first)
+    raw = np.clip(planted + design.strength_sd * rng.standard_normal((2, n)), -1.0, 1.0)
+    mean = raw.mean()
+    out = []
+    for row in raw:
+        dev = row - row.mean()
+        room = np.where(dev > 0, 1.0 - mean, np.where(dev < 0, -1.0 - mean, np.inf)) / \
+            np.where(dev != 0, dev, 1.0)
+        out.append(mean + min(1.0, float(room.min())) * dev)
     return dict(zip(words[f"{CLASSES[0]}:stereotypes"] + words[f"{CLASSES[1]}:stereotypes"],
-                    np.concatenate([first, second]).tolist(), strict=True))
+                    np.concatenate(out).tolist(), strict=True))
 
 
 def _stereotype_probabilities(design: SyntheticDesign, planted: float, word_seed: int):

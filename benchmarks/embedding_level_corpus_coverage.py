@@ -121,7 +121,7 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
 
 def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
                         within: int = 2, word_sd: float = 0.0,
-                        strength_sd: float = 0.0) -> dict:
+                        strength_sd: float = 0.0, without_strength: bool = False) -> dict:
     """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
 
     The corpus-level interval then describes the population of corpora directly, with no
@@ -156,6 +156,13 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
         warnings.simplefilter("ignore")
         fits = {"corpora": fit_model(table, "embedding_level", seed=rep),
                 "single": fit_model(one, "crossed", seed=rep)}
+        if without_strength:  # the same table, the model without the stereotype strengths
+            from bayesbias.models import load_spec
+            from bayesbias.models.spec import ModelSpec
+
+            d = load_spec("embedding_level").to_dict()
+            d["priors"].pop("gamma")
+            fits["corpora_no_strength"] = fit_model(table, ModelSpec.from_dict(d), seed=rep)
         for name, fit in fits.items():
             d = fit.diagnostics()
             row[name] = {"interval": intervals(fit), "verdict": verdict_from_fit(fit).code,
@@ -189,7 +196,8 @@ def run(args) -> None:
         with tempfile.TemporaryDirectory(prefix="bb-cov-") as tmp:
             if args.corpora:
                 row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
-                                          args.seeds_within, args.word_sd, args.strength_sd)
+                                          args.seeds_within, args.word_sd, args.strength_sd,
+                                          args.without_strength)
             else:
                 row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
                                   args.seeds_within, args.word_sd, args.strength_sd)
@@ -197,7 +205,7 @@ def run(args) -> None:
             fh.write(json.dumps(row) + "\n")
         print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
                          | {k: row[k]["verdict"] for k in ("bootstrap", "seeds", "corpora",
-                                                            "single")
+                                                            "corpora_no_strength", "single")
                             if k in row}),
               flush=True)
 
@@ -216,6 +224,7 @@ def summary(args) -> None:
           f"{rows[0]['docs']} documents, {rows[0]['models']} models per ensemble")
     kinds = [p for p in ("bootstrap", "seeds", "corpora") if p in rows[0]["raw"]]
     pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "corpora": "corpora",
+                "corpora_no_strength": "corpora",
                 "single": "corpora" if "corpora" in kinds else "seeds"}
     for name in CONTRASTS:
         per_rep = {p: np.array([np.mean(r["raw"][p][name]) for r in rows]) for p in kinds}
@@ -235,7 +244,7 @@ def summary(args) -> None:
             print(f"  {fit_name:9s} {name:24s} 90% coverage {cov.mean():.3f} (se {se:.3f}; "
                   f"{cov.sum()}/{n}) mean width {width.mean():.4f}; sd of mean - target "
                   f"{err.std(ddof=1):.4f}, width / 3.29 {width.mean() / 3.29:.4f}")
-    for fit_name in ("bootstrap", "seeds", "corpora", "single"):
+    for fit_name in ("bootstrap", "seeds", "corpora", "corpora_no_strength", "single"):
         if fit_name not in rows[0]:
             continue
         codes = [r[fit_name]["verdict"] for r in rows]
@@ -298,6 +307,9 @@ def main(argv=None) -> None:
     r.add_argument("--corpora", type=int, default=0,
                    help="instead: R independent corpora per replication, --seeds-within "
                         "seeds each, one embedding_level fit (the model without resampling)")
+    r.add_argument("--without-strength", action="store_true",
+                   help="with --corpora: also fit the model without the stereotype strengths "
+                        "(no gamma prior) on the same table ('corpora_no_strength')")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
