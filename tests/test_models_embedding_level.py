@@ -107,6 +107,32 @@ def test_a_spec_without_gamma_has_no_strength_level(tmp_path):
         ModelSpec.from_dict(d)
 
 
+def test_row_moments_add_the_stereotype_strength():
+    """The model checks' row means add g to a stereotype's associated rows only."""
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from bayesbias.models.checks import _row_moments
+    from bayesbias.models.embedding_level import strength_stereotypes
+
+    c = cells_from_table(_table()[0])
+    stereo = c.attributes[strength_stereotypes(c)]
+    g = np.arange(1, stereo.size + 1, dtype=float)[None, None, :]
+    post = xr.Dataset({"mu": (("chain", "draw", "unit", "connection"),
+                              np.zeros((1, 1, c.units.size, 4))),
+                       "sigma": (("chain", "draw", "connection"), np.ones((1, 1, 4))),
+                       "stereotype_strength": (("chain", "draw", "stereotype"), g)},
+                      coords={"stereotype": stereo.tolist()})
+    mean, _ = _row_moments(SimpleNamespace(cells=c, posterior=post), keep=np.array([0]))
+    names = c.attributes[c.attr_idx]
+    for i, a in enumerate(stereo):
+        own = (names == a) & (c.conn_idx == 0)
+        assert own.any() and np.all(mean[0, own] == i + 1)
+        assert np.all(mean[0, (names == a) & (c.conn_idx == 1)] == 0)
+    assert np.all(mean[0, c.conn_idx >= 2] == 0)
+
+
 def test_one_embedding_refused():
     t, _ = _table()
     one = t[t["embedding"] == t["embedding"].iloc[0]]

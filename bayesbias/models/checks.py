@@ -80,6 +80,15 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
     if "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
         mean += v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]  # (a new array)
+    if "stereotype_strength" in post:  # embedding_level: on a stereotype's associated rows
+        g = post["stereotype_strength"].transpose("chain", "draw", ...).values
+        g = g.reshape(-1, g.shape[-1])[keep]
+        where = {a: i for i, a in enumerate(map(str, c.attributes))}
+        j = np.full(c.attributes.size, -1)
+        j[[where[str(a)] for a in post["stereotype"].values]] = np.arange(g.shape[1])
+        jr = j[c.attr_idx[rows]]
+        own = (conn == CONNECTIONS.index("associated")) & (jr >= 0)
+        mean[:, own] += g[:, jr[own]]
     return mean, sig[:, conn]
 
 
