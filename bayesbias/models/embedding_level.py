@@ -5,13 +5,15 @@ The table holds the distances of one word list in E >= 2 embeddings (an ``embedd
 ``e`` the embedding, ``r`` its corpus sample (``corpus_sample`` column) and ``a`` the
 attribute::
 
-    distance_i ~ Normal(mu[w@e, c] + v[a] + psi u[a, r], sigma[c])
+    distance_i ~ Normal(mu[w@e, c] + v[a] (+ q[a] if associated) + psi u[a, r], sigma[c])
     mu[w@e, c] = word[w, c] + xi[c] x[w, r, c] + b[r, c] + s[e, c] + eta[c] z[w@e, c]
     word[w, c] ~ Normal(m[c], tau[c])              word effects shared across embeddings
     b[r, c]    = kappa0 g[r] + kappa[c] h[r, c]     corpus-sample deviations (R >= 2 samples)
     s[e, c]    = lambda0 g'[e] + lambda[c] h'[e, c] training-run deviations (a sample with
                                                     two or more embeddings)
     v[a]       ~ Normal(0, omega)                   attribute effects (as in ``crossed``)
+    q[a]       ~ Normal(0, gamma)                   a stereotype's own-class strength, added
+                                                    to its ``associated`` rows only
     psi u[a, r], xi[c] x[w, r, c]                   an attribute's and a word's deviation in
                                                     one corpus sample, shared by its runs
 
@@ -258,8 +260,8 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             "  b[r, c] = kappa0 g[r] + kappa[c] h[r, c]      (corpus samples, if 2 or more)",
             "  s[e, c] = lambda0 g'[e] + lambda[c] h'[e, c]  (training runs within a sample)",
             "  v[a] ~ Normal(0, omega)",
-            *([f"  + g[a] in a stereotype's associated rows (its own-class strength): "
-               f"g ~ Normal(0, gamma), gamma ~ {p['gamma']}"] if "gamma" in p else []),
+            *([f"  + q[a] in a stereotype's associated rows (its own-class strength): "
+               f"q ~ Normal(0, gamma), gamma ~ {p['gamma']}"] if "gamma" in p else []),
             "  + psi u[a, r] (attribute x corpus sample), + xi[c] x[{0}, r, c] in mu ({0} x "
             "sample, a sample with 2+ runs); u, x zero-sum over samples (of each factor "
             "level)".format(unit),
@@ -311,7 +313,7 @@ def row_attribute(cells: Cells, strength: bool = False) -> tuple[np.ndarray, int
     another corpus sample has its own effect ``v[a] + psi u[a, r]``. With `strength` the
     ``associated`` rows of each stereotype ``j`` (:func:`strength_stereotypes`) get indices
     of their own after those, ``n + j * R + sample``: their effect adds the stereotype's
-    own-class strength ``g[j]``.
+    own-class strength ``q[j]``.
     """
     st = structure(cells)
     n_a = cells.attributes.size
@@ -336,7 +338,7 @@ def row_attribute(cells: Cells, strength: bool = False) -> tuple[np.ndarray, int
 def strength_stereotypes(cells: Cells) -> np.ndarray:
     """Return the attributes (indices) with both ``associated`` and ``different`` rows.
 
-    Each has an own-class strength ``g`` in the model: how much closer it sits to its own
+    Each has an own-class strength ``q`` in the model: how much closer it sits to its own
     class's words than to other classes' beyond its effect ``v`` on every row.
     """
     conn = np.asarray(cells.conn_idx)
@@ -494,12 +496,12 @@ def _sample_deviations(name: str, dims: tuple, st: dict):
 
 
 def _strength(spec: ModelSpec, cells: Cells, shift):
-    """Add the stereotypes' own-class strengths ``g``; return ``g`` and the new `shift`.
+    """Add the stereotypes' own-class strengths ``q``; return ``q`` and the new `shift`.
 
     A stereotype sits closer to its own class's words than to other classes' by an amount
-    of its own: ``g[j]`` is added to its ``associated`` rows only (``v[a]`` to all its rows),
-    ``g ~ Normal(0, gamma)`` sum-to-zero over the stereotypes, and the mean of an i.i.d.
-    ``g`` comes back in ``mu_bar[associated]`` as ``gamma z / sqrt(S)``: which stereotypes
+    of its own: ``q[j]`` is added to its ``associated`` rows only (``v[a]`` to all its rows),
+    ``q ~ Normal(0, gamma)`` sum-to-zero over the stereotypes, and the mean of an i.i.d.
+    ``q`` comes back in ``mu_bar[associated]`` as ``gamma z / sqrt(S)``: which stereotypes
     were listed, and how strongly each is a stereotype, is uncertain too. None without the
     level (no ``gamma`` prior, or no stereotype with both kinds of rows).
     """
@@ -628,7 +630,7 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         v_row = (v[:, None] + psi * u).reshape((-1,))
     else:
         v_row = v
-    if strength is not None:  # a stereotype's associated rows: v (+ psi u) + g
+    if strength is not None:  # a stereotype's associated rows: v (+ psi u) + q
         r = st["samples"].size if st["attribute_sample_level"] else 1
         base = (strength_stereotypes(cells)[:, None] * r + np.arange(r)[None, :]).reshape(-1)
         v_row = pt.concatenate([v_row, v_row[base] + pt.repeat(g, r)])
