@@ -71,6 +71,14 @@ def test_stereotype_strength_adds_to_contrasts_of_associated_only():
             got = contrast_variance(with_g, c, k, kind="corpora", stereotypes=10, **lay)
             np.testing.assert_allclose(got - base, 0.04**2 / 10 if added else 0.0,
                                        rtol=1e-12, atol=1e-18)
+            # its deviations per corpus sample shrink like 1/K (with that level)
+            both = dict(with_g, phi=np.array([0.03]), psi=np.array([0.0]))
+            got = contrast_variance(both, c, k, kind="corpora", stereotypes=10,
+                                    interactions=(True, False), **lay)
+            base = contrast_variance(dict(_scales(), psi=np.array([0.0])), c, k,
+                                     kind="corpora", interactions=(True, False), **lay)
+            want = (0.04**2 + 0.03**2 / k) / 10 if added else 0.0
+            np.testing.assert_allclose(got - base, want, rtol=1e-12, atol=1e-18)
 
 
 def test_variance_by_kind():

@@ -66,11 +66,15 @@ def test_interaction_levels_with_a_factor_sum_to_zero_within_levels():
     for k in (0, 1):
         np.testing.assert_allclose(dev[:, :, level == k].sum(axis=-1), 0.0, atol=1e-10)
     assert np.abs(dev).max() > 1e-3  # the deviations exist
-    # a stereotype's associated rows: its effect in that sample plus its strength g
+    # a stereotype's associated rows: its effect in that sample plus its strength g, plus
+    # the strength's own deviation in that sample (zero-sum over each level's samples)
     stereo = strength_stereotypes(c)
     assert stereo.size == g.shape[1] == 8 and np.abs(g).max() > 1e-4
     own = row_effect[:, n:].reshape(5, stereo.size, r)
-    np.testing.assert_allclose(own, base[:, stereo, :] + g[:, :, None], atol=1e-12)
+    w = own - base[:, stereo, :] - g[:, :, None]
+    for k in (0, 1):
+        np.testing.assert_allclose(w[:, :, level == k].sum(axis=-1), 0.0, atol=1e-10)
+    assert np.abs(w).max() > 1e-3
     np.testing.assert_allclose(g.sum(axis=1), 0.0, atol=1e-12)
     idx_s, n_s = row_attribute(c, strength=True)
     assoc = c.conn_idx == 0

@@ -16,6 +16,7 @@ attribute::
                                                     to its ``associated`` rows only
     psi u[a, r], xi[c] x[w, r, c]                   an attribute's and a word's deviation in
                                                     one corpus sample, shared by its runs
+    phi w[a, r]                                     a stereotype's strength deviation there
 
 ``g, h, g', h', u, x, z`` are standard Normal; the ``0`` scales give every connection of a
 sample (run) the same shift, which cancels in contrasts; the per-connection scales do not.
@@ -63,13 +64,14 @@ __all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "struct
            "model_data", "word_means", "BOOTSTRAP_PREFIX"]
 
 PRIORS = ("mu_bar", "tau", "sigma", "omega", "gamma", "eta", "kappa0", "kappa", "lambda0",
-          "lambda", "psi", "xi", "factor")
+          "lambda", "psi", "phi", "xi", "factor")
 SCALES = ("tau", "sigma", "omega", "gamma", "eta", "kappa0", "kappa", "lambda0", "lambda",
-          "psi", "xi")
+          "psi", "phi", "xi")
 PARAMETERS = ("mu_bar", "M", "tau", "sigma", "omega", "gamma", "eta", "kappa0", "kappa",
-              "lambda0", "lambda", "psi", "xi")
-#: A spec without ``gamma`` has no stereotype-strength level (fits saved before it).
-OPTIONAL_PRIORS = ("gamma",)
+              "lambda0", "lambda", "psi", "phi", "xi")
+#: A spec without ``gamma`` has no stereotype-strength level, without ``phi`` none of its
+#: deviations per corpus sample (fits saved before them).
+OPTIONAL_PRIORS = ("gamma", "phi")
 GROUP_MEAN = "mu_bar"
 #: Corpus-sample labels starting with this are bootstrap resamples of one corpus.
 BOOTSTRAP_PREFIX = "bootstrap"
@@ -262,6 +264,9 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             "  v[a] ~ Normal(0, omega)",
             *([f"  + q[a] in a stereotype's associated rows (its own-class strength): "
                f"q ~ Normal(0, gamma), gamma ~ {p['gamma']}"] if "gamma" in p else []),
+            *([f"  + phi w[a, r] there (its strength's deviation in one corpus sample, "
+               f"zero-sum over samples): phi ~ {p['phi']}"] if "gamma" in p and "phi" in p
+              else []),
             "  + psi u[a, r] (attribute x corpus sample), + xi[c] x[{0}, r, c] in mu ({0} x "
             "sample, a sample with 2+ runs); u, x zero-sum over samples (of each factor "
             "level)".format(unit),
@@ -630,10 +635,16 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         v_row = (v[:, None] + psi * u).reshape((-1,))
     else:
         v_row = v
-    if strength is not None:  # a stereotype's associated rows: v (+ psi u) + q
+    if strength is not None:  # a stereotype's associated rows: v (+ psi u) + q (+ phi w)
         r = st["samples"].size if st["attribute_sample_level"] else 1
         base = (strength_stereotypes(cells)[:, None] * r + np.arange(r)[None, :]).reshape(-1)
-        v_row = pt.concatenate([v_row, v_row[base] + pt.repeat(g, r)])
+        own = v_row[base] + pt.repeat(g, r)
+        if st["attribute_sample_level"] and "phi" in pr:
+            # its strength's deviation in one corpus sample (zero-sum over samples, as u)
+            phi = pr["phi"].create("phi")
+            w = _sample_deviations("stereotype_strength_sample_z", ("stereotype",), st)
+            own = own + phi * w.reshape((-1,))
+        v_row = pt.concatenate([v_row, own])
     if fac is None:
         pm.Deterministic("mu_bar", big_m - shift, dims="connection")
     else:  # shift: (levels, connections); mu_bar: the levels' average

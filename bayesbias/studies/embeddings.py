@@ -17,6 +17,7 @@ words and ``N_c`` rows of connection ``c`` per embedding)::
                                                   average over the same stereotypes)
          + gamma^2 / S                            how strongly the S chosen stereotypes
                                                   are stereotypes (contrasts of associated)
+         + phi^2 / (S K)                          ... and their deviations in one sample
          + (sigma_a^2 / N_a + sigma_b^2 / N_b) / K   single distances
          + kappa_a^2                              bootstrap only: the corpus is one more draw
 
@@ -96,6 +97,8 @@ def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attrib
             v = v + scales["psi"] ** 2 * per_attribute / k
     if stereotypes and "gamma" in scales and "associated" in (a, b):
         v = v + scales["gamma"] ** 2 / stereotypes
+        if interactions[0] and "phi" in scales:  # its deviations per corpus sample
+            v = v + scales["phi"] ** 2 / (stereotypes * k)
     v = v + s[:, ia] ** 2 / (rows_per_embedding[a] * k) \
         + s[:, ib] ** 2 / (rows_per_embedding[b] * k)
 
@@ -233,7 +236,7 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
                              "no one rule for what more embeddings give")
     post = fit.posterior
     scales = {k: _flat(post, k) for k in ("tau", "eta", "sigma", "kappa", "lambda", "omega")
-              + tuple(x for x in ("psi", "xi", "gamma") if x in post)}
+              + tuple(x for x in ("psi", "xi", "gamma", "phi") if x in post)}
     n_strength = embedding_level.strength_stereotypes(cells).size if "gamma" in post else 0
     mu = _flat(post, "mu_bar")
     words = st["words"].size
