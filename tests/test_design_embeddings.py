@@ -60,24 +60,24 @@ def test_variance_matches_simulated_studies(kind, levels):
 
 
 def test_stereotype_strength_adds_to_contrasts_of_associated_only():
-    """gamma^2 / S, once (it does not shrink with more embeddings), for the three contrasts
-    with associated; human - none is unchanged."""
+    """gamma^2 / S, once (it does not shrink with more embeddings), fully for associated -
+    different and a quarter for the contrasts with a control; human - none is unchanged."""
     lay = _layout()
     with_g = dict(_scales(), gamma=np.array([0.04]))
-    for c, added in (("associated - none", True), ("associated - different", True),
-                     ("associated - human", True), ("human - none", False)):
+    for c, added in (("associated - none", 0.25), ("associated - different", 1.0),
+                     ("associated - human", 0.25), ("human - none", 0.0)):
         for k in (2, 16):
             base = contrast_variance(_scales(), c, k, kind="corpora", **lay)
             got = contrast_variance(with_g, c, k, kind="corpora", stereotypes=10, **lay)
-            np.testing.assert_allclose(got - base, 0.04**2 / 10 if added else 0.0,
-                                       rtol=1e-12, atol=1e-18)
+            np.testing.assert_allclose(got - base, added * 0.04**2 / 10, rtol=1e-12,
+                                       atol=1e-18)
             # its deviations per corpus sample shrink like 1/K (with that level)
             both = dict(with_g, phi=np.array([0.03]), psi=np.array([0.0]))
             got = contrast_variance(both, c, k, kind="corpora", stereotypes=10,
                                     interactions=(True, False), **lay)
             base = contrast_variance(dict(_scales(), psi=np.array([0.0])), c, k,
                                      kind="corpora", interactions=(True, False), **lay)
-            want = (0.04**2 + 0.03**2 / k) / 10 if added else 0.0
+            want = added * (0.04**2 + 0.03**2 / k) / 10
             np.testing.assert_allclose(got - base, want, rtol=1e-12, atol=1e-18)
 
 

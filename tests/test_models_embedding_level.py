@@ -70,16 +70,18 @@ def test_interaction_levels_with_a_factor_sum_to_zero_within_levels():
     # the strength's own deviation in that sample (zero-sum over each level's samples)
     stereo = strength_stereotypes(c)
     assert stereo.size == g.shape[1] == 8 and np.abs(g).max() > 1e-4
-    own = row_effect[:, n:].reshape(5, stereo.size, r)
-    w = own - base[:, stereo, :] - g[:, :, None]
+    ext = row_effect[:, n:].reshape(5, 2, stereo.size, r)  # associated, different
+    half = (ext[:, 0] - ext[:, 1]) / 2
+    np.testing.assert_allclose((ext[:, 0] + ext[:, 1]) / 2, base[:, stereo, :], atol=1e-12)
+    w = half - g[:, :, None] / 2  # the strength's own deviation per sample
     for k in (0, 1):
         np.testing.assert_allclose(w[:, :, level == k].sum(axis=-1), 0.0, atol=1e-10)
     assert np.abs(w).max() > 1e-3
     np.testing.assert_allclose(g.sum(axis=1), 0.0, atol=1e-12)
     idx_s, n_s = row_attribute(c, strength=True)
-    assoc = c.conn_idx == 0
-    assert n_s == n + stereo.size * r and np.array_equal(idx_s[~assoc], idx[~assoc])
-    assert (idx_s[assoc] >= n).all()
+    moved = c.conn_idx <= 1
+    assert n_s == n + 2 * stereo.size * r and np.array_equal(idx_s[~moved], idx[~moved])
+    assert (idx_s[moved] >= n).all()
     # two runs per sample: the word x sample level too, zero-sum within levels
     t2, _ = _factor_table(levels=("2000", "1990"), n_embeddings=8, runs_per_sample=2)
     st2 = structure(el_cells(t2))
@@ -112,7 +114,8 @@ def test_a_spec_without_gamma_has_no_strength_level(tmp_path):
 
 
 def test_row_moments_add_the_stereotype_strength():
-    """The model checks' row means add g to a stereotype's associated rows only."""
+    """The model checks' row means add q/2 to a stereotype's associated rows and subtract it
+    from its different rows."""
     from types import SimpleNamespace
 
     import xarray as xr
@@ -132,8 +135,8 @@ def test_row_moments_add_the_stereotype_strength():
     names = c.attributes[c.attr_idx]
     for i, a in enumerate(stereo):
         own = (names == a) & (c.conn_idx == 0)
-        assert own.any() and np.all(mean[0, own] == i + 1)
-        assert np.all(mean[0, (names == a) & (c.conn_idx == 1)] == 0)
+        assert own.any() and np.all(mean[0, own] == (i + 1) / 2)
+        assert np.all(mean[0, (names == a) & (c.conn_idx == 1)] == -(i + 1) / 2)
     assert np.all(mean[0, c.conn_idx >= 2] == 0)
 
 

@@ -80,15 +80,16 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
     if "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
         mean += v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]  # (a new array)
-    if "stereotype_strength" in post:  # embedding_level: on a stereotype's associated rows
+    if "stereotype_strength" in post:  # embedding_level: +-q/2, associated / different rows
         g = post["stereotype_strength"].transpose("chain", "draw", ...).values
-        g = g.reshape(-1, g.shape[-1])[keep]
+        g = g.reshape(-1, g.shape[-1])[keep] / 2
         where = {a: i for i, a in enumerate(map(str, c.attributes))}
         j = np.full(c.attributes.size, -1)
         j[[where[str(a)] for a in post["stereotype"].values]] = np.arange(g.shape[1])
         jr = j[c.attr_idx[rows]]
-        own = (conn == CONNECTIONS.index("associated")) & (jr >= 0)
-        mean[:, own] += g[:, jr[own]]
+        for name, sign in (("associated", 1.0), ("different", -1.0)):
+            sel = (conn == CONNECTIONS.index(name)) & (jr >= 0)
+            mean[:, sel] += sign * g[:, jr[sel]]
     return mean, sig[:, conn]
 
 

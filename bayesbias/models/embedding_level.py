@@ -5,15 +5,16 @@ The table holds the distances of one word list in E >= 2 embeddings (an ``embedd
 ``e`` the embedding, ``r`` its corpus sample (``corpus_sample`` column) and ``a`` the
 attribute::
 
-    distance_i ~ Normal(mu[w@e, c] + v[a] (+ q[a] if associated) + psi u[a, r], sigma[c])
+    distance_i ~ Normal(mu[w@e, c] + v[a] (+- q[a] / 2) + psi u[a, r], sigma[c])
     mu[w@e, c] = word[w, c] + xi[c] x[w, r, c] + b[r, c] + s[e, c] + eta[c] z[w@e, c]
     word[w, c] ~ Normal(m[c], tau[c])              word effects shared across embeddings
     b[r, c]    = kappa0 g[r] + kappa[c] h[r, c]     corpus-sample deviations (R >= 2 samples)
     s[e, c]    = lambda0 g'[e] + lambda[c] h'[e, c] training-run deviations (a sample with
                                                     two or more embeddings)
     v[a]       ~ Normal(0, omega)                   attribute effects (as in ``crossed``)
-    q[a]       ~ Normal(0, gamma)                   a stereotype's own-class strength, added
-                                                    to its ``associated`` rows only
+    q[a]       ~ Normal(0, gamma)                   a stereotype's own-class strength: +q/2
+                                                    on its ``associated`` rows, -q/2 on its
+                                                    ``different`` rows
     psi u[a, r], xi[c] x[w, r, c]                   an attribute's and a word's deviation in
                                                     one corpus sample, shared by its runs
     phi w[a, r]                                     a stereotype's strength deviation there
@@ -262,9 +263,10 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
             "  b[r, c] = kappa0 g[r] + kappa[c] h[r, c]      (corpus samples, if 2 or more)",
             "  s[e, c] = lambda0 g'[e] + lambda[c] h'[e, c]  (training runs within a sample)",
             "  v[a] ~ Normal(0, omega)",
-            *([f"  + q[a] in a stereotype's associated rows (its own-class strength): "
-               f"q ~ Normal(0, gamma), gamma ~ {p['gamma']}"] if "gamma" in p else []),
-            *([f"  + phi w[a, r] there (its strength's deviation in one corpus sample, "
+            *([f"  +- q[a] / 2 in a stereotype's associated / different rows (its own-class "
+               f"strength): q ~ Normal(0, gamma), gamma ~ {p['gamma']}"] if "gamma" in p
+              else []),
+            *([f"  +- phi w[a, r] / 2 there (its strength's deviation in one corpus sample, "
                f"zero-sum over samples): phi ~ {p['phi']}"] if "gamma" in p and "phi" in p
               else []),
             "  + psi u[a, r] (attribute x corpus sample), + xi[c] x[{0}, r, c] in mu ({0} x "
@@ -316,9 +318,10 @@ def row_attribute(cells: Cells, strength: bool = False) -> tuple[np.ndarray, int
     The attribute index itself, or, with an attribute x corpus-sample level (two or more
     samples compared, :func:`structure`), ``attribute * R + sample``: the same attribute in
     another corpus sample has its own effect ``v[a] + psi u[a, r]``. With `strength` the
-    ``associated`` rows of each stereotype ``j`` (:func:`strength_stereotypes`) get indices
-    of their own after those, ``n + j * R + sample``: their effect adds the stereotype's
-    own-class strength ``q[j]``.
+    ``associated`` and the ``different`` rows of each stereotype ``j``
+    (:func:`strength_stereotypes`) get indices of their own after those, ``n + j * R +
+    sample`` and ``n + (S + j) * R + sample``: their effects add and subtract half the
+    stereotype's own-class strength ``q[j]``.
     """
     st = structure(cells)
     n_a = cells.attributes.size
@@ -335,9 +338,12 @@ def row_attribute(cells: Cells, strength: bool = False) -> tuple[np.ndarray, int
         return idx, n
     j = np.full(n_a, -1, dtype=np.int64)
     j[stereotypes] = np.arange(stereotypes.size)
-    own = cells.conn_idx == CONNECTIONS.index("associated")
-    out = np.where(own, n + j[cells.attr_idx] * r + sample_of_row, idx)
-    return out.astype(np.int64), n + stereotypes.size * r
+    jr = j[cells.attr_idx]
+    own = (cells.conn_idx == CONNECTIONS.index("associated")) & (jr >= 0)
+    other = (cells.conn_idx == CONNECTIONS.index("different")) & (jr >= 0)
+    out = np.where(own, n + jr * r + sample_of_row, idx)
+    out = np.where(other, n + (stereotypes.size + jr) * r + sample_of_row, out)
+    return out.astype(np.int64), n + 2 * stereotypes.size * r
 
 
 def strength_stereotypes(cells: Cells) -> np.ndarray:
@@ -504,11 +510,13 @@ def _strength(spec: ModelSpec, cells: Cells, shift):
     """Add the stereotypes' own-class strengths ``q``; return ``q`` and the new `shift`.
 
     A stereotype sits closer to its own class's words than to other classes' by an amount
-    of its own: ``q[j]`` is added to its ``associated`` rows only (``v[a]`` to all its rows),
-    ``q ~ Normal(0, gamma)`` sum-to-zero over the stereotypes, and the mean of an i.i.d.
-    ``q`` comes back in ``mu_bar[associated]`` as ``gamma z / sqrt(S)``: which stereotypes
-    were listed, and how strongly each is a stereotype, is uncertain too. None without the
-    level (no ``gamma`` prior, or no stereotype with both kinds of rows).
+    of its own: ``q[j] / 2`` is added to its ``associated`` rows and subtracted from its
+    ``different`` rows (``v[a]`` is their midpoint, so the two are independent: a frequent
+    word moves both, a strong stereotype moves them apart), ``q ~ Normal(0, gamma)``
+    sum-to-zero over the stereotypes, and the mean of an i.i.d. ``q`` comes back in
+    ``mu_bar`` as ``+-gamma z / (2 sqrt(S))``: which stereotypes were listed, and how strongly
+    each is a stereotype, is uncertain too. None without the level (no ``gamma`` prior, or
+    no stereotype with both kinds of rows).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -525,7 +533,7 @@ def _strength(spec: ModelSpec, cells: Cells, shift):
         z = pt.zeros(1)
     g = pm.Deterministic("stereotype_strength", gamma * z, dims="stereotype")
     mean = gamma * pm.Normal("stereotype_strength_mean_z", 0.0, 1.0) / np.sqrt(stereotypes.size)
-    return g, shift + pt.concatenate([pt.stack([mean]), pt.zeros(_NC - 1)])
+    return g, shift + pt.concatenate([pt.stack([mean / 2, -mean / 2]), pt.zeros(_NC - 2)])
 
 
 def _effects(spec: ModelSpec, cells: Cells) -> dict:
@@ -635,16 +643,16 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
         v_row = (v[:, None] + psi * u).reshape((-1,))
     else:
         v_row = v
-    if strength is not None:  # a stereotype's associated rows: v (+ psi u) + q (+ phi w)
+    if strength is not None:  # a stereotype's rows: v (+ psi u) +- (q + phi w) / 2
         r = st["samples"].size if st["attribute_sample_level"] else 1
         base = (strength_stereotypes(cells)[:, None] * r + np.arange(r)[None, :]).reshape(-1)
-        own = v_row[base] + pt.repeat(g, r)
+        half = pt.repeat(g, r) / 2
         if st["attribute_sample_level"] and "phi" in pr:
             # its strength's deviation in one corpus sample (zero-sum over samples, as u)
             phi = pr["phi"].create("phi")
             w = _sample_deviations("stereotype_strength_sample_z", ("stereotype",), st)
-            own = own + phi * w.reshape((-1,))
-        v_row = pt.concatenate([v_row, own])
+            half = half + phi * w.reshape((-1,)) / 2
+        v_row = pt.concatenate([v_row, v_row[base] + half, v_row[base] - half])
     if fac is None:
         pm.Deterministic("mu_bar", big_m - shift, dims="connection")
     else:  # shift: (levels, connections); mu_bar: the levels' average

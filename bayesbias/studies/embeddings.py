@@ -15,9 +15,10 @@ words and ``N_c`` rows of connection ``c`` per embedding)::
          + omega^2 (1 / A_a + 1 / A_b)            which attribute words were chosen
                                                   (0 for associated - different: both
                                                   average over the same stereotypes)
-         + gamma^2 / S                            how strongly the S chosen stereotypes
-                                                  are stereotypes (contrasts of associated)
-         + phi^2 / (S K)                          ... and their deviations in one sample
+         + f (gamma^2 / S + phi^2 / (S K))        how strongly the S chosen stereotypes
+                                                  are stereotypes, and their deviations in
+                                                  one sample (f: 1 for associated -
+                                                  different, 1/4 with one of them, else 0)
          + (sigma_a^2 / N_a + sigma_b^2 / N_b) / K   single distances
          + kappa_a^2                              bootstrap only: the corpus is one more draw
 
@@ -95,10 +96,13 @@ def contrast_variance(scales: dict, contrast: str, k: int, *, words: int, attrib
         v = v + scales["omega"] ** 2 * per_attribute
         if interactions[0]:
             v = v + scales["psi"] ** 2 * per_attribute / k
-    if stereotypes and "gamma" in scales and "associated" in (a, b):
-        v = v + scales["gamma"] ** 2 / stereotypes
+    # +-q/2 on associated / different rows: the mean q counts fully in associated -
+    # different, by half in a contrast of one of them with a control
+    share = {0: 0.0, 1: 0.25, 2: 1.0}[len({a, b} & {"associated", "different"})]
+    if stereotypes and "gamma" in scales and share:
+        v = v + share * scales["gamma"] ** 2 / stereotypes
         if interactions[0] and "phi" in scales:  # its deviations per corpus sample
-            v = v + scales["phi"] ** 2 / (stereotypes * k)
+            v = v + share * scales["phi"] ** 2 / (stereotypes * k)
     v = v + s[:, ia] ** 2 / (rows_per_embedding[a] * k) \
         + s[:, ib] ** 2 / (rows_per_embedding[b] * k)
 
