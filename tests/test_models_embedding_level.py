@@ -113,31 +113,28 @@ def test_a_spec_without_gamma_has_no_strength_level(tmp_path):
         ModelSpec.from_dict(d)
 
 
-def test_row_moments_add_the_stereotype_strength():
-    """The model checks' row means add q/2 to a stereotype's associated rows and subtract it
-    from its different rows."""
-    from types import SimpleNamespace
-
+@pytest.mark.parametrize("case", ["bootstrap", "factor"])
+def test_row_attribute_effects_rebuild_the_models(case):
+    """The checks' per-row attribute effects, rebuilt from posterior variables, equal the
+    model's own (v + psi u +- (q + phi w) / 2) at the same draws, to 1e-12."""
+    import pymc as pm
     import xarray as xr
 
-    from bayesbias.models.checks import _row_moments
-    from bayesbias.models.embedding_level import strength_stereotypes
+    from bayesbias.models.embedding_level import cells as el_cells
+    from bayesbias.models.embedding_level import row_attribute_effects, row_level_model
 
-    c = cells_from_table(_table()[0])
-    stereo = c.attributes[strength_stereotypes(c)]
-    g = np.arange(1, stereo.size + 1, dtype=float)[None, None, :]
-    post = xr.Dataset({"mu": (("chain", "draw", "unit", "connection"),
-                              np.zeros((1, 1, c.units.size, 4))),
-                       "sigma": (("chain", "draw", "connection"), np.ones((1, 1, 4))),
-                       "stereotype_strength": (("chain", "draw", "stereotype"), g)},
-                      coords={"stereotype": stereo.tolist()})
-    mean, _ = _row_moments(SimpleNamespace(cells=c, posterior=post), keep=np.array([0]))
-    names = c.attributes[c.attr_idx]
-    for i, a in enumerate(stereo):
-        own = (names == a) & (c.conn_idx == 0)
-        assert own.any() and np.all(mean[0, own] == (i + 1) / 2)
-        assert np.all(mean[0, (names == a) & (c.conn_idx == 1)] == -(i + 1) / 2)
-    assert np.all(mean[0, c.conn_idx >= 2] == 0)
+    t = _factor_table(levels=("2000", "1990"))[0] if case == "factor" else \
+        _table("bootstrap", runs_per_sample=2)[0]
+    c = el_cells(t)
+    m = row_level_model(load_spec("embedding_level"), c)
+    names = [v.name for v in m.free_RVs] + ["attribute_effect", "stereotype_strength",
+                                             "attribute_row_effect"]
+    draws = pm.draw([m[n] for n in names], draws=3, random_seed=4)
+    post = xr.Dataset({n: (("chain", "draw", *[f"{n}_d{i}" for i in range(x.ndim - 1)]),
+                           x[None]) for n, x in zip(names, draws, strict=True)})
+    idx, got = row_attribute_effects(post, c, np.arange(3))
+    assert idx.max() < got.shape[1]
+    np.testing.assert_allclose(got, draws[-1], atol=1e-12)
 
 
 def test_one_embedding_refused():

@@ -77,19 +77,18 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
         mean = mu[:, c.unit_idx[rows], conn]
     else:
         mean = _drawn_cell_means(fit, keep, c.unit_idx[rows], conn)
-    if "attribute_effect" in post:
+    spec = getattr(fit, "spec", None)
+    hook = None
+    if spec is not None:
+        from .families import family_module
+
+        hook = getattr(family_module(spec.family), "row_attribute_effects", None)
+    if hook is not None:  # embedding_level: per corpus sample, and the strengths
+        idx, effects = hook(post, c, keep)
+        mean += effects[:, idx[rows]]
+    elif "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
         mean += v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]  # (a new array)
-    if "stereotype_strength" in post:  # embedding_level: +-q/2, associated / different rows
-        g = post["stereotype_strength"].transpose("chain", "draw", ...).values
-        g = g.reshape(-1, g.shape[-1])[keep] / 2
-        where = {a: i for i, a in enumerate(map(str, c.attributes))}
-        j = np.full(c.attributes.size, -1)
-        j[[where[str(a)] for a in post["stereotype"].values]] = np.arange(g.shape[1])
-        jr = j[c.attr_idx[rows]]
-        for name, sign in (("associated", 1.0), ("different", -1.0)):
-            sel = (conn == CONNECTIONS.index(name)) & (jr >= 0)
-            mean[:, sel] += sign * g[:, jr[sel]]
     return mean, sig[:, conn]
 
 

@@ -826,6 +826,50 @@ def word_means(posterior):
     return xr.DataArray(out).transpose("chain", "draw", "connection", "word")
 
 
+def row_attribute_effects(posterior, cells: Cells, keep: np.ndarray) -> tuple[np.ndarray,
+                                                                               np.ndarray]:
+    """Return each row's attribute-effect index and the effects at the flat draws `keep`.
+
+    The effects of :func:`row_attribute` (``v[a]``, plus ``psi u[a, r]`` per corpus sample,
+    plus ``+-(q[a] + phi w[a, r]) / 2`` on a stereotype's associated / different rows), as
+    (draws, effects), rebuilt from the posterior: what the model checks add to a row's
+    cell mean.
+    """
+    def flat(name):
+        x = posterior[name].transpose("chain", "draw", ...).values
+        return x.reshape(-1, *x.shape[2:])[keep]
+
+    st = structure(cells)
+    strength = "stereotype_strength" in posterior
+    idx = row_attribute(cells, strength)[0]
+    v = flat("attribute_effect")
+    r = st["samples"].size if st["attribute_sample_level"] else 1
+
+    def per_sample(name, size):  # zero-sum deviations per corpus sample (draws, size, R)
+        if name in posterior:
+            return flat(name)
+        out = np.zeros((keep.size, size, r))
+        for k, group in enumerate(st["sample_groups"]):
+            out[:, :, group] = flat(f"{name}_{k}")
+        return out
+
+    if st["attribute_sample_level"]:
+        u = per_sample("attribute_sample_z", v.shape[1])
+        rows = (v[:, :, None] + flat("psi")[:, None, None] * u).reshape(keep.size, -1)
+    else:
+        rows = v
+    if strength:
+        stereo = strength_stereotypes(cells)
+        base = rows.reshape(keep.size, -1, r)[:, stereo, :]
+        half = np.repeat(flat("stereotype_strength")[:, :, None], r, axis=2) / 2
+        if st["attribute_sample_level"] and "phi" in posterior:
+            w = per_sample("stereotype_strength_sample_z", stereo.size)
+            half = half + flat("phi")[:, None, None] * w / 2
+        rows = np.concatenate([rows, (base + half).reshape(keep.size, -1),
+                               (base - half).reshape(keep.size, -1)], axis=1)
+    return idx, rows
+
+
 def row_sd(posterior):
     """Sd of a row around its cell mean plus attribute effect: ``sigma`` (as by default)."""
     return posterior["sigma"]

@@ -38,6 +38,8 @@ Optional (absent means "no"):
 - ``likelihood(spec, cells, mu)``: adds the rows' log-density to the current model
   (default: Normal rows around the cell means with the shared ``sigma``, made by
   :func:`~bayesbias.models.base.build_model`); a family with its own creates ``sigma``;
+- ``row_attribute_effects(posterior, cells, keep)``: each row's attribute-effect index and
+  the effects at the given draws, for the model checks (default: ``attribute_effect``);
 - ``row_sd(posterior)``: each row's sd around its cell mean per connection, draws (default
   ``sigma``), for the predictive check and the model checks;
 - ``PM_SAMPLE``: sampled through ``pm.sample`` rather than nutpie's compiled-model cache;

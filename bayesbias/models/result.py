@@ -118,7 +118,8 @@ def _row_view(fit):
     if hook is None:
         return fit
     post = fit.posterior
-    return SimpleNamespace(cells=fit.cells, posterior=post.assign(sigma=hook(post)))
+    return SimpleNamespace(cells=fit.cells, posterior=post.assign(sigma=hook(post)),
+                           spec=fit.spec)
 
 
 class Fit:
