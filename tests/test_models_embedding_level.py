@@ -113,6 +113,25 @@ def test_a_spec_without_gamma_has_no_strength_level(tmp_path):
         ModelSpec.from_dict(d)
 
 
+def test_strengths_centred_when_the_rows_pin_them():
+    import pymc as pm
+
+    from bayesbias.models.embedding_level import strength_noncentred
+
+    t = _table("bootstrap", n_embeddings=6)[0]
+    assert strength_noncentred(cells_from_table(t))  # no strength planted
+    stereo = sorted(t.loc[t["connection"] == "associated", "attribute"].unique())
+    shift = dict(zip(stereo, np.linspace(-0.6, 0.6, len(stereo)), strict=True))
+    t = t.copy()
+    sign = t["connection"].map({"associated": 0.5, "different": -0.5}).fillna(0.0)
+    t["cosine_distance"] += sign * t["attribute"].map(shift).fillna(0.0)
+    c = cells_from_table(t)
+    assert not strength_noncentred(c)
+    m = build_model(load_spec("embedding_level"), c)
+    assert "stereotype_strength" in [v.name for v in m.free_RVs]
+    assert pm.draw(m["stereotype_strength"], random_seed=1).sum() == pytest.approx(0, abs=1e-9)
+
+
 @pytest.mark.parametrize("case", ["bootstrap", "factor"])
 def test_row_attribute_effects_rebuild_the_models(case):
     """The checks' per-row attribute effects, rebuilt from posterior variables, equal the

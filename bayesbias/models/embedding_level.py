@@ -346,6 +346,35 @@ def row_attribute(cells: Cells, strength: bool = False) -> tuple[np.ndarray, int
     return out.astype(np.int64), n + 2 * stereotypes.size * r
 
 
+def strength_noncentred(cells: Cells) -> bool:
+    """Whether to sample the stereotype strengths non-centred (little information on each).
+
+    Moment estimates, as :func:`~bayesbias.models.crossed.attribute_noncentred`: each
+    stereotype's mean residual (around its cells' means) on its associated rows minus that
+    on its different rows, their variance across stereotypes (``gamma^2`` plus noise) and
+    the noise ``s2 (1/n_a + 1/n_d)``; non-centred when ``gamma^2 / noise`` is below
+    :data:`~bayesbias.models.crossed.AUTO_RATIO`.
+    """
+    from .crossed import AUTO_RATIO
+
+    stereo = strength_stereotypes(cells)
+    if stereo.size < 2:
+        return True
+    res = np.asarray(cells.y, dtype=float) - cells.mean[cells.unit_idx, cells.conn_idx]
+    s2 = float(np.sum(res**2) / max(res.size - np.count_nonzero(cells.n), 1))
+    d, noise = [], []
+    for a in stereo:
+        parts = []
+        for c in ("associated", "different"):
+            sel = (cells.attr_idx == a) & (cells.conn_idx == CONNECTIONS.index(c))
+            parts.append((res[sel].mean(), sel.sum()))
+        d.append(parts[0][0] - parts[1][0])
+        noise.append(s2 * (1.0 / parts[0][1] + 1.0 / parts[1][1]))
+    noise = float(np.mean(noise))
+    gamma2 = max(float(np.var(d, ddof=1)) - noise, 1e-12)
+    return gamma2 / noise < AUTO_RATIO
+
+
 def strength_stereotypes(cells: Cells) -> np.ndarray:
     """Return the attributes (indices) with both ``associated`` and ``different`` rows.
 
@@ -527,11 +556,13 @@ def _strength(spec: ModelSpec, cells: Cells, shift):
     model = pm.modelcontext(None)
     model.add_coord("stereotype", cells.attributes[stereotypes].tolist())
     gamma = spec.priors["gamma"].create("gamma")
-    if stereotypes.size > 1:
+    if stereotypes.size < 2:
+        g = pm.Deterministic("stereotype_strength", pt.zeros(1), dims="stereotype")
+    elif strength_noncentred(cells):
         z = pm.ZeroSumNormal("stereotype_strength_z", sigma=1.0, dims="stereotype")
-    else:
-        z = pt.zeros(1)
-    g = pm.Deterministic("stereotype_strength", gamma * z, dims="stereotype")
+        g = pm.Deterministic("stereotype_strength", gamma * z, dims="stereotype")
+    else:  # the rows pin each strength: centred mixes better
+        g = pm.ZeroSumNormal("stereotype_strength", sigma=gamma, dims="stereotype")
     mean = gamma * pm.Normal("stereotype_strength_mean_z", 0.0, 1.0) / np.sqrt(stereotypes.size)
     return g, shift + pt.concatenate([pt.stack([mean / 2, -mean / 2]), pt.zeros(_NC - 2)])
 
@@ -805,7 +836,8 @@ def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
         h.update(np.ascontiguousarray(fac["embedding_level"]).tobytes())
     lay = attribute_groups(cells, has_strength(spec))
     return (h.hexdigest(), lay["group_cells"].size, lay["pair_group"].size,
-            bool(attribute_noncentred(cells)))
+            bool(attribute_noncentred(cells)),
+            bool(has_strength(spec) and strength_noncentred(cells)))
 
 
 def word_means(posterior):
