@@ -2,15 +2,17 @@ r"""What stereotypes of unequal strength do to the `crossed` intervals on the sh
 
 The `crossed` model gives every attribute word one effect ``v[a]`` on all its rows. A
 stereotype also has an own-class strength: how much closer it sits to its own class's words
-than to other classes' (``embedding_level`` models it as ``g[a]`` on the stereotype's
-``associated`` rows, ``g ~ Normal(0, gamma)``). This script measures, per shipped table,
+than to other classes' (``embedding_level`` models it as ``+-q[a]/2`` on the stereotype's
+``associated`` / ``different`` rows, ``q ~ Normal(0, gamma)``). This script measures, per
+shipped table,
 
 - the spread of each stereotype's own-minus-other mean distance (word-centred) beyond its
   noise: the moment estimate of ``gamma`` and of ``gamma / sqrt(S)``, the sd it adds to the
   contrasts of ``associated``;
-- with ``--fit``, both `crossed` and `crossed` plus ``g`` (PyMC's row-level model, ``g``
-  added to the rows by patching ``crossed.row_effects``; prior ``gamma ~ Exponential(10)``)
-  on the same table with the same sampler, and their verdict-contrast intervals.
+- with ``--fit``, both `crossed` and `crossed` plus ``+-q/2`` (PyMC's row-level model, the
+  term added to the rows by patching ``crossed.row_effects``; prior ``gamma ~
+  Exponential(10)``) on the same table with the same sampler, and their verdict-contrast
+  intervals.
 
 Usage::
 
@@ -46,7 +48,7 @@ def strength_moments(table: pd.DataFrame) -> dict:
 
 
 def _with_strength():
-    """Patch crossed.row_effects to add g[a] on a stereotype's associated rows."""
+    """Patch crossed.row_effects to add +-q[a]/2 on a stereotype's associated / different rows."""
     import pymc as pm
 
     from bayesbias.config import CONNECTIONS
@@ -68,11 +70,12 @@ def _with_strength():
         g = pm.Deterministic("stereotype_strength",
                              gamma * pm.Normal("stereotype_strength_z", 0.0, 1.0,
                                                dims="stereotype"), dims="stereotype")
-        rows = np.flatnonzero(own & (j[cells.attr_idx] >= 0))
-        extra = pm.math.zeros(conn.size)
         import pytensor.tensor as pt
 
-        extra = pt.set_subtensor(extra[rows], g[j[cells.attr_idx[rows]]])
+        extra = pm.math.zeros(conn.size)
+        for sel, sign in ((own, 0.5), (other, -0.5)):
+            rows = np.flatnonzero(sel & (j[cells.attr_idx] >= 0))
+            extra = pt.set_subtensor(extra[rows], sign * g[j[cells.attr_idx[rows]]])
         return v_rows + extra
 
     return original, row_effects
