@@ -67,6 +67,7 @@ def _model_checks(fit) -> list[Check]:
                              "its interval comes from the prior alone and is not a finding"))
     from .checks import ATTRIBUTE_ALPHA, attribute_dependence, loo_coverage, loo_skip_reason
 
+    spec = fit.spec
     fit = _row_view(fit)
     skip = loo_skip_reason(fit)
     if skip is not None:
@@ -75,11 +76,17 @@ def _model_checks(fit) -> list[Check]:
         out.append(_coverage_check(*loo_coverage(fit)))
     p = attribute_dependence(fit)
     if p is not None and p < ATTRIBUTE_ALPHA:
+        from .families import family_has
+
+        # a model with attribute effects of its own: the shift is one it lacks beyond them
+        has_own = family_has(spec.family, "ATTRIBUTE_EFFECTS") or family_has(spec.family,
+                                                                             "EMBEDDINGS")
         out.append(Check("attribute_dependence", False,
                          f"rows that share an attribute word share a shift this model does not "
                          f"have (attribute-dependence check p = {p:.2g}): its group-level "
                          "intervals treat the listed attributes as fixed and are likely too "
-                         "narrow; use the crossed model (the default)", p))
+                         "narrow" + ("" if has_own else "; use the crossed model (the default)"),
+                         p))
     elif p is not None:
         out.append(Check("attribute_dependence", True,
                          f"no sign of attribute-word effects beyond the model's "
