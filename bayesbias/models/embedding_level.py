@@ -362,15 +362,13 @@ def strength_noncentred(cells: Cells) -> bool:
         return True
     res = np.asarray(cells.y, dtype=float) - cells.mean[cells.unit_idx, cells.conn_idx]
     s2 = float(np.sum(res**2) / max(res.size - np.count_nonzero(cells.n), 1))
-    d, noise = [], []
-    for a in stereo:
-        parts = []
-        for c in ("associated", "different"):
-            sel = (cells.attr_idx == a) & (cells.conn_idx == CONNECTIONS.index(c))
-            parts.append((res[sel].mean(), sel.sum()))
-        d.append(parts[0][0] - parts[1][0])
-        noise.append(s2 * (1.0 / parts[0][1] + 1.0 / parts[1][1]))
-    noise = float(np.mean(noise))
+    key = cells.attr_idx.astype(np.int64) * _NC + cells.conn_idx  # one pass over the rows
+    size = cells.attributes.size * _NC
+    sums = np.bincount(key, weights=res, minlength=size).reshape(-1, _NC)[stereo]
+    counts = np.bincount(key, minlength=size).reshape(-1, _NC)[stereo]
+    own, other = CONNECTIONS.index("associated"), CONNECTIONS.index("different")
+    d = sums[:, own] / counts[:, own] - sums[:, other] / counts[:, other]
+    noise = float(np.mean(s2 * (1.0 / counts[:, own] + 1.0 / counts[:, other])))
     gamma2 = max(float(np.var(d, ddof=1)) - noise, 1e-12)
     return gamma2 / noise < AUTO_RATIO
 
