@@ -386,19 +386,21 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
 
     From the posterior draws of an ``embedding_level`` fit. Per connection ``c`` the variance
     of one protected word's mean distance in one embedding around the corpus-level mean splits
-    into word choice ``tau[c]^2``, the word's own variation between embeddings ``eta[c]^2``,
-    the corpus sample ``kappa0^2 + kappa[c]^2`` (plus ``xi[c]^2``, the word's deviation shared
-    by a sample's runs, and ``psi^2 / A[c]``, its attributes' deviations in that sample, ``A``
-    attribute words of the connection's kind) and the training run ``lambda0^2 +
-    lambda[c]^2`` (a level the ensemble lacks counts 0). For a contrast ``a - b`` the parts
-    of ``a`` and ``b`` add, except the shifts shared by all connections (``kappa0``,
-    ``lambda0``), which cancel. ``embedding_share`` = (word x embedding + corpus sample +
-    training run) / total, with its interval; the other columns are posterior means of each
-    part's share.
+    into the choice of words: the protected word ``tau[c]^2`` and its ``A`` attribute words
+    ``omega^2 / A`` (plus ``gamma^2 / (4 A)``, their strengths as stereotypes, on associated
+    and different rows); the word's own variation between embeddings ``eta[c]^2``; the corpus
+    sample ``kappa0^2 + kappa[c]^2`` (plus ``xi[c]^2``, the word's deviation shared by a
+    sample's runs, and ``psi^2 / A`` and ``phi^2 / (4 A)``, its attributes' deviations in that
+    sample); and the training run ``lambda0^2 + lambda[c]^2`` (a level the ensemble lacks
+    counts 0). ``A`` is the cell's attribute words (the mean of 1 / A over the connection's
+    cells). For a contrast ``a - b`` the parts of ``a`` and ``b`` add, except the shifts
+    shared by all connections (``kappa0``, ``lambda0``), which cancel. ``embedding_share`` =
+    (word x embedding + corpus sample + training run) / total, with its interval; the other
+    columns are posterior means of each part's share.
     """
     from .config import CONNECTIONS, defaults
     from .intervals import posterior_interval
-    from .models.embedding_level import attributes_per_connection, structure
+    from .models.embedding_level import has_strength, structure
 
     ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
@@ -417,11 +419,19 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     zero = np.zeros(n)
     vs_none = list(CONNECTIONS[:3])
 
-    n_attr = attributes_per_connection(fit.cells)
+    # 1 / A averaged over a connection's nonempty cells (a cell's rows are its attributes)
+    cell_rows = fit.cells.n
+    inv_attr = {c: float(np.mean(1.0 / cell_rows[cell_rows[:, j] > 0, j]))
+                if (cell_rows[:, j] > 0).any()
+                else 0.0 for j, c in enumerate(CONNECTIONS)}
+    strength = has_strength(fit.spec) and "gamma" in post
 
     def parts(c: str, shared: bool) -> dict:
         j = CONNECTIONS.index(c)
+        stereo = 0.25 * inv_attr[c] if strength and c in ("associated", "different") else 0.0
         out = {"word choice": flat("tau")[:, j] ** 2,
+               "attribute choice": flat("omega") ** 2 * inv_attr[c]
+               + (flat("gamma") ** 2 * stereo if stereo else zero),
                "word x embedding": flat("eta")[:, j] ** 2}
         for key, lev, s0, s in (("corpus sample", "sample_level", "kappa0", "kappa"),
                                 ("training run", "run_level", "lambda0", "lambda")):
@@ -433,7 +443,9 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
         if st["word_sample_level"] and "xi" in post:
             out["corpus sample"] = out["corpus sample"] + flat("xi")[:, j] ** 2
         if st["attribute_sample_level"] and "psi" in post:
-            out["corpus sample"] = out["corpus sample"] + flat("psi") ** 2 / n_attr[c]
+            out["corpus sample"] = out["corpus sample"] + flat("psi") ** 2 * inv_attr[c]
+            if stereo and "phi" in post:
+                out["corpus sample"] = out["corpus sample"] + flat("phi") ** 2 * stereo
         return out
 
     rows = []
@@ -444,7 +456,7 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
         quantities.append((con, {k: pa[k] + pb[k] for k in pa}))
     for name, p in quantities:
         total = sum(p.values())
-        share = (total - p["word choice"]) / total
+        share = (total - p["word choice"] - p["attribute choice"]) / total
         lo, hi = posterior_interval(share, ci_prob, ci_kind)
         row = {"quantity": name}
         row.update({k: float(np.mean(v / total)) for k, v in p.items()})
@@ -672,7 +684,7 @@ class EnsembleSummary:
         v = self.variance.set_index("quantity")
         for q in ("associated - none", "associated - different"):
             lines.append(f"  share of `{q}` variation from training/corpus sampling (vs "
-                         f"word choice): {v.loc[q, 'embedding_share']:.0%} ({iv} "
+                         f"the choice of words): {v.loc[q, 'embedding_share']:.0%} ({iv} "
                          f"{v.loc[q, 'lower']:.0%} to {v.loc[q, 'upper']:.0%})")
         rel = self.reliability
         lines.append("  " + (str(rel).replace("\n", "\n  ") if hasattr(rel, "to_dict")

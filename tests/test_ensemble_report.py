@@ -146,6 +146,8 @@ def _posterior(draws=200, seed=0):
         "kappa": (("chain", "draw", "connection_vs_none"), scale(3)),
         "lambda0": (("chain", "draw"), scale()),
         "lambda": (("chain", "draw", "connection_vs_none"), scale(3)),
+        "omega": (("chain", "draw"), scale()),
+        "gamma": (("chain", "draw"), scale()),
     })
 
 
@@ -156,23 +158,30 @@ def test_variance_shares_closed_form(kind, runs):
     A level the ensemble lacks counts 0; shared shifts cancel in contrasts.
     """
     post = _posterior()
-    fit = SimpleNamespace(spec=load_spec("embedding_level"), posterior=post,
-                          cells=cells_from_table(_table(kind, runs_per_sample=runs)))
+    cells = cells_from_table(_table(kind, runs_per_sample=runs))
+    fit = SimpleNamespace(spec=load_spec("embedding_level"), posterior=post, cells=cells)
     v = variance_shares(fit, ci_prob=0.9, ci_kind="eti").set_index("quantity")
-    parts = ["word choice", "word x embedding", "corpus sample", "training run"]
+    parts = ["word choice", "attribute choice", "word x embedding", "corpus sample",
+             "training run"]
     np.testing.assert_allclose(v[parts].sum(axis=1), 1.0, atol=1e-12)
     f = {k: post[k].values.reshape(-1, *post[k].shape[2:]) for k in post.data_vars}
     sample = kind == "bootstrap"
     run = kind == "seeds" or runs > 1
-    # associated (index 0): all four parts, shared shifts included
-    tot = (f["tau"][:, 0] ** 2 + f["eta"][:, 0] ** 2
+    # a cell's rows are its attribute words: A = 1 / mean(1 / rows) per connection
+    inv = [np.mean(1.0 / cells.n[cells.n[:, j] > 0, j]) for j in range(4)]
+    # associated (index 0): all five parts, shared shifts included; the stereotypes'
+    # strengths count gamma^2 / 4 per attribute word
+    choice = f["tau"][:, 0] ** 2 + (f["omega"] ** 2 + f["gamma"] ** 2 / 4) * inv[0]
+    tot = (choice + f["eta"][:, 0] ** 2
            + sample * (f["kappa0"] ** 2 + f["kappa"][:, 0] ** 2)
            + run * (f["lambda0"] ** 2 + f["lambda"][:, 0] ** 2))
-    share = 1 - f["tau"][:, 0] ** 2 / tot
+    share = 1 - choice / tot
     assert v.loc["associated", "embedding_share"] == pytest.approx(share.mean(), abs=1e-12)
     assert v.loc["associated", "lower"] == pytest.approx(np.quantile(share, 0.05), abs=1e-12)
     # associated - none: parts add; kappa0 and lambda0 cancel; none has no vs-none part
-    word = f["tau"][:, 0] ** 2 + f["tau"][:, 3] ** 2
+    # and no strength
+    word = (f["tau"][:, 0] ** 2 + f["tau"][:, 3] ** 2
+            + (f["omega"] ** 2 + f["gamma"] ** 2 / 4) * inv[0] + f["omega"] ** 2 * inv[3])
     tot = (word + f["eta"][:, 0] ** 2 + f["eta"][:, 3] ** 2 + sample * f["kappa"][:, 0] ** 2
            + run * f["lambda"][:, 0] ** 2)
     assert v.loc["associated - none", "embedding_share"] == pytest.approx(

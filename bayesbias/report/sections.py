@@ -598,11 +598,13 @@ def ensemble_section(ctx: WordListContext) -> None:
               "alone, and at the corpus level (last row)")
     sec.table(e.variance, f"{ctx.key}_variance_shares",
               f"Where the variation of a (protected word, embedding) cell mean comes from, per "
-              f"connection and contrast: posterior mean shares of word choice (tau^2), the "
-              f"word's own variation between embeddings (eta^2), corpus sample (kappa, and "
-              f"the word's and its attributes' deviations in that sample: xi, psi) and "
-              f"training run (lambda); `embedding_share` = all but word choice, with its "
-              f"{iv}. A level this ensemble lacks counts 0")
+              f"connection and contrast: posterior mean shares of the choice of protected "
+              f"words (tau^2) and of attribute words (omega^2 / A, and the stereotypes' "
+              f"strengths gamma^2 / 4A), the word's own variation between embeddings "
+              f"(eta^2), corpus sample (kappa, and the word's and its attributes' deviations "
+              f"in that sample: xi, psi, phi) and training run (lambda); `embedding_share` = "
+              f"all but the choice of words, with its {iv}. A level this ensemble lacks "
+              f"counts 0")
     if len(e.weat):
         sec.table(e.weat, f"{ctx.key}_weat_per_embedding",
                   "WEAT per embedding (two-sided permutation p; no control group)")
