@@ -336,3 +336,29 @@ def test_plot_axis_is_the_varied_design_variable():
     assert design_axis(frame) == ("words", "protected words per class")
     frame["human"] = [10, 20, 30]
     assert design_axis(frame)[0] == "total_words"  # two vary: the total
+
+
+def test_cell_sums_over_distinct_counts_equal_the_sums_over_cells():
+    """The exact posterior's sums per distinct row count equal the per-cell sums (1e-12).
+
+    Members with one count, with one count per class, with every count distinct, with
+    empty cells and with no cells at all; grids of (tau, sigma) and of draws.
+    """
+    from bayesbias.studies.exact_posterior import _cell_sums
+
+    rng = np.random.default_rng(3)
+    n = np.array([[4, 4, 4, 4, 4, 4], [4, 4, 3, 3, 3, 4], [1, 2, 3, 4, 5, 6],
+                  [0, 4, 0, 7, 7, 4], [0, 0, 0, 0, 0, 0]], dtype=float)
+    has = n > 0
+    y = np.where(has, rng.normal(size=n.shape), 0.0)
+    for tau2, sig2 in ((rng.uniform(0.01, 1, (5, 3, 1, 1)), rng.uniform(0.01, 1, (5, 1, 4, 1))),
+                       (rng.uniform(0.01, 1, (5, 7, 1)), rng.uniform(0.01, 1, (5, 7, 1)))):
+        got = _cell_sums(tau2, sig2, n, has, y)
+        grow = (slice(None),) + (None,) * (tau2.ndim - 2) + (slice(None),)
+        v = tau2 + sig2 / np.where(has, n, 1.0)[grow]
+        w = has.astype(float)[grow]
+        want = ((np.log(v) * w).sum(-1), (w / v).sum(-1), (w * y[grow] / v).sum(-1),
+                (w * y[grow] ** 2 / v).sum(-1))
+        for g, x in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, x, rtol=1e-12, atol=1e-14)
+        assert np.all(got[1][-1] == 0)  # a member with no cells sums to 0

@@ -93,13 +93,13 @@ class MarginalPosterior:
 
     def _cond_mu_bar(self, tau, sigma, c):
         """Mean and sd of mu_bar | tau, sigma for connection c; tau, sigma (B, D)."""
-        n = self.n[:, None, :, c]                       # (B, 1, W)
+        n = self.n[..., c]                              # (B, W)
         has = n > 0
-        y = np.where(has, self.mean[:, None, :, c], 0.0)
-        v = tau[..., None] ** 2 + sigma[..., None] ** 2 / np.where(has, n, 1.0)
-        inv = np.where(has, 1.0 / v, 0.0)
-        prec = 1.0 / self.s0**2 + inv.sum(-1)
-        mhat = (self.m0 / self.s0**2 + (inv * y).sum(-1)) / prec
+        y = np.where(has, self.mean[..., c], 0.0)
+        _, a, b, _ = _cell_sums(tau[..., None] ** 2, sigma[..., None] ** 2, n, has, y,
+                                log=False)
+        prec = 1.0 / self.s0**2 + a
+        mhat = (self.m0 / self.s0**2 + b) / prec
         return mhat, 1.0 / np.sqrt(prec)
 
     def draw(self, rng, n_draws: int = 4000, words: bool = False,
@@ -187,21 +187,43 @@ def _support(grid, mass, floor: float = 1e-10):
     return grid[rows, first], grid[rows, last]
 
 
+def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
+    """Return the sums over each member's nonempty cells of log v, 1/v, y/v and y^2/v.
+
+    ``v = tau^2 + sigma^2 / n``. `tau2` and `sig2` broadcast to ``(B, ..., 1)``; `n`, `has`
+    and `y` (zero in empty cells) are ``(B, W)``. Cells of one member with the same row count
+    share ``v``, so the sums run over a member's distinct counts (one or a few per class when
+    every word meets every attribute word of its kinds) instead of its cells: the same sums to
+    rounding (about 1e-16 relative). ``log=False`` skips the first sum (0).
+    """
+    key = np.where(has, n, np.inf)
+    order = np.argsort(key, axis=-1, kind="stable")
+    ranked = np.take_along_axis(key, order, -1)
+    new = np.ones(ranked.shape, dtype=bool)
+    new[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    gid = np.empty(order.shape, dtype=np.intp)
+    np.put_along_axis(gid, order, np.cumsum(new, -1) - 1, -1)
+    groups = int(gid[has].max()) + 1 if has.any() else 1
+    member = has[..., None] & (gid[..., None] == np.arange(groups))   # (B, W, G)
+    k = member.sum(1).astype(float)                                   # (B, G)
+    count = np.where(k > 0, np.where(member, n[..., None], 0.0).max(1), 1.0)
+    y1 = np.einsum("bw,bwg->bg", y, member)
+    y2 = np.einsum("bw,bwg->bg", y * y, member)
+    grow = (slice(None),) + (None,) * (max(np.ndim(tau2), np.ndim(sig2)) - 2) + (slice(None),)
+    v = tau2 + sig2 / count[grow]                                     # (B, ..., G)
+    inv = 1.0 / v
+    logv = (k[grow] * np.log(v)).sum(-1) if log else 0.0
+    return logv, (k[grow] * inv).sum(-1), (y1[grow] * inv).sum(-1), (y2[grow] * inv).sum(-1)
+
+
 def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec):
     """Normalised log posterior of (log tau, log sigma) on the grid, shape (B, T, S)."""
-    hasf = has.astype(float)[:, None, None, :]
     tau2 = np.exp(2 * lt)[:, :, None, None]                           # (B, T, 1, 1)
     sig2 = np.exp(2 * ls)[:, None, :, None]                           # (B, 1, S, 1)
-    nn = np.where(has, nc, 1.0)[:, None, None, :]                     # (B, 1, 1, W)
     k = has.sum(-1)
     ref = np.where(has, mc, 0.0).sum(-1) / np.maximum(k, 1)           # centring (B,)
-    y = np.where(has, mc - ref[:, None], 0.0)[:, None, None, :]
-    v = tau2 + sig2 / nn
-    inv = hasf / v
-    logv = (np.log(v) * hasf).sum(-1)
-    a = inv.sum(-1)
-    b = (inv * y).sum(-1)
-    q = (inv * y * y).sum(-1)
+    y = np.where(has, mc - ref[:, None], 0.0)
+    logv, a, b, q = _cell_sums(tau2, sig2, nc, has, y)
     m0c = (m0 - ref)[:, None, None]
     prec = 1.0 / s0**2 + a
     mhat = (m0c / s0**2 + b) / prec
