@@ -121,11 +121,19 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
 
 def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
                         within: int = 2, word_sd: float = 0.0,
-                        strength_sd: float = 0.0, without_strength: bool = False) -> dict:
+                        strength_sd: float = 0.0, without_strength: bool = False,
+                        training_seeds: str = "fixed") -> dict:
     """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
 
     The corpus-level interval then describes the population of corpora directly, with no
     resampling of one corpus: a check of the model on trained embeddings by itself.
+
+    `training_seeds`: "fixed" trains every corpus of every replication from seed 1 (gensim's
+    default; a word's initial vector comes from the word and the seed, so its training
+    accident repeats in every corpus and every replication, and the target contains it);
+    "replication" from one seed per replication, shared by its corpora (the accident repeats
+    within a replication, as for a user who trains every corpus with the default seed, but is
+    a new draw in each); "corpus" from a seed of its own per corpus.
     """
     from bayesbias.corpora import SyntheticDesign, synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
@@ -143,12 +151,14 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     for j in range(n_corpora):  # corpora of every replication are distinct draws
         corpus = write_synthetic_corpus(work / f"c{j}.txt.gz", n_docs=DOCS, planted=planted,
                                         seed=1_000_000 + 100 * rep + j, design=design)
+        first = {"fixed": 1, "replication": 1 + 1000 * rep,
+                 "corpus": 1 + 1000 * rep + within * j}[training_seeds]
         train_models(corpus, work / "corpora" / f"c{j}", seeds=within, settings=settings,
-                     first_seed=1)
+                     first_seed=first)
     table = manifest_table(work / "corpora", wordlist)
     row = {"rep": rep, "planted": planted, "docs": DOCS, "models": n_corpora * within,
            "n_corpora": n_corpora, "seeds_within": within, "kind": "corpora",
-           "word_sd": word_sd, "strength_sd": strength_sd,
+           "word_sd": word_sd, "strength_sd": strength_sd, "training_seeds": training_seeds,
            "train_s": round(time.time() - t0, 1)}
     first = sorted(table["embedding"].unique())[0]
     one = single_embedding(table[table["embedding"] == first], "crossed")
@@ -197,7 +207,7 @@ def run(args) -> None:
             if args.corpora:
                 row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
                                           args.seeds_within, args.word_sd, args.strength_sd,
-                                          args.without_strength)
+                                          args.without_strength, args.training_seeds)
             else:
                 row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
                                   args.seeds_within, args.word_sd, args.strength_sd)
@@ -232,28 +242,31 @@ def summary(args) -> None:
             print(f"  target {name:24s} {p:9s} {v.mean():+.4f} (Monte Carlo se "
                   f"{v.std(ddof=1) / np.sqrt(n):.4f}; sd between corpora {v.std(ddof=1):.4f})")
         for fit_name, p in pipeline.items():
-            if fit_name not in rows[0]:
+            has = np.array([fit_name in r for r in rows])  # a fit some runs skipped
+            if not has.any():
                 continue
             v = per_rep[p]
-            loo = (v.sum() - v) / (n - 1)
-            iv = np.array([r[fit_name]["interval"][name] for r in rows])
+            loo = ((v.sum() - v) / (n - 1))[has]
+            iv = np.array([r[fit_name]["interval"][name] for r in rows if fit_name in r])
             cov = (iv[:, 0] <= loo) & (loo <= iv[:, 1])
-            se = np.sqrt(cov.mean() * (1 - cov.mean()) / n)
+            se = np.sqrt(cov.mean() * (1 - cov.mean()) / has.sum())
             width = iv[:, 1] - iv[:, 0]
             err = iv[:, 2] - loo  # a calibrated interval: sd(err) ~ width / (2 * 1.645)
             print(f"  {fit_name:9s} {name:24s} 90% coverage {cov.mean():.3f} (se {se:.3f}; "
-                  f"{cov.sum()}/{n}) mean width {width.mean():.4f}; sd of mean - target "
+                  f"{cov.sum()}/{has.sum()}) mean width {width.mean():.4f}; sd of mean - target "
                   f"{err.std(ddof=1):.4f}, width / 3.29 {width.mean() / 3.29:.4f}")
     for fit_name in ("bootstrap", "seeds", "corpora", "corpora_no_strength", "single"):
-        if fit_name not in rows[0]:
+        fits = [r[fit_name] for r in rows if fit_name in r]
+        if not fits:
             continue
-        codes = [r[fit_name]["verdict"] for r in rows]
+        m = len(fits)
+        codes = [f["verdict"] for f in fits]
         ss = sum(c == "stereotype-specific" for c in codes)
-        ok = sum(r[fit_name]["rhat_ok"] for r in rows)
-        div = sum(r[fit_name]["divergences"] > 0 for r in rows)
+        ok = sum(f["rhat_ok"] for f in fits)
+        div = sum(f["divergences"] > 0 for f in fits)
         tally = {c: codes.count(c) for c in sorted(set(codes))}
-        print(f"  {fit_name:9s} stereotype-specific in {ss}/{n} ({ss / n:.3f}); diagnostics ok "
-              f"{ok}/{n}; fits with divergences {div}; verdicts {tally}")
+        print(f"  {fit_name:9s} stereotype-specific in {ss}/{m} ({ss / m:.3f}); diagnostics ok "
+              f"{ok}/{m}; fits with divergences {div}; verdicts {tally}")
     within = rows[0].get("seeds_within", 1)
     if within >= 2 and "corpora" in kinds:  # several corpora, several seeds each
         c = rows[0]["models"] // within
@@ -310,6 +323,10 @@ def main(argv=None) -> None:
     r.add_argument("--without-strength", action="store_true",
                    help="with --corpora: also fit the model without the stereotype strengths "
                         "(no gamma prior) on the same table ('corpora_no_strength')")
+    r.add_argument("--training-seeds", choices=("fixed", "replication", "corpus"),
+                   default="fixed",
+                   help="with --corpora: seed 1 for every corpus (default), one seed per "
+                        "replication shared by its corpora, or one per corpus")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
