@@ -122,7 +122,8 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
 def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
                         within: int = 2, word_sd: float = 0.0,
                         strength_sd: float = 0.0, without_strength: bool = False,
-                        training_seeds: str = "fixed") -> dict:
+                        training_seeds: str = "fixed", seed_ensemble: int = 0,
+                        gamma_lam: float | None = None) -> dict:
     """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
 
     The corpus-level interval then describes the population of corpora directly, with no
@@ -133,7 +134,11 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     accident repeats in every corpus and every replication, and the target contains it);
     "replication" from one seed per replication, shared by its corpora (the accident repeats
     within a replication, as for a user who trains every corpus with the default seed, but is
-    a new draw in each); "corpus" from a seed of its own per corpus.
+    a new draw in each); "corpus" from a seed of its own per corpus. `seed_ensemble` >= 2
+    also trains that many seeds on the first corpus alone and fits them as one ensemble
+    ("seeds": a seed-only ensemble, scored against the same language-level target).
+    `gamma_lam` also fits the model with ``gamma ~ Exponential(gamma_lam)`` on the same table
+    ("corpora_gamma").
     """
     from bayesbias.corpora import SyntheticDesign, synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
@@ -151,10 +156,13 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     for j in range(n_corpora):  # corpora of every replication are distinct draws
         corpus = write_synthetic_corpus(work / f"c{j}.txt.gz", n_docs=DOCS, planted=planted,
                                         seed=1_000_000 + 100 * rep + j, design=design)
-        first = {"fixed": 1, "replication": 1 + 1000 * rep,
+        seed0 = {"fixed": 1, "replication": 1 + 1000 * rep,
                  "corpus": 1 + 1000 * rep + within * j}[training_seeds]
         train_models(corpus, work / "corpora" / f"c{j}", seeds=within, settings=settings,
-                     first_seed=first)
+                     first_seed=seed0)
+        if j == 0 and seed_ensemble >= 2:  # K seeds of the first corpus alone
+            train_models(corpus, work / "seeds", seeds=seed_ensemble, settings=settings,
+                         first_seed=seed0 + 500)
     table = manifest_table(work / "corpora", wordlist)
     row = {"rep": rep, "planted": planted, "docs": DOCS, "models": n_corpora * within,
            "n_corpora": n_corpora, "seeds_within": within, "kind": "corpora",
@@ -166,6 +174,9 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
         warnings.simplefilter("ignore")
         fits = {"corpora": fit_model(table, "embedding_level", seed=rep),
                 "single": fit_model(one, "crossed", seed=rep)}
+        if seed_ensemble >= 2:
+            seeds_table = manifest_table(work / "seeds", wordlist)
+            fits["seeds"] = fit_model(seeds_table, "embedding_level", seed=rep)
         if without_strength:  # the same table, the model without the stereotype strengths
             from bayesbias.models import load_spec
             from bayesbias.models.spec import ModelSpec
@@ -173,6 +184,13 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
             d = load_spec("embedding_level").to_dict()
             d["priors"].pop("gamma")
             fits["corpora_no_strength"] = fit_model(table, ModelSpec.from_dict(d), seed=rep)
+        if gamma_lam is not None:  # the same table, another prior on the strengths' sd
+            from bayesbias.models import load_spec
+            from bayesbias.models.spec import ModelSpec
+
+            d = load_spec("embedding_level").to_dict()
+            d["priors"]["gamma"] = {"dist": "Exponential", "lam": float(gamma_lam)}
+            fits["corpora_gamma"] = fit_model(table, ModelSpec.from_dict(d), seed=rep)
         for name, fit in fits.items():
             d = fit.diagnostics()
             row[name] = {"interval": intervals(fit), "verdict": verdict_from_fit(fit).code,
@@ -207,7 +225,8 @@ def run(args) -> None:
             if args.corpora:
                 row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
                                           args.seeds_within, args.word_sd, args.strength_sd,
-                                          args.without_strength, args.training_seeds)
+                                          args.without_strength, args.training_seeds,
+                                          args.seed_ensemble, args.gamma_lam)
             else:
                 row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
                                   args.seeds_within, args.word_sd, args.strength_sd)
@@ -215,6 +234,7 @@ def run(args) -> None:
             fh.write(json.dumps(row) + "\n")
         print(json.dumps({k: row[k] for k in ("rep", "seconds", "train_s")}
                          | {k: row[k]["verdict"] for k in ("bootstrap", "seeds", "corpora",
+                                                            "corpora_gamma",
                                                             "corpora_no_strength", "single")
                             if k in row}),
               flush=True)
@@ -233,8 +253,9 @@ def summary(args) -> None:
     print(f"{', '.join(args.file)}: {n} replications, planted {planted}, "
           f"{rows[0]['docs']} documents, {rows[0]['models']} models per ensemble")
     kinds = [p for p in ("bootstrap", "seeds", "corpora") if p in rows[0]["raw"]]
-    pipeline = {"bootstrap": "bootstrap", "seeds": "seeds", "corpora": "corpora",
-                "corpora_no_strength": "corpora",
+    pipeline = {"bootstrap": "bootstrap", "seeds": "seeds" if "seeds" in kinds else "corpora",
+                "corpora": "corpora",
+                "corpora_no_strength": "corpora", "corpora_gamma": "corpora",
                 "single": "corpora" if "corpora" in kinds else "seeds"}
     for name in CONTRASTS:
         per_rep = {p: np.array([np.mean(r["raw"][p][name]) for r in rows]) for p in kinds}
@@ -255,7 +276,8 @@ def summary(args) -> None:
             print(f"  {fit_name:9s} {name:24s} 90% coverage {cov.mean():.3f} (se {se:.3f}; "
                   f"{cov.sum()}/{has.sum()}) mean width {width.mean():.4f}; sd of mean - target "
                   f"{err.std(ddof=1):.4f}, width / 3.29 {width.mean() / 3.29:.4f}")
-    for fit_name in ("bootstrap", "seeds", "corpora", "corpora_no_strength", "single"):
+    for fit_name in ("bootstrap", "seeds", "corpora", "corpora_no_strength", "corpora_gamma",
+                     "single"):
         fits = [r[fit_name] for r in rows if fit_name in r]
         if not fits:
             continue
@@ -327,6 +349,10 @@ def main(argv=None) -> None:
                    default="fixed",
                    help="with --corpora: seed 1 for every corpus (default), one seed per "
                         "replication shared by its corpora, or one per corpus")
+    r.add_argument("--seed-ensemble", type=int, default=0,
+                   help="with --corpora: also K seeds of the first corpus as one ensemble")
+    r.add_argument("--gamma-lam", type=float, default=None,
+                   help="with --corpora: also fit gamma ~ Exponential(LAM) ('corpora_gamma')")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
