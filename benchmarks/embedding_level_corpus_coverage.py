@@ -119,6 +119,20 @@ def replication(rep: int, planted: float, work: Path, seeds: int = MODELS,
     return row
 
 
+def _variant(**priors):
+    """Return the ``embedding_level`` spec with `priors` replaced (None: left out)."""
+    from bayesbias.models import load_spec
+    from bayesbias.models.spec import ModelSpec
+
+    d = load_spec("embedding_level").to_dict()
+    for name, prior in priors.items():
+        if prior is None:
+            d["priors"].pop(name)
+        else:
+            d["priors"][name] = prior
+    return ModelSpec.from_dict(d)
+
+
 def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
                         within: int = 2, word_sd: float = 0.0,
                         strength_sd: float = 0.0, without_strength: bool = False,
@@ -178,19 +192,11 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
             seeds_table = manifest_table(work / "seeds", wordlist)
             fits["seeds"] = fit_model(seeds_table, "embedding_level", seed=rep)
         if without_strength:  # the same table, the model without the stereotype strengths
-            from bayesbias.models import load_spec
-            from bayesbias.models.spec import ModelSpec
-
-            d = load_spec("embedding_level").to_dict()
-            d["priors"].pop("gamma")
-            fits["corpora_no_strength"] = fit_model(table, ModelSpec.from_dict(d), seed=rep)
+            fits["corpora_no_strength"] = fit_model(table, _variant(gamma=None), seed=rep)
         if gamma_lam is not None:  # the same table, another prior on the strengths' sd
-            from bayesbias.models import load_spec
-            from bayesbias.models.spec import ModelSpec
-
-            d = load_spec("embedding_level").to_dict()
-            d["priors"]["gamma"] = {"dist": "Exponential", "lam": float(gamma_lam)}
-            fits["corpora_gamma"] = fit_model(table, ModelSpec.from_dict(d), seed=rep)
+            fits["corpora_gamma"] = fit_model(
+                table, _variant(gamma={"dist": "Exponential", "lam": float(gamma_lam)}),
+                seed=rep)
         for name, fit in fits.items():
             d = fit.diagnostics()
             row[name] = {"interval": intervals(fit), "verdict": verdict_from_fit(fit).code,
