@@ -367,9 +367,10 @@ def ensemble_caveat(table: pd.DataFrame) -> str:
         dof = f"{r - 1} degree{'s' if r > 2 else ''} of freedom"
         return (f"with {r} independent corpora the spread between corpora rests on {dof} "
                 "and leans on its prior (kappa), so the corpus-level "
-                "intervals are conservative: on synthetic corpora, 90% intervals covered the "
-                "truth in 97.5-100% of replications with 4 corpora and 92-99% with 8; add "
-                "corpora for narrower, calibrated intervals")
+                "intervals are conservative: on synthetic corpora whose stereotypes share one "
+                "strength, 90% intervals covered the truth in 97.5-100% of replications with 4 "
+                "corpora and 92-99% with 8 (84-88% with 8 when each stereotype has its own "
+                "strength); add corpora for narrower, calibrated intervals")
     if kind != "bootstrap" or "embedding" not in table:
         return ""
     runs = table.groupby("corpus_sample", sort=False)["embedding"].nunique()
