@@ -144,8 +144,10 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     resampling of one corpus: a check of the model on trained embeddings by itself.
 
     `training_seeds`: "fixed" trains every corpus of every replication from seed 1 (gensim's
-    default; a word's initial vector comes from the word and the seed, so its training
-    accident repeats in every corpus and every replication, and the target contains it);
+    default; gensim 4 draws the initial vectors row by row of the vocabulary, sorted by
+    frequency, from the seed, and the generator's words keep nearly the same frequency ranks
+    in every corpus, so a word's training accident repeats across corpora and replications,
+    and the target contains it);
     "replication" from one seed per replication, shared by its corpora (the accident repeats
     within a replication, as for a user who trains every corpus with the default seed, but is
     a new draw in each); "corpus" from a seed of its own per corpus. `seed_ensemble` >= 2
