@@ -33,6 +33,7 @@ Usage::
         --out runs/corpus_cov_p05.jsonl [--start 0] [--deadline 19:10] [--bootstrap 8]
         [--seeds-within 2] [--word-sd 0.5] [--corpora 4 --seeds-within 2]
     python benchmarks/embedding_level_corpus_coverage.py summary runs/corpus_cov_p05*.jsonl
+    python benchmarks/embedding_level_corpus_coverage.py paired --reference A.jsonl -- B.jsonl
 
 ``run`` appends one JSON line per replication and skips replications already in the file.
 """
@@ -327,6 +328,43 @@ def summary(args) -> None:
     print(f"  seconds per replication: median {np.median([r['seconds'] for r in rows]):.0f}")
 
 
+def _covered(files, fit: str) -> dict:
+    """{rep: {contrast: (covered, width)}} of `fit` in `files`, each against its own target."""
+    rows = {}
+    for f in files:
+        for line in Path(f).read_text().splitlines():
+            if line:
+                row = json.loads(line)
+                rows.setdefault(row["rep"], row)
+    reps = sorted(rows)
+    out: dict = {}
+    for name in CONTRASTS:
+        v = np.array([np.mean(rows[k]["raw"]["corpora"][name]) for k in reps])
+        loo = (v.sum() - v) / (len(reps) - 1)
+        for i, k in enumerate(reps):
+            if fit in rows[k]:
+                lo, hi, _ = rows[k][fit]["interval"][name]
+                out.setdefault(k, {})[name] = (bool(lo <= loo[i] <= hi), hi - lo)
+    return out
+
+
+def paired(args) -> None:
+    """Coverage and width of each fit beside a reference study's, on the same replications."""
+    ref = _covered(args.reference, "corpora")
+    new = {f: _covered(args.file, f) for f in ("corpora", "corpora_gamma", "seeds", "single")}
+    reps = [k for k in sorted(new["corpora"]) if k in ref]
+    print(f"{len(reps)} paired replications; reference {', '.join(args.reference)}")
+    for name in CONTRASTS:
+        line = (f"  {name:24s} reference: {sum(ref[k][name][0] for k in reps)}/{len(reps)} width "
+                f"{np.mean([ref[k][name][1] for k in reps]):.4f}")
+        for f, got in new.items():
+            ks = [k for k in reps if k in got]
+            if ks:
+                line += (f" | {f} {sum(got[k][name][0] for k in ks)}/{len(ks)} width "
+                         f"{np.mean([got[k][name][1] for k in ks]):.4f}")
+        print(line)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -365,8 +403,11 @@ def main(argv=None) -> None:
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
     s.add_argument("file", nargs="+")
+    pr = sub.add_parser("paired", help="corpora studies of the same replications side by side")
+    pr.add_argument("--reference", nargs="+", required=True)
+    pr.add_argument("file", nargs="+")
     args = ap.parse_args(argv)
-    run(args) if args.command == "run" else summary(args)
+    {"run": run, "summary": summary, "paired": paired}[args.command](args)
 
 
 if __name__ == "__main__":
