@@ -138,7 +138,7 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
                         within: int = 2, word_sd: float = 0.0,
                         strength_sd: float = 0.0, without_strength: bool = False,
                         training_seeds: str = "fixed", seed_ensemble: int = 0,
-                        gamma_lam: float | None = None) -> dict:
+                        gamma_lam: float | None = None, variants_only: bool = False) -> dict:
     """Fit ``embedding_level`` on R independent corpora of the generator (``within`` seeds each).
 
     The corpus-level interval then describes the population of corpora directly, with no
@@ -155,7 +155,9 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     also trains that many seeds on the first corpus alone and fits them as one ensemble
     ("seeds": a seed-only ensemble, scored against the same language-level target).
     `gamma_lam` also fits the model with ``gamma ~ Exponential(gamma_lam)`` on the same table
-    ("corpora_gamma").
+    ("corpora_gamma"). `variants_only` leaves out the default model and the single embedding's
+    fit (for replications whose tables and default fits another file already holds: the same
+    seeds give the same tables and draws).
     """
     from bayesbias.corpora import SyntheticDesign, synthetic_wordlist_toml, write_synthetic_corpus
     from bayesbias.ensemble import manifest_table, single_embedding, weat_per_embedding
@@ -189,8 +191,9 @@ def corpora_replication(rep: int, planted: float, work: Path, n_corpora: int,
     one = single_embedding(table[table["embedding"] == first], "crossed")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = {"corpora": fit_model(table, "embedding_level", seed=rep),
-                "single": fit_model(one, "crossed", seed=rep)}
+        fits = {} if variants_only else {
+            "corpora": fit_model(table, "embedding_level", seed=rep),
+            "single": fit_model(one, "crossed", seed=rep)}
         if seed_ensemble >= 2:
             seeds_table = manifest_table(work / "seeds", wordlist)
             fits["seeds"] = fit_model(seeds_table, "embedding_level", seed=rep)
@@ -235,7 +238,8 @@ def run(args) -> None:
                 row = corpora_replication(rep, args.planted, Path(tmp), args.corpora,
                                           args.seeds_within, args.word_sd, args.strength_sd,
                                           args.without_strength, args.training_seeds,
-                                          args.seed_ensemble, args.gamma_lam)
+                                          args.seed_ensemble, args.gamma_lam,
+                                          args.variants_only)
             else:
                 row = replication(rep, args.planted, Path(tmp), args.seeds, args.bootstrap,
                                   args.seeds_within, args.word_sd, args.strength_sd)
@@ -399,6 +403,10 @@ def main(argv=None) -> None:
                    help="with --corpora: also K seeds of the first corpus as one ensemble")
     r.add_argument("--gamma-lam", type=float, default=None,
                    help="with --corpora: also fit gamma ~ Exponential(LAM) ('corpora_gamma')")
+    r.add_argument("--variants-only", action="store_true",
+                   help="with --corpora: fit only the variants asked for (--gamma-lam, "
+                        "--without-strength, --seed-ensemble), not the default model and "
+                        "the single embedding (compare with 'paired --reference')")
     r.add_argument("--out", required=True)
     r.add_argument("--deadline", help="HH:MM UTC: start no replication after it")
     s = sub.add_parser("summary")
