@@ -332,31 +332,46 @@ def summary(args) -> None:
     print(f"  seconds per replication: median {np.median([r['seconds'] for r in rows]):.0f}")
 
 
-def _covered(files, fit: str) -> dict:
-    """{rep: {contrast: (covered, width)}} of `fit` in `files`, each against its own target."""
+def _rows(files) -> dict:
     rows = {}
     for f in files:
         for line in Path(f).read_text().splitlines():
             if line:
                 row = json.loads(line)
                 rows.setdefault(row["rep"], row)
-    reps = sorted(rows)
+    return rows
+
+
+def _covered(files, fit: str, target_files=None) -> dict:
+    """{rep: {contrast: (covered, width)}} of `fit` in `files`.
+
+    The target of a replication is the mean over the other replications of `target_files`
+    (default `files`) of their corpora's raw contrasts (leave one out).
+    """
+    rows, ref = _rows(files), _rows(target_files or files)
+    reps = sorted(ref)
     out: dict = {}
     for name in CONTRASTS:
-        v = np.array([np.mean(rows[k]["raw"]["corpora"][name]) for k in reps])
-        loo = (v.sum() - v) / (len(reps) - 1)
-        for i, k in enumerate(reps):
-            if fit in rows[k]:
-                lo, hi, _ = rows[k][fit]["interval"][name]
-                out.setdefault(k, {})[name] = (bool(lo <= loo[i] <= hi), hi - lo)
+        v = np.array([np.mean(ref[k]["raw"]["corpora"][name]) for k in reps])
+        loo = dict(zip(reps, (v.sum() - v) / (len(reps) - 1), strict=True))
+        total = v.mean()
+        for k, row in rows.items():
+            if fit in row:
+                lo, hi, _ = row[fit]["interval"][name]
+                target = loo.get(k, total)
+                out.setdefault(k, {})[name] = (bool(lo <= target <= hi), hi - lo)
     return out
 
 
 def paired(args) -> None:
-    """Coverage and width of each fit beside a reference study's, on the same replications."""
+    """Coverage and width of each fit beside a reference study's, on the same replications.
+
+    Every fit is scored against the reference study's target (its replications' mean).
+    """
     ref = _covered(args.reference, "corpora")
-    new = {f: _covered(args.file, f) for f in ("corpora", "corpora_gamma", "seeds", "single")}
-    reps = [k for k in sorted(new["corpora"]) if k in ref]
+    new = {f: _covered(args.file, f, args.reference)
+           for f in ("corpora", "corpora_gamma", "corpora_no_strength", "seeds", "single")}
+    reps = sorted(k for k in set().union(*new.values()) if k in ref)
     print(f"{len(reps)} paired replications; reference {', '.join(args.reference)}")
     for name in CONTRASTS:
         line = (f"  {name:24s} reference: {sum(ref[k][name][0] for k in reps)}/{len(reps)} width "
