@@ -369,7 +369,7 @@ def ensemble_caveat(table: pd.DataFrame) -> str:
                 "and leans on its prior (kappa), so the corpus-level "
                 "intervals are conservative: on synthetic corpora whose stereotypes share one "
                 "strength, 90% intervals covered the truth in 97.5-100% of replications with 4 "
-                "corpora and 92-99% with 8 (84-91% with 8 when each stereotype has its own "
+                "corpora and 92-99% with 8 (86-91% with 8 when each stereotype has its own "
                 "strength); add corpora for narrower, calibrated intervals")
     if kind != "bootstrap" or "embedding" not in table:
         return ""
