@@ -254,12 +254,7 @@ def run(args) -> None:
 
 
 def summary(args) -> None:
-    by_rep = {}
-    for f in args.file:  # several files of one study (replication ranges run in parallel)
-        for line in Path(f).read_text().splitlines():
-            if line:
-                row = json.loads(line)
-                by_rep.setdefault(row["rep"], row)
+    by_rep = _rows(args.file)  # several files of one study (replication ranges run in parallel)
     rows = [by_rep[k] for k in sorted(by_rep)]
     n = len(rows)
     planted = sorted({r["planted"] for r in rows})
@@ -333,6 +328,7 @@ def summary(args) -> None:
 
 
 def _rows(files) -> dict:
+    """{rep: row} of the JSON lines of `files` (the first row of a replication wins)."""
     rows = {}
     for f in files:
         for line in Path(f).read_text().splitlines():
