@@ -378,7 +378,7 @@ def test_cell_likelihood_is_the_row_marginal(case):
     parts = _point_fns(r, [r["attribute_row_effect"], r["eta"], r["sigma"],
                            r["mu"] - r["eta"][None, :] * r["mu_z"]])
     rng = np.random.default_rng(7)
-    start = m.initial_point()  # compiled once: 1.5 s each time
+    start = m.initial_point()  # compiled once, not once per point
     for _ in range(3):
         p = {k: np.asarray(v + rng.normal(0, 0.5, np.shape(v))) for k, v in start.items()}
         v, eta, sigma, centre = parts({k: x.copy() for k, x in p.items()})
