@@ -31,19 +31,25 @@ def rankdata(a, axis: int = -1) -> np.ndarray:
     out = np.empty(x.shape, dtype=np.float64)
     if n:
         order = np.argsort(x, axis=1)  # any order within ties gives the same average ranks
-        s = np.take_along_axis(x, order, axis=1)
-        idx = np.broadcast_to(np.arange(n), s.shape)
-        new = np.ones(s.shape, dtype=bool)
-        new[:, 1:] = s[:, 1:] != s[:, :-1]
-        last = np.ones(s.shape, dtype=bool)
-        last[:, :-1] = new[:, 1:]
-        first_idx = np.maximum.accumulate(np.where(new, idx, 0), axis=1)
-        last_idx = (n - 1) - np.maximum.accumulate(np.where(last, n - 1 - idx, 0)[:, ::-1],
-                                                   axis=1)[:, ::-1]
-        np.put_along_axis(out, order, 0.5 * (first_idx + last_idx + 2), axis=1)
+        np.put_along_axis(out, order, sorted_ranks(np.take_along_axis(x, order, axis=1)),
+                          axis=1)
         if x.dtype.kind in "fc":
             out[np.isnan(x).any(axis=1)] = np.nan
     return np.moveaxis(out.reshape(shape), -1, axis)
+
+
+def sorted_ranks(s: np.ndarray) -> np.ndarray:
+    """Average ranks (1..n, float64) of the positions of each sorted row of `s` (m, n)."""
+    n = s.shape[1]
+    idx = np.broadcast_to(np.arange(n), s.shape)
+    new = np.ones(s.shape, dtype=bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]
+    last = np.ones(s.shape, dtype=bool)
+    last[:, :-1] = new[:, 1:]
+    first_idx = np.maximum.accumulate(np.where(new, idx, 0), axis=1)
+    last_idx = (n - 1) - np.maximum.accumulate(np.where(last, n - 1 - idx, 0)[:, ::-1],
+                                               axis=1)[:, ::-1]
+    return 0.5 * (first_idx + last_idx + 2)
 
 
 def normal_ppf(q):

@@ -506,21 +506,21 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
     """
     from .config import DEFAULT_MODEL
     from .models import fit_model
-    from .progress import filtered, progress
+    from .models.sampling import warn_checks
+    from .progress import progress
 
     model = DEFAULT_MODEL if model is None else model
     draws = defaults.draws if draws is None else int(draws)
-    fit = fit_model(table, model, draws=draws, **fit_kwargs)
+    # diagnostics and model checks run once, on the fit returned (not on a fit refitted)
+    fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
     while draws < max_draws and \
             verdict_from_fit(fit, "", ci_prob, ci_kind, rope).code == "undecided at this " \
                                                                       "precision":
         draws = min(4 * draws, max_draws)
         progress.info("an interval end lies within Monte Carlo error of its threshold: "
                       "refitting with %d draws per chain", draws)
-        # the same model on the same table: its model-check warnings were logged above
-        with filtered("bayesbias.models.sampling", lambda r: r.msg != "model %s: %s"):
-            fit = fit_model(table, model, draws=draws, **fit_kwargs)
-    return fit
+        fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
+    return warn_checks(fit, bool(fit_kwargs.get("strict", False)))
 
 
 def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,

@@ -518,10 +518,21 @@ def test_fit_for_verdict_refits_with_more_draws_while_undecided(monkeypatch):
         code = "undecided at this precision" if fit.draws < 1600 else "stereotype-specific"
         return types.SimpleNamespace(code=code)
 
+    checked = []
+
+    def fake_checks(fit, strict=False):
+        checked.append((fit.draws, strict))
+        return fit
+
+    import bayesbias.models.sampling
+
     monkeypatch.setattr(bayesbias.models, "fit_model", fake_fit)
+    monkeypatch.setattr(bayesbias.models.sampling, "warn_checks", fake_checks)
     monkeypatch.setattr(verdicts, "verdict_from_fit", fake_verdict)
-    fit = verdicts.fit_for_verdict("table", "crossed", draws=100, seed=3)
-    assert drawn == [100, 400, 1600] and fit.draws == 1600 and fit.kwargs == {"seed": 3}
+    fit = verdicts.fit_for_verdict("table", "crossed", draws=100, seed=3, strict=True)
+    assert drawn == [100, 400, 1600] and fit.draws == 1600
+    assert fit.kwargs == {"seed": 3, "strict": True, "checked": False}
+    assert checked == [(1600, True)]  # diagnostics and model checks of the kept fit only
     drawn.clear()
     assert verdicts.fit_for_verdict("table", "crossed", draws=100, max_draws=1000).draws == 1000
     assert drawn == [100, 400, 1000]  # capped at max_draws

@@ -22,6 +22,7 @@ is one :func:`register` call (``tests/test_models_priors.py`` registers one and 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -71,6 +72,8 @@ def register(dist: Distribution, replace: bool = False) -> Distribution:
     if dist.name in DISTRIBUTIONS and not replace:
         raise ValueError(f"distribution {dist.name!r} is already registered")
     DISTRIBUTIONS[dist.name] = dist
+    if replace:
+        scipy_dist.cache_clear()
     return dist
 
 
@@ -91,8 +94,13 @@ def kernel_row(prior) -> list[float]:
             *[0.0] * (3 - len(vals))]
 
 
+@functools.lru_cache(maxsize=256)
 def scipy_dist(prior):
-    """``(frozen, folded)``: the SciPy distribution of `prior` and whether it folds at 0."""
+    """``(frozen, folded)``: the SciPy distribution of `prior` and whether it folds at 0.
+
+    Cached per prior (a frozen spec value): building a frozen SciPy distribution costs about
+    1 ms, and the exact posterior asks for the same few priors thousands of times per report.
+    """
     row = DISTRIBUTIONS[prior.dist]
     return row.scipy(dict(prior.params)), row.folded
 

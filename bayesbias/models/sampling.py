@@ -24,8 +24,8 @@ from .files import _data_groups
 from .result import Fit
 from .spec import load_spec
 
-__all__ = ["fit_model", "fit_memory", "default_target_accept", "SAMPLERS", "MAX_DRAWS",
-           "MAX_CHAINS", "MAX_FIT_BYTES", "BYTES_PER_DRAW", "BYTES_PER_CELL",
+__all__ = ["fit_model", "warn_checks", "fit_memory", "default_target_accept", "SAMPLERS",
+           "MAX_DRAWS", "MAX_CHAINS", "MAX_FIT_BYTES", "BYTES_PER_DRAW", "BYTES_PER_CELL",
            "BYTES_PER_ATTRIBUTE"]
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
               seed: int | None = None, sampler: str = "auto", likelihood: str = "sufficient",
               strict: bool = False, progressbar: bool = False, target_accept: float | None = None,
               marginal: bool | None = None, keep_word_draws: bool | None = None,
-              **spec_overrides) -> Fit:
+              checked: bool = True, **spec_overrides) -> Fit:
     """Fit a model spec to a distance table.
 
     Parameters
@@ -210,6 +210,9 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     strict : bool
         Raise :class:`~bayesbias.errors.DiagnosticsError` if the diagnostics fail (they are
         always checked, and a :class:`SamplerWarning` is issued otherwise).
+    checked : bool
+        Run the diagnostics and model checks now, warning on failures (default). ``False``
+        leaves them to :func:`warn_checks`, for a fit that may be replaced by a refit.
     **spec_overrides
         Passed to the spec (``level``, ``residual_sd``, ``noncentred``, ``priors``).
     """
@@ -320,8 +323,18 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         tree.attrs["attribute_noncentred"] = int(idata.posterior.attrs["attribute_noncentred"])
     fit = Fit(tree, spec, cells)
     log.info("fitted %s in %.1f s", spec.name, wall)
+    if checked:
+        warn_checks(fit, strict)
+    return fit
+
+
+def warn_checks(fit: Fit, strict: bool = False) -> Fit:
+    """Run `fit`'s diagnostics and model checks, warning on failures.
+
+    With `strict`, failed diagnostics raise :class:`~bayesbias.errors.DiagnosticsError`.
+    """
     check(fit, strict)
     for c in fit.checks:
         if not c.ok:
-            log.warning("model %s: %s", spec.name, c.message)
+            log.warning("model %s: %s", fit.spec.name, c.message)
     return fit
