@@ -125,9 +125,15 @@ class MarginalPosterior:
         for c in range(C):
             w = self.weights[:, c].reshape(B, T * S)
             cdf = np.cumsum(w, axis=1)
-            u = rand((B, n_draws)) * cdf[:, -1:]
-            idx = np.minimum(np.array([np.searchsorted(cdf[b], u[b]) for b in range(B)]),
-                             T * S - 1)
+            base = rand((B, n_draws))
+            u = base * cdf[:, -1:]
+            idx = np.empty(u.shape, dtype=np.intp)
+            if common:  # one order for all members: sorted keys search faster, same indices
+                order = np.argsort(base[0])
+                idx[:, order] = [np.searchsorted(cdf[b], u[b, order]) for b in range(B)]
+            else:
+                idx[:] = [np.searchsorted(cdf[b], u[b]) for b in range(B)]
+            idx = np.minimum(idx, T * S - 1)
             it, js = np.divmod(idx, S)
             dt = np.diff(self.log_tau[:, c], axis=1).mean(axis=1)[:, None]
             ds = np.diff(self.log_sigma[:, c], axis=1).mean(axis=1)[:, None]
