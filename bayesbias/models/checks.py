@@ -41,6 +41,8 @@ CHECK_DRAWS = 1000
 CHECK_ELEMENTS = 20_000_000
 #: Rows of the coverage check; a larger table is checked on a fixed random subset of them.
 LOO_ROWS = CHECK_ELEMENTS // CHECK_DRAWS
+#: Rows of the coverage check's PSIS at a time (its temporaries: 16 MB per array at 1000 draws).
+LOO_BLOCK_ROWS = 2048
 #: Fewest draws of the attribute check on a big table.
 MIN_CHECK_DRAWS = 40
 #: p-value below which the attribute-dependence check fires.
@@ -62,6 +64,13 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
     `keep` indexes the flattened draws (default: :func:`thinned_draws`); `rows` selects rows
     (an index array or slice; default all).
     """
+    mean, sig, conn = _row_mean_and_sds(fit, keep, rows)
+    return mean, sig[:, conn]
+
+
+def _row_mean_and_sds(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray,
+                                                           np.ndarray]:
+    """:func:`_row_moments` with the sd as (draws, connection) and each row's connection."""
     c = fit.cells
     post = fit.posterior
     keep = thinned_draws(fit) if keep is None else keep
@@ -89,7 +98,7 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
     elif "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
         mean += v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]  # (a new array)
-    return mean, sig[:, conn]
+    return mean, sig, conn
 
 
 def _add_drawn(m: np.ndarray, sd: np.ndarray, rng) -> np.ndarray:
@@ -115,7 +124,9 @@ def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
     m, sd = moments(keep, None, cells)
     rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
                                  int(keep[0]), int(keep.size)])
-    return _add_drawn(m, sd, rng)[:, inv]
+    drawn = _add_drawn(m, sd, rng)
+    del m, sd  # (draws, cells) arrays: not held beside the (draws, rows) result
+    return drawn[:, inv]
 
 
 def _every_cell_mean(fit, keep) -> np.ndarray:
@@ -154,21 +165,24 @@ def loo_pit(fit, rows=None) -> np.ndarray:
     from ._psis import psislw
 
     y = fit.cells.y if rows is None else fit.cells.y[rows]
-    mean, sd = _row_moments(fit, rows=rows)
-    z = y[None, :] - mean
-    z /= sd
-    # (rows, draws) in C order: PSIS sorts, reduces and scans each row's draws, a pass over
-    # contiguous memory (on the transposed view these strided passes took 3 times as long)
-    z = np.ascontiguousarray(z.T)
-    del mean
-    loglik = -0.5 * z
-    loglik *= z
-    loglik -= np.log(sd).T
-    del sd
-    lw, _ = psislw(loglik)  # normalised over draws
-    del loglik
-    np.exp(lw, out=lw)
-    return np.einsum("ij,ij->i", lw, ndtr(z))
+    mean, sig, conn = _row_mean_and_sds(fit, rows=rows)
+    out = np.empty(y.size)
+    # blocks of rows: each row's PSIS is its own, so the values are those of one pass, and
+    # the (rows, draws) temporaries stay a block's (a pass held 4-5 arrays of all rows)
+    for lo in range(0, y.size, LOO_BLOCK_ROWS):
+        hi = min(lo + LOO_BLOCK_ROWS, y.size)
+        # (rows, draws) in C order: PSIS sorts, reduces and scans each row's draws, a pass
+        # over contiguous memory (on a transposed view these strided passes took 3x as long)
+        z = np.ascontiguousarray((y[None, lo:hi] - mean[:, lo:hi]).T)
+        s = np.ascontiguousarray(sig[:, conn[lo:hi]].T)
+        z /= s
+        loglik = -0.5 * z
+        loglik *= z
+        loglik -= np.log(s)
+        lw, _ = psislw(loglik)  # normalised over draws
+        np.exp(lw, out=lw)
+        out[lo:hi] = np.einsum("ij,ij->i", lw, ndtr(z))
+    return out
 
 
 def loo_skip_reason(fit) -> str | None:
