@@ -14,7 +14,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from .errors import OutputPathError
@@ -210,24 +209,26 @@ def atomic_path(path, suffix: str | None = None):
     """
     path = check_output(path)
     # Ctrl-C / SIGTERM are held from creating the temporary file until the block that
-    # removes it is entered: a signal in between would leave it behind
+    # removes it is entered: a signal in between would leave it behind. The mask holds
+    # signals sent to this thread only: one that another thread (BLAS, a progress timer)
+    # receives still runs its Python handler here, so the name is also registered before
+    # the file exists, and the command line removes what a writer could not.
     held = _hold_signals()
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         suffix = suffix or path.suffix or ".tmp"
         if len(os.fsencode(suffix)) > 32:
             suffix = ".tmp"
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name, 8 + len(os.fsencode(suffix))),
-                                   suffix=suffix, dir=path.parent)
-        os.close(fd)
-        _LIVE.add(Path(tmp))
+        tmp = _create_temporary(path, suffix)
     except OSError as exc:
+        _remove_temporary(tmp)
         _release_signals(held)
         raise OutputPathError(f"cannot write {path}: {_os_message(exc)}") from None
     except BaseException:
+        _remove_temporary(tmp)
         _release_signals(held)
         raise
-    tmp = Path(tmp)
     try:
         _release_signals(held)  # a signal held until now is raised here, inside the cleanup
         try:
@@ -247,10 +248,36 @@ def atomic_path(path, suffix: str | None = None):
                 raise OutputPathError(f"cannot write {path}: {_os_message(exc)}") from None
             raise
     finally:
-        with contextlib.suppress(OSError):
-            if tmp.exists():
-                tmp.unlink()
-        _LIVE.discard(tmp)
+        _remove_temporary(tmp)
+
+
+def _create_temporary(path: Path, suffix: str) -> Path:
+    """Create an empty owner-only hidden file next to `path`, named in :data:`_LIVE` first."""
+    import secrets
+
+    prefix = temp_prefix(path.name, 8 + len(os.fsencode(suffix)))
+    for _ in range(100):
+        tmp = path.parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        _LIVE.add(tmp)
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:  # another file's name: never ours to remove
+            _LIVE.discard(tmp)
+            continue
+        except BaseException:  # e.g. a signal's handler between creating and closing it
+            _remove_temporary(tmp)
+            raise
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+
+
+def _remove_temporary(tmp: Path | None) -> None:
+    """Remove the writer's temporary file `tmp` (if it exists) and forget it."""
+    if tmp is None:
+        return
+    with contextlib.suppress(OSError):
+        tmp.unlink()
+    _LIVE.discard(tmp)
 
 
 def remove_temporary_files() -> None:
