@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import OutputPathError
 
 __all__ = ["atomic_path", "atomic_write_bytes", "check_output", "remove_temporary_files",
-           "shipped_dir", "spreadsheet_safe", "temp_prefix", "MIN_FREE_BYTES"]
+           "shipped_dir", "spreadsheet_safe", "temp_prefix", "temporary_dir", "MIN_FREE_BYTES"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -233,7 +233,7 @@ def atomic_path(path, suffix: str | None = None):
         _release_signals(held)  # a signal held until now is raised here, inside the cleanup
         try:
             yield tmp
-            if tmp.exists():  # mkstemp makes owner-only files; give the usual permissions
+            if tmp.exists():  # created owner-only; give the usual permissions
                 umask = os.umask(0)
                 os.umask(umask)
                 os.chmod(tmp, 0o666 & ~umask)
@@ -249,6 +249,33 @@ def atomic_path(path, suffix: str | None = None):
             raise
     finally:
         _remove_temporary(tmp)
+
+
+@contextlib.contextmanager
+def temporary_dir(parent: Path, prefix: str):
+    """Yield a new hidden folder in `parent` (the umask's permissions); remove it on leaving.
+
+    Named before it is created, so that an interruption at any moment (even a signal's
+    handler running as the folder appears) leaves nothing behind.
+    """
+    import secrets
+    import shutil
+
+    tmp = None
+    try:
+        for _ in range(100):
+            tmp = Path(parent) / f"{prefix}{secrets.token_hex(4)}"
+            try:
+                os.mkdir(tmp)
+                break
+            except FileExistsError:  # another folder's name: never ours to remove
+                tmp = None
+        else:
+            raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
+        yield tmp
+    finally:
+        if tmp is not None and os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _create_temporary(path: Path, suffix: str) -> Path:

@@ -361,3 +361,22 @@ def test_interruption_while_the_temporary_file_is_created_leaves_nothing(tmp_pat
             tmp.write_text("never")
     monkeypatch.undo()
     assert listing(tmp_path) == [] and not _atomic._LIVE
+
+
+def test_interruption_as_the_report_folder_appears_leaves_nothing(tmp_path, monkeypatch):
+    """The report's hidden folder, interrupted as it is created: nothing is left."""
+    from bayesbias import _atomic
+    from bayesbias.report.document import Report
+
+    real_mkdir = os.mkdir
+
+    def mkdir_then_interrupt(path, *a, **k):
+        real_mkdir(path, *a, **k)
+        if os.path.basename(path).startswith(".out."):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(_atomic.os, "mkdir", mkdir_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        Report("a title").write(tmp_path / "out")
+    monkeypatch.undo()
+    assert listing(tmp_path) == []

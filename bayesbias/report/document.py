@@ -20,14 +20,13 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from .._atomic import check_output as _check_path
-from .._atomic import spreadsheet_safe, temp_prefix
+from .._atomic import spreadsheet_safe, temp_prefix, temporary_dir
 from ..errors import OutputPathError
 from .navigation import NAV_CSS
 
@@ -306,26 +305,21 @@ def _put_in_place(tmp: Path, folder: Path) -> None:
         except FileNotFoundError:
             continue  # another writer moved it away meanwhile
         # Fallback: move the old folder aside, put the new one in, roll back on failure.
-        aside = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name, 24) + "old.",
-                                      dir=folder.parent))
-        try:
-            os.rename(folder, aside / "r")
-        except FileNotFoundError:
-            shutil.rmtree(aside, ignore_errors=True)
-            continue
-        try:
-            os.rename(tmp, folder)
-        except OSError:
-            if not os.path.lexists(folder):
-                os.rename(aside / "r", folder)
-            shutil.rmtree(aside, ignore_errors=True)
-            continue
-        except BaseException:
-            if not os.path.lexists(folder):
-                os.rename(aside / "r", folder)
-            shutil.rmtree(aside, ignore_errors=True)
-            raise
-        shutil.rmtree(aside, ignore_errors=True)
+        with temporary_dir(folder.parent, temp_prefix(folder.name, 24) + "old.") as aside:
+            try:
+                os.rename(folder, aside / "r")
+            except FileNotFoundError:
+                continue
+            try:
+                os.rename(tmp, folder)
+            except OSError:
+                if not os.path.lexists(folder):
+                    os.rename(aside / "r", folder)
+                continue
+            except BaseException:
+                if not os.path.lexists(folder):
+                    os.rename(aside / "r", folder)
+                raise
         return
     raise OutputPathError(f"{folder}: could not put the report in place (too many concurrent "
                          "writers)")
@@ -369,10 +363,12 @@ class Report:
         """
         folder = check_output(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(folder.name), dir=folder.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes owner-only folders
+        with temporary_dir(folder.parent, temp_prefix(folder.name)) as tmp:
+            self._write_into(tmp, folder, extra_files)
+        return folder
+
+    def _write_into(self, tmp: Path, folder: Path, extra_files: dict | None) -> None:
+        """Write the report's files into the new folder `tmp`, then put it at `folder`."""
         try:
             (tmp / MARKER).write_text(_MARKER_HEADER + "\n", encoding="utf-8")
             (tmp / "tables").mkdir()
@@ -396,10 +392,6 @@ class Report:
                 raise OutputPathError(f"cannot write the report {folder}: "
                                       f"{os.strerror(exc.errno).lower()}") from None
             raise
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-        return folder
 
     def _choices(self, anchor: str = "") -> tuple[list[str], list[str]]:
         if not self.choices:
