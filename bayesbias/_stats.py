@@ -38,18 +38,32 @@ def rankdata(a, axis: int = -1) -> np.ndarray:
     return np.moveaxis(out.reshape(shape), -1, axis)
 
 
+def tied_ranks(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of tied values in the sorted rows of `s` (m, n) and their average ranks.
+
+    Returns ``(rows, cols, ranks)``: every other position's rank is its column + 1. Cost
+    grows with the ties, beyond one comparison of neighbours.
+    """
+    eq = s[:, 1:] == s[:, :-1]  # position c ties with c + 1
+    before = np.zeros(eq.shape, dtype=bool)
+    before[:, 1:] = eq[:, :-1]
+    after = np.zeros(eq.shape, dtype=bool)
+    after[:, :-1] = eq[:, 1:]
+    rows, first = np.nonzero(eq & ~before)  # runs of ties: columns first .. last + 1
+    last = np.nonzero(eq & ~after)[1]
+    size = last - first + 2
+    rank = 0.5 * (first + last + 3)  # mean of the 1-based ranks first + 1 .. last + 2
+    start = np.cumsum(size) - size
+    cols = np.repeat(first, size) + (np.arange(int(size.sum())) - np.repeat(start, size))
+    return np.repeat(rows, size), cols, np.repeat(rank, size)
+
+
 def sorted_ranks(s: np.ndarray) -> np.ndarray:
     """Average ranks (1..n, float64) of the positions of each sorted row of `s` (m, n)."""
-    n = s.shape[1]
-    idx = np.broadcast_to(np.arange(n), s.shape)
-    new = np.ones(s.shape, dtype=bool)
-    new[:, 1:] = s[:, 1:] != s[:, :-1]
-    last = np.ones(s.shape, dtype=bool)
-    last[:, :-1] = new[:, 1:]
-    first_idx = np.maximum.accumulate(np.where(new, idx, 0), axis=1)
-    last_idx = (n - 1) - np.maximum.accumulate(np.where(last, n - 1 - idx, 0)[:, ::-1],
-                                               axis=1)[:, ::-1]
-    return 0.5 * (first_idx + last_idx + 2)
+    out = np.broadcast_to(np.arange(1, s.shape[1] + 1, dtype=np.float64), s.shape).copy()
+    rows, cols, ranks = tied_ranks(s)
+    out[rows, cols] = ranks
+    return out
 
 
 def normal_ppf(q):
