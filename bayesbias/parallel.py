@@ -41,7 +41,7 @@ from .errors import InputDataError, InvalidArgumentError
 from .progress import progress
 
 __all__ = ["TaskResults", "run_tasks", "task_rng", "chunks", "dask_client", "JobPool", "Job",
-           "default_jobs"]
+           "default_jobs", "usable_cores", "thread_map"]
 
 log = logging.getLogger(__name__)
 
@@ -237,15 +237,40 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple[tuple[int, ...], tuple]], *, s
 
 # -- a few jobs beside this process's own work ------------------------------------------
 
+def usable_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def default_jobs() -> int:
     """Two processes when this one may use two or more cores, else one."""
-    import os
+    return 2 if usable_cores() >= 2 else 1
 
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return 2 if cores >= 2 else 1
+
+#: Most threads :func:`thread_map` starts.
+MAX_THREADS = 4
+
+
+def thread_map(fn: Callable, *iterables, threads: int | None = None) -> list:
+    """``[fn(*args) for args in zip(*iterables)]``, over threads; results in order.
+
+    For NumPy work that releases the GIL (sorts, FFTs, ufuncs on big blocks): pure numbers,
+    each call its own, so the results are those of the loop. `threads` defaults to the
+    usable cores, at most :data:`MAX_THREADS`; with one, or one item, the loop runs here.
+    The threads live for this call only (no pool left behind for a fork to inherit).
+    """
+    items = list(zip(*iterables, strict=True))
+    threads = usable_cores() if threads is None else int(threads)
+    threads = max(1, min(threads, MAX_THREADS, len(items)))
+    if threads == 1:
+        return [fn(*args) for args in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda args: fn(*args), items))
 
 
 class Job:

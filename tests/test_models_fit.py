@@ -497,6 +497,20 @@ def test_rank_diagnostics_equal_arviz_stats_column_by_column():
     assert covered(ary)
 
 
+def test_rank_diagnostics_split_over_threads_are_the_same_numbers():
+    """Columns split over threads give the very numbers of one pass (bit for bit)."""
+    from bayesbias.models._rank_diagnostics import rank_diagnostics
+
+    rng = np.random.default_rng(5)
+    ary = rng.normal(size=(4, 400, 7))
+    ary[:, 1::3] = ary[:, :-1:3]  # repeated draws (ties), as rejected transitions give
+    one = rank_diagnostics(ary, 0.89, threads=1)
+    for threads in (2, 3, 16):
+        got = rank_diagnostics(ary, 0.89, threads=threads)
+        for k in one:
+            np.testing.assert_array_equal(got[k], one[k], err_msg=f"{k}, {threads} threads")
+
+
 def test_fit_for_verdict_refits_with_more_draws_while_undecided(monkeypatch):
     """The refit loop of fit_for_verdict: four times the draws while undecided, up to the cap.
 

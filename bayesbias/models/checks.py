@@ -165,12 +165,11 @@ def loo_pit(fit, rows=None) -> np.ndarray:
     from ._psis import psislw
 
     y = fit.cells.y if rows is None else fit.cells.y[rows]
+    from ..parallel import thread_map
+
     mean, sig, conn = _row_mean_and_sds(fit, rows=rows)
-    out = np.empty(y.size)
-    # blocks of rows: each row's PSIS is its own, so the values are those of one pass, and
-    # the (rows, draws) temporaries stay a block's (a pass held 4-5 arrays of all rows)
-    for lo in range(0, y.size, LOO_BLOCK_ROWS):
-        hi = min(lo + LOO_BLOCK_ROWS, y.size)
+
+    def block(lo, hi):
         # (rows, draws) in C order: PSIS sorts, reduces and scans each row's draws, a pass
         # over contiguous memory (on a transposed view these strided passes took 3x as long)
         z = np.ascontiguousarray((y[None, lo:hi] - mean[:, lo:hi]).T)
@@ -181,8 +180,14 @@ def loo_pit(fit, rows=None) -> np.ndarray:
         loglik -= np.log(s)
         lw, _ = psislw(loglik)  # normalised over draws
         np.exp(lw, out=lw)
-        out[lo:hi] = np.einsum("ij,ij->i", lw, ndtr(z))
-    return out
+        return np.einsum("ij,ij->i", lw, ndtr(z))
+
+    # blocks of rows, over threads: each row's PSIS is its own, so the values are those of
+    # one pass, and the (rows, draws) temporaries stay a few blocks' (a pass held 4-5
+    # arrays of all rows)
+    starts = np.arange(0, y.size, LOO_BLOCK_ROWS)
+    parts = thread_map(block, starts, np.minimum(starts + LOO_BLOCK_ROWS, y.size))
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 def loo_skip_reason(fit) -> str | None:
