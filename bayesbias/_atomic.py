@@ -258,44 +258,54 @@ def temporary_dir(parent: Path, prefix: str):
     Named before it is created, so that an interruption at any moment (even a signal's
     handler running as the folder appears) leaves nothing behind.
     """
-    import secrets
-    import shutil
-
     tmp = None
     try:
-        for _ in range(100):
-            tmp = Path(parent) / f"{prefix}{secrets.token_hex(4)}"
-            try:
-                os.mkdir(tmp)
-                break
-            except FileExistsError:  # another folder's name: never ours to remove
-                tmp = None
-        else:
-            raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
+        tmp = _fresh(Path(parent), prefix, "", os.mkdir, _remove_dir)
         yield tmp
     finally:
-        if tmp is not None and os.path.lexists(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            _remove_dir(tmp)
 
 
 def _create_temporary(path: Path, suffix: str) -> Path:
     """Create an empty owner-only hidden file next to `path`, named in :data:`_LIVE` first."""
-    import secrets
+    def create(tmp):
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
     prefix = temp_prefix(path.name, 8 + len(os.fsencode(suffix)))
+    return _fresh(path.parent, prefix, suffix, create, _remove_temporary, live=True)
+
+
+def _fresh(parent: Path, prefix: str, suffix: str, create, remove, live: bool = False) -> Path:
+    """Create a new entry ``parent/<prefix><random><suffix>`` with `create`; return its path.
+
+    The name exists before the entry: with `live` it is registered in :data:`_LIVE` first,
+    and an exception while `create` runs (a signal's handler) removes what it made. A name
+    that already exists belongs to someone else and is never removed.
+    """
+    import secrets
+
     for _ in range(100):
-        tmp = path.parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
-        _LIVE.add(tmp)
+        tmp = parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        if live:
+            _LIVE.add(tmp)
         try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except FileExistsError:  # another file's name: never ours to remove
+            create(tmp)
+        except FileExistsError:
             _LIVE.discard(tmp)
             continue
-        except BaseException:  # e.g. a signal's handler between creating and closing it
-            _remove_temporary(tmp)
+        except BaseException:
+            remove(tmp)
             raise
         return tmp
-    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
+
+
+def _remove_dir(tmp: Path) -> None:
+    import shutil
+
+    if os.path.lexists(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _remove_temporary(tmp: Path | None) -> None:
