@@ -162,11 +162,10 @@ def loo_pit(fit, rows=None) -> np.ndarray:
     """
     from scipy.special import ndtr
 
+    from ..parallel import thread_map
     from ._psis import psislw
 
     y = fit.cells.y if rows is None else fit.cells.y[rows]
-    from ..parallel import thread_map
-
     mean, sig, conn = _row_mean_and_sds(fit, rows=rows)
 
     def block(lo, hi):
