@@ -103,7 +103,7 @@ def _z_scale(ranked: np.ndarray, order: np.ndarray) -> np.ndarray:
     """
     from .._stats import normal_ppf, tied_ranks
 
-    n, m = ranked.shape
+    m = ranked.shape[1]
     scale = m - 2 * _C + 1
     scores = np.broadcast_to(normal_ppf((np.arange(1, m + 1) - _C) / scale),
                              ranked.shape).copy()
@@ -158,18 +158,16 @@ def _geyer_tau(rho: np.ndarray, size: int) -> np.ndarray:
     rho = rho.copy()
     rho[:, 0] = 1.0
     pairs = rho[:, 0: 2 * k_max + 1: 2] + rho[:, 1: 2 * k_max + 2: 2]  # (n, k_max + 1)
-    pairs = pairs[:, : k_max + 1]
     positive = pairs > 0
     # K: pairs kept, the first non-positive pair's index (all of them if none)
     stop = np.where(positive.all(axis=1), k_max, np.argmin(positive, axis=1))
-    stop = np.minimum(stop, k_max)
     keep = np.arange(pairs.shape[1]) < stop[:, None]
     monotone = np.minimum.accumulate(np.where(keep, pairs, np.inf), axis=1)
     total = np.where(keep, monotone, 0.0).sum(axis=1)
     rows = np.arange(n_par)
     rho_even = rho[rows, 2 * stop]
     stored = (stop >= 1) & (pairs[rows, stop] >= 0)
-    last = np.where(rho_even > 0, rho_even, np.where(stored, rho_even, 0.0))
+    last = np.where((rho_even > 0) | stored, rho_even, 0.0)
     tau = -1.0 + 2.0 * total + last
     tau = np.maximum(tau, 1 / np.log10(size))
     return np.where(np.isnan(rho[:, 1]), np.nan, tau)
