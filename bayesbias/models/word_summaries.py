@@ -535,6 +535,7 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
     out = {k: np.empty(size) for k in ("mean", "sd", "prob_below_zero", "share_in_rope")}
     out["ci"] = np.empty((size, 2))
     ncol = len(cols)
+    tasks = []  # (flat indices, function, arguments): each group's summaries, independent
     for j, col in enumerate(cols):
         keys = np.stack([(n if shift is None else shift[0])[:, c] for c in col], axis=1)
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
@@ -556,18 +557,19 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
                 (aa, ba, sa), (ab, bb, sb) = parts
                 al, beta, sd = aa - ab, np.stack([ba, -bb], axis=1), np.sqrt(sa * sa + sb * sb)
             y = np.stack([ybar[units, c] for c in col], axis=1)
-            got = linear_summary(al, beta, sd, y, prob, kind, rope, grid,
-                                 INTERVAL_DRAWS if shift is None else SHIFTED_INTERVAL_DRAWS)
-            flat = units * ncol + j
-            for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
-                out[k][flat] = got[k]
+            tasks.append((units * ncol + j, linear_summary,
+                          (al, beta, sd, y, prob, kind, rope, grid,
+                           INTERVAL_DRAWS if shift is None else SHIFTED_INTERVAL_DRAWS)))
         if rest:
             units = np.concatenate(rest)
-            got = _direct_summary(m, t, s, n, ybar, col, units, shift, prob, kind, rope,
-                                  extra_sd)
-            flat = units * ncol + j
-            for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
-                out[k][flat] = got[k]
+            tasks.append((units * ncol + j, _direct_summary,
+                          (m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd)))
+    from ..parallel import thread_map
+
+    results = thread_map(lambda f, a: f(*a), [f for _, f, _ in tasks], [a for _, _, a in tasks])
+    for (flat, _, _), got in zip(tasks, results, strict=True):
+        for k in ("mean", "sd", "prob_below_zero", "share_in_rope", "ci"):
+            out[k][flat] = got[k]
     return out
 
 
@@ -657,20 +659,25 @@ def row_intervals(m, t, s, sig, cells, shift, v, probs, kind: str,
     out = np.empty((len(probs), pair.size, 2))
     order = np.argsort(kinv, kind="stable")
     bounds = np.r_[0, np.cumsum(size)]
-    small = []
+    small, big = [], []
     for j in range(key.size):
         el = order[bounds[j]:bounds[j + 1]]
-        if size[j] < _min_group(1):
-            small.append(el)
-            continue
+        (small if size[j] < _min_group(1) else big).append(el)
+
+    def group_intervals(el):
         e0 = el[0]
         c = conn[e0]
         al, be, sd = _coefficients(m[:, c], t[:, c], s[:, c], nn[e0])
         al = al - be * shift[1]([gid[pcell[e0]]])[:, 0] + v[:, pattr[e0]]
         sd = np.sqrt(sd * sd + sig[:, c] ** 2)
-        for i, p in enumerate(probs):
-            out[i, el] = linear_summary(al, be[:, None], sd, ybar[el][:, None], p, kind,
-                                        interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"]
+        return [linear_summary(al, be[:, None], sd, ybar[el][:, None], p, kind,
+                               interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"] for p in probs]
+
+    from ..parallel import thread_map
+
+    for el, got in zip(big, thread_map(group_intervals, big), strict=True):
+        for i, ci in enumerate(got):
+            out[i, el] = ci
     if small:
         el = np.concatenate(small)
         keep = thinned(m.shape[0], ROW_CHECK_DRAWS)
