@@ -389,10 +389,13 @@ class Fit:
         if as_xarray:
             return ds
         frame = to_frame(ds)
-        n = self._n()
-        ok = [bool(n.sel({self.unit_dim: u, "connection": lab.split(" - ")[0]}) > 0
-                   and n.sel({self.unit_dim: u, "connection": lab.split(" - ")[1]}) > 0)
-              for u, lab in zip(frame[self.unit_dim], frame["contrast"], strict=True)]
+        # rows whose unit has rows in both connections of the contrast (one lookup per
+        # row into the cells' counts, not an xarray selection each: 50 s at 77,640 rows)
+        unit = pd.Index(self.cells.units.tolist()).get_indexer(frame[self.unit_dim])
+        sides = frame["contrast"].astype(str).str.split(" - ", n=1, expand=True)
+        conn = pd.Index(list(CONNECTIONS))
+        n = self.cells.n
+        ok = (n[unit, conn.get_indexer(sides[0])] > 0) & (n[unit, conn.get_indexer(sides[1])] > 0)
         return frame.loc[ok].reset_index(drop=True)
 
     def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:

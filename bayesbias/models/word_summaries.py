@@ -30,12 +30,13 @@ draw of each cell mean per draw: the accuracy of per-word draws, at a cost that 
 the cells).
 
 Cells that share (connection, n) differ only in ybar: their intervals and probabilities are
-computed on a grid of ybar (:data:`GRID_POINTS`: Chebyshev nodes and a polynomial, checked
-between the nodes; two cell means for a contrast: a bicubic spline), so the cost grows with
-the number of such groups, and memory with the number of cells, not with draws x cells. A fit keeps its per-word draws unless they
-would take more than :data:`WORD_DRAWS_BYTES` (or ``keep_word_draws=False``); without them,
-what needs draws (``Fit.word_mean_draws``, PSIS-LOO, comparing fits word by word) raises
-:class:`WordDrawsError` naming ``--keep-word-draws``.
+computed on a grid of ybar (two cell means for a contrast; :data:`GRID_POINTS`, Chebyshev
+nodes and a polynomial, checked between the nodes), so the cost grows with the number of
+such groups, and memory with the number of cells, not with draws x cells. A fit keeps its
+per-word draws unless they would take more than :data:`WORD_DRAWS_BYTES` (or
+``keep_word_draws=False``); without them, what needs draws (``Fit.word_mean_draws``,
+PSIS-LOO, comparing fits word by word) raises :class:`WordDrawsError` naming
+``--keep-word-draws``.
 """
 
 from __future__ import annotations
@@ -400,24 +401,28 @@ def fit_moments(fit):
     return moments, (m, t, s)
 
 
-#: Points of the interpolation grid of a group of elements: 1-D (cells that share a
-#: connection and a row count), Chebyshev-Lobatto nodes interpolated by a polynomial
-#: (barycentric; interval ends within 1e-8 of the sd of those from the mixture at every
-#: element on the test's mixtures, as the cubic spline on 129 even points was, at a quarter of
-#: the cost); 2-D (per-word contrasts of two such groups), an even 41 x 41 grid and a
-#: bicubic spline.
-GRID_POINTS = {1: 33, 2: 41}
+#: Chebyshev-Lobatto nodes per data dimension of the grid on which a group's intervals are
+#: computed (1-D: cells that share a connection and a row count; 2-D: per-word contrasts of
+#: two such groups), interpolated by a polynomial (barycentric form). Interval ends within
+#: 1e-8 of the sd of those from each element's own mixture on the test's mixtures, as with
+#: the cubic splines on 129 even points / 41 x 41 before, at a quarter / a fifth of the
+#: points (each a mixture's Newton steps over thousands of draws).
+GRID_POINTS = {1: 33, 2: 19}
 
-#: Points between the 1-D nodes at which the interpolated summaries are checked against the
-#: mixture's own (:func:`linear_summary`).
-CHECK_POINTS = 8
+#: Even points per data dimension of the grid of the probabilities (P(< 0), the ROPE share:
+#: closed forms, cheap per point), interpolated by cubic splines. A steep probability is
+#: no polynomial of low degree.
+SPLINE_POINTS = {1: 129, 2: 41}
 
-#: Largest difference at the check points, interval ends in sds of the element and
-#: probabilities, above which a group's summaries are computed element by element instead
-#: (a mixture whose interval moves abruptly with the data mean, e.g. between modes): the
-#: probabilities over every draw, the intervals from one draw of each element's Normal per
-#: draw (the accuracy of per-word draws; a mixture's own interval per element can cost
-#: seconds each when it has two modes).
+#: Points between the nodes at which the interpolated interval ends are checked against the
+#: mixture's own (:func:`linear_summary`), per data dimension.
+CHECK_POINTS = {1: 8, 2: 16}
+
+#: Largest difference of the interval ends at the check points, in sds of the element,
+#: above which a group's intervals are computed element by element instead (a mixture whose
+#: interval moves abruptly with the data mean, e.g. between modes), from one draw of each
+#: element's Normal per draw (the accuracy of per-word draws; a mixture's own interval per
+#: element can cost seconds each when it has two modes).
 GRID_TOLERANCE = 1e-6
 
 #: Fewest elements of a group summarised on a grid (1-D, 2-D): the same groups as with the
@@ -425,24 +430,30 @@ GRID_TOLERANCE = 1e-6
 GRID_MIN_ELEMENTS = {1: 130, 2: 41 ** 2 + 1}
 
 
-def _at_points(alpha, beta, sd, points, keep, prob, kind, rope, drawn_seed=None):
+def _at_points(alpha, beta, sd, points, keep, prob, kind, rope, drawn_seed=None,
+               parts=("probabilities", "intervals")):
     """Mixture summaries of the elements whose component means are ``alpha + beta @ p``.
 
-    With `drawn_seed`, the intervals come from one draw of each element's Normal per draw
-    over every draw (:func:`_drawn_interval`), as a fit with per-word draws has them.
+    `parts`: the probabilities (P(< 0), the ROPE share) and/or the intervals. With
+    `drawn_seed`, the intervals come from one draw of each element's Normal per draw over
+    every draw (:func:`_drawn_interval`), as a fit with per-word draws has them.
     """
     from scipy.special import ndtr
 
     n = points.shape[0]
-    out = {"ci": np.empty((n, 2)), "prob_below_zero": np.empty(n),
-           "share_in_rope": np.full(n, np.nan)}
+    out = {}
     s_all = sd[:, None]
-    for sl in chunks(n, alpha.size):
-        m = alpha[:, None] + beta @ points[sl].T
-        out["prob_below_zero"][sl] = ndtr(-m / s_all).mean(axis=0)
-        if rope is not None:
-            out["share_in_rope"][sl] = (ndtr((rope - m) / s_all)
-                                        - ndtr((-rope - m) / s_all)).mean(axis=0)
+    if "probabilities" in parts:
+        out["prob_below_zero"], out["share_in_rope"] = np.empty(n), np.full(n, np.nan)
+        for sl in chunks(n, alpha.size):
+            m = alpha[:, None] + beta @ points[sl].T
+            out["prob_below_zero"][sl] = ndtr(-m / s_all).mean(axis=0)
+            if rope is not None:
+                out["share_in_rope"][sl] = (ndtr((rope - m) / s_all)
+                                            - ndtr((-rope - m) / s_all)).mean(axis=0)
+    if "intervals" not in parts:
+        return out
+    out["ci"] = np.empty((n, 2))
     if drawn_seed is not None:
         for sl in chunks(n, alpha.size):
             m = alpha[:, None] + beta @ points[sl].T
@@ -461,11 +472,42 @@ def _chebyshev_nodes(lo: float, hi: float, k: int) -> np.ndarray:
     return lo + (hi - lo) * (1 - np.cos(np.pi * np.arange(k) / (k - 1))) / 2
 
 
-def _interpolate_1d(nodes, values: dict, x) -> dict:
-    """Polynomial interpolation through Chebyshev-Lobatto `nodes` (barycentric), at `x`."""
-    from scipy.interpolate import BarycentricInterpolator
+def _lagrange_basis(nodes: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Return the Lagrange polynomials through Chebyshev-Lobatto `nodes` at `x`, (x, nodes).
 
-    return {k: BarycentricInterpolator(nodes, v)(x) for k, v in values.items()}
+    The barycentric form: weights (-1)^j, halved at the two ends.
+    """
+    w = (-1.0) ** np.arange(nodes.size)
+    w[[0, -1]] *= 0.5
+    diff = x[:, None] - nodes[None]
+    at_node = diff == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        basis = w / diff
+        basis /= basis.sum(axis=1, keepdims=True)
+    hit = at_node.any(axis=1)
+    basis[hit] = at_node[hit]
+    return basis
+
+
+def _interpolate(nodes: list, values: dict, x: np.ndarray) -> dict:
+    """Tensor-product polynomial through `values` on the grid of `nodes` (per axis), at x."""
+    bases = [_lagrange_basis(nd, x[:, j]) for j, nd in enumerate(nodes)]
+    if len(bases) == 1:
+        return {k: bases[0] @ v for k, v in values.items()}
+    shape = tuple(nd.size for nd in nodes)
+    return {k: np.einsum("ei,ij,ej->e", bases[0], v.reshape(shape), bases[1])
+            for k, v in values.items()}
+
+
+def _check_points(nodes: list, k: int) -> np.ndarray:
+    """Return `k` points between the grid's nodes, spread over it, (k, dimensions)."""
+    mids = [0.5 * (nd[:-1] + nd[1:]) for nd in nodes]
+    picks = np.linspace(0, mids[0].size - 1, k).round().astype(int)
+    cols = [mids[0][picks]]
+    for j in range(1, len(nodes)):  # the other axes in a shuffled order of the same picks
+        cols.append(mids[j][np.linspace(0, mids[j].size - 1, k).round().astype(int)[
+            (np.arange(k) * 5 + j) % k]])
+    return np.stack(cols, axis=1)
 
 
 def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | None = None,
@@ -478,10 +520,10 @@ def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | Non
     alpha, sd (draws,); beta (draws, d); y (elements, d). Mean and sd in closed form over
     every draw; P(< 0) and the ROPE share over every draw; the interval over
     `interval_draws` thinned draws. With `grid` and more elements than
-    :data:`GRID_MIN_ELEMENTS`, those three are computed on a grid of y
-    (:data:`GRID_POINTS`) and interpolated; in 1-D they are checked at
-    :data:`CHECK_POINTS` points between the nodes and computed at every element when they
-    differ there by more than :data:`GRID_TOLERANCE` (the intervals then from draws).
+    :data:`GRID_MIN_ELEMENTS`, those three are computed on grids of y and interpolated: the
+    probabilities on :data:`SPLINE_POINTS`, the intervals on :data:`GRID_POINTS`, checked
+    at :data:`CHECK_POINTS` points between the nodes and computed at every element when
+    they differ there by more than :data:`GRID_TOLERANCE` (from draws, then).
     """
     d = y.shape[1]
     y0 = y.mean(axis=0)
@@ -499,45 +541,45 @@ def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | Non
 
     out = {"mean": am + yc @ bm, "sd": sd_at(yc)}
     keep = thinned(alpha.size, interval_draws)
-    g = GRID_POINTS[d]
     lo, hi = yc.min(axis=0), yc.max(axis=0)
     if not grid or y.shape[0] < GRID_MIN_ELEMENTS[d] or np.any(hi - lo <= 0):
         out.update(_at_points(a, beta, sd, yc, keep, prob, kind, rope))
         return out
-    names = ["lower", "upper", "prob_below_zero"] + (["share_in_rope"] if rope is not None
-                                                     else [])
-
-    def fields(at):
-        got = {"lower": at["ci"][:, 0], "upper": at["ci"][:, 1],
-               "prob_below_zero": at["prob_below_zero"]}
-        if rope is not None:
-            got["share_in_rope"] = at["share_in_rope"]
-        return got
-
+    # probabilities (cheap closed forms): on an even grid, cubic splines
+    axes = [np.linspace(lo[j], hi[j], SPLINE_POINTS[d]) for j in range(d)]
+    even = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, d)
+    at = _at_points(a, beta, sd, even, keep, prob, kind, rope, parts=("probabilities",))
+    names = ["prob_below_zero"] + (["share_in_rope"] if rope is not None else [])
+    got = {}
     if d == 1:
-        nodes = _chebyshev_nodes(lo[0], hi[0], g)
-        step = max(1, (g - 1) // CHECK_POINTS)
-        check = 0.5 * (nodes[:-1] + nodes[1:])[step // 2::step][:CHECK_POINTS]
-        at = _at_points(a, beta, sd, np.r_[nodes, check][:, None], keep, prob, kind, rope)
-        values = fields(at)
-        on_nodes = {k: v[:g] for k, v in values.items()}
-        guess = _interpolate_1d(nodes, on_nodes, check)
-        scale = {"lower": sd_at(check[:, None]), "upper": sd_at(check[:, None])}
-        worst = max(np.max(np.abs(guess[k] - values[k][g:]) / scale.get(k, 1.0))
-                    for k in names)
-        if not worst <= GRID_TOLERANCE:  # not smooth in y (modes): drawn, as with draws
-            out.update(_at_points(a, beta, sd, yc, keep, prob, kind, rope,
-                                  drawn_seed=[20240106, y.shape[0]]))
-            return out
-        got = _interpolate_1d(nodes, on_nodes, yc[:, 0])
+        from scipy.interpolate import CubicSpline
+
+        for k in names:
+            got[k] = CubicSpline(axes[0], at[k])(yc[:, 0])
     else:
         from scipy.interpolate import RectBivariateSpline
 
-        axes = [np.linspace(lo[j], hi[j], g) for j in range(d)]
-        pts = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, d)
-        got = {k: RectBivariateSpline(axes[0], axes[1], v.reshape(g, g))(
-            yc[:, 0], yc[:, 1], grid=False)
-            for k, v in fields(_at_points(a, beta, sd, pts, keep, prob, kind, rope)).items()}
+        g = SPLINE_POINTS[d]
+        for k in names:
+            got[k] = RectBivariateSpline(axes[0], axes[1], at[k].reshape(g, g))(
+                yc[:, 0], yc[:, 1], grid=False)
+    # intervals (Newton steps on the mixture): Chebyshev nodes, checked between them
+    g = GRID_POINTS[d]
+    nodes = [_chebyshev_nodes(lo[j], hi[j], g) for j in range(d)]
+    pts = np.stack(np.meshgrid(*nodes, indexing="ij"), axis=-1).reshape(-1, d)
+    check = _check_points(nodes, CHECK_POINTS[d])
+    ci = _at_points(a, beta, sd, np.r_[pts, check], keep, prob, kind, rope,
+                    parts=("intervals",))["ci"]
+    ends = {"lower": ci[:len(pts), 0], "upper": ci[:len(pts), 1]}
+    guess = _interpolate(nodes, ends, check)
+    worst = max(np.max(np.abs(guess[k] - ci[len(pts):, j]) / sd_at(check))
+                for j, k in enumerate(("lower", "upper")))
+    if worst <= GRID_TOLERANCE:
+        got.update(_interpolate(nodes, ends, yc))
+    else:  # ends that do not follow a polynomial in y (modes): drawn, as with draws
+        ci = _at_points(a, beta, sd, yc, keep, prob, kind, rope, parts=("intervals",),
+                        drawn_seed=[20240106, y.shape[0]])["ci"]
+        got.update(lower=ci[:, 0], upper=ci[:, 1])
     out["ci"] = np.stack([got["lower"], got["upper"]], axis=-1)
     out["prob_below_zero"] = np.clip(got["prob_below_zero"], 0.0, 1.0)
     out["share_in_rope"] = np.clip(got["share_in_rope"], 0.0, 1.0) if rope is not None \
