@@ -58,22 +58,64 @@ def test_grouped_kernel_equals_the_row_kernel(frac, overrides):
     for nonc in (False, True):
         rows = crossed.pack(spec, cells, nonc)
         grouped = crossed.pack_grouped(spec, cells, nonc)
+        classes = crossed.pack_classes(spec, cells, nonc)
         for _ in range(3):
             x = crossed._initial(spec, cells, nonc, rng)
             x = x + rng.normal(0, 0.05, x.size)
             a, ga = _evaluate(entry_points("crossed")[0], x, rows)
-            b, gb = _evaluate(entry_points("crossed_grouped")[0], x, grouped)
-            assert b == pytest.approx(a, rel=1e-10)
-            np.testing.assert_allclose(gb, ga, rtol=0, atol=1e-10 * np.abs(ga).max())
-            # and both expand to the same parameters (the same layout up to the groups)
+            for name, data in (("crossed_grouped", grouped), ("crossed_classes", classes)):
+                b, gb = _evaluate(entry_points(name)[0], x, data)
+                assert b == pytest.approx(a, rel=1e-10)
+                np.testing.assert_allclose(gb, ga, rtol=0, atol=1e-10 * np.abs(ga).max())
+            # and all expand to the same parameters (the same layout up to the groups)
             out = []
-            for data in (rows, grouped):
+            for data in (rows, grouped, classes):
                 e = np.zeros(x.size - 3)
                 entry_points("crossed")[1].ctypes(x.size, e.size, x.ctypes.data_as(_PTR),
                                                   e.ctypes.data_as(_PTR),
                                                   data.ctypes.data_as(_PTR))
                 out.append(e)
             np.testing.assert_array_equal(out[0], out[1])
+            np.testing.assert_array_equal(out[0], out[2])
+
+
+def test_classes_are_chosen_where_cells_meet_different_attributes():
+    """Classes (connection, n) when each cell has its own attribute multiset and there are
+    many of them; groups for a complete design. Their sums against the rows: K, D, E, G."""
+    from bayesbias.models.cells import cells_from_table
+    from bayesbias.testing import simulate_table
+
+    assert not crossed.classes_are_cheaper(_cells(None))
+    table, _ = simulate_table("hierarchical", seed=0, n_classes=2, words_per_class=1000,
+                              stereotypes_per_class=10, n_human=20, n_none=20)
+    complete = cells_from_table(table, "word")
+    assert not crossed.classes_are_cheaper(complete)
+    rng = np.random.default_rng(1)
+    cells = cells_from_table(table[rng.random(len(table)) >= 0.1].reset_index(drop=True),
+                             "word")
+    assert crossed.classes_are_cheaper(cells)
+    c = crossed.cell_classes(cells)
+    ybar = np.nan_to_num(cells.mean)
+    cell_n = cells.n[cells.unit_idx, cells.conn_idx]
+    for q in rng.choice(c["w"].size, 3, replace=False):
+        rows = np.flatnonzero((cells.conn_idx == c["conn"][q]) & (cell_n == c["n"][q]))
+        e = slice(c["start"][q], c["start"][q + 1])
+        attrs = c["attr"][e]
+        np.testing.assert_array_equal(attrs, np.unique(cells.attr_idx[rows]))
+        own = ybar[cells.unit_idx[rows], cells.conn_idx[rows]]
+        cbar = c["cbar"][q]
+        k = np.array([(cells.attr_idx[rows] == a).sum() for a in attrs])
+        d = np.array([(cells.y[rows] - own)[cells.attr_idx[rows] == a].sum() for a in attrs])
+        ee = np.array([(own - cbar)[cells.attr_idx[rows] == a].sum() for a in attrs])
+        np.testing.assert_array_equal(c["k"][e], k)
+        np.testing.assert_allclose(c["d"][e], d, atol=1e-10)
+        np.testing.assert_allclose(c["e"][e], ee, atol=1e-10)
+        units = np.unique(cells.unit_idx[rows])
+        kq = np.array([[((cells.unit_idx[rows] == u) & (cells.attr_idx[rows] == a)).sum()
+                        for a in attrs] for u in units], dtype=float)
+        off = int((np.diff(c["start"])[:q] ** 2).sum())
+        np.testing.assert_array_equal(c["g"][off:off + attrs.size ** 2],
+                                      (kq.T @ kq).ravel())
 
 
 def _multisets(cells):

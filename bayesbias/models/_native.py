@@ -368,6 +368,53 @@ static void cx_groups(int64_t ng, const double *gconn, const double *gn, const d
     }
 }
 
+/* The cell terms of the crossed density summed over classes of cells that share only the
+ * connection and the count n (tables whose cells meet different attributes: cx_groups would
+ * have a group per cell). With w cells, cbar the mean and Q the sum of squares (about cbar)
+ * of their cell means, SS0 their summed within-cell sums of squares, and per attribute a of
+ * the class K_a its rows, D_a the summed deviations y_i - ybar_q of those rows, E_a =
+ * sum_q (ybar_q - cbar) k_qa, and G = sum_q k_q k_q' (k_q: cell q's rows per attribute):
+ *   sum_q ss_q = SS0 - 2 D.v + K.v^2 - v'Gv / n,
+ *   sum_q (rbar_q - M)^2 = Q + w (cbar - M)^2 - 2 (E.v + (cbar - M) K.v) / n + v'Gv / n^2,
+ * O(attributes^2) per class instead of O(rows). G is dense per class, row-major. */
+static void cx_classes(int64_t ncl, const double *cconn, const double *cn, const double *cw,
+                       const double *ccbar, const double *cq, const double *css,
+                       const double *clogn, const double *ek, const double *ed,
+                       const double *ee, const double *gmat, const int32_t *cstart,
+                       const int32_t *eattr, const double *m, const double *t,
+                       const double *s, const double *ls, const double *v, double *gv,
+                       double *gm, double *gt, double *gs, double *lp) {
+    int64_t q, i, j, off = 0;
+    for (q = 0; q < ncl; q++) {
+        int64_t cc = (int64_t)cconn[q], lo = cstart[q], hi = cstart[q + 1], k = hi - lo;
+        double n = cn[q], w = cw[q], sc = s[cc], tc = t[cc], var = tc * tc + sc * sc / n;
+        double c = ccbar[q] - m[cc], kv = 0.0, dv = 0.0, ev = 0.0, kvv = 0.0, vgv = 0.0;
+        double sumss, dev, dr = 1.0 / (sc * sc), dq = 1.0 / (n * var), dvar;
+        const double *g = gmat + off;
+        for (i = 0; i < k; i++) {
+            int64_t e = lo + i;
+            double va = v[eattr[e]], row = 0.0;
+            for (j = 0; j < k; j++) row += g[i * k + j] * v[eattr[lo + j]];
+            kv += ek[e] * va;
+            dv += ed[e] * va;
+            ev += ee[e] * va;
+            kvv += ek[e] * va * va;
+            vgv += va * row;
+            gv[eattr[e]] += (ed[e] - ek[e] * va + row / n) * dr
+                            + (ee[e] + c * ek[e] - row / n) * dq;
+        }
+        off += k * k;
+        sumss = css[q] - 2.0 * dv + kvv - vgv / n;
+        dev = cq[q] + w * c * c - 2.0 * (ev + c * kv) / n + vgv / (n * n);
+        *lp += (w * (-0.5 * n * LOG_2PI - (n - 1.0) * ls[cc] - 0.5 * clogn[q] - 0.5 * log(var))
+                - sumss / (2.0 * sc * sc) - dev / (2.0 * var));
+        dvar = -0.5 * w / var + 0.5 * dev / (var * var);
+        gm[cc] += (w * c - kv / n) / var;
+        gt[cc] += dvar * 2.0 * tc;
+        gs[cc] += -w * (n - 1.0) / sc + sumss / (sc * sc * sc) + dvar * 2.0 * sc / n;
+    }
+}
+
 static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_,
                        const double *data, int grouped) {
     int64_t ns = (int64_t)data[0], no = (int64_t)data[1], na = (int64_t)data[2];
@@ -377,7 +424,7 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
     const double *gkind = agrp + na, *ry = NULL, *logn = NULL;
     const double *gw = NULL, *gcbar = NULL, *gq = NULL, *gss = NULL, *glogn = NULL;
-    const double *ek = NULL, *ed = NULL;
+    const double *ek = NULL, *ed = NULL, *ee = NULL, *gmat = NULL;
     const int32_t *cstart = NULL, *rattr = NULL, *gstart = NULL, *eattr = NULL;
     double h[16], gh[16], m[4], t[4], s[4], ls[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
@@ -387,7 +434,19 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     double stack[2048], *v, *gv;
     int64_t rc = 0;
     if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
-    if (grouped) {  /* crossed.pack_grouped; ncell: groups, nrow: entries */
+    if (grouped == 2) {  /* crossed.pack_classes; ncell: classes, nrow: entries */
+        gw = gkind + 4;  /* gkind[3]: the size of the G blocks */
+        gcbar = gw + ncell;
+        gq = gcbar + ncell;
+        gss = gq + ncell;
+        glogn = gss + ncell;
+        ek = glogn + ncell;
+        ed = ek + nrow;
+        ee = ed + nrow;
+        gmat = ee + nrow;
+        gstart = (const int32_t *)(gmat + (int64_t)gkind[3]);
+        eattr = gstart + ncell + 1;
+    } else if (grouped) {  /* crossed.pack_grouped; ncell: groups, nrow: entries */
         gw = gkind + 3;
         gcbar = gw + ncell;
         gq = gcbar + ncell;
@@ -453,7 +512,11 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
         s[c] = h[8 + (int64_t)smap[c]];
         ls[c] = log(s[c]);
     }
-    if (grouped) {
+    if (grouped == 2) {
+        cx_classes(ncell, cconn, cn, gw, gcbar, gq, gss, glogn, ek, ed, ee, gmat, gstart, eattr,
+                   m, t, s, ls, v, gv, gm, gt, gs, &lp);
+        ncell = 0;  /* the per-cell loop below is not run */
+    } else if (grouped) {
         cx_groups(ncell, cconn, cn, gw, gcbar, gq, gss, glogn, ek, ed, gstart, eattr, m, t, s,
                   ls, v, gv, gm, gt, gs, &lp);
         ncell = 0;  /* the per-cell loop below is not run */
@@ -588,6 +651,12 @@ int64_t cxg_logp(uint64_t dim, const double *x, double *out, double *logp_,
     return cx_core(dim, x, out, logp_, data, 1);
 }
 
+/* layout of crossed.pack_classes (cx_classes) */
+int64_t cxc_logp(uint64_t dim, const double *x, double *out, double *logp_,
+                 const double *data) {
+    return cx_core(dim, x, out, logp_, data, 2);
+}
+
 /* expanded: (M[4], T[4], S[ns], O[no], v[n_attr]) */
 int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
                   const double *data) {
@@ -702,14 +771,16 @@ def entry_points(family: str):
     """Return ``(logp, expand)`` of `family` as :class:`CFunc`, or None.
 
     `family`: "cell", "grouped" (the cell kernel on groups of cells), "additive", "crossed",
-    "crossed_grouped" (the crossed kernel on groups of cells).
+    "crossed_grouped" (the crossed kernel on groups of cells), "crossed_classes" (on classes
+    of cells that share connection and count).
     """
     lib = library()
     if lib is None:
         return None
     prefix = {"cell": "cm", "grouped": "cmg", "additive": "add", "crossed": "cx",
-              "crossed_grouped": "cxg"}[family]
-    expand = {"grouped": "cm", "crossed_grouped": "cx"}.get(family, prefix)  # same parameters
+              "crossed_grouped": "cxg", "crossed_classes": "cxc"}[family]
+    expand = {"grouped": "cm", "crossed_grouped": "cx",
+              "crossed_classes": "cx"}.get(family, prefix)  # same parameters
     return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{expand}_expand", 2)
 
 

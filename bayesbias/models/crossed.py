@@ -386,6 +386,94 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
         [math.log(k) for k in g["n"]], g["k"], d, ints.view(np.float64)]))
 
 
+def cell_classes(cells: Cells) -> dict:
+    """Classes of the non-empty cells that share (connection, n), with their attribute sums.
+
+    Returns per class ``conn``, ``n``, ``w`` (cells), ``cbar`` and ``q`` (mean and sum of
+    squares of their cell means), ``ss0`` (summed within-cell sums of squares), ``start``
+    (classes + 1: its entries); per entry (the attributes met in the class, ascending) ``attr``,
+    ``k`` (rows), ``d`` (summed deviations of those rows from their cell means) and ``e``
+    (sum over cells of ``(ybar - cbar) k``); ``g``: per class the dense matrix
+    ``sum_q k_q k_q'`` (k_q: a cell's rows per entry), row-major, concatenated.
+    """
+    import scipy.sparse as sp
+
+    ui, ci, row_cell, n = _cell_layout(cells)
+    na = int(cells.attributes.size)
+    ni = n.astype(np.int64)
+    cls_key, cls = np.unique(ci * (int(ni.max(initial=0)) + 1) + ni, return_inverse=True)
+    cls = cls.ravel()
+    ncl = cls_key.size
+    w = np.bincount(cls, minlength=ncl).astype(float)
+    ybar = np.nan_to_num(cells.mean)[ui, ci]
+    cbar = np.bincount(cls, weights=ybar, minlength=ncl) / w
+    q = np.bincount(cls, weights=(ybar - cbar[cls]) ** 2, minlength=ncl)
+    ss0 = np.bincount(cls, weights=cells.ss[ui, ci], minlength=ncl)
+    row_cls = cls[row_cell]
+    ekey, pos, k = np.unique(row_cls * na + cells.attr_idx, return_inverse=True,
+                             return_counts=True)
+    pos = pos.ravel()
+    y = np.asarray(cells.y, float)
+    d = np.bincount(pos, weights=y - ybar[row_cell], minlength=ekey.size)
+    e = np.bincount(pos, weights=(ybar - cbar[cls])[row_cell], minlength=ekey.size)
+    start = np.zeros(ncl + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ekey // na, minlength=ncl), out=start[1:])
+    counts = sp.csr_matrix((np.ones(pos.size), (row_cell, pos)),
+                           shape=(ui.size, ekey.size))  # cells x entries: rows k_q
+    gram = (counts.T @ counts).tocsr()  # block diagonal: a cell is in one class
+    g = [gram[a:b, a:b].toarray().ravel() for a, b in zip(start[:-1], start[1:], strict=True)]
+    return {"conn": ci[np.unique(cls, return_index=True)[1]], "n": cls_key % (
+                int(ni.max(initial=0)) + 1), "w": w, "cbar": cbar, "q": q, "ss0": ss0,
+            "start": start, "attr": ekey % na, "k": k.astype(float), "d": d, "e": e,
+            "g": np.concatenate(g) if g else np.zeros(0)}
+
+
+def classes_are_cheaper(cells: Cells) -> bool:
+    """Whether :func:`pack_classes` makes a shorter density loop than :func:`pack_grouped`.
+
+    Groups (connection, n, attribute multiset) cost their entries; classes (connection, n)
+    the squares of their attribute counts. Complete designs have a few groups of all their
+    attributes; tables whose cells meet different attributes about a group per cell.
+    """
+    groups = cell_groups(cells)
+    _, ci, row_cell, n = _cell_layout(cells)
+    ni = n.astype(np.int64)
+    cls = np.unique(ci * (int(ni.max(initial=0)) + 1) + ni, return_inverse=True)[1].ravel()
+    na = int(cells.attributes.size)
+    entries = np.unique(cls[row_cell] * na + cells.attr_idx) // na
+    square = float((np.bincount(entries).astype(float) ** 2).sum())
+    return square < groups["attr"].size
+
+
+def pack_classes(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
+    """One flat float64 array: what ``cxc_logp`` reads (:func:`cell_classes`).
+
+    As :func:`pack` up to the attributes' groups and sds, with classes in place of cells
+    (connection, n), then the size of the G blocks; per class: cells w, mean cbar and sum of
+    squares Q of their cell means, summed within-cell sums of squares, ``log n``; per entry:
+    rows K, summed deviations D, E; the G blocks; an int32 block: each class's first entry
+    (classes + 1) and each entry's attribute.
+    """
+    import math
+
+    c = cell_classes(cells)
+    kind, ns, no, rows, smap = _kernel_header(spec, cells)
+    ncl, na = c["w"].size, cells.attributes.size
+    if c["attr"].size >= 2**31 or na >= 2**31:
+        raise DistanceTableError("the crossed kernel takes < 2**31 attributes and entries")
+    ints = np.concatenate([c["start"], c["attr"]]).astype(np.int32)
+    if ints.size % 2:
+        ints = np.append(ints, np.int32(0))
+    return np.ascontiguousarray(np.concatenate([
+        [float(ns), float(no), float(na), float(ncl), float(c["attr"].size),
+         float(noncentred)],
+        np.asarray(rows, dtype=float).ravel(), smap, c["conn"].astype(float),
+        c["n"].astype(float), kind.astype(float), _groups(cells).astype(float),
+        _group_sd_index(spec, cells), [float(c["g"].size)], c["w"], c["cbar"], c["q"],
+        c["ss0"], [math.log(k) for k in c["n"]], c["k"], c["d"], c["e"], c["g"],
+        ints.view(np.float64)]))
+
+
 def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
     """For each group (stereotype, human, none): the index of its sd, or -1 if absent."""
     _, labels = _kinds(spec, cells)
@@ -469,14 +557,19 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
 
     None without a C compiler (the PyMC model is then sampled). `grouped`: the density from
     groups of cells sharing (connection, n, attribute multiset) (``cxg_logp``, cost
-    independent of the rows; same posterior, other rounding, hence other draws); without
+    independent of the rows; same posterior, other rounding, hence other draws), or from
+    classes sharing (connection, n) (``cxc_logp``) when that loop is shorter
+    (:func:`classes_are_cheaper`: cells that meet different attributes); without
     `word_draws` no cell means are drawn (:mod:`.word_summaries`).
     """
     from ._native import entry_points
     from .marginal import Kernel
 
     check_cells(cells)
-    native = entry_points("crossed_grouped" if grouped else "crossed")
+    layout = "crossed"
+    if grouped:
+        layout = "crossed_classes" if classes_are_cheaper(cells) else "crossed_grouped"
+    native = entry_points(layout)
     if native is None:
         return None
     per = spec.residual_sd == "per_connection"
@@ -510,7 +603,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
                         **({"sigma": ("connection",)} if per else {}),
                         **({"omega": ("attribute_kind",)} if labels else {}),
                         "attribute_effect": ("attribute",)},
-                  data=(pack_grouped if grouped else pack)(spec, cells, noncentred),
+                  data={"crossed": pack, "crossed_grouped": pack_grouped,
+                        "crossed_classes": pack_classes}[layout](spec, cells, noncentred),
                   logp=native[0], expand=native[1],
                   init=lambda rng: _initial(spec, cells, noncentred, rng, moments),
                   complete=complete,
