@@ -33,7 +33,9 @@ rows, per-word summaries above 2,000 words; ``fit_model(table, model)``, 4 chain
 draws) on simulated tables
 of that many protected words with 60 rows each (2 classes, 10 stereotypes per class, 20
 human and 20 none attributes; :func:`bayesbias.testing.simulate_table`, seed 0), then the
-per-word means (``Fit.word_means``), the diagnostics and the saved fit file.
+per-word means (``Fit.word_means``), the diagnostics and the saved fit file. ``--missing
+0.1`` removes that share of the rows at random first (``default_rng(1)``): cells that meet
+different attributes.
 Reported per size and version: seconds to fit (sampling, per-word draws or summaries,
 diagnostics and model checks), seconds for the per-word table, the fit file's size and the
 peak RSS. ``--baseline-words`` limits the sizes the baseline runs at (its per-word draws take
@@ -206,11 +208,15 @@ import json, os, resource, sys, tempfile, time
 from pathlib import Path
 
 """ + PEAK_MB + r"""
-words, model = int(sys.argv[1]), sys.argv[2]
+words, model, missing = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+import numpy as np
 from bayesbias.testing import simulate_table
 from bayesbias.models import fit_model
 table, _ = simulate_table("hierarchical", seed=0, n_classes=2, words_per_class=words // 2,
                           stereotypes_per_class=10, n_human=20, n_none=20)
+if missing > 0:  # rows missing at random: cells meet different attributes
+    table = table[np.random.default_rng(1).random(len(table)) >= missing]
+    table = table.reset_index(drop=True)
 table_mb = float(table.memory_usage(deep=True).sum()) / 1e6
 peak0 = peak_mb()
 t0 = time.perf_counter()
@@ -235,8 +241,12 @@ print(json.dumps({"file": bayesbias.__file__, "words": words, "rows": int(len(ta
 """
 
 
-def run_words(versions: dict, sizes, baseline_sizes, model: str = "hierarchical") -> list:
-    """Fit the hierarchical model at each word count with each version (fresh processes)."""
+def run_words(versions: dict, sizes, baseline_sizes, model: str = "hierarchical",
+              missing: float = 0.0) -> list:
+    """Fit `model` at each word count with each version (fresh processes).
+
+    `missing`: the share of rows removed at random (``default_rng(1)``).
+    """
     out = []
     print(f"{'words':>8} {'version':>8} {'fit s':>7} {'words s':>7} {'file MB':>8} "
           f"{'peak MB':>8} {'table MB':>8}")
@@ -245,7 +255,8 @@ def run_words(versions: dict, sizes, baseline_sizes, model: str = "hierarchical"
         for name, root in versions.items():
             if name == "baseline" and words not in baseline_sizes:
                 continue
-            res = subprocess.run([sys.executable, "-c", WORDS_CHILD, str(words), model],
+            res = subprocess.run([sys.executable, "-c", WORDS_CHILD, str(words), model,
+                                  str(missing)],
                                  capture_output=True, text=True, cwd=root,
                                  env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
             if res.returncode:
@@ -268,7 +279,7 @@ def run_words(versions: dict, sizes, baseline_sizes, model: str = "hierarchical"
                   f"   (baseline / new; mean of the per-word means {old['mean_of_means']:.5f} / "
                   f"{new['mean_of_means']:.5f}, mean sd {old['mean_sd']:.5f} / "
                   f"{new['mean_sd']:.5f})", flush=True)
-        out.append({"words": words, "model": model, **got})
+        out.append({"words": words, "model": model, "missing": missing, **got})
     return out
 
 
@@ -323,6 +334,9 @@ def main(argv=None) -> int:
                     help="word counts the baseline runs at (default 1000)")
     ap.add_argument("--model", default="hierarchical",
                     help="with --words: the model fitted (default hierarchical)")
+    ap.add_argument("--missing", type=float, default=0.0,
+                    help="with --words: share of rows removed at random (default 0; 0.1: "
+                         "cells that meet different attributes)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per size and version, alternating; the best is reported "
                          "(default 1)")
@@ -350,7 +364,8 @@ def main(argv=None) -> int:
                 args.json.write_text(json.dumps(out, indent=1))
             return 0
         if args.words:
-            out = run_words(versions, args.words, set(args.baseline_words), args.model)
+            out = run_words(versions, args.words, set(args.baseline_words), args.model,
+                            args.missing)
             if args.json:
                 args.json.write_text(json.dumps(out, indent=1))
             return 0
