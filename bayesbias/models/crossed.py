@@ -435,14 +435,13 @@ def classes_are_cheaper(cells: Cells) -> bool:
     the squares of their attribute counts. Complete designs have a few groups of all their
     attributes; tables whose cells meet different attributes about a group per cell.
     """
-    groups = cell_groups(cells)
-    _, ci, row_cell, n = _cell_layout(cells)
-    ni = n.astype(np.int64)
-    cls = np.unique(ci * (int(ni.max(initial=0)) + 1) + ni, return_inverse=True)[1].ravel()
+    g = cell_groups(cells)  # from the groups' entries, not the rows (computed anyway)
     na = int(cells.attributes.size)
-    entries = np.unique(cls[row_cell] * na + cells.attr_idx) // na
-    square = float((np.bincount(entries).astype(float) ** 2).sum())
-    return square < groups["attr"].size
+    key = g["conn"].astype(np.int64) * (int(g["n"].max(initial=0)) + 1) + g["n"]
+    cls = np.unique(key, return_inverse=True)[1].ravel()
+    entry_cls = np.repeat(cls, np.diff(g["start"]))
+    per_class = np.bincount(np.unique(entry_cls * na + g["attr"]) // na)
+    return float((per_class.astype(float) ** 2).sum()) < g["attr"].size
 
 
 def pack_classes(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
