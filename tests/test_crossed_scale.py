@@ -80,8 +80,11 @@ def test_grouped_kernel_equals_the_row_kernel(frac, overrides):
 
 
 def test_classes_are_chosen_where_cells_meet_different_attributes():
-    """Classes (connection, n) when each cell has its own attribute multiset and there are
-    many of them; groups for a complete design. Their sums against the rows: K, D, E, G."""
+    """Classes (connection, n) for cells with their own attribute multisets, else groups.
+
+    Classes when there are many such cells; groups for a complete design. The classes' sums
+    against the rows: K, D, E, G.
+    """
     from bayesbias.models.cells import cells_from_table
     from bayesbias.testing import simulate_table
 

@@ -121,10 +121,13 @@ def test_grouped_summaries_interpolate_the_direct_ones():
 
 @pytest.mark.slow  # 9 s: a two-mode mixture's own HDI is a density grid of 20,001 points
 def test_interpolation_is_checked_and_refused_where_intervals_jump(monkeypatch):
-    """A group whose mixture has two modes for some data means: its interval ends bend
-    sharply with ybar, which no polynomial of the grid follows (here 0.01 sd off; 0.1-1 sd on
-    other such groups; the checked tolerance is 1e-6 sd). The check points catch it and the
-    group's intervals are computed element by element, from draws."""
+    """Interval ends that no polynomial on the grid follows are caught and drawn instead.
+
+    A group whose mixture has two modes for some data means: its interval ends bend sharply
+    with ybar (here 0.01 sd off the interpolation; 0.1-1 sd on other such groups; the checked
+    tolerance is 1e-6 sd). The check points catch it and the group's intervals are computed
+    element by element, from draws.
+    """
     rng = np.random.default_rng(3)
     k = 200
     beta = np.where(np.arange(k) % 2 == 0, 0.1, 1.0)[:, None]  # two kinds of draws
