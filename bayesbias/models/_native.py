@@ -434,27 +434,21 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     double stack[2048], *v, *gv;
     int64_t rc = 0;
     if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
-    if (grouped == 2) {  /* crossed.pack_classes; ncell: classes, nrow: entries */
-        gw = gkind + 4;  /* gkind[3]: the size of the G blocks */
+    if (grouped) {  /* pack_grouped (1) or pack_classes (2); ncell: groups, nrow: entries */
+        gw = gkind + (grouped == 2 ? 4 : 3);  /* classes: gkind[3], the size of the G blocks */
         gcbar = gw + ncell;
         gq = gcbar + ncell;
         gss = gq + ncell;
         glogn = gss + ncell;
         ek = glogn + ncell;
         ed = ek + nrow;
-        ee = ed + nrow;
-        gmat = ee + nrow;
-        gstart = (const int32_t *)(gmat + (int64_t)gkind[3]);
-        eattr = gstart + ncell + 1;
-    } else if (grouped) {  /* crossed.pack_grouped; ncell: groups, nrow: entries */
-        gw = gkind + 3;
-        gcbar = gw + ncell;
-        gq = gcbar + ncell;
-        gss = gq + ncell;
-        glogn = gss + ncell;
-        ek = glogn + ncell;
-        ed = ek + nrow;
-        gstart = (const int32_t *)(ed + nrow);
+        if (grouped == 2) {
+            ee = ed + nrow;
+            gmat = ee + nrow;
+            gstart = (const int32_t *)(gmat + (int64_t)gkind[3]);
+        } else {
+            gstart = (const int32_t *)(ed + nrow);
+        }
         eattr = gstart + ncell + 1;
     } else {  /* crossed.pack: rows sorted by cell */
         ry = gkind + 3;
