@@ -137,7 +137,8 @@ def test_interpolation_is_checked_and_refused_where_intervals_jump(monkeypatch):
     got = ws.linear_summary(alpha, beta, sd, y, 0.89, "hdi", rope=0.02)
     y0 = y.mean(axis=0)
     want = ws._at_points(alpha + beta @ y0, beta, sd, y - y0, ws.thinned(k, 500), 0.89, "hdi",
-                         0.02, drawn_seed=[20240106, y.shape[0]], parts=("intervals",))
+                         0.02, parts=("intervals",), drawn_seed=[
+                             20240106, y.shape[0], *np.frombuffer(y0.tobytes(), np.uint32)])
     np.testing.assert_array_equal(got["ci"], want["ci"])
     some = slice(None, None, 14)  # each element's own mixture: seconds each with two modes
     exact = ws.linear_summary(alpha, beta, sd, y[some], 0.89, "hdi", rope=0.02, grid=False)

@@ -401,7 +401,8 @@ def cell_classes(cells: Cells) -> dict:
     ui, ci, row_cell, n = _cell_layout(cells)
     na = int(cells.attributes.size)
     ni = n.astype(np.int64)
-    cls_key, cls = np.unique(ci * (int(ni.max(initial=0)) + 1) + ni, return_inverse=True)
+    span = int(ni.max(initial=0)) + 1
+    cls_key, cls = np.unique(ci * span + ni, return_inverse=True)
     cls = cls.ravel()
     ncl = cls_key.size
     w = np.bincount(cls, minlength=ncl).astype(float)
@@ -422,10 +423,9 @@ def cell_classes(cells: Cells) -> dict:
                            shape=(ui.size, ekey.size))  # cells x entries: rows k_q
     gram = (counts.T @ counts).tocsr()  # block diagonal: a cell is in one class
     g = [gram[a:b, a:b].toarray().ravel() for a, b in zip(start[:-1], start[1:], strict=True)]
-    return {"conn": ci[np.unique(cls, return_index=True)[1]], "n": cls_key % (
-                int(ni.max(initial=0)) + 1), "w": w, "cbar": cbar, "q": q, "ss0": ss0,
-            "start": start, "attr": ekey % na, "k": k.astype(float), "d": d, "e": e,
-            "g": np.concatenate(g) if g else np.zeros(0)}
+    return {"conn": cls_key // span, "n": cls_key % span, "w": w, "cbar": cbar, "q": q,
+            "ss0": ss0, "start": start, "attr": ekey % na, "k": k.astype(float), "d": d,
+            "e": e, "g": np.concatenate(g) if g else np.zeros(0)}
 
 
 def classes_are_cheaper(cells: Cells) -> bool:

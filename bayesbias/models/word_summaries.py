@@ -577,8 +577,9 @@ def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | Non
     if worst <= GRID_TOLERANCE:
         got.update(_interpolate(nodes, ends, yc))
     else:  # ends that do not follow a polynomial in y (modes): drawn, as with draws
+        group = np.frombuffer(np.ascontiguousarray(y0, dtype=float).tobytes(), np.uint32)
         ci = _at_points(a, beta, sd, yc, keep, prob, kind, rope, parts=("intervals",),
-                        drawn_seed=[20240106, y.shape[0]])["ci"]
+                        drawn_seed=[20240106, y.shape[0], *group.tolist()])["ci"]
         got.update(lower=ci[:, 0], upper=ci[:, 1])
     out["ci"] = np.stack([got["lower"], got["upper"]], axis=-1)
     out["prob_below_zero"] = np.clip(got["prob_below_zero"], 0.0, 1.0)
