@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from .wordlists import WordList, load_wordlist
 
 __all__ = [
     "COLUMNS",
+    "categorical_labels",
     "check_pilot",
     "check_spread",
     "cosine_similarity_matrix",
@@ -613,6 +615,33 @@ def _decode(col):
     return pa.chunked_array([pa.Array.from_buffers(c.type, len(c), [None, *c.buffers()[1:]],
                                                    null_count=0, offset=c.offset)
                              for c in out.chunks], type=out.type)
+
+
+#: Rows from which the command line holds a table's label columns as categoricals
+#: (:func:`categorical_labels`).
+CATEGORICAL_ROWS = 1_000_000
+
+
+def categorical_labels(table: pd.DataFrame) -> pd.DataFrame:
+    """Turn `table`'s ``str`` label columns into categoricals of the same labels, in place.
+
+    A word's label is then stored once, not once per row: the label columns of a 10M-row
+    table take about 80 MB instead of 580 MB of Arrow strings. Categories are in order of
+    first appearance (as ``pd.factorize`` numbers them), from the codes the reader kept
+    (:func:`read_distance_table`), else from one ``pd.factorize`` per column. Returns `table`.
+    """
+    from .validation import known_label_codes
+
+    for col in _LABEL_COLUMNS:
+        if col not in table.columns or table[col].dtype != "str":
+            continue
+        codes, uniques = known_label_codes(table[col]) or pd.factorize(table[col])
+        if codes.size and codes.min() < 0:  # a missing label: left as it is
+            continue
+        table[col] = pd.Categorical.from_codes(codes, categories=pd.Index(uniques))
+    if "pyarrow" in sys.modules:  # the strings' buffers: the memory pool keeps them otherwise
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    return table
 
 
 #: Output suffixes of :func:`write_distance_table`.

@@ -181,3 +181,57 @@ def test_dictionary_codes_in_first_appearance_order(null):
     want_codes, want_uniques = pd.factorize(want)
     np.testing.assert_array_equal(codes, want_codes)
     assert uniques.equals(want_uniques)
+
+
+def test_categorical_labels_keep_every_label(tmp_path):
+    """Label columns become categoricals of the same labels, from the reader's codes."""
+    from bayesbias.distances import categorical_labels
+
+    path = tmp_path / "t.parquet"
+    _base(3).to_parquet(path, index=False)
+    table = read_distance_table(path)
+    before = table.copy()
+    codes = {c: known_label_codes(table[c]) for c in LABELS}
+    assert all(v is not None for v in codes.values())
+    size = table.memory_usage(deep=True).sum()
+    assert categorical_labels(table) is table
+    for col in LABELS:
+        assert isinstance(table[col].dtype, pd.CategoricalDtype)
+        assert table[col].astype(str).tolist() == before[col].astype(str).tolist()
+        # categories in order of first appearance: the codes the reader kept
+        np.testing.assert_array_equal(table[col].cat.codes.to_numpy(), codes[col][0])
+        assert list(table[col].cat.categories) == pd.unique(before[col]).tolist()
+    assert table.attrs == before.attrs
+    assert table.memory_usage(deep=True).sum() < size / 2
+    # the cells, and so the fit, are those of the str table
+    a, b = cells_from_table(before), cells_from_table(table)
+    for field in ("units", "attributes", "n", "unit_idx", "conn_idx", "attr_idx", "y"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    # a CSV (no codes kept) the same, by factorizing
+    csv = tmp_path / "t.csv"
+    before.to_csv(csv, index=False)
+    plain = categorical_labels(read_distance_table(csv))
+    for col in LABELS:
+        assert plain[col].astype(str).tolist() == before[col].astype(str).tolist()
+
+
+def test_fit_command_with_categorical_labels_prints_the_same(tmp_path, capsys, monkeypatch):
+    """`bayesbias fit` on a table held with categorical labels prints the same JSON."""
+    import json
+
+    from bayesbias import distances as dist
+    from bayesbias.cli import main
+    from bayesbias.testing import simulate_table
+
+    table, _ = simulate_table(seed=9, words_per_class=3, n_human=15, n_none=30)
+    path = tmp_path / "t.parquet"
+    table.to_parquet(path, index=False)
+    args = ["--quiet", "fit", "--distances", str(path), "--draws", "100", "--tune", "100",
+            "--chains", "2", "--seed", "3", "--json"]
+    out = []
+    for rows in (dist.CATEGORICAL_ROWS, 0):  # str labels (a small table), then categoricals
+        monkeypatch.setattr(dist, "CATEGORICAL_ROWS", rows)
+        assert main(args) == 0
+        out.append(json.loads(capsys.readouterr().out))
+        out[-1]["run"].pop("wall_time_s")
+    assert out[0] == out[1]

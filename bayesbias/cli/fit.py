@@ -61,12 +61,19 @@ def register(sub) -> None:
 
 
 def load_table(source: str | None, args):
-    """Read a distance table from a file, ``published:TOPIC:EMBEDDING``, or an embedding."""
+    """Read a distance table from a file, ``published:TOPIC:EMBEDDING``, or an embedding.
+
+    A table read from a file with at least :data:`~bayesbias.distances.CATEGORICAL_ROWS`
+    rows holds its label columns as categoricals (:func:`~bayesbias.distances.categorical_labels`).
+    """
     from ..datasets import read_table
-    from ..distances import distance_table
+    from ..distances import CATEGORICAL_ROWS, categorical_labels, distance_table
 
     if source:
-        return read_table(source)
+        table = read_table(source)
+        if len(table) >= CATEGORICAL_ROWS:  # the same labels in a fraction of the memory
+            categorical_labels(table)
+        return table
     from ..embeddings import load_embedding
     from ..wordlists import load_wordlist
 

@@ -41,8 +41,9 @@ CHECK_DRAWS = 1000
 CHECK_ELEMENTS = 20_000_000
 #: Rows of the coverage check; a larger table is checked on a fixed random subset of them.
 LOO_ROWS = CHECK_ELEMENTS // CHECK_DRAWS
-#: Rows of the coverage check's PSIS at a time (its temporaries: 16 MB per array at 1000 draws).
-LOO_BLOCK_ROWS = 2048
+#: Rows of the coverage check's PSIS at a time (its temporaries: 4 MB per array at 1000
+#: draws; blocks of 2048 rows took 90 MB more at the peak on 5M rows, and no less time).
+LOO_BLOCK_ROWS = 512
 #: Fewest draws of the attribute check on a big table.
 MIN_CHECK_DRAWS = 40
 #: p-value below which the attribute-dependence check fires.
@@ -97,8 +98,21 @@ def _row_mean_and_sds(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray
         mean += effects[:, idx[rows]]
     elif "attribute_effect" in post:
         v = post["attribute_effect"].transpose("chain", "draw", ...).values
-        mean += v.reshape(-1, v.shape[-1])[keep][:, c.attr_idx[rows]]  # (a new array)
+        v = v.reshape(-1, v.shape[-1])[keep]
+        attr = c.attr_idx[rows]
+        for sl in _draw_blocks(keep.size, attr.size):  # no (draws, rows) temporary
+            mean[sl] += v[sl][:, attr]
     return mean, sig, conn
+
+
+#: Draws x columns of the cell means drawn (and of the attribute effects added) at a time.
+DRAW_BLOCK_ELEMENTS = 2_000_000
+
+
+def _draw_blocks(draws: int, columns: int) -> list[slice]:
+    """Slices of the draw axis of about :data:`DRAW_BLOCK_ELEMENTS` elements each."""
+    step = max(1, DRAW_BLOCK_ELEMENTS // max(columns, 1))
+    return [slice(a, a + step) for a in range(0, draws, step)]
 
 
 def _add_drawn(m: np.ndarray, sd: np.ndarray, rng) -> np.ndarray:
@@ -118,19 +132,13 @@ def _drawn_cell_means(fit, keep, unit, conn) -> np.ndarray:
     nc = len(CONNECTIONS)
     flat = unit.astype(np.int64) * nc + conn
     if flat.size >= fit.cells.n.size:  # many rows: every cell (no sort of the rows)
-        return _every_cell_mean(fit, keep)[:, flat]
+        return _every_cell_mean(fit, keep, flat)
     cells, inv = np.unique(flat, return_inverse=True)
-    moments, _ = fit._word_moments()
-    m, sd = moments(keep, None, cells)
-    rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
-                                 int(keep[0]), int(keep.size)])
-    drawn = _add_drawn(m, sd, rng)
-    del m, sd  # (draws, cells) arrays: not held beside the (draws, rows) result
-    return drawn[:, inv]
+    return _drawn_means(fit, keep, cells, inv.ravel())
 
 
-def _every_cell_mean(fit, keep) -> np.ndarray:
-    """Return every flat cell's mean at the flat draws `keep`, (draws, cells).
+def _every_cell_mean(fit, keep, pick=None) -> np.ndarray:
+    """Return every flat cell's mean at the flat draws `keep`, (draws, cells), or columns `pick`.
 
     The draws of a fit with per-word draws, else drawn as :func:`_drawn_cell_means` draws
     them for many rows.
@@ -138,12 +146,27 @@ def _every_cell_mean(fit, keep) -> np.ndarray:
     post = fit.posterior
     if "mu" in post:
         mu = post["mu"].transpose("chain", "draw", ...).values
-        return mu.reshape(-1, mu.shape[2] * mu.shape[3])[keep]
+        mu = mu.reshape(-1, mu.shape[2] * mu.shape[3])[keep]
+        return mu if pick is None else mu[:, pick]
+    return _drawn_means(fit, keep, np.arange(fit.cells.n.size), pick)
+
+
+def _drawn_means(fit, keep, cells, pick=None) -> np.ndarray:
+    """Draw the flat `cells`' means from their conditional at draws `keep`; columns `pick`.
+
+    In blocks of draws: the same numbers as one (draws, cells) draw, since a Generator fills
+    an array in C order, without holding its (draws, cells) means, sds and normals at once.
+    """
     moments, _ = fit._word_moments()
-    m, sd = moments(keep, None, np.arange(fit.cells.n.size))
     rng = np.random.default_rng([int(fit.idata.attrs.get("seed", 0)), 20240103,
                                  int(keep[0]), int(keep.size)])
-    return _add_drawn(m, sd, rng)
+    out = np.empty((keep.size, cells.size if pick is None else pick.size))
+    for sl in _draw_blocks(keep.size, cells.size):
+        m, sd = moments(keep[sl], None, cells)
+        drawn = _add_drawn(m, sd, rng)
+        del m, sd
+        out[sl] = drawn if pick is None else drawn[:, pick]
+    return out
 
 
 def check_rows(fit) -> np.ndarray | None:
@@ -246,12 +269,27 @@ def _attribute_sums(fit):
     c = fit.cells
     nc = len(CONNECTIONS)
     na = c.attributes.size
-    ac = c.attr_idx.astype(np.int64) * nc + c.conn_idx
+    from .crossed import _runs
+
+    ac = c.attr_idx.astype(np.int64)  # each row's (attribute, connection), in place
+    ac *= nc
+    ac += c.conn_idx
     y_ac = np.bincount(ac, weights=c.y, minlength=na * nc).reshape(na, nc)
     n_ac = np.bincount(ac, minlength=na * nc).reshape(na, nc).astype(float)
-    flat = c.unit_idx.astype(np.int64) * nc + c.conn_idx
-    count = sp.csr_matrix((np.ones(c.n_rows), (ac, flat)), shape=(na * nc, c.n.size))
-    count.sum_duplicates()
+    # rows per ((attribute, connection), cell): a CSR matrix from the sorted distinct keys
+    key = ac
+    key *= c.n.size
+    flat = c.unit_idx.astype(np.int64)
+    flat *= nc
+    flat += c.conn_idx
+    key += flat
+    del flat, ac
+    key, rows = _runs(key)
+    row, col = np.divmod(key, c.n.size)
+    del key
+    indptr = np.zeros(na * nc + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=na * nc), out=indptr[1:])
+    count = sp.csr_matrix((rows.astype(float), col, indptr), shape=(na * nc, c.n.size))
     post = fit.posterior
     sig = post["sigma"].transpose("chain", "draw", ...).values
     sig = sig.reshape(-1, sig.shape[-1] if sig.ndim > 2 else 1)

@@ -271,11 +271,30 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
 def _hash64(x: np.ndarray, seed: int) -> np.ndarray:
     """splitmix64 of the uint64 values `x` xor `seed` (wrapping arithmetic)."""
     z = x ^ np.uint64(seed)
+    t = np.empty_like(z)  # the shifts' one buffer: two arrays of x's size, not six
     with np.errstate(over="ignore"):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+        z += np.uint64(0x9E3779B97F4A7C15)
+        for shift, mult in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            np.right_shift(z, np.uint64(shift), out=t)
+            z ^= t
+            z *= np.uint64(mult)
+    np.right_shift(z, np.uint64(31), out=t)
+    z ^= t
+    return z
+
+
+def _runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort `key` in place; return ``np.unique(key, return_counts=True)``.
+
+    Without np.unique's copy of the key and its temporaries: at 10M rows it held 700 MB.
+    """
+    key.sort()
+    edge = np.empty(key.size, dtype=bool)
+    edge[:1] = True
+    np.not_equal(key[1:], key[:-1], out=edge[1:])
+    start = np.flatnonzero(edge)
+    del edge
+    return key[start], np.diff(start, append=key.size)
 
 
 def cell_groups(cells: Cells) -> dict:
@@ -294,17 +313,27 @@ def cell_groups(cells: Cells) -> dict:
         return cache
     nc = _NC
     na = int(cells.attributes.size)
-    flat = cells.unit_idx.astype(np.int64) * nc + cells.conn_idx
-    pair, k = np.unique(flat * na + cells.attr_idx, return_counts=True)
-    pcell, pattr = pair // na, pair % na
+    # each row's (cell, attribute) key, built in place (the arrays here have the rows' size)
+    pair = cells.unit_idx.astype(np.int64)
+    pair *= nc
+    pair += cells.conn_idx
+    pair *= na
+    pair += cells.attr_idx
+    pair, k = _runs(pair)
+    pcell, pattr = np.divmod(pair, na)
+    del pair
     first = np.flatnonzero(np.r_[True, pcell[1:] != pcell[:-1]])
     ucell = pcell[first]
+    del pcell
     conn = ucell % nc
-    npairs = np.diff(np.r_[first, pcell.size])
-    key = (pattr.astype(np.uint64) << np.uint64(32)) | k.astype(np.uint64)
+    npairs = np.diff(np.r_[first, pattr.size])
+    key = pattr.astype(np.uint64)
+    key <<= np.uint64(32)
+    key |= k.view(np.uint64)
+    key = _hash64(key, 0x5EED1)
     with np.errstate(over="ignore"):
-        h = np.add.reduceat(_hash64(key, 0x5EED1), first) + _hash64(conn.astype(np.uint64),
-                                                                     0x5EED2)
+        h = np.add.reduceat(key, first) + _hash64(conn.astype(np.uint64), 0x5EED2)
+    del key
     _, ginv = np.unique(h, return_inverse=True)
     ginv = ginv.ravel()
     ng = int(ginv.max()) + 1 if ginv.size else 0
@@ -315,9 +344,13 @@ def cell_groups(cells: Cells) -> dict:
     cmin = np.full(ng, nc)
     np.minimum.at(cmin, ginv, conn)
     bad[ginv[conn != cmin[ginv]]] = True
-    pg = np.repeat(ginv, npairs)
+    trip = np.repeat(ginv.astype(np.int64), npairs)  # (group, attribute, count), in place
     kmax = int(k.max()) + 1 if k.size else 1
-    trip, tcount = np.unique((pg * na + pattr) * kmax + k, return_counts=True)
+    trip *= na
+    trip += pattr
+    trip *= kmax
+    trip += k
+    trip, tcount = _runs(trip)
     tg = trip // (na * kmax)
     per_group = np.bincount(tg, minlength=ng)
     bad[tg[tcount != w[tg]]] = True
@@ -368,12 +401,20 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
     cbar = np.bincount(gi, weights=ybar[has], minlength=ng) / g["w"]
     q = np.bincount(gi, weights=(ybar[has] - cbar[gi]) ** 2, minlength=ng)
     ss0 = np.bincount(gi, weights=ssc[has], minlength=ng)
-    flat = cells.unit_idx.astype(np.int64) * _NC + cells.conn_idx
-    dev = np.asarray(cells.y, float) - ybar[flat]
+    # per row (in place: arrays of the rows' size, a few at a time)
+    flat = cells.unit_idx.astype(np.int64)
+    flat *= _NC
+    flat += cells.conn_idx
+    dev = ybar[flat]
+    np.subtract(np.asarray(cells.y, float), dev, out=dev)  # deviation from its cell mean
     # entry of each row: position of (group, attribute) among the group's entries
     ekey = np.repeat(np.arange(ng), np.diff(g["start"])) * na + g["attr"]
-    rkey = gid[flat] * na + cells.attr_idx
+    rkey = gid[flat]
+    del flat
+    rkey *= na
+    rkey += cells.attr_idx
     pos = np.searchsorted(ekey, rkey)
+    del rkey
     d = np.bincount(pos, weights=dev, minlength=ekey.size)
     ints = np.concatenate([g["start"], g["attr"]]).astype(np.int32)
     if ints.size % 2:
