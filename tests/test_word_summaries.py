@@ -346,3 +346,50 @@ def test_report_without_word_draws(monkeypatch, tmp_path, capsys):
     assert not load_fit(out / "fits" / "religion_reddit.nc").word_draws
     assert (out / "tables" / "religion_reddit_word_contrasts.csv").stat().st_size > 1000
     assert (out / "figures" / "religion_reddit_forest.png").stat().st_size > 10_000
+
+
+def test_interval_grids_nest_and_refine_only_where_the_coarse_one_fails(monkeypatch):
+    """The coarse grid's nodes are every other fine node; a failed check refines, reusing them."""
+    for d, (coarse, fine) in ws.GRID_POINTS.items():
+        assert fine - 1 == 2 * (coarse - 1), d
+        np.testing.assert_array_equal(ws._chebyshev_nodes(-0.3, 0.2, fine)[::2],
+                                      ws._chebyshev_nodes(-0.3, 0.2, coarse))
+    rng = np.random.default_rng(4)
+    k = 400
+    alpha, beta = rng.normal(0.0, 0.02, k), rng.normal(0.5, 0.05, (k, 1))
+    sd = np.abs(rng.normal(0.05, 0.005, k))
+    y = rng.normal(0.0, 0.05, (300, 1))
+    computed = []
+    at_points = ws._at_points
+
+    def spy(alpha, beta, sd, points, *args, **kw):
+        computed.append(points.shape[0])
+        return at_points(alpha, beta, sd, points, *args, **kw)
+
+    monkeypatch.setattr(ws, "_at_points", spy)
+    one = {}
+    for grids in ((17,), (33,)):  # each grid alone
+        monkeypatch.setitem(ws.GRID_POINTS, 1, grids)
+        one[grids[0]] = ws.linear_summary(alpha, beta, sd, y, 0.89, "hdi")["ci"]
+    monkeypatch.setitem(ws.GRID_POINTS, 1, (17, 33))
+    computed.clear()
+    got = ws.linear_summary(alpha, beta, sd, y, 0.89, "hdi")["ci"]
+    assert computed[1:] == [17 + ws.CHECK_POINTS[1]]  # the coarse grid passed its check
+    np.testing.assert_array_equal(got, one[17])
+    interpolate = ws._interpolate
+    first = [True]
+
+    def fail_first_check(nodes, values, x):  # the coarse grid's check fails once
+        out = interpolate(nodes, values, x)
+        if first[0] and len(x) == ws.CHECK_POINTS[1]:
+            first[0] = False
+            out = {key: v + 1.0 for key, v in out.items()}
+        return out
+
+    monkeypatch.setattr(ws, "_interpolate", fail_first_check)
+    computed.clear()
+    got = ws.linear_summary(alpha, beta, sd, y, 0.89, "hdi")["ci"]
+    # the fine grid computes only its new nodes (and its check points), then passes
+    assert computed[1:] == [17 + ws.CHECK_POINTS[1], 16 + ws.CHECK_POINTS[1]]
+    sdev = ws.linear_summary(alpha, beta, sd, y, 0.89, "hdi")["sd"][:, None]
+    np.testing.assert_allclose(got / sdev, one[33] / sdev, rtol=0, atol=1e-12)

@@ -401,13 +401,16 @@ def fit_moments(fit):
     return moments, (m, t, s)
 
 
-#: Chebyshev-Lobatto nodes per data dimension of the grid on which a group's intervals are
+#: Chebyshev-Lobatto nodes per data dimension of the grids on which a group's intervals are
 #: computed (1-D: cells that share a connection and a row count; 2-D: per-word contrasts of
-#: two such groups), interpolated by a polynomial (barycentric form). Interval ends within
-#: 1e-8 of the sd of those from each element's own mixture on the test's mixtures, as with
-#: the cubic splines on 129 even points / 41 x 41 before, at a quarter / a fifth of the
-#: points (each a mixture's Newton steps over thousands of draws).
-GRID_POINTS = {1: 33, 2: 19}
+#: two such groups), interpolated by a polynomial (barycentric form): a coarse grid first,
+#: the fine one where the coarse one fails its check (the coarse nodes are every other fine
+#: node, so their values are kept). Interval ends within 1e-8 of the sd of those from each
+#: element's own mixture on the test's mixtures, as with the cubic splines on 129 even
+#: points / 41 x 41 before; the fine grids are a quarter / a fifth of those points, the
+#: coarse ones an eighth / a seventeenth (each a mixture's Newton steps over thousands of
+#: draws).
+GRID_POINTS = {1: (17, 33), 2: (10, 19)}
 
 #: Even points per data dimension of the grid of the probabilities (P(< 0), the ROPE share:
 #: closed forms, cheap per point), interpolated by cubic splines. A steep probability is
@@ -510,6 +513,37 @@ def _check_points(nodes: list, k: int) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+def _grid_interval_ends(a, beta, sd, lo, hi, keep, prob, kind, sd_at):
+    """Interval ends on the :data:`GRID_POINTS` grids of the centred data means: coarse, then fine.
+
+    Returns ``(nodes, ends)`` of the first grid whose polynomial is within
+    :data:`GRID_TOLERANCE` sds of the mixture's own ends at its :data:`CHECK_POINTS`, or None.
+    """
+    d = lo.size
+    done = None  # the last grid's values, (nodes per axis)^d x 2
+    for g in GRID_POINTS[d]:
+        nodes = [_chebyshev_nodes(lo[j], hi[j], g) for j in range(d)]
+        pts = np.stack(np.meshgrid(*nodes, indexing="ij"), axis=-1).reshape(-1, d)
+        ci = np.empty((g,) * d + (2,))
+        known = np.zeros((g,) * d, dtype=bool)
+        if done is not None:  # every other node of this grid: the last grid's nodes
+            every_other = (slice(None, None, 2),) * d
+            ci[every_other], known[every_other] = done, True
+        ci, known = ci.reshape(-1, 2), known.ravel()
+        check = _check_points(nodes, CHECK_POINTS[d])
+        new = _at_points(a, beta, sd, np.r_[pts[~known], check], keep, prob, kind, None,
+                         parts=("intervals",))["ci"]
+        ci[~known] = new[:len(new) - len(check)]
+        ends = {"lower": ci[:, 0], "upper": ci[:, 1]}
+        guess = _interpolate(nodes, ends, check)
+        worst = max(np.max(np.abs(guess[k] - new[len(new) - len(check):, j]) / sd_at(check))
+                    for j, k in enumerate(("lower", "upper")))
+        if worst <= GRID_TOLERANCE:
+            return nodes, ends
+        done = ci.reshape((g,) * d + (2,))
+    return None
+
+
 def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | None = None,
                    grid: bool = True, interval_draws: int = INTERVAL_DRAWS
                    ) -> dict[str, np.ndarray]:
@@ -564,18 +598,9 @@ def linear_summary(alpha, beta, sd, y, prob: float, kind: str, rope: float | Non
             got[k] = RectBivariateSpline(axes[0], axes[1], at[k].reshape(g, g))(
                 yc[:, 0], yc[:, 1], grid=False)
     # intervals (Newton steps on the mixture): Chebyshev nodes, checked between them
-    g = GRID_POINTS[d]
-    nodes = [_chebyshev_nodes(lo[j], hi[j], g) for j in range(d)]
-    pts = np.stack(np.meshgrid(*nodes, indexing="ij"), axis=-1).reshape(-1, d)
-    check = _check_points(nodes, CHECK_POINTS[d])
-    ci = _at_points(a, beta, sd, np.r_[pts, check], keep, prob, kind, rope,
-                    parts=("intervals",))["ci"]
-    ends = {"lower": ci[:len(pts), 0], "upper": ci[:len(pts), 1]}
-    guess = _interpolate(nodes, ends, check)
-    worst = max(np.max(np.abs(guess[k] - ci[len(pts):, j]) / sd_at(check))
-                for j, k in enumerate(("lower", "upper")))
-    if worst <= GRID_TOLERANCE:
-        got.update(_interpolate(nodes, ends, yc))
+    grid = _grid_interval_ends(a, beta, sd, lo, hi, keep, prob, kind, sd_at)
+    if grid is not None:
+        got.update(_interpolate(*grid, yc))
     else:  # ends that do not follow a polynomial in y (modes): drawn, as with draws
         group = np.frombuffer(np.ascontiguousarray(y0, dtype=float).tobytes(), np.uint32)
         ci = _at_points(a, beta, sd, yc, keep, prob, kind, rope, parts=("intervals",),
