@@ -322,15 +322,19 @@ def attribute_dependence(fit) -> float | None:
     keep = thinned_draws(fit, max(min(CHECK_DRAWS, per_chunk), MIN_CHECK_DRAWS))
     na = c.attributes.size
     n = np.bincount(c.attr_idx, minlength=na).astype(float)
-    sums = []
-    pooled = None if getattr(fit, "word_draws", True) else _attribute_sums(fit)
-    for start in range(0, keep.size, per_chunk):
-        if pooled is not None:  # from sums per (attribute, connection) and per cell
-            sums.append(pooled(keep[start:start + per_chunk]))
-            continue
-        mean, sd = _row_moments(fit, keep[start:start + per_chunk])
-        r = (c.y[None, :] - mean) / sd
-        sums += [np.bincount(c.attr_idx, weights=row, minlength=na) for row in r]
+    starts = range(0, keep.size, per_chunk)
+    if not getattr(fit, "word_draws", True):  # sums per (attribute, connection) and cell
+        from ..parallel import thread_map
+
+        pooled = _attribute_sums(fit)
+        fit._word_moments()  # cached before the threads share it
+        sums = thread_map(lambda a: pooled(keep[a:a + per_chunk]), starts)
+    else:
+        sums = []
+        for start in starts:
+            mean, sd = _row_moments(fit, keep[start:start + per_chunk])
+            r = (c.y[None, :] - mean) / sd
+            sums += [np.bincount(c.attr_idx, weights=row, minlength=na) for row in r]
     d = (np.vstack(sums) ** 2 / np.maximum(n, 1)).sum(axis=1)  # sum_a n_a rbar_a^2
     dof = int((n > 0).sum())
     return float(np.mean(chdtrc(dof, d)))

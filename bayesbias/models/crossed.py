@@ -427,6 +427,17 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
         [math.log(k) for k in g["n"]], g["k"], d, ints.view(np.float64)]))
 
 
+def _classes(conn: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the distinct (connection, n) classes (ascending) and each element's class.
+
+    Returns the classes' connection and n, and the class of each (conn, n) element.
+    """
+    n = np.asarray(n).astype(np.int64)
+    span = int(n.max(initial=0)) + 1
+    key, cls = np.unique(np.asarray(conn).astype(np.int64) * span + n, return_inverse=True)
+    return key // span, key % span, cls.ravel()
+
+
 def cell_classes(cells: Cells) -> dict:
     """Classes of the non-empty cells that share (connection, n), with their attribute sums.
 
@@ -441,11 +452,8 @@ def cell_classes(cells: Cells) -> dict:
 
     ui, ci, row_cell, n = _cell_layout(cells)
     na = int(cells.attributes.size)
-    ni = n.astype(np.int64)
-    span = int(ni.max(initial=0)) + 1
-    cls_key, cls = np.unique(ci * span + ni, return_inverse=True)
-    cls = cls.ravel()
-    ncl = cls_key.size
+    conn, count, cls = _classes(ci, n)
+    ncl = conn.size
     w = np.bincount(cls, minlength=ncl).astype(float)
     ybar = np.nan_to_num(cells.mean)[ui, ci]
     cbar = np.bincount(cls, weights=ybar, minlength=ncl) / w
@@ -464,7 +472,7 @@ def cell_classes(cells: Cells) -> dict:
                            shape=(ui.size, ekey.size))  # cells x entries: rows k_q
     gram = (counts.T @ counts).tocsr()  # block diagonal: a cell is in one class
     g = [gram[a:b, a:b].toarray().ravel() for a, b in zip(start[:-1], start[1:], strict=True)]
-    return {"conn": cls_key // span, "n": cls_key % span, "w": w, "cbar": cbar, "q": q,
+    return {"conn": conn, "n": count, "w": w, "cbar": cbar, "q": q,
             "ss0": ss0, "start": start, "attr": ekey % na, "k": k.astype(float), "d": d,
             "e": e, "g": np.concatenate(g) if g else np.zeros(0)}
 
@@ -478,8 +486,7 @@ def classes_are_cheaper(cells: Cells) -> bool:
     """
     g = cell_groups(cells)  # from the groups' entries, not the rows (computed anyway)
     na = int(cells.attributes.size)
-    key = g["conn"].astype(np.int64) * (int(g["n"].max(initial=0)) + 1) + g["n"]
-    cls = np.unique(key, return_inverse=True)[1].ravel()
+    cls = _classes(g["conn"], g["n"])[2]
     entry_cls = np.repeat(cls, np.diff(g["start"]))
     per_class = np.bincount(np.unique(entry_cls * na + g["attr"]) // na)
     return float((per_class.astype(float) ** 2).sum()) < g["attr"].size

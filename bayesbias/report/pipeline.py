@@ -346,8 +346,10 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
                                         glossary=glossary, pool=pool))
         contexts[-1].start()
     front_matter(report, settings, contexts, glossary)
-    # one builder for every word list, then the next: the fits come first, while the
-    # pool's workers compute what needs only the tables
+    # every word list's fit first, while the pool's workers compute what needs only the
+    # tables (robustness refits, comparators, metrics), which the builders then wait for
+    for ctx in contexts:
+        ctx.fit  # noqa: B018  (a cached property: the fit)
     for build in SECTIONS:
         for ctx in contexts:
             build(ctx)
