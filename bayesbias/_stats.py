@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["rankdata", "normal_ppf", "next_fast_len", "hdi", "hdi_sorted", "eti", "bfmi",
-           "mcse_quantile"]
+           "mcse_quantile", "sorted_counts"]
 
 
 def rankdata(a, axis: int = -1) -> np.ndarray:
@@ -56,6 +56,20 @@ def tied_ranks(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     start = np.cumsum(size) - size
     cols = np.repeat(first, size) + (np.arange(int(size.sum())) - np.repeat(start, size))
     return np.repeat(rows, size), cols, np.repeat(rank, size)
+
+
+def sorted_counts(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort `key` in place; return ``np.unique(key, return_counts=True)``.
+
+    Without np.unique's copy of the key and its temporaries (700 MB for a key of 10M rows).
+    """
+    key.sort()
+    edge = np.empty(key.size, dtype=bool)
+    edge[:1] = True
+    np.not_equal(key[1:], key[:-1], out=edge[1:])
+    start = np.flatnonzero(edge)
+    del edge
+    return key[start], np.diff(start, append=key.size)
 
 
 def sorted_ranks(s: np.ndarray) -> np.ndarray:

@@ -102,6 +102,13 @@ class Cells:
         """Number of rows."""
         return int(self.y.size)
 
+    def row_cells(self) -> np.ndarray:
+        """Each row's flat cell ``unit * 4 + connection`` (int64; a new array)."""
+        flat = self.unit_idx.astype(np.int64)
+        flat *= len(CONNECTIONS)
+        flat += self.conn_idx
+        return flat
+
     def summary(self) -> dict:
         """Return counts and mean distance per connection, for stamping saved fits."""
         n = self.n.sum(axis=0)

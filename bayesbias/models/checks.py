@@ -266,11 +266,11 @@ def _attribute_sums(fit):
     """
     import scipy.sparse as sp
 
+    from .._stats import sorted_counts
+
     c = fit.cells
     nc = len(CONNECTIONS)
     na = c.attributes.size
-    from .crossed import _runs
-
     ac = c.attr_idx.astype(np.int64)  # each row's (attribute, connection), in place
     ac *= nc
     ac += c.conn_idx
@@ -279,12 +279,9 @@ def _attribute_sums(fit):
     # rows per ((attribute, connection), cell): a CSR matrix from the sorted distinct keys
     key = ac
     key *= c.n.size
-    flat = c.unit_idx.astype(np.int64)
-    flat *= nc
-    flat += c.conn_idx
-    key += flat
-    del flat, ac
-    key, rows = _runs(key)
+    key += c.row_cells()
+    del ac
+    key, rows = sorted_counts(key)
     row, col = np.divmod(key, c.n.size)
     del key
     indptr = np.zeros(na * nc + 1, dtype=np.int64)

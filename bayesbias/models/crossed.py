@@ -283,20 +283,6 @@ def _hash64(x: np.ndarray, seed: int) -> np.ndarray:
     return z
 
 
-def _runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sort `key` in place; return ``np.unique(key, return_counts=True)``.
-
-    Without np.unique's copy of the key and its temporaries: at 10M rows it held 700 MB.
-    """
-    key.sort()
-    edge = np.empty(key.size, dtype=bool)
-    edge[:1] = True
-    np.not_equal(key[1:], key[:-1], out=edge[1:])
-    start = np.flatnonzero(edge)
-    del edge
-    return key[start], np.diff(start, append=key.size)
-
-
 def cell_groups(cells: Cells) -> dict:
     """Group the non-empty cells by (connection, n, multiset of their rows' attributes).
 
@@ -311,15 +297,15 @@ def cell_groups(cells: Cells) -> dict:
     cache = cells.__dict__.get("_cell_groups")
     if cache is not None:
         return cache
+    from .._stats import sorted_counts
+
     nc = _NC
     na = int(cells.attributes.size)
     # each row's (cell, attribute) key, built in place (the arrays here have the rows' size)
-    pair = cells.unit_idx.astype(np.int64)
-    pair *= nc
-    pair += cells.conn_idx
+    pair = cells.row_cells()
     pair *= na
     pair += cells.attr_idx
-    pair, k = _runs(pair)
+    pair, k = sorted_counts(pair)
     pcell, pattr = np.divmod(pair, na)
     del pair
     first = np.flatnonzero(np.r_[True, pcell[1:] != pcell[:-1]])
@@ -350,7 +336,7 @@ def cell_groups(cells: Cells) -> dict:
     trip += pattr
     trip *= kmax
     trip += k
-    trip, tcount = _runs(trip)
+    trip, tcount = sorted_counts(trip)
     tg = trip // (na * kmax)
     per_group = np.bincount(tg, minlength=ng)
     bad[tg[tcount != w[tg]]] = True
@@ -402,9 +388,7 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
     q = np.bincount(gi, weights=(ybar[has] - cbar[gi]) ** 2, minlength=ng)
     ss0 = np.bincount(gi, weights=ssc[has], minlength=ng)
     # per row (in place: arrays of the rows' size, a few at a time)
-    flat = cells.unit_idx.astype(np.int64)
-    flat *= _NC
-    flat += cells.conn_idx
+    flat = cells.row_cells()
     dev = ybar[flat]
     np.subtract(np.asarray(cells.y, float), dev, out=dev)  # deviation from its cell mean
     # entry of each row: position of (group, attribute) among the group's entries
