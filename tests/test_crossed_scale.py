@@ -152,10 +152,11 @@ def test_cell_groups_are_exact(monkeypatch, collide):
         assert (g["w"] > 1).any()
 
 
-def test_many_rows_use_the_grouped_kernel_and_shipped_tables_do_not(monkeypatch):
-    """The row kernel (draws bit for bit as before) below GROUPED_ROWS, grouped above."""
+def test_the_shorter_density_loop_is_chosen(monkeypatch):
+    """Groups of cells on the shipped tables (a few hundred entries), rows when cells differ."""
     from bayesbias.datasets import published_table
     from bayesbias.models import fit_model, marginal
+    from bayesbias.models.cells import cells_from_table
 
     seen = []
 
@@ -164,13 +165,18 @@ def test_many_rows_use_the_grouped_kernel_and_shipped_tables_do_not(monkeypatch)
         raise RuntimeError("stop")
 
     monkeypatch.setattr(marginal, "sample_marginal", spy)
-    table = published_table("weat_1", "google")  # the largest shipped table
-    assert len(table) < crossed.GROUPED_ROWS
-    for limit in (crossed.GROUPED_ROWS, len(table)):
-        monkeypatch.setattr(crossed, "GROUPED_ROWS", limit)
+    shipped = published_table("weat_1", "google")  # the largest shipped table
+    cells = cells_from_table(shipped, "word")
+    entries, squares = crossed._group_loop(cells)
+    assert entries < 500 < cells.n_rows == len(shipped)
+    # every cell its own attributes: as many group entries as rows, classes far longer
+    scattered = shipped.sample(frac=0.5, random_state=0).reset_index(drop=True)
+    loose = cells_from_table(scattered, "word")
+    assert min(crossed._group_loop(loose)) >= loose.n_rows
+    for table in (shipped, scattered):
         with pytest.raises(RuntimeError, match="stop"):
             fit_model(table, "crossed")
-    assert seen == [False, True]
+    assert seen == [True, False]
 
 
 def test_memory_guard_allows_crossed_summaries():

@@ -12,8 +12,8 @@ omega[kind(a)])``: on the shipped tables stereotype words vary more than the con
 one shared sd would make the stereotype contrasts' intervals too narrow.
 
 Default sampler: nutpie on ``(mu_bar, tau, sigma, omega, v)`` with the cell means integrated
-out given ``v`` (a C kernel, :mod:`._native`: row by row, or from :data:`GROUPED_ROWS` rows
-on groups of cells sharing (connection, n, attribute multiset), :func:`cell_groups`), then
+out given ``v`` (a C kernel, :mod:`._native`: on groups of cells sharing (connection, n,
+attribute multiset), :func:`cell_groups`, or row by row when that is shorter), then
 each ``mu[w, c]`` drawn from its exact conditional, or, above
 :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word summaries
 Rao-Blackwellised over the draws (:mod:`.word_summaries`). The attribute effects are
@@ -54,12 +54,12 @@ ATTRIBUTE_EFFECTS = True
 #: (:mod:`.word_summaries`): given the parameters and v the cell means are independent
 #: Normals; :func:`marginal_kernel` takes ``word_draws`` and ``grouped``.
 WORD_SUMMARIES = True
-#: Rows from which a fit evaluates the density on groups of cells (``cxg_logp``, cost
-#: growing with the groups' attribute entries) instead of row by row (``cx_logp``, cost
-#: growing with the rows): about 3 times the largest shipped table (weat_1 google, 17,689
-#: rows), whose fits keep their draws bit for bit. At 60,000 rows (1,000 words) the row
-#: kernel took 26.5 s of sampling (benchmarks/results/bench_scale_words_crossed.txt).
-GROUPED_ROWS = 50_000
+#: The density is evaluated on groups of cells (``cxg_logp``) or classes (``cxc_logp``)
+#: whenever that loop is shorter than the rows (:func:`grouped_is_cheaper`), as on every
+#: shipped table (about 350 group entries against 3,250-17,689 rows: the default report's
+#: fits sample about 2x faster). Until 2026-12 the row kernel (``cx_logp``) ran below 50,000
+#: rows, to keep earlier draws bit for bit; the posterior is the same (log-density and
+#: gradient equal to 1e-14), the draws differ within Monte Carlo error.
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
@@ -461,6 +461,26 @@ def cell_classes(cells: Cells) -> dict:
             "e": e, "g": np.concatenate(g) if g else np.zeros(0)}
 
 
+def grouped_is_cheaper(cells: Cells) -> bool:
+    """Whether the groups' (or classes') density loop is shorter than the row kernel's.
+
+    The row kernel loops over rows; :func:`pack_grouped` over the groups' entries and
+    :func:`pack_classes` over the squares of their classes' attribute counts.
+    """
+    check_cells(cells)
+    return min(_group_loop(cells)) < cells.n_rows
+
+
+def _group_loop(cells: Cells) -> tuple[float, float]:
+    """Return the density loop's length on groups and on classes of cells."""
+    g = cell_groups(cells)  # from the groups' entries, not the rows (computed anyway)
+    na = int(cells.attributes.size)
+    cls = _classes(g["conn"], g["n"])[2]
+    entry_cls = np.repeat(cls, np.diff(g["start"]))
+    per_class = np.bincount(np.unique(entry_cls * na + g["attr"]) // na)
+    return float(g["attr"].size), float((per_class.astype(float) ** 2).sum())
+
+
 def classes_are_cheaper(cells: Cells) -> bool:
     """Whether :func:`pack_classes` makes a shorter density loop than :func:`pack_grouped`.
 
@@ -468,12 +488,8 @@ def classes_are_cheaper(cells: Cells) -> bool:
     the squares of their attribute counts. Complete designs have a few groups of all their
     attributes; tables whose cells meet different attributes about a group per cell.
     """
-    g = cell_groups(cells)  # from the groups' entries, not the rows (computed anyway)
-    na = int(cells.attributes.size)
-    cls = _classes(g["conn"], g["n"])[2]
-    entry_cls = np.repeat(cls, np.diff(g["start"]))
-    per_class = np.bincount(np.unique(entry_cls * na + g["attr"]) // na)
-    return float((per_class.astype(float) ** 2).sum()) < g["attr"].size
+    entries, squares = _group_loop(cells)
+    return squares < entries
 
 
 def pack_classes(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:

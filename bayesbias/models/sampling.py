@@ -273,9 +273,10 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
                   else "", chains, tune, draws, cells.n_rows, int((cells.n > 0).sum()))
     t0 = time.perf_counter()
     if marginal:
-        # the crossed density on groups of cells: for a large fit, and on many rows (its
-        # per-row kernel's cost grows with the rows; GROUPED_ROWS is above every shipped table)
-        grouped = large or cells.n_rows >= getattr(family, "GROUPED_ROWS", float("inf"))
+        # the density on groups of cells: for a large fit, and for the crossed family
+        # whenever its groups' loop is shorter than its rows (every shipped table)
+        cheaper = getattr(family, "grouped_is_cheaper", None)
+        grouped = large or (cheaper is not None and cheaper(cells))
         idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept,
                                 word_draws, grouped=grouped)
         noncentred = ()
