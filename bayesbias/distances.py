@@ -675,7 +675,7 @@ def to_xarray(table: pd.DataFrame) -> xr.Dataset:  # noqa: F821
     Coordinates carry the classes; ``connection`` is a 2-d variable. Pairs absent from the
     table are NaN.
     """
-    import xarray as xr
+    from ._xarray import xr
 
     idx = table.set_index(["protected_word", "attribute"])
     if idx.index.has_duplicates:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from ._xarray import xr
 from .config import CONNECTIONS, defaults
 
 __all__ = ["simulate_table", "design", "coverage_study", "REALISTIC", "RELIGION_DESIGN"]

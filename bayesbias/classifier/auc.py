@@ -34,9 +34,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 from scipy import stats
 
+from .._xarray import xr
 from ..errors import InputDataError
 from ..intervals import normal_quantile
 from .data import check_boolean_flags

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..config import defaults
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError
 from ..progress import progress

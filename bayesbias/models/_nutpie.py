@@ -24,8 +24,8 @@ import os
 import time
 
 import numpy as np
-import xarray as xr
 
+from .._xarray import xr
 from ..config import CONNECTIONS
 from ..progress import progress
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from .fit import Fit

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import xarray as xr
-
+from .._xarray import xr
 from ..config import CONNECTIONS
 from ..errors import InvalidArgumentError
 

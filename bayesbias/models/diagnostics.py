@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..errors import DiagnosticsError
 
 __all__ = ["Diagnostics", "SamplerWarning", "diagnose", "check", "RHAT_MAX",

@@ -848,7 +848,7 @@ def word_means(posterior):
     ``mu_bar`` plus that term, so a word's contrast is read on the same scale as the
     corpus-level verdict.
     """
-    import xarray as xr
+    from .._xarray import xr
 
     n_w = posterior.sizes["word"]
     own = posterior["tau"] * posterior["word_mean_z"] / np.sqrt(n_w)

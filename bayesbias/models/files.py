@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import xarray as xr
 
+from .._xarray import xr
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from .cells import Cells

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import xarray as xr
 
+from .._xarray import xr
 from ..config import CONNECTIONS
 from .cells import Cells, cell_mean_conditional
 

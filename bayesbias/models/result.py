@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..config import CONNECTIONS, defaults
 from .cells import Cells, normal_logp_rows
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences

@@ -10,8 +10,8 @@ from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import InvalidArgumentError, ModelSpecError
 from ..progress import progress

@@ -8,8 +8,8 @@ the labels: every result carries ``ci_prob`` and ``ci_kind`` attrs.
 from __future__ import annotations
 
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..config import defaults, validate_ci_prob
 from ..validation import POSTERIOR_CI_KINDS as CI_KINDS  # interval kinds of posterior draws
 from ..validation import validate_ci_kind

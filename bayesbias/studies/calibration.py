@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 from scipy.special import chdtrc
 
+from .._xarray import xr
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, InvalidArgumentError
 from ..models.cells import ATTRIBUTE_KINDS

@@ -39,8 +39,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 
+from .._xarray import xr
 from ..config import CONNECTIONS, defaults
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, ModelSpecError
 from ..models.cells import ATTRIBUTE_KINDS

@@ -1,0 +1,62 @@
+"""xarray through :mod:`bayesbias._xarray`: no dask.array or sparse import, the same answers."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, check=True)
+    return out.stdout.strip()
+
+
+def test_a_fit_and_its_file_import_neither_dask_array_nor_sparse(tmp_path):
+    got = _run(f"""
+        import sys, warnings
+        warnings.simplefilter("ignore")
+        from bayesbias.datasets import published_table
+        from bayesbias.models import fit_model, load_fit
+        fit = fit_model(published_table("race", "reddit"), draws=200, tune=200, seed=1)
+        fit.contrasts(); fit.diagnostics(); fit.save({str(tmp_path / "f.nc")!r})
+        load_fit({str(tmp_path / "f.nc")!r}).contrasts()
+        print("dask.array" in sys.modules, "sparse" in sys.modules)
+    """)
+    assert got == "False False"
+
+
+def test_dask_and_sparse_arrays_imported_later_are_recognised():
+    pytest.importorskip("dask.array")
+    code = """
+        import numpy as np
+        {first}
+        import dask.array as da
+        import xarray as xr
+        a = xr.DataArray(da.ones((4, 4), chunks=2), dims=("x", "y"))
+        masked = xr.DataArray(da.ma.masked_array(da.arange(3.0), mask=[True, False, False]))
+        out = [type(a.data).__module__, str(a.chunks), repr(a).splitlines()[1][:10],
+               str(masked.values.tolist())]
+        try:
+            import sparse
+            s = xr.DataArray(sparse.COO.from_numpy(np.eye(2)), dims=("p", "q"))
+            out += [type(s.data).__name__, str(s.to_numpy().tolist())]
+        except ImportError:
+            pass
+        print("|".join(out))
+    """
+    ours = _run(code.format(first="from bayesbias._xarray import lazy_duck_arrays, xr"))
+    theirs = _run(code.format(first="import xarray"))
+    assert ours == theirs
+    assert "dask.array" in ours and "nan" in ours
+
+
+def test_no_op_once_xarray_has_looked_them_up():
+    got = _run("""
+        import numpy as np, xarray as xr
+        xr.Variable("x", np.zeros(2))  # xarray's own lookup
+        from bayesbias._xarray import lazy_duck_arrays
+        print(lazy_duck_arrays())
+    """)
+    assert got == "[]"
