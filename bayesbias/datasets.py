@@ -61,11 +61,14 @@ def madlibs() -> pd.DataFrame:
     return pd.read_csv(DATA_DIR / "madlibs" / "intersectional_madlibs_scored.csv.gz")
 
 
-def read_table(spec) -> pd.DataFrame:
-    """Read a distance table from a file, or a shipped one as ``published:TOPIC:EMBEDDING``."""
+def read_table(spec, labels: str = "str") -> pd.DataFrame:
+    """Read a distance table from a file, or a shipped one as ``published:TOPIC:EMBEDDING``.
+
+    `labels`: see :func:`~bayesbias.distances.read_distance_table` (files only).
+    """
     spec = str(spec)
     if not spec.startswith("published:"):
-        return read_distance_table(spec)
+        return read_distance_table(spec, labels=labels)
     parts = spec.split(":")
     if len(parts) != 3:
         raise DistanceTableError(f"{spec!r}: write published:TOPIC:EMBEDDING, e.g. "

@@ -158,10 +158,11 @@ def lookup_parts(embedding: Embedding, parts: dict, on_missing: str = "error"):
     return ({k: kept[k] for k in order}, {k: missing[k] for k in order})
 
 
-def _categorical(table: pd.DataFrame) -> pd.DataFrame:
+def _categorical(table: pd.DataFrame, keep: tuple = ()) -> pd.DataFrame:
+    """Connection as a categorical of :data:`CONNECTIONS`, the labels as ``str`` but `keep`."""
     table["connection"] = _connection_categorical(table["connection"])
     for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
-        if table[col].dtype != "str":
+        if table[col].dtype != "str" and col not in keep:
             table[col] = table[col].astype(str)
     return table
 
@@ -191,7 +192,8 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
     """Check and normalise a distance table; raise DistanceTableError naming `source`.
 
     `codes` may hold ``pd.factorize`` of label columns as read (:func:`_read_parquet`);
-    it receives that of each label column kept, for :func:`_dedupe`.
+    it receives that of each label column kept, for :func:`_dedupe`. Label columns that
+    are categoricals of those codes (:func:`_read_parquet` with ``categorical``) stay so.
     """
     codes = {} if codes is None else codes
     known = dict(codes)
@@ -256,10 +258,13 @@ def _validate(table: pd.DataFrame, source: str, codes: dict | None = None) -> pd
             raise DistanceTableError(f"{source}: column {col} is empty at data row "
                                      f"{int(np.flatnonzero(empty)[0]) + 1}")
     _check_labels(table, source, facts)
+    # label columns read as categoricals of the reader's codes (labels="categorical")
+    keep = tuple(c for c in facts if isinstance(table[c].dtype, pd.CategoricalDtype)
+                 and c in known and table[c].cat.categories.dtype == "str")
     # codes of the values as they are kept (``_categorical`` leaves a str column alone)
-    codes.update({c: f for c, f in facts.items() if table[c].dtype == "str"})
+    codes.update({c: f for c, f in facts.items() if table[c].dtype == "str" or c in keep})
     codes.update({c: known[c] for c in extra if c in known})
-    return _categorical(table)
+    return _categorical(table, keep)
 
 
 def _allclose_complement(a: np.ndarray, b: np.ndarray, atol: float,
@@ -467,8 +472,21 @@ def read_published_table(path, duplicates: str = "drop", missing: str = "drop") 
     return _dedupe(table, duplicates, str(path), codes)
 
 
-def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
-    """Read a distance table: our CSV/Parquet format, or the published CSV format."""
+#: Label columns of :func:`read_distance_table`.
+LABELS = ("str", "categorical", "auto")
+
+
+def read_distance_table(path, duplicates: str = "drop", labels: str = "str") -> pd.DataFrame:
+    """Read a distance table: our CSV/Parquet format, or the published CSV format.
+
+    `labels`: the label columns as ``str`` (default), or as categoricals of the same labels
+    in order of first appearance (``"categorical"``; ``"auto"``: from
+    :data:`CATEGORICAL_ROWS` rows; :func:`categorical_labels`). From Parquet they are
+    made from the codes read with the labels, so no string per row is ever built.
+    """
+    from .validation import validate_choice
+
+    validate_choice(labels, LABELS, "labels")
     path = Path(path)
     if not path.exists():
         raise DistanceTableError(f"{path}: no such file")
@@ -479,7 +497,7 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
     codes: dict = {}
     if path.suffix in (".parquet", ".pq"):
         try:
-            table, codes = _read_parquet(path)
+            table, codes = _read_parquet(path, labels)
         except Exception as exc:  # pyarrow raises several unrelated types
             raise DistanceTableError(f"{path}: cannot read as Parquet: {exc}") from None
     else:
@@ -499,23 +517,29 @@ def read_distance_table(path, duplicates: str = "drop") -> pd.DataFrame:
     out = _dedupe(table, duplicates, str(path), codes)
     if out is table:  # the codes still describe its rows: models.cells_from_table uses them
         for col, fact in codes.items():
-            remember_label_codes(out[col], fact)
+            if out[col].dtype == "str":  # a categorical carries its codes
+                remember_label_codes(out[col], fact)
+    if labels == "categorical" or (labels == "auto" and len(out) >= CATEGORICAL_ROWS):
+        categorical_labels(out)  # a CSV, or a column the Parquet read left as str
     return out
 
 
+#: Label columns read as categoricals with ``labels="categorical"``.
+_CATEGORICAL_COLUMNS = ("protected_word", "protected_class", "attribute", "attribute_class")
 #: Label columns read from Parquet as dictionaries (their codes come with the read).
 _LABEL_COLUMNS = ("protected_word", "protected_class", "attribute", "attribute_class",
                   "connection", "embedding", "context")
 
 
-def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
+def _read_parquet(path: Path, labels: str = "str") -> tuple[pd.DataFrame, dict]:
     """``pd.read_parquet(path)`` of the table's columns, and ``pd.factorize`` of its labels.
 
     The string label columns are read dictionary-encoded (as Parquet usually stores them),
     one at a time, so their codes cost no hashing of the rows; they are returned as the
-    ``str`` columns ``pd.read_parquet`` gives, except ``connection``, returned as the
-    categorical :func:`_validate` makes of it when its values are all valid. Columns a
-    distance table does not use are not read.
+    ``str`` columns ``pd.read_parquet`` gives (with `labels` ``"categorical"``, or ``"auto"``
+    from :data:`CATEGORICAL_ROWS` rows: as categoricals of those codes, when no value is
+    missing), except ``connection``, returned as the categorical :func:`_validate` makes of
+    it when its values are all valid. Columns a distance table does not use are not read.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -531,20 +555,26 @@ def _read_parquet(path: Path) -> tuple[pd.DataFrame, dict]:
     if not fast or not rest or len(set(names)) != len(names):
         return pd.read_parquet(path), {}
     pool = pa.default_memory_pool()
+    file = pq.ParquetFile(path, read_dictionary=fast)
+    categorical = labels == "categorical" or (
+        labels == "auto" and file.metadata.num_rows >= CATEGORICAL_ROWS)
     table = pd.read_parquet(path, columns=rest)
     pool.release_unused()  # the read's buffers: the memory pool keeps them otherwise
-    file = pq.ParquetFile(path, read_dictionary=fast)
     codes = {}
     for col in fast:
-        labels = file.read(columns=[col]).column(col)
-        if labels.length() != len(table):  # pragma: no cover - one file, one row count
+        column = file.read(columns=[col]).column(col)
+        if column.length() != len(table):  # pragma: no cover - one file, one row count
             raise ValueError("columns of different lengths")
-        values, codes[col] = _dictionary_column(labels, decode=col != "connection")
-        if values is None:  # connection
+        values, codes[col] = _dictionary_column(
+            column, decode=col != "connection" and not (
+                categorical and col in _CATEGORICAL_COLUMNS and not column.null_count))
+        if values is None and col != "connection":  # its categorical, from the codes
+            values = pd.Categorical.from_codes(*codes[col])
+        elif values is None:  # connection
             conn = _connection_from_codes(*codes.pop(col))
-            values = conn if conn is not None else pd.array(labels.cast(pa.large_string()),
+            values = conn if conn is not None else pd.array(column.cast(pa.large_string()),
                                                             dtype="str")
-        del labels
+        del column
         table[col] = values
         pool.release_unused()
     return table[[c for c in names if c in table.columns]], codes

@@ -28,7 +28,7 @@ LABELS = ("protected_word", "protected_class", "attribute", "attribute_class")
 def _plain(monkeypatch, path, **kw):
     """``read_distance_table`` through ``pd.read_parquet`` (no codes from the read)."""
     with monkeypatch.context() as m:
-        m.setattr(distances, "_read_parquet", lambda p: (pd.read_parquet(p), {}))
+        m.setattr(distances, "_read_parquet", lambda p, labels="str": (pd.read_parquet(p), {}))
         return read_distance_table(path, **kw)
 
 
@@ -235,3 +235,49 @@ def test_fit_command_with_categorical_labels_prints_the_same(tmp_path, capsys, m
         out.append(json.loads(capsys.readouterr().out))
         out[-1]["run"].pop("wall_time_s")
     assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_labels_read_as_categoricals_equal_categorical_labels_after_a_read(tmp_path, suffix):
+    """``labels="categorical"``: the table `categorical_labels` makes of the str read."""
+    from bayesbias.distances import CATEGORICAL_ROWS, categorical_labels
+
+    path = tmp_path / f"t{suffix}"
+    base = _base(3)
+    base.to_parquet(path, index=False) if suffix == ".parquet" else base.to_csv(path,
+                                                                                 index=False)
+    want = categorical_labels(read_distance_table(path))
+    got = read_distance_table(path, labels="categorical")
+    pd.testing.assert_frame_equal(got, want)
+    assert got.attrs == want.attrs
+    for col in LABELS:
+        assert isinstance(got[col].dtype, pd.CategoricalDtype)
+        assert got[col].cat.categories.dtype == "str"
+    a, b = cells_from_table(want), cells_from_table(got)
+    for field in ("units", "attributes", "n", "unit_idx", "conn_idx", "attr_idx", "y"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    # "auto": str below CATEGORICAL_ROWS
+    assert len(base) < CATEGORICAL_ROWS
+    assert read_distance_table(path, labels="auto")["attribute"].dtype == "str"
+
+
+def test_labels_read_as_categoricals_are_checked_as_str_ones(tmp_path):
+    """The same refusals: a wrong connection, an empty label, an unknown `labels`."""
+    from bayesbias.errors import InvalidArgumentError
+
+    bad = _base(3)
+    bad.loc[2, "connection"] = "human" if bad.loc[2, "connection"] != "human" else "none"
+    path = tmp_path / "bad.parquet"
+    bad.to_parquet(path, index=False)
+    with pytest.raises(DistanceTableError, match="has connection") as plain:
+        read_distance_table(path)
+    with pytest.raises(DistanceTableError, match="has connection") as cat:
+        read_distance_table(path, labels="categorical")
+    assert str(plain.value) == str(cat.value)
+    empty = _base(3)
+    empty.loc[4, "attribute"] = None
+    empty.to_parquet(path, index=False)
+    with pytest.raises(DistanceTableError, match="column attribute is empty at data row 5"):
+        read_distance_table(path, labels="categorical")
+    with pytest.raises(InvalidArgumentError, match="labels must be one of"):
+        read_distance_table(path, labels="codes")

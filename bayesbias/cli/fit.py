@@ -64,16 +64,14 @@ def load_table(source: str | None, args):
     """Read a distance table from a file, ``published:TOPIC:EMBEDDING``, or an embedding.
 
     A table read from a file with at least :data:`~bayesbias.distances.CATEGORICAL_ROWS`
-    rows holds its label columns as categoricals (:func:`~bayesbias.distances.categorical_labels`).
+    rows holds its label columns as categoricals (the same labels in a fraction of the
+    memory; ``read_distance_table(..., labels="auto")``).
     """
     from ..datasets import read_table
-    from ..distances import CATEGORICAL_ROWS, categorical_labels, distance_table
+    from ..distances import distance_table
 
     if source:
-        table = read_table(source)
-        if len(table) >= CATEGORICAL_ROWS:  # the same labels in a fraction of the memory
-            categorical_labels(table)
-        return table
+        return read_table(source, labels="auto")
     from ..embeddings import load_embedding
     from ..wordlists import load_wordlist
 
