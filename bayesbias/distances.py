@@ -159,7 +159,7 @@ def lookup_parts(embedding: Embedding, parts: dict, on_missing: str = "error"):
 
 
 def _categorical(table: pd.DataFrame, keep: tuple = ()) -> pd.DataFrame:
-    """Connection as a categorical of :data:`CONNECTIONS`, the labels as ``str`` but `keep`."""
+    """Make connection a categorical of :data:`CONNECTIONS` and the labels ``str``, but `keep`."""
     table["connection"] = _connection_categorical(table["connection"])
     for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
         if table[col].dtype != "str" and col not in keep:
