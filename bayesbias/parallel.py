@@ -284,12 +284,18 @@ class Job:
         self._value = None
 
     def result(self):
-        """Wait for the worker's result, or compute it here if no worker has started it."""
+        """Wait for the worker's result, or compute it here if no worker has started it.
+
+        While a worker runs it, this process runs the jobs still waiting (newest first)
+        instead of waiting idle.
+        """
         if not self._done:
             fn, args, kwargs = self._call
             value = _MISSING
             future = self._pool._claim(self) if self._pool is not None else None
             if future is not None:
+                while not future.done() and self._pool._help_one():
+                    pass
                 try:
                     value, records, caught = future.result()
                 except Exception:  # noqa: BLE001 - rerun here to raise the real error
@@ -404,12 +410,17 @@ class JobPool:
         Call it when this process has nothing else to do: the workers keep the oldest jobs,
         this process takes the rest, and nobody waits for a job nobody runs.
         """
-        while True:
-            with self._lock:
-                if not self._waiting:
-                    return
-                job = self._waiting[-1]
-            job.result()
+        while self._help_one():
+            pass
+
+    def _help_one(self) -> bool:
+        """Run here the newest job still waiting for a worker; False if none is waiting."""
+        with self._lock:
+            if not self._waiting:
+                return False
+            job = self._waiting[-1]
+        job.result()
+        return True
 
     def close(self, stop: bool = False) -> None:
         """Drop the waiting jobs; let the workers finish and exit, or `stop` them."""

@@ -80,6 +80,20 @@ def test_help_runs_here_what_no_worker_started():
     assert pids[-1] == os.getpid()  # help() took the newest job first
 
 
+def test_waiting_for_a_running_job_runs_the_waiting_ones_here():
+    """While a worker runs the job asked for, this process takes the queue, newest first."""
+    with JobPool(2) as pool:
+        first = pool.submit(wait_then_pid, 1.0)
+        wait_until(lambda: first._future is not None, "a worker has the first job")
+        rest = [pool.submit(wait_then_pid, 0.05) for _ in range(4)]
+        assert first.result() != os.getpid()
+        # done here while the worker slept: no job is left waiting for it
+        assert not pool._waiting
+        assert rest[-1]._done and rest[-1].result() == os.getpid()
+        pids = [j.result() for j in rest]
+    assert pids.count(os.getpid()) >= 3
+
+
 def test_an_error_in_a_worker_is_raised_here_as_itself():
     with JobPool(2) as pool:
         job = pool.submit(bad_file, "vectors.txt")

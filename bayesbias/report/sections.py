@@ -187,6 +187,23 @@ class WordListContext:
                                    keep_word_draws=True if s.keep_word_draws else None)
 
     @cached_property
+    def paper_fit(self):
+        """The paper's model (:data:`~bayesbias.config.PAPER_MODEL`) beside the default."""
+        from ..config import PAPER_MODEL
+        from ..models import SamplerWarning
+        from ..verdicts import fit_for_verdict
+
+        s = self.settings
+        progress.info(f"{self.name}: fitting the paper's {PAPER_MODEL} model for comparison")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)
+            return fit_for_verdict(self.table, PAPER_MODEL, draws=s.draws, tune=s.tune,
+                                   chains=s.chains, seed=s.seed, sampler=s.sampler,
+                                   target_accept=s.target_accept, ci_prob=s.ci_prob,
+                                   ci_kind=s.ci_kind, rope=s.rope,
+                                   keep_word_draws=True if s.keep_word_draws else None)
+
+    @cached_property
     def verdict(self):
         """The control-group :class:`~bayesbias.verdicts.Verdict`."""
         from ..verdicts import verdict_from_fit
