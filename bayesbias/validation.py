@@ -173,6 +173,8 @@ def empty_label_rows(values, factorized=None):
     import numpy as np
     import pandas as pd
 
+    if factorized is None and getattr(values, "dtype", None) == "category":
+        factorized = (np.asarray(values.cat.codes), values.cat.categories)  # any order will do
     codes, uniq = pd.factorize(values) if factorized is None else factorized
     if getattr(uniq, "dtype", None) != "str":
         uniq = pd.Series(np.asarray(uniq, dtype=object), dtype=object).astype(str)
@@ -278,11 +280,34 @@ def remember_label_codes(column, factorized) -> None:
 
 
 def known_label_codes(column):
-    """``pd.factorize(column)`` if :func:`remember_label_codes` kept it for this data, else None."""
+    """``pd.factorize(column)`` if known without hashing the rows, else None.
+
+    Known: kept by :func:`remember_label_codes` for this data, or a categorical whose
+    categories are numbered in order of first appearance with none missing (as
+    :func:`bayesbias.distances.categorical_labels` makes them): its codes, checked in one
+    pass (the uniques are its categories, an Index, not a Categorical).
+    """
     array = column.array
+    if getattr(array, "dtype", None) == "category":
+        return _first_appearance_codes(array)
     hit = _KNOWN.get(id(array))
     if hit is None or hit[0]() is not array or len(array) != hit[2]:
         return None
     if array.__arrow_array__() is not hit[1]:  # set in place since
         return None
     return hit[3]
+
+
+def _first_appearance_codes(cat):
+    """Return a Categorical's ``(codes, categories)`` if ``pd.factorize`` numbers it alike."""
+    import numpy as np
+
+    codes = np.asarray(cat.codes)
+    k = len(cat.categories)
+    if codes.size == 0 or k == 0 or codes[0] != 0:
+        return None
+    running = np.maximum.accumulate(codes)
+    # each code at most one above every code before it, every category used, none missing
+    if running[-1] != k - 1 or codes.min() < 0 or ((codes[1:] - running[:-1]) > 1).any():
+        return None
+    return codes, cat.categories

@@ -18,6 +18,7 @@ from bayesbias.models.cells import cells_from_table
 from bayesbias.validation import (
     count_distinct_bounded,
     distinct_bounded,
+    empty_label_rows,
     factorize_bounded,
     known_label_codes,
 )
@@ -281,3 +282,26 @@ def test_labels_read_as_categoricals_are_checked_as_str_ones(tmp_path):
         read_distance_table(path, labels="categorical")
     with pytest.raises(InvalidArgumentError, match="labels must be one of"):
         read_distance_table(path, labels="codes")
+
+
+@pytest.mark.parametrize("labels, known", [(["b", "a", "b", "c", "a"], True),
+                                           (["x", "x"], True), (["a", None, "b"], False)])
+def test_categorical_codes_are_known_when_in_first_appearance_order(labels, known):
+    """A categorical numbered as pd.factorize numbers it gives its own codes; else None."""
+    col = pd.Series(labels, dtype="str")
+    codes, uniques = pd.factorize(col)
+    first = pd.Series(pd.Categorical.from_codes(codes, categories=uniques)) if known else \
+        col.astype("category")
+    got = known_label_codes(first)
+    if not known:
+        assert got is None
+        return
+    want = pd.factorize(first)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert list(got[1]) == list(want[1])
+    # sorted categories (pandas' default) are another numbering: not known
+    if len(set(labels)) > 1:
+        assert known_label_codes(col.astype("category")) is None
+    # empty rows of a categorical, from its codes in any order
+    np.testing.assert_array_equal(empty_label_rows(col.astype("category")),
+                                  empty_label_rows(col))
