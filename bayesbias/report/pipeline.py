@@ -24,7 +24,7 @@ from ..wordlists import load_wordlist
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
-from .sections import SECTIONS, Glossary, WordListContext, records
+from .sections import JOB_NAMES, SECTIONS, Glossary, WordListContext, records
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
 
@@ -342,7 +342,9 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
         contexts.append(WordListContext(name=name, key=key, table=table, settings=settings,
                                         report=report, section=report.section(title),
                                         glossary=glossary, pool=pool))
-        contexts[-1].start()
+    for name in JOB_NAMES:  # each job for every word list in turn: the longest first
+        for ctx in contexts:
+            ctx.start([name])
     front_matter(report, settings, contexts, glossary)
     # every word list's fit first, while the pool's workers compute what needs only the
     # tables (robustness refits, comparators, metrics), which the builders then wait for

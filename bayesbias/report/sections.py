@@ -24,7 +24,7 @@ from ..progress import progress
 from .document import Report, Section
 
 __all__ = ["WordListContext", "Glossary", "SECTIONS", "records", "diagnostic_advice",
-           "coverage_warning", "NULL_VS_PERMUTATION"]
+           "coverage_warning", "NULL_VS_PERMUTATION", "JOB_NAMES"]
 
 log = logging.getLogger(__name__)
 
@@ -136,13 +136,14 @@ class WordListContext:
     pool: JobPool = field(default_factory=JobPool)
     jobs: dict[str, Job] = field(default_factory=dict)
 
-    def start(self) -> None:
+    def start(self, names=None) -> None:
         """Queue the jobs that need only the table and the settings (WEAT, null, metrics).
 
         They run in :attr:`pool`'s workers while this process fits the model; called by
-        :func:`~bayesbias.report.run_report` for every word list before the first builder.
+        :func:`~bayesbias.report.run_report` for every word list before the first builder
+        (`names`: these of :data:`_JOBS` only, in their order there).
         """
-        for name in _JOBS:
+        for name in _JOBS if names is None else [n for n in _JOBS if n in names]:
             if name == "robustness" and not _wants_robustness(self.settings):
                 continue
             if self.multi and name in ("comparators", "embedding_metrics"):
@@ -775,9 +776,14 @@ def _metrics_job(ctx: WordListContext) -> tuple:
     return report_metrics, (s, ctx.name), not isinstance(s.embedding, (str, type(None)))
 
 
-#: The jobs of :meth:`WordListContext.start`: name -> (function, arguments, run here?).
-_JOBS = {"comparators": _comparators_job, "embedding_metrics": _metrics_job,
-         "robustness": _robustness_job}
+#: The jobs of :meth:`WordListContext.start`: name -> (function, arguments, run here?),
+#: longest first: the report queues each for every word list in turn, so that the workers
+#: (oldest first) start the robustness refits while this process fits the models, and this
+#: process, waiting, takes the short jobs left (newest first).
+_JOBS = {"robustness": _robustness_job, "comparators": _comparators_job,
+         "embedding_metrics": _metrics_job}
+#: The names of :data:`_JOBS`, in their order.
+JOB_NAMES = tuple(_JOBS)
 
 
 def _null_figure(null, observed: dict, title: str):
