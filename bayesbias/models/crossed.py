@@ -54,12 +54,13 @@ ATTRIBUTE_EFFECTS = True
 #: (:mod:`.word_summaries`): given the parameters and v the cell means are independent
 #: Normals; :func:`marginal_kernel` takes ``word_draws`` and ``grouped``.
 WORD_SUMMARIES = True
-#: The density is evaluated on groups of cells (``cxg_logp``) or classes (``cxc_logp``)
-#: whenever that loop is shorter than the rows (:func:`grouped_is_cheaper`), as on every
-#: shipped table (about 350 group entries against 3,250-17,689 rows: the default report's
-#: fits sample about 2x faster). Until 2026-12 the row kernel (``cx_logp``) ran below 50,000
-#: rows, to keep earlier draws bit for bit; the posterior is the same (log-density and
-#: gradient equal to 1e-14), the draws differ within Monte Carlo error.
+# The density is evaluated on groups of cells (``cxg_logp``) or classes (``cxc_logp``)
+# whenever that loop is shorter than the rows (:func:`grouped_is_cheaper`), as on every
+# shipped table (about 350 group entries against 3,250-17,689 rows: the default report's
+# fits sample about 2x faster). Until 2026-12 the row kernel (``cx_logp``) ran below 50,000
+# rows, to keep earlier draws bit for bit; the posterior is the same (log-density and
+# gradient equal to 1e-14), the draws differ by rounding.
+
 #: Data-to-prior information ratio below which the attribute effects are sampled non-centred.
 AUTO_RATIO = 10.0
 _NC = len(CONNECTIONS)
