@@ -414,12 +414,19 @@ class JobPool:
             pass
 
     def _help_one(self) -> bool:
-        """Run here the newest job still waiting for a worker; False if none is waiting."""
+        """Run here the newest job still waiting for a worker; False if none is waiting.
+
+        A job that fails is left undone: it runs again, and raises, where its result is
+        asked for (not in the middle of waiting for another job).
+        """
         with self._lock:
             if not self._waiting:
                 return False
             job = self._waiting[-1]
-        job.result()
+        try:
+            job.result()
+        except Exception:  # noqa: BLE001 - raised again by its own result()
+            log.debug("a job run while waiting failed; it runs again when asked for")
         return True
 
     def close(self, stop: bool = False) -> None:

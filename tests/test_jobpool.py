@@ -94,6 +94,16 @@ def test_waiting_for_a_running_job_runs_the_waiting_ones_here():
     assert pids.count(os.getpid()) >= 3
 
 
+def test_a_job_that_fails_while_waiting_raises_where_its_result_is_asked():
+    with JobPool(2) as pool:
+        first = pool.submit(wait_then_pid, 0.5)
+        wait_until(lambda: first._future is not None, "a worker has the first job")
+        bad = pool.submit(bad_file, "vectors.txt")
+        assert first.result() != os.getpid()  # not the other job's error
+        with pytest.raises(EmbeddingFormatError, match="vectors.txt"):
+            bad.result()
+
+
 def test_an_error_in_a_worker_is_raised_here_as_itself():
     with JobPool(2) as pool:
         job = pool.submit(bad_file, "vectors.txt")
