@@ -259,11 +259,17 @@ def test_crossed_posterior_matches_pymc_row_level_model():
     from bayesbias.models import fit_model
 
     t = _table(7, words=4, human=10, none=12)
+    # 4 stereotypes per class: at target_accept 0.8 a chain of either sampler can stall in
+    # the stereotype sd's long tail (seed 3 of the grouped kernel, seed 4 of the row
+    # kernel: 266-326 divergences, r-hat 1.02-1.06, the group means' sds 25% too wide);
+    # at 0.95, as the diagnostics then advise, 3-9 divergences over seeds 3-6
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fast = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3)
+        fast = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3,
+                         target_accept=0.95)
         ref = fit_model(t, "crossed", draws=2000, tune=1000, chains=4, seed=3,
-                        sampler="pymc", likelihood="rows")
+                        sampler="pymc", likelihood="rows", target_accept=0.95)
+    assert fast.diagnostics().to_dict()["max_rhat"] < 1.01
     for da_f, da_r in ((fast.group_mean_draws(), ref.group_mean_draws()),
                        (fast.posterior["omega"], ref.posterior["omega"])):
         f = da_f.values.reshape(-1, *da_f.shape[2:]) if da_f.ndim > 2 else da_f.values.ravel()
