@@ -473,13 +473,18 @@ def grouped_is_cheaper(cells: Cells) -> bool:
 
 
 def _group_loop(cells: Cells) -> tuple[float, float]:
-    """Return the density loop's length on groups and on classes of cells."""
+    """Return the density loop's length on groups and on classes of cells (cached on `cells`)."""
+    cache = cells.__dict__.get("_group_loop")
+    if cache is not None:
+        return cache
     g = cell_groups(cells)  # from the groups' entries, not the rows (computed anyway)
     na = int(cells.attributes.size)
     cls = _classes(g["conn"], g["n"])[2]
     entry_cls = np.repeat(cls, np.diff(g["start"]))
     per_class = np.bincount(np.unique(entry_cls * na + g["attr"]) // na)
-    return float(g["attr"].size), float((per_class.astype(float) ** 2).sum())
+    out = (float(g["attr"].size), float((per_class.astype(float) ** 2).sum()))
+    object.__setattr__(cells, "_group_loop", out)
+    return out
 
 
 def classes_are_cheaper(cells: Cells) -> bool:
