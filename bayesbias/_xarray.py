@@ -9,6 +9,10 @@ the real class once its module is imported, and answers False before, when no su
 can exist yet. Every other answer is xarray's own. Applied on import of this module, which
 bayesbias imports xarray through; a no-op when the module is already imported or xarray's
 private cache is not the one this was written for (xarray 2024.10 to 2026.9).
+
+Likewise :func:`lazy_dask_collections`: xarray asks of each index it builds whether it is a
+dask collection, and answers by importing ``dask`` (0.2 s); nothing is one before ``dask``
+is imported, so the answer is False until then and xarray's own after.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sys
 
 import xarray as xr
 
-__all__ = ["xr", "lazy_duck_arrays"]
+__all__ = ["xr", "lazy_duck_arrays", "lazy_dask_collections"]
 
 #: xarray's name of a duck-array module -> (module, attribute) of its array class.
 _LAZY = {"dask": ("dask.array", "Array"), "sparse": ("sparse", "SparseArray")}
@@ -62,4 +66,29 @@ def lazy_duck_arrays() -> list[str]:
     return done
 
 
+def lazy_dask_collections() -> bool:
+    """Answer xarray's "is this a dask collection?" with False while dask is not imported.
+
+    Returns whether xarray's check was wrapped (False when already wrapped or when xarray's
+    function is not where this expects it).
+    """
+    try:
+        from xarray.namedarray import utils
+        original = utils.is_dask_collection
+    except (ImportError, AttributeError):
+        return False
+    if getattr(original, "_bayesbias_lazy", False):
+        return False
+
+    def is_dask_collection(x):
+        # an object of a dask class exists only once dask is imported (None: an import
+        # blocked for a moment, see models.files._no_distributed_probe)
+        return sys.modules.get("dask") is not None and original(x)
+
+    is_dask_collection._bayesbias_lazy = True
+    utils.is_dask_collection = is_dask_collection
+    return True
+
+
 lazy_duck_arrays()
+lazy_dask_collections()

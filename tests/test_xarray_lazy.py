@@ -1,4 +1,4 @@
-"""xarray through :mod:`bayesbias._xarray`: no dask.array or sparse import, the same answers."""
+"""xarray through :mod:`bayesbias._xarray`: no dask or sparse import, the same answers."""
 
 import subprocess
 import sys
@@ -13,7 +13,7 @@ def _run(code: str) -> str:
     return out.stdout.strip()
 
 
-def test_a_fit_and_its_file_import_neither_dask_array_nor_sparse(tmp_path):
+def test_a_fit_and_its_file_import_neither_dask_nor_sparse(tmp_path):
     got = _run(f"""
         import sys, warnings
         warnings.simplefilter("ignore")
@@ -22,9 +22,9 @@ def test_a_fit_and_its_file_import_neither_dask_array_nor_sparse(tmp_path):
         fit = fit_model(published_table("race", "reddit"), draws=200, tune=200, seed=1)
         fit.contrasts(); fit.diagnostics(); fit.save({str(tmp_path / "f.nc")!r})
         load_fit({str(tmp_path / "f.nc")!r}).contrasts()
-        print("dask.array" in sys.modules, "sparse" in sys.modules)
+        print("dask" in sys.modules, "dask.array" in sys.modules, "sparse" in sys.modules)
     """)
-    assert got == "False False"
+    assert got == "False False False"
 
 
 def test_dask_and_sparse_arrays_imported_later_are_recognised():
@@ -60,3 +60,18 @@ def test_no_op_once_xarray_has_looked_them_up():
         print(lazy_duck_arrays())
     """)
     assert got == "[]"
+
+
+def test_dask_collections_recognised_once_dask_is_imported():
+    pytest.importorskip("dask")
+    got = _run("""
+        import numpy as np
+        from bayesbias._xarray import lazy_dask_collections, xr
+        from xarray.namedarray import utils
+        before = utils.is_dask_collection(np.zeros(2))
+        import dask
+        delayed = dask.delayed(sum)([1, 2])
+        print(before, utils.is_dask_collection(delayed), utils.is_dask_collection(np.zeros(2)),
+              lazy_dask_collections())
+    """)
+    assert got == "False True False False"
