@@ -262,7 +262,8 @@ def _attribute_sums(fit):
     sums per (attribute, connection) and a sparse (attribute, connection) x cell count
     matrix (canonical CSR: sorted cells, one entry per pair): O(cells + (cell, attribute)
     pairs) per draw instead of O(rows). The cell means are those :func:`_row_moments`
-    draws, so the values equal the per-row sums up to rounding. For fits without per-word draws (big tables).
+    draws, so the values equal the per-row sums up to rounding. For fits without per-word
+    draws (big tables).
     """
     import scipy.sparse as sp
 
