@@ -82,26 +82,34 @@ def test_kernel_gradient_matches_finite_differences(noncentred, overrides):
         assert grad[j] == pytest.approx(fd, rel=1e-5, abs=1e-5), j
 
 
-def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
+@pytest.mark.parametrize("noncentred", [False, True])
+def test_kernel_density_matches_the_row_level_model_up_to_a_constant(noncentred):
     """Differences of the kernel's log-density between two points equal those of the
-    PyMC row-level model with the cell means integrated out numerically (closed form)."""
-    from scipy.stats import multivariate_normal
+    row-level model with the cell means integrated out (closed form), in its coordinates:
+    b = omega / sqrt(n_g) zb; centred, the raw effects' deviations from their group mean are
+    those of Normal(0, omega) draws and the group mean abar has the fixed Normal(0, h)."""
+    from scipy.stats import expon, multivariate_normal, norm
 
-    native, data, cells, spec = _kernel({"attribute_sd": "shared"})
+    from bayesbias.models.crossed import _anchor_sds
+
+    native, data, cells, spec = _kernel({"attribute_sd": "shared"}, noncentred)
     rng = np.random.default_rng(2)
     na = cells.attributes.size
+    h = _anchor_sds(cells)
 
-    def brute(m_shift, tau, sig, omega, b, dev):
-        # v = b[g] + dev - mean(dev in g), M = A - b[g]; rows of each cell jointly Normal
+    def brute(m_shift, tau, sig, omega, zb, raw):
+        # v = b[g] + a - mean(a in g), M = A - b[g]; rows of each cell jointly Normal
         # with mean M + v, cov sig^2 I + tau^2 11'
-        from scipy.stats import norm as _norm
         total = 0.0
         ui, ci = cells.observed
         groups = {"associated": 0, "different": 0, "human": 1, "none": 2}
         kinds = np.array([{"stereotype": 0, "human": 1, "none": 2}[k]
                           for k in cells.attribute_kind])
         cnt = np.array([(kinds == g).sum() for g in range(3)])
-        v = b[kinds] + dev - np.array([dev[kinds == g].mean() for g in range(3)])[kinds]
+        b = omega / np.sqrt(cnt) * zb
+        a = omega * raw if noncentred else raw
+        abar = np.array([a[kinds == g].mean() for g in range(3)])
+        v = b[kinds] + a - abar[kinds]
         m = np.array([m_shift[j] - b[groups[c]] for j, c in enumerate(CONNECTIONS)])
         for u, c in zip(ui, ci, strict=True):
             rows = (cells.unit_idx == u) & (cells.conn_idx == c)
@@ -109,9 +117,12 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
             n = y.size
             cov = sig[c] ** 2 * np.eye(n) + tau[c] ** 2 * np.ones((n, n))
             total += multivariate_normal(np.full(n, m[c]), cov).logpdf(y)
-        total += _norm(0, omega).logpdf(dev).sum() + 0.5 * na * np.log(2 * np.pi)
-        total += _norm(0, omega / np.sqrt(cnt)).logpdf(b).sum()
-        from scipy.stats import expon, norm
+        total += norm(0, 1).logpdf(zb).sum()
+        if noncentred:
+            total += norm(0, 1).logpdf(raw).sum()
+        else:
+            total += norm(0, omega).logpdf(a - abar[kinds]).sum() + 3 * np.log(omega)
+            total += norm(0, h).logpdf(abar).sum()
         total += norm(1, 0.3).logpdf(m).sum() + expon(scale=0.5).logpdf(tau).sum()
         total += expon(scale=0.5).logpdf(sig).sum() + expon(scale=0.5).logpdf(omega)
         # the log-transform Jacobians of tau, sigma, omega
@@ -122,10 +133,10 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant():
         a = np.array([0.85, 0.9, 0.9, 0.95]) + 0.02 * rng.standard_normal(4)
         tau, sig = rng.uniform(0.03, 0.08, 4), rng.uniform(0.08, 0.14, 4)
         omega = rng.uniform(0.05, 0.2)
-        b = 0.05 * rng.standard_normal(3)
-        dev = 0.1 * rng.standard_normal(na)
-        x = np.concatenate([a, np.log(tau), np.log(sig), [np.log(omega)], b, dev])
-        return x, brute(a, tau, sig, omega, b, dev)
+        zb = rng.standard_normal(3)
+        raw = (1.0 if noncentred else 0.1) * rng.standard_normal(na)
+        x = np.concatenate([a, np.log(tau), np.log(sig), [np.log(omega)], zb, raw])
+        return x, brute(a, tau, sig, omega, zb, raw)
 
     (x1, b1), (x2, b2) = point(), point()
     l1, _ = _logp(native, data, x1)

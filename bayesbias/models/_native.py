@@ -309,12 +309,17 @@ int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out
     return 0;
 }
 /* ---- the crossed family (layout of crossed.pack) ----
- * x = (A[4], log T[4], log S[ns], log O[no], b[3], a[n_attr]). The attribute effects are
+ * x = (A[4], log T[4], log S[ns], log O[no], zb[3], a[n_attr]). The attribute effects are
  * v[a] = b[g] + a[a] - abar[g] for the attributes of group g (stereotype, human, none), with
- * b[g] ~ Normal(0, O/sqrt(n_g)) and a ~ Normal(0, O) (so v ~ Normal(0, O), and abar is a
- * free direction with its own prior); M[c] = A[c] - b[g(c)]. The data pin A and the
- * deviations, not M or b: these coordinates remove the ridge between M and the mean effect of
- * a group (linear maps, unit Jacobian). Non-centred (nonc = 1): a = O z, b = O / sqrt(n) zb.
+ * b[g] = O / sqrt(n_g) zb[g], zb ~ Normal(0, 1), and the deviations a - abar distributed as
+ * those of n_g draws from Normal(0, O) (so v ~ Normal(0, O)); M[c] = A[c] - b[g(c)]. The data
+ * pin A and the deviations, not M or b: these coordinates remove the ridge between M and the
+ * mean effect of a group (linear maps, unit Jacobian). b never meets the rows, so it is
+ * always non-centred. Centred (nonc = 0): abar meets neither the rows nor v, so any proper
+ * density independent of the rest leaves the posterior unchanged; it gets Normal(0, h[g]), h
+ * a data constant near the deviations' posterior sd (an O-scaled prior made it a ridge of
+ * sd O / sqrt(n_g) against the deviations' h, correlated with O: poor mixing of O when the
+ * attributes are few and the rows many). Non-centred (nonc = 1): a = O z.
  * The cell means are integrated out given v: the rows of cell q minus their attributes'
  * effects have n, mean rbar and sum of squares ss, and the cell-marginal density of the
  * hierarchical kernel applies. The rows come sorted by cell (stably: a cell's rows in table
@@ -422,20 +427,21 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     int64_t kh = 8 + ns + no, j, c, q, i, a, g;
     const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
     const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
-    const double *gkind = agrp + na, *ry = NULL, *logn = NULL;
+    const double *gkind = agrp + na, *anch = gkind + 3, *ry = NULL, *logn = NULL;
     const double *gw = NULL, *gcbar = NULL, *gq = NULL, *gss = NULL, *glogn = NULL;
     const double *ek = NULL, *ed = NULL, *ee = NULL, *gmat = NULL;
     const int32_t *cstart = NULL, *rattr = NULL, *gstart = NULL, *eattr = NULL;
     double h[16], gh[16], m[4], t[4], s[4], ls[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
-    double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0}, lastn[4] = {-1, -1, -1, -1};
+    double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0}, gmean[3] = {0, 0, 0};
+    double lastn[4] = {-1, -1, -1, -1};
     double lo[4], lastlv[4] = {0, 0, 0, 0}, s0 = 0.0, s1 = 0.0, s2 = 0.0, k0, k1, k2, k3;
     int64_t n0 = 0, n1 = 0, n2 = 0;
     double stack[2048], *v, *gv;
     int64_t rc = 0;
     if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
     if (grouped) {  /* pack_grouped (1) or pack_classes (2); ncell: groups, nrow: entries */
-        gw = gkind + (grouped == 2 ? 4 : 3);  /* classes: gkind[3], the size of the G blocks */
+        gw = anch + (grouped == 2 ? 4 : 3);  /* classes: anch[3], the size of the G blocks */
         gcbar = gw + ncell;
         gq = gcbar + ncell;
         gss = gq + ncell;
@@ -445,13 +451,13 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
         if (grouped == 2) {
             ee = ed + nrow;
             gmat = ee + nrow;
-            gstart = (const int32_t *)(gmat + (int64_t)gkind[3]);
+            gstart = (const int32_t *)(gmat + (int64_t)anch[3]);
         } else {
             gstart = (const int32_t *)(ed + nrow);
         }
         eattr = gstart + ncell + 1;
     } else {  /* crossed.pack: rows sorted by cell */
-        ry = gkind + 3;
+        ry = anch + 3;
         logn = ry + nrow;
         cstart = (const int32_t *)(logn + ncell);
         rattr = cstart + ncell + 1;
@@ -480,7 +486,7 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     for (g = 0; g < 3; g++) {
         double og = gkind[g] >= 0 ? o[(int64_t)gkind[g]] : 1.0;
         ob[g] = cnt[g] > 0 ? og / sqrt(cnt[g]) : 1.0;  /* prior sd of b[g] */
-        b[g] = nonc ? ob[g] * x[kh + g] : x[kh + g];
+        b[g] = ob[g] * x[kh + g];
     }
     for (a = 0; a < na; a++) {
         double ok = o[(int64_t)akind[a]], z = x[kh + 3 + a];
@@ -564,7 +570,8 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     gsum[2] = s2;
     for (g = 0; g < 3; g++) {
         gb[g] = gsum[g];
-        gsum[g] = cnt[g] > 0 ? gsum[g] / cnt[g] : 0.0;
+        gmean[g] = cnt[g] > 0 ? gsum[g] / cnt[g] : 0.0;
+        gsum[g] = 0.0;  /* below: the abar prior's gradient per attribute (centred) */
     }
     if (cnt[0] > 0) gb[0] -= gm[0] + gm[1];
     if (cnt[1] > 0) gb[1] -= gm[2];
@@ -572,17 +579,18 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     for (g = 0; g < 3; g++) {
         int64_t k = gkind[g] >= 0 ? (int64_t)gkind[g] : -1;
         double z = x[kh + g];
-        if (cnt[g] == 0) {  /* no attributes: b[g] is unused, a standard Normal */
-            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+        lp += -0.5 * LOG_2PI - 0.5 * z * z;
+        if (cnt[g] == 0) {  /* no attributes: zb[g] is unused, a standard Normal */
             out[kh + g] = -z;
-        } else if (nonc) {
-            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+        } else {
             gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
             out[kh + g] = gb[g] * ob[g] - z;
-        } else {
-            lp += -0.5 * LOG_2PI - log(ob[g]) - 0.5 * z * z / (ob[g] * ob[g]);
-            gh[8 + ns + k] += -1.0 / o[k] + z * z * cnt[g] / (o[k] * o[k] * o[k]);
-            out[kh + g] = gb[g] - z / (ob[g] * ob[g]);
+            if (!nonc) {  /* abar[g] ~ Normal(0, h[g]); one log O less for the deviations */
+                lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * abar[g] * abar[g] / (anch[g] * anch[g])
+                      + lo[k];
+                gh[8 + ns + k] += 1.0 / o[k];
+                gsum[g] = abar[g] / (cnt[g] * anch[g] * anch[g]);  /* d/da of that, per a */
+            }
         }
         if (!isfinite(out[kh + g])) { rc = 3; goto done; }
     }
@@ -592,15 +600,18 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     k3 = no > 3 ? gh[11 + ns] : 0.0;
     for (a = 0; a < na; a++) {
         int64_t k = (int64_t)akind[a];
-        double z = x[kh + 3 + a], ok = o[k], ga = gv[a] - gsum[(int64_t)agrp[a]], add;
+        double z = x[kh + 3 + a], ok = o[k], add, ga;
+        g = (int64_t)agrp[a];
+        ga = gv[a] - gmean[g];
         if (nonc) {
             lp += -0.5 * LOG_2PI - 0.5 * z * z;
             add = ga * z;
             out[kh + 3 + a] = ga * ok - z;
-        } else {
-            lp += -0.5 * LOG_2PI - lo[k] - 0.5 * z * z / (ok * ok);
-            add = -1.0 / ok + z * z / (ok * ok * ok);
-            out[kh + 3 + a] = ga - z / (ok * ok);
+        } else {  /* the deviation d = a - abar: sum d = 0, so d/da_i of sum d^2 is 2 d_i */
+            double d = z - abar[g];
+            lp += -0.5 * LOG_2PI - lo[k] - 0.5 * d * d / (ok * ok);
+            add = -1.0 / ok + d * d / (ok * ok * ok);
+            out[kh + 3 + a] = ga - d / (ok * ok) - gsum[g];
         }
         if (k == 0) k0 += add;
         else if (k == 1) k1 += add;
@@ -665,7 +676,7 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
     for (g = 0; g < 3; g++) {
         double og = gkind[g] >= 0 ? out[8 + ns + (int64_t)gkind[g]] : 1.0;
         double obg = cnt[g] > 0 ? og / sqrt(cnt[g]) : 1.0;
-        b[g] = nonc ? obg * x[kh + g] : x[kh + g];
+        b[g] = obg * x[kh + g];
     }
     for (a = 0; a < na; a++) {
         double z = x[kh + 3 + a];

@@ -239,7 +239,8 @@ def _kernel_header(spec: ModelSpec, cells: Cells):
     return kind, ns, no, rows, smap
 
 
-def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
+def pack(spec: ModelSpec, cells: Cells, noncentred: bool,
+         moments: tuple[float, float, float] | None = None) -> np.ndarray:
     """One flat float64 array: what ``cx_logp`` reads.
 
     Sizes, priors, each cell's connection and count, each attribute's sd and group, then the
@@ -265,7 +266,7 @@ def pack(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
         [float(ns), float(no), float(cells.attributes.size), float(ci.size),
          float(cells.n_rows), float(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, ci.astype(float), n, kind.astype(float),
-        _groups(cells).astype(float), _group_sd_index(spec, cells),
+        _groups(cells).astype(float), _group_sd_index(spec, cells), _anchor_sds(cells, moments),
         np.asarray(cells.y, dtype=float)[order], [math.log(k) for k in n], ints.view(np.float64)]))
 
 
@@ -364,7 +365,8 @@ def cell_groups(cells: Cells) -> dict:
 
 
 def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
-                 groups: dict | None = None) -> np.ndarray:
+                 groups: dict | None = None,
+                 moments: tuple[float, float, float] | None = None) -> np.ndarray:
     """One flat float64 array: what ``cxg_logp`` reads (:func:`cell_groups`).
 
     As :func:`pack` up to the attributes' groups and sds, with groups in place of cells
@@ -408,7 +410,7 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred: bool,
         [float(ns), float(no), float(na), float(ng), float(g["attr"].size), float(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, g["conn"].astype(float),
         g["n"].astype(float), kind.astype(float), _groups(cells).astype(float),
-        _group_sd_index(spec, cells), g["w"], cbar, q, ss0,
+        _group_sd_index(spec, cells), _anchor_sds(cells, moments), g["w"], cbar, q, ss0,
         [math.log(k) for k in g["n"]], g["k"], d, ints.view(np.float64)]))
 
 
@@ -498,7 +500,8 @@ def classes_are_cheaper(cells: Cells) -> bool:
     return squares < entries
 
 
-def pack_classes(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
+def pack_classes(spec: ModelSpec, cells: Cells, noncentred: bool,
+                 moments: tuple[float, float, float] | None = None) -> np.ndarray:
     """One flat float64 array: what ``cxc_logp`` reads (:func:`cell_classes`).
 
     As :func:`pack` up to the attributes' groups and sds, with classes in place of cells
@@ -522,8 +525,8 @@ def pack_classes(spec: ModelSpec, cells: Cells, noncentred: bool) -> np.ndarray:
          float(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, c["conn"].astype(float),
         c["n"].astype(float), kind.astype(float), _groups(cells).astype(float),
-        _group_sd_index(spec, cells), [float(c["g"].size)], c["w"], c["cbar"], c["q"],
-        c["ss0"], [math.log(k) for k in c["n"]], c["k"], c["d"], c["e"], c["g"],
+        _group_sd_index(spec, cells), _anchor_sds(cells, moments), [float(c["g"].size)],
+        c["w"], c["cbar"], c["q"], c["ss0"], [math.log(k) for k in c["n"]], c["k"], c["d"], c["e"], c["g"],
         ints.view(np.float64)]))
 
 
@@ -537,6 +540,19 @@ def _group_sd_index(spec: ModelSpec, cells: Cells) -> np.ndarray:
         else:
             out.append(float(labels.index(k)) if labels else 0.0)
     return np.asarray(out)
+
+
+def _anchor_sds(cells: Cells, moments: tuple[float, float, float] | None = None
+                ) -> np.ndarray:
+    """Sd of each group's mean raw effect ``abar`` in the centred kernel (3 values).
+
+    ``abar`` meets neither the rows nor the effects, so its density only has to be proper and
+    free of the other parameters; ``sigma / sqrt(rows per attribute)`` from the moment
+    estimates (:func:`_moments`), near the posterior sd of each attribute's deviation, keeps
+    that direction on the scale of the others.
+    """
+    _, s2, n = _moments(cells) if moments is None else moments
+    return np.full(3, np.sqrt(s2 / max(n, 1.0)))
 
 
 def _groups(cells: Cells) -> np.ndarray:
@@ -569,7 +585,9 @@ def _initial(spec: ModelSpec, cells: Cells, noncentred: bool, rng,
     x = np.concatenate([mean, np.log(between), np.log(np.full(_NC if per else 1, sd)),
                         np.log(np.full(no, omega)), v0])
     x[: x.size - v0.size] += rng.uniform(-0.1, 0.1, x.size - v0.size)
-    x[x.size - v0.size:] += rng.uniform(-0.1, 0.1, v0.size) * (1.0 if noncentred else omega)
+    jitter = rng.uniform(-0.1, 0.1, v0.size)
+    jitter[3:] *= 1.0 if noncentred else omega  # the group means' zb are always standardised
+    x[x.size - v0.size:] += jitter
     return x
 
 
@@ -657,7 +675,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
                         **({"omega": ("attribute_kind",)} if labels else {}),
                         "attribute_effect": ("attribute",)},
                   data={"crossed": pack, "crossed_grouped": pack_grouped,
-                        "crossed_classes": pack_classes}[layout](spec, cells, noncentred),
+                        "crossed_classes": pack_classes}[layout](spec, cells, noncentred,
+                                                                 moments=moments),
                   logp=native[0], expand=native[1],
                   init=lambda rng: _initial(spec, cells, noncentred, rng, moments),
                   complete=complete,
