@@ -59,7 +59,8 @@ print("RESULT" + json.dumps(out))
 """
 
 
-#: The crossed kernel before this work: rows in table order (layout of _pack_rows).
+#: The crossed kernel before this work: rows in table order (layout of _pack_rows), with
+#: today's parameterisation of the attribute effects (2026-12-02).
 _ROW_ORDER_KERNEL = r"""
 int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
                      const double *data) {
@@ -68,11 +69,11 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
     int64_t kh = 8 + ns + no, j, c, q, i, a, g;
     const double *priors = data + 6, *smap = priors + 5 * kh, *cconn = smap + 4;
     const double *cn = cconn + ncell, *akind = cn + ncell, *agrp = akind + na;
-    const double *gkind = agrp + na, *rcell = gkind + 3;
+    const double *gkind = agrp + na, *anch = gkind + 3, *rcell = anch + 3;
     const double *rattr = rcell + nrow, *ry = rattr + nrow;
     double h[16], gh[16], m[4], t[4], s[4], gm[4] = {0, 0, 0, 0}, gt[4] = {0, 0, 0, 0};
     double gs[4] = {0, 0, 0, 0}, o[4], lp = 0.0, cnt[3] = {0, 0, 0}, abar[3] = {0, 0, 0};
-    double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0};
+    double b[3], ob[3], gb[3] = {0, 0, 0}, gsum[3] = {0, 0, 0}, gmean[3] = {0, 0, 0};
     double *v, *gv, *sum, *ss, *dr, *dq;
     int64_t rc = 0;
     if ((int64_t)dim != kh + 3 + na || ns > 4 || no > 4) return -1;
@@ -95,7 +96,7 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
     for (g = 0; g < 3; g++) {
         double og = gkind[g] >= 0 ? o[(int64_t)gkind[g]] : 1.0;
         ob[g] = cnt[g] > 0 ? og / sqrt(cnt[g]) : 1.0;  /* prior sd of b[g] */
-        b[g] = nonc ? ob[g] * x[kh + g] : x[kh + g];
+        b[g] = ob[g] * x[kh + g];
     }
     for (a = 0; a < na; a++) {
         double ok = o[(int64_t)akind[a]], z = x[kh + 3 + a];
@@ -156,7 +157,8 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
     for (a = 0; a < na; a++) gsum[(int64_t)agrp[a]] += gv[a];
     for (g = 0; g < 3; g++) {
         gb[g] = gsum[g];
-        gsum[g] = cnt[g] > 0 ? gsum[g] / cnt[g] : 0.0;
+        gmean[g] = cnt[g] > 0 ? gsum[g] / cnt[g] : 0.0;
+        gsum[g] = 0.0;
     }
     if (cnt[0] > 0) gb[0] -= gm[0] + gm[1];
     if (cnt[1] > 0) gb[1] -= gm[2];
@@ -164,31 +166,35 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
     for (g = 0; g < 3; g++) {
         int64_t k = gkind[g] >= 0 ? (int64_t)gkind[g] : -1;
         double z = x[kh + g];
-        if (cnt[g] == 0) {  /* no attributes: b[g] is unused, a standard Normal */
-            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+        lp += -0.5 * LOG_2PI - 0.5 * z * z;
+        if (cnt[g] == 0) {  /* no attributes: zb[g] is unused, a standard Normal */
             out[kh + g] = -z;
-        } else if (nonc) {
-            lp += -0.5 * LOG_2PI - 0.5 * z * z;
+        } else {
             gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
             out[kh + g] = gb[g] * ob[g] - z;
-        } else {
-            lp += -0.5 * LOG_2PI - log(ob[g]) - 0.5 * z * z / (ob[g] * ob[g]);
-            gh[8 + ns + k] += -1.0 / o[k] + z * z * cnt[g] / (o[k] * o[k] * o[k]);
-            out[kh + g] = gb[g] - z / (ob[g] * ob[g]);
+            if (!nonc) {  /* abar[g] ~ Normal(0, h[g]); one log O less for the deviations */
+                lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * abar[g] * abar[g] / (anch[g] * anch[g])
+                      + log(o[k]);
+                gh[8 + ns + k] += 1.0 / o[k];
+                gsum[g] = abar[g] / (cnt[g] * anch[g] * anch[g]);
+            }
         }
         if (!isfinite(out[kh + g])) { rc = 3; goto done; }
     }
     for (a = 0; a < na; a++) {
         int64_t k = (int64_t)akind[a];
-        double z = x[kh + 3 + a], ok = o[k], ga = gv[a] - gsum[(int64_t)agrp[a]];
+        double z = x[kh + 3 + a], ok = o[k], ga;
+        g = (int64_t)agrp[a];
+        ga = gv[a] - gmean[g];
         if (nonc) {
             lp += -0.5 * LOG_2PI - 0.5 * z * z;
             gh[8 + ns + k] += ga * z;
             out[kh + 3 + a] = ga * ok - z;
         } else {
-            lp += -0.5 * LOG_2PI - log(ok) - 0.5 * z * z / (ok * ok);
-            gh[8 + ns + k] += -1.0 / ok + z * z / (ok * ok * ok);
-            out[kh + 3 + a] = ga - z / (ok * ok);
+            double d = z - abar[g];
+            lp += -0.5 * LOG_2PI - log(ok) - 0.5 * d * d / (ok * ok);
+            gh[8 + ns + k] += -1.0 / ok + d * d / (ok * ok * ok);
+            out[kh + 3 + a] = ga - d / (ok * ok) - gsum[g];
         }
         if (!isfinite(out[kh + 3 + a])) { rc = 3; goto done; }
     }
@@ -246,7 +252,7 @@ def _pack_rows(new: np.ndarray, cells) -> np.ndarray:
     from bayesbias.models.crossed import _cell_layout
 
     ns, no, na, ncell = (int(v) for v in new[:4])
-    head = 6 + 5 * (8 + ns + no) + 4 + 2 * ncell + 2 * na + 3
+    head = 6 + 5 * (8 + ns + no) + 4 + 2 * ncell + 2 * na + 6  # ... sd index, anchors
     _, _, row_cell, _ = _cell_layout(cells)
     return np.ascontiguousarray(np.concatenate([
         new[:head], row_cell.astype(float), cells.attr_idx.astype(float), cells.y]))
