@@ -100,8 +100,9 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
     }
     for (a = 0; a < na; a++) {
         double ok = o[(int64_t)akind[a]], z = x[kh + 3 + a];
-        v[a] = nonc ? ok * z : z;  /* a[a] for now */
-        abar[(int64_t)agrp[a]] += v[a];
+        g = (int64_t)agrp[a];
+        v[a] = (nonc >> g) & 1 ? ok * z : z;  /* a[a] for now */
+        abar[g] += v[a];
     }
     for (g = 0; g < 3; g++) abar[g] = cnt[g] > 0 ? abar[g] / cnt[g] : 0.0;
     for (a = 0; a < na; a++) {
@@ -172,7 +173,7 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
         } else {
             gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
             out[kh + g] = gb[g] * ob[g] - z;
-            if (!nonc) {  /* abar[g] ~ Normal(0, h[g]); one log O less for the deviations */
+            if (!((nonc >> g) & 1)) {  /* abar[g] ~ Normal(0, h[g]); one log O less for d */
                 lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * abar[g] * abar[g] / (anch[g] * anch[g])
                       + log(o[k]);
                 gh[8 + ns + k] += 1.0 / o[k];
@@ -186,7 +187,7 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
         double z = x[kh + 3 + a], ok = o[k], ga;
         g = (int64_t)agrp[a];
         ga = gv[a] - gmean[g];
-        if (nonc) {
+        if ((nonc >> g) & 1) {
             lp += -0.5 * LOG_2PI - 0.5 * z * z;
             gh[8 + ns + k] += ga * z;
             out[kh + 3 + a] = ga * ok - z;
@@ -301,7 +302,7 @@ def _kernel_part(out: dict) -> None:
     for topic in ("religion", "race", "gender"):
         table = published_table(topic, "reddit")
         cells = cells_from_table(table, spec.level)
-        nonc = crossed.attribute_noncentred(cells)
+        nonc = crossed.noncentred_groups(spec, cells)
         new = crossed.pack(spec, cells, nonc)
         old = _pack_rows(new, cells)
         rng = np.random.default_rng(7)

@@ -60,7 +60,7 @@ def _logp(native, data, x):
     return out[0], grad
 
 
-@pytest.mark.parametrize("noncentred", [False, True])
+@pytest.mark.parametrize("noncentred", [False, True, (False, True, False)])
 @pytest.mark.parametrize("overrides", [{"attribute_sd": "shared"}, {},
                                        {"attribute_sd": "per_kind", "residual_sd": "single"}])
 def test_kernel_gradient_matches_finite_differences(noncentred, overrides):
@@ -82,7 +82,8 @@ def test_kernel_gradient_matches_finite_differences(noncentred, overrides):
         assert grad[j] == pytest.approx(fd, rel=1e-5, abs=1e-5), j
 
 
-@pytest.mark.parametrize("noncentred", [False, True])
+@pytest.mark.parametrize("noncentred", [False, True, (True, False, False),
+                                        (False, True, True)])
 def test_kernel_density_matches_the_row_level_model_up_to_a_constant(noncentred):
     """Differences of the kernel's log-density between two points equal those of the
     row-level model with the cell means integrated out (closed form), in its coordinates:
@@ -96,6 +97,7 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant(noncentred)
     rng = np.random.default_rng(2)
     na = cells.attributes.size
     h = _anchor_sds(cells)
+    nonc = np.broadcast_to(np.asarray(noncentred, dtype=bool), (3,))
 
     def brute(m_shift, tau, sig, omega, zb, raw):
         # v = b[g] + a - mean(a in g), M = A - b[g]; rows of each cell jointly Normal
@@ -107,7 +109,7 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant(noncentred)
                           for k in cells.attribute_kind])
         cnt = np.array([(kinds == g).sum() for g in range(3)])
         b = omega / np.sqrt(cnt) * zb
-        a = omega * raw if noncentred else raw
+        a = np.where(nonc[kinds], omega * raw, raw)
         abar = np.array([a[kinds == g].mean() for g in range(3)])
         v = b[kinds] + a - abar[kinds]
         m = np.array([m_shift[j] - b[groups[c]] for j, c in enumerate(CONNECTIONS)])
@@ -118,11 +120,12 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant(noncentred)
             cov = sig[c] ** 2 * np.eye(n) + tau[c] ** 2 * np.ones((n, n))
             total += multivariate_normal(np.full(n, m[c]), cov).logpdf(y)
         total += norm(0, 1).logpdf(zb).sum()
-        if noncentred:
-            total += norm(0, 1).logpdf(raw).sum()
-        else:
-            total += norm(0, omega).logpdf(a - abar[kinds]).sum() + 3 * np.log(omega)
-            total += norm(0, h).logpdf(abar).sum()
+        for g in range(3):
+            if nonc[g]:
+                total += norm(0, 1).logpdf(raw[kinds == g]).sum()
+            else:
+                total += norm(0, omega).logpdf(a[kinds == g] - abar[g]).sum() + np.log(omega)
+                total += norm(0, h[g]).logpdf(abar[g])
         total += norm(1, 0.3).logpdf(m).sum() + expon(scale=0.5).logpdf(tau).sum()
         total += expon(scale=0.5).logpdf(sig).sum() + expon(scale=0.5).logpdf(omega)
         # the log-transform Jacobians of tau, sigma, omega
@@ -134,7 +137,9 @@ def test_kernel_density_matches_the_row_level_model_up_to_a_constant(noncentred)
         tau, sig = rng.uniform(0.03, 0.08, 4), rng.uniform(0.08, 0.14, 4)
         omega = rng.uniform(0.05, 0.2)
         zb = rng.standard_normal(3)
-        raw = (1.0 if noncentred else 0.1) * rng.standard_normal(na)
+        kinds = np.array([{"stereotype": 0, "human": 1, "none": 2}[k]
+                          for k in cells.attribute_kind])
+        raw = np.where(nonc[kinds], 1.0, 0.1) * rng.standard_normal(na)
         x = np.concatenate([a, np.log(tau), np.log(sig), [np.log(omega)], zb, raw])
         return x, brute(a, tau, sig, omega, zb, raw)
 
@@ -431,3 +436,22 @@ def test_kernel_does_not_depend_on_row_order(big):
             e[j] = eps
             fd = (_logp(native, data, xb + e)[0] - _logp(native, data, xb - e)[0]) / (2 * eps)
             assert g_b[j] == pytest.approx(fd, rel=1e-5, abs=1e-5), j
+
+
+def test_each_attribute_kind_gets_its_own_parameterisation():
+    """Per kind, a kind with little information is non-centred although another kind's
+    large spread makes the pooled ratio call for centred effects; one shared sd: pooled."""
+    from bayesbias.models import cells_from_table, load_spec
+    from bayesbias.models.crossed import (
+        _information_ratio, _moments, attribute_noncentred, noncentred_groups,
+    )
+
+    t = _table(6, omega=0.001, words=3, none=20)
+    rng = np.random.default_rng(6)
+    shift = {a: 0.3 * rng.standard_normal() for a in t["attribute"].unique() if a[0] == "n"}
+    t["cosine_distance"] += t["attribute"].map(shift).fillna(0.0)
+    cells = cells_from_table(t)
+    assert _information_ratio(_moments(cells)) > 10 and not attribute_noncentred(cells)
+    assert noncentred_groups(load_spec("crossed"), cells) == (True, True, False)
+    shared = load_spec("crossed", attribute_sd="shared")
+    assert noncentred_groups(shared, cells) == (False, False, False)

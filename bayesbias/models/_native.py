@@ -315,11 +315,12 @@ int64_t add_expand(uint64_t dim, uint64_t expanded, const double *x, double *out
  * those of n_g draws from Normal(0, O) (so v ~ Normal(0, O)); M[c] = A[c] - b[g(c)]. The data
  * pin A and the deviations, not M or b: these coordinates remove the ridge between M and the
  * mean effect of a group (linear maps, unit Jacobian). b never meets the rows, so it is
- * always non-centred. Centred (nonc = 0): abar meets neither the rows nor v, so any proper
+ * always non-centred. nonc: bit g set if group g's raw effects are non-centred, a = O z.
+ * Centred: abar meets neither the rows nor v, so any proper
  * density independent of the rest leaves the posterior unchanged; it gets Normal(0, h[g]), h
  * a data constant near the deviations' posterior sd (an O-scaled prior made it a ridge of
  * sd O / sqrt(n_g) against the deviations' h, correlated with O: poor mixing of O when the
- * attributes are few and the rows many). Non-centred (nonc = 1): a = O z.
+ * attributes are few and the rows many).
  * The cell means are integrated out given v: the rows of cell q minus their attributes'
  * effects have n, mean rbar and sum of squares ss, and the cell-marginal density of the
  * hierarchical kernel applies. The rows come sorted by cell (stably: a cell's rows in table
@@ -490,8 +491,8 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
     }
     for (a = 0; a < na; a++) {
         double ok = o[(int64_t)akind[a]], z = x[kh + 3 + a];
-        v[a] = nonc ? ok * z : z;  /* a[a] for now */
         g = (int64_t)agrp[a];
+        v[a] = (nonc >> g) & 1 ? ok * z : z;  /* a[a] for now */
         if (g == 0) s0 += v[a];
         else if (g == 1) s1 += v[a];
         else s2 += v[a];
@@ -585,7 +586,7 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
         } else {
             gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
             out[kh + g] = gb[g] * ob[g] - z;
-            if (!nonc) {  /* abar[g] ~ Normal(0, h[g]); one log O less for the deviations */
+            if (!((nonc >> g) & 1)) {  /* abar[g] ~ Normal(0, h[g]); one log O less for d */
                 lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * abar[g] * abar[g] / (anch[g] * anch[g])
                       + lo[k];
                 gh[8 + ns + k] += 1.0 / o[k];
@@ -603,7 +604,7 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
         double z = x[kh + 3 + a], ok = o[k], add, ga;
         g = (int64_t)agrp[a];
         ga = gv[a] - gmean[g];
-        if (nonc) {
+        if ((nonc >> g) & 1) {
             lp += -0.5 * LOG_2PI - 0.5 * z * z;
             add = ga * z;
             out[kh + 3 + a] = ga * ok - z;
@@ -680,7 +681,8 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
     }
     for (a = 0; a < na; a++) {
         double z = x[kh + 3 + a];
-        out[kh + a] = nonc ? out[8 + ns + (int64_t)akind[a]] * z : z;
+        g = (int64_t)agrp[a];
+        out[kh + a] = (nonc >> g) & 1 ? out[8 + ns + (int64_t)akind[a]] * z : z;
         abar[(int64_t)agrp[a]] += out[kh + a];
     }
     for (g = 0; g < 3; g++) abar[g] = cnt[g] > 0 ? abar[g] / cnt[g] : 0.0;

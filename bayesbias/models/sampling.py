@@ -321,7 +321,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     if getattr(family, "NONCENTRED", False) and not marginal:
         tree.attrs["noncentred"] = json.dumps(list(noncentred))
     if "attribute_noncentred" in idata.posterior.attrs:
-        tree.attrs["attribute_noncentred"] = int(idata.posterior.attrs["attribute_noncentred"])
+        # the attribute groups sampled non-centred (crossed: a JSON list of kinds)
+        tree.attrs["attribute_noncentred"] = idata.posterior.attrs["attribute_noncentred"]
     fit = Fit(tree, spec, cells)
     log.info("fitted %s in %.1f s", spec.name, wall)
     if checked:
