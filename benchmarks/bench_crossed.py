@@ -174,8 +174,8 @@ int64_t cx_logp_rows(uint64_t dim, const double *x, double *out, double *logp_,
             gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
             out[kh + g] = gb[g] * ob[g] - z;
             if (!((nonc >> g) & 1)) {  /* abar[g] ~ Normal(0, h[g]); one log O less for d */
-                lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * abar[g] * abar[g] / (anch[g] * anch[g])
-                      + log(o[k]);
+                double r = abar[g] / anch[g];
+                lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * r * r + log(o[k]);
                 gh[8 + ns + k] += 1.0 / o[k];
                 gsum[g] = abar[g] / (cnt[g] * anch[g] * anch[g]);
             }

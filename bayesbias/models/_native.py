@@ -587,8 +587,8 @@ static int64_t cx_core(uint64_t dim, const double *x, double *out, double *logp_
             gh[8 + ns + k] += gb[g] * z / sqrt(cnt[g]);
             out[kh + g] = gb[g] * ob[g] - z;
             if (!((nonc >> g) & 1)) {  /* abar[g] ~ Normal(0, h[g]); one log O less for d */
-                lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * abar[g] * abar[g] / (anch[g] * anch[g])
-                      + lo[k];
+                double r = abar[g] / anch[g];
+                lp += -0.5 * LOG_2PI - log(anch[g]) - 0.5 * r * r + lo[k];
                 gh[8 + ns + k] += 1.0 / o[k];
                 gsum[g] = abar[g] / (cnt[g] * anch[g] * anch[g]);  /* d/da of that, per a */
             }
@@ -683,7 +683,7 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
         double z = x[kh + 3 + a];
         g = (int64_t)agrp[a];
         out[kh + a] = (nonc >> g) & 1 ? out[8 + ns + (int64_t)akind[a]] * z : z;
-        abar[(int64_t)agrp[a]] += out[kh + a];
+        abar[g] += out[kh + a];
     }
     for (g = 0; g < 3; g++) abar[g] = cnt[g] > 0 ? abar[g] / cnt[g] : 0.0;
     for (a = 0; a < na; a++) {

@@ -209,7 +209,7 @@ def _omega2(means: np.ndarray, s2: float, n: float) -> float:
 def noncentred_groups(spec: ModelSpec, cells: Cells,
                       moments: tuple[float, float, float] | None = None
                       ) -> tuple[bool, bool, bool]:
-    """Per attribute group (stereotype, human, none): sample its effects non-centred?
+    """Return per attribute group (stereotype, human, none) whether to sample it non-centred.
 
     With one sd per kind (``attribute_sd = "per_kind"``) each group is judged by its own
     ratio ``n omega_k^2 / sigma^2`` (omega_k from its attributes' mean residuals), a group
@@ -232,11 +232,14 @@ def noncentred_groups(spec: ModelSpec, cells: Cells,
     return tuple(out)
 
 
+def _noncentred_flags(noncentred) -> np.ndarray:
+    """Return three flags (stereotype, human, none) from one bool (every group) or three."""
+    return np.broadcast_to(np.asarray(noncentred, dtype=bool), (3,))
+
+
 def _noncentred_mask(noncentred) -> float:
-    """The kernel's flag: bit g set if group g is non-centred (a bool: every group)."""
-    if isinstance(noncentred, (bool, np.bool_, int, np.integer)):
-        return 7.0 if noncentred else 0.0
-    return float(sum(1 << g for g, flag in enumerate(noncentred) if flag))
+    """Return the kernel's flag: bit g set if group g is non-centred."""
+    return float(sum(1 << g for g, flag in enumerate(_noncentred_flags(noncentred)) if flag))
 
 
 def _information_ratio(moments: tuple[float, float, float]) -> float:
@@ -327,8 +330,9 @@ def pack(spec: ModelSpec, cells: Cells, noncentred,
         [float(ns), float(no), float(cells.attributes.size), float(ci.size),
          float(cells.n_rows), _noncentred_mask(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, ci.astype(float), n, kind.astype(float),
-        _groups(cells).astype(float), _group_sd_index(spec, cells), _anchor_sds(cells, moments),
-        np.asarray(cells.y, dtype=float)[order], [math.log(k) for k in n], ints.view(np.float64)]))
+        _groups(cells).astype(float), _group_sd_index(spec, cells),
+        _anchor_sds(cells, moments), np.asarray(cells.y, dtype=float)[order],
+        [math.log(k) for k in n], ints.view(np.float64)]))
 
 
 def _hash64(x: np.ndarray, seed: int) -> np.ndarray:
@@ -468,7 +472,8 @@ def pack_grouped(spec: ModelSpec, cells: Cells, noncentred,
     if ints.size % 2:
         ints = np.append(ints, np.int32(0))
     return np.ascontiguousarray(np.concatenate([
-        [float(ns), float(no), float(na), float(ng), float(g["attr"].size), _noncentred_mask(noncentred)],
+        [float(ns), float(no), float(na), float(ng), float(g["attr"].size),
+         _noncentred_mask(noncentred)],
         np.asarray(rows, dtype=float).ravel(), smap, g["conn"].astype(float),
         g["n"].astype(float), kind.astype(float), _groups(cells).astype(float),
         _group_sd_index(spec, cells), _anchor_sds(cells, moments), g["w"], cbar, q, ss0,
@@ -647,8 +652,8 @@ def _initial(spec: ModelSpec, cells: Cells, noncentred, rng,
                         np.log(np.full(no, omega)), v0])
     x[: x.size - v0.size] += rng.uniform(-0.1, 0.1, x.size - v0.size)
     jitter = rng.uniform(-0.1, 0.1, v0.size)
-    nonc = np.array([bool(int(_noncentred_mask(noncentred)) >> g & 1) for g in range(3)])
-    jitter[3:] *= np.where(nonc[_groups(cells)], 1.0, omega)  # zb: always standardised
+    nonc = _noncentred_flags(noncentred)[_groups(cells)]
+    jitter[3:] *= np.where(nonc, 1.0, omega)  # zb: always standardised
     x[x.size - v0.size:] += jitter
     return x
 
