@@ -99,11 +99,19 @@ def card(title: str, subtitle: str = "", headline: str = "", lines=(), tables=()
 
 # -- verdicts ----------------------------------------------------------------------------
 def verdict_html(v) -> str:
-    """HTML card of a :class:`~bayesbias.verdicts.Verdict`."""
+    """HTML card of a :class:`~bayesbias.verdicts.Verdict`: the report's verdict card.
+
+    Headline, badge and the figure of the four contrasts (:mod:`bayesbias.report.card`),
+    then the contrast table and the rule.
+    """
+    from .report.card import CARD_CSS, VerdictCard
+
     frame = v.to_frame().drop(columns="word list")
-    return card(f"Verdict: {v.name}", f"{v.label}; {v.interval_label}", v.headline,
-                tables=[(f"contrasts ({v.interval_label})", frame)],
-                notes=[*v.notes, v.rule])
+    return "\n".join([f"<style>{CARD_CSS}</style>",
+                      f'<div class="bayesbias-result" style="{_STYLE}">',
+                      VerdictCard.from_verdict(v).html(),
+                      frame_html(frame, f"contrasts ({v.interval_label})"),
+                      f'<div style="{_MUTED}; font-size: 12px">{_esc(v.rule)}</div>', "</div>"])
 
 
 def verdict_repr(v) -> str:

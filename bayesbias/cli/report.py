@@ -133,19 +133,15 @@ def _settings(args) -> ReportSettings:
 
 
 def _print(args, results, diagnostic_advice) -> int:
-    text = []
-    for v, (key, res) in zip(results["verdicts"], results["wordlists"].items(), strict=True):
-        text.append(f"{v['name']}: {v['headline']}")
-        if res.get("ensemble"):
-            text.append(f"  {res['ensemble']['headline']}")
-        text += [f"  - {d}" for d in v["details"]] + [f"  note: {n}" for n in v["notes"]]
-        if res.get("coverage_warning"):
-            text.append(f"  warning: {res['coverage_warning']}")
-        diag = res.get("diagnostics", {})
-        if diag and not diag.get("ok", True):
-            text.append(f"  sampler diagnostics failed ({key}): " + "; ".join(diag["problems"])
-                        + "\n  " + diagnostic_advice(diag["problems"], "report"))
-    text.append(results["verdicts"][0]["rule"] if results["verdicts"] else "")
+    from ..report.card import VerdictCard, terminal_summary
+
+    # one headline line per word list first, then each list's contrasts and details (the
+    # report's cards: results.json's `card`, which already holds warnings and advice)
+    cards = [VerdictCard.from_verdict(res.get("card") or v, name=v["name"])
+             for v, res in zip(results["verdicts"], results["wordlists"].values(), strict=True)]
+    text = terminal_summary(cards, [res.get("ensemble", {}).get("headline")
+                                    for res in results["wordlists"].values()])
+    text.append("\n" + results["verdicts"][0]["rule"] if results["verdicts"] else "")
     text.append(f"report written to {results['output']}/index.html "
                 f"({results['elapsed_s']:.0f} s)")
     emit(args, {"output": results["output"], "elapsed_s": results["elapsed_s"],

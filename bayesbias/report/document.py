@@ -28,6 +28,7 @@ import pandas as pd
 from .._atomic import check_output as _check_path
 from .._atomic import spreadsheet_safe, temp_prefix, temporary_dir
 from ..errors import OutputPathError
+from .card import CARD_CSS
 from .navigation import NAV_CSS
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
@@ -218,6 +219,11 @@ class Section:
         self.items.append(("bullets", (list(lines), css)))
         return self
 
+    def block(self, markdown: str, html_text: str) -> Section:
+        """Add a block given as Markdown and as HTML (already escaped, e.g. a verdict card)."""
+        self.items.append(("block", (markdown, html_text)))
+        return self
+
     def pre(self, text: str) -> Section:
         """Add preformatted text (e.g. a model card)."""
         self.items.append(("pre", text))
@@ -337,6 +343,9 @@ class Report:
         self.after: list[Section] = []
         #: Lines under the title: what was measured (Markdown-style inline text).
         self.summary: list[str] = []
+        #: Blocks right under the title, before the introduction and the contents: the
+        #: answer first (the verdict cards). Each a (Markdown, escaped HTML) pair.
+        self.lead: list[tuple[str, str]] = []
         self.data: dict = {}
 
     def section(self, title: str, first: bool = False, last: bool = False) -> Section:
@@ -422,8 +431,13 @@ class Report:
             subs = [(slug(h), h) for kind, h in sec.items if kind == "heading"]
             anchors[id(sec)] = (slug(sec.title), subs)
             toc.append((anchors[id(sec)][0], sec.title, subs))
-        md = [f"# {self.title}", "", self.intro, ""]
-        body = [f"<h1>{html.escape(self.title)}</h1>", f"<p>{_inline(self.intro)}</p>"]
+        md = [f"# {self.title}", ""]
+        body = [f"<h1>{html.escape(self.title)}</h1>"]
+        for lead_md, lead_html in self.lead:
+            md += [lead_md, ""]
+            body.append(lead_html)
+        md += [self.intro, ""]
+        body.append(f"<p>{_inline(self.intro)}</p>")
         if self.summary:
             md += [f"- {line}" for line in self.summary] + [""]
             body.append('<ul class="measured">' + "".join(
@@ -456,6 +470,9 @@ class Report:
                     cls = f' class="{html.escape(css, quote=True)}"' if css else ""
                     body.append(f"<ul{cls}>" + "".join(f"<li>{_inline(line)}</li>"
                                                        for line in lines) + "</ul>")
+                elif kind == "block":
+                    md.extend([item[0], ""])
+                    body.append(item[1])
                 elif kind == "pre":
                     md.extend(["```", item, "```", ""])
                     body.append(f'<div class="scroll"><pre>{html.escape(item)}</pre></div>')
@@ -497,7 +514,7 @@ class Report:
     def _html(self, body: str) -> str:
         return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
                 f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-                f"<title>{html.escape(self.title)}</title><style>{_CSS}{NAV_CSS}</style></head>"
+                f"<title>{html.escape(self.title)}</title><style>{_CSS}{NAV_CSS}{CARD_CSS}</style></head>"
                 f"<body>{body}</body></html>")
 
 

@@ -169,14 +169,10 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
 
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
-    from ..reconcile import p_bound, sidedness, weat_sentence
-    from .sections import robustness_line
+    from ..reconcile import p_bound, sidedness
+    from .sections import verdict_cards
 
-    sec.bullets([f"**{c.name}**: {c.verdict.headline}"
-                 + (f" (note: {'; '.join(c.verdict.notes)})" if c.verdict.notes else "")
-                 + (f" {robustness_line(c.robustness)}" if settings.robustness else "")
-                 + (f" {weat_sentence(c.verdict, c.weats)}" if "weats" in c.__dict__ else "")
-                 for c in contexts], css="verdict")
+    verdict_cards(report, contexts, settings)  # under the title: the answer first
     rows = []
     for c in contexts:
         row = {"word list": c.name, "verdict": c.verdict.label}

@@ -24,6 +24,7 @@ from ..progress import progress
 from .document import Report, Section
 
 __all__ = ["WordListContext", "Glossary", "SECTIONS", "records", "diagnostic_advice",
+           "verdict_card", "verdict_cards",
            "coverage_warning", "NULL_VS_PERMUTATION", "JOB_NAMES"]
 
 log = logging.getLogger(__name__)
@@ -292,25 +293,71 @@ class WordListContext:
 # -- builders -------------------------------------------------------------------------------
 
 def verdict_section(ctx: WordListContext) -> None:
-    """Add the verdict in plain words, its contrasts, and the coverage warning."""
+    """Add the verdict card (headline, badge, figure; details folded), its contrasts table
+    and the coverage warning."""
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
     robust = ([robustness_line(ctx.robustness)]
               if getattr(ctx.settings, "robustness", False) else [])
-    sec.bullets([f"**{v.headline}**"] + v.details + [f"Note: {n}" for n in v.notes] + robust,
-                css="verdict")
+    warn = coverage_warning(ctx.fit, ctx.ppc)
+    card = verdict_card(ctx, robust + ([f"Warning: {warn}."] if warn else []))
+    sec.block(card.markdown(), card.html())
     frame = v.to_frame().drop(columns="word list")
     sec.table(frame, f"{ctx.key}_verdict", f"The contrasts behind the verdict ({ctx.iv}; "
               "negative = the first connection is closer to the protected words; "
               "`prob_below_zero` = posterior probability that the contrast is below 0)")
-    warn = coverage_warning(ctx.fit, ctx.ppc)
     if warn:
         sec.text(f"Warning: {warn}.")
     ctx.results["verdict"] = v.to_dict()
+    ctx.results["card"] = card.to_dict()
     ctx.results["coverage_warning"] = warn
     if robust:
         ctx.results["robustness"] = robust[0]
+
+
+def verdict_card(ctx: WordListContext, extra=()):
+    """The :class:`~bayesbias.report.card.VerdictCard` of a word list.
+
+    `extra`: lines for its folded details after the verdict's own (robustness, WEAT,
+    warnings); a failed sampler diagnostic adds what to do about it.
+    """
+    from .card import VerdictCard
+
+    extra = list(extra)
+    diag = ctx.results.get("diagnostics") or {}
+    if diag and not diag.get("ok", True):
+        problems = list(diag.get("problems", []))
+        extra.append("Sampler diagnostics failed: " + "; ".join(problems) + ". "
+                     + diagnostic_advice(problems, "report"))
+    return VerdictCard.from_verdict(ctx.verdict, extra, name=ctx.name)
+
+
+def verdict_cards(report: Report, contexts: list[WordListContext], settings) -> None:
+    """Put every word list's verdict card under the report's title, side by side.
+
+    Each card's folded details end with the robustness line and WEAT read against the
+    verdict (when computed); ``results.json`` gets the card under the word list (``card``:
+    ``headline`` short, ``details`` separate).
+    """
+    from ..reconcile import weat_sentence
+    from .card import cards_html
+
+    cards = []
+    for c in contexts:
+        extra = []
+        if getattr(settings, "robustness", False):
+            extra.append(robustness_line(c.robustness))
+        if "weats" in c.__dict__:
+            extra.append(weat_sentence(c.verdict, c.weats))
+        warn = c.results.get("coverage_warning")
+        if warn:
+            extra.append(f"Warning: {warn}.")
+        card = verdict_card(c, extra)
+        c.results["card"] = card.to_dict()
+        cards.append(card)
+    if cards:
+        report.lead.append(("\n".join(card.markdown() for card in cards), cards_html(cards)))
 
 
 def _extreme_word_contrasts(d: pd.DataFrame, unit: str):
