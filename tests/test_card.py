@@ -86,9 +86,9 @@ def test_an_interval_end_on_its_threshold_reads_as_a_direction_with_its_probabil
     if "precision" in v.code:  # today's rule: the card states the direction instead
         p = v["associated - human"].prob_below_zero
         assert card.tone == "edge"
-        assert card.headline == ("Stereotypes are closer than neutral words; stereotypes "
-                                 f"closer than human attributes with probability {p:.2f}, at "
-                                 "the edge of the 89% HDI.")
+        assert card.headline == ("Stereotypes are closer than neutral words; closer than "
+                                 f"human attributes with probability {p:.2f}, at the edge of "
+                                 "the 89% HDI.")
         # the Monte Carlo errors are in the fold, not in the headline
         assert "Monte Carlo" not in card.headline and "± 0.0050" in card.html()
 
@@ -122,13 +122,13 @@ def test_the_figure_draws_four_intervals_against_zero_and_the_rope():
     svg = card.svg()
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert svg.count("<title>") == 4 and svg.count("<circle") == 4
-    assert svg.count('fill="#e6efe6"') == 1  # the ROPE band
+    assert svg.count('fill="#e6efe6"') == 4  # the ROPE band on each row
     for lab in LABELS:
         assert f">{lab}</text>" in svg
     # the bars sit where the numbers say: x is linear in the value, 0 inside the axis
     xs = {float(m.group(1)): float(m.group(2)) for m in re.finditer(
         r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)}
-    assert len(xs) == 4 and all(150 <= x <= 318 for x in xs)
+    assert len(xs) == 4 and all(8 <= x <= 332 for x in xs)
     # deciding rows bold, the others not
     assert svg.count('font-weight="700"') == 4  # two rows x (label, status word)
     no_rope = VerdictCard.from_verdict(_verdict("stereotype-specific")).svg()

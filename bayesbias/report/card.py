@@ -49,8 +49,9 @@ _WHAT = {"associated": "stereotypes", "human": "human attributes", "none": "neut
 CARD_CSS = """
 .vcards{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,300px),1fr));
 gap:.8em;margin:.8em 0 1.2em}
+.vcards.one{grid-template-columns:minmax(0,34em)}
 .vcard{border:1px solid #d5dbe3;border-radius:6px;padding:.55em .8em .5em;background:#fff;
-min-width:0}
+min-width:0;display:flex;flex-direction:column}
 .vc-top{display:flex;flex-wrap:wrap;align-items:baseline;gap:.2em .6em}
 .vc-name{font-weight:700;font-size:1.08em;color:#123;overflow-wrap:anywhere}
 .badge{display:inline-block;border-radius:1em;padding:.05em .65em;font-size:.8em;
@@ -58,8 +59,8 @@ font-weight:600;letter-spacing:.01em;white-space:nowrap;max-width:100%;overflow:
 text-overflow:ellipsis}
 .tone-finding{background:#8b1a1a;color:#fff}.tone-none{background:#e3e8ee;color:#234}
 .tone-edge{background:#fbe7b0;color:#5c4200}.tone-missing{background:#eee;color:#555}
-.vc-head{margin:.35em 0 .25em;font-size:.98em;line-height:1.35}
-.vc-fig{margin:.2em 0 0}.vc-fig svg{display:block;width:100%;max-width:420px;height:auto}
+.vc-head{margin:.35em 0 .25em;font-size:.98em;line-height:1.35;flex:1}
+.vc-fig{margin:.3em 0 0}.vc-fig svg{display:block;width:100%;max-width:440px;height:auto}
 .vc-fig figcaption{font-size:.76em;color:#555;margin-top:.1em}
 .vc-more{font-size:.85em;margin-top:.3em}.vc-more>summary{color:#345}
 .vc-more ul{padding-left:1.2em;margin:.3em 0}.vc-more li{margin:.15em 0}
@@ -226,7 +227,8 @@ def short_headline(verdict) -> str:
         if edge:
             head = _edge_phrase(edge[0], interval)
             if edge[0] is ah and an is not None and an.status == "below":
-                head = "Stereotypes are closer than neutral words; " + head
+                head = ("Stereotypes are closer than neutral words; "
+                        + head.removeprefix("stereotypes "))
             text = _capital(head) + "."
     if text is None or len(text) > HEADLINE_MAX:
         text = _clip(_capital(own or code or "no verdict"))
@@ -455,62 +457,70 @@ def _text_bar(c: CardContrast, lo: float, hi: float, rope, width: int = 24) -> s
     return "".join(cells)
 
 
-# SVG geometry, in the figure's own units (it scales with the card's width)
-_W, _ROW, _TOP, _LABEL, _PLOT_L, _PLOT_R = 400.0, 24.0, 8.0, 146.0, 150.0, 318.0
+# SVG geometry, in the figure's own units: about one unit per CSS pixel in a card 300-420 px
+# wide. Each contrast is a row of two lines: its name (left) and status (right), then its bar.
+_W, _ROW, _TOP, _PAD = 340.0, 31.0, 2.0, 8.0
 
 
 def _svg(card: VerdictCard) -> str:
     lo, hi = _domain(card)
+    left, right = _PAD, _W - _PAD
 
     def x(v: float) -> float:
-        return _PLOT_L + (v - lo) / (hi - lo) * (_PLOT_R - _PLOT_L)
+        return left + (v - lo) / (hi - lo) * (right - left)
 
     n = len(card.contrasts)
-    axis_y = _TOP + n * _ROW + 2
-    height = axis_y + 30
+    axis_y = _TOP + n * _ROW + 3
+    height = axis_y + 28
     label = (f"{card.name}: the four verdict contrasts, {card.interval}: " + "; ".join(
         f"{c.contrast} {c.word}" + (" (deciding)" if c.decisive else "")
         for c in card.contrasts))
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_W:g} {height:g}" '
            f'role="img" aria-label="{_esc(label)}" font-family="system-ui,sans-serif" '
-           'font-size="12">']
-    if card.rope:
-        out.append(f'<rect x="{x(-card.rope):.1f}" y="{_TOP - 4:g}" '
-                   f'width="{x(card.rope) - x(-card.rope):.1f}" height="{n * _ROW + 4:g}" '
-                   'fill="#e6efe6"/>')
+           'font-size="12.5">']
     for t in _ticks(lo, hi):
         out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{axis_y:g}" '
                    f'y2="{axis_y + 4:g}" stroke="#888"/>'
-                   f'<text x="{x(t):.1f}" y="{axis_y + 14:g}" text-anchor="middle" '
-                   f'font-size="10" fill="#555">{_tick_label(t)}</text>')
-    out.append(f'<line x1="{_PLOT_L:g}" x2="{_PLOT_R:g}" y1="{axis_y:g}" y2="{axis_y:g}" '
+                   f'<text x="{x(t):.1f}" y="{axis_y + 15:g}" text-anchor="middle" '
+                   f'font-size="10.5" fill="#555">{_tick_label(t)}</text>')
+    out.append(f'<line x1="{left:g}" x2="{right:g}" y1="{axis_y:g}" y2="{axis_y:g}" '
                'stroke="#888"/>')
-    out.append(f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{_TOP - 4:g}" y2="{axis_y:g}" '
-               'stroke="#333" stroke-width="1.2"/>')
-    out.append(f'<text x="{_PLOT_L:g}" y="{axis_y + 26:g}" font-size="10" fill="#555">'
+    out.append(f'<text x="{left:g}" y="{axis_y + 26:g}" font-size="10.5" fill="#555">'
                "← closer</text>"
-               f'<text x="{_PLOT_R:g}" y="{axis_y + 26:g}" font-size="10" fill="#555" '
+               f'<text x="{right:g}" y="{axis_y + 26:g}" font-size="10.5" fill="#555" '
                'text-anchor="end">further →</text>')
     for i, c in enumerate(card.contrasts):
-        y = _TOP + i * _ROW + _ROW / 2
+        top = _TOP + i * _ROW
+        y = top + 22  # the bar's line; the name sits above it
         weight = "700" if c.decisive else "400"
-        ink = "#111" if c.decisive else "#666"
-        out.append(f"<g><title>{_esc(_tooltip(c, card.interval))}</title>")
-        out.append(f'<text x="{_LABEL:g}" y="{y + 4:g}" text-anchor="end" '
-                   f'font-weight="{weight}" fill="{ink}">{_esc(c.contrast)}</text>')
+        ink = "#111" if c.decisive else "#555"
         colour = _STATUS_COLOUR.get(c.status, "#7a7a7a")
+        out.append(f"<g><title>{_esc(_tooltip(c, card.interval))}</title>")
+        out.append(f'<rect x="0" y="{top:g}" width="{_W:g}" height="{_ROW:g}" '
+                   'fill="transparent"/>')  # the tooltip's area
+        out.append(f'<text x="{left:g}" y="{top + 11:g}" font-weight="{weight}" '
+                   f'fill="{ink}">{_esc(c.contrast)}</text>')
+        out.append(f'<text x="{right:g}" y="{top + 11:g}" text-anchor="end" font-size="11.5" '
+                   f'font-weight="{weight}" fill="{colour if c.has_data else "#777"}">'
+                   f"{_esc(c.word)}</text>")
+        if card.rope:
+            out.append(f'<rect x="{x(-card.rope):.1f}" y="{y - 7:g}" '
+                       f'width="{x(card.rope) - x(-card.rope):.1f}" height="14" '
+                       'fill="#e6efe6"/>')
+        out.append(f'<line x1="{left:g}" x2="{right:g}" y1="{y:g}" y2="{y:g}" '
+                   'stroke="#e4e4e4"/>'
+                   f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{y - 7:g}" y2="{y + 7:g}" '
+                   'stroke="#333" stroke-width="1.3"/>')
         if c.has_data:
             width = 6 if c.decisive else 4
-            opacity = "1" if c.decisive else "0.6"
+            opacity = "1" if c.decisive else "0.65"
             out.append(f'<line x1="{x(c.lower):.1f}" x2="{x(c.upper):.1f}" y1="{y:g}" '
                        f'y2="{y:g}" stroke="{colour}" stroke-width="{width}" '
                        f'stroke-linecap="round" opacity="{opacity}"/>')
             if math.isfinite(c.mean):
                 out.append(f'<circle cx="{x(c.mean):.1f}" cy="{y:g}" r="{width / 2 + 1:g}" '
                            f'fill="#fff" stroke="{colour}" stroke-width="1.6"/>')
-        out.append(f'<text x="{_PLOT_R + 6:g}" y="{y + 4:g}" font-size="11" '
-                   f'font-weight="{weight}" fill="{colour if c.has_data else "#777"}">'
-                   f"{_esc(c.word)}</text></g>")
+        out.append("</g>")
     out.append("</svg>")
     return "".join(out)
 
@@ -525,7 +535,9 @@ def _tooltip(c: CardContrast, interval: str) -> str:
 
 def cards_html(cards) -> str:
     """Cards side by side (as many columns as fit; one on a phone)."""
-    return '<div class="vcards">' + "".join(c.html() for c in cards) + "</div>"
+    cards = list(cards)
+    css = "vcards" if len(cards) > 1 else "vcards one"
+    return f'<div class="{css}">' + "".join(c.html() for c in cards) + "</div>"
 
 
 def terminal_summary(cards, subtitles=None) -> list[str]:

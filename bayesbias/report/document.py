@@ -256,7 +256,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:11
 margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #345;padding-bottom:.2em}h2{margin-top:2em;color:#234}
-h3{color:#345}
+h3{color:#345}h1,h2,h3,summary{overflow-wrap:anywhere}
 table{border-collapse:collapse;margin:.6em 0 1.4em;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#eef2f6}td:first-child,th:first-child{text-align:left}

@@ -298,11 +298,13 @@ def verdict_section(ctx: WordListContext) -> None:
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
+    from .card import cards_html
+
     robust = ([robustness_line(ctx.robustness)]
               if getattr(ctx.settings, "robustness", False) else [])
     warn = coverage_warning(ctx.fit, ctx.ppc)
     card = verdict_card(ctx, robust + ([f"Warning: {warn}."] if warn else []))
-    sec.block(card.markdown(), card.html())
+    sec.block(card.markdown(), cards_html([card]))
     frame = v.to_frame().drop(columns="word list")
     sec.table(frame, f"{ctx.key}_verdict", f"The contrasts behind the verdict ({ctx.iv}; "
               "negative = the first connection is closer to the protected words; "
