@@ -72,7 +72,7 @@ def look(page: Path, shots: Path | None = None) -> dict:
 
 
 def check(seen: dict, n_cards: int) -> None:
-    """The page reads at a glance at both widths (see the module docstring)."""
+    """Check that the page reads at a glance at both widths (see the module docstring)."""
     for key, m in seen.items():
         assert m["scroll"] <= m["client"], f"{key}: the page scrolls sideways"
         assert len(m["cards"]) == n_cards, key
@@ -88,7 +88,7 @@ def check(seen: dict, n_cards: int) -> None:
 
 
 def _page(tmp_path: Path) -> Path:
-    """A report page with three real verdicts, one with an unbreakable 90-character name."""
+    """Write a report page: three real verdicts, one with an unbreakable 90-character name."""
     from bayesbias.report.card import VerdictCard
     from bayesbias.report.document import Report
     from bayesbias.verdicts import verdict_from_draws

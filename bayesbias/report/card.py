@@ -60,7 +60,7 @@ text-overflow:ellipsis}
 .tone-finding{background:#8b1a1a;color:#fff}.tone-none{background:#e3e8ee;color:#234}
 .tone-edge{background:#fbe7b0;color:#5c4200}.tone-missing{background:#eee;color:#555}
 .vc-head{margin:.35em 0 .25em;font-size:.98em;line-height:1.35;flex:1}
-.vc-fig{margin:.3em 0 0}.vc-fig svg{display:block;width:100%;max-width:440px;height:auto}
+.vc-fig{margin:.3em 0 0}.vc-fig svg{display:block;width:100%;max-width:380px;height:auto}
 .vc-fig figcaption{font-size:.76em;color:#555;margin-top:.1em}
 .vc-more{font-size:.85em;margin-top:.3em}.vc-more>summary{color:#345}
 .vc-more ul{padding-left:1.2em;margin:.3em 0}.vc-more li{margin:.15em 0}
@@ -125,7 +125,7 @@ class CardContrast:
 
 
 def _inferred_decisive(contrasts: dict[str, str]) -> set[str]:
-    """The contrasts that decide a verdict under :mod:`bayesbias.verdicts`' rule."""
+    """Return the contrasts that decide a verdict under :mod:`bayesbias.verdicts`' rule."""
     an = contrasts.get("associated - none", "no data")
     ah = contrasts.get("associated - human", "no data")
     out = {"associated - none"}
@@ -164,7 +164,7 @@ def _capital(text: str) -> str:
 
 
 def _edge_phrase(c: CardContrast, interval: str) -> str:
-    """A contrast whose interval end sits on its threshold, in words with its probability."""
+    """Say in words, with its probability, where a contrast on its threshold points."""
     a, b = _sides(c.contrast)
     if not math.isfinite(c.prob_below):
         return f"{a} vs {b} at the edge of the {interval}"
@@ -301,12 +301,12 @@ class VerdictCard:
 
     # -- the figure -------------------------------------------------------------------
     def svg(self) -> str:
-        """The four contrasts as interval bars against 0 and the ROPE (inline SVG)."""
+        """Draw the four contrasts as interval bars against 0 and the ROPE (inline SVG)."""
         return _svg(self)
 
     # -- renderings ---------------------------------------------------------------------
     def html(self) -> str:
-        """The card as an HTML ``<article>`` (input escaped; CSS in :data:`CARD_CSS`)."""
+        """Return the card as an HTML ``<article>`` (input escaped; CSS: :data:`CARD_CSS`)."""
         e = _esc
         rope = f"; shaded: ROPE ±{self.rope:g}" if self.rope else ""
         out = ['<article class="vcard">',
@@ -346,7 +346,7 @@ class VerdictCard:
         return rows
 
     def markdown(self) -> str:
-        """The card as Markdown: name, code, headline, the contrasts, details folded."""
+        """Return the card as Markdown: name, code, headline, contrasts, details folded."""
         lines = [f"**{_md(self.name)}** · `{self.code}` — {_md(self.headline)}", "",
                  f"| contrast | mean | {self.interval} | P(< 0) | reads |",
                  "|---|---|---|---|---|"]
@@ -372,7 +372,7 @@ class VerdictCard:
         return f"{self.name:<{width}}  [{self.code}]  {self.headline}"
 
     def text_lines(self) -> list[str]:
-        """The contrasts as terminal lines with a small text bar, then the details."""
+        """Return the contrasts as terminal lines, each with a small text bar."""
         lo, hi = _domain(self)
         out = []
         for c in self.contrasts:
@@ -409,7 +409,7 @@ def _md(text) -> str:
 
 
 def _domain(card: VerdictCard) -> tuple[float, float]:
-    """The figure's x range: every interval, 0 and the ROPE, with a margin."""
+    """Return the figure's x range: every interval, 0 and the ROPE, with a margin."""
     vals = [0.0]
     if card.rope:
         vals += [-card.rope, card.rope]
@@ -440,7 +440,7 @@ def _tick_label(t: float) -> str:
 
 
 def _text_bar(c: CardContrast, lo: float, hi: float, rope, width: int = 24) -> str:
-    """An interval as characters: ``[==o==]`` on a line with ``|`` at 0 and ``:`` at ±ROPE."""
+    """Draw an interval as ``[==o==]`` on a line with ``|`` at 0 and ``:`` at ±ROPE."""
     def pos(x):
         return min(width - 1, max(0, round((x - lo) / (hi - lo) * (width - 1))))
 

@@ -293,8 +293,7 @@ class WordListContext:
 # -- builders -------------------------------------------------------------------------------
 
 def verdict_section(ctx: WordListContext) -> None:
-    """Add the verdict card (headline, badge, figure; details folded), its contrasts table
-    and the coverage warning."""
+    """Add the verdict card (details folded), its contrasts table and the coverage warning."""
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
@@ -319,7 +318,7 @@ def verdict_section(ctx: WordListContext) -> None:
 
 
 def verdict_card(ctx: WordListContext, extra=()):
-    """The :class:`~bayesbias.report.card.VerdictCard` of a word list.
+    """Return the :class:`~bayesbias.report.card.VerdictCard` of a word list.
 
     `extra`: lines for its folded details after the verdict's own (robustness, WEAT,
     warnings); a failed sampler diagnostic adds what to do about it.
