@@ -405,7 +405,7 @@ def _inline(text: str) -> str:
 
 
 def _md(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _domain(card: VerdictCard) -> tuple[float, float]:
