@@ -277,7 +277,7 @@ class VerdictCard:
         own = " ".join(str(_get(verdict, "headline", "") or "").split())
         details = []
         if own and _capital(own) != headline:
-            details.append(f"In full: {own}.")
+            details.append(f"In full: {own.rstrip('.')}.")
         details += [str(d) for d in (_get(verdict, "details", []) or [])]
         details += [f"Note: {n}" for n in (_get(verdict, "notes", []) or [])]
         details += [str(x) for x in extra if x]
