@@ -42,10 +42,10 @@ COMMANDS = {
 }
 
 
-def run_once(args: list[str], out: Path, cache: Path | None) -> dict:
+def run_once(args: list[str], out: Path, cache: Path | None, tree: Path = REPO) -> dict:
     """Run ``python -m bayesbias ARGS --quiet -o OUT``; wall, CPU-s and peak RSS of the run."""
     env = dict(os.environ, MPLBACKEND="Agg",
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=str(tree) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if cache is not None:
         env["BAYESBIAS_CACHE"] = str(cache)
     cmd = [sys.executable, "-m", "bayesbias", *args, "--quiet", "-o", str(out)]
@@ -68,6 +68,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cold", action="store_true",
                     help="an empty kernel cache for every run (default: warm, after a "
                          "warm-up run of each)")
+    ap.add_argument("--no-warmup", action="store_true",
+                    help="no warm-up runs (the caches are known to be warm)")
+    ap.add_argument("--tree", type=Path, default=REPO,
+                    help="the source tree whose bayesbias runs, first on PYTHONPATH (default: "
+                         "this one; e.g. an export of an earlier commit)")
     ap.add_argument("--no-save", action="store_true", help="do not append to the results file")
     args = ap.parse_args(argv)
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -82,9 +87,10 @@ def main(argv=None) -> int:
 
         def one(name: str, tag: str):
             cache = Path(tempfile.mkdtemp(dir=tmp)) if args.cold else None
-            return run_once(COMMANDS[name], tmp / f"{tag}_{len(os.listdir(tmp))}", cache)
+            return run_once(COMMANDS[name], tmp / f"{tag}_{len(os.listdir(tmp))}", cache,
+                            args.tree)
 
-        if not args.cold:
+        if not (args.cold or args.no_warmup):
             for name in COMMANDS:
                 one(name, "warmup")
         for r in range(args.rounds):
@@ -112,12 +118,14 @@ def main(argv=None) -> int:
         f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)}); CPU ratio "
         f"{statistics.median(cpu_ratios):.2f}x (target: wall <= 1.00x)",
     ]
-    head = (f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, commit {commit}"
+    commit = f"commit {commit}"
+    if args.tree.resolve() != REPO:
+        commit, dirty = f"tree {args.tree}", ""
+    head = (f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {commit}"
             f"{' + uncommitted changes' if dirty else ''}, {os.cpu_count()} cores, "
             f"{'cold (empty kernel cache per run)' if args.cold else 'warm caches'}, "
             f"{args.rounds} alternating rounds, load average {load0[0]:.1f} -> {load1[0]:.1f}\n"
-            f"#   python benchmarks/bench_report_default.py --rounds {args.rounds}"
-            f"{' --cold' if args.cold else ''}")
+            f"#   python benchmarks/bench_report_default.py {' '.join(argv or sys.argv[1:])}")
     text = "\n".join([head, *lines, *summary]) + "\n"
     print("\n".join(summary))
     if not args.no_save:

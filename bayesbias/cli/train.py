@@ -80,7 +80,8 @@ def run(args) -> int:
         load_wordlist(args.wordlist)  # refuse a bad list before training
     from ..progress import TrainProgress, progress
 
-    progress.info(f"reading {args.corpus} (documents, tokens, digest)")
+    if Path(args.corpus).is_file():  # (a missing file: the error alone)
+        progress.info(f"reading {args.corpus} (documents, tokens, digest)")
     manifest = train_models(args.corpus, args.output, seeds=seeds, bootstrap=args.bootstrap,
                             seeds_within=args.seeds_within, first_seed=args.first_seed,
                             bootstrap_seed=args.bootstrap_seed, settings=settings,

@@ -278,7 +278,7 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings,
 
 
 def _fit_kwargs(settings: ReportSettings) -> dict:
-    """The sampler settings of the report's fits, as :func:`~bayesbias.models.fit_model` takes."""
+    """Return the sampler settings of the report's fits (:func:`~bayesbias.models.fit_model`'s)."""
     s = settings
     return dict(draws=s.draws, tune=s.tune, chains=s.chains, seed=s.seed, sampler=s.sampler,
                 target_accept=s.target_accept,
@@ -286,7 +286,7 @@ def _fit_kwargs(settings: ReportSettings) -> dict:
 
 
 def verdict_fit(table: pd.DataFrame, settings: ReportSettings):
-    """The fit a word list's verdict rests on: one fit at the settings' draws.
+    """Fit the model a word list's verdict rests on, once, at the settings' draws.
 
     No precision refits (``verdicts.fit_for_verdict`` drew 4x and 16x more while an interval
     end lay within Monte Carlo error of its threshold): the verdict reads such an end
@@ -301,7 +301,7 @@ def verdict_fit(table: pd.DataFrame, settings: ReportSettings):
 
 
 def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
-    """The paper's model beside the default: its verdict and its attribute-dependence p.
+    """Fit the paper's model beside the default; return its verdict and dependence p.
 
     A report job (a worker process fits it while this one fits the default model): it
     returns ``(Verdict, p or None)``, not the fit. Only what the report shows is computed:
