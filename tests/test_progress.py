@@ -85,3 +85,19 @@ def test_train_progress_plan_and_k_of_n(shown):
     assert [m.split(": ")[1].split(",")[0] for m in msgs[1:]] == \
         ["model 1 of 3", "model 2 of 3", "model 3 of 3"]
     assert msgs[1].startswith("trained b: model 1 of 3")
+
+
+def test_report_help_imports_no_pandas():
+    """``bayesbias report --help`` and argument errors answer without the report's imports."""
+    import subprocess
+    import sys
+
+    from bayesbias.cli.report import DEFAULT_WORDLISTS
+    from bayesbias.report.pipeline import DEFAULT_WORDLISTS as PIPELINE_LISTS
+
+    assert DEFAULT_WORDLISTS == PIPELINE_LISTS
+    code = ("import sys\nfrom bayesbias.cli import main\ntry:\n    main(['report', '--help'])\n"
+            "except SystemExit:\n    pass\nprint('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
