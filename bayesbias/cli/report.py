@@ -15,7 +15,6 @@ from ._common import (
     int_range,
 )
 
-
 #: The word lists of a report without --wordlist (as ``report.pipeline.DEFAULT_WORDLISTS``,
 #: which a test compares; here so that parsing the arguments does not import the report).
 DEFAULT_WORDLISTS = ("religion", "race", "gender")
