@@ -399,10 +399,12 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     glossary = Glossary(settings.ci_prob, settings.ci_kind)
     _choices(report, settings)
     kernels = _warm_kernels()
-    prov = provenance(report_inputs(settings))  # digests of the inputs before reading them
-    tables = _tables(settings)
-    _check_embeddings(tables, settings.model)
-    kernels.join()  # before the pool forks its workers (no fork beside a running thread)
+    try:
+        prov = provenance(report_inputs(settings))  # digests of the inputs before reading them
+        tables = _tables(settings)
+        _check_embeddings(tables, settings.model)
+    finally:  # before the pool forks its workers (no fork beside a running thread), and no
+        kernels.join()  # compile left half-done by an input error
     keys = unique_names(name for name, _ in tables)
     contexts = []
     for (name, table), key in zip(tables, keys, strict=True):
