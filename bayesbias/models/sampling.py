@@ -342,6 +342,8 @@ def warn_checks(fit: Fit, strict: bool = False) -> Fit:
 
     With `strict`, failed diagnostics raise :class:`~bayesbias.errors.DiagnosticsError`.
     """
+    progress.info("%s: r-hat, ESS and divergences; model checks (leave-one-out predictive "
+                  "coverage, attribute dependence)", fit.spec.name)
     check(fit, strict)
     for c in fit.checks:
         if not c.ok:
