@@ -179,7 +179,7 @@ def resample_counts(n_docs: int, resample: int, seed: int) -> np.ndarray:
 
 
 def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: str,
-               n_docs: int, bootstrap_seed: int, key: str) -> dict:
+               n_docs: int, bootstrap_seed: int, key: str, on_progress=None) -> dict:
     """Train one model with one gensim thread; write it; return its manifest entry."""
     import gensim
     from gensim.models import Word2Vec
@@ -198,7 +198,11 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     wv = model.wv
     path = Path(out) / f"{plan.name}.bin"
     save_embedding(Embedding(wv.index_to_key, wv.vectors, source=str(path)), path, binary=True)
-    progress.info("trained %s: %d words in %.1f s", plan.name, len(wv.index_to_key), seconds)
+    if on_progress is not None:  # e.g. a progress.TrainProgress: "model k of N"
+        on_progress.trained(plan.name, len(wv.index_to_key), seconds)
+    else:
+        progress.info("trained %s: %d words in %.1f s", plan.name, len(wv.index_to_key),
+                      seconds)
     from .provenance import file_digest
 
     entry = dict(plan.to_dict(), file=path.name, file_sha256=file_digest(path)["sha256"],
@@ -268,7 +272,8 @@ def read_manifest(path) -> dict:
 def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
                  seeds_within: bool = False, first_seed: int = 1, bootstrap_seed: int = 0,
                  settings: TrainSettings | None = None, jobs: int = 1,
-                 scheduler: str | None = None, factors: dict | None = None) -> dict:
+                 scheduler: str | None = None, factors: dict | None = None,
+                 on_progress=None) -> dict:
     """Train the planned models of `corpus` into folder `out`; return the manifest.
 
     Parameters
@@ -290,6 +295,10 @@ def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
         ``{name: level}`` of this corpus (a decade, a source, a language), recorded in the
         manifest; a folder of such runs is one ensemble with a ``factor_<name>`` column
         (:func:`bayesbias.ensemble.manifest_table`).
+    on_progress : object, optional
+        Progress hook (:class:`bayesbias.progress.TrainProgress`): ``plan(models, todo,
+        documents, tokens, out)`` before the first model, ``trained(name, words, seconds)``
+        as each is written (from its thread; not with a `scheduler`).
     """
     import dask
 
@@ -324,8 +333,12 @@ def train_models(corpus, out, *, seeds: int = 1, bootstrap: int = 0,
     if done:
         progress.info("%d of %d models already trained in %s: skipped", len(plans) - len(todo),
                       len(plans), out)
+    if on_progress is not None:  # the plan, before the first model
+        on_progress.plan(len(plans), len(todo), stats["documents"], stats["tokens"], out)
+    hook = None if scheduler else on_progress  # (a remote worker's lines stay there)
     tasks = [dask.delayed(_train_one, pure=False)(str(corpus.path), p, settings, str(out),
-                                                  stats["documents"], bootstrap_seed, key)
+                                                  stats["documents"], bootstrap_seed, key,
+                                                  hook)
              for p in todo]
     if scheduler:
         from distributed import Client

@@ -133,7 +133,7 @@ class _Elapsed(logging.Formatter):
 
 
 def _show_progress(show: bool) -> None:
-    """Print progress records (``bayesbias.progress``) on stderr unless quiet."""
+    """Print progress records (``bayesbias.progress``) on stderr unless quiet (or JSON)."""
     logger = logging.getLogger("bayesbias.progress")
     logger.propagate = False
     for handler in list(logger.handlers):
@@ -343,7 +343,8 @@ def _run(parser, args) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Printable("%(levelname)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
-    _show_progress(not args.quiet)
+    # progress goes to stderr, and not at all with --quiet or --json (machine-read output)
+    _show_progress(not args.quiet and not getattr(args, "json", False))
     if not getattr(args, "run", None):
         parser.print_help()
         return 0

@@ -109,8 +109,16 @@ def run(args) -> int:
 
         check_output(args.output)  # an earlier report or a new folder: before the work
     labels = tuple(args.labels) if args.labels else (args.a, args.b)
+    from ..progress import progress
+
     ta, tb = _load(args.a, args), _load(args.b, args)
-    fa, fb = fit_from_args(ta, args), fit_from_args(tb, args)
+    fits = []
+    for k, (tag, label, table) in enumerate((("a", labels[0], ta), ("b", labels[1], tb)), 1):
+        progress.info(f"fitting {tag} ({label}), {k} of 2: the {args.model} model "
+                      f"({args.chains} chains x {args.draws} draws)")
+        fits.append(fit_from_args(table, args))
+    fa, fb = fits
+    progress.info("posterior differences, WEAT and MAC of the two sides")
     comp = compare_fits(fa, fb, args.ci_prob, args.ci_kind, labels=labels, rope=args.rope)
     mac = _mac(ta, tb)
     payload = comp.to_dict()
@@ -169,6 +177,7 @@ def run(args) -> int:
     if is_report_output(args.output):
         from .compare_report import write_compare_report
 
+        progress.info(f"writing the before/after report to {args.output}")
         out = write_compare_report(args, labels, ta, tb, fa, fb, comp, payload)
         lines.append(f"before/after report written to {out}/index.html")
     elif args.output:

@@ -191,10 +191,16 @@ def run(args) -> int:
         from ..distances import check_pilot
 
         check_pilot(table, str(args.distances or table.attrs.get("source", "distance table")))
+    from ..progress import progress
+
+    progress.info(f"fitting the {spec.name} model ({args.chains} chains x {args.draws} draws)")
     fit = fit_from_args(table, args)
+    progress.info("summaries, diagnostics and the posterior predictive check")
     summary = fit.summary(args.ci_prob, args.ci_kind)
     ppc = fit.ppc()
     verdict, head = verdict_lines(fit, args, args.distances or args.wordlist or "")
+    if n_embeddings(table) < 2:
+        progress.info("WEAT permutation tests per pair of classes")
     if n_embeddings(table) >= 2:  # WEAT describes one embedding: per embedding below
         weat_rows, weat_note = [], ("WEAT describes one embedding: it is given per embedding, "
                                     "with its spread, under 'many embeddings' below.")
@@ -213,12 +219,15 @@ def run(args) -> int:
                    target_accept=fit.idata.attrs.get("target_accept"), weat=weat_rows,
                    weat_reconciliation=weat_note)
     if args.loo:
+        progress.info("PSIS-LOO")
         loo = fit.loo()
         payload["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p": float(loo.p),
                           "pareto_k_bad": int((loo.pareto_k.values > 0.7).sum())}
     if args.output:
+        progress.info(f"writing {args.output}")
         fit.save(args.output, loo=args.loo)
     if args.plot:
+        progress.info(f"drawing {args.plot}")
         fit.plot_forest(args.plot, args.ci_prob, args.ci_kind)
     lines = head + ["", fit.to_text(args.ci_prob, args.ci_kind, ppc=False), "",
                     ppc_heading(ppc), ppc.set_index("connection").round(3).to_string()]
@@ -231,12 +240,15 @@ def run(args) -> int:
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "
                      f"{lo['p']:.1f}, {lo['pareto_k_bad']} rows with Pareto k > 0.7")
     if n_embeddings(table) >= 2 and family_has(fit.spec.family, "EMBEDDINGS"):
+        progress.info(f"each of {n_embeddings(table)} embeddings alone (crossed model)")
         ens = ensemble_summary(table, fit, args)
         payload["ensemble"] = ens.to_dict()
         lines += ["", "many embeddings: " + str(ens)]
     if per_embedding:  # the corpus-level verdict with each embedding left out in turn
         from ..ensemble import leave_one_embedding_out
 
+        progress.info(f"sensitivity: the fit again with each of {n_embeddings(table)} "
+                      "embeddings left out")
         sens = leave_one_embedding_out(
             table, fit, ci_prob=args.ci_prob, ci_kind=args.ci_kind,
             rope=getattr(args, "rope", None), seed=args.seed,
@@ -247,6 +259,7 @@ def run(args) -> int:
     elif args.sensitivity:
         from ..studies.sensitivity import sensitivity
 
+        progress.info("sensitivity: refits leaving out each word, resampled word lists")
         sens = sensitivity(table, fit.spec, ci_prob=args.ci_prob, seed=args.seed)
         payload["sensitivity"] = sens.to_dict()
         lines += ["", str(sens)]

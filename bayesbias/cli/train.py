@@ -78,10 +78,15 @@ def run(args) -> int:
         from ..wordlists import load_wordlist
 
         load_wordlist(args.wordlist)  # refuse a bad list before training
+    from ..progress import TrainProgress, progress
+
+    if Path(args.corpus).is_file():  # (a missing file: the error alone)
+        progress.info(f"reading {args.corpus} (documents, tokens, digest)")
     manifest = train_models(args.corpus, args.output, seeds=seeds, bootstrap=args.bootstrap,
                             seeds_within=args.seeds_within, first_seed=args.first_seed,
                             bootstrap_seed=args.bootstrap_seed, settings=settings,
-                            jobs=args.jobs, scheduler=args.scheduler, factors=factors)
+                            jobs=args.jobs, scheduler=args.scheduler, factors=factors,
+                            on_progress=TrainProgress())
     lines = [f"{len(manifest['models'])} models of {manifest['corpus']} "
              f"({manifest['documents']} documents, {manifest['tokens']} tokens) in "
              f"{args.output}:"]
@@ -93,6 +98,8 @@ def run(args) -> int:
         from ..distances import write_distance_table
         from ..ensemble import manifest_table
 
+        progress.info(f"distances of word list {args.wordlist} in "
+                      f"{len(manifest['models'])} embeddings")
         table = manifest_table(args.output, args.wordlist)
         out = Path(args.output) / "distances.csv"
         write_distance_table(table, out)

@@ -14,7 +14,8 @@ import pandas as pd
 from .._xarray import xr
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import InvalidArgumentError, ModelSpecError
-from ..progress import progress
+from ..progress import EVERY_SECONDS, chain_callback, progress
+from ..progress import enabled as progress_enabled
 from ..validation import MAX_CHAINS, MAX_DRAWS, validate_int, validate_probability
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import cells_from_table
@@ -94,6 +95,8 @@ def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar, t
         compiled = compiled.with_data(**model_data(spec, cells))
         log.debug("reusing the compiled model for %s", spec.name)
     else:
+        progress.info("compiling the %s model (once per table shape in this process)",
+                      spec.name)
         pm_model = build_model(spec, cells, "sufficient")
         noncentred = tuple(getattr(pm_model, "noncentred", ()))
         with _exact_math():
@@ -102,9 +105,13 @@ def _sample_nutpie(spec, cells, draws, tune, chains, cores, seed, progressbar, t
         if len(_COMPILED) > _COMPILED_MAX:
             _COMPILED.popitem(last=False)
     t0 = time.perf_counter()
+    shown = {}
+    if not progressbar and progress_enabled():  # per-chain draws, as the cell-marginal sampler
+        shown = {"progress_callback": chain_callback(f"sampling {spec.name}"),
+                 "progress_rate": int(EVERY_SECONDS * 1000)}
     tree = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
                          seed=seed, save_warmup=False, progress_bar=progressbar,
-                         target_accept=target_accept)
+                         target_accept=target_accept, **shown)
     sampling_time = time.perf_counter() - t0
     post = tree.posterior.to_dataset()
     post = post.assign_coords({cells.unit_dim: cells.units.tolist()})
@@ -335,6 +342,8 @@ def warn_checks(fit: Fit, strict: bool = False) -> Fit:
 
     With `strict`, failed diagnostics raise :class:`~bayesbias.errors.DiagnosticsError`.
     """
+    progress.info("%s: r-hat, ESS and divergences; model checks (leave-one-out predictive "
+                  "coverage, attribute dependence)", fit.spec.name)
     check(fit, strict)
     for c in fit.checks:
         if not c.ok:

@@ -48,9 +48,16 @@ where it should appear::
 New settings go to :class:`ReportSettings` and ``cli/report.py``.
 """
 
-from .document import MARKER, Report, Section, check_output, check_replaceable, safe_name
-from .pipeline import DEFAULT_WORDLISTS, ReportSettings, run_report
-from .sections import SECTIONS, WordListContext
+from .._lazy import lazy_exports
+
+# Imported on first use (PEP 562): `bayesbias report --help` and the CLI's argument checks do
+# not load pandas and the section builders.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    ".document": ("MARKER", "Report", "Section", "check_output", "check_replaceable",
+                  "safe_name"),
+    ".pipeline": ("DEFAULT_WORDLISTS", "ReportSettings", "run_report"),
+    ".sections": ("SECTIONS", "WordListContext"),
+}, globals())
 
 __all__ = [
     # running
