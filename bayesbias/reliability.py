@@ -178,8 +178,9 @@ def read_alpha(value: float, items: str) -> str:
         return "not defined (no variation in the scores)"
     if value < 0:
         return (f"negative: the {items} disagree about which words are most associated more "
-                f"than noise would make them (on average they covary negatively); they do "
-                f"not measure one shared association, as on a corpus without a planted one")
+                f"than noise would make them (on average they covary negatively), so they do "
+                f"not rank the words by one shared association (a corpus-level effect can "
+                f"still be present: alpha reads differences between words, not their mean)")
     band = ("low" if value < 0.5 else "moderate" if value < 0.7 else "acceptable"
             if value < 0.9 else "high")
     return (f"{band} internal consistency: the {items} rank the protected words alike to "
