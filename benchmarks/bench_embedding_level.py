@@ -12,9 +12,10 @@ embedding. *Cold*: a new, empty ``BAYESBIAS_CACHE`` (the compiled kernels are bu
 process); *warm*: the cache of the previous cold run. The four runs of a repetition
 alternate (crossed cold, embedding level cold, crossed warm, embedding level warm) so that
 the load of a shared machine falls on both; the ratios are per repetition, then their
-median. Without ``--table`` the table is simulated at the issue's size: 6 embeddings x
-2,352 rows (14 protected words, 30 stereotypes per class, 48 human and 60 neutral
-attributes).
+median. ``cpu_s`` is the process's user + system CPU time (all its threads, the imports
+included): on a loaded machine the steadier measure. Without ``--table`` the table is
+simulated at the issue's size: 6 embeddings x 2,352 rows (14 protected words, 30
+stereotypes per class, 48 human and 60 neutral attributes).
 
 ``--large`` times the sampler on 32 embeddings x 1,000 protected words (960,000 rows) in
 this process, without per-cell draws (``fit_model`` refuses to keep 32,000 x 4 cell means
@@ -50,7 +51,10 @@ t1 = time.perf_counter()
 fit = fit_model(table, model, seed=1)
 t2 = time.perf_counter()
 d = fit.diagnostics().to_dict()
-print(json.dumps({"fit_s": t2 - t1, "process_s": t2 - t0, "max_rhat": d["max_rhat"],
+import resource
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"fit_s": t2 - t1, "process_s": t2 - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "max_rhat": d["max_rhat"],
                   "min_ess_bulk": d["min_ess_bulk"], "divergences": d["divergences"],
                   "sampling_s": float(fit.idata.attrs["sampling_time_s"])}))
 """
@@ -99,12 +103,12 @@ def paired(table: Path, reps: int, before: bool = False) -> dict:
             rows.append(one)
     out = {}
     for mode in ("cold", "warm"):
-        for key in ("fit_s", "wall_s"):
+        for key in ("fit_s", "wall_s", "cpu_s"):
             ratios = [x[f"embedding_level {mode}"][key] / x[f"crossed {mode}"][key] for x in rows]
             out[f"{mode} {key} ratio"] = {"median": statistics.median(ratios),
                                           "all": [round(v, 2) for v in ratios]}
     if before:
-        for key in ("fit_s", "wall_s"):
+        for key in ("fit_s", "wall_s", "cpu_s"):
             ratios = [x["embedding_level_pymc warm"][key] / x["embedding_level warm"][key]
                       for x in rows]
             out[f"before/after warm {key}"] = {"median": statistics.median(ratios),
