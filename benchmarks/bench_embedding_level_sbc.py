@@ -42,7 +42,6 @@ def simulate(rep: int):
     t = t.take(_order(t)).reset_index(drop=True)  # the row order of the cells
     data, lay = pack(spec, c)
     h_n = int(data[0])
-    rows = data[16:16 + 5 * h_n].reshape(-1, 5)
     prior_of = []
     for _, size, prior in lay["blocks"]:
         prior_of += [spec.priors[prior]] * size
@@ -89,8 +88,7 @@ def _order(t):
 def draws_of(fit) -> dict:
     """Posterior draws of :data:`QUANTITIES` (flat), ``M`` being the kernel's own."""
     p = fit.posterior
-    wmean = p["word_effect"] * 0  # M of the kernel: the population mean (mu_bar + shifts)
-    del wmean
+    # the kernel's M (the words' population mean): the posterior's M less the words' own mean
     m = (p["M"] - p["tau"] * p["word_mean_z"] / np.sqrt(p.sizes["word"])).values
     m = m.reshape(-1, 4)
 
