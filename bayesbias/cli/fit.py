@@ -238,6 +238,7 @@ def run(args) -> int:
         ens = ensemble_summary(table, fit, args)
         payload["ensemble"] = ens.to_dict()
         lines += ["", "many embeddings: " + str(ens)]
+        lines.insert(0, ens.headline())  # the corpus-level finding is the first line read
     if per_embedding:  # the corpus-level verdict with each embedding left out in turn
         from ..ensemble import leave_one_embedding_out
 
