@@ -23,7 +23,8 @@ __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embeddin
            "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
            "variance_shares", "summarize_ensemble", "EnsembleSummary", "factor_contrasts",
            "n_embeddings", "ensemble_kind", "ensemble_caveat", "ENSEMBLE_COLUMNS",
-           "ENSEMBLE_CONTRASTS", "leave_one_embedding_out", "EmbeddingRobustness"]
+           "ENSEMBLE_CONTRASTS", "leave_one_embedding_out", "EmbeddingRobustness",
+           "class_contrast_clause", "CLASS_CONTRAST"]
 
 log = logging.getLogger(__name__)
 
@@ -282,6 +283,12 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
     return table, truth
 
 
+def _class_contrast_flag(verdict) -> str:
+    """Return "closer", "further" or "": :func:`class_contrast_clause`'s case for `verdict`."""
+    clause = class_contrast_clause(verdict)
+    return "" if not clause else ("closer" if "closer" in clause else "further")
+
+
 def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=None,
                            ci_kind=None, rope=None, **fit_kwargs) -> pd.DataFrame:
     """Return the verdict each embedding of a multi-embedding table would give on its own.
@@ -309,7 +316,8 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
         v = verdict_from_fit(fit, str(label), ci_prob, ci_kind, rope)
         c = fit.contrasts(ci_prob, ci_kind).set_index("contrast")
         row = {"embedding": label, "corpus_sample": part["corpus_sample"].iloc[0]
-               if "corpus_sample" in part else "original", "verdict": v.code}
+               if "corpus_sample" in part else "original", "verdict": v.code,
+               "class_contrast": _class_contrast_flag(v)}
         for name in ENSEMBLE_CONTRASTS:
             for k in ("mean", "lower", "upper"):
                 row[f"{name} {k}"] = float(c.loc[name, k])
@@ -595,10 +603,18 @@ class EnsembleSummary:
     factor: pd.DataFrame | None = None
     caveat: str = ""
 
+    #: The embeddings' count (set when the single fits were skipped).
+    embeddings: int | None = None
+
+    @property
+    def single(self) -> bool:
+        """Whether each embedding was fitted alone (not skipped with ``single=False``)."""
+        return not self.per_embedding.empty
+
     @property
     def n_embeddings(self) -> int:
         """K, the number of embeddings."""
-        return len(self.per_embedding)
+        return len(self.per_embedding) if self.embeddings is None else int(self.embeddings)
 
     @property
     def disagree(self) -> int:
@@ -623,10 +639,17 @@ class EnsembleSummary:
                 "n_p_below_0.05": int((p < 0.05).sum())}
 
     def headline(self) -> str:
-        """One sentence: the corpus-level verdict and how many embeddings alone differ."""
+        """Return one sentence: the corpus-level verdict and what it leaves out.
+
+        A credible class contrast the verdict code does not name
+        (:func:`class_contrast_clause`), and how many embeddings alone differ.
+        """
         k, n = self.disagree, self.n_embeddings
-        return (f"corpus level ({n} embeddings, {self.kind}): {self.verdict.label}; "
-                f"{k} of {n} single embeddings would have said otherwise"
+        clause = class_contrast_clause(self.verdict)
+        singles = (f"{k} of {n} single embeddings would have said otherwise" if self.single
+                   else "single embeddings not fitted")
+        return (f"corpus level ({n} embeddings, {self.kind}): {self.verdict.label}"
+                + (f", {clause}" if clause else "") + f"; {singles}"
                 + (" (the corpus level needs more draws to decide)"
                    if self.verdict.code == "undecided at this precision" else ""))
 
@@ -679,9 +702,20 @@ class EnsembleSummary:
                              f"{r['prob_below_zero']:.2f})")
             if self.factor_note:
                 lines.append(f"  note: {self.factor_note}")
-        counts = self.per_embedding["verdict"].value_counts()
-        lines.append(f"  single embeddings ({self.model}): " + "; ".join(
-            f"{n} {code}" for code, n in counts.items()))
+        if self.single:
+            counts = self.per_embedding["verdict"].value_counts()
+            lines.append(f"  single embeddings ({self.model}): " + "; ".join(
+                f"{n} {code}" for code, n in counts.items()))
+            if "class_contrast" in self.per_embedding:
+                flags = self.per_embedding["class_contrast"]
+                other = self.per_embedding["verdict"] != "stereotype-specific"
+                k_c = int(((flags == "closer") & other).sum())
+                if k_c:
+                    lines.append(f"  {k_c} of {len(flags)} single embeddings are not "
+                                 f"stereotype-specific but have a credible class contrast "
+                                 f"(`{CLASS_CONTRAST}` below 0)")
+        else:
+            lines.append("  single embeddings: not fitted (--no-single)")
         v = self.variance.set_index("quantity")
         for q in ("associated - none", "associated - different"):
             lines.append(f"  share of `{q}` variation from training/corpus sampling (vs "
@@ -706,6 +740,39 @@ class EnsembleSummary:
 
         fig = ensemble_figure(self.to_frame(), self.verdict.interval_label)
         return _save(fig, path) if path is not None else fig
+
+
+#: The class contrast: a stereotype's distance to its own class's words minus to other
+#: classes' words.
+CLASS_CONTRAST = "associated - different"
+
+
+def class_contrast_clause(verdict) -> str:
+    """Return the clause naming a credible class contrast the verdict code leaves out, or "".
+
+    When the verdict is not "stereotype-specific" but the interval of ``associated -
+    different`` lies wholly below 0 (below ``-rope`` with a ROPE), stereotypes sit closer to
+    their own class's words than to other classes' words: a class-specific association the
+    control-aware code does not claim (it also needs the controls). Wholly above 0 (above
+    ``rope``): the reverse. The same rule as the verdict's intervals.
+    """
+    if verdict.code == "stereotype-specific":
+        return ""
+    try:
+        ev = verdict[CLASS_CONTRAST]
+    except (KeyError, IndexError):
+        return ""
+    bound = float(verdict.rope or 0.0)
+    iv = verdict.interval_label
+    numbers = f"`{CLASS_CONTRAST}` {ev.mean:+.3f}, {iv} {ev.lower:+.3f} to {ev.upper:+.3f}"
+    if ev.upper < -bound:
+        return (f"but stereotypes are credibly closer to their own class's words than to other "
+                f"classes' ({numbers}): a class-specific association, without the controls "
+                f"needed for \"stereotype-specific\"")
+    if ev.lower > bound:
+        return (f"but stereotypes are credibly further from their own class's words than from "
+                f"other classes' ({numbers})")
+    return ""
 
 
 def ensemble_figure(frame: pd.DataFrame, interval: str):
@@ -877,7 +944,8 @@ def leave_one_embedding_out(table: pd.DataFrame, fit=None, *, ci_prob=None, ci_k
 
 def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_prob=None,
                        ci_kind=None, rope=None, seed=None, n_permutations: int = 100_000,
-                       sd_convention: str = "sample", **fit_kwargs) -> EnsembleSummary:
+                       sd_convention: str = "sample", single: bool = True,
+                       **fit_kwargs) -> EnsembleSummary:
     """Put the corpus-level verdict of `fit` beside what each embedding of `table` says alone.
 
     Parameters
@@ -888,6 +956,9 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
         The ``embedding_level`` fit of `table`.
     model : str
         The model fitted to each embedding alone (default ``crossed``).
+    single : bool
+        Fit each embedding alone too (default); ``False`` skips those K fits (``fit
+        --no-single``): the summary then has no per-embedding verdicts.
     fit_kwargs
         Sampler settings of the single-embedding fits (draws, tune, chains, sampler, ...).
     """
@@ -897,8 +968,13 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
     if n_embeddings(table) < 2:
         raise InputDataError("the table holds one embedding: nothing to compare")
     verdict = verdict_from_fit(fit, str(table.attrs.get("source", "")), ci_prob, ci_kind, rope)
-    per = per_embedding_verdicts(table, model, ci_prob, ci_kind, rope=rope, seed=seed,
-                                 **fit_kwargs)
+    if single:
+        per = per_embedding_verdicts(table, model, ci_prob, ci_kind, rope=rope, seed=seed,
+                                     **fit_kwargs)
+    else:
+        per = pd.DataFrame(columns=["embedding", "corpus_sample", "verdict", "class_contrast",
+                                    *[f"{c} {k}" for c in ENSEMBLE_CONTRASTS
+                                      for k in ("mean", "lower", "upper")]])
     try:
         rel = ensemble_reliability(table)
     except InputDataError as exc:
@@ -908,4 +984,4 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
                            variance=variance_shares(fit, ci_prob, ci_kind), reliability=rel,
                            weat=weat, kind=ensemble_kind(table), model=str(model),
                            factor=factor_contrasts(fit, ci_prob, ci_kind),
-                           caveat=ensemble_caveat(table))
+                           caveat=ensemble_caveat(table), embeddings=n_embeddings(table))

@@ -28,7 +28,7 @@ import pandas as pd
 from .errors import InputDataError, InvalidArgumentError
 
 __all__ = ["mean_squares", "icc", "cronbach_alpha", "word_scores", "ensemble_reliability",
-           "Reliability", "SCORING_RULES"]
+           "Reliability", "SCORING_RULES", "read_icc", "read_alpha"]
 
 #: Scoring rules of a protected word: mean distance to a control group minus the mean
 #: distance to its own stereotypes (positive: closer to its stereotypes).
@@ -119,19 +119,72 @@ class Reliability:
     embeddings: int
     words: int
 
+    def readings(self) -> dict:
+        """One sentence per number on how to read it (:func:`read_icc`, :func:`read_alpha`)."""
+        return {"test_retest": read_icc(self.test_retest, "embeddings", "the same words"),
+                "inter_rater": read_icc(self.inter_rater, "scoring rules",
+                                        "the words' average scores"),
+                "internal": read_alpha(self.internal, "stereotypes")}
+
     def to_dict(self) -> dict:
-        """Plain data."""
+        """Plain data, with :meth:`readings`."""
+        r = self.readings()
         return {"icc_2_1_test_retest": self.test_retest, "icc_3_1_inter_rater": self.inter_rater,
                 "cronbach_alpha_internal": self.internal, "embeddings": self.embeddings,
-                "protected_words": self.words}
+                "protected_words": self.words,
+                "reading": {"icc_2_1_test_retest": r["test_retest"],
+                            "icc_3_1_inter_rater": r["inter_rater"],
+                            "cronbach_alpha_internal": r["internal"]}}
 
     def __str__(self) -> str:
+        r = self.readings()
         return (f"reliability (Du, Fang & Nguyen 2021) over {self.embeddings} embeddings, "
                 f"{self.words} protected words:\n"
-                f"  test-retest ICC(2,1) across embeddings: {self.test_retest:.3f}\n"
-                f"  inter-rater ICC(3,1) across scoring rules: {self.inter_rater:.3f}\n"
+                f"  test-retest ICC(2,1) across embeddings: {self.test_retest:.3f}: "
+                f"{r['test_retest']}\n"
+                f"  inter-rater ICC(3,1) across scoring rules: {self.inter_rater:.3f}: "
+                f"{r['inter_rater']}\n"
                 f"  internal consistency (Cronbach's alpha across stereotypes): "
-                f"{self.internal:.3f}")
+                f"{self.internal:.3f}: {r['internal']}")
+
+
+def read_icc(value: float, raters: str, subjects: str) -> str:
+    """One sentence on how to read an intraclass correlation of `subjects` rated by `raters`.
+
+    ICC = share of the scores' variance that lies between subjects. Bands (Koo & Li 2016):
+    below 0.5 poor, 0.5-0.75 moderate, 0.75-0.9 good, above 0.9 excellent; below 0 the
+    {raters} disagree about {subjects} more than their own noise would make them.
+    """
+    if not np.isfinite(value):
+        return "not defined (no variation in the scores)"
+    if value < 0:
+        return (f"negative: the {raters} disagree about {subjects} more than chance would "
+                f"make them (no between-word signal to agree on); read it as 0")
+    band = ("poor" if value < 0.5 else "moderate" if value < 0.75 else "good" if value < 0.9
+            else "excellent")
+    return (f"{value:.0%} of the scores' variance lies between words rather than between "
+            f"{raters} ({band} agreement, Koo & Li 2016 bands)")
+
+
+def read_alpha(value: float, items: str) -> str:
+    """One sentence on how to read Cronbach's alpha with `items` as the items.
+
+    Alpha = 1 - (sum of item variances) / (variance of the sum), rescaled: 1 when the items
+    move together, 0 when they are unrelated. It is negative when the items covary
+    negatively on average, i.e. disagree more than noise alone would make them (some rank
+    the words one way, others the opposite way), or when the words barely differ.
+    """
+    if not np.isfinite(value):
+        return "not defined (no variation in the scores)"
+    if value < 0:
+        return (f"negative: the {items} disagree about which words are most associated more "
+                f"than noise would make them (on average they covary negatively), so they do "
+                f"not rank the words by one shared association (a corpus-level effect can "
+                f"still be present: alpha reads differences between words, not their mean)")
+    band = ("low" if value < 0.5 else "moderate" if value < 0.7 else "acceptable"
+            if value < 0.9 else "high")
+    return (f"{band} internal consistency: the {items} rank the protected words alike to "
+            f"that degree (1: they move together, 0: unrelated)")
 
 
 def _stereotype_items(table: pd.DataFrame) -> np.ndarray:

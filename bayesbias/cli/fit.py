@@ -56,6 +56,9 @@ def register(sub) -> None:
                         "verdict holds (exact refits; hierarchical model); with --model "
                         "embedding_level, the verdict with each embedding left out in turn "
                         "(default: off)")
+    p.add_argument("--no-single", action="store_true",
+                   help="with --model embedding_level: skip fitting each embedding alone "
+                        "(the per-embedding verdicts; default: fit them)")
     add_json(p)
     p.set_defaults(run=run)
 
@@ -157,6 +160,7 @@ def ensemble_summary(table, fit, args):
         warnings.simplefilter("ignore")  # each single fit's diagnostics: in its row's verdict
         return summarize_ensemble(table, fit, ci_prob=args.ci_prob, ci_kind=args.ci_kind,
                                   rope=getattr(args, "rope", None), seed=args.seed,
+                                  single=not getattr(args, "no_single", False),
                                   draws=args.draws, tune=args.tune, chains=args.chains,
                                   sampler=args.sampler, target_accept=args.target_accept)
 
@@ -244,6 +248,7 @@ def run(args) -> int:
         ens = ensemble_summary(table, fit, args)
         payload["ensemble"] = ens.to_dict()
         lines += ["", "many embeddings: " + str(ens)]
+        lines.insert(0, ens.headline())  # the corpus-level finding is the first line read
     if per_embedding:  # the corpus-level verdict with each embedding left out in turn
         from ..ensemble import leave_one_embedding_out
 

@@ -913,3 +913,794 @@ def validate(spec: ModelSpec, source: str) -> None:
 def derived(values: dict, m) -> dict:
     """Return no derived variables."""
     return {}
+
+
+# ---- the native kernel: word effects integrated out, sampled on per-cell statistics ----
+
+#: The compiled kernel's C source (its own library beside :mod:`._native`'s: the single-
+#: embedding kernels' source, and so their cached build, stay as they are).
+_KERNEL_C = r"""
+/* ---- the embedding-level family on per-cell statistics (embedding_level.pack) ----
+ * x = (hyper[H], z[Z]). hyper j is exp(x[j]) when its prior row says positive. The z are
+ * grouped in sets (zero-sum deviations): value_i = s (z_i - zbar) non-centred, or
+ * z_i - zbar centred with density s^-(n-1) exp(-|d|^2 / 2 s^2) and zbar ~ Normal(0, h).
+ * Embedding effects B[e, c] and row-attribute effects v[j] are sums of up to 4 coef x value.
+ * Per non-empty cell k (word w, embedding e, connection c, n rows, mean ybar, group g):
+ * r_k = ybar - vbar_g - M_c - B[e, c], V_k = eta_c^2 + sigma_c^2 / n. The word effects
+ * word[w, c] ~ Normal(0, tau_c) (around M_c) are integrated out per (w, c) segment of cells:
+ * log N(r; 0, diag(V) + tau^2 11'). Within-cell sums of squares per connection as in
+ * embedding_level.likelihood. */
+int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2];
+    int64_t E = (int64_t)data[3], nra = (int64_t)data[4], ncell = (int64_t)data[5];
+    int64_t nseg = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
+    int64_t ncen = (int64_t)data[9];
+    const double *priors = data + 16;             /* H x 5 */
+    const double *roles = priors + 5 * H;         /* M[4], tau[4], eta[4], sigma[4] indices */
+    const double *sets = roles + 16;              /* nset x 5: zstart, size, scale, centred, h */
+    const double *bmap = sets + 5 * nset;         /* E*4 x 4 idx, then E*4 x 4 coef */
+    const double *bcoef = bmap + 16 * E;
+    const double *vmap = bcoef + 16 * E;          /* nra x 4 idx, nra x 4 coef */
+    const double *vcoef = vmap + 4 * nra;
+    const double *cemb = vcoef + 4 * nra;         /* per cell: embedding, conn, n, ybar, group */
+    const double *cconn = cemb + ncell, *cn = cconn + ncell, *cy = cn + ncell;
+    const double *cgrp = cy + ncell;
+    const double *segs = cgrp + ncell;            /* nseg + 1 starts */
+    const double *gconn = segs + nseg + 1, *gmult = gconn + ng;  /* group: conn, cells x n */
+    const double *pg = gmult + ng, *pa = pg + npair, *pw = pa + npair;
+    const double *cen_j = pw + npair, *cen_c = cen_j + ncen, *cen_v = cen_c + ncen;
+    const double *ssc = cen_v + ncen, *nm1 = ssc + 4;   /* per conn: sum ss, sum (n - 1) */
+    double *h, *gh, *val, *gval, *B, *gB, *v, *gv, *vb, *gvb, *quad, *work;
+    double M[4], tau[4], eta[4], sig[4], gM[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
+    double geta[4] = {0, 0, 0, 0}, gsig[4] = {0, 0, 0, 0}, within[4], lp = 0.0;
+    int64_t i, j, k, c, s, q;
+    int64_t rc = 0;
+    if ((int64_t)dim != H + Z) return -1;
+    double lastn[4] = {-1, -1, -1, -1}, lastlv[4] = {0, 0, 0, 0}, lastiv[4] = {0, 0, 0, 0};
+    double *rk, *ivk;
+    work = (double *)malloc(sizeof(double) * (size_t)(2 * H + 2 * Z + 8 * E + 2 * nra + 3 * ng
+                                                       + 2 * ncell + 2 * 64));
+    if (work == NULL) return -2;
+    h = work; gh = h + H; val = gh + H; gval = val + Z; B = gval + Z; gB = B + 4 * E;
+    v = gB + 4 * E; gv = v + nra; vb = gv + nra; gvb = vb + ng; quad = gvb + ng;
+    rk = quad + ng; ivk = rk + ncell;
+    for (j = 0; j < H; j++) {
+        h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+        gh[j] = 0.0;
+    }
+    for (c = 0; c < 4; c++) {
+        M[c] = h[(int64_t)roles[c]];
+        tau[c] = h[(int64_t)roles[4 + c]];
+        eta[c] = h[(int64_t)roles[8 + c]];
+        sig[c] = h[(int64_t)roles[12 + c]];
+    }
+    /* set values */
+    for (s = 0; s < nset; s++) {
+        int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
+        double sc = h[(int64_t)sets[5 * s + 2]], zbar = 0.0;
+        int cent = sets[5 * s + 3] > 0.5;
+        for (i = 0; i < n; i++) zbar += x[H + z0 + i];
+        zbar /= (double)n;
+        for (i = 0; i < n; i++) {
+            double d = x[H + z0 + i] - zbar;
+            val[z0 + i] = cent ? d : sc * d;
+            gval[z0 + i] = 0.0;
+        }
+    }
+    for (k = 0; k < 4 * E; k++) {
+        double t = 0.0;
+        for (i = 0; i < 4; i++) {
+            int64_t id = (int64_t)bmap[4 * k + i];
+            if (id >= 0) t += bcoef[4 * k + i] * val[id];
+        }
+        B[k] = t;
+        gB[k] = 0.0;
+    }
+    for (j = 0; j < nra; j++) {
+        double t = 0.0;
+        for (i = 0; i < 4; i++) {
+            int64_t id = (int64_t)vmap[4 * j + i];
+            if (id >= 0) t += vcoef[4 * j + i] * val[id];
+        }
+        v[j] = t;
+        gv[j] = 0.0;
+    }
+    for (q = 0; q < ng; q++) { vb[q] = 0.0; gvb[q] = 0.0; quad[q] = 0.0; }
+    for (i = 0; i < npair; i++) vb[(int64_t)pg[i]] += pw[i] * v[(int64_t)pa[i]];
+    for (i = 0; i < npair; i++) {
+        int64_t g = (int64_t)pg[i];
+        double d = v[(int64_t)pa[i]] - vb[g];
+        quad[g] += pw[i] * d * d;
+    }
+    for (c = 0; c < 4; c++) within[c] = ssc[c];
+    for (q = 0; q < ng; q++) within[(int64_t)gconn[q]] += gmult[q] * quad[q];
+    for (i = 0; i < ncen; i++) within[(int64_t)cen_c[i]] -= 2.0 * cen_v[i] * v[(int64_t)cen_j[i]];
+    for (c = 0; c < 4; c++) {
+        double s2 = sig[c] * sig[c];
+        lp += -nm1[c] * log(sig[c]) - within[c] / (2.0 * s2);
+        gsig[c] += -nm1[c] / sig[c] + within[c] / (s2 * sig[c]);
+    }
+    /* d/dv of the within terms */
+    for (i = 0; i < ncen; i++) {
+        c = (int64_t)cen_c[i];
+        gv[(int64_t)cen_j[i]] += cen_v[i] / (sig[c] * sig[c]);
+    }
+    for (i = 0; i < npair; i++) {
+        int64_t g = (int64_t)pg[i];
+        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]];
+        gv[(int64_t)pa[i]] -= gmult[g] * pw[i] * (v[(int64_t)pa[i]] - vb[g]) / s2;
+    }
+    /* segments: one (word, connection) each, its cells' word effect integrated out */
+    for (s = 0; s < nseg; s++) {
+        int64_t lo = (int64_t)segs[s], hi = (int64_t)segs[s + 1];
+        double S = 0.0, P = 0.0, Q = 0.0, slv = 0.0, t2, D, beta;
+        double ge = 0.0, gsn = 0.0, gm = 0.0;
+        c = (int64_t)cconn[lo];
+        t2 = tau[c] * tau[c];
+        for (k = lo; k < hi; k++) {
+            int64_t e = (int64_t)cemb[k], g = (int64_t)cgrp[k];
+            double r = cy[k] - vb[g] - M[c] - B[4 * e + c], iv;
+            if (cn[k] != lastn[c]) {  /* cells of a connection mostly share n: once per n */
+                double V = eta[c] * eta[c] + sig[c] * sig[c] / cn[k];
+                lastn[c] = cn[k];
+                lastlv[c] = log(V);
+                lastiv[c] = 1.0 / V;
+            }
+            iv = lastiv[c];
+            rk[k] = r;
+            ivk[k] = iv;
+            S += iv;
+            P += r * iv;
+            Q += r * r * iv;
+            slv += lastlv[c];
+        }
+        D = 1.0 + t2 * S;
+        beta = t2 * P / D;
+        lp += -0.5 * slv - 0.5 * log(D) - 0.5 * (Q - t2 * P * P / D);
+        gtau[c] += tau[c] * (P * P / (D * D) - S / D);
+        for (k = lo; k < hi; k++) {
+            int64_t e = (int64_t)cemb[k], g = (int64_t)cgrp[k];
+            double iv = ivk[k], d = rk[k] - beta;
+            double dr = -d * iv;
+            double dV = (-0.5 + 0.5 * t2 * iv / D + 0.5 * d * d * iv) * iv;
+            gvb[g] -= dr;
+            gm -= dr;
+            gB[4 * e + c] -= dr;
+            ge += dV;
+            gsn += dV / cn[k];
+        }
+        gM[c] += gm;
+        geta[c] += ge * 2.0 * eta[c];
+        gsig[c] += gsn * 2.0 * sig[c];
+    }
+    for (i = 0; i < npair; i++) gv[(int64_t)pa[i]] += gvb[(int64_t)pg[i]] * pw[i];
+    /* back to the set values */
+    for (k = 0; k < 4 * E; k++)
+        for (i = 0; i < 4; i++) {
+            int64_t id = (int64_t)bmap[4 * k + i];
+            if (id >= 0) gval[id] += bcoef[4 * k + i] * gB[k];
+        }
+    for (j = 0; j < nra; j++)
+        for (i = 0; i < 4; i++) {
+            int64_t id = (int64_t)vmap[4 * j + i];
+            if (id >= 0) gval[id] += vcoef[4 * j + i] * gv[j];
+        }
+    for (c = 0; c < 4; c++) {
+        gh[(int64_t)roles[c]] += gM[c];
+        gh[(int64_t)roles[4 + c]] += gtau[c];
+        gh[(int64_t)roles[8 + c]] += geta[c];
+        gh[(int64_t)roles[12 + c]] += gsig[c];
+    }
+    /* sets: priors and the chain rule to z and the scales */
+    for (s = 0; s < nset; s++) {
+        int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
+        int64_t si = (int64_t)sets[5 * s + 2];
+        double sc = h[si], zbar = 0.0, gbar = 0.0;
+        int cent = sets[5 * s + 3] > 0.5;
+        for (i = 0; i < n; i++) {
+            zbar += x[H + z0 + i];
+            gbar += gval[z0 + i];
+        }
+        zbar /= (double)n;
+        gbar /= (double)n;
+        if (cent) {
+            double an = sets[5 * s + 4], ss = 0.0;
+            for (i = 0; i < n; i++) {
+                double d = x[H + z0 + i] - zbar;
+                ss += d * d;
+                out[H + z0 + i] = gval[z0 + i] - gbar - d / (sc * sc)
+                                  - zbar / ((double)n * an * an);
+            }
+            lp += -((double)n - 1.0) * log(sc) - ss / (2.0 * sc * sc)
+                  - 0.5 * zbar * zbar / (an * an);
+            gh[si] += -((double)n - 1.0) / sc + ss / (sc * sc * sc);
+        } else {
+            double gs = 0.0;
+            for (i = 0; i < n; i++) {
+                double z = x[H + z0 + i], d = z - zbar;
+                lp += -0.5 * z * z;
+                gs += gval[z0 + i] * d;
+                out[H + z0 + i] = sc * (gval[z0 + i] - gbar) - z;
+            }
+            gh[si] += gs;
+        }
+    }
+    for (j = 0; j < H; j++) {
+        double pgr, pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3],
+                               priors[5 * j + 4], h[j], &pgr);
+        double gg = gh[j] + pgr;
+        lp += pl;
+        if (priors[5 * j + 1] > 0.5) {
+            lp += x[j];
+            out[j] = gg * h[j] + 1.0;
+        } else {
+            out[j] = gg;
+        }
+    }
+    for (j = 0; j < H + Z; j++)
+        if (!isfinite(out[j])) { rc = 3; goto done; }
+    logp_[0] = lp;
+    if (!isfinite(lp)) rc = 4;
+done:
+    free(work);
+    return rc;
+}
+
+/* expanded: the hyperparameters on their natural scale, then the set values */
+int64_t el_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
+                  const double *data) {
+    int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2], i, j, s;
+    const double *priors = data + 16, *sets = priors + 5 * H + 16;
+    if ((int64_t)dim != H + Z || (int64_t)expanded != H + Z) return -1;
+    for (j = 0; j < H; j++) out[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
+    for (s = 0; s < nset; s++) {
+        int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
+        double sc = out[(int64_t)sets[5 * s + 2]], zbar = 0.0;
+        int cent = sets[5 * s + 3] > 0.5;
+        for (i = 0; i < n; i++) zbar += x[H + z0 + i];
+        zbar /= (double)n;
+        for (i = 0; i < n; i++) {
+            double d = x[H + z0 + i] - zbar;
+            out[H + z0 + i] = cent ? d : sc * d;
+        }
+    }
+    return 0;
+}
+"""
+
+
+def native_supported(cells: Cells) -> bool:
+    """Whether the native kernel covers this table's structure.
+
+    Every structure but a factor column and the word x corpus-sample level (a sample with two
+    or more training runs among two or more samples), given a C compiler: those keep the
+    PyMC model.
+    """
+    st = structure(cells)
+    return st["factor"] is None and not st["word_sample_level"] and _library() is not None
+
+
+def _library():
+    """Return the compiled embedding-level kernel (``ctypes.CDLL``), or None."""
+    import ctypes
+    import os
+
+    from . import _native
+
+    if os.environ.get("BAYESBIAS_KERNEL", "").lower() in ("pymc", "numba"):
+        return None
+    text = _native.source() + _KERNEL_C
+    if text in _native._LIBS:
+        return _native._LIBS[text]
+    cc = _native._compiler()
+    lib = None
+    if cc is not None:
+        try:
+            path = _native._build(cc, text)
+            lib = ctypes.CDLL(str(path)) if path is not None else None
+        except OSError:
+            lib = None
+    _native._LIBS[text] = lib
+    return lib
+
+
+def _hyper(spec: ModelSpec, cells: Cells):
+    """Return the sampled hyperparameters: names, sizes and prior rows, and the roles map."""
+    from .priors import kernel_row
+
+    pr = spec.priors
+    per = spec.residual_sd == "per_connection"
+    strength = has_strength(spec) and strength_stereotypes(cells).size > 0
+    blocks = [("M", _NC, "mu_bar"), ("tau", _NC, "tau"), ("eta", _NC, "eta"),
+              ("sigma", _NC if per else 1, "sigma"), ("omega", 1, "omega")]
+    if strength:
+        blocks.append(("gamma", 1, "gamma"))
+    blocks += [("kappa0", 1, "kappa0"), ("kappa", _NC - 1, "kappa"), ("lambda0", 1, "lambda0"),
+               ("lambda", _NC - 1, "lambda"), ("psi", 1, "psi")]
+    if strength and "phi" in pr:
+        blocks.append(("phi", 1, "phi"))
+    blocks.append(("xi", _NC, "xi"))
+    rows, start, k = [], {}, 0
+    for name, size, prior in blocks:
+        start[name] = k
+        rows += [kernel_row(pr[prior])] * size
+        k += size
+    roles = np.concatenate([start["M"] + np.arange(_NC), start["tau"] + np.arange(_NC),
+                            start["eta"] + np.arange(_NC),
+                            start["sigma"] + (np.arange(_NC) if per else np.zeros(_NC))])
+    return blocks, start, np.asarray(rows, dtype=float), roles.astype(float)
+
+
+def _ratio_centred(means: np.ndarray, noise: float) -> tuple[bool, float]:
+    """Centred when the spread of `means` beyond `noise` (their error variance) dominates it.
+
+    Moment estimate ``s^2 = var(means) - noise``; centred when ``s^2 / noise`` is at least
+    :data:`~bayesbias.models.crossed.AUTO_RATIO` (the data pin each value better than the
+    prior spreads them). Returns the choice and the anchor sd of a centred set's mean.
+    """
+    from .crossed import AUTO_RATIO
+
+    means = np.asarray(means, float)
+    means = means[np.isfinite(means)]
+    if means.size < 2 or not np.isfinite(noise) or noise <= 0:
+        return False, 1.0
+    s2 = float(np.var(means, ddof=1)) - noise
+    return bool(s2 / noise >= AUTO_RATIO), float(np.sqrt(noise))
+
+
+def _layout_sets(spec: ModelSpec, cells: Cells):
+    """Return the zero-sum sets of the kernel and what each effect adds up from.
+
+    Returns ``sets`` (rows zstart, size, scale index, centred, anchor sd), ``parts`` (name ->
+    (start in the values, shape)), the embedding-effect map (E*4 x 4 index, coef), the
+    row-attribute map (:func:`row_attribute` x 4 index, coef) and the choices made
+    (name -> centred).
+    """
+    from .cells import ATTRIBUTE_KINDS
+
+    st = structure(cells)
+    blocks, start, _, _ = _hyper(spec, cells)
+    names = {b[0] for b in blocks}
+    r_n, e_n, a_n = st["samples"].size, st["embeddings"].size, cells.attributes.size
+    stereo = strength_stereotypes(cells) if "gamma" in names else np.zeros(0, dtype=np.int64)
+    sets, parts, choices = [], {}, {}
+    z = 0
+    mom = _moments_el(cells)
+
+    def add(name, shape, scale_idx, centred, anchor):
+        nonlocal z
+        size = int(np.prod(shape))
+        parts[name] = (z, shape)
+        n_set = shape[-1]
+        cen = np.broadcast_to(np.asarray(centred, bool), (size // n_set,))
+        sc = np.broadcast_to(np.asarray(scale_idx, float), (size // n_set,))
+        for i in range(size // n_set):
+            sets.append([z + i * n_set, n_set, sc[i], float(cen[i]), anchor])
+        z += size
+
+    if st["sample_level"]:
+        cen, h = _ratio_centred(*mom["sample_shared"])
+        add("sample_shared", (r_n,), start["kappa0"], cen, h)
+        cen3 = [_ratio_centred(*m)[0] for m in mom["sample_vs_none"]]
+        add("sample_vs_none", (_NC - 1, r_n), start["kappa"] + np.arange(_NC - 1), cen3, h)
+        choices.update(sample_shared=cen, sample_vs_none=cen3)
+    if st["run_level"]:
+        cen, h = _ratio_centred(*mom["run_shared"])
+        add("run_shared", (e_n,), start["lambda0"], cen, h)
+        cen3 = [_ratio_centred(*m)[0] for m in mom["run_vs_none"]]
+        add("run_vs_none", (_NC - 1, e_n), start["lambda"] + np.arange(_NC - 1), cen3, h)
+        choices.update(run_shared=cen, run_vs_none=cen3)
+    kinds = np.array([ATTRIBUTE_KINDS.index(k) for k in cells.attribute_kind])
+    for k, label in enumerate(ATTRIBUTE_KINDS):
+        idx = np.flatnonzero(kinds == k)
+        if idx.size:
+            cen, h = _ratio_centred(mom["attribute"][0][idx], mom["attribute"][1])
+            add(f"attribute_{label}", (idx.size,), start["omega"], cen, h)
+            choices[f"attribute_{label}"] = cen
+    if stereo.size:
+        cen, h = _ratio_centred(*mom["strength"])
+        add("strength", (stereo.size,), start["gamma"], cen, h)
+        choices["strength"] = cen
+    if st["attribute_sample_level"]:
+        cen, h = _ratio_centred(*mom["attribute_sample"])
+        add("attribute_sample", (a_n, r_n), start["psi"], cen, h)
+        choices["attribute_sample"] = cen
+        if stereo.size and "phi" in names:
+            add("strength_sample", (stereo.size, r_n), start["phi"], False, 1.0)
+            choices["strength_sample"] = False
+    # the embedding effects B[e, c]
+    bidx, bcoef = -np.ones((e_n, _NC, 4)), np.zeros((e_n, _NC, 4))
+    for e in range(e_n):
+        r = st["sample_of"][e]
+        for c in range(_NC):
+            slots = []
+            if st["sample_level"]:
+                slots.append(parts["sample_shared"][0] + r)
+                if c < _NC - 1:
+                    slots.append(parts["sample_vs_none"][0] + c * r_n + r)
+            if st["run_level"]:
+                slots.append(parts["run_shared"][0] + e)
+                if c < _NC - 1:
+                    slots.append(parts["run_vs_none"][0] + c * e_n + e)
+            bidx[e, c, :len(slots)] = slots
+            bcoef[e, c, :len(slots)] = 1.0
+    # the row-attribute effects (row_attribute's indices)
+    _, n_ra = row_attribute(cells, bool(stereo.size))
+    vidx, vcoef = -np.ones((n_ra, 4)), np.zeros((n_ra, 4))
+    pos_in_kind = np.zeros(a_n, dtype=np.int64)
+    for k, label in enumerate(ATTRIBUTE_KINDS):
+        idx = np.flatnonzero(kinds == k)
+        pos_in_kind[idx] = parts[f"attribute_{label}"][0] + np.arange(idx.size) if idx.size \
+            else 0
+    rr = r_n if st["attribute_sample_level"] else 1
+    for a in range(a_n):
+        for r in range(rr):
+            j = a * rr + r if st["attribute_sample_level"] else a
+            vidx[j, 0], vcoef[j, 0] = pos_in_kind[a], 1.0
+            if st["attribute_sample_level"]:
+                vidx[j, 1], vcoef[j, 1] = parts["attribute_sample"][0] + a * r_n + r, 1.0
+    base_n = a_n * rr
+    for s, a in enumerate(stereo):
+        for r in range(rr):
+            for side, sign in ((0, 0.5), (1, -0.5)):
+                j = base_n + (side * stereo.size + s) * rr + r
+                vidx[j], vcoef[j] = vidx[a * rr + r], vcoef[a * rr + r]
+                vidx[j, 2], vcoef[j, 2] = parts["strength"][0] + s, sign
+                if "strength_sample" in parts:
+                    vidx[j, 3], vcoef[j, 3] = parts["strength_sample"][0] + s * r_n + r, sign
+    return (np.asarray(sets, float).reshape(-1, 5), parts, (bidx, bcoef), (vidx, vcoef),
+            choices, z)
+
+
+def _moments_el(cells: Cells) -> dict:
+    """Moment estimates for the centred / non-centred choice of each set (data and noise).
+
+    Per set: the values' rough estimates (means of residuals) and their error variance.
+    """
+    from .crossed import _residual_moments
+
+    st = structure(cells)
+    out = {}
+    means, s2, n = _residual_moments(cells)
+    out["attribute"] = (means, s2 / max(n, 1.0))
+    # per (embedding, connection): mean of the cell means; noise of that mean
+    has = cells.n > 0
+    mean = np.where(has, np.nan_to_num(cells.mean), 0.0)
+    e_of = cells.unit_embedding
+    e_n = st["embeddings"].size
+    sums = np.zeros((e_n, _NC))
+    cnt = np.zeros((e_n, _NC))
+    np.add.at(sums, e_of, mean)
+    np.add.at(cnt, e_of, has)
+    em = sums / np.maximum(cnt, 1)
+    # noise of one embedding's mean: the cells' spread around word + embedding (two-way
+    # residual; the word effects are common to every embedding and cancel)
+    w_of = st["word_of"]
+    w_n = st["words"].size
+    ws = np.zeros((w_n, _NC))
+    wc = np.zeros((w_n, _NC))
+    np.add.at(ws, w_of, np.where(has, mean - em[e_of], 0.0))
+    np.add.at(wc, w_of, has)
+    wm = ws / np.maximum(wc, 1)
+    within = np.where(has, mean - em[e_of] - wm[w_of], 0.0)
+    dof = max(has.sum() - e_n * _NC - w_n * _NC, 1)
+    w_var = float((within**2).sum() / dof)
+    noise_e = w_var / max(float(cnt.mean()), 1.0)
+    samples = st["sample_of"]
+    r_n = st["samples"].size
+    sm = np.stack([em[samples == r].mean(axis=0) for r in range(r_n)])
+    out["sample_shared"] = (sm[:, -1], noise_e)
+    out["sample_vs_none"] = [(sm[:, c] - sm[:, -1], 2 * noise_e) for c in range(_NC - 1)]
+    out["run_shared"] = (em[:, -1] - sm[samples, -1], noise_e)
+    out["run_vs_none"] = [(em[:, c] - em[:, -1] - (sm[samples, c] - sm[samples, -1]),
+                           2 * noise_e) for c in range(_NC - 1)]
+    # a stereotype's own-class strength (associated minus different residual)
+    stereo = strength_stereotypes(cells)
+    res = np.asarray(cells.y, float) - cells.mean[cells.unit_idx, cells.conn_idx]
+    key = cells.attr_idx.astype(np.int64) * _NC + cells.conn_idx
+    size = cells.attributes.size * _NC
+    sums_a = np.bincount(key, weights=res, minlength=size).reshape(-1, _NC)
+    cnt_a = np.bincount(key, minlength=size).reshape(-1, _NC)
+    if stereo.size:
+        own, oth = CONNECTIONS.index("associated"), CONNECTIONS.index("different")
+        d = sums_a[stereo, own] / cnt_a[stereo, own] - sums_a[stereo, oth] / cnt_a[stereo, oth]
+        noise = float(np.mean(s2 * (1.0 / cnt_a[stereo, own] + 1.0 / cnt_a[stereo, oth])))
+        out["strength"] = (d, noise)
+    # an attribute's deviation in one corpus sample around its own mean
+    r_row = samples[e_of[cells.unit_idx]]
+    key = cells.attr_idx.astype(np.int64) * r_n + r_row
+    na = cells.attributes.size
+    s_ar = np.bincount(key, weights=res, minlength=na * r_n).reshape(na, r_n)
+    c_ar = np.bincount(key, minlength=na * r_n).reshape(na, r_n)
+    m_ar = s_ar / np.maximum(c_ar, 1)
+    dev = (m_ar - m_ar.mean(axis=1, keepdims=True)).ravel()
+    out["attribute_sample"] = (dev, s2 / max(float(np.median(c_ar)), 1.0))
+    return out
+
+
+def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
+    """One flat float64 array: what ``el_logp`` reads, and the layout for the draws."""
+    st = structure(cells)
+    blocks, start, rows, roles = _hyper(spec, cells)
+    sets, parts, (bidx, bcoef), (vidx, vcoef), choices, n_z = _layout_sets(spec, cells)
+    strength = "gamma" in start
+    lay = attribute_groups(cells, strength)
+    ui, ci = lay["ui"], lay["ci"]
+    word = st["word_of"][ui]
+    emb = cells.unit_embedding[ui].astype(np.int64)
+    order = np.lexsort((emb, ci, word))
+    seg_key = word[order] * _NC + ci[order]
+    seg_start = np.flatnonzero(np.r_[True, seg_key[1:] != seg_key[:-1]])
+    segs = np.r_[seg_start, order.size].astype(float)
+    n_g = np.zeros(lay["group_cells"].size)
+    n_g[lay["group"]] = lay["n"]
+    gmult = lay["group_cells"] * n_g
+    cj, cc = np.nonzero(lay["centred"])
+    cv = lay["centred"][cj, cc]
+    ssc = np.bincount(ci, weights=lay["ss"], minlength=_NC)
+    nm1 = np.bincount(ci, weights=lay["n"] - 1.0, minlength=_NC)
+    e_n = st["embeddings"].size
+    h = rows.shape[0]
+    head = np.zeros(16)
+    head[:10] = [h, n_z, sets.shape[0], e_n, vidx.shape[0], order.size, seg_start.size,
+                 gmult.size, lay["pair_group"].size, cj.size]
+    data = np.ascontiguousarray(np.concatenate([
+        head, rows.ravel(), roles, sets.ravel(), bidx.reshape(-1), bcoef.reshape(-1),
+        vidx.ravel(), vcoef.ravel(), emb[order], ci[order], lay["n"][order],
+        lay["ybar"][order], lay["group"][order], segs, lay["group_conn"], gmult,
+        lay["pair_group"], lay["pair_attr"], lay["pair_weight"], cj, cc, cv, ssc, nm1]
+    ).astype(np.float64))
+    layout = {"blocks": blocks, "start": start, "parts": parts, "choices": choices,
+              "n_z": n_z, "lay": lay, "order": order, "segs": segs.astype(np.int64),
+              "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
+              else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef)}
+    return data, layout
+
+
+def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
+    """Return a start near the data (connection means, sds from moments), jittered."""
+    start, blocks = layout["start"], layout["blocks"]
+    h = sum(b[1] for b in blocks)
+    x = np.zeros(h + layout["n_z"])
+    n = cells.n.sum(axis=0)
+    tot = np.where(cells.n > 0, cells.n * np.nan_to_num(cells.mean), 0.0).sum(axis=0)
+    mean = tot / np.maximum(n, 1)
+    between = np.array([np.std(cells.mean[cells.n[:, j] > 0, j])
+                        if (cells.n[:, j] > 0).sum() > 1 else 0.1 for j in range(_NC)])
+    between = np.clip(np.nan_to_num(between, nan=0.1), 0.01, None)
+    from .crossed import _moments
+
+    o2, s2, _ = _moments(cells)
+    guess = {"M": mean, "tau": np.log(between), "eta": np.log(np.full(_NC, 0.02)),
+             "sigma": np.log(np.full(_NC, np.sqrt(s2))), "omega": np.log(max(np.sqrt(o2), 0.01))}
+    for name, size, _ in blocks:
+        k = start[name]
+        x[k:k + size] = guess.get(name, np.log(0.05))
+    x[:h] += rng.uniform(-0.1, 0.1, h)
+    jitter = rng.uniform(-0.1, 0.1, layout["n_z"])
+    # a centred set's values are on the scale of its sd: start them small
+    sets = layout["sets"]
+    for z0, size, _, cen, _ in sets:
+        if cen > 0.5:
+            jitter[int(z0):int(z0 + size)] *= 0.01
+    x[h:] = jitter
+    return x
+
+
+def _split(raw: np.ndarray, layout: dict, name: str) -> np.ndarray:
+    z0, shape = layout["parts"][name]
+    size = int(np.prod(shape))
+    return raw[..., z0:z0 + size].reshape(raw.shape[:-1] + tuple(shape))
+
+
+def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True):
+    """Return the sampler's :class:`~bayesbias.models.marginal.Kernel`, or None.
+
+    None without a C compiler or for a structure the kernel does not cover
+    (:func:`native_supported`): the PyMC model is then sampled. The word effects and the
+    (word@embedding, connection) cell means are integrated out of the density and drawn
+    afterwards from their exact conditionals; the means of the zero-sum effects, which only
+    ``mu_bar`` sees, are drawn from their (prior) Normal.
+    """
+    from ._native import CFunc
+    from .marginal import Kernel
+
+    if not native_supported(cells):
+        return None
+    lib = _library()
+    if lib is None:
+        return None
+    data, layout = pack(spec, cells)
+    layout["sets"] = data[16 + 5 * int(data[0]) + 16:][:5 * int(data[2])].reshape(-1, 5)
+    st = structure(cells)
+    blocks = layout["blocks"]
+    h = sum(b[1] for b in blocks)
+    names = [b[0] for b in blocks] + ["set_values"]
+    per = spec.residual_sd == "per_connection"
+    dims = {"M": ("connection",), "tau": ("connection",), "eta": ("connection",),
+            "kappa": ("connection_vs_none",), "lambda": ("connection_vs_none",),
+            "xi": ("connection",)}
+    if per:
+        dims["sigma"] = ("connection",)
+    shapes = [(b[1],) if b[1] > 1 else () for b in blocks] + [(layout["n_z"],)]
+    coords = {"word": st["words"].tolist(), "embedding": st["embeddings"].tolist(),
+              "corpus_sample": st["samples"].tolist(),
+              "connection_vs_none": list(CONNECTIONS[:3]),
+              "attribute": cells.attributes.tolist(),
+              "set_value": list(range(layout["n_z"]))}
+    if layout["stereo"].size:
+        coords["stereotype"] = cells.attributes[layout["stereo"]].tolist()
+
+    def complete(raw, rng):
+        return _complete(spec, cells, layout, raw, rng, word_draws)
+
+    return Kernel(names=names, shapes=shapes, dims=dims, data=data,
+                  logp=CFunc(lib, "el_logp", 1), expand=CFunc(lib, "el_expand", 2),
+                  init=lambda rng: _initial(spec, cells, layout, rng), complete=complete,
+                  coords={k: v for k, v in coords.items() if k != "set_value"},
+                  attrs={"centred_sets": _json_choices(layout["choices"]),
+                         "kernel": "native (word effects and cell means integrated out)"},
+                  dim=h + layout["n_z"], expanded_dim=h + layout["n_z"])
+
+
+def _json_choices(choices: dict) -> str:
+    import json
+
+    return json.dumps({k: (list(map(bool, v)) if isinstance(v, list) else bool(v))
+                       for k, v in choices.items()})
+
+
+def _complete(spec, cells, layout, raw, rng, word_draws):
+    """Posterior variables from the kernel's draws (see :func:`marginal_kernel`)."""
+    from .cells import ATTRIBUTE_KINDS
+
+    st = structure(cells)
+    lead = raw["M"].shape[:2]
+    vals = raw["set_values"]
+    r_n, e_n, a_n = st["samples"].size, st["embeddings"].size, cells.attributes.size
+    w_n = st["words"].size
+    D = ("chain", "draw")
+    out = {}
+    sig = raw["sigma"] if raw["sigma"].ndim == 3 else np.repeat(raw["sigma"][..., None], _NC, -1)
+    # the embedding effects and the attribute effects per row_attribute
+    bidx, bcoef = layout["bmap"]
+    vidx, vcoef = layout["vmap"]
+
+    def combine(idx, coef):
+        acc = np.zeros(lead + idx.shape[:-1])
+        for t in range(idx.shape[-1]):
+            i = idx[..., t].astype(np.int64)
+            ok = i >= 0
+            if ok.any():
+                part = np.zeros(lead + idx.shape[:-1])
+                part[..., ok] = vals[..., i[ok]] * coef[..., t][ok]
+                acc += part
+        return acc
+
+    B = combine(bidx, bcoef)            # (chain, draw, E, 4)
+    v_row = combine(vidx, vcoef)        # (chain, draw, n_ra)
+    kinds = np.array([ATTRIBUTE_KINDS.index(k) for k in cells.attribute_kind])
+    v = np.zeros(lead + (a_n,))
+    shift = np.zeros(lead + (_NC,))
+    kind_conn = _kind_of_connection()
+    for k, label in enumerate(ATTRIBUTE_KINDS):
+        idx = np.flatnonzero(kinds == k)
+        if idx.size:
+            v[..., idx] = _split(vals, layout, f"attribute_{label}")
+            z = rng.standard_normal(lead)
+            shift[..., kind_conn == k] += (raw["omega"] * z / np.sqrt(idx.size))[..., None]
+    # the word effects' posterior, then the cell means (chunks of draws)
+    lay = layout["lay"]
+    order, segs = layout["order"], layout["segs"]
+    grp = lay["group"][order]
+    ci = lay["ci"][order]
+    n = lay["n"][order]
+    ybar = lay["ybar"][order]
+    emb = layout["emb"][order]
+    word = layout["word"][order]
+    seg_of = np.repeat(np.arange(segs.size - 1), np.diff(segs))
+    seg_word, seg_conn = word[segs[:-1]], ci[segs[:-1]]
+    pg, pa, pw = lay["pair_group"], lay["pair_attr"], lay["pair_weight"]
+    ng = lay["group_cells"].size
+    flat_v = v_row.reshape(-1, v_row.shape[-1])
+    flat_B = B.reshape(-1, e_n, _NC)
+    M = raw["M"].reshape(-1, _NC)
+    tau, eta, sg = (raw["tau"].reshape(-1, _NC), raw["eta"].reshape(-1, _NC),
+                    sig.reshape(-1, _NC))
+    nd = M.shape[0]
+    omega_w = np.empty((nd, _NC, w_n))
+    units = cells.units.size
+    unit_of = lay["ui"][order]
+    mu = np.empty((nd, units, _NC)) if word_draws else None
+    chunk = max(1, int(2_000_000 // max(order.size, 1)))
+    for lo in range(0, nd, chunk):
+        sl = slice(lo, min(nd, lo + chunk))
+        k = sl.stop - sl.start
+        vb = np.zeros((k, ng))
+        np.add.at(vb.T, pg, (flat_v[sl][:, pa] * pw).T)
+        rbar = ybar[None, :] - vb[:, grp]
+        r = rbar - M[sl][:, ci] - flat_B[sl][:, emb, ci]
+        V = eta[sl][:, ci] ** 2 + sg[sl][:, ci] ** 2 / n[None, :]
+        S = np.zeros((k, segs.size - 1))
+        P = np.zeros((k, segs.size - 1))
+        np.add.at(S.T, seg_of, (1.0 / V).T)
+        np.add.at(P.T, seg_of, (r / V).T)
+        t2 = tau[sl][:, seg_conn] ** 2
+        prec = 1.0 / t2 + S
+        draw = P / prec + rng.standard_normal(prec.shape) / np.sqrt(prec)
+        om = tau[sl][:, :, None] * rng.standard_normal((k, _NC, w_n))  # words without cells
+        om[:, seg_conn, seg_word] = draw
+        omega_w[sl] = om
+        if word_draws:
+            e_u = cells.unit_embedding.astype(np.int64)
+            w_u = st["word_of"]
+            centre = (M[sl][:, None, :] + flat_B[sl][:, e_u, :]
+                      + np.transpose(om, (0, 2, 1))[:, w_u, :])
+            m_all = centre + eta[sl][:, None, :] * rng.standard_normal(centre.shape)
+            cen = centre[:, unit_of, ci]
+            e2, s2 = eta[sl][:, ci] ** 2, sg[sl][:, ci] ** 2
+            p2 = 1.0 / e2 + n[None, :] / s2
+            mean = (cen / e2 + n[None, :] * rbar / s2) / p2
+            m_all[:, unit_of, ci] = mean + rng.standard_normal(mean.shape) / np.sqrt(p2)
+            mu[sl] = m_all
+    omega_w = omega_w.reshape(lead + (_NC, w_n))
+    wmean = omega_w.mean(axis=-1)
+    word_effect = omega_w - wmean[..., None]
+    word_mean_z = np.sqrt(w_n) * wmean / raw["tau"]
+    m_pymc = raw["M"] + wmean
+    # the means of the zero-sum effects: only mu_bar sees them (their prior Normal)
+    vs = np.r_[np.ones(_NC - 1), 0.0]
+    if st["sample_level"]:
+        f = np.sqrt(1.0 / r_n + (1.0 if st["bootstrap"] else 0.0))
+        x0, x = rng.standard_normal(lead), rng.standard_normal(lead + (_NC - 1,))
+        shift += f * (raw["kappa0"][..., None] * x0[..., None]
+                      + np.concatenate([raw["kappa"] * x, np.zeros(lead + (1,))], -1))
+    if st["run_level"]:
+        f = np.sqrt(1.0 / e_n)
+        x0, x = rng.standard_normal(lead), rng.standard_normal(lead + (_NC - 1,))
+        shift += f * (raw["lambda0"][..., None] * x0[..., None]
+                      + np.concatenate([raw["lambda"] * x, np.zeros(lead + (1,))], -1))
+    del vs
+    stereo = layout["stereo"]
+    if stereo.size:
+        mz = raw["gamma"] * rng.standard_normal(lead) / np.sqrt(stereo.size)
+        shift[..., 0] += mz / 2
+        shift[..., 1] -= mz / 2
+    mu_bar = raw["M"] - shift
+    out["mu_bar"] = (D + ("connection",), mu_bar)
+    out["M"] = (D + ("connection",), m_pymc)
+    for name, size, _ in layout["blocks"]:
+        if name == "M":
+            continue
+        d = {"kappa": ("connection_vs_none",), "lambda": ("connection_vs_none",)}.get(
+            name, ("connection",) if size == _NC else ())
+        out[name] = (D + d, raw[name])
+    out["word_effect"] = (D + ("connection", "word"), word_effect)
+    out["word_mean_z"] = (D + ("connection",), word_mean_z)
+    if st["sample_level"]:
+        out["sample_effect"] = (D + ("connection", "corpus_sample"),
+                                _level_effect(layout, vals, "sample", lead))
+    if st["run_level"]:
+        out["run_effect"] = (D + ("connection", "embedding"),
+                             _level_effect(layout, vals, "run", lead))
+    out["attribute_effect"] = (D + ("attribute",), v)
+    if stereo.size:
+        out["stereotype_strength"] = (D + ("stereotype",), _split(vals, layout, "strength"))
+    if st["attribute_sample_level"]:
+        u = _split(vals, layout, "attribute_sample")
+        out["attribute_sample_z"] = (D + ("attribute", "corpus_sample"),
+                                     u / raw["psi"][..., None, None])
+        if "strength_sample" in layout["parts"]:
+            w = _split(vals, layout, "strength_sample")
+            out["stereotype_strength_sample_z"] = (D + ("stereotype", "corpus_sample"),
+                                                   w / raw["phi"][..., None, None])
+    if word_draws:
+        out["mu"] = (D + (cells.unit_dim, "connection"), mu.reshape(lead + (units, _NC)))
+    return out
+
+
+def _level_effect(layout, vals, name, lead):
+    g = _split(vals, layout, f"{name}_shared")
+    h = _split(vals, layout, f"{name}_vs_none")
+    size = g.shape[-1]
+    return g[..., None, :] + np.concatenate([h, np.zeros(lead + (1, size))], axis=-2)

@@ -247,10 +247,12 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         target_accept = _family_target_accept(family)
     n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
     sampler = _resolve_sampler(sampler)
+    covers = getattr(family, "native_supported", None)  # a kernel for some tables only
     if marginal is None:
-        marginal = sampler == "nutpie" and likelihood == "sufficient" and supports(spec)
+        marginal = sampler == "nutpie" and likelihood == "sufficient" and supports(spec) \
+            and (covers is None or covers(cells))
     elif marginal and not (sampler == "nutpie" and likelihood == "sufficient"
-                           and supports(spec)):
+                           and supports(spec) and (covers is None or covers(cells))):
         raise ModelSpecError(f"model {spec.name!r}: the cell-marginal sampler needs the "
                              "nutpie sampler, the sufficient likelihood, a family that "
                              "supports it and a working C compiler (its kernels)")

@@ -1,0 +1,172 @@
+"""The embedding-level fit against a single crossed fit of one of its embeddings (paired).
+
+    python benchmarks/bench_embedding_level.py [--table distances.csv] [--reps 3]
+    python benchmarks/bench_embedding_level.py --large [--embeddings 32 --words 1000]
+
+``--before`` adds the PyMC model this family was sampled with until now
+(``BAYESBIAS_KERNEL=pymc``, compiled by nutpie through numba; timed warm only).
+
+Each timing is a fresh process (``python -c``) that reads the table and runs ``fit_model``
+at the default settings: ``embedding_level`` on the whole table, ``crossed`` on its first
+embedding. *Cold*: a new, empty ``BAYESBIAS_CACHE`` (the compiled kernels are built in that
+process); *warm*: the cache of the previous cold run. The four runs of a repetition
+alternate (crossed cold, embedding level cold, crossed warm, embedding level warm) so that
+the load of a shared machine falls on both; the ratios are per repetition, then their
+median. ``cpu_s`` is the process's user + system CPU time (all its threads, the imports
+included): on a loaded machine the steadier measure. Without ``--table`` the table is
+simulated at the issue's size: 6 embeddings x 2,352 rows (14 protected words, 30
+stereotypes per class, 48 human and 60 neutral attributes).
+
+``--large`` times the sampler on 32 embeddings x 1,000 protected words (960,000 rows) in
+this process, without per-cell draws (``fit_model`` refuses to keep 32,000 x 4 cell means
+x 4,000 draws in memory); prints the wall time of the kernel's build, sampling and the
+posterior's completion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_CHILD = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+from bayesbias.distances import read_distance_table
+from bayesbias.models import fit_model
+table = read_distance_table(sys.argv[1])
+model = sys.argv[2]
+if model == "crossed":
+    first = table["embedding"].iloc[0]
+    table = table[table["embedding"] == first].drop(columns=["embedding", "corpus_sample"])
+    table = table.reset_index(drop=True)
+t1 = time.perf_counter()
+fit = fit_model(table, model, seed=1)
+t2 = time.perf_counter()
+d = fit.diagnostics().to_dict()
+import resource
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"fit_s": t2 - t1, "process_s": t2 - t0, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "max_rhat": d["max_rhat"],
+                  "min_ess_bulk": d["min_ess_bulk"], "divergences": d["divergences"],
+                  "sampling_s": float(fit.idata.attrs["sampling_time_s"])}))
+"""
+
+
+def issue_table(path: Path) -> Path:
+    """Write the simulated 6 x 2,352-row table to `path`."""
+    from bayesbias.ensemble import simulate_ensemble_table
+
+    t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=6, words_per_class=7,
+                                   stereotypes_per_class=30, n_human=48, n_none=60, seed=1)
+    t.to_csv(path, index=False)
+    return path
+
+
+def child(table: Path, model: str, cache: str) -> dict:
+    env = dict(os.environ, BAYESBIAS_CACHE=cache)
+    if model == "embedding_level_pymc":  # before: the PyMC model compiled by nutpie (numba)
+        env["BAYESBIAS_KERNEL"] = "pymc"
+        model = "embedding_level"
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(table), model], env=env,
+                         capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["wall_s"] = time.perf_counter() - t0
+    return res
+
+
+def paired(table: Path, reps: int, before: bool = False) -> dict:
+    rows = []
+    models = ("crossed", "embedding_level") + (("embedding_level_pymc",) if before else ())
+    for r in range(reps):
+        with tempfile.TemporaryDirectory() as cache:
+            one = {}
+            for mode in ("cold", "warm"):
+                for model in models:
+                    if model == "embedding_level_pymc" and mode == "cold":
+                        continue  # its numba cache is PyTensor's own: timed warm only
+                    if mode == "cold" or f"{model}_cache" not in one:
+                        c = Path(cache) / f"{model}-{r}"
+                        c.mkdir()
+                        one[f"{model}_cache"] = str(c)
+                    one[f"{model} {mode}"] = child(table, model, one[f"{model}_cache"])
+                    print(f"rep {r} {model} {mode}: " + json.dumps(one[f"{model} {mode}"]),
+                          flush=True)
+            rows.append(one)
+    out = {}
+    for mode in ("cold", "warm"):
+        for key in ("fit_s", "wall_s", "cpu_s"):
+            ratios = [x[f"embedding_level {mode}"][key] / x[f"crossed {mode}"][key] for x in rows]
+            out[f"{mode} {key} ratio"] = {"median": statistics.median(ratios),
+                                          "all": [round(v, 2) for v in ratios]}
+    if before:
+        for key in ("fit_s", "wall_s", "cpu_s"):
+            ratios = [x["embedding_level_pymc warm"][key] / x["embedding_level warm"][key]
+                      for x in rows]
+            out[f"before/after warm {key}"] = {"median": statistics.median(ratios),
+                                               "all": [round(v, 2) for v in ratios]}
+    return out
+
+
+def large(embeddings: int, words: int) -> dict:
+    import warnings
+
+    import numpy as np
+
+    from bayesbias.config import defaults
+    from bayesbias.ensemble import simulate_ensemble_table
+    from bayesbias.models import load_spec
+    from bayesbias.models.embedding_level import cells as el_cells
+    from bayesbias.models.marginal import sample_marginal
+
+    warnings.simplefilter("ignore")
+    t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=embeddings,
+                                   words_per_class=words // 2, seed=1)
+    spec = load_spec("embedding_level")
+    t0 = time.perf_counter()
+    c = el_cells(t)
+    t1 = time.perf_counter()
+    tree = sample_marginal(spec, c, defaults.draws, defaults.tune, defaults.chains, 2, 1,
+                           0.95, word_draws=False)
+    t2 = time.perf_counter()
+    from arviz_stats import ess, rhat
+
+    post = tree.posterior.to_dataset()[["mu_bar", "tau", "sigma", "eta", "omega", "kappa0",
+                                        "kappa", "psi"]]
+    r = max(float(rhat(post)[v].max()) for v in post.data_vars)
+    e = min(float(ess(post)[v].min()) for v in post.data_vars)
+    div = int(np.asarray(tree.sample_stats["diverging"]).sum())
+    return {"rows": len(t), "embeddings": embeddings, "words": words,
+            "cells_s": round(t1 - t0, 2), "sample_and_complete_s": round(t2 - t1, 2),
+            "sampling_s": round(float(tree.posterior.attrs["sampling_time"]), 2),
+            "max_rhat_main": round(r, 4), "min_ess_bulk_main": round(e), "divergences": div}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--table", type=Path)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--large", action="store_true")
+    ap.add_argument("--before", action="store_true",
+                    help="also time the PyMC model the family sampled before (warm)")
+    ap.add_argument("--embeddings", type=int, default=32)
+    ap.add_argument("--words", type=int, default=1000)
+    a = ap.parse_args(argv)
+    if a.large:
+        print(json.dumps(large(a.embeddings, a.words)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        table = a.table or issue_table(Path(tmp) / "issue_table.csv")
+        print(json.dumps(paired(table, a.reps, a.before), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""What the embedding-level summary says: the class-contrast clause, reliability readings."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesbias.ensemble import ENSEMBLE_CONTRASTS, EnsembleSummary, class_contrast_clause
+from bayesbias.reliability import Reliability, cronbach_alpha, read_alpha, read_icc
+
+
+def _verdict(code, lower, upper, rope=None):
+    ev = SimpleNamespace(mean=(lower + upper) / 2, lower=lower, upper=upper)
+    other = SimpleNamespace(mean=0.0, lower=-0.1, upper=0.1)
+
+    def get(c):
+        if c not in ENSEMBLE_CONTRASTS:
+            raise KeyError(c)
+        return ev if c == "associated - different" else other
+
+    return SimpleNamespace(code=code, rope=rope, interval_label="89% HDI", label=code,
+                           __getitem__=get, get=get)
+
+
+class _V(SimpleNamespace):
+    def __getitem__(self, c):
+        return self.get(c)
+
+
+def _v(*a, **k):
+    return _V(**vars(_verdict(*a, **k)))
+
+
+@pytest.mark.parametrize("code, lo, hi, rope, expect", [
+    ("undecided at this precision", -0.116, -0.031, None, "closer"),
+    ("no closer than human", -0.116, -0.031, None, "closer"),
+    ("no closer than human", 0.02, 0.05, None, "further"),
+    ("no closer than human", -0.05, 0.01, None, ""),
+    ("no closer than human", -0.05, -0.01, 0.02, ""),  # inside the ROPE's reach
+    ("stereotype-specific", -0.116, -0.031, None, ""),  # the code already says it
+])
+def test_class_contrast_clause(code, lo, hi, rope, expect):
+    clause = class_contrast_clause(_v(code, lo, hi, rope))
+    if not expect:
+        assert clause == ""
+    else:
+        assert expect in clause and "`associated - different`" in clause
+        assert f"{lo:+.3f}" in clause and f"{hi:+.3f}" in clause
+
+
+def _summary(verdict, per=None, k=6):
+    per = per if per is not None else pd.DataFrame(columns=["embedding", "verdict"])
+    var = pd.DataFrame({"quantity": list(ENSEMBLE_CONTRASTS), "embedding_share": 0.5,
+                        "lower": 0.2, "upper": 0.8})
+    rel = Reliability(test_retest=0.19, inter_rater=0.8, internal=-1.71, embeddings=k,
+                      words=10)
+    return EnsembleSummary(verdict=verdict, per_embedding=per, variance=var, reliability=rel,
+                           weat=pd.DataFrame(columns=["effect_size", "p_value"]),
+                           kind="bootstrap", embeddings=k)
+
+
+def test_headline_names_the_class_contrast_in_its_first_sentence():
+    s = _summary(_v("undecided at this precision", -0.116, -0.031))
+    head = s.headline()
+    assert head.startswith("corpus level (6 embeddings, bootstrap): undecided")
+    assert "credibly closer to their own class" in head and "-0.116" in head
+    assert "single embeddings not fitted" in head and not s.single
+    assert s.n_embeddings == 6
+
+
+def test_reliability_numbers_come_with_their_reading():
+    rel = Reliability(test_retest=-0.05, inter_rater=0.8, internal=-8.26, embeddings=6,
+                      words=10)
+    text = str(rel)
+    assert text.count(": ") >= 3 and "more than noise would make them" in text
+    assert "negative" in rel.to_dict()["reading"]["cronbach_alpha_internal"]
+    assert "negative" in read_icc(-0.05, "embeddings", "the words")
+    assert "good" in read_icc(0.8, "scoring rules", "the words")
+    assert "high" in read_alpha(0.95, "stereotypes")
+
+
+def test_negative_alpha_is_items_that_covary_negatively():
+    """The reading's claim: alpha < 0 exactly when the items' covariances sum below 0."""
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=50)
+    agree = np.stack([base + 0.3 * rng.normal(size=50) for _ in range(4)])
+    disagree = agree * np.array([1, -1, 1, -1])[:, None]
+    for items in (agree, disagree):
+        c = np.cov(items)
+        off = c.sum() - np.trace(c)
+        assert (cronbach_alpha(items) < 0) == (off < 0)
+    assert cronbach_alpha(agree) > 0.9 and cronbach_alpha(disagree) < 0
