@@ -138,7 +138,7 @@ def test_readme_is_a_front_door():
 
 @pytest.fixture(scope="module")
 def placeholders(tmp_path_factory):
-    """A folder with the docs' placeholder files, made from shipped data."""
+    """Make a folder with the docs' placeholder files from shipped data."""
     import pandas as pd
 
     import bayesbias as bb
@@ -171,6 +171,7 @@ class Runner:
         self.folders, self.done = {}, set()
 
     def folder(self, doc: str) -> Path:
+        """Return the scratch folder of `doc` (the README's empty, a page's with placeholders)."""
         if doc not in self.folders:
             path = self.tmp.mktemp(re.sub(r"\W+", "_", doc))
             if doc != _name(README):  # the README starts from nothing but the clone
@@ -231,7 +232,7 @@ def test_step(runner, doc, i, capsys):
 @pytest.mark.parametrize("doc", _slow_docs())
 def test_steps_sampling(runner, doc):
     """Every step of `doc`, in order, the slow ones as the installed console script."""
-    for i, step in enumerate(STEPS[doc]):
+    for i in range(len(STEPS[doc])):
         if (doc, i) not in runner.done:
             runner.run(doc, i)
 
