@@ -306,7 +306,7 @@ def markdown() -> str:
              "result type; the full JSON Schemas are `bayesbias.schemas.schema(TYPE)`.",
              "", VOCABULARY, "",
              "| command | result type |", "| --- | --- |",
-             *[f"| `{c}` | [{t}](#{t.replace('_', '-')}) |" for c, t in COMMANDS.items()], ""]
+             *[f"| `{c}` | [{t}](#{t}) |" for c, t in COMMANDS.items()], ""]
     for name in DEFS:
         lines += [f"## {name} (shared)", "", "| key | type | always |", "| --- | --- | --- |",
                   _keys(DEFS[name]) or "| (per word-list part) | list of words | - |", ""]
@@ -316,7 +316,7 @@ def markdown() -> str:
         for p in parts:
             if "$ref" in p:
                 lines += [f"All keys of [{p['$ref'].rsplit('/', 1)[-1]}](#"
-                          f"{p['$ref'].rsplit('/', 1)[-1].replace('_', '-')}-shared).", ""]
+                          f"{p['$ref'].rsplit('/', 1)[-1]}-shared).", ""]
             elif p.get("properties"):
                 lines += ["| key | type | always |", "| --- | --- | --- |", _keys(p), ""]
     return "\n".join(lines).rstrip() + "\n"
