@@ -36,7 +36,7 @@ from .models.group_rates import (
     load_group_spec,
     metric_name,
 )
-from .validation import validate_ci_prob, validate_choice
+from .validation import validate_choice, validate_ci_prob
 
 __all__ = ["GroupRates", "Comparison", "prepare_groups", "bin_column", "binary_labels"]
 
@@ -77,7 +77,7 @@ def binary_labels(values, name: str, pos_label=None, allowed=None) -> tuple[np.n
             raise InputDataError(f"{name}: expected two classes ({', '.join(map(repr, values_ok))}"
                                  f"), got {', '.join(map(repr, seen[:10]))}")
         return (s == pos).to_numpy(), seen
-    ok = {0, 1, True, False}
+    ok = {0, 1}
     bad = [v for v in seen if not (isinstance(v, (bool, int, float, np.integer, np.floating,
                                                   np.bool_)) and v in ok)]
     if bad:
@@ -737,7 +737,7 @@ class GroupRates:
 
     # ------------------------------------------------------------------ output
     def plot(self, path=None):
-        """Raw cell rate (x) against the pooled posterior mean (y), sized by n; one panel per metric."""
+        """Plot raw cell rate (x) against pooled posterior mean (y), sized by n, per metric."""
         import matplotlib
 
         if path is not None:

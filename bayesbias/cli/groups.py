@@ -131,7 +131,7 @@ def _read(path: str):
 
 
 def _options(args):
-    """The table and the column options, with --example's defaults filled in."""
+    """Return the table and the column options, with --example's defaults filled in."""
     if (args.table is None) == (args.example is None):
         raise InvalidArgumentError("give a TABLE or --example adult_llama (not both)")
     if args.example:

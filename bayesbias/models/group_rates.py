@@ -390,22 +390,26 @@ class Kernel:
         self.X = np.concatenate(cols, axis=1) if cols else np.zeros((self.C, 0))
         self.col_order = np.asarray(col_order, dtype=np.int64)
         self.D = self.X.shape[1]
-        self.O = len(self.orders)
+        self.n_ord = len(self.orders)
         # per-order part of X, for the finite-population sds
-        self.X_order = [self.X * (self.col_order == j) for j in range(self.O)]
+        self.X_order = [self.X * (self.col_order == j) for j in range(self.n_ord)]
         pbar = (self.k + 0.5) / (self.n + 1.0)
         info = (self.n * pbar * (1 - pbar)) @ (self.X**2)  # (M, D)
         self.centred = info > self.CENTRED_INFO
-        self.ndim = self.M * (1 + self.O + self.D)
+        self.ndim = self.M * (1 + self.n_ord + self.D)
+        self.pri_mu = np.array(_prior_row(spec.priors["intercept"]))
+        self.pri_sd = np.array([_prior_row(spec.priors["sd_main" if o == 1 else
+                                                       "sd_interaction"])
+                                for o in self.orders]).reshape(self.n_ord, 3)
         self.w = _variance_weights(self.n)
 
     def split(self, x):
-        """Return intercept (M,), log sd (M, O), coordinates (M, D)."""
-        M, O = self.M, self.O
-        return (x[:M], x[M:M + M * O].reshape(M, O), x[M + M * O:].reshape(M, self.D))
+        """Return intercept (M,), log sd (M, n_ord), coordinates (M, D)."""
+        M, n_ord = self.M, self.n_ord
+        return (x[:M], x[M:M + M * n_ord].reshape(M, n_ord), x[M + M * n_ord:].reshape(M, self.D))
 
     def effects(self, x):
-        """Return intercept, sd (M, O) and the effect coordinates on their scale (M, D)."""
+        """Return intercept, sd (M, n_ord) and the effect coordinates on their scale (M, D)."""
         mu, logsd, z = self.split(x)
         sd = np.exp(logsd)
         sdcol = sd[:, self.col_order]
@@ -431,9 +435,9 @@ class Kernel:
         lp += float(np.sum(np.where(c, -0.5 * (z / sdcol) ** 2 - np.log(sdcol), -0.5 * z**2)))
         g_z = np.where(c, g_beta - z / sdcol**2, g_beta * sdcol - z)
         # d/d log sd: through the non-centred effects and the centred priors
-        per_col = np.where(c, (z / sdcol) ** 2 - 1.0, g_beta * z)
+        per_col = np.where(c, (z / sdcol) ** 2 - 1.0, g_beta * z * sdcol)
         g_logsd = np.zeros_like(logsd)
-        for j in range(self.O):
+        for j in range(self.n_ord):
             g_logsd[:, j] = per_col[:, self.col_order == j].sum(axis=1)
         for j, o in enumerate(self.orders):
             prior = self.spec.priors["sd_main" if o == 1 else "sd_interaction"]
@@ -448,27 +452,132 @@ class Kernel:
         """Cell rates, sds and the finite-population sd of every order at `x`."""
         mu, sd, beta = self.effects(x)
         eta = mu[:, None] + beta @ self.X.T
-        fsd = np.empty((self.M, self.O))
-        for j in range(self.O):
+        fsd = np.empty((self.M, self.n_ord))
+        for j in range(self.n_ord):
             part = beta @ self.X_order[j].T
             mean = (part * self.w).sum(axis=1, keepdims=True)
             fsd[:, j] = np.sqrt(((part - mean) ** 2 * self.w).sum(axis=1))
         return {"p": 1.0 / (1.0 + np.exp(-eta)), "sd": sd, "order_sd": fsd, "intercept": mu}
 
 
+_PRIOR_CODES = {"Normal": 0, "HalfNormal": 1, "HalfCauchy": 2, "Exponential": 3}
+
+
+def _prior_row(prior: Prior) -> tuple[float, float, float]:
+    _prior_logp(prior, np.zeros(1))  # refuses an unsupported prior
+    d = dict(prior.params)
+    code = _PRIOR_CODES[prior.dist]
+    if code == 0:
+        return (0.0, d["mu"], d["sigma"])
+    return (float(code), d.get("sigma", d.get("beta", d.get("lam"))), 0.0)
+
+
+_NUMBA_LOGP = None
+
+
+def _numba_logp():
+    """Return the log-density and gradient compiled with numba (cached on disk)."""
+    global _NUMBA_LOGP
+    if _NUMBA_LOGP is not None:
+        return _NUMBA_LOGP
+    import math
+
+    import numba
+
+    @numba.njit(cache=True, fastmath=False)
+    def prior(code, a, b, v):
+        if code == 0:
+            z = (v - a) / b
+            return -0.5 * z * z, -z / b
+        if code == 1:
+            return -0.5 * (v / a) ** 2, -v / (a * a)
+        if code == 2:
+            return -math.log1p((v / a) ** 2), -2.0 * v / (a * a + v * v)
+        return -a * v, -a
+
+    @numba.njit(cache=True, fastmath=False)
+    def logp(x, k, n, X, col_order, centred, M, n_ord, pri_mu, pri_sd, grad):
+        C, D = X.shape
+        lp = 0.0
+        for i in range(grad.size):
+            grad[i] = 0.0
+        beta = np.empty(D)
+        for m in range(M):
+            mu = x[m]
+            off_sd = M + m * n_ord
+            off_z = M + M * n_ord + m * D
+            for j in range(D):
+                s = math.exp(x[off_sd + col_order[j]])
+                z = x[off_z + j]
+                if centred[m, j]:
+                    beta[j] = z
+                    lp += -0.5 * (z / s) ** 2 - math.log(s)
+                else:
+                    beta[j] = z * s
+                    lp += -0.5 * z * z
+            g_beta = np.zeros(D)
+            g_mu = 0.0
+            for c in range(C):
+                eta = mu
+                for j in range(D):
+                    eta += beta[j] * X[c, j]
+                if eta > 0:
+                    soft = eta + math.log1p(math.exp(-eta))
+                else:
+                    soft = math.log1p(math.exp(eta))
+                lp += k[m, c] * eta - n[m, c] * soft
+                r = k[m, c] - n[m, c] * math.exp(eta - soft)
+                g_mu += r
+                for j in range(D):
+                    g_beta[j] += r * X[c, j]
+            l0, g0 = prior(int(pri_mu[0]), pri_mu[1], pri_mu[2], mu)
+            lp += l0
+            grad[m] = g_mu + g0
+            for j in range(D):
+                o = col_order[j]
+                s = math.exp(x[off_sd + o])
+                z = x[off_z + j]
+                if centred[m, j]:
+                    grad[off_z + j] = g_beta[j] - z / (s * s)
+                    grad[off_sd + o] += (z / s) ** 2 - 1.0
+                else:
+                    grad[off_z + j] = g_beta[j] * s - z
+                    grad[off_sd + o] += g_beta[j] * z * s
+            for o in range(n_ord):
+                ls = x[off_sd + o]
+                s = math.exp(ls)
+                l1, g1 = prior(int(pri_sd[o, 0]), pri_sd[o, 1], pri_sd[o, 2], s)
+                lp += l1 + ls
+                grad[off_sd + o] += g1 * s + 1.0
+        return lp
+
+    _NUMBA_LOGP = logp
+    return logp
+
+
 def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept):
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    M, C, O = kern.M, kern.C, kern.O
-    names = ["p", "sd", "order_sd", "intercept"] if O else ["p", "intercept"]
-    shapes = [(M, C), (M, O), (M, O), (M,)] if O else [(M, C), (M,)]
+    M, C, n_ord = kern.M, kern.C, kern.n_ord
+    names = ["p", "sd", "order_sd", "intercept"] if n_ord else ["p", "intercept"]
+    shapes = [(M, C), (M, n_ord), (M, n_ord), (M,)] if n_ord else [(M, C), (M,)]
+
+    fast = _numba_logp()
+    args = (kern.k, kern.n, np.ascontiguousarray(kern.X), kern.col_order,
+            np.ascontiguousarray(kern.centred), M, n_ord, kern.pri_mu, kern.pri_sd)
 
     def make_logp():
-        return kern.logp
+        def logp(x):
+            grad = np.empty(kern.ndim)
+            lp = fast(np.asarray(x, dtype=np.float64), *args, grad)
+            if not np.isfinite(lp):
+                return -np.inf, np.zeros(kern.ndim)
+            return lp, grad
+        return logp
 
     def make_expand(seed1, seed2, chain):
-        if O:
+        if n_ord:
             return kern.expand
         return lambda x: {k: v for k, v in kern.expand(x).items() if k in names}
 
@@ -477,7 +586,7 @@ def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept
         x = r.uniform(-0.5, 0.5, kern.ndim)
         pbar = (kern.k.sum(1) + 0.5) / (kern.n.sum(1) + 1)
         x[:M] = np.log(pbar / (1 - pbar)) + r.uniform(-0.2, 0.2, M)
-        x[M:M + M * O] = np.log(0.5) + r.uniform(-0.5, 0.5, M * O)
+        x[M:M + M * n_ord] = np.log(0.5) + r.uniform(-0.5, 0.5, M * n_ord)
         return x
 
     model = from_pyfunc(kern.ndim, make_logp, make_expand, [np.dtype("float64")] * len(names),
@@ -525,7 +634,8 @@ def fit_counts(k, n, shape, spec: GroupSpec, *, draws: int = 1000, tune: int = 1
         names = [v for v in ("intercept", "sd") if v in post]
         rhat = az.rhat(trace, var_names=names)
         ess = az.ess(trace, var_names=names)
-        rhat_max = float(max(float(np.nanmax(rhat[v].values)) for v in names))
+        rhat_max = (float(max(float(np.nanmax(rhat[v].values)) for v in names))
+                    if chains > 1 else None)
         ess_min = float(min(float(np.nanmin(ess[v].values)) for v in names))
     except Exception as exc:  # diagnostics are a report, not a condition of the result
         log.warning("convergence diagnostics failed: %s", exc)
