@@ -275,3 +275,65 @@ def test_numba_kernel_equals_numpy_kernel(adult):
                    kern.pri_mu, kern.pri_sd, out)
         assert lp2 == pytest.approx(lp, rel=1e-12)
         np.testing.assert_allclose(out, grad, rtol=1e-10, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_pooled_fit_agrees_with_a_row_level_pymc_model(adult):
+    """An independent reference: plain PyMC on the rows (Bernoulli), same model and priors."""
+    import pymc as pm
+
+    rng = np.random.default_rng(5)
+    sub = adult.iloc[rng.choice(len(adult), 3000, replace=False)].reset_index(drop=True)
+    g = GroupRates(sub["label"], sub["pred"], sensitive_features=sub[["sex", "age"]],
+                   pos_label=POS, bins={"age": [25, 65]}, metrics=["error_rate"],
+                   draws=1000, tune=1000, chains=2, seed=2)
+    cell, _, _ = __import__("bayesbias.groups", fromlist=["x"]).prepare_groups(
+        sub[["sex", "age"]], len(sub), {"age": [25, 65]})
+    err = (sub["label"] != sub["pred"]).to_numpy().astype(int)
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 2)
+        s1 = pm.HalfNormal("s1", 1)
+        s2 = pm.HalfNormal("s2", 1)
+        a = pm.ZeroSumNormal("a", sigma=1, shape=2)
+        b = pm.ZeroSumNormal("b", sigma=1, shape=3)
+        ab = pm.ZeroSumNormal("ab", sigma=1, shape=(2, 3), n_zerosum_axes=2)
+        eta = (mu + s1 * a[:, None] + s1 * b[None, :] + s2 * ab).reshape((6,))
+        pm.Deterministic("p", pm.math.invlogit(eta))
+        pm.Bernoulli("y", logit_p=eta[cell], observed=err)
+        trace = pm.sample(1000, tune=1000, chains=2, random_seed=3, progressbar=False,
+                          target_accept=0.95)
+    ref = trace.posterior["p"].values.reshape(-1, 6)
+    ours = g.draws("error_rate")
+    se = np.sqrt(ours.var(0) / 500 + ref.var(0) / 500)  # ESS >= 500 of 2000 draws assumed
+    assert np.all(np.abs(ours.mean(0) - ref.mean(0)) < 4 * se), (ours.mean(0), ref.mean(0))
+    assert np.all(np.abs(ours.std(0) - ref.std(0)) < 0.25 * ref.std(0))
+
+
+@pytest.mark.slow
+def test_sbc_full_structure_is_uniform():
+    """Simulation-based calibration of ``full`` on a 2 x 2 x 2 grid, 30 rows per cell."""
+    from bayesbias.models.group_rates import fit_counts
+
+    shape, reps, draws = (2, 2, 2), 60, 199
+    spec = load_group_spec(structure="full")
+    dummy = np.ones((1, 8), dtype=int)
+    X, col = Kernel(dummy, dummy, shape, spec).X, Kernel(dummy, dummy, shape, spec).col_order
+    rng = np.random.default_rng(11)
+    ranks = {"intercept": [], "p0": [], "p7": []}
+    for rep in range(reps):
+        mu = rng.normal(0, 2)
+        sd = np.abs(rng.normal(0, 1, 3))
+        eta = mu + X @ (sd[col] * rng.normal(size=X.shape[1]))
+        p = 1 / (1 + np.exp(-eta))
+        n = np.full((1, 8), 30)
+        k = rng.binomial(n, p)
+        fit = fit_counts(k, n, shape, spec, draws=draws, tune=300, chains=1, seed=rep)
+        dr = fit["p"].reshape(-1, 8)
+        thin = dr[::1]
+        ranks["p0"].append(int((thin[:, 0] < p[0]).sum()))
+        ranks["p7"].append(int((thin[:, 7] < p[7]).sum()))
+        logit_mean = np.log(thin / (1 - thin)).mean(1)  # intercept = mean logit (zero-sum)
+        ranks["intercept"].append(int((logit_mean < eta.mean()).sum()))
+    for name, r in ranks.items():
+        counts = np.bincount(np.asarray(r) * 5 // (draws + 1), minlength=5)
+        assert stats.chisquare(counts).pvalue > 0.001, (name, counts)
