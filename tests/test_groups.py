@@ -234,6 +234,10 @@ def test_cli_example_json_and_bad_column(capsys, tmp_path):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["structure"] == "independent" and len(out["cells"]) == 60
+    jsonschema = pytest.importorskip("jsonschema")
+    from bayesbias.schemas import schema
+
+    jsonschema.validate(out, schema("group_rates"))
     assert any(c["quantity"] == "equalized_odds_difference" for c in out["comparisons"])
     assert (tmp_path / "cells.csv").is_file()
     t = _toy()
