@@ -49,9 +49,10 @@ def register(sub) -> None:
                    help="use a shipped table: adult_llama (UCI Adult with Llama 3 70B "
                         "predictions, CC BY 4.0, SureMap); sets --label label --pred pred "
                         "--positive 'greater than 50K' --sensitive race,sex,age "
-                        "--bins age=25,65 unless given")
+                        "--bins age=25,65 unless given (default: none)")
     p.add_argument("--sensitive", default=None,
-                   help="comma-separated sensitive columns (required with a table)")
+                   help="comma-separated sensitive columns (required with a table; default: none, "
+                        "race,sex,age with --example)")
     p.add_argument("--metric", default="selection_rate,tpr,fpr",
                    help="comma-separated: selection_rate, tpr, fpr, tnr, fnr, error_rate, "
                         "accuracy, precision, base_rate")
