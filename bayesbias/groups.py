@@ -162,13 +162,15 @@ def prepare_groups(sensitive_features, rows: int, bins=None, missing: str = "err
             c, labels = bin_column(values, bins[col], col)
             miss = c < 0
         else:
-            s = values.map(lambda v: v.strip() if isinstance(v, str) else v)
-            miss = s.isna().to_numpy()
-            present = pd.unique(s[~miss])
-            labels = sorted(present.tolist(), key=lambda v: (isinstance(v, str), v)
+            # factorize first (vectorised), then strip and sort the few distinct levels
+            raw_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+            miss = raw_codes < 0
+            stripped = [u.strip() if isinstance(u, str) else u for u in uniques]
+            labels = sorted(set(stripped), key=lambda v: (isinstance(v, str), v)
                             if not isinstance(v, str) else (True, v))
             lookup = {v: i for i, v in enumerate(labels)}
-            c = np.array([lookup.get(v, -1) for v in s], dtype=np.int64)
+            to_level = np.array([lookup[v] for v in stripped] + [-1], dtype=np.int64)
+            c = to_level[raw_codes]  # code -1 (missing) picks the appended -1
             labels = [str(v) for v in labels]
         if miss.any():
             if missing == "error":
