@@ -283,8 +283,8 @@ COMMANDS = {"wordlists": "wordlists", "distances": "distance_table", "weat": "we
             "seat": "seat", "ceat": "ceat", "contexts": "contexts", "mac": "mac",
             "metric": "metric", "simulate": "null_study", "fit": "fit",
             "compare": "comparison", "report": "report", "debias": "debias",
-            "classifier": "classifier_bias", "groups": "group_rates", "bbu": "bbu", "design": "design",
-            "calibrate": "calibration", "train": "train"}
+            "classifier": "classifier_bias", "groups": "group_rates", "bbu": "bbu",
+            "design": "design", "calibrate": "calibration", "train": "train"}
 
 
 def schema(result_type: str) -> dict:
