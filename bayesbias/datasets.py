@@ -10,7 +10,8 @@ from .distances import read_distance_table, read_published_table
 from .errors import DistanceTableError, InvalidArgumentError
 from .validation import validate_choice
 
-__all__ = ["published_table", "published_tables", "read_table", "madlibs", "DATA_DIR"]
+__all__ = ["published_table", "published_tables", "read_table", "madlibs", "adult_llama",
+           "ADULT_LLAMA", "DATA_DIR"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 EMBEDDINGS = ("reddit", "google", "glove", "debiased_reddit")
@@ -59,6 +60,26 @@ def published_tables() -> list[tuple[str, str]]:
 def madlibs() -> pd.DataFrame:
     """Return the scored toxicity madlibs (30,240 rows; see ``data/madlibs/README.md``)."""
     return pd.read_csv(DATA_DIR / "madlibs" / "intersectional_madlibs_scored.csv.gz")
+
+
+#: How the adult_llama fixture is read as group rates (``bayesbias groups --example``).
+ADULT_LLAMA = {"label": "label", "pred": "pred", "positive": "greater than 50K",
+               "sensitive": ("race", "sex", "age"), "bins": {"age": (25, 65)}}
+
+
+def adult_llama(strip: bool = True) -> pd.DataFrame:
+    """Return UCI Adult with a Llama 3 70B model's income predictions (48,842 rows).
+
+    CC BY 4.0, from Khodak et al.'s SureMap repository: see ``data/adult_llama/ATTRIBUTION.md``
+    (keep it and ``LICENSE-CC-BY`` with any copy). Columns ``id, age, race, sex, label,
+    pred``; `strip` removes the leading spaces of the UCI strings (`` White`` -> ``White``).
+    Binned as in SureMap (``age`` bands <25, 25-64, >=65) it has 30 race x sex x age cells.
+    """
+    table = pd.read_csv(DATA_DIR / "adult_llama" / "adult_llama.csv.gz")
+    if strip:
+        for col in ("race", "sex"):
+            table[col] = table[col].str.strip()
+    return table
 
 
 def read_table(spec, labels: str = "str") -> pd.DataFrame:

@@ -241,6 +241,17 @@ SCHEMAS: dict[str, dict] = {
                                 "ci_kinds": _OBJ, "n": _INT, "groups": _OBJ,
                                 "metrics": _OBJ, "rows": _LIST},
                                description="ClassifierBias.to_dict()"),
+    "group_rates": _result({"ci_prob": {"type": "number"}, "ci_kind": {"enum": ["eti"]},
+                            "structure": _STR, "spec": _OBJ, "spec_hash": _STR, "seed": _INT,
+                            "features": _LIST, "levels": _LIST, "metrics": _LIST,
+                            "rows": _INT, "weighting": _STR, "cells": _LIST,
+                            "overall": _LIST, "marginals": _OBJ, "comparisons": _LIST,
+                            "differential_fairness": _LIST, "interaction_share": _LIST,
+                            "fit": _OBJ, "notes": _LIST, "written": _LIST},
+                           {"feature_comparisons": _LIST, "against_reference": _LIST,
+                            "labelling_plan": _OBJ},
+                           description="GroupRates.to_dict(): every cell, group and gap "
+                                       "with its interval (bayesbias groups)"),
     "bbu": _result({"confidence": {"type": "number"}, "gamma": {"type": "number"},
                     "C": {"type": "number"}, "variance": {"type": "number"},
                     "variance_is_worst_case": _BOOL},
@@ -272,8 +283,8 @@ COMMANDS = {"wordlists": "wordlists", "distances": "distance_table", "weat": "we
             "seat": "seat", "ceat": "ceat", "contexts": "contexts", "mac": "mac",
             "metric": "metric", "simulate": "null_study", "fit": "fit",
             "compare": "comparison", "report": "report", "debias": "debias",
-            "classifier": "classifier_bias", "bbu": "bbu", "design": "design",
-            "calibrate": "calibration", "train": "train"}
+            "classifier": "classifier_bias", "groups": "group_rates", "bbu": "bbu",
+            "design": "design", "calibrate": "calibration", "train": "train"}
 
 
 def schema(result_type: str) -> dict:

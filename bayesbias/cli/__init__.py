@@ -31,6 +31,7 @@ COMMANDS = [
     "compare",
     "debias",
     "classifier",
+    "groups",
     "bbu",
     "design",
     "calibrate",
@@ -54,6 +55,8 @@ SUMMARIES = {
     "compare": "posterior differences between two embeddings (b - a)",
     "debias": "hard-debias an embedding for a word list (Bolukbasi/Manzini)",
     "classifier": "bias metrics of a classifier's scores across groups, with intervals",
+    "groups": "Bayesian rates of a classifier per intersectional group, with intervals for "
+              "every gap",
     "bbu": "sample size and interval width for Bernstein-bounded unfairness",
     "design": "plan a study: assurance of the verdicts and WEAT/MAC power per design",
     "calibrate": "simulation-based calibration of a model (rank histograms)",

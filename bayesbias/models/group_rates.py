@@ -1,0 +1,647 @@
+"""The group-rates family: Binomial cell rates of a classifier, pooled across groups.
+
+A cell is one combination of the levels of the sensitive features (race x sex x age band).
+For each cell ``c`` and metric ``m`` (TPR, FPR, selection rate, 0-1 error, ...) the data are
+two counts, ``n`` (rows in the metric's denominator) and ``k`` (successes among them), so a fit
+costs the same for 10**3 rows as for 10**7 (memory and time grow with cells, not rows)::
+
+    k[m, c] ~ Binomial(n[m, c], p[m, c])
+    logit p[m, c] = intercept[m] + sum_S sd[m, |S|] * z[m, S, c_S],    z ~ Normal(0, 1)
+
+where ``S`` runs over the non-empty subsets of the attributes (main effects, two-way, ...,
+the top-order interaction, which is one value per cell) and every order has its own sd.
+Structures: ``full`` (every order, the default), ``additive`` (order 1 only) and
+``independent`` (no pooling: ``p ~ Beta(alpha, beta)``, conjugate and exact, no sampling).
+
+The spec (priors and default structure) is ``models/groups/group_rates.toml``; priors are rows
+of :data:`bayesbias.models.priors.DISTRIBUTIONS` read through
+:class:`~bayesbias.models.spec.Prior`. This family models classifier counts, not distance
+tables, so it is not one of :data:`bayesbias.models.families.FAMILIES` (``bayesbias fit``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .._atomic import shipped_dir
+from ..errors import ModelSpecError
+from .spec import Prior
+
+__all__ = ["METRICS", "METRIC_ALIASES", "STRUCTURES", "GroupSpec", "load_group_spec",
+           "cell_counts", "model_terms", "exact_posterior", "fit_counts", "build_model"]
+
+log = logging.getLogger(__name__)
+
+STRUCTURES = ("independent", "additive", "full")
+PRIORS = ("intercept", "sd_main", "sd_interaction")
+SCALES = ("sd_main", "sd_interaction")
+
+#: metric -> (denominator, success) over y (truth) and p (prediction), both 0/1:
+#: "all", "y1", "y0", "p1" select the denominator rows; the success is a condition on them.
+METRICS = {
+    "selection_rate": ("all", "p1"),
+    "tpr": ("y1", "p1"),
+    "fnr": ("y1", "p0"),
+    "fpr": ("y0", "p1"),
+    "tnr": ("y0", "p0"),
+    "error_rate": ("all", "wrong"),
+    "accuracy": ("all", "right"),
+    "precision": ("p1", "y1"),
+    "base_rate": ("all", "y1"),
+}
+#: fairlearn / scikit-learn names accepted for the metrics above.
+METRIC_ALIASES = {
+    "true_positive_rate": "tpr", "recall": "tpr", "sensitivity": "tpr",
+    "false_positive_rate": "fpr", "false_negative_rate": "fnr",
+    "true_negative_rate": "tnr", "specificity": "tnr", "zero_one_loss": "error_rate",
+    "error": "error_rate", "0-1": "error_rate", "accuracy_score": "accuracy",
+    "ppv": "precision", "precision_score": "precision", "prevalence": "base_rate",
+}
+#: What each metric's denominator is, in words (for "no rows" notes).
+DENOMINATORS = {"all": "rows", "y1": "rows with y_true = 1", "y0": "rows with y_true = 0",
+                "p1": "rows with y_pred = 1"}
+
+
+def metric_name(name: str) -> str:
+    """Return the canonical metric name of `name` (an alias or a name of :data:`METRICS`)."""
+    key = str(name).strip().lower()
+    key = METRIC_ALIASES.get(key, key)
+    if key not in METRICS:
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"unknown metric {name!r}; choose from "
+                                   f"{', '.join(METRICS)} (or {', '.join(METRIC_ALIASES)})")
+    return key
+
+
+def _condition(kind: str, y: np.ndarray, p: np.ndarray) -> np.ndarray | None:
+    return {"all": None, "y1": y, "y0": ~y, "p1": p, "p0": ~p,
+            "wrong": y != p, "right": y == p}[kind]
+
+
+def cell_counts(y_true, y_pred, cell, n_cells: int, metrics) -> tuple[np.ndarray, np.ndarray]:
+    """Count successes ``k`` and trials ``n`` per metric and cell (sufficient statistics).
+
+    Parameters
+    ----------
+    y_true, y_pred : array of bool, shape (rows,)
+    cell : array of int, shape (rows,)
+        Each row's cell index in ``[0, n_cells)``.
+    n_cells : int
+    metrics : sequence of str
+        Names of :data:`METRICS`.
+
+    Returns
+    -------
+    k, n : arrays of int64, shape (metrics, cells)
+    """
+    y = np.asarray(y_true, dtype=bool)
+    p = np.asarray(y_pred, dtype=bool)
+    cell = np.asarray(cell, dtype=np.intp)
+    k = np.zeros((len(metrics), n_cells), dtype=np.int64)
+    n = np.zeros_like(k)
+    for i, m in enumerate(metrics):
+        den, suc = METRICS[m]
+        d = _condition(den, y, p)
+        s = _condition(suc, y, p)
+        n[i] = (np.bincount(cell, minlength=n_cells) if d is None
+                else np.bincount(cell, weights=d, minlength=n_cells).astype(np.int64))
+        both = s if d is None else (s & d)
+        k[i] = np.bincount(cell, weights=both, minlength=n_cells).astype(np.int64)
+    return k, n
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A validated group-rates spec: structure, priors, Beta prior of ``independent``."""
+
+    name: str = "group_rates"
+    structure: str = "full"
+    priors: dict = field(default_factory=dict)
+    alpha: float = 1.0
+    beta: float = 1.0
+    description: str = ""
+
+    def __post_init__(self):
+        if self.structure not in STRUCTURES:
+            raise ModelSpecError(f"structure must be one of {', '.join(STRUCTURES)}, "
+                                 f"got {self.structure!r}")
+        missing = [p for p in PRIORS if p not in self.priors]
+        if missing:
+            raise ModelSpecError(f"group_rates spec: priors {', '.join(missing)} missing")
+        for s in SCALES:
+            if not self.priors[s].positive:
+                raise ModelSpecError(f"group_rates spec: prior {s!r} must have positive "
+                                     f"support, got {self.priors[s]}")
+        for name in ("alpha", "beta"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    np.isfinite(v) and v > 0):
+                raise ModelSpecError(f"group_rates spec: independent.{name} must be a number "
+                                     f"> 0, got {v!r}")
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "spec") -> GroupSpec:
+        """Validate a spec mapping (the TOML file's content)."""
+        known = {"name", "family", "description", "structure", "priors", "independent"}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ModelSpecError(f"{source}: unknown keys {', '.join(unknown)}; known: "
+                                 f"{', '.join(sorted(known))}")
+        if d.get("family", "group_rates") != "group_rates":
+            raise ModelSpecError(f"{source}: family must be 'group_rates', got {d['family']!r}")
+        priors = {k: Prior.from_dict(v, k, source) for k, v in d.get("priors", {}).items()}
+        extra = sorted(set(priors) - set(PRIORS))
+        if extra:
+            raise ModelSpecError(f"{source}: unknown priors {', '.join(extra)}; the family's "
+                                 f"priors are {', '.join(PRIORS)}")
+        ind = d.get("independent", {})
+        return cls(name=d.get("name", "group_rates"), structure=d.get("structure", "full"),
+                   priors=priors, alpha=ind.get("alpha", 1.0), beta=ind.get("beta", 1.0),
+                   description=d.get("description", ""))
+
+    def to_dict(self) -> dict:
+        """Return the spec as plain data (round-trips through :meth:`from_dict`)."""
+        return {"name": self.name, "family": "group_rates", "description": self.description,
+                "structure": self.structure,
+                "priors": {k: self.priors[k].to_dict() for k in PRIORS},
+                "independent": {"alpha": float(self.alpha), "beta": float(self.beta)}}
+
+    @property
+    def hash(self) -> str:
+        """Short hash of everything that changes a number (not the name or description)."""
+        d = self.to_dict()
+        d.pop("name"), d.pop("description")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+    def replace(self, **changes) -> GroupSpec:
+        """Return a copy with fields replaced (validated again)."""
+        d = {"name": self.name, "structure": self.structure, "priors": dict(self.priors),
+             "alpha": self.alpha, "beta": self.beta, "description": self.description}
+        d.update({k: v for k, v in changes.items() if v is not None})
+        return GroupSpec(**d)
+
+    def card(self) -> str:
+        """Return a readable model card."""
+        p = self.priors
+        lines = [f"model {self.name!r} (family group_rates, structure {self.structure}, "
+                 f"spec hash {self.hash})",
+                 "  c: a cell (one level of every sensitive feature); m: a metric",
+                 "  k[m, c] ~ Binomial(n[m, c], p[m, c])"]
+        if self.structure == "independent":
+            lines.append(f"  p[m, c] ~ Beta({self.alpha:g}, {self.beta:g})   (conjugate, exact)")
+        else:
+            top = "1" if self.structure == "additive" else "1..A"
+            lines += [f"  logit p[m, c] = intercept[m] + sum over attribute sets S, |S| = {top}: "
+                      "sd[m, |S|] * z[m, S, c_S]",
+                      "  z ~ Normal(0, 1)   (non-centred)",
+                      f"  intercept[m] ~ {p['intercept']}",
+                      f"  sd[m, 1] ~ {p['sd_main']}"]
+            if self.structure == "full":
+                lines.append(f"  sd[m, o] ~ {p['sd_interaction']}   (o = 2..A, one per order)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.card()
+
+
+def load_group_spec(model=None, **overrides) -> GroupSpec:
+    """Load the shipped group-rates spec (or a TOML file, or a :class:`GroupSpec`).
+
+    `overrides`: ``structure``, ``alpha``, ``beta``, ``priors``, ``name``.
+    """
+    if isinstance(model, GroupSpec):
+        spec = model
+    else:
+        path = (shipped_dir("models") / "groups" / "group_rates.toml" if model is None
+                else Path(str(model)))
+        if not path.is_file():
+            raise ModelSpecError(f"{path}: no such model spec file")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ModelSpecError(f"{path}: not valid TOML: {exc}") from None
+        spec = GroupSpec.from_dict(data, str(path))
+    return spec.replace(**overrides) if overrides else spec
+
+
+# --------------------------------------------------------------------------------------
+# the design: which effects enter each cell's logit
+
+@dataclass(frozen=True)
+class Term:
+    """One effect table: the attributes it crosses, its order and each cell's entry."""
+
+    attributes: tuple[int, ...]
+    order: int
+    size: int
+    index: np.ndarray  # (cells,) entry of each cell in the table
+
+
+def model_terms(shape: tuple[int, ...], structure: str) -> list[Term]:
+    """Effect tables of a grid of cells with `shape` (levels per attribute).
+
+    Attributes with one level are absorbed by the intercept. ``additive`` keeps order 1,
+    ``full`` every order (the top order is one value per cell).
+    """
+    grid = np.indices(shape).reshape(len(shape), -1)  # (attributes, cells), C order
+    active = [a for a, s in enumerate(shape) if s > 1]
+    top = 1 if structure == "additive" else len(active)
+    terms = []
+    for order in range(1, top + 1):
+        for attrs in itertools.combinations(active, order):
+            sub = tuple(shape[a] for a in attrs)
+            index = np.ravel_multi_index(tuple(grid[a] for a in attrs), sub)
+            terms.append(Term(attrs, order, int(np.prod(sub)), index.astype(np.int64)))
+    return terms
+
+
+def exact_posterior(k, n, alpha: float = 1.0, beta: float = 1.0):
+    """Parameters of the conjugate posterior ``Beta(alpha + k, beta + n - k)`` per cell."""
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    return alpha + k, beta + n - k
+
+
+# --------------------------------------------------------------------------------------
+# the PyMC model and its sampling
+
+def build_model(k, n, shape, spec: GroupSpec):
+    """Return the PyMC model of the counts ``k``, ``n`` (metrics x cells) on a grid `shape`.
+
+    Data enter as ``pm.Data`` (``k``, ``n``, ``w``: each cell's weight in the between-cell
+    variances, 1/#cells with rows per metric), so a compiled model can take new counts of
+    the same shape (``nutpie``'s ``with_data``).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    n_metrics, n_cells = k.shape
+    terms = model_terms(tuple(shape), spec.structure)
+    orders = sorted({t.order for t in terms})
+    with pm.Model() as model:
+        kd = pm.Data("k", k)
+        nd = pm.Data("n", n)
+        wd = pm.Data("w", _variance_weights(n))
+        intercept = spec.priors["intercept"].create("intercept", shape=(n_metrics,))
+        eta = pt.broadcast_to(intercept[:, None], (n_metrics, n_cells))
+        parts = []
+        if terms:
+            sd_cols = []
+            for o in orders:
+                prior = spec.priors["sd_main" if o == 1 else "sd_interaction"]
+                sd_cols.append(prior.create(f"sd_{o}", shape=(n_metrics,)))
+            sd = pt.stack(sd_cols, axis=1)  # (metrics, orders)
+            per_order = {o: 0 for o in orders}
+            for j, t in enumerate(terms):
+                # zero-sum effects (each axis sums to 0): the intercept and the lower orders
+                # are identified, no ridge for the sampler; non-centred (z * sd)
+                sub = tuple(shape[a] for a in t.attributes)
+                z = pm.ZeroSumNormal(f"z_{j}", sigma=1.0, shape=(n_metrics, *sub),
+                                     n_zerosum_axes=len(sub))
+                eff = z.reshape((n_metrics, t.size)) * sd[:, orders.index(t.order)][:, None]
+                per_order[t.order] = per_order[t.order] + eff[:, t.index]
+            for o in orders:
+                parts.append(per_order[o])
+                eta = eta + per_order[o]
+            # finite-population sd of each order's contribution over the cells with rows
+            fsd = []
+            for part in parts:
+                mean = (part * wd).sum(axis=1, keepdims=True)
+                fsd.append(pt.sqrt(((part - mean) ** 2 * wd).sum(axis=1) + 1e-300))
+            pm.Deterministic("order_sd", pt.stack(fsd, axis=1))
+        pm.Deterministic("p", pm.math.invlogit(eta))
+        pm.Binomial("obs", n=nd, logit_p=eta, observed=kd)
+    return model
+
+
+def _variance_weights(n: np.ndarray) -> np.ndarray:
+    has = (np.asarray(n) > 0).astype(float)
+    count = has.sum(axis=1, keepdims=True)
+    return np.where(count > 0, has / np.maximum(count, 1), 0.0)
+
+
+# --------------------------------------------------------------------------------------
+# the sampler's own density: NumPy log-density and gradient, driven by nutpie
+
+#: Priors whose log-density gradient is written out below (value -> (logp, dlogp/dvalue)).
+def _prior_logp(prior: Prior, v: np.ndarray):
+    d = dict(prior.params)
+    if prior.dist == "Normal":
+        z = (v - d["mu"]) / d["sigma"]
+        return -0.5 * z**2, -z / d["sigma"]
+    if prior.dist == "HalfNormal":
+        return -0.5 * (v / d["sigma"]) ** 2, -v / d["sigma"] ** 2
+    if prior.dist == "HalfCauchy":
+        b = d["beta"]
+        return -np.log1p((v / b) ** 2), -2 * v / (b**2 + v**2)
+    if prior.dist == "Exponential":
+        return -d["lam"] * v, -d["lam"] * np.ones_like(v)
+    raise ModelSpecError(f"group_rates: prior {prior} is not supported by the sampler; use "
+                         "Normal for intercept and HalfNormal, HalfCauchy or Exponential for "
+                         "the sds")
+
+
+def _zero_sum_basis(levels: int) -> np.ndarray:
+    """Orthonormal basis (levels x levels-1) of the vectors that sum to zero."""
+    h = np.eye(levels) - 1.0 / levels
+    q, _ = np.linalg.qr(h[:, :-1])
+    return q
+
+
+class Kernel:
+    """Log-density and gradient of the pooled model on the counts, in NumPy.
+
+    Parameters (one flat vector): ``intercept`` (metrics), ``log sd`` (metrics x orders) and
+    the effects' coordinates in an orthonormal basis of the zero-sum tables (each axis of an
+    effect table sums to 0: the intercept and lower orders are identified, no ridge), so a
+    coordinate of order o is Normal(0, sd_o) exactly as ``pm.ZeroSumNormal``. A coordinate is
+    sampled centred when the data inform it (Fisher information > :attr:`CENTRED_INFO`) and
+    non-centred (``sd * z``) otherwise: data-rich cells have no funnel, sparse ones no ridge.
+    """
+
+    CENTRED_INFO = 4.0
+
+    def __init__(self, k, n, shape, spec: GroupSpec):
+        self.k = np.asarray(k, dtype=float)
+        self.n = np.asarray(n, dtype=float)
+        self.M, self.C = self.k.shape
+        self.spec = spec
+        terms = model_terms(tuple(shape), spec.structure)
+        self.orders = sorted({t.order for t in terms})
+        cols, col_order = [], []
+        for t in terms:
+            basis = np.ones((1, 1))
+            for a in t.attributes:
+                basis = np.kron(basis, _zero_sum_basis(shape[a]))
+            cols.append(basis[t.index])
+            col_order += [self.orders.index(t.order)] * basis.shape[1]
+        self.X = np.concatenate(cols, axis=1) if cols else np.zeros((self.C, 0))
+        self.col_order = np.asarray(col_order, dtype=np.int64)
+        self.D = self.X.shape[1]
+        self.n_ord = len(self.orders)
+        # per-order part of X, for the finite-population sds
+        self.X_order = [self.X * (self.col_order == j) for j in range(self.n_ord)]
+        pbar = (self.k + 0.5) / (self.n + 1.0)
+        info = (self.n * pbar * (1 - pbar)) @ (self.X**2)  # (M, D)
+        self.centred = info > self.CENTRED_INFO
+        self.ndim = self.M * (1 + self.n_ord + self.D)
+        self.pri_mu = np.array(_prior_row(spec.priors["intercept"]))
+        self.pri_sd = np.array([_prior_row(spec.priors["sd_main" if o == 1 else
+                                                       "sd_interaction"])
+                                for o in self.orders]).reshape(self.n_ord, 3)
+        self.w = _variance_weights(self.n)
+
+    def split(self, x):
+        """Return intercept (M,), log sd (M, n_ord), coordinates (M, D)."""
+        M, n_ord = self.M, self.n_ord
+        return (x[:M], x[M:M + M * n_ord].reshape(M, n_ord), x[M + M * n_ord:].reshape(M, self.D))
+
+    def effects(self, x):
+        """Return intercept, sd (M, n_ord) and the effect coordinates on their scale (M, D)."""
+        mu, logsd, z = self.split(x)
+        sd = np.exp(logsd)
+        sdcol = sd[:, self.col_order]
+        return mu, sd, np.where(self.centred, z, z * sdcol)
+
+    def logp(self, x):
+        """Return the log-density (up to a constant) and its gradient at `x`."""
+        mu, logsd, z = self.split(x)
+        sd = np.exp(logsd)
+        sdcol = sd[:, self.col_order]
+        beta = np.where(self.centred, z, z * sdcol)
+        eta = mu[:, None] + beta @ self.X.T
+        # Binomial on the logit scale: k eta - n log(1 + exp(eta)), stable
+        soft = np.logaddexp(0.0, eta)
+        lp = float(np.sum(self.k * eta - self.n * soft))
+        r = self.k - self.n * np.exp(eta - soft)  # k - n sigmoid(eta)
+        g_beta = r @ self.X  # (M, D)
+        lpm, gmu = _prior_logp(self.spec.priors["intercept"], mu)
+        lp += float(lpm.sum())
+        g_mu = r.sum(axis=1) + gmu
+        # coordinates: centred ~ N(0, sd), non-centred z ~ N(0, 1)
+        c = self.centred
+        lp += float(np.sum(np.where(c, -0.5 * (z / sdcol) ** 2 - np.log(sdcol), -0.5 * z**2)))
+        g_z = np.where(c, g_beta - z / sdcol**2, g_beta * sdcol - z)
+        # d/d log sd: through the non-centred effects and the centred priors
+        per_col = np.where(c, (z / sdcol) ** 2 - 1.0, g_beta * z * sdcol)
+        g_logsd = np.zeros_like(logsd)
+        for j in range(self.n_ord):
+            g_logsd[:, j] = per_col[:, self.col_order == j].sum(axis=1)
+        for j, o in enumerate(self.orders):
+            prior = self.spec.priors["sd_main" if o == 1 else "sd_interaction"]
+            lps, gs = _prior_logp(prior, sd[:, j])
+            lp += float(lps.sum() + logsd[:, j].sum())  # + log-Jacobian of sd = exp(log sd)
+            g_logsd[:, j] += gs * sd[:, j] + 1.0
+        if not np.isfinite(lp):
+            return -np.inf, np.zeros_like(x)
+        return lp, np.concatenate([g_mu, g_logsd.ravel(), g_z.ravel()])
+
+    def expand(self, x) -> dict:
+        """Cell rates, sds and the finite-population sd of every order at `x`."""
+        mu, sd, beta = self.effects(x)
+        eta = mu[:, None] + beta @ self.X.T
+        fsd = np.empty((self.M, self.n_ord))
+        for j in range(self.n_ord):
+            part = beta @ self.X_order[j].T
+            mean = (part * self.w).sum(axis=1, keepdims=True)
+            fsd[:, j] = np.sqrt(((part - mean) ** 2 * self.w).sum(axis=1))
+        return {"p": 1.0 / (1.0 + np.exp(-eta)), "sd": sd, "order_sd": fsd, "intercept": mu}
+
+
+_PRIOR_CODES = {"Normal": 0, "HalfNormal": 1, "HalfCauchy": 2, "Exponential": 3}
+
+
+def _prior_row(prior: Prior) -> tuple[float, float, float]:
+    _prior_logp(prior, np.zeros(1))  # refuses an unsupported prior
+    d = dict(prior.params)
+    code = _PRIOR_CODES[prior.dist]
+    if code == 0:
+        return (0.0, d["mu"], d["sigma"])
+    return (float(code), d.get("sigma", d.get("beta", d.get("lam"))), 0.0)
+
+
+_NUMBA_LOGP = None
+
+
+def _numba_logp():
+    """Return the log-density and gradient compiled with numba (cached on disk)."""
+    global _NUMBA_LOGP
+    if _NUMBA_LOGP is not None:
+        return _NUMBA_LOGP
+    import math
+
+    import numba
+
+    @numba.njit(cache=True, fastmath=False)
+    def prior(code, a, b, v):
+        if code == 0:
+            z = (v - a) / b
+            return -0.5 * z * z, -z / b
+        if code == 1:
+            return -0.5 * (v / a) ** 2, -v / (a * a)
+        if code == 2:
+            return -math.log1p((v / a) ** 2), -2.0 * v / (a * a + v * v)
+        return -a * v, -a
+
+    @numba.njit(cache=True, fastmath=False)
+    def logp(x, k, n, X, col_order, centred, M, n_ord, pri_mu, pri_sd, grad):
+        C, D = X.shape
+        lp = 0.0
+        for i in range(grad.size):
+            grad[i] = 0.0
+        beta = np.empty(D)
+        for m in range(M):
+            mu = x[m]
+            off_sd = M + m * n_ord
+            off_z = M + M * n_ord + m * D
+            for j in range(D):
+                s = math.exp(x[off_sd + col_order[j]])
+                z = x[off_z + j]
+                if centred[m, j]:
+                    beta[j] = z
+                    lp += -0.5 * (z / s) ** 2 - math.log(s)
+                else:
+                    beta[j] = z * s
+                    lp += -0.5 * z * z
+            g_beta = np.zeros(D)
+            g_mu = 0.0
+            for c in range(C):
+                eta = mu
+                for j in range(D):
+                    eta += beta[j] * X[c, j]
+                if eta > 0:
+                    soft = eta + math.log1p(math.exp(-eta))
+                else:
+                    soft = math.log1p(math.exp(eta))
+                lp += k[m, c] * eta - n[m, c] * soft
+                r = k[m, c] - n[m, c] * math.exp(eta - soft)
+                g_mu += r
+                for j in range(D):
+                    g_beta[j] += r * X[c, j]
+            l0, g0 = prior(int(pri_mu[0]), pri_mu[1], pri_mu[2], mu)
+            lp += l0
+            grad[m] = g_mu + g0
+            for j in range(D):
+                o = col_order[j]
+                s = math.exp(x[off_sd + o])
+                z = x[off_z + j]
+                if centred[m, j]:
+                    grad[off_z + j] = g_beta[j] - z / (s * s)
+                    grad[off_sd + o] += (z / s) ** 2 - 1.0
+                else:
+                    grad[off_z + j] = g_beta[j] * s - z
+                    grad[off_sd + o] += g_beta[j] * z * s
+            for o in range(n_ord):
+                ls = x[off_sd + o]
+                s = math.exp(ls)
+                l1, g1 = prior(int(pri_sd[o, 0]), pri_sd[o, 1], pri_sd[o, 2], s)
+                lp += l1 + ls
+                grad[off_sd + o] += g1 * s + 1.0
+        return lp
+
+    _NUMBA_LOGP = logp
+    return logp
+
+
+def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept):
+    import nutpie
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    M, C, n_ord = kern.M, kern.C, kern.n_ord
+    names = ["p", "sd", "order_sd", "intercept"] if n_ord else ["p", "intercept"]
+    shapes = [(M, C), (M, n_ord), (M, n_ord), (M,)] if n_ord else [(M, C), (M,)]
+
+    fast = _numba_logp()
+    args = (kern.k, kern.n, np.ascontiguousarray(kern.X), kern.col_order,
+            np.ascontiguousarray(kern.centred), M, n_ord, kern.pri_mu, kern.pri_sd)
+
+    def make_logp():
+        def logp(x):
+            grad = np.empty(kern.ndim)
+            lp = fast(np.asarray(x, dtype=np.float64), *args, grad)
+            if not np.isfinite(lp):
+                return -np.inf, np.zeros(kern.ndim)
+            return lp, grad
+        return logp
+
+    def make_expand(seed1, seed2, chain):
+        if n_ord:
+            return kern.expand
+        return lambda x: {k: v for k, v in kern.expand(x).items() if k in names}
+
+    def init(seed):
+        r = np.random.default_rng(seed)
+        x = r.uniform(-0.5, 0.5, kern.ndim)
+        pbar = (kern.k.sum(1) + 0.5) / (kern.n.sum(1) + 1)
+        x[:M] = np.log(pbar / (1 - pbar)) + r.uniform(-0.2, 0.2, M)
+        x[M:M + M * n_ord] = np.log(0.5) + r.uniform(-0.5, 0.5, M * n_ord)
+        return x
+
+    model = from_pyfunc(kern.ndim, make_logp, make_expand, [np.dtype("float64")] * len(names),
+                        shapes, names, make_initial_point_fn=init)
+    return nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed,
+                         cores=cores, target_accept=target_accept, progress_bar=False)
+
+
+def fit_counts(k, n, shape, spec: GroupSpec, *, draws: int = 1000, tune: int = 1000,
+               chains: int = 4, seed: int = 0, cores: int = 2,
+               target_accept: float = 0.9) -> dict:
+    """Posterior draws of every cell's rate (and of the order sds) from the counts.
+
+    Returns
+    -------
+    dict
+        ``p``: (chain, draw, metric, cell); ``order_sd``: (chain, draw, metric, order) or
+        None; ``orders``: the orders; ``divergences``, ``rhat_max``, ``ess_min``, ``seconds``.
+        With ``structure = "independent"`` the draws come from the exact Beta posterior.
+    """
+    k = np.asarray(k, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    if spec.structure == "independent":
+        a, b = exact_posterior(k, n, spec.alpha, spec.beta)
+        p = rng.beta(a, b, size=(chains, draws, *k.shape))
+        return {"p": p, "order_sd": None, "orders": (), "divergences": 0, "rhat_max": None,
+                "ess_min": None, "seconds": time.perf_counter() - t0, "sampler": "exact"}
+    kern = Kernel(k, n, shape, spec)
+    if kern.D == 0 and spec.structure != "independent":
+        log.info("one group only: the pooled model is the intercept alone")
+    trace = _sample_kernel(kern, draws, tune, chains, int(rng.integers(2**31)),
+                           min(cores, chains), target_accept)
+    post = trace["posterior"]
+    p = np.asarray(post["p"].values)
+    order_sd = np.asarray(post["order_sd"].values) if "order_sd" in post else None
+    sd = np.asarray(post["sd"].values) if "sd" in post else None
+    orders = tuple(kern.orders)
+    div = int(np.asarray(trace["sample_stats"]["diverging"].values).sum())
+    rhat_max = ess_min = None
+    try:
+        import arviz as az
+
+        names = [v for v in ("intercept", "sd") if v in post]
+        rhat = az.rhat(trace, var_names=names)
+        ess = az.ess(trace, var_names=names)
+        rhat_max = (float(max(float(np.nanmax(rhat[v].values)) for v in names))
+                    if chains > 1 else None)
+        ess_min = float(min(float(np.nanmin(ess[v].values)) for v in names))
+    except Exception as exc:  # diagnostics are a report, not a condition of the result
+        log.warning("convergence diagnostics failed: %s", exc)
+    if div:
+        log.warning("%d divergent transitions in the group-rates fit; the intervals may be "
+                    "off (raise target_accept, or check for cells of extreme rates)", div)
+    return {"p": p, "order_sd": order_sd, "sd": sd, "orders": orders, "divergences": div,
+            "rhat_max": rhat_max, "ess_min": ess_min,
+            "seconds": time.perf_counter() - t0, "sampler": "nutpie"}

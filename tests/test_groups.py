@@ -1,0 +1,345 @@
+"""Group rates (bayesbias.groups, models/group_rates.py, ``bayesbias groups``)."""
+
+import gzip
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bayesbias.datasets import DATA_DIR, adult_llama
+from bayesbias.errors import InputDataError, InvalidArgumentError
+from bayesbias.groups import GroupRates, bin_column
+from bayesbias.models.group_rates import Kernel, load_group_spec
+
+POS = "greater than 50K"
+SHA = "709fec003fb244111f383b94e11a7bf9f52a43f4f93ceef4f08b90b3b38ea104"
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return adult_llama()
+
+
+def _indep(t, **kw):
+    return GroupRates(t["label"], t["pred"], sensitive_features=t[["race", "sex", "age"]],
+                      pos_label=POS, bins={"age": [25, 65]}, structure="independent",
+                      **{"metrics": ["tpr", "fpr", "error_rate", "selection_rate"], **kw})
+
+
+def test_fixture_is_the_attributed_file_and_its_cells(adult):
+    folder = DATA_DIR / "adult_llama"
+    raw = gzip.decompress((folder / "adult_llama.csv.gz").read_bytes())
+    assert hashlib.sha256(raw).hexdigest() == SHA
+    assert (folder / "ATTRIBUTION.md").is_file() and (folder / "LICENSE-CC-BY").is_file()
+    g = _indep(adult, draws=10, chains=1)
+    f = g.to_frame()
+    err = f[f.metric == "error_rate"]
+    assert len(err) == 30 and err.n.sum() == 48842 and err.k.sum() == 8348
+    assert err.n.min() == 2 and err.n.max() == 23444 and (err.n >= 40).sum() == 23
+    # cell 0 of ATTRIBUTION.md: Amer-Indian-Eskimo / Female / <25, n 41, error 0.0488
+    first = err.iloc[0]
+    assert (first.race, first.sex, first.age, first.n) == ("Amer-Indian-Eskimo", "Female",
+                                                           "<25", 41)
+    assert first.raw == pytest.approx(2 / 41)
+
+
+def test_independent_is_the_exact_beta_posterior_and_fairlearn(adult):
+    fairlearn = pytest.importorskip("fairlearn.metrics")
+    g = _indep(adult, draws=4000, chains=1, ci_prob=0.9)
+    f = g.to_frame()
+    for m in g.metrics:
+        d = f[f.metric == m]
+        a, b = 1 + d.k.to_numpy(), 1 + d.n.to_numpy() - d.k.to_numpy()
+        np.testing.assert_allclose(d.lower, stats.beta.ppf(0.05, a, b), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(d.upper, stats.beta.ppf(0.95, a, b), rtol=0, atol=1e-12)
+        # sampled draws agree with the exact mean within Monte Carlo error (5 SE)
+        dr = g.draws(m)
+        se = dr.std(axis=0) / np.sqrt(dr.shape[0])
+        assert np.all(np.abs(dr.mean(axis=0) - d["mean"].to_numpy()) < 5 * se + 1e-12)
+    # mode of Beta(1 + k, 1 + n - k) = k / n = fairlearn's MetricFrame.by_group
+    y = adult["label"].str.strip() == POS
+    p = adult["pred"].str.strip() == POS
+    sf = pd.DataFrame({"race": adult.race, "sex": adult.sex,
+                       "age": pd.cut(adult.age, [-np.inf, 25, 65, np.inf], right=False,
+                                     labels=["<25", "25-64", ">=65"]).astype(str)})
+    mf = fairlearn.MetricFrame(metrics={"tpr": fairlearn.true_positive_rate,
+                                        "fpr": fairlearn.false_positive_rate,
+                                        "selection_rate": fairlearn.selection_rate,
+                                        "error_rate": lambda a, b: float(np.mean(a != b))},
+                               y_true=y, y_pred=p, sensitive_features=sf)
+    ours = g.by_group
+    for m in ("tpr", "fpr", "selection_rate", "error_rate"):
+        theirs = mf.by_group[m].reindex(ours.index)
+        mode = ours[(m, "mode")]
+        keep = ours[(m, "n")] > 0
+        if m == "tpr":  # fairlearn gives 0 (with a warning) where a cell has no positives
+            keep &= ours[(m, "n")] > 0
+        np.testing.assert_allclose(mode[keep], theirs[keep], rtol=0, atol=1e-12)
+
+
+def test_kernel_gradient_matches_finite_differences(adult):
+    g = _indep(adult, draws=5, chains=1, metrics=["error_rate", "tpr"])
+    kern = Kernel(g.k, g.n, g.shape, load_group_spec(structure="full"))
+    kern.centred[:, ::2] = False  # both parametrisations in use
+    x = np.random.default_rng(0).normal(size=kern.ndim) * 0.3
+    lp, grad = kern.logp(x)
+    eps = 1e-6
+    num = np.array([(kern.logp(x + eps * e)[0] - kern.logp(x - eps * e)[0]) / (2 * eps)
+                    for e in np.eye(kern.ndim)])
+    np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_kernel_density_equals_the_pymc_model(adult):
+    """The NumPy density equals PyMC's ZeroSumNormal model up to a constant."""
+    g = _indep(adult, draws=5, chains=1, metrics=["error_rate"])
+    spec = load_group_spec(structure="full")
+    kern = Kernel(g.k, g.n, g.shape, spec)
+    kern.centred[:] = False  # the PyMC model is non-centred throughout
+    from bayesbias.models.group_rates import build_model, model_terms
+
+    model = build_model(g.k, g.n, g.shape, spec)
+    logp = model.compile_logp()
+    terms = model_terms(g.shape, "full")
+    import pytensor.tensor as pt
+
+    from bayesbias.models.group_rates import _zero_sum_basis
+
+    rng = np.random.default_rng(1)
+    diffs = []
+    for _ in range(3):
+        x = rng.normal(size=kern.ndim) * 0.3
+        mu, logsd, z = kern.split(x)
+        point = {"intercept": mu}
+        for j, o in enumerate(kern.orders):
+            point[f"sd_{o}_log__"] = logsd[:, j]
+        start = 0
+        for j, t in enumerate(terms):
+            basis = np.ones((1, 1))
+            for a in t.attributes:
+                basis = np.kron(basis, _zero_sum_basis(g.shape[a]))
+            coords = z[:, start:start + basis.shape[1]]
+            start += basis.shape[1]
+            sub = tuple(g.shape[a] for a in t.attributes)
+            table = (coords @ basis.T).reshape(1, *sub)  # the zero-sum effect table
+            rv = model[f"z_{j}"]
+            value = model.rvs_to_values[rv]
+            point[value.name] = model.rvs_to_transforms[rv].forward(pt.as_tensor(table)).eval()
+        diffs.append(kern.logp(x)[0] - logp(point))
+    assert np.ptp(diffs) < 1e-8
+
+
+def test_bins_labels_and_missing():
+    codes, labels = bin_column([17, 24, 25, 64, 65, 90], [25, 65], "age")
+    assert labels == ["<25", "25-64", ">=65"] and codes.tolist() == [0, 0, 1, 1, 2, 2]
+    _, labels = bin_column([0.1, 0.5], [0.25], "x")
+    assert labels == ["<0.25", ">=0.25"]
+
+
+def _toy(rows=200, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"y": rng.integers(0, 2, rows), "p": rng.integers(0, 2, rows),
+                         "s": rng.uniform(0, 1, rows), "g": rng.choice(["a", "b"], rows),
+                         "h": rng.choice(["x", "y", "z"], rows)})
+
+
+def test_bad_input_is_refused_with_rows():
+    t = _toy()
+    with pytest.raises(InputDataError, match="0/1"):
+        GroupRates(t.y + 1, t.p, sensitive_features=t.g, structure="independent")
+    with pytest.raises(InputDataError, match="two classes"):
+        GroupRates(["a", "b", "c"] * 3, ["a"] * 9, sensitive_features=["g"] * 9, pos_label="a",
+                   structure="independent")
+    bad = t.copy()
+    bad.loc[[3, 7], "g"] = np.nan
+    with pytest.raises(InputDataError, match=r"rows 3, 7"):
+        GroupRates(bad.y, bad.p, sensitive_features=bad[["g"]], structure="independent")
+    ok = GroupRates(bad.y, bad.p, sensitive_features=bad[["g"]], structure="independent",
+                    missing="level", draws=10, chains=1)
+    assert ok.levels[0] == ["a", "b", "missing"]
+    s = t.s.copy()
+    s.iloc[5] = 1.5
+    with pytest.raises(InputDataError, match=r"\[0, 1\].*rows 5"):
+        GroupRates(t.y, y_score=s, sensitive_features=t.g, structure="independent")
+    with pytest.raises(InvalidArgumentError, match="exactly one"):
+        GroupRates(t.y, t.p, y_score=t.s, sensitive_features=t.g)
+    with pytest.raises(InvalidArgumentError, match="unknown metric"):
+        GroupRates(t.y, t.p, sensitive_features=t.g, metrics=["auc"])
+
+
+def test_no_positives_and_single_group_say_so():
+    t = _toy()
+    y = t.y.copy()
+    y[t.g == "a"] = 0  # group a has no positives: its TPR is the prior's
+    g = GroupRates(y, t.p, sensitive_features=t.g, metrics=["tpr", "fpr"],
+                   structure="independent", draws=200, chains=1)
+    row = g.to_frame().query("metric == 'tpr' and g == 'a'").iloc[0]
+    assert row.n == 0 and row.prior_driven and row["mean"] == pytest.approx(0.5)
+    assert any("no rows with y_true = 1" in n and "prior" in n for n in g.notes)
+    assert g.difference().query("metric == 'tpr'").verdict.iloc[0] == "no comparison"
+    one = GroupRates(t.y, t.p, sensitive_features=["only"] * len(t), structure="independent",
+                     draws=50, chains=1)
+    assert any("one group only" in n for n in one.notes)
+    assert one.difference().verdict.iloc[0] == "no comparison"
+    assert str(one)
+
+
+def test_scores_and_fairlearn_names():
+    t = _toy()
+    g = GroupRates(t.y, y_score=t.s, threshold=0.3, sensitive_features=t[["g", "h"]],
+                   metrics=["true_positive_rate", "selection_rate"], structure="independent",
+                   draws=100, chains=1)
+    assert g.metrics == ["tpr", "selection_rate"]
+    sel = g.to_frame().query("metric == 'selection_rate'")
+    assert sel.k.sum() == (t.s >= 0.3).sum()
+    assert g.by_group.index.names == ["g", "h"]
+    dp = g.demographic_parity(delta=0.1)
+    assert dp.quantity.iloc[0] == "demographic_parity_difference"
+    assert {"mean", "lower", "upper", "p_above_delta", "verdict"} <= set(dp.columns)
+
+
+@pytest.mark.slow
+def test_full_fit_small_and_derived_quantities(adult):
+    """A short pooled fit of the fixture: every output has its interval and n beside it."""
+    g = GroupRates(adult["label"], adult["pred"], sensitive_features=adult[["race", "sex", "age"]],
+                   pos_label=POS, bins={"age": [25, 65]}, metrics=["tpr", "fpr", "error_rate"],
+                   draws=150, tune=150, chains=1, seed=3)
+    f = g.to_frame()
+    assert f.lower.le(f["mean"]).all() and f["mean"].le(f.upper).all()
+    eo = g.equalized_odds(delta=0.05)
+    assert eo.quantity.iloc[0] == "equalized_odds_difference"
+    assert eo.lower.iloc[0] <= eo["mean"].iloc[0] <= eo.upper.iloc[0]
+    share = g.interaction_share()
+    assert share[["lower", "upper"]].notna().all().all()
+    assert ((share.lower >= 0) & (share.upper <= 1)).all()
+    eps = g.differential_fairness()
+    assert (eps.lower > 0).all()
+    marg = g.marginal("sex")
+    assert set(marg.sex) == {"Female", "Male"}
+    # the overall rate post-stratified by observed sizes is close to the raw rate
+    ov = g.overall
+    assert abs(ov.loc["error_rate", "mean"] - 8348 / 48842) < 0.005
+    plan = g.labelling_plan(0.1)
+    assert (plan.n_needed.dropna() > 0).all()
+    json.dumps(g.to_dict(), default=float)
+
+
+def test_cli_example_json_and_bad_column(capsys, tmp_path):
+    from bayesbias.cli import main
+
+    rc = main(["groups", "--example", "adult_llama", "--metric", "tpr,fpr",
+               "--structure", "independent", "--json", "--quiet", "--draws", "200",
+               "--chains", "1", "-o", str(tmp_path / "cells.csv")])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["structure"] == "independent" and len(out["cells"]) == 60
+    jsonschema = pytest.importorskip("jsonschema")
+    from bayesbias.schemas import schema
+
+    jsonschema.validate(out, schema("group_rates"))
+    assert any(c["quantity"] == "equalized_odds_difference" for c in out["comparisons"])
+    assert (tmp_path / "cells.csv").is_file()
+    t = _toy()
+    t.to_csv(tmp_path / "t.csv", index=False)
+    rc = main(["groups", str(tmp_path / "t.csv"), "--sensitive", "g,nope", "--label", "y",
+               "--pred", "p", "--quiet"])
+    assert rc == 2
+    assert "nope" in capsys.readouterr().err
+    rc = main(["groups", str(tmp_path / "t.csv"), "--sensitive", "g", "--label", "y",
+               "--pred", "p", "--bins", "age", "--quiet"])
+    assert rc == 2
+
+
+def test_cli_report(tmp_path):
+    from bayesbias.cli import main
+
+    rc = main(["groups", "--example", "adult_llama", "--metric", "selection_rate",
+               "--structure", "independent", "--quiet", "--draws", "100", "--chains", "1",
+               "--report", str(tmp_path / "rep")])
+    assert rc == 0
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "demographic_parity_difference" in html
+    assert (tmp_path / "rep" / "figures" / "cells.png").is_file()
+
+
+@pytest.mark.slow
+def test_numba_kernel_equals_numpy_kernel(adult):
+    from bayesbias.models.group_rates import _numba_logp
+
+    g = _indep(adult, draws=5, chains=1, metrics=["error_rate", "tpr"])
+    kern = Kernel(g.k, g.n, g.shape, load_group_spec(structure="full"))
+    kern.centred[:, ::2] = False
+    fast = _numba_logp()
+    for seed in range(3):
+        x = np.random.default_rng(seed).normal(size=kern.ndim) * 0.3
+        lp, grad = kern.logp(x)
+        out = np.empty(kern.ndim)
+        lp2 = fast(x, kern.k, kern.n, kern.X, kern.col_order, kern.centred, kern.M, kern.n_ord,
+                   kern.pri_mu, kern.pri_sd, out)
+        assert lp2 == pytest.approx(lp, rel=1e-12)
+        np.testing.assert_allclose(out, grad, rtol=1e-10, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_pooled_fit_agrees_with_a_row_level_pymc_model(adult):
+    """An independent reference: plain PyMC on the rows (Bernoulli), same model and priors."""
+    import pymc as pm
+
+    rng = np.random.default_rng(5)
+    sub = adult.iloc[rng.choice(len(adult), 3000, replace=False)].reset_index(drop=True)
+    g = GroupRates(sub["label"], sub["pred"], sensitive_features=sub[["sex", "age"]],
+                   pos_label=POS, bins={"age": [25, 65]}, metrics=["error_rate"],
+                   draws=1000, tune=1000, chains=2, seed=2)
+    cell, _, _ = __import__("bayesbias.groups", fromlist=["x"]).prepare_groups(
+        sub[["sex", "age"]], len(sub), {"age": [25, 65]})
+    err = (sub["label"] != sub["pred"]).to_numpy().astype(int)
+    with pm.Model():
+        mu = pm.Normal("mu", 0, 2)
+        s1 = pm.HalfNormal("s1", 1)
+        s2 = pm.HalfNormal("s2", 1)
+        a = pm.ZeroSumNormal("a", sigma=1, shape=2)
+        b = pm.ZeroSumNormal("b", sigma=1, shape=3)
+        ab = pm.ZeroSumNormal("ab", sigma=1, shape=(2, 3), n_zerosum_axes=2)
+        eta = (mu + s1 * a[:, None] + s1 * b[None, :] + s2 * ab).reshape((6,))
+        pm.Deterministic("p", pm.math.invlogit(eta))
+        pm.Bernoulli("y", logit_p=eta[cell], observed=err)
+        trace = pm.sample(1000, tune=1000, chains=2, random_seed=3, progressbar=False,
+                          target_accept=0.95)
+    ref = trace.posterior["p"].values.reshape(-1, 6)
+    ours = g.draws("error_rate")
+    se = np.sqrt(ours.var(0) / 500 + ref.var(0) / 500)  # ESS >= 500 of 2000 draws assumed
+    assert np.all(np.abs(ours.mean(0) - ref.mean(0)) < 4 * se), (ours.mean(0), ref.mean(0))
+    assert np.all(np.abs(ours.std(0) - ref.std(0)) < 0.25 * ref.std(0))
+
+
+@pytest.mark.slow
+def test_sbc_full_structure_is_uniform():
+    """Simulation-based calibration of ``full`` on a 2 x 2 x 2 grid, 30 rows per cell."""
+    from bayesbias.models.group_rates import fit_counts
+
+    shape, reps, draws = (2, 2, 2), 60, 199
+    spec = load_group_spec(structure="full")
+    dummy = np.ones((1, 8), dtype=int)
+    X, col = Kernel(dummy, dummy, shape, spec).X, Kernel(dummy, dummy, shape, spec).col_order
+    rng = np.random.default_rng(11)
+    ranks = {"intercept": [], "p0": [], "p7": []}
+    for rep in range(reps):
+        mu = rng.normal(0, 2)
+        sd = np.abs(rng.normal(0, 1, 3))
+        eta = mu + X @ (sd[col] * rng.normal(size=X.shape[1]))
+        p = 1 / (1 + np.exp(-eta))
+        n = np.full((1, 8), 30)
+        k = rng.binomial(n, p)
+        fit = fit_counts(k, n, shape, spec, draws=draws, tune=300, chains=1, seed=rep)
+        dr = fit["p"].reshape(-1, 8)
+        thin = dr[::1]
+        ranks["p0"].append(int((thin[:, 0] < p[0]).sum()))
+        ranks["p7"].append(int((thin[:, 7] < p[7]).sum()))
+        logit_mean = np.log(thin / (1 - thin)).mean(1)  # intercept = mean logit (zero-sum)
+        ranks["intercept"].append(int((logit_mean < eta.mean()).sum()))
+    for name, r in ranks.items():
+        counts = np.bincount(np.asarray(r) * 5 // (draws + 1), minlength=5)
+        assert stats.chisquare(counts).pvalue > 0.001, (name, counts)
