@@ -926,12 +926,15 @@ def biased_words(embedding: Embedding, wordlist, n: int = 500, *, within: int | 
 
 
 def training_words(embedding: Embedding, wordlist, n_biased: int = 1000, *,
-                   on_missing: str = "error", within: int | None = None
+                   on_missing: str = "error", within: int | None = None, exclude=()
                    ) -> tuple[list[str], np.ndarray, dict]:
     """Return the words (and classes) that train INLP and LEACE.
 
     The protected words of each class, plus the `n_biased` most biased words per class
-    (:func:`biased_words`).
+    (:func:`biased_words`), leaving out `exclude` (e.g. the words a recoverability test
+    will be run on: an eraser fitted on the test words makes cross-validated accuracy on
+    them fall *below* chance, each fold's class means being pushed apart by the erasure
+    of the others).
 
     Returns
     -------
@@ -949,7 +952,8 @@ def training_words(embedding: Embedding, wordlist, n_biased: int = 1000, *,
         words += list(present)
         labels += [c.name] * len(present)
     if n_biased:
-        extra, extra_labels = biased_words(embedding, wl, n_biased, within=within)
+        extra, extra_labels = biased_words(embedding, wl, n_biased, within=within,
+                                           exclude=exclude)
         words += extra
         labels += list(extra_labels)
     return words, np.asarray(labels), {k: v for k, v in missing.items() if v}
@@ -1042,17 +1046,18 @@ def _class_mean_gap(x, labels) -> float:
     return float(np.abs(means - means.mean(axis=0)).max())
 
 
-def _erase(embedding, wordlist, method, *, n_biased, on_missing, within, seed, fit):
+def _erase(embedding, wordlist, method, *, n_biased, on_missing, within, seed, fit, exclude):
     embedding = _check_embedding(embedding)
     wl = load_wordlist(wordlist)
     words, labels, missing = training_words(embedding, wl, n_biased, on_missing=on_missing,
-                                            within=within)
+                                            within=within, exclude=exclude)
     x = embedding.matrix(words)
     eraser = fit(x, labels)
     after = eraser(x)
     out = eraser(embedding.vectors.astype(np.float64)).astype(embedding.vectors.dtype)
     details = dict(eraser.details, class_mean_gap_before=_class_mean_gap(x, labels),
-                   class_mean_gap_after=_class_mean_gap(after, labels), n_biased=n_biased)
+                   class_mean_gap_after=_class_mean_gap(after, labels), n_biased=n_biased,
+                   n_excluded=len(set(exclude)))
     report = ErasureReport(method, wl.name, embedding.source,
                            {c: int((labels == c).sum()) for c in wl.class_names},
                            eraser.rank, seed, len(embedding), missing, details)
@@ -1062,13 +1067,14 @@ def _erase(embedding, wordlist, method, *, n_biased, on_missing, within, seed, f
 
 
 def leace_debias(embedding: Embedding, wordlist, *, n_biased: int = 1000,
-                 on_missing: str = "error", within: int | None = None, seed: int = 0
-                 ) -> tuple[Embedding, ErasureReport]:
+                 on_missing: str = "error", within: int | None = None, seed: int = 0,
+                 exclude=(), shrinkage: bool = False) -> tuple[Embedding, ErasureReport]:
     """Erase the protected classes of `wordlist` from every vector with LEACE.
 
     The eraser (:func:`leace_fit`) is fitted on the protected words of each class plus
     the `n_biased` most biased words per class (:func:`biased_words`) and applied to every
-    row. LEACE has no randomness; `seed` is recorded only.
+    row. LEACE has no randomness; `seed` is recorded only. `exclude`: words never
+    trained on (see :func:`training_words`); `shrinkage`: see :func:`leace_fit`.
 
     Returns
     -------
@@ -1077,12 +1083,14 @@ def leace_debias(embedding: Embedding, wordlist, *, n_biased: int = 1000,
     report : ErasureReport
     """
     return _erase(embedding, wordlist, "leace", n_biased=n_biased, on_missing=on_missing,
-                  within=within, seed=seed, fit=leace_fit)
+                  within=within, seed=seed, exclude=exclude,
+                  fit=lambda x, y: leace_fit(x, y, shrinkage=shrinkage))
 
 
 def inlp_debias(embedding: Embedding, wordlist, *, n_iterations: int = 10,
                 n_biased: int = 1000, on_missing: str = "error", within: int | None = None,
-                seed: int = 0, classifier: str = "svm") -> tuple[Embedding, ErasureReport]:
+                seed: int = 0, classifier: str = "svm", exclude=()
+                ) -> tuple[Embedding, ErasureReport]:
     """Erase the protected classes of `wordlist` from every vector with INLP.
 
     Trained like :func:`leace_debias`; see :func:`inlp_fit` for `n_iterations`,
@@ -1097,7 +1105,7 @@ def inlp_debias(embedding: Embedding, wordlist, *, n_iterations: int = 10,
                 f"INLP with {n_iterations} iterations removes up to {n_iterations * per} "
                 f"directions, more than the {dim} dimensions of {as_embedding(embedding).source}")
     return _erase(embedding, wordlist, "inlp", n_biased=n_biased, on_missing=on_missing,
-                  within=within, seed=seed,
+                  within=within, seed=seed, exclude=exclude,
                   fit=lambda x, y: inlp_fit(x, y, n_iterations, seed=seed,
                                             classifier=classifier))
 

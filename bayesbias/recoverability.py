@@ -127,7 +127,7 @@ def _rng(seed):
     return np.random.default_rng(seed)
 
 
-def _check(x, labels):
+def _check(x, labels, normalize=True):
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or not len(x):
         raise InputDataError(f"vectors must be a non-empty 2-d array, got shape {x.shape}")
@@ -140,6 +140,8 @@ def _check(x, labels):
     if len(classes) < 2 or counts.min() < 2:
         raise InputDataError(f"recoverability needs two or more classes of two or more words, "
                              f"got {dict(zip(map(str, classes), counts.tolist(), strict=True))}")
+    if not normalize:
+        return x, classes, codes
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     if np.any(norms == 0):
         raise InputDataError("a vector is all zeros (no direction)")
@@ -233,6 +235,8 @@ def classifier_recovery(x, labels, model: str = "linear", *, folds: int = 5, n_n
     Parameters
     ----------
     x : ndarray of shape (n, dim)
+        Vectors as given (not scaled: scaling to unit length is itself non-linear and
+        could carry the class after a linear erasure).
     labels : array-like of shape (n,)
     model : {"linear", "rbf", "mlp"}
         Logistic regression, an RBF-kernel SVM (C = 1, gamma "scale"), or a
@@ -251,7 +255,7 @@ def classifier_recovery(x, labels, model: str = "linear", *, folds: int = 5, n_n
     from scipy.stats import beta
 
     validate_choice(model, MODELS, "model")
-    x, classes, codes = _check(x, labels)
+    x, classes, codes = _check(x, labels, normalize=False)
     if np.bincount(codes).min() < folds:
         raise InputDataError(f"a class has fewer words ({np.bincount(codes).min()}) than the "
                              f"{folds} cross-validation folds")
