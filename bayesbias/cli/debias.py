@@ -28,12 +28,12 @@ from ._common import (
 
 DESCRIPTION = """\
 --method hard (default) or multiclass (the same code; multiclass is its use with definite
-sets of three or more words): hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini
-et al. 2019). The bias subspace is the first K principal directions of the word list's
-definite sets, each centred on its mean. The neutralised words (default: every stereotype attribute of the list) lose their
-component in it; each definite set is then equalised (its words share one off-subspace
-part). Only those words change: every other row is written unchanged, unless
---normalize-all scales every row to unit length.
+sets of three or more words): hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et
+al. 2019). The bias subspace is the first K principal directions of the word list's definite
+sets, each centred on its mean. The neutralised words (default: every stereotype attribute
+of the list) lose their component in it; each definite set is then equalised (its words
+share one off-subspace part). Only those words change: every other row is written unchanged,
+unless --normalize-all scales every row to unit length.
 
 The whole embedding is loaded and written (every word, changed rows replaced): memory
 grows with the file (the shipped default has 20,162 words; a 3M-word 300-d file needs
