@@ -38,7 +38,8 @@ from .intervals import percentile_interval, tail_probabilities
 from .validation import validate_choice
 
 __all__ = ["RecoverabilityResult", "RecoverabilityTable", "cluster_alignment",
-           "classifier_recovery", "neighbour_bias", "recoverability", "TESTS", "MODELS"]
+           "classifier_recovery", "neighbour_bias", "recoverability", "hidden_or_removed",
+           "plot_debiasing", "debiasing_frame", "TESTS", "MODELS"]
 
 log = logging.getLogger(__name__)
 
@@ -429,3 +430,102 @@ def recoverability(embedding, wordlist, *, original=None, n_per_class: int = 500
                                                ci_prob=ci_prob, seed=seed))
     return RecoverabilityTable(embedding.source, wl.name, n_per_class, results, list(words),
                                [str(c) for c in labels])
+
+
+# -- the debiasing section of ``compare`` -------------------------------------------------
+def hidden_or_removed(name: str, table: RecoverabilityTable, weat_sees_bias: bool | None,
+                      verdict_before: str | None = None, verdict_after: str | None = None
+                      ) -> str:
+    """Answer "did this debiasing remove the bias, or only hide it from WEAT?" in a sentence.
+
+    Parameters
+    ----------
+    name : str
+        The method (row) named in the sentence.
+    table : RecoverabilityTable
+        Its recoverability tests (words fixed on the original embedding).
+    weat_sees_bias : bool or None
+        Whether WEAT still finds the stereotype (some class pair with two-sided p < 0.05)
+        after debiasing; None if WEAT was not computed.
+    verdict_before, verdict_after : str, optional
+        The control-aware verdict codes (:class:`bayesbias.verdicts.Verdict`).
+    """
+    found = [_TEST_NAMES.get(t, t) for t in table.recovered]
+    verdict = ""
+    if verdict_before and verdict_after:
+        verdict = (f"; the Bayesian verdict went from '{verdict_before}' to '{verdict_after}'"
+                   if verdict_before != verdict_after
+                   else f"; the Bayesian verdict stayed '{verdict_after}'")
+    if not found:
+        return (f"{name}: removed, as far as these tests can tell: no recoverability test "
+                f"beats its null band{verdict}.")
+    tests = ", ".join(found)
+    if weat_sees_bias is False:
+        return (f"{name}: hidden, not removed: WEAT no longer finds the stereotype, but "
+                f"{tests} still recover the classes above chance{verdict}.")
+    if weat_sees_bias is True:
+        return (f"{name}: not removed: WEAT still finds the stereotype and {tests} still "
+                f"recover the classes above chance{verdict}.")
+    return f"{name}: not removed: {tests} still recover the classes above chance{verdict}."
+
+
+def plot_debiasing(tables: dict, path=None, *, ax=None):
+    """Forest plot of the recoverability tests per method: interval, value, null band.
+
+    Parameters
+    ----------
+    tables : dict of {str: RecoverabilityTable}
+        Rows (methods) in order.
+    path : str or Path, optional
+        Save the figure (PNG) there.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    names = list(tables)
+    tests = [r.test for r in next(iter(tables.values())).results]
+    fig, axes = plt.subplots(1, len(tests), figsize=(3.2 * len(tests), 0.45 * len(names) + 1.6),
+                             sharey=True, squeeze=False)
+    for ax_, test in zip(axes[0], tests, strict=True):
+        for i, name in enumerate(names):
+            r = tables[name][test]
+            y = len(names) - 1 - i
+            ax_.fill_betweenx([y - 0.35, y + 0.35], r.null_lower, r.null_upper, color="0.85",
+                              label="null band" if i == 0 else None)
+            # a bootstrap interval need not contain the value (k-means on resamples)
+            ax_.hlines(y, r.lower, r.upper, color="C3" if r.reading == "recoverable" else "C0")
+            ax_.plot(r.value, y, "o", color="C3" if r.reading == "recoverable" else "C0")
+        ax_.set_title(_TEST_NAMES.get(test, test), fontsize=9)
+        ax_.set_yticks(range(len(names)), names[::-1])
+    axes[0][0].legend(loc="lower left", fontsize=7)
+    fig.suptitle("Recoverability after debiasing (red: interval above the null band)",
+                 fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    return fig
+
+
+def debiasing_frame(rows: list[dict]) -> pd.DataFrame:
+    """Tabulate the debiasing section: one row per method, one column per test.
+
+    Each test cell reads ``value [interval] null [band]``; then the verdict change, WEAT's
+    smallest p and the answer. `rows` as built by ``bayesbias compare``.
+    """
+    out = []
+    for row in rows:
+        table = row["table"]
+        rec = {"method": row["name"]}
+        for r in table.results:
+            rec[_TEST_NAMES.get(r.test, r.test)] = (
+                f"{r.value:.3f} [{r.lower:.3f}, {r.upper:.3f}] null [{r.null_lower:.3f}, "
+                f"{r.null_upper:.3f}]")
+        rec["verdict"] = row.get("verdict_change", "")
+        rec["WEAT min p"] = row.get("weat_min_p")
+        rec["answer"] = row.get("answer", "")
+        out.append(rec)
+    return pd.DataFrame(out)
