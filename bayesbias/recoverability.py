@@ -128,6 +128,16 @@ def _rng(seed):
     return np.random.default_rng(seed)
 
 
+def _jeffreys(k, n, lo_q, hi_q):
+    """Equal-tailed Jeffreys interval, with the ends at 0 (k = 0) and 1 (k = n)."""
+    from scipy.stats import beta
+
+    k = np.asarray(k, dtype=float)
+    lo = np.where(k == 0, 0.0, beta.ppf(lo_q, k + 0.5, n - k + 0.5))
+    hi = np.where(k == n, 1.0, beta.ppf(hi_q, k + 0.5, n - k + 0.5))
+    return lo, hi
+
+
 def _check(x, labels, normalize=True):
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or not len(x):
@@ -253,8 +263,6 @@ def classifier_recovery(x, labels, model: str = "linear", *, folds: int = 5, n_n
     RecoverabilityResult
         Interval: the Jeffreys Beta posterior of the pooled out-of-fold accuracy.
     """
-    from scipy.stats import beta
-
     validate_choice(model, MODELS, "model")
     x, classes, codes = _check(x, labels, normalize=False)
     if np.bincount(codes).min() < folds:
@@ -263,7 +271,7 @@ def classifier_recovery(x, labels, model: str = "linear", *, folds: int = 5, n_n
     n = len(codes)
     k = _cv_accuracy(x, codes, model, folds, seed)
     lo_q, hi_q = tail_probabilities(ci_prob)
-    interval = beta.ppf([lo_q, hi_q], k + 0.5, n - k + 0.5)
+    interval = [float(v) for v in _jeffreys(k, n, lo_q, hi_q)]
     rng = _rng(seed)
     null = [_cv_accuracy(x, rng.permutation(codes), model, folds, seed) / n
             for _ in range(n_null)]
@@ -296,8 +304,6 @@ def neighbour_bias(x, labels, words=None, *, k: int | None = None, n_boot: int =
     RecoverabilityResult
         ``details["per_word"]``: a frame of each word's share and Jeffreys interval.
     """
-    from scipy.stats import beta
-
     x, classes, codes = _check(x, labels)
     n = len(codes)
     k = min(100, n // 4) if k is None else int(k)
@@ -319,8 +325,8 @@ def neighbour_bias(x, labels, words=None, *, k: int | None = None, n_boot: int =
     per_word = pd.DataFrame({
         "word": list(words) if words is not None else np.arange(n),
         "class": classes[codes].astype(str), "share": share,
-        "lower": beta.ppf(lo_q, same + 0.5, k - same + 0.5),
-        "upper": beta.ppf(hi_q, same + 0.5, k - same + 0.5)})
+        "lower": _jeffreys(same, k, lo_q, hi_q)[0],
+        "upper": _jeffreys(same, k, lo_q, hi_q)[1]})
     return _result("neighbours", value, percentile_interval(boot, ci_prob), null, ci_prob,
                    "bootstrap", n, "label permutation", k=k, per_word=per_word,
                    classes=[str(c) for c in classes])
