@@ -99,3 +99,14 @@ def test_glove_alignment_of_hard_and_double_hard():
         assert g.lower <= 1.0 <= g.upper and g.value == 1.0
         assert h.upper < g.lower  # Hard lies below GloVe
         assert d.upper < g.lower
+
+
+def test_compare_debiasing_options_are_checked_before_any_work(capsys):
+    from bayesbias.cli import main
+
+    assert main(["compare", "--a", "published:religion:reddit", "--b",
+                 "published:religion:debiased_reddit", "--recoverability"]) == 2
+    assert "--wordlist" in capsys.readouterr().err
+    assert main(["compare", "--wordlist", "gender", "--a", "default", "--b", "default",
+                 "--debias-methods", "hard,soft"]) == 2
+    assert "soft" in capsys.readouterr().err
