@@ -112,17 +112,9 @@ def test_inlp_is_an_orthogonal_projection_and_deterministic(data):
     assert a.details["accuracy"][0] > 0.8
 
 
-@pytest.mark.slow
-def test_planted_subspace_and_nonlinear_carrier():
-    """A class carried by a mean shift (linear) and by a radius (non-linear).
-
-    LEACE, fitted on one half, removes the shift: a linear classifier on the other half
-    is at chance; an RBF-SVM still finds the class from the radius.
-    """
-    from bayesbias.recoverability import classifier_recovery
-
-    rng = np.random.default_rng(1)
-    n = 600
+def _planted(seed=1, n=600):
+    """Plant a class in a mean shift (linear) and a radius (non-linear); split in two."""
+    rng = np.random.default_rng(seed)
     y = np.repeat([0, 1], n // 2)
     x = rng.normal(size=(n, 10))
     x[:, 1:3] *= 0.2
@@ -132,10 +124,25 @@ def test_planted_subspace_and_nonlinear_carrier():
     x[:, 1] += radius * np.cos(angle)
     x[:, 2] += radius * np.sin(angle)
     order = rng.permutation(n)
-    train, test = order[: n // 2], order[n // 2:]
+    return x, y, order[: n // 2], order[n // 2:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["leace", "inlp"])
+def test_planted_subspace_and_nonlinear_carrier(method):
+    """Linear erasure removes the shift; the radius still gives the class away.
+
+    Fitted on one half: a linear classifier on the other half is at chance, while an
+    RBF-SVM still finds the class from the radius (Ravfogel et al.'s pattern: linear
+    49.3%, MLP 85.0%).
+    """
+    from bayesbias.recoverability import classifier_recovery
+
+    x, y, train, test = _planted()
     before = classifier_recovery(x[test], y[test], "linear", n_null=9, seed=0)
     assert before.reading == "recoverable" and before.value > 0.9
-    eraser = leace_fit(x[train], y[train])
+    eraser = (leace_fit(x[train], y[train]) if method == "leace"
+              else inlp_fit(x[train], y[train], 2, seed=0))
     xe = eraser(x[test])
     linear = classifier_recovery(xe, y[test], "linear", n_null=19, seed=0)
     rbf = classifier_recovery(xe, y[test], "rbf", n_null=9, seed=0)
@@ -144,17 +151,22 @@ def test_planted_subspace_and_nonlinear_carrier():
 
 
 @pytest.mark.slow
-def test_inlp_linear_at_chance_while_a_nonlinear_classifier_is_not():
-    """Ravfogel et al.'s pattern on held-out rows (INLP fitted on the other 4,096)."""
+def test_inlp_on_make_classification_leaves_linear_accuracy_at_chance():
+    """INLP leaves linear accuracy on held-out rows inside the null band.
+
+    INLP fitted on 4,096 rows, 20 iterations; 1,024 other rows: linear accuracy 0.500
+    inside its null band (0.785 before). make_classification's class lives in a 2-d
+    informative subspace that INLP removes whole, so an RBF-SVM is at chance too (0.491):
+    the non-linear residue needs a non-linear carrier (the planted test).
+    """
     from bayesbias.recoverability import classifier_recovery
 
     x, y = make_classification(n_samples=8192, n_features=128, random_state=42)
     train, test = np.arange(0, 8192, 2), np.arange(1, 8192, 2)[:1024]
     xe = inlp_fit(x[train], y[train], 20, seed=0)(x[test])
     linear = classifier_recovery(xe, y[test], "linear", n_null=50, seed=0)
-    rbf = classifier_recovery(xe, y[test], "rbf", n_null=9, seed=0)
     assert linear.reading == "at chance", linear
-    assert rbf.reading == "recoverable", rbf
+    assert abs(linear.value - 0.5) < 0.03
 
 
 # -- embedding layer ------------------------------------------------------------------
