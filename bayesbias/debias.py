@@ -1008,9 +1008,11 @@ class ErasureReport:
     def summary(self) -> str:
         """Summarise the report in a few lines for people."""
         counts = ", ".join(f"{k} {v}" for k, v in self.n_training.items())
+        what = (f"bias directions k={self.rank} after one frequency direction"
+                if self.method == "double-hard" else f"rank of the update {self.rank}")
+        verb = "chose the direction on" if self.method == "double-hard" else "trained on"
         lines = [f"{self.method} debiasing of {self.source} for {self.wordlist!r} "
-                 f"(seed {self.seed}): trained on {counts} words; rank of the update "
-                 f"{self.rank}"]
+                 f"(seed {self.seed}): {verb} {counts} words; {what}"]
         d = self.details
         if "class_mean_gap_before" in d:
             lines.append(f"largest class-mean gap of the training words: "
