@@ -60,7 +60,7 @@ def register(sub) -> None:
     p.add_argument("--debias-methods", default=None, metavar="LIST",
                    help="(--wordlist) also debias a with these methods (comma-separated: "
                         "hard, multiclass, inlp, leace, double-hard) and test each; implies "
-                        "--recoverability")
+                        "--recoverability (default: none)")
     p.add_argument("--top", type=int_range(5, 100_000, "--top"), default=500,
                    help="most biased words per class tested for recoverability (default 500)")
     p.add_argument("--debias-plot", default=None, metavar="PNG",
