@@ -475,7 +475,7 @@ def hidden_or_removed(name: str, table: RecoverabilityTable, weat_sees_bias: boo
     return f"{name}: not removed: {tests} still recover the classes above chance{verdict}."
 
 
-def plot_debiasing(tables: dict, path=None, *, ax=None):
+def plot_debiasing(tables: dict, path=None):
     """Forest plot of the recoverability tests per method: interval, value, null band.
 
     Parameters
@@ -489,12 +489,12 @@ def plot_debiasing(tables: dict, path=None, *, ax=None):
     -------
     matplotlib.figure.Figure
     """
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     names = list(tables)
     tests = [r.test for r in next(iter(tables.values())).results]
-    fig, axes = plt.subplots(1, len(tests), figsize=(3.2 * len(tests), 0.45 * len(names) + 1.6),
-                             sharey=True, squeeze=False)
+    fig = Figure(figsize=(3.2 * len(tests), 0.45 * len(names) + 1.6))
+    axes = fig.subplots(1, len(tests), sharey=True, squeeze=False)
     for ax_, test in zip(axes[0], tests, strict=True):
         for i, name in enumerate(names):
             r = tables[name][test]
@@ -512,7 +512,6 @@ def plot_debiasing(tables: dict, path=None, *, ax=None):
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)
-        plt.close(fig)
     return fig
 
 

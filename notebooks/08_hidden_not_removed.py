@@ -135,7 +135,7 @@ debiasing_frame(rows)
 # %%
 for row in rows[1:]:
     print(row["answer"])
-fig = plot_debiasing(tables)
+plot_debiasing(tables)
 
 # %% [markdown]
 # ## 6. Wang et al.'s alignment at 100 / 500 / 1000 words

@@ -233,7 +233,7 @@ def test_missing_words_are_named_in_one_message(glove):
 
 def test_a_class_with_one_word_is_an_error(glove):
     with pytest.raises(WordListError, match="'woman'.*1 word"):
-        leace_debias(glove, _two_class_list(woman=("she",)), n_biased=0)
+        leace_debias(glove, _two_class_list(("he", "him"), ("she",)), n_biased=0)
     with pytest.raises(WordListError, match="single word"):
         leace_fit(np.random.default_rng(0).normal(size=(5, 3)), [0, 0, 0, 0, 1])
 
