@@ -12,6 +12,7 @@ from ._common import (
     add_table_source,
     dropped_line,
     emit,
+    int_range,
 )
 from .fit import fit_from_args, load_table
 
@@ -21,7 +22,17 @@ the posterior difference b - a of every group-level mean, contrast and per-word 
 credible intervals, and whether only the neutral/human controls moved (the pattern
 Dobrzeniecka & Urbaniak found for debiasing). With --wordlist, A and B are embeddings
 (files or 'default'); without it they are distance tables or published:TOPIC:EMBEDDING.
-When both sides are tables, MAC with Manzini's paired t-test is reported alongside."""
+When both sides are tables, MAC with Manzini's paired t-test is reported alongside.
+
+Debiasing section (--wordlist only): --recoverability runs the recoverability tests on a
+and b, and --debias-methods hard,double-hard,inlp,leace also debiases a with each method
+(hard: every word but the protected words neutralised, as Bolukbasi et al.; multiclass:
+the stereotypes only, as Manzini et al.). The --top most biased words per class, chosen on
+a, are tested after debiasing: k-means alignment (bootstrap interval over words), linear
+and RBF-SVM cross-validated accuracy (Beta interval), same-class neighbour share
+(bootstrap interval), each against a label-permutation null band, with the Bayesian
+verdict and WEAT of every row and one sentence per method: removed, or hidden from WEAT.
+INLP and LEACE are trained without the tested words."""
 
 
 def register(sub) -> None:
@@ -43,6 +54,18 @@ def register(sub) -> None:
     add_model_options(p)
     add_rope(p)
     add_plot(p, "save a forest plot of the differences (PNG) (default: none)")
+    p.add_argument("--recoverability", action="store_true",
+                   help="(--wordlist) add the debiasing section: recoverability tests on a "
+                        "and b")
+    p.add_argument("--debias-methods", default=None, metavar="LIST",
+                   help="(--wordlist) also debias a with these methods (comma-separated: "
+                        "hard, multiclass, inlp, leace, double-hard) and test each; implies "
+                        "--recoverability (default: none)")
+    p.add_argument("--top", type=int_range(5, 100_000, "--top"), default=500,
+                   help="most biased words per class tested for recoverability (default 500)")
+    p.add_argument("--debias-plot", default=None, metavar="PNG",
+                   help="save the debiasing figure (PNG) (default: none; in the -o report "
+                        "anyway)")
     add_output(p, "write a before/after report folder (index.html, report.md, tables, "
                   "figures, fits/a.nc and fits/b.nc, results.json); a name ending in .nc "
                   "saves only the two fits, as NAME_a.nc and NAME_b.nc (default: none)")
@@ -90,6 +113,95 @@ def _weat(ta, tb, seed):
     return rows, pairs
 
 
+def _methods(args):
+    """Return the debiasing methods to add (a list, maybe empty), or None (no section)."""
+    from ..debias import METHODS
+    from ..errors import InvalidArgumentError
+
+    if not args.recoverability and not args.debias_methods:
+        return None
+    if not args.wordlist:
+        raise InvalidArgumentError("--recoverability and --debias-methods need --wordlist "
+                                   "(--a and --b are then embeddings)")
+    methods = [m.strip() for m in (args.debias_methods or "").split(",") if m.strip()]
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise InvalidArgumentError(f"--debias-methods: unknown method(s) {', '.join(bad)}; "
+                                   f"choose from {', '.join(METHODS)}")
+    return list(dict.fromkeys(methods))
+
+
+def _weat_min_p(table, seed):
+    from ..comparators.weat import weat_class_pairs
+    from ..errors import BayesbiasError
+
+    try:
+        pairs = weat_class_pairs(table, alternative="two-sided", seed=seed)
+    except BayesbiasError:
+        return None
+    return float(min(r.p_value for _, r in pairs))
+
+
+def _debiasing(args, labels, methods, comp, weat_pairs):
+    """Recoverability of a, b and each method applied to a; rows and text lines."""
+    from ..debias import biased_words, debias
+    from ..distances import distance_table
+    from ..embeddings import load_embedding
+    from ..recoverability import debiasing_frame, hidden_or_removed, plot_debiasing
+    from ..recoverability import recoverability as run_tests
+    from ..verdicts import verdict_from_fit
+    from ..wordlists import load_wordlist
+
+    wl = load_wordlist(args.wordlist)
+    load = {"format": args.format, "trust_pickle": args.trust_pickle}
+    original = load_embedding(args.a, **load)
+    words, classes = biased_words(original, wl, args.top)
+    va = comp.verdicts["a"]
+    sides = [(f"a: {labels[0]}", original, comp.verdicts["a"], None),
+             (f"b: {labels[1]}", load_embedding(args.b, **load), comp.verdicts["b"], None)]
+    on_missing = args.on_missing or "drop"
+    for m in methods:
+        kw = {}
+        if m == "hard":
+            kw = {"neutralize": "all", "on_missing": "drop"}
+        elif m == "multiclass":
+            kw = {"on_missing": "drop"}
+        elif m in ("inlp", "leace"):
+            kw = {"exclude": words, "on_missing": on_missing}
+        else:
+            kw = {"on_missing": on_missing}
+        emb, rep = debias(original, wl, m, seed=args.seed, **kw)
+        sides.append((m, emb, None, rep.to_dict()))
+    rows = []
+    for name, emb, verdict, rep in sides:
+        table = run_tests(emb, wl, words=words, labels=classes, n_per_class=args.top,
+                          ci_prob=args.ci_prob, seed=args.seed)
+        dist = distance_table(emb, wl, on_missing="drop")
+        if verdict is None:
+            verdict = verdict_from_fit(fit_from_args(dist, args), name, args.ci_prob,
+                                       args.ci_kind, args.rope)
+        weat_p = _weat_min_p(dist, args.seed)
+        row = {"name": name, "table": table, "verdict_before": va.code,
+               "verdict_after": verdict.code,
+               "verdict_change": (verdict.code if name.startswith("a: ")
+                                  else f"{va.code} -> {verdict.code}"),
+               "weat_min_p": weat_p, "report": rep}
+        row["answer"] = ("reference (before debiasing)" if name.startswith("a: ") else
+                         hidden_or_removed(name, table,
+                                           None if weat_p is None else weat_p < 0.05,
+                                           va.code, verdict.code))
+        rows.append(row)
+    frame = debiasing_frame(rows)
+    lines = ["", f"debiasing: removed or hidden? ({args.top} most biased words per class of "
+             f"a; {int(args.ci_prob * 100)}% intervals; null = label permutation)",
+             frame.drop(columns="answer").to_string(index=False)]
+    lines += [r["answer"] for r in rows if not r["name"].startswith("a: ")]
+    if args.debias_plot:
+        plot_debiasing({r["name"]: r["table"] for r in rows}, args.debias_plot)
+        lines.append(f"wrote {args.debias_plot}")
+    return rows, lines
+
+
 def _p(p) -> str:
     from ..reconcile import format_p
 
@@ -104,10 +216,15 @@ def run(args) -> int:
     from ..models import compare_fits
     from .compare_report import is_report_output
 
+    methods = _methods(args)
     if is_report_output(args.output):
         from ..report.document import check_output
 
         check_output(args.output)  # an earlier report or a new folder: before the work
+    if args.debias_plot:
+        from .._atomic import check_output as check_file
+
+        check_file(args.debias_plot, what="--debias-plot")
     labels = tuple(args.labels) if args.labels else (args.a, args.b)
     from ..progress import progress
 
@@ -171,6 +288,15 @@ def run(args) -> int:
     lines += [f"WEAT and the verdict ({labels[0]}): {reconcile['a']}",
               f"WEAT and the verdict ({labels[1]}): {reconcile['b']}",
               f"WEAT and the verdict, {labels[0]} -> {labels[1]}: {reconcile['change']}"]
+    if methods is not None:
+        rows, debias_lines = _debiasing(args, labels, methods, comp, weat_pairs)
+        payload["debiasing"] = [dict(name=r["name"], tests=r["table"].to_dict(),
+                                     **{k: r[k] for k in ("verdict_before", "verdict_after",
+                                                          "verdict_change", "weat_min_p",
+                                                          "answer", "report")})
+                                for r in rows]
+        lines += debias_lines
+        args._debiasing_rows = rows
     if args.plot:
         comp.plot_forest(args.plot)
         lines.append(f"wrote {args.plot}")

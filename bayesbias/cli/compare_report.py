@@ -145,6 +145,26 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
                       "95% under the `resample` null (real vectors, random labels)")
             payload["metrics"] = metrics.to_dict(orient="records")
 
+    rows = getattr(args, "_debiasing_rows", None)
+    if rows:
+        from ..recoverability import debiasing_frame, plot_debiasing
+
+        sec = report.section("Debiasing: removed, or hidden from WEAT?")
+        sec.bullets([r["answer"] for r in rows if not r["name"].startswith("a: ")])
+        sec.table(debiasing_frame(rows), "debiasing",
+                  f"Recoverability of the classes from the {args.top} most biased words per "
+                  f"class of a (chosen on a), per method: value [{args.ci_prob:.0%} interval] "
+                  "and null band (central range under label permutation). Cluster alignment: "
+                  "k-means, bootstrap over words; classifier accuracy: 5-fold cross-validated, "
+                  "Jeffreys Beta interval; neighbour share: same-class share of the nearest "
+                  "labelled words, bootstrap over words. Verdict: the Bayesian control-aware "
+                  "verdict before -> after; WEAT min p: smallest two-sided permutation p over "
+                  "class pairs.")
+        sec.figure_from(lambda path: plot_debiasing({r["name"]: r["table"] for r in rows},
+                                                    path),
+                        "debiasing", "Each test per method: interval (red when it lies above "
+                        "the null band) and the null band (grey)")
+
     sec = report.section("Per-word movements")
     words = comp.word_means.copy()
     words = words.iloc[(-words["diff_mean"].abs()).argsort(kind="stable")]

@@ -1,4 +1,8 @@
-"""``bayesbias debias``: hard-debias an embedding for a word list and write it out."""
+"""``bayesbias debias``: debias an embedding for a word list and write it out.
+
+Hard (Bolukbasi et al. 2016) and multiclass hard (Manzini et al. 2019) debiasing, INLP
+(Ravfogel et al. 2020), LEACE (Belrose et al. 2023) and Double-Hard (Wang et al. 2020).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,10 @@ import logging
 from pathlib import Path
 
 from .._atomic import check_output
-from ..debias import NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, hard_debias
+from ..debias import METHODS, NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, debias, hard_debias
 from ..distances import distance_table
 from ..embeddings import load_embedding, save_embedding
-from ..errors import InvalidArgumentError, WordListError
+from ..errors import InvalidArgumentError, OutputPathError, WordListError
 from ..wordlists import load_wordlist
 from ._common import (
     add_embedding_options,
@@ -23,12 +27,13 @@ from ._common import (
 )
 
 DESCRIPTION = """\
-Hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et al. 2019). The bias subspace
-is the first K principal directions of the word list's definite sets, each centred on its
-mean. The neutralised words (default: every stereotype attribute of the list) lose their
-component in it; each definite set is then equalised (its words share one off-subspace
-part). Only those words change: every other row is written unchanged, unless
---normalize-all scales every row to unit length.
+--method hard (default) or multiclass (the same code; multiclass is its use with definite
+sets of three or more words): hard debiasing (Bolukbasi et al. 2016; multiclass: Manzini et
+al. 2019). The bias subspace is the first K principal directions of the word list's definite
+sets, each centred on its mean. The neutralised words (default: every stereotype attribute
+of the list) lose their component in it; each definite set is then equalised (its words
+share one off-subspace part). Only those words change: every other row is written unchanged,
+unless --normalize-all scales every row to unit length.
 
 The whole embedding is loaded and written (every word, changed rows replaced): memory
 grows with the file (the shipped default has 20,162 words; a 3M-word 300-d file needs
@@ -39,7 +44,16 @@ refused unless --allow-merge.
 
 Exit code 3 if a check fails (a neutralised word keeps a projection above 1e-6, a
 definite set that shares no word with a later set is not symmetric, or two equalised
-words coincide); then no output file is written unless --force."""
+words coincide); then no output file is written unless --force.
+
+--method inlp, leace, double-hard (see docs/debiasing.md) map every vector. INLP and LEACE
+are fitted on the protected words of each class plus the --n-biased words most biased
+toward each class (ranked by cosine with the class's protected words); INLP removes
+--iterations linear-classifier directions, LEACE the least-squares closed form (rank at
+most the number of classes). Double-Hard removes the principal direction (among the first
+--components) whose removal best hides the classes from k-means, then hard-debiases with
+every word but the protected words and definite sets neutralised. Same --seed, same
+output. The output file may not be the input file."""
 
 
 
@@ -56,6 +70,18 @@ def register(sub) -> None:
         description=DESCRIPTION,
     )
     add_embedding_options(p)
+    p.add_argument("--method", default="hard", choices=list(METHODS),
+                   help="debiasing method (default hard)")
+    p.add_argument("--iterations", type=int_range(1, 10_000, "--iterations"), default=10,
+                   help="INLP: classifiers trained, one direction each for two classes "
+                        "(default 10)")
+    p.add_argument("--n-biased", type=int_range(0, 1_000_000, "--n-biased"), default=1000,
+                   help="INLP, LEACE: most biased words per class added to the training "
+                        "words (default 1000)")
+    p.add_argument("--components", type=int_range(1, 10_000, "--components"), default=20,
+                   help="Double-Hard: candidate frequency directions (default 20)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of INLP's classifiers and Double-Hard's k-means (default 0)")
     add_wordlist(p, "religion", "word list: a shipped name or a TOML file with definite_sets "
                                 "(default religion)")
     p.add_argument("-k", type=int_range(1, 10_000, "k"), default=None,
@@ -115,21 +141,48 @@ def _connection_means(embedding, wordlist):
     return means, table.attrs.get("missing", {})
 
 
+def _not_the_input(output, embedding) -> None:
+    """Refuse an output path that is the input embedding file (or a link to it)."""
+    import os
+
+    out = Path(output)
+    if embedding in (None, "default", "glove-6b-50d") or not out.exists():
+        return
+    try:
+        same = os.path.samefile(out, embedding)
+    except OSError:
+        same = False
+    if same:
+        raise OutputPathError(f"-o {output}: this is the input embedding {embedding}; "
+                              "write the debiased embedding to another file")
+
+
 def run(args) -> int:
     """Run ``bayesbias debias``; return the exit code."""
     wl = load_wordlist(args.wordlist)
     neutralize = _neutralize_arg(args.neutralize)
-    if not wl.definite_sets:  # fail before loading a possibly large file
+    if not wl.definite_sets and args.method in ("hard", "multiclass", "double-hard"):
+        # fail before loading a possibly large file
         raise WordListError(f"word list {wl.name!r} ({wl.path}) has no definite_sets; "
-                            "hard debiasing needs them")
+                            f"{args.method} debiasing needs them")
     if args.output is not None:
         check_output(args.output, what="-o")
+        _not_the_input(args.output, args.embedding)
     emb = load_embedding(args.embedding, format=args.format, trust_pickle=args.trust_pickle)
-    debiased, report = hard_debias(emb, wl, k=args.k, neutralize=neutralize,
-                                   equalize=args.equalize, on_missing=args.on_missing,
-                                   normalize_all=args.normalize_all,
-                                   overlapping=args.overlapping,
-                                   allow_merge=args.allow_merge)
+    on_missing = args.on_missing or "error"
+    if args.method in ("hard", "multiclass"):
+        debiased, report = hard_debias(emb, wl, k=args.k, neutralize=neutralize,
+                                       equalize=args.equalize, on_missing=on_missing,
+                                       normalize_all=args.normalize_all,
+                                       overlapping=args.overlapping,
+                                       allow_merge=args.allow_merge)
+    elif args.method == "double-hard":
+        debiased, report = debias(emb, wl, "double-hard", seed=args.seed, k=args.k,
+                                  n_components=args.components, on_missing=on_missing)
+    else:
+        extra = {"n_iterations": args.iterations} if args.method == "inlp" else {}
+        debiased, report = debias(emb, wl, args.method, seed=args.seed,
+                                  n_biased=args.n_biased, on_missing=on_missing, **extra)
     import pandas as pd
 
     before, dropped = _connection_means(emb, wl)
@@ -148,6 +201,7 @@ def run(args) -> int:
                    ("word2vec-binary" if binary else "word2vec"),
                    mean_cosine_distance=means.reset_index(),
                    mean_cosine_distance_dropped=dropped)
+    payload["method"] = args.method
     lines = [report.summary(), "",
              "mean cosine distance by connection (word-list words in the embedding):",
              means.round(4).to_string()]
