@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "metric", "classifier", "design",
-                 "calibrate", "train"}
+                 "calibrate", "train", "groups"}
 #: Commands whose default-run lines run as the installed console script.
 AS_SCRIPT = {"wordlists"}
 #: Python blocks that sample (a model fit, many fits) make their document's Python slow.
