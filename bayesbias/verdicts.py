@@ -96,8 +96,9 @@ RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (b
         "neutral' (whatever `associated - human` says), further = 'further than neutral', "
         "practically equal = 'practically none', undecided = 'not closer than neutral' (the "
         "data cannot tell; not evidence of no association). When it is closer, `associated - "
-        "human` closer = 'stereotype-specific' (evidence of stereotype-specific "
-        "association, the only finding), further = 'human closer than stereotypes', "
+        "human` closer = 'stereotype-specific' (stereotypes closer than neutral words AND "
+        "than neutral human attributes: evidence of stereotype-specific association, the "
+        "only finding), further = 'human closer than stereotypes', "
         "borderline = 'borderline vs human', undecided or practically equal = 'no closer "
         "than human' (not evidence that stereotypes are not closer). A missing control group "
         "= 'no data'. Borderline codes are never counted as findings. `associated - "
@@ -226,7 +227,7 @@ class ContrastEvidence:
         return "closer", p
 
     def borderline_words(self, iv: str = "interval") -> str:
-        """A borderline contrast in plain words: direction, probability, edge of `iv`."""
+        """Say a borderline contrast in plain words: direction, probability, edge of `iv`."""
         what, other = self._words()
         way, p = self.leaning()
         return f"{what} are {way} than {other} with probability {p:.2f}, at the edge of the {iv}"
@@ -417,7 +418,7 @@ def _vs_human(ah) -> str:
 
 
 def class_contrast_clause(code: str, ad: ContrastEvidence | None, short: bool = False) -> str:
-    """The clause a headline adds for a credible class contrast (issue 50), or ``""``.
+    """Return the clause a headline adds for a credible class contrast (issue 50), or ``""``.
 
     When the control-aware `code` is not ``"stereotype-specific"`` but `associated -
     different` (`ad`) is credibly below or above 0, the headline says so in the same
@@ -440,7 +441,7 @@ def class_contrast_clause(code: str, ad: ContrastEvidence | None, short: bool = 
 
 
 def _short(code: str, an, ah, ad, iv: str) -> str:
-    """The headline's main clause for `code` (without the class clause)."""
+    """Return the headline's main clause for `code` (without the class clause)."""
     if code == "stereotype-specific":
         head = ("Stereotypes are closer than neutral words and than human attributes: "
                 "stereotype-specific association")
@@ -483,7 +484,7 @@ def _short(code: str, an, ah, ad, iv: str) -> str:
 
 
 def _code(an, ah) -> str:
-    """The verdict's code from the two deciding contrasts (:data:`RULE`)."""
+    """Return the verdict's code from the two deciding contrasts (:data:`RULE`)."""
     if an.status == "no data" or ah.status == "no data":
         return "no data"
     if an.status == "borderline":
@@ -569,8 +570,11 @@ def _headline(an, ah, ad, hn, iv: str = "interval") -> tuple[str, str, str, list
 
 def _borderline(status: str, lo: float, hi: float, m_lo: float, m_hi: float,
                 r: float) -> tuple[str, str | None]:
-    """Return (status, edge): "borderline" when an end within PRECISION_MCSE errors of a
-    threshold could change the status, with the end that could."""
+    """Return (status, edge), "borderline" where an end could change the status.
+
+    Borderline: an end within :data:`PRECISION_MCSE` Monte Carlo errors of a threshold whose
+    crossing would change the status; `edge` names that end.
+    """
     if status == "no data":
         return status, None
     k = PRECISION_MCSE
@@ -779,8 +783,11 @@ def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
 
 
 def _needs_draws(verdict: Verdict) -> bool:
-    """Whether more draws could decide `verdict`: a deciding contrast is borderline and its
-    ends come from draws (the mixture's ends need none: their error is already small)."""
+    """Whether more draws could decide `verdict`.
+
+    True when a deciding contrast is borderline and its ends come from draws (the mixture's
+    ends need none: their error is already small).
+    """
     return any(c.decisive and c.status == "borderline" and c.estimator == "draws"
                for c in verdict.contrasts)
 

@@ -193,7 +193,7 @@ def test_fit_for_verdict_needs_no_refit_with_the_mixture(monkeypatch):
 # -- the estimator ------------------------------------------------------------------------
 
 def _fake_fit(family, seed=0, draws=7):
-    """A Fit on a small unbalanced table with made-up scale draws (no sampling)."""
+    """Return a Fit on a small unbalanced table with made-up scale draws (no sampling)."""
     import xarray as xr
 
     from bayesbias.models.cells import cells_from_table

@@ -296,7 +296,8 @@ def contrast_mixture(fit, contrasts) -> tuple[np.ndarray, np.ndarray]:
 
 def _ess(series: np.ndarray) -> float:
     """ArviZ-style split-chain ESS of a (chain, draw) series (its size if constant)."""
-    from ._rank_diagnostics import _ess as ess, _split_chains
+    from ._rank_diagnostics import _ess as ess
+    from ._rank_diagnostics import _split_chains
 
     s = np.asarray(series, float)
     if s.shape[1] < 4 or np.ptp(s) == 0:
