@@ -300,3 +300,51 @@ def test_mixture_end_mcse_matches_the_spread_over_replications():
 
 def test_borderline_uses_the_precision_constant():
     assert PRECISION_MCSE == 3.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["race", "gender", "religion"])
+def test_mixture_interval_ends_agree_with_a_64x_longer_chain(name):
+    """Mixture ends of a short fit agree with the sample ends of 64x longer chains.
+
+    The short fit has 200 draws per chain, the long one 4 one-chain fits of 12,800 draws;
+    they agree within 3.5 combined Monte Carlo
+    standard errors (the long chains' HDI-end MCSE and the mixture's; 8 ends per table),
+    and the mixture's MCSE is smaller than the short fit's sample-end MCSE.
+
+    The full-size check (1,000 vs 64,000 draws per chain) is
+    ``benchmarks/mixture_vs_long_chain.py``.
+    """
+    import warnings
+
+    import xarray as xr
+
+    from bayesbias.distances import distance_table
+    from bayesbias.embeddings import load_embedding
+    from bayesbias.models import fit_model
+    from bayesbias.verdicts import VERDICT_CONTRASTS, interval_end_mcse, mixture_evidence
+    from bayesbias.wordlists import load_wordlist
+
+    wl = load_wordlist(name)
+    table = distance_table(load_embedding("default", list(wl.all_words)), wl)
+    draws = 200
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        short = fit_model(table, draws=draws, tune=500, seed=5, checked=False)
+        longs = [fit_model(table, draws=64 * draws, tune=500, chains=1, seed=50 + k,
+                           checked=False, keep_word_draws=False) for k in range(4)]
+    ev, mc = mixture_evidence(short, 0.89, "hdi")
+    da_l = xr.concat([f.contrast_draws(VERDICT_CONTRASTS).assign_coords(chain=[k])
+                      for k, f in enumerate(longs)], dim="chain")
+    da_s = short.contrast_draws(VERDICT_CONTRASTS)
+    for i, (a, b) in enumerate(VERDICT_CONTRASTS):
+        lab = f"{a} - {b}"
+        ls = da_l.sel(contrast=lab).transpose("chain", "draw").values
+        e_long = _interval(ls.ravel(), 0.89, "hdi")
+        m_long = interval_end_mcse(ls, e_long, 0.89, "hdi")
+        ss = da_s.sel(contrast=lab).transpose("chain", "draw").values
+        m_short = interval_end_mcse(ss, _interval(ss.ravel(), 0.89, "hdi"), 0.89, "hdi")
+        for j, end in enumerate(("lower", "upper")):
+            z = (ev[end][i] - e_long[j]) / np.hypot(m_long[j], mc[lab][j])
+            assert abs(z) < 3.5, (name, lab, end, ev[end][i], e_long[j], m_long[j], mc[lab][j])
+            assert mc[lab][j] < m_short[j], (name, lab, end)
