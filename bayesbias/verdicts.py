@@ -67,6 +67,7 @@ __all__ = [
     "interval_end_mcse",
     "fit_for_verdict",
     "PRECISION_MCSE",
+    "UNSURE_MCSE",
     "MAX_VERDICT_DRAWS",
 ]
 
@@ -74,8 +75,7 @@ __all__ = [
 #: (0 or ±ROPE) cannot be put on one side of it: the contrast is "borderline" (3: a 0.3%
 #: chance per end under a Normal MCSE that a decided end is on the other side).
 PRECISION_MCSE = 3.0
-#: Most draws per chain :func:`fit_for_verdict` takes when a deciding contrast is borderline
-#: and its ends come from draws (models without the Rao-Blackwellised estimator).
+#: Most draws per chain :func:`fit_for_verdict` takes to settle a verdict (4x the default).
 MAX_VERDICT_DRAWS = 4_000
 #: Most characters of :attr:`Verdict.headline`.
 HEADLINE_CHARS = 140
@@ -782,25 +782,46 @@ def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
     return tuple(out)
 
 
-def _needs_draws(verdict: Verdict) -> bool:
-    """Whether more draws could decide `verdict`.
+#: :func:`fit_for_verdict` refits when a deciding interval end lies between
+#: ``PRECISION_MCSE - UNSURE_MCSE`` and ``PRECISION_MCSE + UNSURE_MCSE`` Monte Carlo standard
+#: errors from its threshold: there the borderline call itself could go either way with
+#: another seed, and four times the draws halve the error and settle it.
+UNSURE_MCSE = 2.0
 
-    True when a deciding contrast is borderline and its ends come from draws (the mixture's
-    ends need none: their error is already small).
+
+def _needs_draws(verdict: Verdict) -> bool:
+    """Whether more draws could settle `verdict`'s code.
+
+    True when a deciding contrast read from draws is borderline, or when an end of a
+    deciding contrast lies within :data:`UNSURE_MCSE` Monte Carlo standard errors of the
+    edge of the borderline band (:data:`PRECISION_MCSE` errors from its threshold). An end
+    on its threshold (well inside the band) needs no more draws: it stays borderline.
     """
-    return any(c.decisive and c.status == "borderline" and c.estimator == "draws"
-               for c in verdict.contrasts)
+    r = 0.0 if verdict.rope is None else float(verdict.rope)
+    for c in verdict.contrasts:
+        if not c.decisive or c.status == "no data":
+            continue
+        if c.status == "borderline" and c.estimator == "draws":
+            return True
+        for end, m in ((c.lower, c.mcse_lower), (c.upper, c.mcse_upper)):
+            if not (np.isfinite(m) and m > 0):
+                continue
+            z = min(abs(end - t) for t in {-r, r}) / m
+            if abs(z - PRECISION_MCSE) < UNSURE_MCSE:
+                return True
+    return False
 
 
 def fit_for_verdict(table, model=None, *, draws: int | None = None,
                     max_draws: int = MAX_VERDICT_DRAWS, ci_prob: float | None = None,
                     ci_kind: str | None = None, rope: float | None = None, **fit_kwargs):
-    """Fit `model` for a verdict; refit only where more draws could decide it.
+    """Fit `model` for a verdict; refit only where more draws could settle it.
 
-    With the Rao-Blackwellised estimator (the ``crossed`` default and ``hierarchical``) the
-    first fit is returned: a borderline contrast there sits on its threshold, which more
-    draws cannot change. Otherwise, while a deciding contrast is borderline, one refit with
-    four times the draws per chain (same seed), up to `max_draws`.
+    A refit with four times the draws per chain (same seed), up to `max_draws`, while
+    :func:`_needs_draws`: a deciding end sits near the edge of the borderline band (where
+    another seed could say borderline or not), or a deciding contrast read from draws (no
+    Rao-Blackwellised estimator) is borderline. An end on its threshold stays borderline
+    without refits: more draws cannot move it.
     """
     from .config import DEFAULT_MODEL
     from .models import fit_model

@@ -9,8 +9,12 @@ per table the codes over the seeds, whether any verdict text contains "draw more
 seeds against the mean Monte Carlo standard error the estimator reported (a check of that
 MCSE). Heavy: about 25 tables x 20 seeds fits; run by hand.
 
-    PYTHONPATH=$PWD python benchmarks/verdict_seed_stability.py --seeds 20 \\
+    PYTHONPATH=$PWD python benchmarks/verdict_seed_stability.py --seeds 20 --refit \\
         --out benchmarks/results/verdict_seed_stability.json [--published]
+
+``--refit`` runs :func:`~bayesbias.verdicts.fit_for_verdict`'s loop (4x the draws while a
+deciding end sits near the edge of the borderline band); without it every verdict comes
+from one fit at the default draws.
 """
 
 from __future__ import annotations
@@ -53,29 +57,43 @@ def main(argv=None):
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--published", action="store_true")
     ap.add_argument("--published-only", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated table names to run")
+    ap.add_argument("--refit", action="store_true",
+                    help="refit as fit_for_verdict does (4x draws near the band's edge)")
     ap.add_argument("--out", default="benchmarks/results/verdict_seed_stability.json")
     args = ap.parse_args(argv)
+    from bayesbias.config import defaults
     from bayesbias.models import fit_model
-    from bayesbias.verdicts import verdict_from_fit
+    from bayesbias.verdicts import MAX_VERDICT_DRAWS, _needs_draws, verdict_from_fit
 
     out_path = Path(args.out)
     done = json.loads(out_path.read_text()) if out_path.exists() else {}
+    only = {t for t in args.only.split(",") if t}
     for name, table in tables(args.published or args.published_only, args.published_only):
+        if only and name not in only:
+            continue
         rec = done.setdefault(name, {"runs": []})
         have = {r["seed"] for r in rec["runs"]}
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             if seed in have:
                 continue
             t0 = time.perf_counter()
+            draws = defaults.draws
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fit = fit_model(table, "crossed", seed=seed, checked=False)
+                # fit_for_verdict's loop (without its model checks): 4x the draws while a
+                # deciding end sits near the edge of the borderline band
+                while args.refit and draws < MAX_VERDICT_DRAWS and \
+                        _needs_draws(verdict_from_fit(fit, name)):
+                    draws = min(4 * draws, MAX_VERDICT_DRAWS)
+                    fit = fit_model(table, "crossed", seed=seed, draws=draws, checked=False)
             t1 = time.perf_counter()
             v = verdict_from_fit(fit, name)
             t2 = time.perf_counter()
             text = " ".join([v.headline, *v.details, *v.notes, v.label])
             rec["runs"].append({
-                "seed": seed, "code": v.code, "headline": v.headline,
+                "seed": seed, "code": v.code, "headline": v.headline, "draws": draws,
                 "banned": [b for b in BANNED if b in text],
                 "fit_s": t1 - t0, "verdict_s": t2 - t1,
                 "contrasts": [{"contrast": c.contrast, "status": c.status,

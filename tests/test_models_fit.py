@@ -531,8 +531,9 @@ def test_fit_for_verdict_refits_with_more_draws_while_borderline_from_draws(monk
 
     def fake_verdict(fit, *args):
         status = "borderline" if fit.draws < 1600 else "below"
-        return types.SimpleNamespace(contrasts=[types.SimpleNamespace(
-            decisive=True, status=status, estimator="draws")])
+        return types.SimpleNamespace(rope=None, contrasts=[types.SimpleNamespace(
+            decisive=True, status=status, estimator="draws", lower=-0.2, upper=-0.1,
+            mcse_lower=float("nan"), mcse_upper=float("nan"))])
 
     checked = []
 

@@ -165,7 +165,7 @@ def test_class_contrast_clause_in_the_same_sentence():
     assert "further" in class_contrast_clause("not closer than neutral", above)
 
 
-def test_fit_for_verdict_needs_no_refit_with_the_mixture(monkeypatch):
+def test_fit_for_verdict_refits_only_near_the_edge_of_the_borderline_band(monkeypatch):
     import types
 
     import bayesbias.models
@@ -178,16 +178,30 @@ def test_fit_for_verdict_needs_no_refit_with_the_mixture(monkeypatch):
         drawn.append(draws)
         return types.SimpleNamespace(draws=draws)
 
+    def contrast(upper, mcse):
+        return types.SimpleNamespace(decisive=True, status="below", estimator="mixture",
+                                     lower=-0.2, upper=upper, mcse_lower=mcse,
+                                     mcse_upper=mcse)
+
+    cases = {"on": contrast(-0.0001, 0.001),  # on the threshold: borderline, no refit
+             "edge": contrast(-0.0035, 0.001),  # 3.5 MCSE: unsure, refit
+             "far": contrast(-0.02, 0.001)}  # decided, no refit
+    which = {}
+
     def fake_verdict(fit, *args):
-        est = "mixture" if fit.draws else "draws"
-        return types.SimpleNamespace(contrasts=[types.SimpleNamespace(
-            decisive=True, status="borderline", estimator=est)])
+        c = cases[which["case"]]
+        if fit.draws > 100:  # 4x the draws halve the error
+            c = contrast(c.upper, c.mcse_upper / 2)
+        return types.SimpleNamespace(rope=None, contrasts=[c])
 
     monkeypatch.setattr(bayesbias.models, "fit_model", fake_fit)
     monkeypatch.setattr(bayesbias.models.sampling, "warn_checks", lambda f, s=False: f)
     monkeypatch.setattr(verdicts, "verdict_from_fit", fake_verdict)
-    verdicts.fit_for_verdict("table", "crossed", draws=100)
-    assert drawn == [100]  # borderline from the mixture: more draws cannot move it
+    for case, want in (("on", [100]), ("edge", [100, 400]), ("far", [100])):
+        which["case"] = case
+        drawn.clear()
+        verdicts.fit_for_verdict("table", "crossed", draws=100)
+        assert drawn == want, case
 
 
 # -- the estimator ------------------------------------------------------------------------
