@@ -70,9 +70,10 @@ _NC = len(CONNECTIONS)
 #: low-rank factor); above it the verdict reads sample quantiles instead.
 MAX_MATRIX_BYTES = 200_000_000
 
-#: Draws per chain of the scale parameters used by the mixture (evenly thinned above it);
+#: Draws per chain of the scale parameters used by the mixture (evenly thinned above it;
+#: :data:`bayesbias.verdicts.MAX_VERDICT_DRAWS`, so that a refit's extra draws all count);
 #: the MCSE is that of the draws used.
-MAX_DRAWS = 1000
+MAX_DRAWS = 4000
 
 
 def supports(fit) -> bool:
