@@ -82,8 +82,10 @@ def supports(fit) -> bool:
     The ``hierarchical`` and ``crossed`` families with a Normal ``mu_bar`` prior, on one
     embedding's table.
     """
+    from .families import family_has
+
     spec = fit.spec
-    if spec.family not in ("hierarchical", "crossed"):
+    if not family_has(spec.family, "GAUSSIAN_GROUP_MEANS"):
         return False
     prior = spec.priors.get("mu_bar")
     if prior is None or prior.dist != "Normal":
@@ -91,12 +93,18 @@ def supports(fit) -> bool:
     post = fit.idata.posterior
     if not {"mu_bar", "tau", "sigma"} <= set(post.data_vars):
         return False
-    if spec.family == "crossed":
+    if _attribute_effects(spec):
         if "omega" not in post.data_vars or fit.cells.attr_idx is None:
             return False
         if 8 * (4 + fit.cells.attributes.size) * fit.cells.n.size > MAX_MATRIX_BYTES:
             return False
     return True
+
+
+def _attribute_effects(spec) -> bool:
+    from .families import family_has
+
+    return family_has(spec.family, "ATTRIBUTE_EFFECTS")
 
 
 def _cell_classes(cells):
@@ -147,7 +155,7 @@ def conditional_moments(fit, low_rank: bool | None = None) -> tuple[np.ndarray, 
     # per draw and class: 1/sigma^2 and 1/(tau^2 + sigma^2/n)
     w1 = 1.0 / sig[:, ccon] ** 2
     w2 = 1.0 / (tau[:, ccon] ** 2 + sig[:, ccon] ** 2 / cn)
-    if spec.family != "crossed":
+    if not _attribute_effects(spec):
         cnt = np.bincount(cls, minlength=ncl).astype(float)
         ysum = np.bincount(cls, weights=ybar, minlength=ncl)
         onehot = np.zeros((ncl, _NC))
