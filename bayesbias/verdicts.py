@@ -20,12 +20,17 @@ Rule (:data:`RULE`): each contrast is *below* (stereotypes closer) when its inte
 entirely below 0 (or below ``-rope`` with a region of practical equivalence), *above* when it
 lies entirely above, *equivalent* when it lies inside the ROPE, otherwise *undecided*.
 Stereotype-specific association needs both ``associated - none`` and ``associated - human``
-below.
+below. The verdict's code (:data:`CODES`) is decided by ``associated - none`` and, when that
+is below, by ``associated - human``; the other two contrasts qualify it in words.
 
-Monte Carlo precision: an interval end within :data:`PRECISION_MCSE` Monte Carlo standard
-errors of its threshold could move across it with another seed. Such a contrast is
-``imprecise`` and the verdict reads "undecided at this precision" instead of a finding;
-:func:`fit_for_verdict` draws more (up to :data:`MAX_VERDICT_DRAWS` per chain) before that.
+Monte Carlo precision: the interval ends come from the Rao-Blackwellised Gaussian mixture of
+:mod:`bayesbias.models.contrast_mixture` when the model allows it (``hierarchical`` and the
+default ``crossed``), else from the draws. An end within :data:`PRECISION_MCSE` Monte Carlo
+standard errors of its threshold cannot be put on one side of it: that contrast is
+*borderline*, a fact about the posterior (its end sits on the threshold), reported with its
+direction and probability ("closer than human attributes with probability 0.95, at the edge
+of the 89% HDI"). A borderline deciding contrast gives a ``borderline ...`` code, which is
+never counted as a finding.
 
 The array layer (:func:`contrast_evidence`) works on NumPy draws; :func:`verdict_from_draws`
 builds a :class:`Verdict`; :func:`verdict_from_fit` reads the draws of a fitted model;
@@ -47,24 +52,33 @@ from .validation import validate_ci_kind
 __all__ = [
     "VERDICT_CONTRASTS",
     "RULE",
+    "CODES",
+    "FINDINGS",
+    "HEADLINE_CHARS",
     "contrast_evidence",
     "ContrastEvidence",
     "Verdict",
     "verdict_from_draws",
+    "verdict_from_evidence",
     "verdict_from_fit",
+    "class_contrast_clause",
     "word_drivers",
     "verdict_changes",
     "interval_end_mcse",
     "fit_for_verdict",
     "PRECISION_MCSE",
+    "UNSURE_MCSE",
     "MAX_VERDICT_DRAWS",
 ]
 
 #: An interval end closer than this many Monte Carlo standard errors to its threshold
-#: (0 or ±ROPE) is not read as a finding (3: a 0.3% chance per end under a Normal MCSE).
+#: (0 or ±ROPE) cannot be put on one side of it: the contrast is "borderline" (3: a 0.3%
+#: chance per end under a Normal MCSE that a decided end is on the other side).
 PRECISION_MCSE = 3.0
-#: Most draws per chain :func:`fit_for_verdict` takes to decide a verdict.
+#: Most draws per chain :func:`fit_for_verdict` takes to settle a verdict (4x the default).
 MAX_VERDICT_DRAWS = 4_000
+#: Most characters of :attr:`Verdict.headline`.
+HEADLINE_CHARS = 140
 
 #: The contrasts a verdict reads, as (minuend, subtrahend) connections.
 VERDICT_CONTRASTS = (("associated", "none"), ("associated", "human"),
@@ -73,15 +87,50 @@ VERDICT_CONTRASTS = (("associated", "none"), ("associated", "human"),
 #: The decision rule, in the words the report prints.
 RULE = ("Rule: a contrast counts as 'closer' when its whole {iv} lies below 0 (below -ROPE when "
         "a region of practical equivalence is given), 'further' when it lies above 0 (above "
-        "+ROPE), 'practically equal' when it lies inside the ROPE, and 'undecided' otherwise. "
-        "Stereotypes closer than neutral words AND than neutral human attributes = evidence of "
-        "stereotype-specific association; `associated - human` undecided = the data cannot "
-        "tell whether stereotypes are closer than human attributes (not evidence that they "
-        "are not); `associated - different` closer = the association is specific to the "
-        "word's own class.")
+        "+ROPE), 'practically equal' when it lies inside the ROPE, 'borderline' when an end "
+        "of its interval lies within 3 Monte Carlo standard errors of its threshold and "
+        "crossing it would change the contrast's status (the posterior puts the end on the "
+        "threshold; its direction and probability are reported), and 'undecided' otherwise. "
+        "The code is decided by `associated - none` and, when that is closer, by "
+        "`associated - human`. `associated - none` first: borderline = 'borderline vs "
+        "neutral' (whatever `associated - human` says), further = 'further than neutral', "
+        "practically equal = 'practically none', undecided = 'not closer than neutral' (the "
+        "data cannot tell; not evidence of no association). When it is closer, `associated - "
+        "human` closer = 'stereotype-specific' (stereotypes closer than neutral words AND "
+        "than neutral human attributes: evidence of stereotype-specific association, the "
+        "only finding), further = 'human closer than stereotypes', "
+        "borderline = 'borderline vs human', undecided or practically equal = 'no closer "
+        "than human' (not evidence that stereotypes are not closer). A missing control group "
+        "= 'no data'. Borderline codes are never counted as findings. `associated - "
+        "different` and `human - none` qualify the code in words and never change it: "
+        "`associated - different` closer = the association is specific to the word's own "
+        "class, said in the headline whenever it is credible.")
+
+#: Every verdict code (stable strings for programs) and what it means.
+CODES = {
+    "stereotype-specific": "`associated - none` and `associated - human` both below: "
+                           "stereotypes are closer than neutral words AND than human "
+                           "attributes (the only finding of stereotype-specific bias)",
+    "human closer than stereotypes": "`associated - none` below, `associated - human` above: "
+                                     "human attributes are closer still",
+    "no closer than human": "`associated - none` below, `associated - human` undecided or "
+                            "inside the ROPE",
+    "borderline vs human": "`associated - none` below, `associated - human` borderline: an "
+                           "end of its interval sits on its threshold (not a finding)",
+    "borderline vs neutral": "`associated - none` borderline: an end of its interval sits on "
+                             "its threshold (not a finding)",
+    "further than neutral": "`associated - none` above",
+    "practically none": "`associated - none` inside the ROPE",
+    "not closer than neutral": "`associated - none` undecided",
+    "no data": "a control group has no rows (`associated - none` or `associated - human` "
+               "cannot be estimated)",
+}
+
+#: Codes that are findings of stereotype-specific association (borderline never is).
+FINDINGS = ("stereotype-specific",)
 
 #: Status codes of one contrast.
-STATUSES = ("below", "above", "equivalent", "undecided", "imprecise", "no data")
+STATUSES = ("below", "above", "equivalent", "undecided", "borderline", "no data")
 
 
 def contrast_evidence(draws, ci_prob: float | None = None, ci_kind: str | None = None,
@@ -147,25 +196,55 @@ class ContrastEvidence:
     #: Monte Carlo standard errors of the lower and upper interval ends (NaN if unknown).
     mcse_lower: float = np.nan
     mcse_upper: float = np.nan
+    #: Whether this contrast decided the verdict's code.
+    decisive: bool = False
+    #: ``"mixture"`` (Rao-Blackwellised conditional Gaussian mixture) or ``"draws"``.
+    estimator: str = "draws"
+    #: Of a borderline contrast: the end on its threshold, ``"lower"`` or ``"upper"``.
+    edge: str | None = None
 
-    def phrase(self) -> str:
-        """How the first connection sits relative to the second, in words."""
+    @property
+    def prob_below(self) -> float:
+        """Posterior probability that the contrast is below 0 (same as ``prob_below_zero``)."""
+        return self.prob_below_zero
+
+    def _words(self) -> tuple[str, str]:
         a, b = self.contrast.split(" - ")
         what = {"associated": "stereotypes", "human": "human attributes"}.get(a, a)
         other = {"none": "neutral words", "human": "neutral human attributes",
                  "different": "other classes' stereotypes"}.get(b, b)
+        return what, other
+
+    def leaning(self) -> tuple[str, float]:
+        """Of a borderline contrast: ``("closer" | "further", its posterior probability)``.
+
+        The direction the end on the threshold asks about: an upper end on 0 asks whether the
+        contrast is below 0 (closer), a lower end whether it is above 0 (further).
+        """
+        p = float(self.prob_below_zero)
+        if self.edge == "lower" or (self.edge is None and p < 0.5):
+            return "further", 1.0 - p
+        return "closer", p
+
+    def borderline_words(self, iv: str = "interval") -> str:
+        """Say a borderline contrast in plain words: direction, probability, edge of `iv`."""
+        what, other = self._words()
+        way, p = self.leaning()
+        return f"{what} are {way} than {other} with probability {p:.2f}, at the edge of the {iv}"
+
+    def phrase(self, iv: str = "interval") -> str:
+        """How the first connection sits relative to the second, in words."""
+        what, other = self._words()
         if self.status == "undecided" and (self.upper < 0 or self.lower > 0):
             way = "closer" if self.upper < 0 else "further"
             return (f"{what} are {way} than {other}, but not clearly by more than the ROPE")
+        if self.status == "borderline":
+            return "borderline: " + self.borderline_words(iv)
         return {"below": f"{what} are closer than {other}",
                 "above": f"{what} are further than {other}",
                 "equivalent": f"{what} are practically as close as {other}",
                 "undecided": f"{what} are not credibly closer or further than {other} "
                              "(undecided)",
-                "imprecise": f"undecided at this precision: an end of the interval lies "
-                             f"within {PRECISION_MCSE:g} Monte Carlo standard errors of the "
-                             f"threshold, so whether {what} are closer than {other} depends "
-                             "on the sampler's seed",
                 "no data": f"no data for {what} vs {other}"}[self.status]
 
 
@@ -189,13 +268,15 @@ class Verdict:
     rope : float or None
         Half-width of the region of practical equivalence.
     headline : str
-        The verdict in one sentence.
+        The finding in one sentence of at most :data:`HEADLINE_CHARS` characters.
     details : list of str
-        One sentence per contrast, with its interval and P(< 0).
+        The verdict at length, then one sentence per contrast (interval, P(< 0), Monte Carlo
+        errors), then how the interval ends were estimated.
     code : str
-        Machine-readable verdict: ``"stereotype-specific"``, ``"no closer than human"``,
-        ``"human closer than stereotypes"``, ``"not closer than neutral"``,
-        ``"further than neutral"``, ``"practically none"`` or ``"no data"``.
+        Machine-readable verdict, one of :data:`CODES` (stable strings).
+    notes : list of str
+        Qualifications (`human - none` against `associated - none`), kept apart from
+        `details`.
     """
 
     name: str
@@ -220,13 +301,28 @@ class Verdict:
             f" ROPE = ±{self.rope:g}." if self.rope is not None else " No ROPE.")
 
     @property
+    def finding(self) -> bool:
+        """Whether the verdict is a finding of stereotype-specific association."""
+        return self.code in FINDINGS
+
+    @property
+    def borderline(self) -> bool:
+        """Whether a deciding contrast is borderline (the code is a ``borderline`` one)."""
+        return self.code.startswith("borderline")
+
+    @property
+    def explanation(self) -> str:
+        """The verdict at length (the first of :attr:`details`)."""
+        return self.details[0] if self.details else self.headline
+
+    @property
     def label(self) -> str:
         """The verdict in a few words, for a table cell.
 
         Unlike :attr:`code` (kept stable for programs), an undecided contrast never reads as
         evidence of absence: ``"no closer than human"`` becomes ``"undecided vs human"``
         when `associated - human` is undecided, ``"not closer than neutral"``
-        ``"undecided vs neutral"``.
+        ``"undecided vs neutral"``; a borderline code names its direction and probability.
         """
         if self.code == "no closer than human":
             try:
@@ -237,6 +333,11 @@ class Verdict:
                     else "as close as human (inside the ROPE)")
         if self.code == "not closer than neutral":
             return "undecided vs neutral (not shown closer than neutral words)"
+        if self.code in ("borderline vs human", "borderline vs neutral"):
+            c = self["associated - human" if self.code.endswith("human") else
+                     "associated - none"]
+            way, p = c.leaning()
+            return f"{self.code} ({way}, P = {p:.2f})"
         return self.code
 
     def __getitem__(self, contrast: str) -> ContrastEvidence:
@@ -246,25 +347,34 @@ class Verdict:
         raise KeyError(contrast)
 
     def to_dict(self) -> dict:
-        """Plain JSON data (no NaN: missing values are ``None``)."""
+        """Plain JSON data (no NaN: missing values are ``None``).
+
+        ``headline`` (one short sentence) and ``details`` (the rest) apart; per contrast its
+        ``status``, ``lower``, ``upper``, ``prob_below`` (= ``prob_below_zero``, posterior
+        P(contrast < 0)) and ``decisive`` (it decided the code).
+        """
         from .plain import plain_number as num
 
         return {"name": self.name, "code": self.code, "headline": self.headline,
+                "label": self.label, "finding": self.finding,
                 "details": list(self.details), "notes": list(self.notes), "rule": self.rule,
                 "ci_prob": float(self.ci_prob), "ci_kind": self.ci_kind,
                 "rope": num(self.rope),
                 "contrasts": [{"contrast": c.contrast, "mean": num(c.mean),
                                "lower": num(c.lower), "upper": num(c.upper),
+                               "prob_below": num(c.prob_below_zero),
                                "prob_below_zero": num(c.prob_below_zero),
                                "share_in_rope": num(c.share_in_rope), "status": c.status,
+                               "decisive": bool(c.decisive),
                                "mcse_lower": num(c.mcse_lower),
-                               "mcse_upper": num(c.mcse_upper)}
+                               "mcse_upper": num(c.mcse_upper),
+                               "estimator": c.estimator}
                               for c in self.contrasts]}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per contrast (``contrast, mean, lower, upper, prob_below_zero, ...``)."""
         frame = pd.DataFrame(self.to_dict()["contrasts"])
-        frame = frame.drop(columns=["mcse_lower", "mcse_upper"])
+        frame = frame.drop(columns=["mcse_lower", "mcse_upper", "prob_below", "estimator"])
         if self.rope is None:
             frame = frame.drop(columns="share_in_rope")
         frame.insert(0, "word list", self.name)
@@ -293,81 +403,161 @@ def _detail(c: ContrastEvidence, iv: str) -> str:
         return f"`{c.contrast}`: no data on one side; not estimated from the prior alone"
     rope = "" if c.share_in_rope is None or not np.isfinite(c.share_in_rope) else \
         f", {c.share_in_rope:.0%} inside the ROPE"
-    if c.status == "imprecise":
-        rope += (f"; Monte Carlo standard errors of the ends {c.mcse_lower:.4f} and "
-                 f"{c.mcse_upper:.4f}")
+    if np.isfinite(c.mcse_lower) and np.isfinite(c.mcse_upper):
+        rope += f"; Monte Carlo errors of the ends {c.mcse_lower:.1e}, {c.mcse_upper:.1e}"
     return (f"`{c.contrast}` = {_fmt(c.mean)} ({iv} {_fmt(c.lower)} to {_fmt(c.upper)}; "
-            f"P(< 0) = {c.prob_below_zero:.2f}{rope}): {c.phrase()}")
+            f"P(< 0) = {c.prob_below_zero:.2f}{rope}): {c.phrase(iv)}")
 
 
 def _vs_human(ah) -> str:
-    """Return an undecided `associated - human` in the headline's words."""
+    """Return an undecided `associated - human` in the explanation's words."""
     if ah.upper < 0:
         return ("and closer than neutral human attributes, but not clearly by more than the "
                 "ROPE (undecided)")
     return "but not credibly closer or further than neutral human attributes (undecided)"
 
 
-def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
-    notes = []
-    # only the contrasts that decide the code: `associated - none`, and `associated - human`
-    # when stereotypes are closer than neutral words; the other two qualify it (below)
-    deciding = (an, ah) if an.status in ("below", "imprecise") else (an,)
-    shaky = [c for c in deciding if c.status == "imprecise"]
-    if shaky:
-        ends = "; ".join(
-            f"`{c.contrast}` {c.lower:+.4f} to {c.upper:+.4f} (Monte Carlo standard errors "
-            f"{c.mcse_lower:.4f}, {c.mcse_upper:.4f})" for c in shaky)
-        return ("undecided at this precision: an interval end of " + ends + " lies within "
-                f"{PRECISION_MCSE:g} Monte Carlo standard errors of its threshold, so the "
-                "verdict could differ with another sampler seed; draw more (--draws) to "
-                "decide", "undecided at this precision", notes)
-    if an.status == "no data" or ah.status == "no data":
-        missing = " and ".join(c.contrast for c in (an, ah) if c.status == "no data")
-        return ("no verdict: the table lacks rows for " + missing
-                + " (a control group is missing)", "no data", notes)
-    if an.status == "below" and ah.status == "below":
-        head = ("evidence of stereotype-specific association: stereotypes are closer to the "
-                "protected words than neutral words AND than neutral human attributes")
-        code = "stereotype-specific"
+def class_contrast_clause(code: str, ad: ContrastEvidence | None, short: bool = False) -> str:
+    """Return the clause a headline adds for a credible class contrast (issue 50), or ``""``.
+
+    When the control-aware `code` is not ``"stereotype-specific"`` but `associated -
+    different` (`ad`) is credibly below or above 0, the headline says so in the same
+    sentence: the stereotypes of a word's own class are closer (or further) than the other
+    classes' stereotypes, a class contrast that does not rest on the control groups. Used
+    by single-embedding verdicts and by the embedding-level verdict. `short`: the compact
+    form, for a headline near :data:`HEADLINE_CHARS`.
+
+    Examples
+    --------
+    >>> class_contrast_clause("no closer than human", ad)  # ad.status == "below"
+    "; own-class stereotypes are closer than other classes'"
+    """
+    if ad is None or code == "stereotype-specific" or ad.status not in ("below", "above"):
+        return ""
+    way = "closer" if ad.status == "below" else "further"
+    if short:
+        return f" (own-class stereotypes {way} than others')"
+    return f"; own-class stereotypes are {way} than other classes'"
+
+
+def _short(code: str, an, ah, ad, iv: str) -> str:
+    """Return the headline's main clause for `code` (without the class clause)."""
+    if code == "stereotype-specific":
+        head = ("Stereotypes are closer than neutral words and than human attributes: "
+                "stereotype-specific association")
         if ad.status == "below":
-            head += ", and closer than the other classes' stereotypes (class-specific)"
-        elif ad.status == "imprecise":
-            head += (", and whether they are closer than the other classes' stereotypes is "
-                     f"undecided at this precision (`{ad.contrast}` {ad.lower:+.4f} to "
-                     f"{ad.upper:+.4f}: an end within {PRECISION_MCSE:g} Monte Carlo "
-                     "standard errors of its threshold)")
+            head += ", class-specific too"
+        return head
+    if code == "human closer than stereotypes":
+        return ("No stereotype-specific association: human attributes are closer still than "
+                "stereotypes")
+    if code == "no closer than human":
+        if ah.status == "equivalent":
+            return ("Stereotypes are closer than neutral words but practically as close as "
+                    "human attributes")
+        if ah.upper < 0:
+            return ("Stereotypes are closer than neutral words and human attributes, not by "
+                    "more than the ROPE")
+        return ("Stereotypes are closer than neutral words, not credibly closer than human "
+                "attributes")
+    if code == "borderline vs human":
+        way, p = ah.leaning()
+        if way == "closer":
+            return (f"Borderline: stereotypes are closer than neutral words, and than human "
+                    f"attributes with probability {p:.2f}, at the edge of the {iv}")
+        return (f"Borderline: stereotypes are closer than neutral words; human attributes "
+                f"closer still with probability {p:.2f}, at the edge of the {iv}")
+    if code == "borderline vs neutral":
+        way, p = an.leaning()
+        return (f"Borderline: stereotypes are {way} than neutral words with probability "
+                f"{p:.2f}, at the edge of the {iv}")
+    if code == "further than neutral":
+        return "Stereotypes are further from the protected words than neutral words"
+    if code == "practically none":
+        return ("Stereotypes are practically as close as neutral words (inside the ROPE): no "
+                "association of practical size")
+    if code == "not closer than neutral":
+        return ("No evidence of association: stereotypes are not credibly closer or further "
+                "than neutral words")
+    missing = " and ".join(c.contrast for c in (an, ah) if c.status == "no data")
+    return f"No verdict: no rows for {missing} (a control group is missing)"
+
+
+def _code(an, ah) -> str:
+    """Return the verdict's code from the two deciding contrasts (:data:`RULE`)."""
+    if an.status == "no data" or ah.status == "no data":
+        return "no data"
+    if an.status == "borderline":
+        return "borderline vs neutral"
+    if an.status == "below":
+        return {"below": "stereotype-specific", "above": "human closer than stereotypes",
+                "borderline": "borderline vs human"}.get(ah.status, "no closer than human")
+    return {"above": "further than neutral", "equivalent": "practically none"}.get(
+        an.status, "not closer than neutral")
+
+
+def _headline(an, ah, ad, hn, iv: str = "interval") -> tuple[str, str, str, list[str]]:
+    """Return (headline, explanation, code, notes) of the four contrasts."""
+    notes = []
+    code = _code(an, ah)
+    head = _short(code, an, ah, ad, iv)
+    clause = class_contrast_clause(code, ad)
+    if len(head) + len(clause) + 1 > HEADLINE_CHARS:
+        clause = class_contrast_clause(code, ad, short=True)
+    head = head + clause + "."
+    if len(head) > HEADLINE_CHARS:  # never on the shipped words; a guard for the contract
+        head = head[:HEADLINE_CHARS - 1].rstrip() + "…"
+    if code == "no data":
+        missing = " and ".join(c.contrast for c in (an, ah) if c.status == "no data")
+        long = ("no verdict: the table lacks rows for " + missing
+                + " (a control group is missing)")
+    elif code == "stereotype-specific":
+        long = ("evidence of stereotype-specific association: stereotypes are closer to the "
+                "protected words than neutral words AND than neutral human attributes")
+        if ad.status == "below":
+            long += ", and closer than the other classes' stereotypes (class-specific)"
+        elif ad.status == "borderline":
+            long += (", and at the edge of being class-specific: "
+                     + ad.borderline_words(iv))
         elif ad.status == "no data":
-            head += " (no other class to compare with)"
+            long += " (no other class to compare with)"
         else:
-            head += (", but not credibly closer than the other classes' stereotypes (the "
+            long += (", but not credibly closer than the other classes' stereotypes (the "
                      "association is not specific to the word's own class)")
-    elif an.status == "below" and ah.status == "above":
-        head = ("no stereotype-specific association: stereotypes are closer than neutral "
+    elif code == "human closer than stereotypes":
+        long = ("no stereotype-specific association: stereotypes are closer than neutral "
                 "words, but ordinary human attributes are closer still, so the gap to neutral "
                 "words is a human-attribute effect, not a stereotype effect")
-        code = "human closer than stereotypes"
-    elif an.status == "below":
-        head = (f"stereotypes are closer than neutral words, {_vs_human(ah)}: the data "
+    elif code == "no closer than human":
+        long = (f"stereotypes are closer than neutral words, {_vs_human(ah)}: the data "
                 "do not show stereotype-specific association" if ah.status == "undecided" else
                 "stereotypes are closer than neutral words, but practically as close as "
                 "neutral human attributes: the data do not show stereotype-specific "
                 "association")
-        code = "no closer than human"
-    elif an.status == "above":
-        head = "stereotypes are further from the protected words than neutral words"
-        code = "further than neutral"
-    elif an.status == "equivalent":
-        head = ("stereotypes are practically as close as neutral words (inside the ROPE): no "
+    elif code in ("borderline vs human", "borderline vs neutral"):
+        c = ah if code == "borderline vs human" else an
+        end = c.upper if c.edge == "upper" else c.lower
+        m = c.mcse_upper if c.edge == "upper" else c.mcse_lower
+        long = (("stereotypes are closer than neutral words; " if c is ah else "")
+                + f"borderline: {c.borderline_words(iv)}. The {c.edge} end of its interval "
+                f"({end:+.4f}) lies within {PRECISION_MCSE:g} Monte Carlo standard errors "
+                f"({m:.1e}) of its threshold: the posterior puts that end on the threshold, "
+                "so this is not counted as a finding either way")
+    elif code == "further than neutral":
+        long = "stereotypes are further from the protected words than neutral words"
+    elif code == "practically none":
+        long = ("stereotypes are practically as close as neutral words (inside the ROPE): no "
                 "association of practical size")
-        code = "practically none"
     else:
-        head = ("no evidence of association: stereotypes are not credibly closer or further "
+        long = ("no evidence of association: stereotypes are not credibly closer or further "
                 "than neutral words (undecided)")
-        code = "not closer than neutral"
-    if hn.status == "imprecise":
-        notes.append(f"`{hn.contrast}` is undecided at this precision (an interval end within "
-                     f"{PRECISION_MCSE:g} Monte Carlo standard errors of its threshold)")
+    clause = class_contrast_clause(code, ad)
+    if clause:
+        long += clause + f" (`associated - different` {_fmt(ad.mean)})"
+    if ad.status == "borderline" and code != "stereotype-specific":
+        notes.append(f"`{ad.contrast}` is borderline: {ad.borderline_words(iv)}")
+    if hn.status == "borderline":
+        notes.append(f"`{hn.contrast}` is borderline: {hn.borderline_words(iv)}")
     elif hn.status == "below" and hn.mean < an.mean:
         notes.append(f"the control's own effect `human - none` ({_fmt(hn.mean)}) is larger "
                      f"than `associated - none` ({_fmt(an.mean)}): ordinary human attributes "
@@ -375,7 +565,87 @@ def _headline(an, ah, ad, hn) -> tuple[str, str, list[str]]:
     elif hn.status == "below":
         notes.append(f"human attributes are also closer than neutral words (`human - none` "
                      f"{_fmt(hn.mean)}), so `associated - none` alone overstates the bias")
-    return head, code, notes
+    return head, long, code, notes
+
+
+def _borderline(status: str, lo: float, hi: float, m_lo: float, m_hi: float,
+                r: float) -> tuple[str, str | None]:
+    """Return (status, edge), "borderline" where an end could change the status.
+
+    Borderline: an end within :data:`PRECISION_MCSE` Monte Carlo errors of a threshold whose
+    crossing would change the status; `edge` names that end.
+    """
+    if status == "no data":
+        return status, None
+    k = PRECISION_MCSE
+    best = None
+    for edge, end, m in (("lower", lo, m_lo), ("upper", hi, m_hi)):
+        if not np.isfinite(m) or m <= 0:
+            continue
+        for shift in (-k * m, k * m):
+            a, b = (end + shift, hi) if edge == "lower" else (lo, end + shift)
+            if str(_status(np.array([a]), np.array([b]), r)[0]) != status:
+                gap = min(abs(end - t) for t in {-r, r})
+                if best is None or gap < best[0]:
+                    best = (gap, edge)
+    return ("borderline", best[1]) if best is not None else (status, None)
+
+
+def verdict_from_evidence(name: str, items: list[ContrastEvidence], ci_prob: float,
+                          ci_kind: str, rope: float | None = None) -> Verdict:
+    """Build a :class:`Verdict` from the four contrasts' evidence (statuses already set).
+
+    `items` in the order of :data:`VERDICT_CONTRASTS`.
+    """
+    from dataclasses import replace
+
+    iv = f"{ci_prob:.0%} {ci_kind.upper()}"
+    an, ah, ad, hn = items
+    head, long, code, notes = _headline(an, ah, ad, hn, iv)
+    deciding = {"associated - none"} if code == "no data" or an.status != "below" else \
+        {"associated - none", "associated - human"}
+    if code == "no data":
+        deciding = {c.contrast for c in (an, ah) if c.status == "no data"}
+    items = [replace(c, decisive=c.contrast in deciding) for c in items]
+    how = _estimator_detail(items, iv)
+    return Verdict(name=name, contrasts=items, ci_prob=ci_prob, ci_kind=ci_kind, rope=rope,
+                   headline=head, details=[long] + [_detail(c, iv) for c in items]
+                   + ([how] if how else []), code=code, notes=notes)
+
+
+def _estimator_detail(items, iv: str) -> str:
+    m = [max(c.mcse_lower, c.mcse_upper) for c in items
+         if np.isfinite(c.mcse_lower) and np.isfinite(c.mcse_upper)]
+    if not m:
+        return ""
+    kind = {c.estimator for c in items if c.status != "no data"}
+    how = ("the conditional Gaussian mixture of the group means given the scale parameters "
+           "(Rao-Blackwellised)" if kind == {"mixture"} else "the posterior draws")
+    return (f"{iv} ends from {how}; largest Monte Carlo standard error of an end "
+            f"{max(m):.1e}; an end within {PRECISION_MCSE:g} of them from its threshold "
+            "is borderline")
+
+
+def _evidence_items(ev: dict, labels, has_data, mcse, rope, estimator="draws"):
+    r = 0.0 if rope is None else float(rope)
+    items = []
+    for i, lab in enumerate(labels):
+        ok = bool(has_data.get(lab, True))
+        m_lo, m_hi = mcse.get(lab, (np.nan, np.nan))
+        status, edge = str(ev["status"][i]) if ok else "no data", None
+        if ok:
+            status, edge = _borderline(status, float(ev["lower"][i]), float(ev["upper"][i]),
+                                       float(m_lo), float(m_hi), r)
+        items.append(ContrastEvidence(
+            contrast=lab, mean=float(ev["mean"][i]) if ok else np.nan,
+            lower=float(ev["lower"][i]) if ok else np.nan,
+            upper=float(ev["upper"][i]) if ok else np.nan,
+            prob_below_zero=float(ev["prob_below_zero"][i]) if ok else np.nan,
+            share_in_rope=(float(ev["share_in_rope"][i]) if ok else np.nan)
+            if rope is not None else None,
+            status=status, mcse_lower=float(m_lo), mcse_upper=float(m_hi),
+            estimator=estimator, edge=edge))
+    return items
 
 
 def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
@@ -393,7 +663,8 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
         read from the prior).
     mcse : dict, optional
         ``{label: (mcse of lower end, mcse of upper end)}``; a contrast with an end within
-        :data:`PRECISION_MCSE` of them from its threshold is ``"imprecise"``.
+        :data:`PRECISION_MCSE` of them from its threshold, where crossing it would change
+        the contrast's status, is ``"borderline"``.
     """
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
@@ -403,32 +674,8 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
         raise InputDataError(f"verdict needs draws of {', '.join(missing)}")
     stacked = np.stack([np.ravel(np.asarray(draws[lab], dtype=float)) for lab in labels])
     ev = contrast_evidence(stacked, ci_prob, ci_kind, rope)
-    has_data = has_data or {}
-    mcse = mcse or {}
-    r = 0.0 if rope is None else float(rope)
-    items = []
-    for i, lab in enumerate(labels):
-        ok = bool(has_data.get(lab, True))
-        m_lo, m_hi = mcse.get(lab, (np.nan, np.nan))
-        status = str(ev["status"][i]) if ok else "no data"
-        near = [abs(end - t) < PRECISION_MCSE * m
-                for end, m in ((ev["lower"][i], m_lo), (ev["upper"][i], m_hi))
-                for t in {-r, r} if np.isfinite(m)]
-        if ok and any(near):
-            status = "imprecise"
-        items.append(ContrastEvidence(
-            contrast=lab, mean=float(ev["mean"][i]) if ok else np.nan,
-            lower=float(ev["lower"][i]) if ok else np.nan,
-            upper=float(ev["upper"][i]) if ok else np.nan,
-            prob_below_zero=float(ev["prob_below_zero"][i]) if ok else np.nan,
-            share_in_rope=(float(ev["share_in_rope"][i]) if ok else np.nan)
-            if rope is not None else None,
-            status=status, mcse_lower=float(m_lo), mcse_upper=float(m_hi)))
-    iv = f"{ci_prob:.0%} {ci_kind.upper()}"
-    head, code, notes = _headline(*items)
-    return Verdict(name=name, contrasts=items, ci_prob=ci_prob, ci_kind=ci_kind, rope=rope,
-                   headline=head, details=[_detail(c, iv) for c in items], code=code,
-                   notes=notes)
+    items = _evidence_items(ev, labels, has_data or {}, mcse or {}, rope)
+    return verdict_from_evidence(name, items, ci_prob, ci_kind, rope)
 
 
 def _rows_per_connection(fit) -> dict[str, int]:
@@ -438,23 +685,62 @@ def _rows_per_connection(fit) -> dict[str, int]:
     return {c: int(n[i]) for i, c in enumerate(CONNECTIONS)}
 
 
+def mixture_evidence(fit, ci_prob: float, ci_kind: str, rope: float | None = None,
+                     contrasts=VERDICT_CONTRASTS) -> tuple[dict, dict]:
+    """Evidence about `contrasts` from the Rao-Blackwellised mixture of `fit`.
+
+    Returns ``(ev, mcse)`` as :func:`contrast_evidence` and ``{label: (lower, upper)}``
+    Monte Carlo standard errors (:mod:`bayesbias.models.contrast_mixture`).
+    """
+    from scipy.special import ndtr
+
+    from .models.contrast_mixture import contrast_mixture, mixture_end_mcse
+    from .models.word_summaries import mixture_interval
+
+    m, sd = contrast_mixture(fit, contrasts)  # (chain, draw, contrast)
+    sd = np.maximum(sd, 1e-300)
+    flat_m = m.reshape(-1, m.shape[-1])
+    flat_s = sd.reshape(-1, sd.shape[-1])
+    ci = mixture_interval(flat_m, flat_s, ci_prob, ci_kind)
+    lo, hi = ci[..., 0], ci[..., 1]
+    r = 0.0 if rope is None else float(rope)
+    ev = {"mean": flat_m.mean(axis=0), "lower": lo, "upper": hi,
+          "prob_below_zero": ndtr(-flat_m / flat_s).mean(axis=0),
+          "share_in_rope": (ndtr((r - flat_m) / flat_s) - ndtr((-r - flat_m) / flat_s)
+                            ).mean(axis=0) if rope is not None else np.full(lo.shape, np.nan),
+          "status": _status(lo, hi, r)}
+    mcse = {}
+    for i, (a, b) in enumerate(contrasts):
+        mcse[f"{a} - {b}"] = mixture_end_mcse(m[..., i], sd[..., i], (lo[i], hi[i]),
+                                              ci_prob, ci_kind)
+    return ev, mcse
+
+
 def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
                      ci_kind: str | None = None, rope: float | None = None) -> Verdict:
     """Return the :class:`Verdict` of a fitted model (:class:`~bayesbias.models.Fit`).
 
     A contrast whose connections lack rows in the table is marked "no data" rather than
-    read from the prior.
+    read from the prior. Interval ends come from the Rao-Blackwellised mixture when the
+    model allows it (:func:`bayesbias.models.contrast_mixture.supports`), else from the
+    draws (with :func:`interval_end_mcse`).
     """
-    da = fit.contrast_draws(VERDICT_CONTRASTS)
+    from .models.contrast_mixture import supports
+
     rows = _rows_per_connection(fit)
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
-    ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    draws, has, mcse = {}, {}, {}
-    for a, b in VERDICT_CONTRASTS:
-        lab = f"{a} - {b}"
+    ci_kind = validate_ci_kind(defaults.ci_kind if ci_kind is None else ci_kind)
+    labels = [f"{a} - {b}" for a, b in VERDICT_CONTRASTS]
+    has = {f"{a} - {b}": rows[a] > 0 and rows[b] > 0 for a, b in VERDICT_CONTRASTS}
+    if supports(fit):
+        ev, mcse = mixture_evidence(fit, ci_prob, ci_kind, rope)
+        items = _evidence_items(ev, labels, has, mcse, rope, estimator="mixture")
+        return verdict_from_evidence(name, items, ci_prob, ci_kind, rope)
+    da = fit.contrast_draws(VERDICT_CONTRASTS)
+    draws, mcse = {}, {}
+    for lab in labels:
         cd = da.sel(contrast=lab).transpose("chain", "draw").values
         draws[lab] = np.ravel(cd)
-        has[lab] = rows[a] > 0 and rows[b] > 0
         ends = _interval(draws[lab], ci_prob, ci_kind)
         mcse[lab] = interval_end_mcse(cd, ends, ci_prob, ci_kind)
     return verdict_from_draws(name, draws, ci_prob, ci_kind, rope, has, mcse)
@@ -496,13 +782,46 @@ def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
     return tuple(out)
 
 
+#: :func:`fit_for_verdict` refits when a deciding interval end lies between
+#: ``PRECISION_MCSE - UNSURE_MCSE`` and ``PRECISION_MCSE + UNSURE_MCSE`` Monte Carlo standard
+#: errors from its threshold: there the borderline call itself could go either way with
+#: another seed, and four times the draws halve the error and settle it.
+UNSURE_MCSE = 2.0
+
+
+def _needs_draws(verdict: Verdict) -> bool:
+    """Whether more draws could settle `verdict`'s code.
+
+    True when a deciding contrast read from draws is borderline, or when an end of a
+    deciding contrast lies within :data:`UNSURE_MCSE` Monte Carlo standard errors of the
+    edge of the borderline band (:data:`PRECISION_MCSE` errors from its threshold). An end
+    on its threshold (well inside the band) needs no more draws: it stays borderline.
+    """
+    r = 0.0 if verdict.rope is None else float(verdict.rope)
+    for c in verdict.contrasts:
+        if not c.decisive or c.status == "no data":
+            continue
+        if c.status == "borderline" and c.estimator == "draws":
+            return True
+        for end, m in ((c.lower, c.mcse_lower), (c.upper, c.mcse_upper)):
+            if not (np.isfinite(m) and m > 0):
+                continue
+            z = min(abs(end - t) for t in {-r, r}) / m
+            if abs(z - PRECISION_MCSE) < UNSURE_MCSE:
+                return True
+    return False
+
+
 def fit_for_verdict(table, model=None, *, draws: int | None = None,
                     max_draws: int = MAX_VERDICT_DRAWS, ci_prob: float | None = None,
                     ci_kind: str | None = None, rope: float | None = None, **fit_kwargs):
-    """Fit `model` and draw more while the verdict is undecided at this precision.
+    """Fit `model` for a verdict; refit only where more draws could settle it.
 
-    One refit with four times the draws per chain (same seed), up to `max_draws`. Returns
-    the last fit; its verdict may still be "undecided at this precision" (then said so).
+    A refit with four times the draws per chain (same seed), up to `max_draws`, while
+    :func:`_needs_draws`: a deciding end sits near the edge of the borderline band (where
+    another seed could say borderline or not), or a deciding contrast read from draws (no
+    Rao-Blackwellised estimator) is borderline. An end on its threshold stays borderline
+    without refits: more draws cannot move it.
     """
     from .config import DEFAULT_MODEL
     from .models import fit_model
@@ -513,9 +832,8 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
     draws = defaults.draws if draws is None else int(draws)
     # diagnostics and model checks run once, on the fit returned (not on a fit refitted)
     fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
-    while draws < max_draws and \
-            verdict_from_fit(fit, "", ci_prob, ci_kind, rope).code == "undecided at this " \
-                                                                      "precision":
+    while draws < max_draws and _needs_draws(verdict_from_fit(fit, "", ci_prob, ci_kind,
+                                                              rope)):
         draws = min(4 * draws, max_draws)
         progress.info("an interval end lies within Monte Carlo error of its threshold: "
                       "refitting with %d draws per chain", draws)

@@ -363,7 +363,10 @@ def summarize(rows: list[dict]):
         rec = {"cell": cell, "setting": setting, "omega": g["omega"].iloc[0], "model": model,
                "reps": n,
                ("power" if setting == "P" else "fp_rate"): k / n,
-               "ci_lo": lo, "ci_hi": hi}
+               "ci_lo": lo, "ci_hi": hi,
+               # issue 49: borderline codes (an end on its threshold) apart, never findings
+               "borderline_rate": float(g["code"].astype(str).str.startswith(
+                   "borderline").mean())}
         for c in CONTRASTS:
             cov = g[f"{c}|covered"].mean()
             rec[f"cov[{c}]"] = cov
@@ -388,7 +391,7 @@ def format_table(res) -> str:
         return "(no results yet)"
     lines = [f"{'model':<13}{'cell':<16}{'reps':>5}  {'FP rate / power [95% Wilson]':<30}"
              + "".join(f"{'cov ' + c.replace('associated', 'assoc'):>22}" for c in CONTRASTS)
-             + f"{'div':>5}{'s/fit':>7}"]
+             + f"{'bord':>6}{'div':>5}{'s/fit':>7}"]
     for _, r in res.iterrows():
         what = "power" if r["setting"] == "P" else "FP"
         val = r.get("power") if r["setting"] == "P" else r.get("fp_rate")
@@ -399,11 +402,13 @@ def format_table(res) -> str:
             f"{r['model']:<13}{r['cell']:<16}{int(r['reps']):>5}  "
             f"{what} {100 * val:5.1f}% [{100 * r['ci_lo']:4.1f}, {100 * r['ci_hi']:4.1f}]{flag:<5}"
             + "".join(f"{r[f'cov[{c}]']:>22.3f}" for c in CONTRASTS)
+            + f"{100 * r.get('borderline_rate', 0.0):>5.1f}%"
             + f"{int(r['fits_with_divergences']):>5}{r['median_seconds']:>7.1f}")
     lines.append(f"FP: share of null tables whose verdict is {FALSE_POSITIVE!r} (target: the "
                  f"95% interval contains or lies below {100 * NOMINAL_ONE_SIDED:.1f}%, the "
                  "one-sided rate of an 89% interval; 'ok' = lower bound <= that). cov: share "
-                 "of 89% HDIs containing the population contrast (target 0.85-0.93). div: "
+                 "of 89% HDIs containing the population contrast (target 0.85-0.93). bord: share of "
+                 "verdicts with a borderline code (counted apart, never as findings). div: "
                  "fits with divergences.")
     return "\n".join(lines)
 

@@ -196,7 +196,7 @@ def test_same_seed_same_draws():
     np.testing.assert_array_equal(a.posterior["mu"].values, b.posterior["mu"].values)
 
 
-def test_interval_end_mcse_shrinks_with_draws_and_marks_imprecise_verdicts():
+def test_interval_end_mcse_shrinks_with_draws_and_marks_borderline_verdicts():
     from bayesbias.verdicts import interval_end_mcse, verdict_from_draws
 
     rng = np.random.default_rng(0)
@@ -212,10 +212,11 @@ def test_interval_end_mcse_shrinks_with_draws_and_marks_imprecise_verdicts():
     lo, hi = _interval(draws["associated - human"], 0.89, "hdi")
     draws["associated - human"] = draws["associated - human"] - hi + 0.001  # upper end +0.001
     v = verdict_from_draws("x", draws, mcse={"associated - human": (0.002, 0.002)})
-    assert v.code == "undecided at this precision"
-    assert v["associated - human"].status == "imprecise"
+    assert v.code == "borderline vs human"
+    assert v["associated - human"].status == "borderline"
+    assert "draw more" not in v.headline and "at the edge of the 89% HDI" in v.headline
     far = verdict_from_draws("x", draws, mcse={"associated - human": (1e-9, 1e-9)})
-    assert far.code != "undecided at this precision"
+    assert far.code == "no closer than human"
 
 
 def test_hdi_end_mcse_matches_the_spread_over_seeds():
@@ -242,10 +243,11 @@ def test_hdi_end_mcse_matches_the_spread_over_seeds():
     assert interval_end_mcse(d, eti, 0.89, "eti") == interval_end_mcse(d, eti)
 
 
-def test_only_the_deciding_contrasts_make_a_verdict_undecided_at_this_precision():
+def test_only_the_deciding_contrasts_make_a_verdict_borderline():
     # religion/Google: `associated - none` and `associated - human` far below 0, but
-    # `associated - different` near 0 made 9 of 15 seeds say "undecided at this precision";
-    # it qualifies the finding (class-specific or not), it does not decide it
+    # `associated - different` near 0 made 9 of 15 seeds say "undecided at this precision"
+    # (before issue 49); it qualifies the finding (class-specific or not), it does not
+    # decide it, and a borderline qualifier is said in words
     from bayesbias.verdicts import _interval, verdict_from_draws
 
     rng = np.random.default_rng(1)
@@ -258,14 +260,14 @@ def test_only_the_deciding_contrasts_make_a_verdict_undecided_at_this_precision(
     near = {"associated - different": (0.002, 0.002), "human - none": (0.002, 0.002)}
     v = verdict_from_draws("x", draws, mcse=near)
     assert v.code == "stereotype-specific"
-    assert v["associated - different"].status == "imprecise"
-    assert "undecided at this precision (`associated - different`" in v.headline
-    assert any("`human - none` is undecided at this precision" in n for n in v.notes)
+    assert v["associated - different"].status == "borderline"
+    assert "at the edge of being class-specific" in v.details[0]
+    assert any("`human - none` is borderline" in n for n in v.notes)
     # `associated - human` decides the code once stereotypes are closer than neutral words
     ah_hi = _interval(draws["associated - human"], 0.89, "hdi")[1]
     draws["associated - human"] = draws["associated - human"] - ah_hi - 0.0005
     v = verdict_from_draws("x", draws, mcse={"associated - human": (0.002, 0.002)})
-    assert v.code == "undecided at this precision"
+    assert v.code == "borderline vs human"
 
 
 @pytest.mark.slow

@@ -511,8 +511,9 @@ def test_rank_diagnostics_split_over_threads_are_the_same_numbers():
             np.testing.assert_array_equal(got[k], one[k], err_msg=f"{k}, {threads} threads")
 
 
-def test_fit_for_verdict_refits_with_more_draws_while_undecided(monkeypatch):
-    """The refit loop of fit_for_verdict: four times the draws while undecided, up to the cap.
+def test_fit_for_verdict_refits_with_more_draws_while_borderline_from_draws(monkeypatch):
+    """The refit loop of fit_for_verdict: four times the draws while a deciding contrast is
+    borderline and read from draws (no Rao-Blackwellised estimator), up to the cap.
 
     (Plumbing tests turn the refits off, conftest's ``quick_verdicts``; this checks the loop
     itself, with stand-ins for the fit and the verdict.)
@@ -529,8 +530,10 @@ def test_fit_for_verdict_refits_with_more_draws_while_undecided(monkeypatch):
         return types.SimpleNamespace(draws=draws, kwargs=kwargs)
 
     def fake_verdict(fit, *args):
-        code = "undecided at this precision" if fit.draws < 1600 else "stereotype-specific"
-        return types.SimpleNamespace(code=code)
+        status = "borderline" if fit.draws < 1600 else "below"
+        return types.SimpleNamespace(rope=None, contrasts=[types.SimpleNamespace(
+            decisive=True, status=status, estimator="draws", lower=-0.2, upper=-0.1,
+            mcse_lower=float("nan"), mcse_upper=float("nan"))])
 
     checked = []
 

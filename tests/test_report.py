@@ -76,11 +76,16 @@ def test_undecided_never_reads_as_evidence_of_absence():
     v = verdict_from_draws("t", _draws(-0.1, -0.005, 0.0, -0.05))  # P(< 0) about 0.69
     assert 0.6 < v["associated - human"].prob_below_zero < 0.8
     assert "not credibly closer or further than neutral human attributes (undecided)" in \
-        v.headline
-    assert "no closer than" not in str(v) and "no closer than" not in v.rule
+        v.explanation
+    assert "not credibly closer than human attributes" in v.headline
+    assert "no closer than" not in str(v)
+    # the rule names the code only with its caveat
+    assert v.rule.count("no closer than") == 1
+    assert "'no closer than human' (not evidence that stereotypes are not closer)" in v.rule
     assert "(undecided)" in v["associated - different"].phrase()
     near = verdict_from_draws("t", _draws(-0.1, -0.025, 0.0, -0.05), rope=0.02)
-    assert "not clearly by more than the ROPE (undecided)" in near.headline
+    assert "not clearly by more than the ROPE (undecided)" in near.explanation
+    assert "not by more than the ROPE" in near.headline
 
 
 def test_verdict_says_when_the_human_control_is_closer_than_the_stereotypes():

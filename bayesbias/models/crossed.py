@@ -48,6 +48,9 @@ PRIORS = ("mu_bar", "tau", "sigma", "omega")
 SCALES = ("tau", "sigma", "omega")
 PARAMETERS = ("mu_bar", "tau", "sigma", "omega")
 GROUP_MEAN = "mu_bar"
+#: Given the scale parameters the group means are exactly Gaussian (Normal mu_bar prior):
+#: the verdict reads Rao-Blackwellised interval ends (:mod:`.contrast_mixture`).
+GAUSSIAN_GROUP_MEANS = True
 #: Whether attribute effects share one sd or have one per attribute kind.
 ATTRIBUTE_SDS = ("shared", "per_kind")
 #: The spec's ``noncentred`` choice applies (cell means pooled).

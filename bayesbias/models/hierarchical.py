@@ -14,6 +14,9 @@ PRIORS = ("mu_bar", "tau", "sigma")
 SCALES = ("tau", "sigma")
 PARAMETERS = ("mu_bar", "tau", "sigma")
 GROUP_MEAN = "mu_bar"
+#: Given the scale parameters the group means are exactly Gaussian (Normal mu_bar prior):
+#: the verdict reads Rao-Blackwellised interval ends (:mod:`.contrast_mixture`).
+GAUSSIAN_GROUP_MEANS = True
 
 #: The spec's ``noncentred`` choice applies (cell means pooled).
 NONCENTRED = True
