@@ -293,8 +293,8 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
                            ci_kind=None, rope=None, **fit_kwargs) -> pd.DataFrame:
     """Return the verdict each embedding of a multi-embedding table would give on its own.
 
-    Fits `model` (default ``crossed``) to each embedding's rows, with more draws while its
-    verdict is undecided at this precision, as every verdict
+    Fits `model` (default ``crossed``) to each embedding's rows, with more draws only where
+    they can move a deciding interval end, as every verdict
     (:func:`~bayesbias.verdicts.fit_for_verdict`); returns one row per
     embedding with ``corpus_sample``, the verdict ``code`` and the contrasts of
     :data:`ENSEMBLE_CONTRASTS` (mean, lower, upper). Set beside the
@@ -650,8 +650,8 @@ class EnsembleSummary:
                    else "single embeddings not fitted")
         return (f"corpus level ({n} embeddings, {self.kind}): {self.verdict.label}"
                 + (f", {clause}" if clause else "") + f"; {singles}"
-                + (" (the corpus level needs more draws to decide)"
-                   if self.verdict.code == "undecided at this precision" else ""))
+                + (" (borderline: an interval end sits on its threshold; not a finding)"
+                   if getattr(self.verdict, "borderline", False) else ""))
 
     def to_frame(self) -> pd.DataFrame:
         """Per-embedding contrasts and verdicts with the corpus-level row last."""

@@ -94,7 +94,7 @@ def load_table(source: str | None, args):
 def fit_from_args(table, args):
     """Fit with the model and sampler options of `args`; sampler warnings go to the log.
 
-    More draws are taken while the verdict is undecided at this precision
+    More draws are taken only where they can move a deciding interval end
     (:func:`~bayesbias.verdicts.fit_for_verdict`).
     """
     from ..verdicts import fit_for_verdict

@@ -41,7 +41,7 @@ _STATUS_COLOUR = {"below": "#2166ac", "above": "#b35806", "equivalent": "#1b7837
 _TONES = {"stereotype-specific": "finding", "human closer than stereotypes": "none",
           "no closer than human": "none", "not closer than neutral": "none",
           "further than neutral": "none", "practically none": "none", "no data": "missing",
-          "undecided at this precision": "edge"}
+          "borderline vs human": "edge", "borderline vs neutral": "edge"}
 
 _WHAT = {"associated": "stereotypes", "human": "human attributes", "none": "neutral words",
          "different": "other classes' stereotypes"}
