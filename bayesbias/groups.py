@@ -740,15 +740,11 @@ class GroupRates:
     # ------------------------------------------------------------------ output
     def plot(self, path=None):
         """Plot raw cell rate (x) against pooled posterior mean (y), sized by n, per metric."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from .models.plots import _save, new_figure
 
         t = self.to_frame()
-        fig, axes = plt.subplots(1, len(self.metrics), figsize=(4.2 * len(self.metrics), 4.2),
-                                 squeeze=False)
+        fig = new_figure(figsize=(4.2 * len(self.metrics), 4.2))
+        axes = fig.subplots(1, len(self.metrics), squeeze=False)
         for ax, m in zip(axes[0], self.metrics, strict=True):
             d = t[t.metric == m]
             has = d["n"] > 0
@@ -769,11 +765,7 @@ class GroupRates:
             ax.legend(fontsize=7, loc="upper left")
         fig.tight_layout()
         if path is not None:
-            from ._atomic import atomic_path
-
-            with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=str(path).rsplit(".", 1)[-1], dpi=120)
-            plt.close(fig)
+            _save(fig, path)
         return fig
 
     def comparisons(self, delta: float = 0.05) -> pd.DataFrame:

@@ -70,15 +70,15 @@ def test_the_deciding_contrasts_follow_the_rule():
     assert decisive["human closer than stereotypes"] == both
     assert decisive["not closer than neutral"] == {"associated - none"}
     assert decisive["further than neutral"] == {"associated - none"}
-    assert decisive["no data"] == both  # the missing control decides: no verdict
+    assert decisive["no data"] == {"associated - human"}  # the missing control decides
 
 
 def test_an_interval_end_on_its_threshold_reads_as_a_direction_with_its_probability():
-    # associated - human centred so its upper HDI end is near 0, with a large MCSE: imprecise
+    # associated - human centred so its upper HDI end is near 0, with a large MCSE: borderline
     draws = _draws(-0.08, -0.0165, -0.04, -0.03)
     mcse = {lab: (0.005, 0.005) for lab in LABELS}
     v = verdict_from_draws("race", draws, 0.89, "hdi", None, None, mcse)
-    assert v["associated - human"].status == "imprecise"
+    assert v["associated - human"].status == "borderline"
     card = VerdictCard.from_verdict(v)
     ah = next(c for c in card.contrasts if c.contrast == "associated - human")
     assert ah.status == "borderline" and ah.decisive and ah.word == "borderline"
@@ -165,7 +165,7 @@ def test_terminal_summary_leads_with_one_line_per_list():
              ("stereotype-specific", "not closer than neutral")]
     cards[1] = VerdictCard.from_verdict(_verdict("not closer than neutral"), name="gender")
     lines = terminal_summary(cards, ["corpus level: one sentence", None])
-    assert lines[0].startswith("religion  [stereotype-specific]  Stereotypes sit closer")
+    assert lines[0].startswith("religion  [stereotype-specific]  Stereotypes are closer")
     assert lines[1].strip() == "corpus level: one sentence"
     assert lines[2].startswith("gender    [not closer than neutral]  ")
     assert all(len(line) <= 20 + HEADLINE_MAX + 30 for line in lines[:3])
