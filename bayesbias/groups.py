@@ -43,6 +43,10 @@ __all__ = ["GroupRates", "Comparison", "prepare_groups", "bin_column", "binary_l
 log = logging.getLogger(__name__)
 
 MISSING_LEVEL = "missing"
+#: Interaction share below which the harm counts as additive (a region of practical
+#: equivalence fixed a priori, not tuned; see docs/groups.md and
+#: benchmarks/groups_interaction_sim.py for its false-detection rate).
+INTERACTION_FLOOR = 0.05
 _SHOW_ROWS = 10
 
 
@@ -642,27 +646,33 @@ class GroupRates:
                          **_summary(eps, self.ci_prob)})
         return pd.DataFrame(rows)
 
-    def interaction_share(self, floor: float = 0.01) -> pd.DataFrame:
+    def interaction_share(self, floor: float = INTERACTION_FLOOR) -> pd.DataFrame:
         """Share of the between-cell variance (logit scale) due to interactions.
 
         Per draw, ``sum_{o >= 2} s_o**2 / sum_o s_o**2`` with ``s_o`` the sd over the cells
-        with rows of order ``o``'s contribution. "intersectional" when the interval's lower
-        end exceeds `floor`, "additive" when its upper end is below it.
+        with rows of order ``o``'s contribution. `floor` is a region of practical equivalence:
+        a share below it is treated as additive. With ``q = (1 + ci_prob) / 2`` (0.95 by
+        default): "intersectional" when ``p_above_floor`` = P(share > floor) exceeds ``q``,
+        "additive" when P(share < floor) exceeds ``q``, else "not enough evidence" (the
+        equal-tailed interval lies above / below the floor, up to the draws' granularity).
         """
         info = self.fit_info
         rows = []
         for i, m in enumerate(self.metrics):
             if self.structure != "full" or info["order_sd"] is None or len(info["orders"]) < 2:
                 rows.append({"metric": m, "mean": np.nan, "lower": np.nan, "upper": np.nan,
-                             "floor": floor, "verdict": f"not estimated (structure "
+                             "floor": floor, "p_above_floor": np.nan,
+                             "verdict": f"not estimated (structure "
                              f"{self.structure}, {len(self.features)} feature(s))"})
                 continue
             osd = info["order_sd"].reshape(-1, *info["order_sd"].shape[2:])[:, i] ** 2
             share = osd[:, 1:].sum(axis=1) / osd.sum(axis=1)
             s = _summary(share, self.ci_prob)
-            verdict = ("intersectional" if s["lower"] > floor else
-                       "additive" if s["upper"] < floor else "not enough evidence")
-            rows.append({"metric": m, **s, "floor": floor, "verdict": verdict,
+            p_above, q = float((share > floor).mean()), (1 + self.ci_prob) / 2
+            verdict = ("intersectional" if p_above > q else
+                       "additive" if 1 - p_above > q else "not enough evidence")
+            rows.append({"metric": m, **s, "floor": floor, "p_above_floor": p_above,
+                         "verdict": verdict,
                          **{f"sd_order_{o}": float(np.sqrt(osd[:, j]).mean())
                             for j, o in enumerate(info["orders"])}})
         return pd.DataFrame(rows)

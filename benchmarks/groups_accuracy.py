@@ -17,6 +17,9 @@ of each cell. Reported per rate:
 Not included: Herlihy et al.'s structured regression and SureMap (see the closing note).
 
     python benchmarks/groups_accuracy.py --trials 100 --out benchmarks/results/groups_accuracy.json
+
+``--target-accept`` sets NUTS' target acceptance (library default 0.9); ``--first-trial``
+starts the trial seeds later (to extend an earlier run with new subsamples).
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def main():
     ap.add_argument("--draws", type=int, default=500)
     ap.add_argument("--tune", type=int, default=500)
     ap.add_argument("--chains", type=int, default=2)
+    ap.add_argument("--target-accept", type=float, default=0.9)
+    ap.add_argument("--first-trial", type=int, default=0)
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     ap.add_argument("--out", default="benchmarks/results/groups_accuracy.json")
@@ -86,12 +91,13 @@ def main():
     started = time.perf_counter()
     out = {"protocol": __doc__.split("\n\n")[1], "trials_requested": args.trials,
            "draws": args.draws, "tune": args.tune, "chains": args.chains,
+           "target_accept": args.target_accept, "first_trial": args.first_trial,
            "n_boot": args.n_boot, "rates": {}}
     recs = {rate: {"sq_full": [], "sq_indep": [], "sq_naive": [], "cover_full": [],
                    "cover_indep": [], "cover_fairlearn": [], "zero_below_1_over_n": [],
                    "divergences": [], "seconds_fit": []} for rate in rates}
     # trial-major: with a time budget every rate gets the same trials
-    for trial in range(args.trials):
+    for trial in range(args.first_trial, args.first_trial + args.trials):
         if args.budget and time.perf_counter() - started > args.budget:
             break
         for rate in rates:
@@ -103,7 +109,8 @@ def main():
             naive = np.where(ns > 0, ks / np.maximum(ns, 1), overall)
             a, b = 1 + ks, 1 + ns - ks
             fit = fit_counts(ks[None], ns[None], (5, 2, 3), full, draws=args.draws,
-                             tune=args.tune, chains=args.chains, seed=trial)
+                             tune=args.tune, chains=args.chains, seed=trial,
+                             target_accept=args.target_accept)
             dr = fit["p"].reshape(-1, C)
             post = dr.mean(axis=0)
             lo, hi = np.quantile(dr, [0.05, 0.95], axis=0)
@@ -144,6 +151,9 @@ def main():
                 "zero_cells_mean_P(rate<1/n)": float(np.mean(rec["zero_below_1_over_n"]))
                 if rec["zero_below_1_over_n"] else None,
                 "divergent_fits": int(np.sum(np.asarray(rec["divergences"]) > 0)),
+                "divergences_per_fit": [int(d) for d in rec["divergences"]],
+                "sq_err_full_per_trial": rec["sq_full"],
+                "covered_full": int(np.sum(rec["cover_full"])),
                 "median_fit_seconds": float(np.median(rec["seconds_fit"])) if rec["seconds_fit"]
                 else None,
             }

@@ -215,6 +215,10 @@ def test_full_fit_small_and_derived_quantities(adult):
     share = g.interaction_share()
     assert share[["lower", "upper"]].notna().all().all()
     assert ((share.lower >= 0) & (share.upper <= 1)).all()
+    assert (share.floor == 0.05).all() and share.p_above_floor.between(0, 1).all()
+    expect = np.where(share.p_above_floor > 0.95, "intersectional",
+                      np.where(share.p_above_floor < 0.05, "additive", "not enough evidence"))
+    assert (share.verdict == expect).all()
     eps = g.differential_fairness()
     assert (eps.lower > 0).all()
     marg = g.marginal("sex")
