@@ -12,17 +12,17 @@ from .errors import __all__ as _errors_all  # noqa: E402
 #: Public name -> module that defines it.
 _LAZY = {
     # data path: embeddings -> word lists -> distance table
-    "Embedding": "embeddings",
-    "load_embedding": "embeddings",
-    "save_embedding": "embeddings",
-    "WordList": "wordlists",
-    "load_wordlist": "wordlists",
-    "available_wordlists": "wordlists",
-    "distance_table": "distances",
-    "read_distance_table": "distances",
-    "read_published_table": "distances",
-    "write_distance_table": "distances",
-    "to_xarray": "distances",
+    "Embedding": "inputs.embeddings",
+    "load_embedding": "inputs.embeddings",
+    "save_embedding": "inputs.embeddings",
+    "WordList": "inputs.wordlists",
+    "load_wordlist": "inputs.wordlists",
+    "available_wordlists": "inputs.wordlists",
+    "distance_table": "inputs.distances",
+    "read_distance_table": "inputs.distances",
+    "read_published_table": "inputs.distances",
+    "write_distance_table": "inputs.distances",
+    "to_xarray": "inputs.distances",
     # comparators (bayesbias.comparators; null studies in bayesbias.comparators.null)
     "weat": "comparators.weat",
     "weat_from_table": "comparators.weat",
@@ -30,7 +30,7 @@ _LAZY = {
     "mac_from_table": "comparators.mac",
     "mac_ttest": "comparators.mac",
     # debiasing
-    "hard_debias": "debias",
+    "hard_debias": "inputs.debias",
     # configuration
     "defaults": "config",
     "CONNECTIONS": "config",

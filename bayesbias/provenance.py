@@ -108,12 +108,12 @@ def _resolve(role: str, spec) -> tuple[str | None, Path | None]:
     """(name it stands for, file) of an input given as a user would: a path or a shipped name."""
     text = str(spec)
     if role == "embedding":
-        from .embeddings import default_embedding_path
+        from .inputs.embeddings import default_embedding_path
 
         if text == "default":
             return "shipped GloVe 6B 50-d subset", default_embedding_path()
     elif role == "wordlist":
-        from .wordlists import available_wordlists
+        from .inputs.wordlists import available_wordlists
 
         shipped = available_wordlists()
         if text in shipped:
@@ -123,7 +123,7 @@ def _resolve(role: str, spec) -> tuple[str | None, Path | None]:
 
         return "shipped control groups", shipped_dir("wordlists") / "controls.toml"
     elif role == "distances" and text.startswith("published:"):
-        from .datasets import _published_path
+        from .inputs.datasets import _published_path
 
         parts = text.split(":")
         if len(parts) == 3:

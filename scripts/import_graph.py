@@ -166,7 +166,7 @@ def circles(modules: set[str], imports: list[OwnImport]) -> list[list[str]]:
 
 
 def root_modules(root: Path) -> tuple[list[str], list[str]]:
-    """The root's modules: ``(with code, thin re-exports kept for one release)``."""
+    """Return the root's modules: ``(with code, thin re-exports kept for one release)``."""
     code, shims = [], []
     for path in sorted((root / PACKAGE).glob("*.py")):
         (shims if SHIM_MARK in path.read_text(encoding="utf-8") else code).append(path.name)
@@ -191,7 +191,8 @@ def main(argv=None) -> int:
     print(f"import circles (top-level imports only): {len(circles(modules, top))}")
     share = deferred / len(statements)
     print(f"deferred own imports (statements): {deferred}/{len(statements)} = {share:.0%}")
-    print(f"root modules: {len(code)} with code + {len(shims)} thin re-exports kept for one release")
+    print(f"root modules: {len(code)} with code"
+          f" + {len(shims)} thin re-exports kept for one release")
     if args.circles:
         for component in found:
             print("  circle:", ", ".join(component))

@@ -445,7 +445,7 @@ def madlibs_data(score: str = "TOXICITY@1", *, terms: Sequence[str] | None = Non
     (ClassifierData, DataFrame)
         The validated data and the table with the group columns appended.
     """
-    from ..datasets import madlibs
+    from ..inputs.datasets import madlibs
 
     table = madlibs() if data is None else data
     groups = identity_groups(table, terms, match=match)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputDataError, InvalidArgumentError
-from .models.group_rates import (
+from ..errors import InputDataError, InvalidArgumentError
+from ..models.group_rates import (
     DENOMINATORS,
     METRICS,
     GroupSpec,
@@ -36,7 +36,7 @@ from .models.group_rates import (
     load_group_spec,
     metric_name,
 )
-from .validation import validate_choice, validate_ci_prob
+from ..validation import validate_choice, validate_ci_prob
 
 __all__ = ["GroupRates", "Comparison", "prepare_groups", "bin_column", "binary_labels"]
 
@@ -294,7 +294,7 @@ class GroupRates:
                  missing: str = "error", structure: str | None = None, spec=None,
                  weights=None, ci_prob: float = 0.9, draws: int = 1000, tune: int = 1000,
                  chains: int = 4, seed: int | None = None):
-        from .config import defaults
+        from ..config import defaults
 
         self.ci_prob = validate_ci_prob(ci_prob)
         self.seed = defaults.seed if seed is None else int(seed)
@@ -720,7 +720,7 @@ class GroupRates:
         return frame
 
     def _assurance(self, delta: float, target: float, reps: int) -> dict:
-        from .studies.design import verdict_holds
+        from ..studies.design import verdict_holds
 
         rng = np.random.default_rng(self.seed)
         lo_q = (1 - self.ci_prob) / 2
@@ -750,7 +750,7 @@ class GroupRates:
     # ------------------------------------------------------------------ output
     def plot(self, path=None):
         """Plot raw cell rate (x) against pooled posterior mean (y), sized by n, per metric."""
-        from .models.plots import _save, new_figure
+        from ..models.plots import _save, new_figure
 
         t = self.to_frame()
         fig = new_figure(figsize=(4.2 * len(self.metrics), 4.2))

@@ -354,7 +354,7 @@ def _run(parser, args) -> int:
     _check_common(args)
     _check_outputs(args)
     if getattr(args, "validate", False) is True:  # --validate: for this run only
-        from ..embeddings import validating
+        from ..inputs.embeddings import validating
 
         with validating():
             return _run_command(parser, args)

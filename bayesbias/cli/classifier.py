@@ -127,7 +127,7 @@ def register(sub) -> None:
 
 def _read(args) -> tuple[pd.DataFrame, dict]:
     if args.data == "madlibs":
-        from ..datasets import madlibs
+        from ..inputs.datasets import madlibs
 
         table = madlibs()
         defaults = {"label": "toxicity", "positive": "toxic", "score": "TOXICITY@1"}

@@ -115,8 +115,8 @@ def _weat(ta, tb, seed):
 
 def _methods(args):
     """Return the debiasing methods to add (a list, maybe empty), or None (no section)."""
-    from ..debias import METHODS
     from ..errors import InvalidArgumentError
+    from ..inputs.debias import METHODS
 
     if not args.recoverability and not args.debias_methods:
         return None
@@ -144,13 +144,13 @@ def _weat_min_p(table, seed):
 
 def _debiasing(args, labels, methods, comp, weat_pairs):
     """Recoverability of a, b and each method applied to a; rows and text lines."""
-    from ..debias import biased_words, debias
-    from ..distances import distance_table
-    from ..embeddings import load_embedding
-    from ..recoverability import debiasing_frame, hidden_or_removed, plot_debiasing
-    from ..recoverability import recoverability as run_tests
+    from ..inputs.debias import biased_words, debias
+    from ..inputs.distances import distance_table
+    from ..inputs.embeddings import load_embedding
+    from ..inputs.wordlists import load_wordlist
     from ..verdicts import verdict_from_fit
-    from ..wordlists import load_wordlist
+    from ..verdicts.recoverability import debiasing_frame, hidden_or_removed, plot_debiasing
+    from ..verdicts.recoverability import recoverability as run_tests
 
     wl = load_wordlist(args.wordlist)
     load = {"format": args.format, "trust_pickle": args.trust_pickle}
@@ -203,7 +203,7 @@ def _debiasing(args, labels, methods, comp, weat_pairs):
 
 
 def _p(p) -> str:
-    from ..reconcile import format_p
+    from ..verdicts.reconcile import format_p
 
     text = format_p(p)
     return text if text[:1] in "<n" else f"= {text}"
@@ -248,7 +248,7 @@ def run(args) -> int:
                                 "b": tb.attrs.get("missing", {})}
     weat, weat_pairs = _weat(ta, tb, args.seed)
     payload["weat"] = weat
-    from ..reconcile import weat_change_sentence, weat_sentence
+    from ..verdicts.reconcile import weat_change_sentence, weat_sentence
 
     va, vb = comp.verdicts["a"], comp.verdicts["b"]
     reconcile = {tag: weat_sentence(v, weat_pairs.get(tag, []))

@@ -43,7 +43,7 @@ def _metrics(args, labels):
 
     from ..comparators.metrics import REPORT_BOOTSTRAP, REPORT_NULL_REPS, report_metrics
     from ..errors import BayesbiasError
-    from ..wordlists import load_wordlist
+    from ..inputs.wordlists import load_wordlist
 
     frames = []
     try:
@@ -147,7 +147,7 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
 
     rows = getattr(args, "_debiasing_rows", None)
     if rows:
-        from ..recoverability import debiasing_frame, plot_debiasing
+        from ..verdicts.recoverability import debiasing_frame, plot_debiasing
 
         sec = report.section("Debiasing: removed, or hidden from WEAT?")
         sec.bullets([r["answer"] for r in rows if not r["name"].startswith("a: ")])

@@ -189,7 +189,7 @@ def run_contexts(args) -> int:
     """Run ``bayesbias contexts``; return the exit code."""
     from .._atomic import atomic_path
     from ..encoders.contexts import check_context_draws, context_distance_table
-    from ..wordlists import load_wordlist
+    from ..inputs.wordlists import load_wordlist
 
     wl = load_wordlist(args.wordlist)
     try:

@@ -10,11 +10,11 @@ import logging
 from pathlib import Path
 
 from .._atomic import check_output
-from ..debias import METHODS, NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, debias, hard_debias
-from ..distances import distance_table
-from ..embeddings import load_embedding, save_embedding
 from ..errors import InvalidArgumentError, OutputPathError, WordListError
-from ..wordlists import load_wordlist
+from ..inputs.debias import METHODS, NEUTRALIZE_CHOICES, OVERLAPPING_CHOICES, debias, hard_debias
+from ..inputs.distances import distance_table
+from ..inputs.embeddings import load_embedding, save_embedding
+from ..inputs.wordlists import load_wordlist
 from ._common import (
     add_embedding_options,
     add_json,

@@ -33,10 +33,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Run ``bayesbias distances``; return the exit code."""
-    from ..datasets import read_table
-    from ..distances import check_table_path, distance_table, write_distance_table
-    from ..embeddings import load_embedding
-    from ..wordlists import load_wordlist
+    from ..inputs.datasets import read_table
+    from ..inputs.distances import check_table_path, distance_table, write_distance_table
+    from ..inputs.embeddings import load_embedding
+    from ..inputs.wordlists import load_wordlist
 
     if args.output is not None:
         check_table_path(args.output, what="-o")

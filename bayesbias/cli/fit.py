@@ -70,17 +70,17 @@ def load_table(source: str | None, args):
     rows holds its label columns as categoricals (the same labels in a fraction of the
     memory; ``read_distance_table(..., labels="auto")``).
     """
-    from ..datasets import read_table
-    from ..distances import distance_table
+    from ..inputs.datasets import read_table
+    from ..inputs.distances import distance_table
 
     if source:
         return read_table(source, labels="auto")
-    from ..embeddings import load_embedding
-    from ..wordlists import load_wordlist
+    from ..inputs.embeddings import load_embedding
+    from ..inputs.wordlists import load_wordlist
 
     if not args.wordlist:
         raise DistanceTableError("give --distances, or --embedding with --wordlist")
-    from ..ensemble import manifest_path, manifest_table
+    from ..verdicts.ensemble import manifest_path, manifest_table
 
     manifest = manifest_path(args.embedding)
     if manifest is not None:  # the embeddings of `bayesbias train`: one table of all
@@ -137,7 +137,7 @@ def weat_pairs(table, seed):
 
 def weat_rows(pairs) -> list[dict]:
     """Plain rows of :func:`weat_pairs`: pair, d, p (number and as printed), sidedness."""
-    from ..reconcile import p_bound
+    from ..verdicts.reconcile import p_bound
 
     return [{"X": x, "Y": y, "effect_size": r.effect_size, "p_value": r.p_value,
              "p": p_bound(r), "alternative": r.alternative, "permutation": r.permutation}
@@ -146,7 +146,7 @@ def weat_rows(pairs) -> list[dict]:
 
 def weat_reconciliation(table, verdict, seed) -> tuple[list[dict], str]:
     """WEAT rows of `table` and the sentence that says how WEAT relates to `verdict`."""
-    from ..reconcile import weat_sentence
+    from ..verdicts.reconcile import weat_sentence
 
     pairs = weat_pairs(table, seed)
     return weat_rows(pairs), weat_sentence(verdict, pairs)
@@ -154,7 +154,7 @@ def weat_reconciliation(table, verdict, seed) -> tuple[list[dict], str]:
 
 def ensemble_summary(table, fit, args):
     """Each embedding of `table` alone beside the corpus-level `fit` (same sampler options)."""
-    from ..ensemble import summarize_ensemble
+    from ..verdicts.ensemble import summarize_ensemble
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # each single fit's diagnostics: in its row's verdict
@@ -167,11 +167,11 @@ def ensemble_summary(table, fit, args):
 
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
-    from ..ensemble import n_embeddings
     from ..models import load_spec
     from ..models.families import family_has
     from ..models.result import ppc_heading
     from ..report.sections import coverage_warning, diagnostic_advice
+    from ..verdicts.ensemble import n_embeddings
 
     if args.show_model:
         spec = load_spec(args.model, level=args.level, residual_sd=args.residual_sd)
@@ -192,7 +192,7 @@ def run(args) -> int:
                              f"embedding in turn: it needs 3 or more embeddings; the table "
                              f"holds {n_embeddings(table)}")
     if args.sensitivity and not per_embedding:  # a table it cannot use: refused before sampling
-        from ..distances import check_pilot
+        from ..inputs.distances import check_pilot
 
         check_pilot(table, str(args.distances or table.attrs.get("source", "distance table")))
     from ..progress import progress
@@ -250,7 +250,7 @@ def run(args) -> int:
         lines += ["", "many embeddings: " + str(ens)]
         lines.insert(0, ens.headline())  # the corpus-level finding is the first line read
     if per_embedding:  # the corpus-level verdict with each embedding left out in turn
-        from ..ensemble import leave_one_embedding_out
+        from ..verdicts.ensemble import leave_one_embedding_out
 
         progress.info(f"sensitivity: the fit again with each of {n_embeddings(table)} "
                       "embeddings left out")

@@ -136,7 +136,7 @@ def _options(args):
     if (args.table is None) == (args.example is None):
         raise InvalidArgumentError("give a TABLE or --example adult_llama (not both)")
     if args.example:
-        from ..datasets import ADULT_LLAMA, adult_llama
+        from ..inputs.datasets import ADULT_LLAMA, adult_llama
 
         table = adult_llama()
         d = ADULT_LLAMA
@@ -168,7 +168,7 @@ def _options(args):
 
 def run(args) -> int:
     """Fit the group rates and print / write them."""
-    from ..groups import GroupRates
+    from ..classifier.groups import GroupRates
 
     table, label, pred, positive, cols, bins = _options(args)
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..comparators.mac import mac, mac_from_table, mac_ttest
-from ..datasets import read_table
-from ..embeddings import load_embedding
 from ..errors import InvalidArgumentError
-from ..wordlists import load_wordlist
+from ..inputs.datasets import read_table
+from ..inputs.embeddings import load_embedding
+from ..inputs.wordlists import load_wordlist
 from ._common import (
     add_distances,
     add_embedding_options,

@@ -116,9 +116,9 @@ def _sets(args):
 def run(args) -> int:
     """Run ``bayesbias metric``; return the exit code."""
     from ..comparators.metrics import embedding_metric, metric_sets, metric_table
-    from ..embeddings import load_embedding
     from ..errors import InvalidArgumentError
-    from ..wordlists import default_controls, load_wordlist
+    from ..inputs.embeddings import load_embedding
+    from ..inputs.wordlists import default_controls, load_wordlist
 
     nulls = [n.strip() for n in args.null.split(",") if n.strip()]
     bad = [n for n in nulls if n not in NULLS]

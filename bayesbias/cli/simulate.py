@@ -124,7 +124,7 @@ def run(args) -> int:
         if not args.distances:
             raise InvalidArgumentError("--null resample needs --distances (a distance table "
                                        "with 'none' rows)")
-        from ..datasets import read_table
+        from ..inputs.datasets import read_table
 
         pool = neutral_pool(read_table(args.distances))
     try:

@@ -38,7 +38,7 @@ def register(sub) -> None:
                    default=1, help="gensim seed of the first model (default 1)")
     p.add_argument("--bootstrap-seed", type=int_range(0, 2**32 - 1, name="--bootstrap-seed"),
                    default=0, help="seed of the document resampling (default 0)")
-    from ..training import SETTINGS
+    from ..inputs.training import SETTINGS
 
     for name, default in SETTINGS.items():
         kind = float if isinstance(default, float) else int
@@ -63,7 +63,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..errors import InvalidArgumentError
-    from ..training import SETTINGS, TrainSettings, train_models
+    from ..inputs.training import SETTINGS, TrainSettings, train_models
 
     factors = {}
     for item in args.factor:
@@ -75,7 +75,7 @@ def run(args) -> int:
     seeds = args.seeds if args.seeds is not None else (0 if args.bootstrap else 1)
     settings = TrainSettings(**{k: getattr(args, k) for k in SETTINGS})
     if args.wordlist:
-        from ..wordlists import load_wordlist
+        from ..inputs.wordlists import load_wordlist
 
         load_wordlist(args.wordlist)  # refuse a bad list before training
     from ..progress import TrainProgress, progress
@@ -95,8 +95,8 @@ def run(args) -> int:
                      f"{m['vocabulary']} words, {m['seconds']:.1f} s")
     payload = {"manifest": manifest, "output": args.output}
     if args.wordlist:
-        from ..distances import write_distance_table
-        from ..ensemble import manifest_table
+        from ..inputs.distances import write_distance_table
+        from ..verdicts.ensemble import manifest_table
 
         progress.info(f"distances of word list {args.wordlist} in "
                       f"{len(manifest['models'])} embeddings")

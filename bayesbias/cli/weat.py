@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS, resolve_weat_sets, weat
 from ..config import defaults
-from ..embeddings import load_embedding
-from ..wordlists import WeatSets
+from ..inputs.embeddings import load_embedding
+from ..inputs.wordlists import WeatSets
 from ._common import (
     add_bootstrap,
     add_ci_prob,
@@ -89,7 +89,7 @@ def run(args) -> int:
                    seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)
     if args.distances:
         from ..comparators.weat import weat_from_table
-        from ..datasets import read_table
+        from ..inputs.datasets import read_table
 
         result = weat_from_table(read_table(args.distances), **options)
     else:

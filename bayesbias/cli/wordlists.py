@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..wordlists import available_wordlists, load_wordlist
+from ..inputs.wordlists import available_wordlists, load_wordlist
 from ._common import add_json, add_parser, emit
 
 

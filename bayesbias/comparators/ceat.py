@@ -274,7 +274,7 @@ class CeatResult:
         d["ci_note"] = ("`ci` is the random-effects interval of the paper: it counts only the "
                         "spread between context draws and shrinks as n_draws grows; "
                         "`word_ci` counts the sampling of words and contexts")
-        from ..reconcile import format_p
+        from ..verdicts.reconcile import format_p
 
         d["p_text"] = f"{format_p(self.p_value)} (one-sided, combined > 0; random effects)"
         d["word_p_text"] = (f"{format_p(self.word_p, floor=self._word_p_floor)} (one-sided, "
@@ -292,7 +292,7 @@ class CeatResult:
         return 1.0 / self.n_bootstrap if self.n_bootstrap else None
 
     def __str__(self) -> str:
-        from ..reconcile import format_p
+        from ..verdicts.reconcile import format_p
 
         n = self.names
         q = self.quantiles()

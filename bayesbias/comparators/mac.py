@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
+from ..inputs.embeddings import Embedding, as_embedding, lookup
+from ..inputs.wordlists import WordList, load_wordlist
 from ..plain import DROPPED_KEY, dropped_line
-from ..wordlists import WordList, load_wordlist
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built (a cached `seat` needs none)
     import pandas as pd
@@ -247,7 +247,7 @@ def mac(embedding: Embedding, wordlist, *, on_missing: str = "error",
     pclass = [wl.class_of(w) for w in words]
     attrs = [a for c in classes for a in attr_words[c]]
     codes = [j for j, c in enumerate(classes) for _ in attr_words[c]]
-    from ..distances import cosine_similarity_matrix
+    from ..inputs.distances import cosine_similarity_matrix
 
     dist = 1.0 - cosine_similarity_matrix(embedding.matrix(words), embedding.matrix(attrs))
     S = class_scores(dist, codes, len(classes))
@@ -269,7 +269,7 @@ def mac_from_table(table: pd.DataFrame, *, targets: str = "unique",
     wordlist : WordList or str, optional
         Needed for ``targets="definite_sets"``.
     """
-    from ..ensemble import single_embedding
+    from ..verdicts.ensemble import single_embedding
 
     table = single_embedding(table, "MAC")  # several embeddings: refused, not averaged
     stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
@@ -338,7 +338,7 @@ def mac_ttest(a: MacResult, b: MacResult) -> MacTTest:
 
 
 def _p_text(p) -> str:
-    from ..reconcile import format_p
+    from ..verdicts.reconcile import format_p
 
     text = format_p(p)
     return text if text[:1] in "<n" else f"= {text}"

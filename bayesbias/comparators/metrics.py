@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ..config import defaults, validate_ci_prob
-from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import InputDataError, InvalidArgumentError, WordListError
+from ..inputs.embeddings import Embedding, as_embedding, lookup
+from ..inputs.wordlists import WordList, default_controls, load_wordlist
 from ..plain import DROPPED_KEY, dropped_line, plain_number
 from ..resampling import bootstrap_indices, percentile_interval
 from ..validation import MAX_RESAMPLES, validate_int
-from ..wordlists import WordList, default_controls, load_wordlist
 from . import bolukbasi, ect, ripa, rnd, rnsb
 from .null import VECTOR_NULLS, VectorNull
 from .weat import SD_CONVENTIONS, association, effect_size
@@ -850,7 +850,7 @@ def report_metrics(settings, name: str) -> MetricTable | None:
     `settings` are the report's (``embedding``, ``wordlists``, ``distances``, ``format``,
     ``trust_pickle``, ``on_missing``, ``n_bootstrap``, ``null_reps``, ``ci_prob``, ``seed``).
     """
-    from ..embeddings import load_embedding
+    from ..inputs.embeddings import load_embedding
 
     s = settings
     wl = None if getattr(s, "distances", ()) else _report_wordlist(s, name)

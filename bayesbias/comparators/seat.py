@@ -134,7 +134,7 @@ def seat_test_from_words(wordlist_or_sets, templates=None) -> SeatTest:
         Default: SEAT's templates plus the word list's own ``[templates]`` table.
     """
     from ..encoders.words import Templates
-    from ..wordlists import WordList, load_wordlist
+    from ..inputs.wordlists import WordList, load_wordlist
 
     obj = wordlist_or_sets
     if isinstance(obj, str):
@@ -293,7 +293,7 @@ class SeatResult(WeatResult):
                 f"moving together; {how}")
 
     def __str__(self) -> str:
-        from ..reconcile import format_p, sidedness
+        from ..verdicts.reconcile import format_p, sidedness
 
         lines = super().__str__().splitlines()
         lines[0] = lines[0].replace(" targets, ", " target sentences, ").replace(
@@ -409,7 +409,7 @@ def seat(encoder, test, *, alternative: str = "two-sided", sd: str = "sample",
         name = str(test)
         test = (load_seat_test(name) if name in available_seat_tests() or name.endswith(".toml")
                 and _is_seat_file(name) else seat_test_from_words(name))
-    from ..distances import cosine_similarity_matrix
+    from ..inputs.distances import cosine_similarity_matrix
 
     emb = {k: encoder.encode(list(v)) for k, v in test.sets.items()}
     sim_xa = cosine_similarity_matrix(emb["X"], emb["A"])

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import defaults, validate_ci_prob
-from ..embeddings import Embedding, as_embedding, lookup
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
+from ..inputs.embeddings import Embedding, as_embedding, lookup
+from ..inputs.wordlists import WeatSets, WordList, available_wordlists, load_wordlist
 from ..plain import DROPPED_KEY, dropped_line
 from ..resampling import (
     bootstrap_indices,
@@ -36,7 +37,6 @@ from ..resampling import (
     percentile_interval,
 )
 from ..validation import validate_int
-from ..wordlists import WeatSets, WordList, available_wordlists, load_wordlist
 
 if TYPE_CHECKING:  # pandas is imported where a frame is built (a cached `seat` needs none)
     import pandas as pd
@@ -435,7 +435,7 @@ class WeatResult:
 
         Below what the test resolves it is a bound (:func:`bayesbias.reconcile.format_p`).
         """
-        from ..reconcile import p_text
+        from ..verdicts.reconcile import p_text
 
         return p_text(self)
 
@@ -656,7 +656,7 @@ def weat(embedding: Embedding, wordlist_or_sets, *, on_missing: str = "error",
         raise WordListError(f"WEAT set(s) {', '.join(empty)} empty after dropping words "
                             f"missing from {embedding.source}")
     targets = list(kept["X"]) + list(kept["Y"])
-    from ..distances import cosine_similarity_matrix
+    from ..inputs.distances import cosine_similarity_matrix
 
     t = embedding.matrix(targets)
     sim_a = cosine_similarity_matrix(t, embedding.matrix(kept["A"]))
@@ -686,7 +686,7 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
     **kwargs
         Passed to :func:`weat_from_similarities`.
     """
-    from ..ensemble import single_embedding
+    from ..verdicts.ensemble import single_embedding
 
     table = single_embedding(table, "WEAT")  # several embeddings: refused, not mixed
     stereo = table.loc[table["connection"].isin(["associated", "different"])]
@@ -733,7 +733,7 @@ def weat_class_pairs(table: pd.DataFrame, **kwargs) -> list[tuple[tuple[str, str
     For classes (x, y), X and Y are their protected words and A and B their stereotypes; a
     two-class table gives one result. `kwargs` go to :func:`weat_from_similarities`.
     """
-    from ..ensemble import n_embeddings
+    from ..verdicts.ensemble import n_embeddings
 
     stereo = table.loc[table["connection"].isin(["associated", "different"])]
     classes = [str(c) for c in stereo["protected_class"].drop_duplicates()]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..distances import distance_table
-from ..embeddings import Embedding
 from ..errors import InvalidArgumentError, OutOfVocabularyError
+from ..inputs.distances import distance_table
+from ..inputs.embeddings import Embedding
+from ..inputs.wordlists import load_wordlist
 from ..progress import progress
-from ..wordlists import load_wordlist
 
 __all__ = ["context_distance_table", "check_context_draws", "CONTEXT_COLUMN",
            "MAX_CONTEXT_ROWS"]

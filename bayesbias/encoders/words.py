@@ -28,7 +28,7 @@ import numpy as np
 
 from .._atomic import shipped_dir
 from ..config import defaults
-from ..embeddings import Embedding
+from ..inputs.embeddings import Embedding
 from ..progress import progress
 from .model import Encoder, EncoderError, load_encoder
 
@@ -104,7 +104,7 @@ class Templates:
     @classmethod
     def from_wordlists(cls, wordlists) -> Templates:
         """Shipped templates with the ``[templates]`` of several word lists (later wins)."""
-        from ..wordlists import load_wordlist
+        from ..inputs.wordlists import load_wordlist
 
         out = cls.shipped()
         for item in wordlists:
@@ -457,7 +457,7 @@ class EncoderSource:
         """
         if self.corpus == MADLIBS:
             if self._corpus is None:
-                from ..datasets import madlibs
+                from ..inputs.datasets import madlibs
 
                 self._corpus = list(dict.fromkeys(madlibs()["phrase"].astype(str)))
             return self._corpus

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 
 __all__ = ["SyntheticDesign", "synthetic_corpus", "write_synthetic_corpus",
            "synthetic_wordlist_toml", "stereotype_strengths"]

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import DistanceTableError, InvalidArgumentError
+from ..validation import validate_choice
 from .distances import read_distance_table, read_published_table
-from .errors import DistanceTableError, InvalidArgumentError
-from .validation import validate_choice
 
 __all__ = ["published_table", "published_tables", "read_table", "madlibs", "adult_llama",
            "ADULT_LLAMA", "DATA_DIR"]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 EMBEDDINGS = ("reddit", "google", "glove", "debiased_reddit")
 TOPICS = ("religion", "race", "gender", "weat_1", "weat_7")
 

@@ -52,10 +52,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..errors import InputDataError, InvalidArgumentError, WordListError
+from ..plain import DROPPED_KEY, dropped_line
+from ..validation import validate_choice
 from .embeddings import Embedding, as_embedding, lookup
-from .errors import InputDataError, InvalidArgumentError, WordListError
-from .plain import DROPPED_KEY, dropped_line
-from .validation import validate_choice
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -825,7 +825,7 @@ def inlp_fit(x, y, n_iterations: int = 10, *, seed: int = 0, classifier: str = "
         raise InvalidArgumentError(
             f"INLP with {n_iterations} iterations removes up to {n_iterations * per} "
             f"directions, more than the {dim} dimensions of the vectors")
-    from .recoverability import one_thread
+    from ..verdicts.recoverability import one_thread
 
     removed = np.zeros((0, dim))
     accuracy = []
@@ -1121,7 +1121,7 @@ def kmeans_alignment(x: np.ndarray, labels, *, seed: int = 0, n_init: int = 4) -
     from sklearn.cluster import KMeans
 
     classes, codes = np.unique(np.asarray(labels), return_inverse=True)
-    from .recoverability import one_thread
+    from ..verdicts.recoverability import one_thread
 
     x = _unit(np.asarray(x, dtype=np.float64))
     with one_thread():

@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._atomic import atomic_path, check_output
-from .config import CONNECTIONS, FACTOR_PREFIX
-from .embeddings import Embedding, as_embedding, lookup
-from .errors import DistanceTableError, OutputPathError
-from .validation import (
+from .._atomic import atomic_path, check_output
+from ..config import CONNECTIONS, FACTOR_PREFIX
+from ..errors import DistanceTableError, OutputPathError
+from ..validation import (
     count_distinct_bounded,
     distinct_bounded,
     empty_label_rows,
@@ -28,6 +27,7 @@ from .validation import (
     label_codes,
     remember_label_codes,
 )
+from .embeddings import Embedding, as_embedding, lookup
 from .wordlists import WordList, load_wordlist
 
 __all__ = [
@@ -396,7 +396,7 @@ def check_pilot(table: pd.DataFrame, source: str = "pilot") -> None:
     ------
     DistanceTableError
     """
-    from .ensemble import single_embedding
+    from ..verdicts.ensemble import single_embedding
 
     single_embedding(table, "a design or sensitivity study", source)
     present = set(table["connection"].astype(str))
@@ -484,7 +484,7 @@ def read_distance_table(path, duplicates: str = "drop", labels: str = "str") -> 
     :data:`CATEGORICAL_ROWS` rows; :func:`categorical_labels`). From Parquet they are
     made from the codes read with the labels, so no string per row is ever built.
     """
-    from .validation import validate_choice
+    from ..validation import validate_choice
 
     validate_choice(labels, LABELS, "labels")
     path = Path(path)
@@ -660,7 +660,7 @@ def categorical_labels(table: pd.DataFrame) -> pd.DataFrame:
     first appearance (as ``pd.factorize`` numbers them), from the codes the reader kept
     (:func:`read_distance_table`), else from one ``pd.factorize`` per column. Returns `table`.
     """
-    from .validation import known_label_codes
+    from ..validation import known_label_codes
 
     for col in _LABEL_COLUMNS:
         if col not in table.columns or table[col].dtype != "str":
@@ -705,7 +705,7 @@ def to_xarray(table: pd.DataFrame) -> xr.Dataset:  # noqa: F821
     Coordinates carry the classes; ``connection`` is a 2-d variable. Pairs absent from the
     table are NaN.
     """
-    from ._xarray import xr
+    from .._xarray import xr
 
     idx = table.set_index(["protected_word", "attribute"])
     if idx.index.has_duplicates:

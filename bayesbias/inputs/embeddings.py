@@ -58,15 +58,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ._atomic import atomic_path
-from .errors import (
+from .._atomic import atomic_path
+from ..errors import (
     EmbeddingFormatError,
     InvalidArgumentError,
     OutOfVocabularyError,
     UntrustedPickleError,
 )
-from .progress import EVERY_LINES, progress
-from .validation import validate_choice
+from ..progress import EVERY_LINES, progress
+from ..validation import validate_choice
 
 __all__ = [
     "DEFAULT_EMBEDDING",
@@ -264,7 +264,7 @@ def lookup(embedding: Embedding, parts: dict, on_missing: str = "error"):
 # -- public entry points ----------------------------------------------------------
 def default_embedding_path() -> Path:
     """Path of the shipped GloVe 6B 50-d subset (word2vec binary)."""
-    return Path(__file__).resolve().parent / "data" / "embeddings" / DEFAULT_EMBEDDING
+    return Path(__file__).resolve().parents[1] / "data" / "embeddings" / DEFAULT_EMBEDDING
 
 
 def load_embedding(path, words: Iterable[str] | None = None, *, format: str = "auto",

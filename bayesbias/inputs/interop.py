@@ -8,7 +8,7 @@ the same numbers plus intervals and null ranges (README, "For WEFE users").
 
 from __future__ import annotations
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
 
 __all__ = ["wefe_sets"]
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputDataError, InvalidArgumentError
-from .progress import progress
+from ..errors import InputDataError, InvalidArgumentError
+from ..progress import progress
 
 __all__ = ["TrainSettings", "ModelPlan", "Corpus", "plan_models", "train_models",
            "read_manifest", "MANIFEST", "SETTINGS"]
@@ -203,7 +203,7 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     else:
         progress.info("trained %s: %d words in %.1f s", plan.name, len(wv.index_to_key),
                       seconds)
-    from .provenance import file_digest
+    from ..provenance import file_digest
 
     entry = dict(plan.to_dict(), file=path.name, file_sha256=file_digest(path)["sha256"],
                  resample_sha256=digest,
@@ -218,7 +218,7 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
 
 def _intact(path: Path, entry: dict) -> bool:
     """Whether a model file exists with the digest its record gives (older records: exists)."""
-    from .provenance import file_digest
+    from ..provenance import file_digest
 
     if not path.is_file():
         return False

@@ -38,8 +38,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._atomic import shipped_dir
-from .errors import WordListError
+from .._atomic import shipped_dir
+from ..errors import WordListError
 
 __all__ = [
     "ProtectedClass",
@@ -182,12 +182,12 @@ class WordList:
         }
 
     def _repr_html_(self) -> str:
-        from .display import wordlist_html
+        from ..display import wordlist_html
 
         return wordlist_html(self)
 
     def __repr__(self) -> str:
-        from .display import wordlist_repr
+        from ..display import wordlist_repr
 
         return wordlist_repr(self)
 

@@ -232,12 +232,12 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     family = family_module(spec.family)
     if not getattr(family, "EMBEDDINGS", False):
-        from ..ensemble import single_embedding
+        from ..verdicts.ensemble import single_embedding
 
         table = single_embedding(table, spec.name, str(table.attrs.get("source", "")))
     layout = getattr(family, "cells", None) or cells_from_table
     cells = layout(table, spec.level)
-    from ..distances import check_spread
+    from ..inputs.distances import check_spread
 
     check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = defaults.draws if draws is None else draws

@@ -13,16 +13,16 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
-from ..datasets import read_table
-from ..distances import distance_table
-from ..embeddings import load_embedding
-from ..ensemble import manifest_path, manifest_table, n_embeddings
 from ..errors import InvalidArgumentError
+from ..inputs.datasets import read_table
+from ..inputs.distances import distance_table
+from ..inputs.embeddings import load_embedding
+from ..inputs.wordlists import load_wordlist
 from ..parallel import JobPool
 from ..progress import once_per_message, progress
 from ..provenance import provenance
 from ..validation import validate_ci_kind
-from ..wordlists import load_wordlist
+from ..verdicts.ensemble import manifest_path, manifest_table, n_embeddings
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
@@ -101,17 +101,17 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
     progress.info(f"reading {len(words)} words from embedding {settings.embedding}")
     emb = load_embedding(settings.embedding, words, format=settings.format,
                          trust_pickle=settings.trust_pickle)
-    with once_per_message("bayesbias.embeddings"):  # shared control lists: one warning
+    with once_per_message("bayesbias.inputs.embeddings"):  # shared control lists: one warning
         return [(wl.name, distance_table(emb, wl, on_missing=settings.on_missing))
                 for wl in lists]
 
 
 def _check_embeddings(tables, model) -> None:
     """Refuse, before any work, a table the model cannot take (one vs several embeddings)."""
-    from ..ensemble import single_embedding
     from ..errors import DistanceTableError
     from ..models.families import family_has
     from ..models.spec import load_spec
+    from ..verdicts.ensemble import single_embedding
 
     spec = load_spec(model)
     many = family_has(spec.family, "EMBEDDINGS")
@@ -171,7 +171,7 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
 
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
-    from ..reconcile import p_bound, sidedness
+    from ..verdicts.reconcile import p_bound, sidedness
     from .sections import verdict_cards
 
     verdict_cards(report, contexts, settings)  # under the title: the answer first

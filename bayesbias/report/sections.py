@@ -161,7 +161,7 @@ class WordListContext:
     @cached_property
     def multi(self) -> bool:
         """Whether the table holds two or more embeddings (:mod:`bayesbias.ensemble`)."""
-        from ..ensemble import n_embeddings
+        from ..verdicts.ensemble import n_embeddings
 
         return n_embeddings(self.table) >= 2
 
@@ -255,8 +255,8 @@ class WordListContext:
     @cached_property
     def ensemble(self):
         """The :class:`~bayesbias.ensemble.EnsembleSummary` of a multi-embedding table."""
-        from ..ensemble import summarize_ensemble
         from ..models import SamplerWarning
+        from ..verdicts.ensemble import summarize_ensemble
 
         s = self.settings
         progress.info(f"{self.name}: each of {self.table['embedding'].nunique()} embeddings "
@@ -341,7 +341,7 @@ def verdict_cards(report: Report, contexts: list[WordListContext], settings) -> 
     verdict (when computed); ``results.json`` gets the card under the word list (``card``:
     ``headline`` short, ``details`` separate).
     """
-    from ..reconcile import weat_sentence
+    from ..verdicts.reconcile import weat_sentence
     from .card import cards_html
 
     cards = []
@@ -492,7 +492,7 @@ def comparators_section(ctx: WordListContext) -> None:
         "n_permutations": r.n_permutations,
     } for (x, y), r in weats])
     if weats:
-        from ..reconcile import p_bound, weat_sentence
+        from ..verdicts.reconcile import p_bound, weat_sentence
 
         shown = weat_df.drop(columns="p_value")
         shown.insert(5, "p", [p_bound(r) for _, r in weats])
@@ -653,8 +653,8 @@ def ensemble_section(ctx: WordListContext) -> None:
                   f"then each factor averaged over the others), differences from the first "
                   f"level and (numeric levels) the least-squares trend per unit, with {iv}")
     frame = e.to_frame()
-    from ..ensemble import ensemble_figure
     from ..models.plots import figure_png
+    from ..verdicts.ensemble import ensemble_figure
 
     figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv)
     sec.figure_from(partial(_write_bytes, figure), f"{ctx.key}_embeddings",
@@ -743,10 +743,10 @@ def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwar
     table of several embeddings gets the corpus-level verdict refitted with each embedding
     left out (:func:`~bayesbias.ensemble.leave_one_embedding_out`, sampler `fit_kwargs`).
     """
-    from ..ensemble import leave_one_embedding_out, n_embeddings
     from ..errors import ModelSpecError
     from ..models import load_spec
     from ..studies.sensitivity import check_model, sensitivity
+    from ..verdicts.ensemble import leave_one_embedding_out, n_embeddings
 
     if n_embeddings(table) >= 2:
         try:

@@ -185,7 +185,7 @@ class Pilot:
         pilot is always fitted with NUTS.
         """
         from ..config import DEFAULT_MODEL
-        from ..distances import check_pilot
+        from ..inputs.distances import check_pilot
         from ..models import cells_from_table, fit_model, load_spec
 
         spec = load_spec(DEFAULT_MODEL if model is None else model)

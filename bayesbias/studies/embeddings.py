@@ -220,9 +220,9 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
     from scipy.special import ndtr, ndtri
 
     from ..config import defaults
-    from ..ensemble import ensemble_kind
     from ..models import embedding_level
     from ..models.families import family_has
+    from ..verdicts.ensemble import ensemble_kind
 
     if not family_has(fit.spec.family, "EMBEDDINGS"):
         raise InputDataError(f"how many embeddings a claim needs is read from an "

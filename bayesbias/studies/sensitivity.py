@@ -309,7 +309,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
         See :func:`bayesbias.parallel.run_tasks` (results do not depend on the workers).
     """
     from ..config import DEFAULT_MODEL
-    from ..distances import check_pilot
+    from ..inputs.distances import check_pilot
     from ..models import load_spec
     from ..models.summaries import resolve_ci
 

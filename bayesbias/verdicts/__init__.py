@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .config import defaults, validate_ci_prob
-from .errors import InputDataError, InvalidArgumentError
-from .intervals import posterior_interval as _interval
-from .validation import validate_ci_kind
+from ..config import defaults, validate_ci_prob
+from ..errors import InputDataError, InvalidArgumentError
+from ..intervals import posterior_interval as _interval
+from ..validation import validate_ci_kind
 
 __all__ = [
     "VERDICT_CONTRASTS",
@@ -353,7 +353,7 @@ class Verdict:
         ``status``, ``lower``, ``upper``, ``prob_below`` (= ``prob_below_zero``, posterior
         P(contrast < 0)) and ``decisive`` (it decided the code).
         """
-        from .plain import plain_number as num
+        from ..plain import plain_number as num
 
         return {"name": self.name, "code": self.code, "headline": self.headline,
                 "label": self.label, "finding": self.finding,
@@ -388,12 +388,12 @@ class Verdict:
                           *(f"  note: {n}" for n in self.notes)])
 
     def _repr_html_(self) -> str:
-        from .display import verdict_html
+        from ..display import verdict_html
 
         return verdict_html(self)
 
     def __repr__(self) -> str:
-        from .display import verdict_repr
+        from ..display import verdict_repr
 
         return verdict_repr(self)
 
@@ -679,7 +679,7 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
 
 
 def _rows_per_connection(fit) -> dict[str, int]:
-    from .config import CONNECTIONS
+    from ..config import CONNECTIONS
 
     n = np.asarray(fit.cells.n).sum(axis=0)
     return {c: int(n[i]) for i, c in enumerate(CONNECTIONS)}
@@ -694,8 +694,8 @@ def mixture_evidence(fit, ci_prob: float, ci_kind: str, rope: float | None = Non
     """
     from scipy.special import ndtr
 
-    from .models.contrast_mixture import contrast_mixture, mixture_end_mcse
-    from .models.word_summaries import mixture_interval
+    from ..models.contrast_mixture import contrast_mixture, mixture_end_mcse
+    from ..models.word_summaries import mixture_interval
 
     m, sd = contrast_mixture(fit, contrasts)  # (chain, draw, contrast)
     sd = np.maximum(sd, 1e-300)
@@ -725,7 +725,7 @@ def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
     model allows it (:func:`bayesbias.models.contrast_mixture.supports`), else from the
     draws (with :func:`interval_end_mcse`).
     """
-    from .models.contrast_mixture import supports
+    from ..models.contrast_mixture import supports
 
     rows = _rows_per_connection(fit)
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
@@ -760,7 +760,7 @@ def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
     over seeds, quantile MCSE 0.0029; on a skewed posterior the batch estimate is 0.9-1.3x
     the spread over seeds, with a coefficient of variation of 0.19).
     """
-    from ._stats import mcse_quantile
+    from .._stats import mcse_quantile
 
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[1] < 4:
@@ -823,10 +823,10 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
     Rao-Blackwellised estimator) is borderline. An end on its threshold stays borderline
     without refits: more draws cannot move it.
     """
-    from .config import DEFAULT_MODEL
-    from .models import fit_model
-    from .models.sampling import warn_checks
-    from .progress import progress
+    from ..config import DEFAULT_MODEL
+    from ..models import fit_model
+    from ..models.sampling import warn_checks
+    from ..progress import progress
 
     model = DEFAULT_MODEL if model is None else model
     draws = defaults.draws if draws is None else int(draws)
@@ -859,8 +859,8 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
         ``contrast, <unit>, protected_class, mean, lower, upper, prob_below_zero, status``
         (and ``share_in_rope`` with a ROPE).
     """
-    from .config import CONNECTIONS
-    from .models.families import family_has
+    from ..config import CONNECTIONS
+    from ..models.families import family_has
 
     unit = fit.unit_dim
     if pooled and family_has(fit.spec.family, "EMBEDDINGS"):
@@ -875,7 +875,7 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
     else:  # mixture summaries over the hyper-parameter draws (models.word_summaries)
         if rope is not None and not (np.isfinite(rope) and rope >= 0):
             raise InvalidArgumentError(f"rope must be a finite number >= 0, got {rope!r}")
-        from .models.contrasts import contrast_label, contrast_pairs
+        from ..models.contrasts import contrast_label, contrast_pairs
 
         pairs = contrast_pairs(VERDICT_CONTRASTS)
         got = fit._word_summary("contrasts", ci_prob, ci_kind, VERDICT_CONTRASTS, rope)
@@ -913,9 +913,9 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
 
 def _pooled_word_drivers(fit, ci_prob, ci_kind, rope) -> pd.DataFrame:
     """:func:`word_drivers` of an embedding-level fit: one row per word across embeddings."""
-    from .config import CONNECTIONS
-    from .models.contrasts import contrast_label
-    from .models.embedding_level import word_means
+    from ..config import CONNECTIONS
+    from ..models.contrasts import contrast_label
+    from ..models.embedding_level import word_means
 
     means = word_means(fit.posterior)
     words = [str(w) for w in means["word"].values]

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import FACTOR_PREFIX
-from .errors import DistanceTableError, InputDataError
-from .wordlists import load_wordlist
+from ..config import FACTOR_PREFIX
+from ..errors import DistanceTableError, InputDataError
+from ..inputs.wordlists import load_wordlist
 
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
            "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
@@ -53,8 +53,8 @@ def ensemble_table(paths, wordlist, labels=None, corpus_samples=None,
     (one warning names the word and the embeddings that lack it), so that every embedding
     has the same rows.
     """
-    from .distances import distance_table
-    from .embeddings import load_embedding
+    from ..inputs.distances import distance_table
+    from ..inputs.embeddings import load_embedding
 
     paths = [Path(p) for p in paths]
     if not paths:
@@ -128,7 +128,7 @@ def manifest_path(source) -> Path | None:
     A ``.json`` file, or a folder holding ``manifest.json``, as written by ``bayesbias
     train``; anything else (an embedding file, ``default``) gives None.
     """
-    from .training import MANIFEST
+    from ..inputs.training import MANIFEST
 
     if not isinstance(source, (str, Path)) or not str(source):
         return None
@@ -144,7 +144,7 @@ def manifest_path(source) -> Path | None:
 
 def _training_runs(folder: Path) -> list[Path]:
     """Subfolders of `folder` that hold a training manifest, in name order."""
-    from .training import MANIFEST
+    from ..inputs.training import MANIFEST
 
     return sorted(p for p in folder.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
@@ -159,7 +159,7 @@ def manifest_table(manifest, wordlist) -> pd.DataFrame:
     digest) share its corpus samples: the corpus itself, and resamples of the same
     ``--bootstrap-seed`` (same resample digest), labelled by the first such run.
     """
-    from .training import MANIFEST, read_manifest
+    from ..inputs.training import MANIFEST, read_manifest
 
     path = Path(manifest)
     runs = ([path] if not path.is_dir() or (path / MANIFEST).is_file()
@@ -216,8 +216,8 @@ def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
     connection) a deviation per corpus sample, shared by its runs (for bootstrap also one
     of the observed corpus, left out of ``corpus_mean``); 0 draws nothing.
     """
-    from .config import CONNECTIONS
-    from .testing import design
+    from ..config import CONNECTIONS
+    from ..testing import design
 
     rng = np.random.default_rng(seed)
     base = design(n_classes, words_per_class, stereotypes_per_class, n_human, n_none)
@@ -302,7 +302,7 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
     """
     import warnings
 
-    from .verdicts import fit_for_verdict, verdict_from_fit
+    from . import fit_for_verdict, verdict_from_fit
 
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column")
@@ -340,7 +340,7 @@ def n_embeddings(table: pd.DataFrame) -> int:
 
 def ensemble_kind(table: pd.DataFrame) -> str:
     """``"bootstrap"``, ``"seeds"``, ``"corpora"`` or ``"mixed"``: what the embeddings vary."""
-    from .models.embedding_level import BOOTSTRAP_PREFIX
+    from ..models.embedding_level import BOOTSTRAP_PREFIX
 
     samples = {str(x) for x in table["corpus_sample"].unique()} \
         if "corpus_sample" in table else {"original"}
@@ -407,13 +407,13 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     (word x embedding + corpus sample + training run) / total, with its interval; the other
     columns are posterior means of each part's share.
     """
-    from .config import CONNECTIONS, defaults
-    from .intervals import posterior_interval
-    from .models.embedding_level import has_strength, structure
+    from ..config import CONNECTIONS, defaults
+    from ..intervals import posterior_interval
+    from ..models.embedding_level import has_strength, structure
 
     ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    from .models.families import family_has
+    from ..models.families import family_has
 
     if not family_has(fit.spec.family, "EMBEDDINGS"):
         raise InputDataError(f"variance shares need an embedding_level fit, got "
@@ -484,7 +484,7 @@ def weat_per_embedding(table: pd.DataFrame, seed=None, n_permutations: int = 100
     One row per embedding: ``embedding, corpus_sample, X, Y, effect_size, p_value``; empty
     when the table has no pair of classes with stereotypes.
     """
-    from .comparators.weat import weat_class_pairs
+    from ..comparators.weat import weat_class_pairs
 
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column")
@@ -516,7 +516,7 @@ def factor_contrasts(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame | None:
     (column ``factor`` names it); these need every combination observed, and otherwise the
     frame's ``attrs["note"]`` says why they are missing. None without a factor.
     """
-    from .verdicts import contrast_evidence
+    from . import contrast_evidence
 
     fac = (fit.cells.sub_cells or {}).get("factor")
     if not fac or "factor_mean" not in fit.posterior:
@@ -669,7 +669,7 @@ class EnsembleSummary:
 
     def to_dict(self) -> dict:
         """Plain JSON data."""
-        from .plain import to_plain
+        from ..plain import to_plain
 
         rel = (self.reliability.to_dict() if hasattr(self.reliability, "to_dict")
                else {"skipped": str(self.reliability)})
@@ -736,7 +736,7 @@ class EnsembleSummary:
 
         Returns the figure, or writes it to `path` (.png, .svg, .pdf) and returns the path.
         """
-        from .models.plots import _save
+        from ..models.plots import _save
 
         fig = ensemble_figure(self.to_frame(), self.verdict.interval_label)
         return _save(fig, path) if path is not None else fig
@@ -777,7 +777,7 @@ def class_contrast_clause(verdict) -> str:
 
 def ensemble_figure(frame: pd.DataFrame, interval: str):
     """Draw :meth:`EnsembleSummary.to_frame`: one panel per contrast, pooled row in red."""
-    from .models.plots import forest_axes, new_figure
+    from ..models.plots import forest_axes, new_figure
 
     n = len(frame)
     fig = new_figure(figsize=(10, 1.2 + 0.22 * n), layout="constrained")
@@ -851,7 +851,7 @@ class EmbeddingRobustness:
 
     def to_dict(self) -> dict:
         """Plain JSON data."""
-        from .plain import to_plain
+        from ..plain import to_plain
 
         return {"kind": "leave one embedding out", "refits": self.n_refits,
                 "baseline": to_plain(self.baseline), "left_out": to_plain(self.left_out),
@@ -880,7 +880,7 @@ def _canonical_labels(table: pd.DataFrame) -> pd.DataFrame:
     takes about a minute). A sample keeps what its name says: bootstrap or not, or
     ``original``.
     """
-    from .models.embedding_level import BOOTSTRAP_PREFIX
+    from ..models.embedding_level import BOOTSTRAP_PREFIX
 
     out = table.reset_index(drop=True).copy()
     names = out["embedding"].astype(str).drop_duplicates().tolist()
@@ -911,10 +911,10 @@ def leave_one_embedding_out(table: pd.DataFrame, fit=None, *, ci_prob=None, ci_k
     """
     import warnings
 
-    from .config import defaults
-    from .models import fit_model
-    from .models.summaries import resolve_ci
-    from .verdicts import verdict_from_fit
+    from ..config import defaults
+    from ..models import fit_model
+    from ..models.summaries import resolve_ci
+    from . import verdict_from_fit
 
     k = n_embeddings(table)
     if k < 3:
@@ -962,8 +962,8 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
     fit_kwargs
         Sampler settings of the single-embedding fits (draws, tune, chains, sampler, ...).
     """
+    from . import verdict_from_fit
     from .reliability import ensemble_reliability
-    from .verdicts import verdict_from_fit
 
     if n_embeddings(table) < 2:
         raise InputDataError("the table holds one embedding: nothing to compare")

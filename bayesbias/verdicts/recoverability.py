@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import InputDataError, InvalidArgumentError
-from .intervals import percentile_interval, tail_probabilities
-from .validation import validate_choice
+from ..errors import InputDataError, InvalidArgumentError
+from ..intervals import percentile_interval, tail_probabilities
+from ..validation import validate_choice
 
 __all__ = ["RecoverabilityResult", "RecoverabilityTable", "cluster_alignment",
            "classifier_recovery", "neighbour_bias", "recoverability", "hidden_or_removed",
@@ -190,7 +190,7 @@ def cluster_alignment(x, labels, *, n_boot: int = 200, n_null: int = 1000,
     """
     from sklearn.cluster import KMeans
 
-    from .debias import _alignment
+    from ..inputs.debias import _alignment
 
     x, classes, codes = _check(x, labels)
     k = len(classes)
@@ -405,9 +405,9 @@ def recoverability(embedding, wordlist, *, original=None, n_per_class: int = 500
     -------
     RecoverabilityTable
     """
-    from .debias import biased_words
-    from .embeddings import as_embedding
-    from .wordlists import load_wordlist
+    from ..inputs.debias import biased_words
+    from ..inputs.embeddings import as_embedding
+    from ..inputs.wordlists import load_wordlist
 
     for t in tests:
         validate_choice(t, ("alignment", "linear", "rbf", "mlp", "neighbours"), "test")

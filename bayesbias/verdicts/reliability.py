@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .errors import InputDataError, InvalidArgumentError
+from ..errors import InputDataError, InvalidArgumentError
 
 __all__ = ["mean_squares", "icc", "cronbach_alpha", "word_scores", "ensemble_reliability",
            "Reliability", "SCORING_RULES", "read_icc", "read_alpha"]

@@ -1,0 +1,11 @@
+"""Moved to :mod:`bayesbias.inputs.datasets`; this old path is kept for one release.
+
+``import bayesbias.datasets`` gives that module itself (one module object under both
+names, so a setting or a patch made through either name reaches the same code).
+"""
+
+import sys
+
+from .inputs import datasets as _moved
+
+sys.modules[__name__] = _moved
