@@ -146,8 +146,6 @@ def mcse_quantile(draws, prob: float) -> float:
     """
     from scipy.special import betaincinv
 
-    from .models._rank_diagnostics import _ess, _split_chains
-
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[1] < 4 or np.isnan(d).any():
         return np.nan
@@ -162,3 +160,61 @@ def mcse_quantile(draws, prob: float) -> float:
     th1 = s[int(np.floor(np.nanmax((ppf_size[0], 0))))]
     th2 = s[int(np.ceil(np.nanmin((ppf_size[1], size - 1))))]
     return float((th2 - th1) / 2)
+
+
+# -- effective sample size (split chains, Geyer), shared with models._rank_diagnostics --
+
+
+def _split_chains(x: np.ndarray) -> np.ndarray:
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, -half:]], axis=1)
+
+
+def _ess(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    n_par, n_chain, n_draw = x.shape
+    size = n_chain * n_draw
+    m = next_fast_len(2 * n_draw)
+    centred = x - x.mean(axis=2, keepdims=True)
+    spec = np.fft.rfft(centred, n=m, axis=2)
+    spec *= np.conjugate(spec)
+    acov = np.fft.irfft(spec, n=m, axis=2)[:, :, :n_draw]
+    acov /= n_draw
+    mean_var = np.mean(acov[:, :, 0], axis=1) * n_draw / (n_draw - 1.0)
+    var_plus = mean_var * (n_draw - 1.0) / n_draw
+    if n_chain > 1:
+        var_plus += np.var(x.mean(axis=2), axis=1, ddof=1)
+    flat = x.reshape(n_par, -1)
+    constant = (flat.max(axis=1) - flat.min(axis=1)) < np.finfo(float).resolution
+    rho = 1.0 - (mean_var[:, None] - np.mean(acov, axis=1)) / var_plus[:, None]
+    out = size / _geyer_tau(rho, size)
+    out[constant] = size
+    return out
+
+
+def _geyer_tau(rho: np.ndarray, size: int) -> np.ndarray:
+    """Integrated autocorrelation time of each row of `rho` (n, lag): Geyer's sequences.
+
+    Geyer's initial positive and initial monotone sequences as ``arviz_stats`` runs them,
+    one lag at a time, here for every parameter at once: the sums of consecutive pairs of
+    autocorrelations are kept up to the first that is not positive, and replaced by their
+    running minimum.
+    """
+    n_par, n_draw = rho.shape
+    k_max = max((n_draw - 3) // 2, 0)  # pairs the lag loop reaches: 2k - 1 < n_draw - 3
+    rho = rho.copy()
+    rho[:, 0] = 1.0
+    pairs = rho[:, 0: 2 * k_max + 1: 2] + rho[:, 1: 2 * k_max + 2: 2]  # (n, k_max + 1)
+    positive = pairs > 0
+    # K: pairs kept, the first non-positive pair's index (all of them if none)
+    stop = np.where(positive.all(axis=1), k_max, np.argmin(positive, axis=1))
+    keep = np.arange(pairs.shape[1]) < stop[:, None]
+    monotone = np.minimum.accumulate(np.where(keep, pairs, np.inf), axis=1)
+    total = np.where(keep, monotone, 0.0).sum(axis=1)
+    rows = np.arange(n_par)
+    rho_even = rho[rows, 2 * stop]
+    stored = (stop >= 1) & (pairs[rows, stop] >= 0)
+    last = np.where((rho_even > 0) | stored, rho_even, 0.0)
+    tau = -1.0 + 2.0 * total + last
+    tau = np.maximum(tau, 1 / np.log10(size))
+    return np.where(np.isnan(rho[:, 1]), np.nan, tau)

@@ -17,6 +17,7 @@ is imported, so the answer is False until then and xarray's own after.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import xarray as xr
@@ -82,7 +83,7 @@ def lazy_dask_collections() -> bool:
 
     def is_dask_collection(x):
         # an object of a dask class exists only once dask is imported (None: an import
-        # blocked for a moment, see models.files._no_distributed_probe)
+        # blocked for a moment, see _no_distributed_probe below)
         return sys.modules.get("dask") is not None and original(x)
 
     is_dask_collection._bayesbias_lazy = True
@@ -92,3 +93,31 @@ def lazy_dask_collections() -> bool:
 
 lazy_duck_arrays()
 lazy_dask_collections()
+
+
+@contextlib.contextmanager
+def _no_distributed_probe():
+    """Keep xarray's netCDF writer from importing ``dask`` and ``distributed`` (0.2-0.5 s).
+
+    ``to_netcdf`` always asks dask which scheduler is active, importing ``dask`` and
+    ``distributed``. When ``distributed`` is not imported yet and no dask scheduler is
+    configured, no Client can exist; when ``dask`` itself is not imported, none of its
+    arrays exists either. The file holds numpy arrays only, written the same way whatever
+    the answer: blocked imports raise ImportError ("not installed") for the write.
+    """
+    blocked = []
+    if "dask" not in sys.modules:
+        blocked = ["dask", "distributed"]
+    else:
+        import dask.config
+
+        if "distributed" not in sys.modules and dask.config.get("scheduler", None) is None:
+            blocked = ["distributed"]
+    for name in blocked:
+        sys.modules[name] = None  # an import now raises ImportError
+    try:
+        yield
+    finally:
+        for name in blocked:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]

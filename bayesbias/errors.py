@@ -18,6 +18,9 @@ __all__ = [
     "OutputPathError",
     "ModelSpecError",
     "DiagnosticsError",
+    "EncoderError",
+    "MissingExtraError",
+    "UnsupportedModelError",
 ]
 
 
@@ -99,3 +102,15 @@ class DiagnosticsError(BayesbiasError, RuntimeError):
     """Sampler diagnostics failed and strict checking was requested."""
 
     exit_code = 3
+
+
+class EncoderError(BayesbiasError, RuntimeError):
+    """An encoder cannot be loaded or used (not on disk, not a model folder, bad text)."""
+
+
+class MissingExtraError(EncoderError, ImportError):
+    """The encoder libraries are not installed; the message names the extra to install."""
+
+
+class UnsupportedModelError(EncoderError):
+    """The light route cannot reproduce a model exactly; the message names the reason."""

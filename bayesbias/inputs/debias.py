@@ -825,8 +825,6 @@ def inlp_fit(x, y, n_iterations: int = 10, *, seed: int = 0, classifier: str = "
         raise InvalidArgumentError(
             f"INLP with {n_iterations} iterations removes up to {n_iterations * per} "
             f"directions, more than the {dim} dimensions of the vectors")
-    from ..verdicts.recoverability import one_thread
-
     removed = np.zeros((0, dim))
     accuracy = []
     with one_thread():
@@ -1121,8 +1119,6 @@ def kmeans_alignment(x: np.ndarray, labels, *, seed: int = 0, n_init: int = 4) -
     from sklearn.cluster import KMeans
 
     classes, codes = np.unique(np.asarray(labels), return_inverse=True)
-    from ..verdicts.recoverability import one_thread
-
     x = _unit(np.asarray(x, dtype=np.float64))
     with one_thread():
         km = KMeans(len(classes), n_init=n_init, random_state=seed).fit(x)
@@ -1232,3 +1228,14 @@ def debias(embedding: Embedding, wordlist, method: str = "hard", *, seed: int = 
         return hard_debias(embedding, wordlist, **kwargs)
     fn = {"inlp": inlp_debias, "leace": leace_debias, "double-hard": double_hard_debias}[method]
     return fn(embedding, wordlist, seed=seed, **kwargs)
+
+
+def one_thread():
+    """Limit OpenMP/BLAS to one thread.
+
+    k-means with many threads on a busy machine is tens of times slower than with one; the
+    small problems here gain nothing from more.
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1)

@@ -1,14 +1,12 @@
 """Saved fits: reading a netCDF file back into a :class:`~bayesbias.models.result.Fit`.
 
-Also the parts of writing that are not the result's: the data groups stored beside the
-draws, and keeping xarray's writer from importing ``distributed``.
+Also the part of writing that is not the result's: the data groups stored beside the draws
+(keeping xarray's writer from importing ``distributed`` is :mod:`bayesbias._xarray`'s).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -133,34 +131,6 @@ def _refuse_external(path: Path) -> None:
     if bad:
         raise FitFileError(f"{path}: refused: the file reads data from elsewhere through "
                            f"{', '.join(bad[:3])}; a saved fit never does")
-
-
-@contextlib.contextmanager
-def _no_distributed_probe():
-    """Keep xarray's netCDF writer from importing ``dask`` and ``distributed`` (0.2-0.5 s).
-
-    ``to_netcdf`` always asks dask which scheduler is active, importing ``dask`` and
-    ``distributed``. When ``distributed`` is not imported yet and no dask scheduler is
-    configured, no Client can exist; when ``dask`` itself is not imported, none of its
-    arrays exists either. The file holds numpy arrays only, written the same way whatever
-    the answer: blocked imports raise ImportError ("not installed") for the write.
-    """
-    blocked = []
-    if "dask" not in sys.modules:
-        blocked = ["dask", "distributed"]
-    else:
-        import dask.config
-
-        if "distributed" not in sys.modules and dask.config.get("scheduler", None) is None:
-            blocked = ["distributed"]
-    for name in blocked:
-        sys.modules[name] = None  # an import now raises ImportError
-    try:
-        yield
-    finally:
-        for name in blocked:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
 
 
 def _data_groups(cells: Cells) -> tuple[xr.Dataset, xr.Dataset]:

@@ -8,6 +8,7 @@ divergences), :mod:`.files` (:func:`load_fit`), :mod:`.contrasts` (the contrast 
 
 from __future__ import annotations
 
+from .._xarray import _no_distributed_probe
 from .contrasts import ALL_CONTRASTS, CONTRASTS, contrast_label, contrast_pairs, differences
 from .diagnostics import (
                           BFMI_MIN,
@@ -23,7 +24,6 @@ from .files import (
                           FitFileError,
                           _cells_from_groups,
                           _data_groups,
-                          _no_distributed_probe,
                           _refuse_external,
                           load_fit,
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._xarray import xr
+from .._xarray import _no_distributed_probe, xr
 from ..config import CONNECTIONS, defaults
 from .cells import Cells, normal_logp_rows
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
@@ -686,7 +686,6 @@ class Fit:
         """
         from .._atomic import atomic_write_bytes
         from ..provenance import fit_provenance
-        from .files import _no_distributed_probe
 
         path = Path(path)
         tree = self.with_log_likelihood() if loo else self.idata.copy()

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputDataError, InvalidArgumentError
+from ..inputs.debias import one_thread
 from ..intervals import percentile_interval, tail_probabilities
 from ..validation import validate_choice
 
@@ -111,17 +112,6 @@ class RecoverabilityResult:
                 f"[{self.lower:.3f}, {self.upper:.3f}] ({self.ci_kind} {self.ci_prob:.0%}); "
                 f"null {self.null_kind} [{self.null_lower:.3f}, {self.null_upper:.3f}]; "
                 f"{self.reading}")
-
-
-def one_thread():
-    """Limit OpenMP/BLAS to one thread.
-
-    k-means with many threads on a busy machine is tens of times slower than with one; the
-    small problems here gain nothing from more.
-    """
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(1)
 
 
 def _rng(seed):
