@@ -1,12 +1,13 @@
 """Plain data and text shared by every result: JSON values and the dropped-words note.
 
-One home for two concepts that results, the report and the command line all need:
+One home for the concepts that results, the report and the command line all need:
 
 - :func:`to_plain` turns NumPy / pandas / xarray values into plain JSON types (``NaN`` and
   infinities as ``None``: JSON has no NaN) and :func:`plain_number` does it for one number;
 - :func:`dropped_line` is the one wording of the note listing the words that were dropped
   because the embedding (or the table, or the corpus) lacks them. Their JSON key is
-  :data:`DROPPED_KEY` (``"dropped_words"``) in every result and command.
+  :data:`DROPPED_KEY` (``"dropped_words"``) in every result and command;
+- :func:`format_number` writes a number for people (``n/a`` for a missing one).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import sys
 from pathlib import Path
 
-__all__ = ["DROPPED_KEY", "to_plain", "plain_number", "dropped_line"]
+__all__ = ["DROPPED_KEY", "to_plain", "plain_number", "format_number", "dropped_line"]
 
 #: JSON key of the words dropped as not in the embedding / table / corpus, per word-list part.
 DROPPED_KEY = "dropped_words"
@@ -103,3 +104,15 @@ def dropped_line(dropped: dict | None, lead: str = "dropped (not in the embeddin
     if not parts:
         return ""
     return f"{lead}: " + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in parts.items())
+
+
+def format_number(x, fmt: str = ".3f") -> str:
+    """Return `x` formatted with `fmt`, or ``n/a`` for None / NaN (a non-number as text)."""
+    if x is None:
+        return "n/a"
+    try:
+        if not math.isfinite(x):
+            return "n/a"
+    except TypeError:
+        return str(x)
+    return format(x, fmt)

@@ -11,7 +11,8 @@ import pandas as pd
 from ._xarray import xr
 from .config import CONNECTIONS, defaults
 
-__all__ = ["simulate_table", "design", "coverage_study", "REALISTIC", "RELIGION_DESIGN"]
+__all__ = ["simulate_table", "simulate_ensemble_table", "design", "coverage_study", "REALISTIC",
+           "RELIGION_DESIGN"]
 
 #: Parameter values close to the published religion/Reddit fit (cosine distances).
 REALISTIC = {
@@ -221,3 +222,86 @@ def coverage_study(model="hierarchical", n_sims: int = 50, *, ci_prob: float | N
                      ci_prob=ci_prob, ci_kind=ci_kind, model=str(model), params=str(params),
                      fits_with_divergences=int(divergent))
     return out
+
+
+def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
+                            runs_per_sample: int = 1, mu_bar=(0.80, 0.86, 0.85, 0.86),
+                            tau=0.04, sigma=0.08, omega=0.04, eta=0.02, kappa0=0.02,
+                            kappa=0.015, lambda0=0.01, lam=0.01, psi=0.0, xi=0.0,
+                            n_classes: int = 2,
+                            words_per_class: int = 4, stereotypes_per_class: int = 5,
+                            n_human: int = 8, n_none: int = 12, seed: int = 0):
+    """Draw a multi-embedding distance table from the embedding-level model, with the truth.
+
+    ``kind``: ``"bootstrap"`` (the observed corpus is one draw around the language and the
+    embeddings are resamples around the corpus), ``"seeds"`` (runs of one corpus: the
+    target is that corpus's mean over runs) or ``"corpora"`` (independent corpora). The
+    truth ``mu_bar`` is the population mean per connection (over words, attributes and, for
+    bootstrap and corpora, corpora). Returns ``(table, truth)``; ``truth`` also holds the
+    observed corpus's own means (``corpus_mean``) and each word's population mean per
+    connection (``word_mean``). ``psi`` and ``xi`` give each attribute and each (word,
+    connection) a deviation per corpus sample, shared by its runs (for bootstrap also one
+    of the observed corpus, left out of ``corpus_mean``); 0 draws nothing.
+    """
+    rng = np.random.default_rng(seed)
+    base = design(n_classes, words_per_class, stereotypes_per_class, n_human, n_none)
+    nc = len(CONNECTIONS)
+    mu_bar = np.asarray(mu_bar, dtype=float)
+    k = np.broadcast_to(np.asarray(kappa, float), (nc - 1,))
+    lm = np.broadcast_to(np.asarray(lam, float), (nc - 1,))
+
+    def level_effect(scale0, scale):  # shared + vs-none deviations, as in the model
+        return scale0 * rng.standard_normal() + np.r_[scale * rng.standard_normal(nc - 1), 0.0]
+
+    words = base["protected_word"].cat.categories
+    attrs = base["attribute"].cat.categories
+    wi = base["protected_word"].cat.codes.to_numpy()
+    ai = base["attribute"].cat.codes.to_numpy()
+    ci = base["connection"].cat.codes.to_numpy()
+    word = mu_bar[None, :] + np.broadcast_to(np.asarray(tau, float), (nc,)) \
+        * rng.standard_normal((words.size, nc))
+    v = omega * rng.standard_normal(attrs.size)
+    if kind == "seeds":
+        n_samples, corpus = 1, np.zeros(nc)
+    elif kind == "bootstrap":
+        n_samples, corpus = n_embeddings // runs_per_sample, level_effect(kappa0, k)
+    elif kind == "corpora":
+        n_samples, corpus = n_embeddings // runs_per_sample, np.zeros(nc)
+    else:
+        raise ValueError(f"kind must be bootstrap, seeds or corpora, got {kind!r}")
+    per = n_embeddings if kind == "seeds" else runs_per_sample
+    parts = []
+    n_w, n_a = words.size, attrs.size
+
+    def sample_deviations():  # an attribute's and a word's deviation in one corpus sample
+        u = psi * rng.standard_normal(n_a) if psi else 0.0
+        x = np.broadcast_to(np.asarray(xi, float), (nc,)) * rng.standard_normal((n_w, nc)) \
+            if np.any(np.asarray(xi) > 0) else 0.0
+        return u, x
+
+    own_u, own_x = sample_deviations() if kind == "bootstrap" else (0.0, 0.0)
+    for r in range(n_samples):
+        label = {"bootstrap": f"bootstrap-{r + 1}", "corpora": f"corpus-{r + 1}",
+                 "seeds": "original"}[kind]
+        b = corpus + (level_effect(kappa0, k) if kind != "seeds" else 0.0)
+        u, x = sample_deviations() if kind != "seeds" else (0.0, 0.0)
+        u, x = own_u + u, own_x + x
+        for j in range(per):
+            s = level_effect(lambda0, lm) if per > 1 else 0.0
+            cell = word + x + b + s + eta * rng.standard_normal(word.shape)
+            y = cell[wi, ci] + (v + u)[ai] + sigma * rng.standard_normal(wi.size)
+            t = base.copy()
+            t["cosine_distance"] = y
+            t["cosine_similarity"] = 1.0 - y
+            t.insert(0, "corpus_sample", label)
+            t.insert(0, "embedding", f"{label}-run{j + 1}")
+            parts.append(t)
+    table = pd.concat(parts, ignore_index=True)
+    for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
+        table[col] = table[col].astype(str)
+    truth = {"mu_bar": dict(zip(CONNECTIONS, mu_bar.tolist(), strict=True)),
+             "corpus_mean": dict(zip(CONNECTIONS, (mu_bar + corpus).tolist(), strict=True)),
+             "word_mean": {str(w): dict(zip(CONNECTIONS, word[i].tolist(), strict=True))
+                           for i, w in enumerate(words)},
+             "kind": kind}
+    return table, truth

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts witho
     import pandas as pd
 
 from ..config import defaults
+from ..display import card
 from ..errors import InputDataError, InvalidArgumentError
 from ..resampling import bootstrap_means
 from ..validation import validate_probability
@@ -227,14 +228,10 @@ class BBUResult:
                 f"{self.variance_kind}){'; claims bias' if self.claims_bias else ''}")
 
     def _repr_html_(self) -> str:
-        from ..display import bbu_html
-
-        return bbu_html(self)
+        return _bbu_html(self)
 
     def __repr__(self) -> str:
-        from ..display import bbu_repr
-
-        return bbu_repr(self)
+        return _bbu_repr(self)
 
 
 def groupwise_disparity(cost, annotation, *, confidence: float = 0.95,
@@ -513,3 +510,27 @@ def interval_coverage(p_a: float = 0.30, p_b: float = 0.25, prop_a: float = 0.3,
                         "reps": {k: len(v) for k, v in hits.items()}})
     out["n"], out["truth"], out["confidence"] = n, truth, confidence
     return out
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _bbu_html(r) -> str:
+    """HTML card of a :class:`~bayesbias.classifier.BBUResult`."""
+    if r.note:
+        return card("Bernstein-bounded disparity", "", f"not computed: {r.note}")
+    return card("Bernstein-bounded disparity",
+                f"n = {r.n}: {r.n_a} + {r.n_b}",
+                f"disparity {r.disparity:.4f}, {r.confidence:.0%} Bernstein interval "
+                f"[{r.lower:.4f}, {r.upper:.4f}]"
+                + ("; claims bias" if r.claims_bias else "; no claim of bias"),
+                [f"gamma {r.gamma:.3g} ({r.gamma_kind}), sigma^2 {r.variance:.3g} "
+                 f"({r.variance_kind}), C = {r.C:g}"])
+
+
+def _bbu_repr(r) -> str:
+    """Short repr of a BBUResult."""
+    if r.note:
+        return f"<BBUResult not computed: {r.note}>"
+    return (f"<BBUResult disparity {r.disparity:.4f}, {r.confidence:.0%} interval "
+            f"[{r.lower:.4f}, {r.upper:.4f}], n = {r.n}>")

@@ -40,8 +40,10 @@ import pandas as pd
 from scipy.stats import wasserstein_distance
 
 from ..config import defaults
+from ..display import card
 from ..errors import InputDataError, InvalidArgumentError
 from ..intervals import tail_probabilities
+from ..plain import format_number
 from ..resampling import bootstrap_indices
 from .auc import average_equality_gap
 from .data import check_boolean_flags
@@ -287,9 +289,7 @@ class FairnessResult:
                 f"{len(self.by_group)} groups)")
 
     def _repr_html_(self) -> str:
-        from ..display import fairness_html
-
-        return fairness_html(self)
+        return _fairness_html(self)
 
 
 # --------------------------------------------------------------------------- engine
@@ -983,3 +983,18 @@ def compute_metric(name: str, y, groups, *, pred=None, prob=None, source=None,
     if m.generalized in ("pcm", "bcm"):
         kw["normalization"] = m.normalization
     return _run(m.generalized, m.name, y, groups, phi=m.phi, d=m.d, **kw)
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _fairness_html(r) -> str:
+    """HTML card of a :class:`~bayesbias.classifier.FairnessResult`."""
+    by = r.by_group.reset_index()
+    tables = [("per group", by)]
+    if r.pairs is not None:
+        tables.append(("per pair", r.pairs))
+    ci = (f", {r.ci_prob:.0%} bootstrap interval [{r.lower:.4g}, {r.upper:.4g}]"
+          if r.ci_prob and np.isfinite(r.lower) else "")
+    return card(f"Fairness metric: {r.name}", f"{len(r.by_group)} groups",
+                f"value {format_number(r.value, '.4g')}{ci}", tables=tables)

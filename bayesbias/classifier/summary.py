@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import validate_ci_prob
+from ..display import card
 from ..errors import InputDataError, InvalidArgumentError
 from .auc import AUC_METRICS, nuanced_auc_metrics
 from .bernstein import CRITERIA, bbu_by_group
@@ -121,14 +122,10 @@ class ClassifierBias:
                 + self.table[cols].round(4).to_string(index=False))
 
     def _repr_html_(self) -> str:
-        from ..display import classifier_html
-
-        return classifier_html(self)
+        return _classifier_html(self)
 
     def __repr__(self) -> str:
-        from ..display import classifier_repr
-
-        return classifier_repr(self)
+        return _classifier_repr(self)
 
 
 def classifier_bias(cd: ClassifierData, metrics: Sequence[str] = ("bbu", "auc"), *,
@@ -326,3 +323,23 @@ def classifier_bias_from_arrays(y_true, y_score=None, *, sensitive_features, y_p
                              "threshold (bbu)")
     options.setdefault("model", "y_score" if y_score is not None else "y_pred")
     return classifier_bias(cd, chosen, **options)
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _classifier_html(r) -> str:
+    """HTML card of a :class:`~bayesbias.classifier.ClassifierBias`."""
+    cols = [c for c in ("metric", "level", "group", "value", "lower", "upper", "ci_kind", "n",
+                        "note") if c in r.table]
+    metrics = list(dict.fromkeys(r.table["metric"])) if len(r.table) else []
+    return card(f"Classifier bias: {r.model}", f"{r.ci_prob:.0%} intervals",
+                f"{len(metrics)} metric(s): {', '.join(map(str, metrics))}",
+                tables=[("one row per metric, group and interval", r.table[cols])])
+
+
+def _classifier_repr(r) -> str:
+    """Short repr of a ClassifierBias."""
+    metrics = list(dict.fromkeys(r.table["metric"])) if len(r.table) else []
+    return (f"<ClassifierBias {r.model!r}: {len(r.table)} rows, metrics "
+            f"{', '.join(map(str, metrics)) or 'none'}; {r.ci_prob:.0%} intervals>")

@@ -80,7 +80,7 @@ def load_table(source: str | None, args):
 
     if not args.wordlist:
         raise DistanceTableError("give --distances, or --embedding with --wordlist")
-    from ..verdicts.ensemble import manifest_path, manifest_table
+    from ..inputs.ensemble import manifest_path, manifest_table
 
     manifest = manifest_path(args.embedding)
     if manifest is not None:  # the embeddings of `bayesbias train`: one table of all
@@ -97,7 +97,7 @@ def fit_from_args(table, args):
     More draws are taken only where they can move a deciding interval end
     (:func:`~bayesbias.verdicts.fit_for_verdict`).
     """
-    from ..verdicts import fit_for_verdict
+    from ..verdicts.precision import fit_for_verdict
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the diagnostics are printed by the command
@@ -167,11 +167,11 @@ def ensemble_summary(table, fit, args):
 
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
+    from ..inputs.distances import n_embeddings
     from ..models import load_spec
     from ..models.families import family_has
     from ..models.result import ppc_heading
     from ..report.sections import coverage_warning, diagnostic_advice
-    from ..verdicts.ensemble import n_embeddings
 
     if args.show_model:
         spec = load_spec(args.model, level=args.level, residual_sd=args.residual_sd)

@@ -96,7 +96,7 @@ def run(args) -> int:
     payload = {"manifest": manifest, "output": args.output}
     if args.wordlist:
         from ..inputs.distances import write_distance_table
-        from ..verdicts.ensemble import manifest_table
+        from ..inputs.ensemble import manifest_table
 
         progress.info(f"distances of word list {args.wordlist} in "
                       f"{len(manifest['models'])} embeddings")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..display import card
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..inputs.embeddings import Embedding, as_embedding, lookup
 from ..inputs.wordlists import WordList, load_wordlist
@@ -132,14 +133,10 @@ class MacResult:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from ..display import mac_html
-
-        return mac_html(self)
+        return _mac_html(self)
 
     def __repr__(self) -> str:
-        from ..display import mac_repr
-
-        return mac_repr(self)
+        return _mac_repr(self)
 
 
 @dataclass
@@ -269,7 +266,7 @@ def mac_from_table(table: pd.DataFrame, *, targets: str = "unique",
     wordlist : WordList or str, optional
         Needed for ``targets="definite_sets"``.
     """
-    from ..verdicts.ensemble import single_embedding
+    from ..inputs.distances import single_embedding
 
     table = single_embedding(table, "MAC")  # several embeddings: refused, not averaged
     stereo = table.loc[table["connection"].astype(str).isin(["associated", "different"])]
@@ -342,3 +339,22 @@ def _p_text(p) -> str:
 
     text = format_p(p)
     return text if text[:1] in "<n" else f"= {text}"
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _mac_html(r) -> str:
+    """HTML card of a :class:`~bayesbias.comparators.mac.MacResult`."""
+    wide = r.scores.drop_duplicates(["protected_word", "attribute_class"]).pivot(
+        index="protected_word", columns="attribute_class", values="S").reset_index()
+    wide.columns.name = None
+    return card("MAC", r.source, f"MAC = {r.mac:.4f} (mean cosine distance; "
+                f"{r.n_targets} target occurrences x {r.n_attribute_classes} attribute "
+                "classes)", tables=[("S(t, A_j) per target and attribute class", wide)])
+
+
+def _mac_repr(r) -> str:
+    """Short repr of a MacResult."""
+    return (f"<MacResult MAC = {r.mac:.4f} ({r.n_targets} targets x "
+            f"{r.n_attribute_classes} attribute classes)>")

@@ -30,10 +30,11 @@ import numpy as np
 import pandas as pd
 
 from ..config import defaults, validate_ci_prob
+from ..display import card
 from ..errors import InputDataError, InvalidArgumentError, WordListError
 from ..inputs.embeddings import Embedding, as_embedding, lookup
 from ..inputs.wordlists import WordList, default_controls, load_wordlist
-from ..plain import DROPPED_KEY, dropped_line, plain_number
+from ..plain import DROPPED_KEY, dropped_line, format_number, plain_number
 from ..resampling import bootstrap_indices, percentile_interval
 from ..validation import MAX_RESAMPLES, validate_int
 from . import bolukbasi, ect, ripa, rnd, rnsb
@@ -532,14 +533,10 @@ class MetricResult:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from ..display import metric_result_html
-
-        return metric_result_html(self)
+        return _metric_result_html(self)
 
     def __repr__(self) -> str:
-        from ..display import metric_result_repr
-
-        return metric_result_repr(self)
+        return _metric_result_repr(self)
 
 
 # --------------------------------------------------------------------------------------
@@ -777,14 +774,10 @@ class MetricTable:
             self.to_markdown()
 
     def _repr_html_(self) -> str:
-        from ..display import metric_table_html
-
-        return metric_table_html(self)
+        return _metric_table_html(self)
 
     def __repr__(self) -> str:
-        from ..display import metric_table_repr
-
-        return metric_table_repr(self)
+        return _metric_table_repr(self)
 
 
 def metric_table(embedding: Embedding, wordlist, *, metrics: Sequence[str] | None = None,
@@ -992,3 +985,56 @@ def metrics_section(ctx) -> None:
     sec.bullets([f"{m.name}: {m.title} ({m.paper}); {m.definition}; {m.direction}"
                  for m in METRICS.values()])
     ctx.results["embedding_metrics"] = table.to_dict()
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _null_ranges(r) -> list[str]:
+    out = []
+    for k, d in r.null.items():
+        lo = d.get("lower")
+        if lo is None or not np.isfinite(lo):
+            out.append(f"null {k}: {d.get('note', 'not available')}")
+        else:
+            out.append(f"null {k}: {r.null_ci_prob:.0%} of {r.null_reps} draws in "
+                       f"[{lo:.4f}, {d['upper']:.4f}]")
+    return out
+
+
+def _metric_result_html(r) -> str:
+    """HTML card of a :class:`~bayesbias.comparators.metrics.MetricResult`."""
+    lines = []
+    if r.ci:
+        lines.append(f"{r.ci_prob:.0%} bootstrap interval [{r.ci[0]:.4f}, {r.ci[1]:.4f}] "
+                     f"({r.n_bootstrap} resamples of words)")
+    lines += _null_ranges(r)
+    return card(f"{r.info.title} ({r.metric})", f"{r.names.get('X')} vs {r.names.get('Y')}",
+                f"value = {r.value:.4f} ({r.info.direction})", lines,
+                tables=[("per word", r.per_word)] if len(r.per_word) else (),
+                notes=[r.info.paper])
+
+
+def _metric_result_repr(r) -> str:
+    """Short repr of a MetricResult."""
+    ci = f", {r.ci_prob:.0%} CI [{r.ci[0]:.4f}, {r.ci[1]:.4f}]" if r.ci else ""
+    return (f"<MetricResult {r.metric} {r.names.get('X')} vs {r.names.get('Y')}: "
+            f"{format_number(r.value, '.4f')}{ci}>")
+
+
+def _metric_table_html(t) -> str:
+    """HTML card of a :class:`~bayesbias.comparators.metrics.MetricTable`."""
+    frame = t.to_frame()
+    keep = [c for c in frame.columns if c not in ("ci_prob", "ci_kind")]
+    pairs = {(r.names.get("X"), r.names.get("Y")) for r in t.results}
+    head = (f"{len({r.metric for r in t.results})} metrics on {len(pairs)} pair(s) of classes, "
+            "each with a bootstrap interval and the ranges of its nulls")
+    return card(f"Embedding-bias metrics: {t.wordlist}", t.source, head,
+                tables=[("value, interval and null ranges per pair and metric",
+                         frame[keep] if len(frame) else frame)])
+
+
+def _metric_table_repr(t) -> str:
+    """Short repr of a MetricTable."""
+    return (f"<MetricTable {t.wordlist!r}: {len(t.results)} results "
+            f"({len({r.metric for r in t.results})} metrics) on {t.source or '<memory>'}>")

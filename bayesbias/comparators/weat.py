@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..config import defaults, validate_ci_prob
+from ..display import card
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, WordListError
 from ..inputs.embeddings import Embedding, as_embedding, lookup
 from ..inputs.wordlists import WeatSets, WordList, available_wordlists, load_wordlist
@@ -486,14 +487,10 @@ class WeatResult:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from ..display import weat_html
-
-        return weat_html(self)
+        return _weat_html(self)
 
     def __repr__(self) -> str:
-        from ..display import weat_repr
-
-        return weat_repr(self)
+        return _weat_repr(self)
 
 
 def weat_from_similarities(sim_xa, sim_xb, sim_ya, sim_yb, *, alternative: str = "greater",
@@ -686,7 +683,7 @@ def weat_from_table(table: pd.DataFrame, classes: Sequence[str] | None = None, *
     **kwargs
         Passed to :func:`weat_from_similarities`.
     """
-    from ..verdicts.ensemble import single_embedding
+    from ..inputs.distances import single_embedding
 
     table = single_embedding(table, "WEAT")  # several embeddings: refused, not mixed
     stereo = table.loc[table["connection"].isin(["associated", "different"])]
@@ -733,7 +730,7 @@ def weat_class_pairs(table: pd.DataFrame, **kwargs) -> list[tuple[tuple[str, str
     For classes (x, y), X and Y are their protected words and A and B their stereotypes; a
     two-class table gives one result. `kwargs` go to :func:`weat_from_similarities`.
     """
-    from ..verdicts.ensemble import n_embeddings
+    from ..inputs.distances import n_embeddings
 
     stereo = table.loc[table["connection"].isin(["associated", "different"])]
     classes = [str(c) for c in stereo["protected_class"].drop_duplicates()]
@@ -747,3 +744,33 @@ def weat_class_pairs(table: pd.DataFrame, **kwargs) -> list[tuple[tuple[str, str
                         & rows["attribute_class"].isin([x, y])]
         results.append(((x, y), weat_from_table(pair, classes=(x, y), **kwargs)))
     return results
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _weat_title(r) -> str:
+    n = r.names
+    return (f"{r.test} {n.get('X', 'X')} vs {n.get('Y', 'Y')} / {n.get('A', 'A')} vs "
+            f"{n.get('B', 'B')}")
+
+
+def _weat_html(r) -> str:
+    """HTML card of a :class:`~bayesbias.comparators.weat.WeatResult` (or SEAT result)."""
+    s = r.sizes
+    lines = [f"statistic {r.statistic:.6f}; {r.p_value_description}"]
+    if r.ci is not None:
+        lines.append(f"{r.ci_prob:.0%} bootstrap interval for d: [{r.ci[0]:.3f}, "
+                     f"{r.ci[1]:.3f}] ({r.n_bootstrap} resamples of targets and attributes)")
+    dropped = {k: v for k, v in r.dropped.items() if v}
+    notes = [f"dropped (not in the embedding) {k}: {', '.join(v)}" for k, v in dropped.items()]
+    if r.source:
+        notes.append(f"source: {r.source}")
+    return card(_weat_title(r), f"{s['X']}+{s['Y']} targets, {s['A']}+{s['B']} attributes",
+                f"effect size d = {r.effect_size:.3f}, {r.p_text}", lines, notes=notes)
+
+
+def _weat_repr(r) -> str:
+    """Short repr of a WeatResult."""
+    ci = f", {r.ci_prob:.0%} CI [{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci is not None else ""
+    return f"<{type(r).__name__} {_weat_title(r)}: d = {r.effect_size:.3f}, {r.p_text}{ci}>"

@@ -42,6 +42,9 @@ __all__ = [
     "read_published_table",
     "write_distance_table",
     "to_xarray",
+    "ENSEMBLE_COLUMNS",
+    "n_embeddings",
+    "single_embedding",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,9 +59,52 @@ COLUMNS = (
     "cosine_similarity",
 )
 #: Columns kept when present: the embedding of each row and its corpus sample
-#: (:mod:`bayesbias.ensemble`), the context draw of each row (``bayesbias contexts``).
+#: (:mod:`bayesbias.inputs.ensemble`), the context draw of each row (``bayesbias contexts``).
 OPTIONAL_COLUMNS = ("embedding", "corpus_sample", "context")
 PUBLISHED_SENTINEL = -100.0
+#: The columns a multi-embedding table adds to a distance table.
+ENSEMBLE_COLUMNS = ("embedding", "corpus_sample")
+
+
+# -- the table of many embeddings: one block of rows per embedding ----------------------------
+
+
+def n_embeddings(table: pd.DataFrame) -> int:
+    """Return the number of embeddings in a table (1 without an ``embedding`` column)."""
+    if "embedding" not in table.columns:
+        return 1
+    return int(table["embedding"].nunique())
+
+
+def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.DataFrame:
+    """Return `table` ready for a model of one embedding, or refuse a table of several.
+
+    A table with an ``embedding`` column holding one embedding comes back without the
+    ensemble columns (its units are plain words); two or more raise
+    :class:`~bayesbias.errors.DistanceTableError` naming the column and the model to use.
+    `model` is a model name, or ``"WEAT"``, ``"MAC"`` or ``"a design or sensitivity
+    study"``.
+    """
+    if "embedding" not in table.columns:
+        return table
+    k = n_embeddings(table)
+    if k >= 2:
+        where = f"{source}: " if source else ""
+        if model in ("WEAT", "MAC", "a design or sensitivity study"):
+            use = ("select one embedding's rows (per embedding: bayesbias report or fit "
+                   "with --model embedding_level)")
+            what = f"{model} describes"
+        else:
+            use = ("use --model embedding_level (one model of all of them), or select one "
+                   "embedding's rows")
+            what = f"the {model} model describes"
+        raise DistanceTableError(f"{where}the table holds {k} embeddings (column "
+                                 f"'embedding'); {what} one embedding: {use}")
+    out = table.drop(columns=[c for c in table.columns
+                              if c in ENSEMBLE_COLUMNS or str(c).startswith(FACTOR_PREFIX)])
+    out.attrs = dict(table.attrs)
+    return out
+
 
 
 def cosine_similarity_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -396,8 +442,6 @@ def check_pilot(table: pd.DataFrame, source: str = "pilot") -> None:
     ------
     DistanceTableError
     """
-    from ..verdicts.ensemble import single_embedding
-
     single_embedding(table, "a design or sensitivity study", source)
     present = set(table["connection"].astype(str))
     missing = [c for c in CONNECTIONS if c not in present]

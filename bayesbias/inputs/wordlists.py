@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._atomic import shipped_dir
+from ..display import card
 from ..errors import WordListError
 
 __all__ = [
@@ -182,14 +183,10 @@ class WordList:
         }
 
     def _repr_html_(self) -> str:
-        from ..display import wordlist_html
-
-        return wordlist_html(self)
+        return _wordlist_html(self)
 
     def __repr__(self) -> str:
-        from ..display import wordlist_repr
-
-        return wordlist_repr(self)
+        return _wordlist_repr(self)
 
 
 def _validate(wl: WordList) -> None:
@@ -426,3 +423,24 @@ def read_toml(path, error=WordListError) -> dict:
         raise error(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:
         raise error(f"{path}: not valid TOML: nested too deeply") from None
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _wordlist_html(wl) -> str:
+    """HTML card of a :class:`~bayesbias.wordlists.WordList` (the words, per part)."""
+    import pandas as pd
+
+    rows = [{"part": part, "words": len(words), "list": ", ".join(words)}
+            for part, words in wl.parts().items()]
+    return card(f"Word list: {wl.name}", wl.path or "", wl.description,
+                tables=[("words per part", pd.DataFrame(rows))])
+
+
+def _wordlist_repr(wl) -> str:
+    """Short repr of a WordList."""
+    classes = ", ".join(f"{c.name} {len(c.protected_words)}" for c in wl.classes)
+    controls = ", ".join(f"{g} {len(w)}" for g, w in wl.controls.items())
+    return (f"<WordList {wl.name!r}: classes {classes}; {len(wl.stereotypes)} stereotypes"
+            + (f"; controls {controls}" if controls else "") + ">")

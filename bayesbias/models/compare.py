@@ -10,6 +10,7 @@ import pandas as pd
 
 from .._xarray import xr
 from ..config import CONNECTIONS
+from ..display import card
 from ..errors import ModelSpecError
 from .fit import Fit
 from .summaries import resolve_ci, summarise, to_frame
@@ -131,14 +132,10 @@ class Comparison:
         return plot_comparison_forest(self, path)
 
     def __repr__(self) -> str:
-        from ..display import comparison_repr
-
-        return comparison_repr(self)
+        return _comparison_repr(self)
 
     def _repr_html_(self) -> str:
-        from ..display import comparison_html
-
-        return comparison_html(self)
+        return _comparison_html(self)
 
     def __str__(self) -> str:
         iv = self.group_means.attrs["interval"]
@@ -265,3 +262,28 @@ def loo_compare(fits: dict[str, Fit]):
         raise ModelSpecError("LOO comparison needs fits to the same rows; the data differ")
     return az.compare({name: f.with_log_likelihood() for name, f in fits.items()})
 
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _comparison_html(c) -> str:
+    """HTML card of a :class:`~bayesbias.models.Comparison` (differences b - a)."""
+    iv = c.group_means.attrs.get("interval", "")
+    cols = ["a_mean", "b_mean", "diff_mean", "lower", "upper", "excludes_zero"]
+    a, b = c.labels
+    verdicts = c.verdicts or {}
+    lines = [f"verdict of {lab}: {verdicts[k].headline}" for k, lab in (("a", a), ("b", b))
+             if k in verdicts] + list(verdicts.get("changes", []))
+    return card(f"Comparison: {b} - {a}", f"{iv} of the difference; spec hash {c.spec_hash}",
+                " ".join(c.summary), lines,
+                tables=[(f"contrasts ({iv})", c.contrasts[["contrast", *cols]]),
+                        (f"group-level means ({iv})", c.group_means[["connection", *cols]]),
+                        ("averages over the shared words", c.list_means[["connection", *cols]]),
+                        ("per-word differences", c.word_means)])
+
+
+def _comparison_repr(c) -> str:
+    """Short repr of a Comparison."""
+    a, b = c.labels
+    moved = ", ".join(m for ms in c.moved.values() for m in ms) or "nothing"
+    return f"<Comparison {b!r} - {a!r}: moved {moved}>"

@@ -11,6 +11,7 @@ import pandas as pd
 
 from .._xarray import _no_distributed_probe, xr
 from ..config import CONNECTIONS, defaults
+from ..display import card
 from .cells import Cells, normal_logp_rows
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
 from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
@@ -148,14 +149,10 @@ class Fit:
                 f"{p.sizes['chain']} chains x {p.sizes['draw']} draws>")
 
     def __str__(self) -> str:
-        from ..display import fit_text
-
-        return fit_text(self)
+        return _fit_text(self)
 
     def _repr_html_(self) -> str:
-        from ..display import fit_html
-
-        return fit_html(self)
+        return _fit_html(self)
 
     # -- posterior quantities -------------------------------------------------------------
     @property
@@ -699,3 +696,48 @@ class Fit:
             data = tree.to_netcdf(engine="h5netcdf")
         atomic_write_bytes(path, data, suffix=".nc")
         return path
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _fit_text(fit) -> str:
+    """Plain-text summary of a :class:`~bayesbias.models.Fit` (its ``__str__``).
+
+    The model, the data, the diagnostics, the verdict and the contrast table; the full
+    report is :meth:`~bayesbias.models.Fit.to_text`.
+    """
+    from ..verdicts import verdict_from_fit
+
+    contrasts = fit.contrasts()
+    iv = contrasts.attrs.get("interval", "")
+    v = verdict_from_fit(fit)
+    cols = ["contrast", "mean", "lower", "upper", "prob_below_zero"]
+    return "\n".join([repr(fit), str(fit.diagnostics()), f"verdict: {v.headline}",
+                      f"contrasts ({iv}):",
+                      contrasts[cols].round(4).to_string(index=False)])
+
+
+def _fit_html(fit) -> str:
+    """HTML card of a :class:`~bayesbias.models.Fit` (its ``_repr_html_``)."""
+    from ..verdicts import verdict_from_fit
+
+    groups = fit.group_means()
+    contrasts = fit.contrasts()
+    iv = groups.attrs.get("interval", "")
+    s = fit.cells.summary()
+    post = fit.idata.posterior
+    v = verdict_from_fit(fit)
+    d = fit.diagnostics()
+    unit = fit.unit_dim.replace("_", " ")
+    return card(f"Fit: {fit.spec.name} model", f"{fit.spec.family}, hash {fit.spec.hash}",
+                f"Verdict: {v.headline}",
+                [f"data: {s['rows']} rows, {s['units']} {unit}s",
+                 f"sampler {fit.idata.attrs.get('sampler')}: {post.sizes['chain']} chains x "
+                 f"{post.sizes['draw']} draws, seed {fit.idata.attrs.get('seed')}",
+                 str(d).splitlines()[0] if str(d) else ""],
+                tables=[(f"contrasts ({iv})", contrasts.drop(columns=[
+                    k for k in ("sd",) if k in contrasts])),
+                        (f"group-level mean cosine distance per connection ({iv})", groups),
+                        (f"per-{unit} means ({iv})", fit.word_means())],
+                notes=[f"warning: {c.message}" for c in fit.checks if not c.ok] + [v.rule])

@@ -232,7 +232,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     family = family_module(spec.family)
     if not getattr(family, "EMBEDDINGS", False):
-        from ..verdicts.ensemble import single_embedding
+        from ..inputs.distances import single_embedding
 
         table = single_embedding(table, spec.name, str(table.attrs.get("source", "")))
     layout = getattr(family, "cells", None) or cells_from_table

@@ -15,14 +15,14 @@ import pandas as pd
 from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
 from ..errors import InvalidArgumentError
 from ..inputs.datasets import read_table
-from ..inputs.distances import distance_table
+from ..inputs.distances import distance_table, n_embeddings
 from ..inputs.embeddings import load_embedding
+from ..inputs.ensemble import manifest_path, manifest_table
 from ..inputs.wordlists import load_wordlist
 from ..parallel import JobPool
 from ..progress import once_per_message, progress
 from ..provenance import provenance
 from ..validation import validate_ci_kind
-from ..verdicts.ensemble import manifest_path, manifest_table, n_embeddings
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
@@ -109,9 +109,9 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
 def _check_embeddings(tables, model) -> None:
     """Refuse, before any work, a table the model cannot take (one vs several embeddings)."""
     from ..errors import DistanceTableError
+    from ..inputs.distances import single_embedding
     from ..models.families import family_has
     from ..models.spec import load_spec
-    from ..verdicts.ensemble import single_embedding
 
     spec = load_spec(model)
     many = family_has(spec.family, "EMBEDDINGS")

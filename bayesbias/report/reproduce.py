@@ -38,7 +38,7 @@ def report_inputs(settings) -> list[tuple[str, object]]:
                 out.append(("encoder model", d["encoder"]))
             if d.get("corpus") and Path(str(d["corpus"])).is_file():
                 out.append(("corpus", d["corpus"]))
-        from ..verdicts.ensemble import manifest_path
+        from ..inputs.ensemble import manifest_path
 
         manifest = manifest_path(s.embedding)
         if manifest is not None:  # the embeddings of bayesbias train

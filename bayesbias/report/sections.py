@@ -161,7 +161,7 @@ class WordListContext:
     @cached_property
     def multi(self) -> bool:
         """Whether the table holds two or more embeddings (:mod:`bayesbias.ensemble`)."""
-        from ..verdicts.ensemble import n_embeddings
+        from ..inputs.distances import n_embeddings
 
         return n_embeddings(self.table) >= 2
 
@@ -175,7 +175,7 @@ class WordListContext:
     def fit(self):
         """The Bayesian fit (sampler warnings are shown in the report, not repeated)."""
         from ..models import SamplerWarning
-        from ..verdicts import fit_for_verdict
+        from ..verdicts.precision import fit_for_verdict
 
         s = self.settings
         progress.info(f"{self.name}: fitting the {s.model} model "
@@ -193,7 +193,7 @@ class WordListContext:
         """The paper's model (:data:`~bayesbias.config.PAPER_MODEL`) beside the default."""
         from ..config import PAPER_MODEL
         from ..models import SamplerWarning
-        from ..verdicts import fit_for_verdict
+        from ..verdicts.precision import fit_for_verdict
 
         s = self.settings
         progress.info(f"{self.name}: fitting the paper's {PAPER_MODEL} model for comparison")

@@ -35,6 +35,12 @@ never counted as a finding.
 The array layer (:func:`contrast_evidence`) works on NumPy draws; :func:`verdict_from_draws`
 builds a :class:`Verdict`; :func:`verdict_from_fit` reads the draws of a fitted model;
 :func:`verdict_changes` says in the same words which verdicts changed between two fits.
+
+This package holds what the posterior says. This module is the rule (with the word
+drivers); the other rooms: :mod:`.precision` (fit for a verdict, refitting where more
+draws could settle it), :mod:`.ensemble` (many embeddings), :mod:`.reconcile` (WEAT beside
+the verdict), :mod:`.reliability` (frequentist reliability across embeddings) and
+:mod:`.recoverability` (is the bias gone from the geometry). A new verdict rule goes here.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..config import defaults, validate_ci_prob
+from ..display import MUTED, STYLE, escape, frame_html
 from ..errors import InputDataError, InvalidArgumentError
 from ..intervals import posterior_interval as _interval
 from ..validation import validate_ci_kind
@@ -65,11 +72,25 @@ __all__ = [
     "word_drivers",
     "verdict_changes",
     "interval_end_mcse",
-    "fit_for_verdict",
+    "fit_for_verdict",  # noqa: F822 (in .precision, imported on first use)
     "PRECISION_MCSE",
-    "UNSURE_MCSE",
+    "UNSURE_MCSE",  # noqa: F822
     "MAX_VERDICT_DRAWS",
 ]
+
+#: Names defined in this package's modules, imported on first use (PEP 562): the rule is
+#: this module; :mod:`.precision` fits and refits a model for it.
+_ROOMS = {"fit_for_verdict": ".precision", "UNSURE_MCSE": ".precision"}
+
+
+def __getattr__(name: str):
+    if name in _ROOMS:
+        from importlib import import_module
+
+        value = getattr(import_module(_ROOMS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: An interval end closer than this many Monte Carlo standard errors to its threshold
 #: (0 or ±ROPE) cannot be put on one side of it: the contrast is "borderline" (3: a 0.3%
@@ -388,14 +409,10 @@ class Verdict:
                           *(f"  note: {n}" for n in self.notes)])
 
     def _repr_html_(self) -> str:
-        from ..display import verdict_html
-
-        return verdict_html(self)
+        return _verdict_html(self)
 
     def __repr__(self) -> str:
-        from ..display import verdict_repr
-
-        return verdict_repr(self)
+        return _verdict_repr(self)
 
 
 def _detail(c: ContrastEvidence, iv: str) -> str:
@@ -782,65 +799,6 @@ def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
     return tuple(out)
 
 
-#: :func:`fit_for_verdict` refits when a deciding interval end lies between
-#: ``PRECISION_MCSE - UNSURE_MCSE`` and ``PRECISION_MCSE + UNSURE_MCSE`` Monte Carlo standard
-#: errors from its threshold: there the borderline call itself could go either way with
-#: another seed, and four times the draws halve the error and settle it.
-UNSURE_MCSE = 2.0
-
-
-def _needs_draws(verdict: Verdict) -> bool:
-    """Whether more draws could settle `verdict`'s code.
-
-    True when a deciding contrast read from draws is borderline, or when an end of a
-    deciding contrast lies within :data:`UNSURE_MCSE` Monte Carlo standard errors of the
-    edge of the borderline band (:data:`PRECISION_MCSE` errors from its threshold). An end
-    on its threshold (well inside the band) needs no more draws: it stays borderline.
-    """
-    r = 0.0 if verdict.rope is None else float(verdict.rope)
-    for c in verdict.contrasts:
-        if not c.decisive or c.status == "no data":
-            continue
-        if c.status == "borderline" and c.estimator == "draws":
-            return True
-        for end, m in ((c.lower, c.mcse_lower), (c.upper, c.mcse_upper)):
-            if not (np.isfinite(m) and m > 0):
-                continue
-            z = min(abs(end - t) for t in {-r, r}) / m
-            if abs(z - PRECISION_MCSE) < UNSURE_MCSE:
-                return True
-    return False
-
-
-def fit_for_verdict(table, model=None, *, draws: int | None = None,
-                    max_draws: int = MAX_VERDICT_DRAWS, ci_prob: float | None = None,
-                    ci_kind: str | None = None, rope: float | None = None, **fit_kwargs):
-    """Fit `model` for a verdict; refit only where more draws could settle it.
-
-    A refit with four times the draws per chain (same seed), up to `max_draws`, while
-    :func:`_needs_draws`: a deciding end sits near the edge of the borderline band (where
-    another seed could say borderline or not), or a deciding contrast read from draws (no
-    Rao-Blackwellised estimator) is borderline. An end on its threshold stays borderline
-    without refits: more draws cannot move it.
-    """
-    from ..config import DEFAULT_MODEL
-    from ..models import fit_model
-    from ..models.sampling import warn_checks
-    from ..progress import progress
-
-    model = DEFAULT_MODEL if model is None else model
-    draws = defaults.draws if draws is None else int(draws)
-    # diagnostics and model checks run once, on the fit returned (not on a fit refitted)
-    fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
-    while draws < max_draws and _needs_draws(verdict_from_fit(fit, "", ci_prob, ci_kind,
-                                                              rope)):
-        draws = min(4 * draws, max_draws)
-        progress.info("an interval end lies within Monte Carlo error of its threshold: "
-                      "refitting with %d draws per chain", draws)
-        fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
-    return warn_checks(fit, bool(fit_kwargs.get("strict", False)))
-
-
 def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
                  rope: float | None = None, pooled: bool = True) -> pd.DataFrame:
     """Per protected word, the verdict contrasts with interval and P(< 0), sorted.
@@ -993,3 +951,27 @@ def verdict_changes(a: Verdict, b: Verdict, labels: tuple[str, str] = ("a", "b")
     if len(out) == 1:
         out.append("no contrast changed status (closer / further / undecided)")
     return out
+
+
+# -- how it shows itself (the card kit: bayesbias.display) --------------------
+
+
+def _verdict_html(v) -> str:
+    """HTML card of a :class:`~bayesbias.verdicts.Verdict`: the report's verdict card.
+
+    Headline, badge and the figure of the four contrasts (:mod:`bayesbias.report.card`),
+    then the contrast table and the rule.
+    """
+    from ..report.card import CARD_CSS, VerdictCard
+
+    frame = v.to_frame().drop(columns="word list")
+    return "\n".join([f"<style>{CARD_CSS}</style>",
+                      f'<div class="bayesbias-result" style="{STYLE}">',
+                      VerdictCard.from_verdict(v).html(),
+                      frame_html(frame, f"contrasts ({v.interval_label})"),
+                      f'<div style="{MUTED}; font-size: 12px">{escape(v.rule)}</div>', "</div>"])
+
+
+def _verdict_repr(v) -> str:
+    """Short repr of a Verdict."""
+    return f"<Verdict {v.name!r}: {v.code} ({v.interval_label})>"

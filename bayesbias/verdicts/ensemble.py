@@ -1,26 +1,28 @@
-"""The distance table of many embeddings: one block of rows per embedding.
+"""Many embeddings: each one's verdict beside the corpus-level verdict, and what varies.
 
-The table is the usual distance table (:mod:`bayesbias.distances`) with two more columns:
-``embedding`` (a label per embedding file) and ``corpus_sample`` (the corpus sample it was
-trained on: ``original``, ``bootstrap-<b>``, or a corpus name). The ``embedding_level``
-model reads both.
+The table of many embeddings (one block of rows per embedding: columns ``embedding`` and
+``corpus_sample``) is made by :mod:`bayesbias.inputs.ensemble` and checked by
+:mod:`bayesbias.inputs.distances`; its simulator is
+:func:`bayesbias.testing.simulate_ensemble_table`. Here: per-embedding verdicts, variance
+shares, factor contrasts, WEAT per embedding, the leave-one-embedding-out sensitivity and
+:class:`EnsembleSummary`, what the user reads. The table's names are importable from here
+too (kept for one release: this module was ``bayesbias.ensemble``).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..config import FACTOR_PREFIX
-from ..errors import DistanceTableError, InputDataError
-from ..inputs.wordlists import load_wordlist
+from ..errors import InputDataError
+from ..inputs.distances import ENSEMBLE_COLUMNS, n_embeddings, single_embedding
+from ..inputs.ensemble import ensemble_table, manifest_path, manifest_table
 
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
-           "simulate_ensemble_table", "per_embedding_verdicts", "weat_per_embedding",
+           "per_embedding_verdicts", "weat_per_embedding",
            "variance_shares", "summarize_ensemble", "EnsembleSummary", "factor_contrasts",
            "n_embeddings", "ensemble_kind", "ensemble_caveat", "ENSEMBLE_COLUMNS",
            "ENSEMBLE_CONTRASTS", "leave_one_embedding_out", "EmbeddingRobustness",
@@ -28,259 +30,15 @@ __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embeddin
 
 log = logging.getLogger(__name__)
 
-#: The columns a multi-embedding table adds to a distance table.
-ENSEMBLE_COLUMNS = ("embedding", "corpus_sample")
 
+def __getattr__(name: str):
+    # kept for one release: the simulator moved to bayesbias.testing (imported on first use:
+    # the testing module is not needed to read a fit)
+    if name == "simulate_ensemble_table":
+        from ..testing import simulate_ensemble_table
 
-def ensemble_table(paths, wordlist, labels=None, corpus_samples=None,
-                   format: str = "auto") -> pd.DataFrame:
-    """Distance table of `wordlist` on every embedding in `paths`, stacked.
-
-    Parameters
-    ----------
-    paths : list of path-like
-        Embedding files (any format :func:`~bayesbias.embeddings.load_embedding` reads), all
-        of one dimension.
-    wordlist : WordList or str
-    labels : list of str, optional
-        The ``embedding`` label of each file (default: the file names without suffix).
-    corpus_samples : list of str, optional
-        The corpus sample of each file (default: ``"original"`` for all: seeds of one corpus).
-
-    Notes
-    -----
-    A protected word or attribute missing from some embeddings is dropped from all of them
-    (one warning names the word and the embeddings that lack it), so that every embedding
-    has the same rows.
-    """
-    from ..inputs.distances import distance_table
-    from ..inputs.embeddings import load_embedding
-
-    paths = [Path(p) for p in paths]
-    if not paths:
-        raise InputDataError("no embedding files given")
-    labels = list(labels) if labels is not None else [p.name.split(".")[0] for p in paths]
-    if len(set(labels)) != len(labels):
-        raise InputDataError(f"embedding labels repeat: {labels}")
-    samples = list(corpus_samples) if corpus_samples is not None else ["original"] * len(paths)
-    wl = load_wordlist(wordlist)
-    embs = [load_embedding(p, wl.all_words, format=format) for p in paths]
-    dims = {lab: e.dim for lab, e in zip(labels, embs, strict=True) if e.words}
-    if len(set(dims.values())) > 1:
-        raise InputDataError("embeddings of different dimensions: " + ", ".join(
-            f"{lab} {d}" for lab, d in dims.items()))
-    words = list(dict.fromkeys(wl.all_words))
-    lacking = {w: [lab for lab, e in zip(labels, embs, strict=True) if w not in e]
-               for w in words}
-    partial = {w: labs for w, labs in lacking.items() if 0 < len(labs) < len(embs)}
-    if partial:
-        msg = "; ".join(f"{w} (missing from {', '.join(labs)})" for w, labs in partial.items())
-        log.warning("dropped from every embedding, since some lack them: %s", msg)
-    keep = {w for w, labs in lacking.items() if not labs}
-    wl_kept = wl.restrict(keep) if len(keep) < len(words) else wl
-    parts = []
-    for lab, sample, emb in zip(labels, samples, embs, strict=True):
-        t = distance_table(emb, wl_kept, on_missing="drop")
-        t.insert(0, "corpus_sample", sample)
-        t.insert(0, "embedding", lab)
-        parts.append(t)
-    table = pd.concat(parts, ignore_index=True)
-    if table.empty:
-        raise DistanceTableError(f"no rows: no word of {wl.name!r} is in every embedding")
-    table.attrs.update(wordlist=wl.name, embeddings=labels,
-                       missing={w: labs for w, labs in lacking.items() if labs})
-    return table
-
-
-def single_embedding(table: pd.DataFrame, model: str, source: str = "") -> pd.DataFrame:
-    """Return `table` ready for a model of one embedding, or refuse a table of several.
-
-    A table with an ``embedding`` column holding one embedding comes back without the
-    ensemble columns (its units are plain words); two or more raise
-    :class:`~bayesbias.errors.DistanceTableError` naming the column and the model to use.
-    `model` is a model name, or ``"WEAT"``, ``"MAC"`` or ``"a design or sensitivity
-    study"``.
-    """
-    if "embedding" not in table.columns:
-        return table
-    k = n_embeddings(table)
-    if k >= 2:
-        where = f"{source}: " if source else ""
-        if model in ("WEAT", "MAC", "a design or sensitivity study"):
-            use = ("select one embedding's rows (per embedding: bayesbias report or fit "
-                   "with --model embedding_level)")
-            what = f"{model} describes"
-        else:
-            use = ("use --model embedding_level (one model of all of them), or select one "
-                   "embedding's rows")
-            what = f"the {model} model describes"
-        raise DistanceTableError(f"{where}the table holds {k} embeddings (column "
-                                 f"'embedding'); {what} one embedding: {use}")
-    out = table.drop(columns=[c for c in table.columns
-                              if c in ENSEMBLE_COLUMNS or str(c).startswith(FACTOR_PREFIX)])
-    out.attrs = dict(table.attrs)
-    return out
-
-
-def manifest_path(source) -> Path | None:
-    """Return the training manifest `source` names (the file or its folder), or None.
-
-    A ``.json`` file, or a folder holding ``manifest.json``, as written by ``bayesbias
-    train``; anything else (an embedding file, ``default``) gives None.
-    """
-    from ..inputs.training import MANIFEST
-
-    if not isinstance(source, (str, Path)) or not str(source):
-        return None
-    path = Path(source)
-    if path.is_dir() and (path / MANIFEST).is_file():
-        return path / MANIFEST
-    if path.suffix.lower() == ".json" and path.is_file():
-        return path
-    if path.is_dir() and _training_runs(path):
-        return path
-    return None
-
-
-def _training_runs(folder: Path) -> list[Path]:
-    """Subfolders of `folder` that hold a training manifest, in name order."""
-    from ..inputs.training import MANIFEST
-
-    return sorted(p for p in folder.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
-
-
-def manifest_table(manifest, wordlist) -> pd.DataFrame:
-    """:func:`ensemble_table` of the models of a training manifest (file or folder).
-
-    A folder without a manifest whose subfolders hold one (several ``bayesbias train``
-    runs, say one corpus per decade) gives one table of all their models: embedding and
-    corpus-sample labels are prefixed with the subfolder's name, and each run's
-    ``--factor NAME=VALUE`` becomes a column ``factor_NAME``. Runs of one corpus (same
-    digest) share its corpus samples: the corpus itself, and resamples of the same
-    ``--bootstrap-seed`` (same resample digest), labelled by the first such run.
-    """
-    from ..inputs.training import MANIFEST, read_manifest
-
-    path = Path(manifest)
-    runs = ([path] if not path.is_dir() or (path / MANIFEST).is_file()
-            else _training_runs(path))
-    if not runs:
-        raise InputDataError(f"{path}: no training manifest ({MANIFEST}) in it or its "
-                             "subfolders")
-    several = len(runs) > 1 or runs[0] != path
-    entries, factors, shared = [], [], {}
-    for run in runs:
-        m = read_manifest(run)
-        prefix = f"{run.name}/" if several else ""
-        for x in m["models"]:
-            sample = prefix + x["corpus_sample"]
-            # runs of one corpus share its samples: the corpus itself, or the same resample
-            digest = "original" if x["corpus_sample"] == "original" else \
-                x.get("resample_sha256")
-            if m.get("corpus_sha256") and digest:
-                sample = shared.setdefault((m["corpus_sha256"], digest), sample)
-            entries.append((x["path"], prefix + x["name"], sample))
-            factors.append(dict(m.get("factors") or {}))
-    names = sorted({k for f in factors for k in f})
-    lacking = [e[1].split("/")[0] for e, f in zip(entries, factors, strict=True)
-               if set(f) != set(names)]
-    if lacking:
-        raise InputDataError(f"{path}: every training run needs the same factors "
-                             f"({', '.join(names)}); run {lacking[0]!r} differs (train "
-                             "--factor)")
-    table = ensemble_table([e[0] for e in entries], wordlist, labels=[e[1] for e in entries],
-                           corpus_samples=[e[2] for e in entries])
-    for name in names:
-        by_label = {e[1]: str(f[name]) for e, f in zip(entries, factors, strict=True)}
-        table[f"{FACTOR_PREFIX}{name}"] = table["embedding"].map(by_label)
-    table.attrs["manifest"] = str(manifest)
-    return table
-
-
-def simulate_ensemble_table(*, n_embeddings: int = 8, kind: str = "bootstrap",
-                            runs_per_sample: int = 1, mu_bar=(0.80, 0.86, 0.85, 0.86),
-                            tau=0.04, sigma=0.08, omega=0.04, eta=0.02, kappa0=0.02,
-                            kappa=0.015, lambda0=0.01, lam=0.01, psi=0.0, xi=0.0,
-                            n_classes: int = 2,
-                            words_per_class: int = 4, stereotypes_per_class: int = 5,
-                            n_human: int = 8, n_none: int = 12, seed: int = 0):
-    """Draw a multi-embedding distance table from the embedding-level model, with the truth.
-
-    ``kind``: ``"bootstrap"`` (the observed corpus is one draw around the language and the
-    embeddings are resamples around the corpus), ``"seeds"`` (runs of one corpus: the
-    target is that corpus's mean over runs) or ``"corpora"`` (independent corpora). The
-    truth ``mu_bar`` is the population mean per connection (over words, attributes and, for
-    bootstrap and corpora, corpora). Returns ``(table, truth)``; ``truth`` also holds the
-    observed corpus's own means (``corpus_mean``) and each word's population mean per
-    connection (``word_mean``). ``psi`` and ``xi`` give each attribute and each (word,
-    connection) a deviation per corpus sample, shared by its runs (for bootstrap also one
-    of the observed corpus, left out of ``corpus_mean``); 0 draws nothing.
-    """
-    from ..config import CONNECTIONS
-    from ..testing import design
-
-    rng = np.random.default_rng(seed)
-    base = design(n_classes, words_per_class, stereotypes_per_class, n_human, n_none)
-    nc = len(CONNECTIONS)
-    mu_bar = np.asarray(mu_bar, dtype=float)
-    k = np.broadcast_to(np.asarray(kappa, float), (nc - 1,))
-    lm = np.broadcast_to(np.asarray(lam, float), (nc - 1,))
-
-    def level_effect(scale0, scale):  # shared + vs-none deviations, as in the model
-        return scale0 * rng.standard_normal() + np.r_[scale * rng.standard_normal(nc - 1), 0.0]
-
-    words = base["protected_word"].cat.categories
-    attrs = base["attribute"].cat.categories
-    wi = base["protected_word"].cat.codes.to_numpy()
-    ai = base["attribute"].cat.codes.to_numpy()
-    ci = base["connection"].cat.codes.to_numpy()
-    word = mu_bar[None, :] + np.broadcast_to(np.asarray(tau, float), (nc,)) \
-        * rng.standard_normal((words.size, nc))
-    v = omega * rng.standard_normal(attrs.size)
-    if kind == "seeds":
-        n_samples, corpus = 1, np.zeros(nc)
-    elif kind == "bootstrap":
-        n_samples, corpus = n_embeddings // runs_per_sample, level_effect(kappa0, k)
-    elif kind == "corpora":
-        n_samples, corpus = n_embeddings // runs_per_sample, np.zeros(nc)
-    else:
-        raise ValueError(f"kind must be bootstrap, seeds or corpora, got {kind!r}")
-    per = n_embeddings if kind == "seeds" else runs_per_sample
-    parts = []
-    n_w, n_a = words.size, attrs.size
-
-    def sample_deviations():  # an attribute's and a word's deviation in one corpus sample
-        u = psi * rng.standard_normal(n_a) if psi else 0.0
-        x = np.broadcast_to(np.asarray(xi, float), (nc,)) * rng.standard_normal((n_w, nc)) \
-            if np.any(np.asarray(xi) > 0) else 0.0
-        return u, x
-
-    own_u, own_x = sample_deviations() if kind == "bootstrap" else (0.0, 0.0)
-    for r in range(n_samples):
-        label = {"bootstrap": f"bootstrap-{r + 1}", "corpora": f"corpus-{r + 1}",
-                 "seeds": "original"}[kind]
-        b = corpus + (level_effect(kappa0, k) if kind != "seeds" else 0.0)
-        u, x = sample_deviations() if kind != "seeds" else (0.0, 0.0)
-        u, x = own_u + u, own_x + x
-        for j in range(per):
-            s = level_effect(lambda0, lm) if per > 1 else 0.0
-            cell = word + x + b + s + eta * rng.standard_normal(word.shape)
-            y = cell[wi, ci] + (v + u)[ai] + sigma * rng.standard_normal(wi.size)
-            t = base.copy()
-            t["cosine_distance"] = y
-            t["cosine_similarity"] = 1.0 - y
-            t.insert(0, "corpus_sample", label)
-            t.insert(0, "embedding", f"{label}-run{j + 1}")
-            parts.append(t)
-    table = pd.concat(parts, ignore_index=True)
-    for col in ("protected_word", "protected_class", "attribute", "attribute_class"):
-        table[col] = table[col].astype(str)
-    truth = {"mu_bar": dict(zip(CONNECTIONS, mu_bar.tolist(), strict=True)),
-             "corpus_mean": dict(zip(CONNECTIONS, (mu_bar + corpus).tolist(), strict=True)),
-             "word_mean": {str(w): dict(zip(CONNECTIONS, word[i].tolist(), strict=True))
-                           for i, w in enumerate(words)},
-             "kind": kind}
-    return table, truth
+        return simulate_ensemble_table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _class_contrast_flag(verdict) -> str:
@@ -302,7 +60,8 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
     """
     import warnings
 
-    from . import fit_for_verdict, verdict_from_fit
+    from . import verdict_from_fit
+    from .precision import fit_for_verdict
 
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column")
@@ -329,13 +88,6 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
 
 #: The contrasts shown per embedding and in the figure (the verdict's first three).
 ENSEMBLE_CONTRASTS = ("associated - none", "associated - human", "associated - different")
-
-
-def n_embeddings(table: pd.DataFrame) -> int:
-    """Return the number of embeddings in a table (1 without an ``embedding`` column)."""
-    if "embedding" not in table.columns:
-        return 1
-    return int(table["embedding"].nunique())
 
 
 def ensemble_kind(table: pd.DataFrame) -> str:
