@@ -132,7 +132,8 @@ for s in summaries.values():
 #   shrink with more resamples. This is the one to read when the claim is about the
 #   language the corpus was drawn from.
 #
-# Two cautions (README, "Many embeddings"): word2vec puts words of similar frequency closer,
-# so controls of another frequency than the stereotypes move `associated - none` even here
-# (the synthetic corpora match frequencies); and models of resamples have larger distances
-# than models of the corpus itself, so do not mix the two in one ensemble unknowingly.
+# Two cautions (the docs, guide/ensembles.md): word2vec puts words of similar frequency
+# closer, so controls of another frequency than the stereotypes move `associated - none` even
+# here (the synthetic corpora match frequencies); and models of resamples have larger
+# distances than models of the corpus itself, so do not mix the two in one ensemble
+# unknowingly.

@@ -4,7 +4,9 @@ Reads ``bayesbias/**/*.py`` as text (``ast``; nothing is imported) and prints
 
 - the number of import circles between the package's modules (strongly connected
   components of more than one module, over every own import, top-level or deferred;
-  imports under ``if TYPE_CHECKING:`` are left out: they never run),
+  imports under ``if TYPE_CHECKING:`` are left out: they never run; ``from package import
+  name`` of a package that imports its names on first use counts as an import of the
+  module that defines the name),
 - the share of the package's own import statements that are deferred into function bodies
   (one ``from x import a, b`` is one statement),
 - the root's module count (``bayesbias/*.py``; thin re-export modules kept for one release
@@ -84,6 +86,33 @@ def _walk(tree: ast.AST):
     yield from visit(tree, False)
 
 
+def _lazy_exports(name: str, tree: ast.Module) -> dict[str, str]:
+    """Name -> defining module of a package that imports its names on first use (PEP 562).
+
+    Reads the dict literals of the package's ``__init__``: ``{"name": ".module"}`` (or
+    ``"sub.module"``, relative to the package) and ``{".module": ("name", ...)}``.
+    """
+    out = {}
+
+    def absolute(spec: str) -> str:
+        return f"{name}.{spec.lstrip('.')}"
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict):
+            continue
+        for key, value in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            if isinstance(value, ast.Constant) and isinstance(value.value, str) \
+                    and not key.value.startswith("."):
+                out.setdefault(key.value, absolute(value.value))
+            elif key.value.startswith(".") and isinstance(value, ast.Tuple | ast.List):
+                for item in value.elts:
+                    if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                        out.setdefault(item.value, absolute(key.value))
+    return out
+
+
 def own_imports(root: Path) -> tuple[set[str], list[OwnImport]]:
     """Every module of the package and every import of one package module by another.
 
@@ -92,9 +121,12 @@ def own_imports(root: Path) -> tuple[set[str], list[OwnImport]]:
     """
     files = sorted((root / PACKAGE).rglob("*.py"))
     modules = {module_name(f, root): f for f in files}
+    trees = {m: ast.parse(f.read_text(encoding="utf-8"), str(f)) for m, f in modules.items()}
+    lazy = {m: {k: v for k, v in _lazy_exports(m, trees[m]).items() if v in modules}
+            for m, f in modules.items() if f.name == "__init__.py"}
     found = []
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = trees[name]
         is_package = path.name == "__init__.py"
         for node, deferred in _walk(tree):
             targets = []
@@ -104,9 +136,10 @@ def own_imports(root: Path) -> tuple[set[str], list[OwnImport]]:
                 base = _resolve(node, name, is_package)
                 if base is None:
                     continue
-                for alias in node.names:
+                for alias in node.names:  # a submodule, a name resolved on first use, or not
                     sub = f"{base}.{alias.name}"
-                    targets.append(sub if sub in modules else base)
+                    targets.append(sub if sub in modules
+                                   else lazy.get(base, {}).get(alias.name, base))
             for target in targets:
                 while target and target not in modules:  # bayesbias.x.y where y is a name
                     target = target.rpartition(".")[0]

@@ -408,7 +408,7 @@ def add_embedding_options(parser, required: bool = False, manifest: bool = False
                              "files you trust")
     parser.add_argument("--validate", action="store_true",
                         help="check every line of the embedding file, not only the lines "
-                             "of the words used (slower; see README 'Embedding files')")
+                             "of the words used (slower; see the docs, guide/embeddings.md)")
     parser.add_argument("--on-missing", default=None, choices=["error", "drop"],
                         help="protected words and stereotypes not in the embedding: fail, or "
                              "drop them and list them in the output (default: fail for your "

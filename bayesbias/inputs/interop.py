@@ -3,7 +3,7 @@
 :func:`wefe_sets` turns a WEFE ``Query`` of two target and two attribute sets into the sets
 that :func:`~bayesbias.comparators.weat.weat` and
 :func:`~bayesbias.comparators.metrics.embedding_metric` take, so a WEFE study runs here with
-the same numbers plus intervals and null ranges (README, "For WEFE users").
+the same numbers plus intervals and null ranges (docs/guide/metrics.md, "For WEFE users").
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ GROUP_MEAN = "mu_bar"
 BOOTSTRAP_PREFIX = "bootstrap"
 #: A model of many embeddings: other families refuse a table of two or more.
 EMBEDDINGS = True
-#: NUTS target acceptance rate when the caller gives none: on the README's ensemble 0.8 and
+#: NUTS target acceptance rate when the caller gives none: on the docs' ensemble 0.8 and
 #: 0.9 left 0-3 divergences in 4 x 1000 draws, at the far tails of the scales (kappa0 large,
 #: tau or omega near 0) in both the centred and the non-centred forms (issue 27).
 TARGET_ACCEPT = 0.95

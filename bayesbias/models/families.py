@@ -20,7 +20,7 @@ Optional (absent means "no"):
   (``v[a] ~ Normal(0, omega)``); design and sensitivity studies analyse it in plug-in form
   (attribute deviations removed, the hierarchical part exact);
 - ``EMBEDDINGS``: the family models a table of several embeddings (an ``embedding``
-  column, :mod:`bayesbias.ensemble`); every other family refuses one (a single embedding's
+  column, :mod:`bayesbias.inputs.ensemble`); every other family refuses one (a single embedding's
   ensemble columns are dropped);
 - ``ADAPTATION``: nutpie's mass-matrix adaptation for the cell-marginal sampler;
 - ``validate(spec, source)``: structural checks beyond the priors;
@@ -45,7 +45,17 @@ Optional (absent means "no"):
 - ``PM_SAMPLE``: sampled through ``pm.sample`` rather than nutpie's compiled-model cache;
 - ``TARGET_ACCEPT``: NUTS target acceptance rate when the caller gives none (default 0.8);
 - ``marginal_blocks(spec)`` and ``derived(values, m)``, or ``marginal_kernel(spec, cells)``:
-  sampling with the cell means integrated out (:mod:`bayesbias.models.marginal`).
+  sampling with the cell means integrated out (:mod:`bayesbias.models.marginal`);
+- ``native_supported(cells)``: whether the family's native kernel covers this table (absent:
+  it covers every table the marginal sampler takes);
+- ``grouped_is_cheaper(cells)``: evaluate the marginal density on groups of cells (or
+  classes) rather than rows (absent: only for a large fit);
+- ``GAUSSIAN_GROUP_MEANS``: given the scales the group means are exactly Gaussian (a Normal
+  ``mu_bar`` prior), so the verdict reads Rao-Blackwellised interval ends
+  (:mod:`bayesbias.models.contrast_mixture`);
+- ``WORD_SUMMARIES``: fits can keep Rao-Blackwellised per-word summaries instead of per-word
+  draws (:mod:`bayesbias.models.word_summaries`); its ``marginal_kernel`` then takes
+  ``word_draws`` and ``grouped``.
 
 A new family is one module here, one entry in :data:`FAMILIES` and one spec file in
 ``models/`` (``tests/test_models_spec.py`` checks each against the protocol).

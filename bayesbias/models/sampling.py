@@ -77,8 +77,9 @@ def _exact_math():
 
     PyTensor compiles numba code with ``fastmath``; a fresh compile and a load from its cache
     (``~/.pytensor/numba``) then round differently and NUTS amplifies that: the same seed gave
-    different draws on the first run after installing (embedding_level, README ensemble:
-    ``mu_bar`` sum 3331.59 cold against 3345.77 warm). Without fastmath both agree.
+    different draws on the first run after installing (embedding_level, the ensemble of
+    docs/guide/ensembles.md: ``mu_bar`` sum 3331.59 cold against 3345.77 warm). Without
+    fastmath both agree.
     """
     import pytensor
 

@@ -22,7 +22,7 @@ __all__ = ["front_matter", "source_label", "report_title", "measured_lines", "di
 #: Tables with more rows than this start collapsed in the HTML page.
 LONG_TABLE = 15
 
-#: What each way of turning a word into an encoder vector measures (README, "Sentence encoders").
+#: What each way of turning a word into an encoder vector measures (docs/guide/encoders.md).
 ENCODER_CAVEATS = {
     "templates": "Measured on template sentences (\"This is a nurse.\", \"The nurse is "
                  "here.\", ...): a sentence embedding of \"This is a nurse.\" is not the word "

@@ -207,7 +207,7 @@ def _overview(report: Report, contexts: list[WordListContext], glossary: Glossar
     return over
 
 
-#: Why the default model is not the paper's, in one sentence (report and README).
+#: Why the default model is not the paper's, in one sentence (report; docs/notes/models.md).
 WHY_CROSSED = (
     "The default model (`crossed`) is the paper's hierarchical model plus an effect for every "
     "attribute word, with one sd for stereotypes, human attributes and neutral words each, "
