@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 
-import pandas as pd
 
 __all__ = ["card", "frame_html", "escape", "STYLE", "MUTED", "COLLAPSE_ROWS"]
 
@@ -60,12 +59,12 @@ def escape(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def frame_html(frame: pd.DataFrame, caption: str = "", digits: int = 4,
+def frame_html(frame, caption: str = "", digits: int = 4,
                collapse: int = COLLAPSE_ROWS) -> str:
     """Return `frame` as an escaped HTML table, collapsed when longer than `collapse` rows."""
     rounded = frame.copy()
     for c in rounded.columns:
-        if pd.api.types.is_float_dtype(rounded[c]):
+        if getattr(getattr(rounded[c], "dtype", None), "kind", "") == "f":  # no pandas import
             rounded[c] = rounded[c].round(digits)
     table = rounded.to_html(index=False, border=0, escape=True, na_rep="",
                             classes="bayesbias-table")
