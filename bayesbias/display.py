@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 
-
 __all__ = ["card", "frame_html", "escape", "STYLE", "MUTED", "COLLAPSE_ROWS"]
 
 #: Tables longer than this are shown collapsed (the first rows stay visible in text reprs).

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._stats import eti, hdi, normal_ppf
 from .validation import validate_ci_kind
 
 __all__ = ["tail_probabilities", "normal_quantile", "posterior_interval",
@@ -29,15 +30,11 @@ def tail_probabilities(ci_prob: float) -> tuple[float, float]:
 
 def normal_quantile(ci_prob: float) -> float:
     """Return z of a two-sided normal interval of probability `ci_prob` (1.96 for 0.95)."""
-    from ._stats import normal_ppf
-
     return float(normal_ppf(tail_probabilities(ci_prob)[1]))
 
 
 def posterior_interval(draws, ci_prob: float, ci_kind: str = "hdi") -> np.ndarray:
     """ArviZ's HDI or ETI of `draws` over the last axis; returns shape ``(..., 2)``."""
-    from ._stats import eti, hdi
-
     fn = hdi if validate_ci_kind(ci_kind) == "hdi" else eti
     return np.asarray(fn(np.asarray(draws, dtype=float), ci_prob), dtype=float)
 

@@ -21,6 +21,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ._atomic import shipped_dir
+from .inputs.wordlists import available_wordlists
+
 __all__ = ["provenance", "fit_provenance", "fit_inputs", "file_digest", "input_record",
            "set_command", "command_line",
            "git_commit", "package_versions", "provenance_lines", "compare_inputs"]
@@ -113,14 +116,10 @@ def _resolve(role: str, spec) -> tuple[str | None, Path | None]:
         if text == "default":
             return "shipped GloVe 6B 50-d subset", default_embedding_path()
     elif role == "wordlist":
-        from .inputs.wordlists import available_wordlists
-
         shipped = available_wordlists()
         if text in shipped:
             return "shipped", shipped[text]
     elif role == "controls" and text == "controls":
-        from ._atomic import shipped_dir
-
         return "shipped control groups", shipped_dir("wordlists") / "controls.toml"
     elif role == "distances" and text.startswith("published:"):
         from .inputs.datasets import _published_path

@@ -10,6 +10,12 @@ import pandas as pd
 
 from ._xarray import xr
 from .config import CONNECTIONS, defaults
+from .models import fit_model
+from .models.cells import UNIT_DIMS
+from .models.families import family_module
+from .models.fit import CONTRASTS
+from .models.spec import load_spec
+from .models.summaries import resolve_ci, summarise, to_frame
 
 __all__ = ["simulate_table", "simulate_ensemble_table", "design", "coverage_study", "REALISTIC",
            "RELIGION_DESIGN"]
@@ -108,11 +114,6 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     ``associated`` rows and its ``different`` rows alike. ``group_mean`` is ``mu_bar``, the
     mean over the *population* of attributes, not over the listed ones.
     """
-    from .models.cells import UNIT_DIMS
-    from .models.families import family_module
-    from .models.fit import CONTRASTS
-    from .models.spec import load_spec
-
     spec = load_spec(model, **spec_overrides)
     rng = np.random.default_rng(defaults.seed if seed is None else seed)
     table = design(n_classes, words_per_class, stereotypes_per_class, n_human, n_none)
@@ -190,9 +191,6 @@ def coverage_study(model="hierarchical", n_sims: int = 50, *, ci_prob: float | N
         ``attrs`` hold the overall rate, ``ci_prob``, ``ci_kind`` and the divergent fits.
     """
     import warnings
-
-    from .models import fit_model
-    from .models.summaries import resolve_ci, summarise, to_frame
 
     ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
     hits: dict[str, list[bool]] = {}

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pandas is imported where used: `bayesbias bbu` starts witho
 from ..config import defaults
 from ..display import card
 from ..errors import InputDataError, InvalidArgumentError
+from ..plain import to_plain
 from ..resampling import bootstrap_means
 from ..validation import validate_probability
 
@@ -205,8 +206,6 @@ class BBUResult:
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready; NaN as null)."""
-        from ..plain import to_plain
-
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d.update(claims_bias=self.claims_bias, ci_prob=self.ci_prob, ci_kind=self.ci_kind)
         return to_plain(d)

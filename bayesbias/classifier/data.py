@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputDataError, InvalidArgumentError
+from ..inputs.datasets import madlibs
 
 __all__ = [
     "ClassifierData",
@@ -445,8 +446,6 @@ def madlibs_data(score: str = "TOXICITY@1", *, terms: Sequence[str] | None = Non
     (ClassifierData, DataFrame)
         The validated data and the table with the group columns appended.
     """
-    from ..inputs.datasets import madlibs
-
     table = madlibs() if data is None else data
     groups = identity_groups(table, terms, match=match)
     full = pd.concat([table, groups.add_prefix("group:")], axis=1)

@@ -43,7 +43,7 @@ from ..config import defaults
 from ..display import card
 from ..errors import InputDataError, InvalidArgumentError
 from ..intervals import tail_probabilities
-from ..plain import format_number
+from ..plain import format_number, to_plain
 from ..resampling import bootstrap_indices
 from .auc import average_equality_gap
 from .data import check_boolean_flags
@@ -264,8 +264,6 @@ class FairnessResult:
 
     def to_dict(self) -> dict:
         """Plain JSON data (NaN as null)."""
-        from ..plain import to_plain
-
         return to_plain({
             "name": self.name, "value": self.value, "overall": self.overall,
             "difference": self.difference, "lower": self.lower, "upper": self.upper,

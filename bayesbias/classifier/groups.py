@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..config import defaults
 from ..errors import InputDataError, InvalidArgumentError
 from ..models.group_rates import (
     DENOMINATORS,
@@ -36,6 +37,7 @@ from ..models.group_rates import (
     load_group_spec,
     metric_name,
 )
+from ..models.plots import _save, new_figure
 from ..validation import validate_choice, validate_ci_prob
 
 __all__ = ["GroupRates", "Comparison", "prepare_groups", "bin_column", "binary_labels"]
@@ -294,8 +296,6 @@ class GroupRates:
                  missing: str = "error", structure: str | None = None, spec=None,
                  weights=None, ci_prob: float = 0.9, draws: int = 1000, tune: int = 1000,
                  chains: int = 4, seed: int | None = None):
-        from ..config import defaults
-
         self.ci_prob = validate_ci_prob(ci_prob)
         self.seed = defaults.seed if seed is None else int(seed)
         if isinstance(metrics, str):
@@ -750,8 +750,6 @@ class GroupRates:
     # ------------------------------------------------------------------ output
     def plot(self, path=None):
         """Plot raw cell rate (x) against pooled posterior mean (y), sized by n, per metric."""
-        from ..models.plots import _save, new_figure
-
         t = self.to_frame()
         fig = new_figure(figsize=(4.2 * len(self.metrics), 4.2))
         axes = fig.subplots(1, len(self.metrics), squeeze=False)

@@ -12,9 +12,10 @@ import pandas as pd
 from ..config import validate_ci_prob
 from ..display import card
 from ..errors import InputDataError, InvalidArgumentError
+from ..plain import to_plain
 from .auc import AUC_METRICS, nuanced_auc_metrics
 from .bernstein import CRITERIA, bbu_by_group
-from .data import ClassifierData
+from .data import ClassifierData, validate_classifier_data
 from .generalized import METRICS, FairnessResult, compute_metric
 
 __all__ = ["ClassifierBias", "classifier_bias", "classifier_bias_from_arrays", "TIDY_COLUMNS",
@@ -105,8 +106,6 @@ class ClassifierBias:
         :attr:`settings` (``n``, ``groups``, ``threshold``, ...), ``metrics`` (each
         metric's detailed result) and ``rows`` (the tidy table).
         """
-        from ..plain import to_plain
-
         return to_plain({
             "model": self.model, "ci_prob": self.ci_prob,
             "ci_kinds": {k: CI_KINDS[k] for k in dict.fromkeys(self.table["ci_kind"])
@@ -276,8 +275,6 @@ def classifier_bias_from_arrays(y_true, y_score=None, *, sensitive_features, y_p
     InputDataError
         Arrays of different lengths, or the checks of :func:`validate_classifier_data`.
     """
-    from .data import validate_classifier_data
-
     y = pd.Series(np.asarray(y_true)).reset_index(drop=True)
     data = {"y_true": y}
     for name, values in (("y_score", y_score), ("y_pred", y_pred)):

@@ -16,6 +16,19 @@ import signal
 import sys
 import time
 
+from .._atomic import check_output
+from ..encoders.options import use_encoder
+from ..errors import BayesbiasError, InvalidArgumentError
+from ..validation import (
+    MAX_CHAINS,
+    MAX_DRAWS,
+    MAX_RESAMPLES,
+    MAX_SEED,
+    validate_int,
+    validate_probability,
+)
+from ._common import ArgumentParser, VersionAction, add_global_options, printable
+
 __all__ = ["main", "build_parser", "COMMANDS", "SUMMARIES"]
 
 #: Sub-command modules, in the order ``--help`` lists them.
@@ -95,8 +108,6 @@ def build_parser(argv=None):
     appear in ``--help`` with their one-line summary. Without `argv`, every command is
     registered (slower: imports every command module).
     """
-    from ._common import ArgumentParser, VersionAction, add_global_options
-
     parser = ArgumentParser(
         prog="bayesbias",
         description="Bias in word embeddings and classifiers, with honest uncertainty.",
@@ -119,8 +130,6 @@ class _Printable(logging.Formatter):
     """Log lines with terminal control characters from words or file names escaped."""
 
     def format(self, record):
-        from ._common import printable
-
         return printable(super().format(record))
 
 
@@ -130,8 +139,6 @@ class _Elapsed(logging.Formatter):
         self.start = time.perf_counter()
 
     def format(self, record):
-        from ._common import printable
-
         return f"[{time.perf_counter() - self.start:6.1f}s] {printable(record.getMessage())}"
 
 
@@ -259,9 +266,6 @@ def main(argv=None) -> int:
 
 
 def _report_exception(command: str, exc: BaseException) -> int:
-    from ..errors import BayesbiasError
-    from ._common import printable
-
     if isinstance(exc, BayesbiasError):
         print(f"{command}: error: {printable(exc)}", file=sys.stderr)
         return exc.exit_code
@@ -285,8 +289,6 @@ def _int_limits() -> dict[str, tuple[int, int]]:
 
     Checked after parsing, so a command whose option has a plain ``type=int`` is covered.
     """
-    from ..validation import MAX_CHAINS, MAX_DRAWS, MAX_RESAMPLES, MAX_SEED
-
     return {"seed": (0, MAX_SEED), "draws": (1, MAX_DRAWS), "tune": (1, MAX_DRAWS),
             "chains": (1, MAX_CHAINS), "permutations": (0, 10**9),
             "null_reps": (0, MAX_RESAMPLES), "reps": (1, MAX_RESAMPLES),
@@ -303,9 +305,6 @@ def _check_common(args) -> None:
     """Refuse non-finite numbers and out-of-range counts in any command's options."""
     import math
     import numbers
-
-    from ..errors import InvalidArgumentError
-    from ..validation import validate_int, validate_probability
 
     limits = _int_limits()
     for dest, value in vars(args).items():
@@ -326,8 +325,6 @@ def _check_common(args) -> None:
 
 def _check_outputs(args) -> None:
     """Refuse a bad ``-o`` / ``--plot`` target before any computation (every command)."""
-    from .._atomic import check_output
-
     output = getattr(args, "output", None)
     if isinstance(output, str):
         folder = args.command in ("report", "train") or (args.command == "compare"
@@ -363,7 +360,6 @@ def _run(parser, args) -> int:
 
 def _run_command(parser, args) -> int:
     if hasattr(args, "word_vectors"):  # --encoder: word vectors from a sentence encoder
-        from ..encoders.options import use_encoder
 
         use_encoder(parser, args)
     if hasattr(args, "on_missing") and args.on_missing is None:

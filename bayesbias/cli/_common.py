@@ -21,13 +21,17 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import InvalidArgumentError
+from .._atomic import atomic_path
+from ..config import DEFAULT_MODEL, defaults
+from ..encoders.options import add_encoder_options
+from ..errors import InvalidArgumentError, WordListError
 from ..plain import dropped_line, to_plain
 from ..validation import (
     MAX_CHAINS,
     MAX_DRAWS,
     MAX_RESAMPLES,
     MAX_SEED,
+    POSTERIOR_CI_KINDS,
     validate_float,
     validate_int,
 )
@@ -211,8 +215,6 @@ def add_word_sets(parser) -> None:
 
 
 def _words(text: str, flag: str) -> tuple[str, ...]:
-    from ..errors import WordListError
-
     path = Path(text)
     raw = path.read_text(encoding="utf-8").splitlines() if path.is_file() else [text]
     words = [w.strip() for line in raw for w in line.split(",")]
@@ -227,8 +229,6 @@ def word_sets(args) -> dict[str, tuple[str, ...]] | None:
 
     Refuses a partial set of the four and their use together with ``--wordlist``.
     """
-    from ..errors import WordListError
-
     given = {k: getattr(args, k) for k in "xyab"}
     if not any(given.values()):
         return None
@@ -244,8 +244,6 @@ def word_sets(args) -> dict[str, tuple[str, ...]] | None:
 def add_ci_prob(parser, default: float | None = 0.89, help: str | None = None,
                 deprecated: tuple[str, ...] = (), dest: str = "ci_prob") -> None:
     """Add ``--ci-prob``: interval probability in (0, 1)."""
-    from ..config import defaults
-
     shown = f"{defaults.ci_prob}" if default is None else default
     add_option(parser, "--ci-prob", deprecated=deprecated, dest=dest, type=probability,
                default=default, metavar="P",
@@ -285,8 +283,6 @@ def add_plot(parser, help: str = "save the figure (.png, .svg or .pdf)") -> None
 def add_sampling_options(parser, draws: int | None = None, tune: int | None = None,
                          chains: int | None = None) -> None:
     """Add ``--draws``, ``--tune`` and ``--chains`` with their limits (defaults: config)."""
-    from ..config import defaults
-
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
@@ -331,9 +327,7 @@ def add_rope(p) -> None:
 
 def add_model_options(p, command: str = "fit") -> None:
     """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
-    from ..config import DEFAULT_MODEL, defaults
     from ..models import available_models
-    from ..validation import POSTERIOR_CI_KINDS
 
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"shipped spec ({', '.join(available_models())}) or a .toml file "
@@ -416,7 +410,6 @@ def add_embedding_options(parser, required: bool = False, manifest: bool = False
                              "lacks WEAT 1's 'blue-bell', 'gladiola'). Control-group words "
                              "(human, none) missing from the embedding are always dropped "
                              "and listed")
-    from ..encoders.options import add_encoder_options
 
     add_encoder_options(parser)
     for action in parser._actions:  # the encoder options without a default say so
@@ -435,8 +428,6 @@ def write_study_outputs(args, result, payload: dict, lines: list[str], indent=No
         result.plot(args.plot)
         lines.append(f"wrote {args.plot}")
     if args.output:
-        from .._atomic import atomic_path
-
         with atomic_path(args.output, suffix=".json") as tmp:
             tmp.write_text(json.dumps(to_jsonable(payload), indent=indent))
         lines.append(f"wrote {args.output}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._atomic import check_output
 from ..config import defaults
 from ._common import (
     add_json,
@@ -58,7 +59,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Run ``bayesbias calibrate``; return the exit code."""
-    from .._atomic import check_output
     from ..studies.calibration import sbc
 
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):

@@ -20,7 +20,9 @@ from ..classifier.data import (
 )
 from ..classifier.generalized import METRICS, PARITY_CODE
 from ..classifier.summary import METRIC_CHOICES, classifier_bias
+from ..config import defaults
 from ..errors import InputDataError, InvalidArgumentError
+from ..inputs.datasets import madlibs
 from ._common import (
     add_bootstrap,
     add_ci_prob,
@@ -100,7 +102,6 @@ def register(sub) -> None:
                    help="bbu: 'estimate', 'worst' or a number (default estimate)")
     add_bootstrap(p, 200, "bootstrap resamples for the generalized metrics and bbu "
                           "(default 200; 0 = no intervals)")
-    from ..config import defaults
 
     add_seed(p, None, f"random seed (default {defaults.seed})")
     add_option(p, "--reading", deprecated=("--parity",), dest="reading",
@@ -127,8 +128,6 @@ def register(sub) -> None:
 
 def _read(args) -> tuple[pd.DataFrame, dict]:
     if args.data == "madlibs":
-        from ..inputs.datasets import madlibs
-
         table = madlibs()
         defaults = {"label": "toxicity", "positive": "toxic", "score": "TOXICITY@1"}
     else:

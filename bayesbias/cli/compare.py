@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from .._atomic import check_output as check_file
+from ..errors import BayesbiasError, InvalidArgumentError
+from ..inputs.wordlists import load_wordlist
+from ..progress import progress
 from ._common import (
     add_json,
     add_model_options,
@@ -14,7 +18,7 @@ from ._common import (
     emit,
     int_range,
 )
-from .fit import fit_from_args, load_table
+from .fit import fit_from_args, load_table, weat_rows
 
 DESCRIPTION = """\
 Fit the same model to two distance tables (or to one word list on two embeddings) and report
@@ -86,7 +90,6 @@ def _mac(ta, tb):
         from ..comparators.mac import mac_from_table, mac_ttest
     except ImportError:  # pragma: no cover - MAC is part of the package
         return None
-    from ..errors import BayesbiasError
 
     try:
         return mac_ttest(mac_from_table(ta), mac_from_table(tb)).to_dict()
@@ -100,8 +103,6 @@ def _weat(ta, tb, seed):
     Returns the rows (or ``{"error": ...}``) and the results per side.
     """
     from ..comparators.weat import weat_class_pairs
-    from ..errors import BayesbiasError
-    from .fit import weat_rows
 
     rows, pairs = [], {}
     try:
@@ -115,7 +116,6 @@ def _weat(ta, tb, seed):
 
 def _methods(args):
     """Return the debiasing methods to add (a list, maybe empty), or None (no section)."""
-    from ..errors import InvalidArgumentError
     from ..inputs.debias import METHODS
 
     if not args.recoverability and not args.debias_methods:
@@ -133,7 +133,6 @@ def _methods(args):
 
 def _weat_min_p(table, seed):
     from ..comparators.weat import weat_class_pairs
-    from ..errors import BayesbiasError
 
     try:
         pairs = weat_class_pairs(table, alternative="two-sided", seed=seed)
@@ -147,7 +146,6 @@ def _debiasing(args, labels, methods, comp, weat_pairs):
     from ..inputs.debias import biased_words, debias
     from ..inputs.distances import distance_table
     from ..inputs.embeddings import load_embedding
-    from ..inputs.wordlists import load_wordlist
     from ..verdicts import verdict_from_fit
     from ..verdicts.recoverability import debiasing_frame, hidden_or_removed, plot_debiasing
     from ..verdicts.recoverability import recoverability as run_tests
@@ -222,11 +220,8 @@ def run(args) -> int:
 
         check_output(args.output)  # an earlier report or a new folder: before the work
     if args.debias_plot:
-        from .._atomic import check_output as check_file
-
         check_file(args.debias_plot, what="--debias-plot")
     labels = tuple(args.labels) if args.labels else (args.a, args.b)
-    from ..progress import progress
 
     ta, tb = _load(args.a, args), _load(args.b, args)
     fits = []

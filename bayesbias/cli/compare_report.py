@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..citation import cite_bayesbias, references
+from ..errors import BayesbiasError
+from ..inputs.wordlists import load_wordlist
 from ..plain import dropped_line
+from ..provenance import provenance
+from ..report.document import Report
+from ..report.reproduce import provenance_section
+from ..verdicts.recoverability import debiasing_frame, plot_debiasing
+from ._common import to_jsonable
 
 __all__ = ["is_report_output", "write_compare_report"]
 
@@ -42,8 +50,6 @@ def _metrics(args, labels):
     from types import SimpleNamespace
 
     from ..comparators.metrics import REPORT_BOOTSTRAP, REPORT_NULL_REPS, report_metrics
-    from ..errors import BayesbiasError
-    from ..inputs.wordlists import load_wordlist
 
     frames = []
     try:
@@ -73,12 +79,6 @@ def _metrics(args, labels):
 
 def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
     """Write the before/after report folder ``args.output``; return it."""
-    from ..citation import cite_bayesbias, references
-    from ..provenance import provenance
-    from ..report.document import Report
-    from ..report.reproduce import provenance_section
-    from ._common import to_jsonable
-
     a, b = labels
     inputs = ([("embedding", args.a), ("embedding", args.b), ("wordlist", args.wordlist),
                ("controls", "controls")] if args.wordlist
@@ -147,8 +147,6 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
 
     rows = getattr(args, "_debiasing_rows", None)
     if rows:
-        from ..verdicts.recoverability import debiasing_frame, plot_debiasing
-
         sec = report.section("Debiasing: removed, or hidden from WEAT?")
         sec.bullets([r["answer"] for r in rows if not r["name"].startswith("a: ")])
         sec.table(debiasing_frame(rows), "debiasing",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from .._atomic import atomic_path
 from ..config import defaults
+from ..encoders.options import add_backend_option
 from ..errors import BayesbiasError
+from ..inputs.wordlists import load_wordlist
 from ._common import (
     MAX_CHAINS,
     MAX_DRAWS,
@@ -66,7 +69,6 @@ def _encoder_args(p, corpus_required: bool) -> None:
     p.add_argument("--no-cache", dest="encoder_cache", action="store_false",
                    help="do not read or write the on-disk vector cache (default: use it)")
     add_seed(p, None, f"seed of every random draw (default {defaults.seed})")
-    from ..encoders.options import add_backend_option
 
     add_backend_option(p)
 
@@ -187,9 +189,7 @@ def run_ceat(args) -> int:
 
 def run_contexts(args) -> int:
     """Run ``bayesbias contexts``; return the exit code."""
-    from .._atomic import atomic_path
     from ..encoders.contexts import check_context_draws, context_distance_table
-    from ..inputs.wordlists import load_wordlist
 
     wl = load_wordlist(args.wordlist)
     try:

@@ -6,8 +6,11 @@ import argparse
 
 import numpy as np
 
+from .._atomic import check_output
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import InvalidArgumentError
+from ..models.families import family_has
+from ..validation import validate_int
 from ._common import (
     add_ci_prob,
     add_distances,
@@ -24,6 +27,7 @@ from ._common import (
     probability,
     write_study_outputs,
 )
+from .fit import load_table
 
 DESCRIPTION = """\
 Plan a study from a pilot. The pilot (a distance table, an embedding plus a word list, or a
@@ -41,8 +45,6 @@ the numbers depend on --seed only."""
 
 
 def _int_list(text: str) -> list[int]:
-    from ..validation import validate_int
-
     try:
         out = [validate_int(v, "value", low=1, high=10**6) for v in text.split(",")
                if v.strip()]
@@ -134,7 +136,6 @@ def _pilot(args, fit=None):
         from ..models import load_fit
 
         return Pilot.from_fit(fit if fit is not None else load_fit(args.pilot_fit))
-    from .fit import load_table
 
     return Pilot.from_table(load_table(args.distances, args), args.model, seed=args.seed)
 
@@ -155,7 +156,6 @@ def _embeddings(args, fit) -> int:
 
 def run(args) -> int:
     """Run ``bayesbias design``; return the exit code."""
-    from .._atomic import check_output
     from ..studies.design import VERDICTS, designs_grid, run_design
 
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):
@@ -168,7 +168,6 @@ def run(args) -> int:
     fit = None
     if args.embeddings or args.pilot_fit:
         from ..models import load_fit
-        from ..models.families import family_has
 
         fit = load_fit(args.pilot_fit) if args.pilot_fit else None
         if args.embeddings and fit is None:

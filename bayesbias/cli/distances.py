@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..inputs.wordlists import load_wordlist
 from ._common import (
     add_distances,
     add_embedding_options,
@@ -36,7 +37,6 @@ def run(args) -> int:
     from ..inputs.datasets import read_table
     from ..inputs.distances import check_table_path, distance_table, write_distance_table
     from ..inputs.embeddings import load_embedding
-    from ..inputs.wordlists import load_wordlist
 
     if args.output is not None:
         check_table_path(args.output, what="-o")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import warnings
 
-from ..errors import DistanceTableError
+from ..errors import BayesbiasError, DistanceTableError, InputDataError
+from ..inputs.wordlists import load_wordlist
+from ..models.families import family_has
+from ..progress import progress
 from ._common import (
     add_distances,
     add_json,
@@ -76,7 +79,6 @@ def load_table(source: str | None, args):
     if source:
         return read_table(source, labels="auto")
     from ..inputs.embeddings import load_embedding
-    from ..inputs.wordlists import load_wordlist
 
     if not args.wordlist:
         raise DistanceTableError("give --distances, or --embedding with --wordlist")
@@ -127,7 +129,6 @@ def verdict_lines(fit, args, name: str = "") -> tuple[object, list[str]]:
 def weat_pairs(table, seed):
     """WEAT (two-sided, as the report) per pair of classes of `table`; [] when it cannot run."""
     from ..comparators.weat import weat_class_pairs
-    from ..errors import BayesbiasError
 
     try:
         return weat_class_pairs(table, alternative="two-sided", seed=seed)
@@ -169,7 +170,6 @@ def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
     from ..inputs.distances import n_embeddings
     from ..models import load_spec
-    from ..models.families import family_has
     from ..models.result import ppc_heading
     from ..report.sections import coverage_warning, diagnostic_advice
 
@@ -186,7 +186,6 @@ def run(args) -> int:
         check_model(spec)
     table = load_table(args.distances, args)
     if per_embedding and n_embeddings(table) < 3:  # refused before sampling too
-        from ..errors import InputDataError
 
         raise InputDataError(f"--sensitivity with --model {args.model} leaves out each "
                              f"embedding in turn: it needs 3 or more embeddings; the table "
@@ -195,7 +194,6 @@ def run(args) -> int:
         from ..inputs.distances import check_pilot
 
         check_pilot(table, str(args.distances or table.attrs.get("source", "distance table")))
-    from ..progress import progress
 
     progress.info(f"fitting the {spec.name} model ({args.chains} chains x {args.draws} draws)")
     fit = fit_from_args(table, args)

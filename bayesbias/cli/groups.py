@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from .._atomic import atomic_path, spreadsheet_safe
 from ..errors import InputDataError, InvalidArgumentError
 from ._common import (
     add_ci_prob,
@@ -18,6 +19,7 @@ from ._common import (
     finite_float,
     float_range,
     probability,
+    to_jsonable,
 )
 
 log = logging.getLogger(__name__)
@@ -220,9 +222,6 @@ def run(args) -> int:
 
 def _write_output(path: str, g, payload) -> None:
     import json
-
-    from .._atomic import atomic_path, spreadsheet_safe
-    from ._common import to_jsonable
 
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet", ".json"):

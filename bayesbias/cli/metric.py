@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..errors import InvalidArgumentError, WordListError
+from ..inputs.wordlists import default_controls, load_wordlist
 from ._common import (
     add_bootstrap,
     add_ci_prob,
@@ -95,8 +97,6 @@ def register(sub) -> None:
 
 
 def _sets(args):
-    from ..errors import WordListError
-
     sets = word_sets(args)
     if sets is not None:
         if args.pairs:
@@ -116,9 +116,7 @@ def _sets(args):
 def run(args) -> int:
     """Run ``bayesbias metric``; return the exit code."""
     from ..comparators.metrics import embedding_metric, metric_sets, metric_table
-    from ..errors import InvalidArgumentError
     from ..inputs.embeddings import load_embedding
-    from ..inputs.wordlists import default_controls, load_wordlist
 
     nulls = [n.strip() for n in args.null.split(",") if n.strip()]
     bad = [n for n in nulls if n not in NULLS]

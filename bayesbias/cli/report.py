@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ..progress import progress
+from ..report.card import VerdictCard, terminal_summary
+from ..report.reproduce import check_inputs, settings_from_results
+from . import build_parser
 from ._common import (
     add_bootstrap,
     add_distances,
@@ -91,9 +95,6 @@ def run(args) -> int:
 
 
 def _rerun_settings(args):
-    from ..progress import progress
-    from ..report.reproduce import check_inputs, settings_from_results
-
     settings = settings_from_results(args.rerun, args.output)
     ignored = ignored_with_rerun(args)
     if ignored:
@@ -113,8 +114,6 @@ _SETTINGS_OPTIONS = ("embedding", "wordlists", "distances", "format", "model", "
 
 def ignored_with_rerun(args) -> list[str]:
     """Return the number-changing options given on the command line next to ``--rerun``."""
-    from . import build_parser
-
     defaults = build_parser(["report"]).parse_args(["report"])
     flags = {"wordlists": "--wordlist"}
     return [flags.get(name, "--" + name.replace("_", "-")) for name in _SETTINGS_OPTIONS
@@ -139,8 +138,6 @@ def _settings(args):
 
 
 def _print(args, results, diagnostic_advice) -> int:
-    from ..report.card import VerdictCard, terminal_summary
-
     # one headline line per word list first, then each list's contrasts and details (the
     # report's cards: results.json's `card`, which already holds warnings and advice)
     cards = [VerdictCard.from_verdict(res.get("card") or v, name=v["name"])

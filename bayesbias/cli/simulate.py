@@ -22,6 +22,8 @@ from ..comparators.null import (
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
 from ..errors import InvalidArgumentError
+from ..inputs.datasets import read_table
+from ..parallel import dask_client
 from ._common import (
     add_distances,
     add_json,
@@ -124,7 +126,6 @@ def run(args) -> int:
         if not args.distances:
             raise InvalidArgumentError("--null resample needs --distances (a distance table "
                                        "with 'none' rows)")
-        from ..inputs.datasets import read_table
 
         pool = neutral_pool(read_table(args.distances))
     try:
@@ -146,8 +147,6 @@ def run(args) -> int:
             logging.getLogger(name).setLevel(logging.WARNING)
     client = None
     if args.scheduler:
-        from ..parallel import dask_client
-
         client, _ = dask_client(scheduler=args.scheduler)
     grid = args.grid is not None or len(args.sd) > 1
     try:

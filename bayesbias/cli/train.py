@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ..errors import InvalidArgumentError
+from ..inputs.wordlists import load_wordlist
+from ..progress import TrainProgress, progress
 from ._common import add_json, add_output, add_parser, add_wordlist, emit, int_range
 
 DESCRIPTION = """\
@@ -62,7 +65,6 @@ def run(args) -> int:
     """Run ``bayesbias train``; return the exit code."""
     from pathlib import Path
 
-    from ..errors import InvalidArgumentError
     from ..inputs.training import SETTINGS, TrainSettings, train_models
 
     factors = {}
@@ -75,10 +77,7 @@ def run(args) -> int:
     seeds = args.seeds if args.seeds is not None else (0 if args.bootstrap else 1)
     settings = TrainSettings(**{k: getattr(args, k) for k in SETTINGS})
     if args.wordlist:
-        from ..inputs.wordlists import load_wordlist
-
         load_wordlist(args.wordlist)  # refuse a bad list before training
-    from ..progress import TrainProgress, progress
 
     if Path(args.corpus).is_file():  # (a missing file: the error alone)
         progress.info(f"reading {args.corpus} (documents, tokens, digest)")

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS, resolve_weat_sets, weat
+from ..comparators.weat import (
+    ALTERNATIVES,
+    SD_CONVENTIONS,
+    resolve_weat_sets,
+    weat,
+    weat_from_table,
+)
 from ..config import defaults
 from ..inputs.embeddings import load_embedding
 from ..inputs.wordlists import WeatSets
@@ -88,7 +94,6 @@ def run(args) -> int:
                    n_permutations=args.permutations, exact_limit=args.exact_limit,
                    seed=args.seed, bootstrap=args.bootstrap, ci_prob=args.ci_prob)
     if args.distances:
-        from ..comparators.weat import weat_from_table
         from ..inputs.datasets import read_table
 
         result = weat_from_table(read_table(args.distances), **options)

@@ -27,10 +27,11 @@ import numpy as np
 from scipy import stats
 
 from ..config import defaults, validate_ci_prob
-from ..errors import InputDataError, WordListError
+from ..errors import InputDataError, OutOfVocabularyError, WordListError
 from ..intervals import normal_quantile
 from ..plain import DROPPED_KEY, dropped_line
-from .weat import association, effect_size, resolve_weat_sets
+from ..resampling import percentile_interval
+from .weat import _ddof, association, effect_size, resolve_weat_sets
 
 __all__ = ["random_effects", "RandomEffects", "ceat_draws", "ceat_from_pools", "CeatResult",
            "ceat", "ceat_bootstrap", "INNER_DRAWS"]
@@ -176,8 +177,6 @@ def ceat_bootstrap(pools, *, n_bootstrap: int = 500, n_draws: int = INNER_DRAWS,
     ndarray, shape (n_bootstrap,)
         CES of each resample (NaN when no draw had a defined effect size).
     """
-    from .weat import _ddof
-
     ddof = _ddof(sd)
     rng = np.random.default_rng(seed)
     for key in "XYAB":
@@ -347,8 +346,6 @@ def ceat_from_pools(pools, *, n_draws: int = 1000, seed: int | None = None,
     re = random_effects(es[ok], v[ok], ci_prob)
     word_ci, word_p, inner = None, None, 0
     if bootstrap:
-        from ..resampling import percentile_interval
-
         inner = min(int(n_draws), INNER_DRAWS)
         boot = ceat_bootstrap(pools, n_bootstrap=int(bootstrap), n_draws=inner,
                               seed=np.random.SeedSequence([seed, 2]), sd=sd)
@@ -385,8 +382,6 @@ def ceat(source, wordlist_or_sets, *, n_draws: int = 1000, seed: int | None = No
     on_missing : {"error", "drop"}
         Words with no context in the corpus: raise, or drop and list them.
     """
-    from ..errors import OutOfVocabularyError
-
     sets = resolve_weat_sets(wordlist_or_sets)
     parts = {k: list(getattr(sets, k)) for k in "XYAB"}
     words = list(dict.fromkeys(w for k in "XYAB" for w in parts[k]))

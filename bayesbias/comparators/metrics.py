@@ -32,9 +32,10 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..display import card
 from ..errors import InputDataError, InvalidArgumentError, WordListError
-from ..inputs.embeddings import Embedding, as_embedding, lookup
+from ..inputs.embeddings import Embedding, as_embedding, load_embedding, lookup
 from ..inputs.wordlists import WordList, default_controls, load_wordlist
 from ..plain import DROPPED_KEY, dropped_line, format_number, plain_number
+from ..progress import progress
 from ..resampling import bootstrap_indices, percentile_interval
 from ..validation import MAX_RESAMPLES, validate_int
 from . import bolukbasi, ect, ripa, rnd, rnsb
@@ -843,8 +844,6 @@ def report_metrics(settings, name: str) -> MetricTable | None:
     `settings` are the report's (``embedding``, ``wordlists``, ``distances``, ``format``,
     ``trust_pickle``, ``on_missing``, ``n_bootstrap``, ``null_reps``, ``ci_prob``, ``seed``).
     """
-    from ..inputs.embeddings import load_embedding
-
     s = settings
     wl = None if getattr(s, "distances", ()) else _report_wordlist(s, name)
     if getattr(s, "embedding", None) is None or wl is None:
@@ -953,8 +952,6 @@ def metrics_section(ctx) -> None:
     The metrics need word vectors: a report built from distance tables only gets a note
     instead.
     """
-    from ..progress import progress
-
     s, sec = ctx.settings, ctx.section
     sec.heading("Embedding-bias metrics of other toolkits (with intervals and null ranges)")
     wl = None if getattr(s, "distances", ()) else _report_wordlist(s, ctx.name)

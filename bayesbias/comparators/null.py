@@ -38,6 +38,8 @@ import pandas as pd
 from .._xarray import xr
 from ..config import defaults
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError
+from ..models import fit_model
+from ..parallel import dask_client
 from ..progress import progress
 from ..resampling import ordered_subsets
 from .mac import class_scores, mac_value
@@ -262,8 +264,6 @@ class BayesExcludesZero:
 
     def __call__(self, table: pd.DataFrame) -> float:
         """Fit the model to one replication's table and check the interval."""
-        from ..models import fit_model
-
         fit = fit_model(table, self.model, **dict(self.fit_kwargs))
         ct = fit.contrasts(ci_prob=self.ci_prob)
         row = ct.loc[ct["contrast"] == self.contrast]
@@ -411,8 +411,6 @@ def _run_cells(cells: list[tuple[int, NullStudy]], client=None, n_workers=None,
             if len(tasks) > 1:
                 progress.info("null study: %d of %d chunks done", i, len(tasks))
     else:
-        from ..parallel import dask_client
-
         own_client, cluster = dask_client(n_workers, processes=processes, client=client)
         try:
             futures = [own_client.submit(_run_chunk, study, ci, chunk, n, pure=False)

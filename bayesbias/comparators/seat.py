@@ -24,10 +24,13 @@ import numpy as np
 
 from .._atomic import shipped_dir
 from ..config import defaults, validate_ci_prob
+from ..encoders.words import Templates
 from ..errors import InputDataError, InvalidArgumentError, WordListError
+from ..inputs.wordlists import WordList, load_wordlist
 from ..resampling import percentile_interval
 from .weat import (
     ALTERNATIVES,
+    PermutationTest,
     WeatResult,
     _ddof,
     n_splits,
@@ -66,8 +69,6 @@ class SeatTest:
 
 def _words_of_sentences(sets: dict, wordlist: str) -> dict:
     """Return the word of each sentence, regenerated from the word list and templates."""
-    from ..encoders.words import Templates
-
     try:
         weat_sets = resolve_weat_sets(wordlist)
     except WordListError:
@@ -133,9 +134,6 @@ def seat_test_from_words(wordlist_or_sets, templates=None) -> SeatTest:
     templates : bayesbias.encoders.Templates, optional
         Default: SEAT's templates plus the word list's own ``[templates]`` table.
     """
-    from ..encoders.words import Templates
-    from ..inputs.wordlists import WordList, load_wordlist
-
     obj = wordlist_or_sets
     if isinstance(obj, str):
         try:
@@ -234,8 +232,6 @@ def cluster_permutation_test(s_x, s_y, units_x, units_y, *, alternative: str = "
     -------
     bayesbias.comparators.weat.PermutationTest
     """
-    from .weat import PermutationTest
-
     if alternative not in ALTERNATIVES:
         raise InvalidArgumentError(f"alternative must be one of {', '.join(ALTERNATIVES)}, "
                                    f"got {alternative!r}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import cache_dir
 from ..errors import BayesbiasError
 
 __all__ = ["VectorCache", "CacheError", "default_cache_dir"]
@@ -22,8 +23,6 @@ _CHUNK = 500  # keys per SELECT (SQLite's parameter limit is larger)
 
 def default_cache_dir() -> Path:
     """Folder of the vector caches (:func:`bayesbias.config.cache_dir` ``("encoders")``)."""
-    from ..config import cache_dir
-
     return cache_dir("encoders")
 
 

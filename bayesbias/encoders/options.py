@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import defaults
 from ..errors import BayesbiasError
 
 __all__ = ["add_encoder_options", "add_backend_option", "use_encoder", "source_from_args"]
@@ -59,7 +60,6 @@ def add_encoder_options(parser) -> None:
 
 def source_from_args(args):
     """Build the :class:`~bayesbias.encoders.EncoderSource` the options describe."""
-    from ..config import defaults
     from .words import EncoderSource, Templates
 
     how = args.word_vectors or ("contexts" if args.corpus else "templates")

@@ -29,6 +29,7 @@ import numpy as np
 from .._atomic import shipped_dir
 from ..config import defaults
 from ..inputs.embeddings import Embedding
+from ..inputs.wordlists import load_wordlist
 from ..progress import progress
 from .model import Encoder, EncoderError, load_encoder
 
@@ -104,8 +105,6 @@ class Templates:
     @classmethod
     def from_wordlists(cls, wordlists) -> Templates:
         """Shipped templates with the ``[templates]`` of several word lists (later wins)."""
-        from ..inputs.wordlists import load_wordlist
-
         out = cls.shipped()
         for item in wordlists:
             try:

@@ -24,8 +24,10 @@ from ..validation import (
     distinct_bounded,
     empty_label_rows,
     factorize_bounded,
+    known_label_codes,
     label_codes,
     remember_label_codes,
+    validate_choice,
 )
 from .embeddings import Embedding, as_embedding, lookup
 from .wordlists import WordList, load_wordlist
@@ -528,8 +530,6 @@ def read_distance_table(path, duplicates: str = "drop", labels: str = "str") -> 
     :data:`CATEGORICAL_ROWS` rows; :func:`categorical_labels`). From Parquet they are
     made from the codes read with the labels, so no string per row is ever built.
     """
-    from ..validation import validate_choice
-
     validate_choice(labels, LABELS, "labels")
     path = Path(path)
     if not path.exists():
@@ -704,8 +704,6 @@ def categorical_labels(table: pd.DataFrame) -> pd.DataFrame:
     first appearance (as ``pd.factorize`` numbers them), from the codes the reader kept
     (:func:`read_distance_table`), else from one ``pd.factorize`` per column. Returns `table`.
     """
-    from ..validation import known_label_codes
-
     for col in _LABEL_COLUMNS:
         if col not in table.columns or table[col].dtype != "str":
             continue

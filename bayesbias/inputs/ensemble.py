@@ -16,6 +16,9 @@ import pandas as pd
 
 from ..config import FACTOR_PREFIX
 from ..errors import DistanceTableError, InputDataError
+from .distances import distance_table
+from .embeddings import load_embedding
+from .training import MANIFEST, read_manifest
 from .wordlists import load_wordlist
 
 __all__ = ["ensemble_table", "manifest_table", "manifest_path"]
@@ -44,9 +47,6 @@ def ensemble_table(paths, wordlist, labels=None, corpus_samples=None,
     (one warning names the word and the embeddings that lack it), so that every embedding
     has the same rows.
     """
-    from .distances import distance_table
-    from .embeddings import load_embedding
-
     paths = [Path(p) for p in paths]
     if not paths:
         raise InputDataError("no embedding files given")
@@ -89,8 +89,6 @@ def manifest_path(source) -> Path | None:
     A ``.json`` file, or a folder holding ``manifest.json``, as written by ``bayesbias
     train``; anything else (an embedding file, ``default``) gives None.
     """
-    from .training import MANIFEST
-
     if not isinstance(source, (str, Path)) or not str(source):
         return None
     path = Path(source)
@@ -105,8 +103,6 @@ def manifest_path(source) -> Path | None:
 
 def _training_runs(folder: Path) -> list[Path]:
     """Subfolders of `folder` that hold a training manifest, in name order."""
-    from .training import MANIFEST
-
     return sorted(p for p in folder.iterdir() if p.is_dir() and (p / MANIFEST).is_file())
 
 
@@ -120,8 +116,6 @@ def manifest_table(manifest, wordlist) -> pd.DataFrame:
     digest) share its corpus samples: the corpus itself, and resamples of the same
     ``--bootstrap-seed`` (same resample digest), labelled by the first such run.
     """
-    from .training import MANIFEST, read_manifest
-
     path = Path(manifest)
     runs = ([path] if not path.is_dir() or (path / MANIFEST).is_file()
             else _training_runs(path))

@@ -33,6 +33,8 @@ import numpy as np
 
 from ..errors import InputDataError, InvalidArgumentError
 from ..progress import progress
+from ..provenance import file_digest
+from .embeddings import Embedding, save_embedding
 
 __all__ = ["TrainSettings", "ModelPlan", "Corpus", "plan_models", "train_models",
            "read_manifest", "MANIFEST", "SETTINGS"]
@@ -184,8 +186,6 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     import gensim
     from gensim.models import Word2Vec
 
-    from .embeddings import Embedding, save_embedding
-
     counts = None
     digest = None
     if plan.resample is not None:
@@ -203,7 +203,6 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
     else:
         progress.info("trained %s: %d words in %.1f s", plan.name, len(wv.index_to_key),
                       seconds)
-    from ..provenance import file_digest
 
     entry = dict(plan.to_dict(), file=path.name, file_sha256=file_digest(path)["sha256"],
                  resample_sha256=digest,
@@ -218,8 +217,6 @@ def _train_one(corpus_path: str, plan: ModelPlan, settings: TrainSettings, out: 
 
 def _intact(path: Path, entry: dict) -> bool:
     """Whether a model file exists with the digest its record gives (older records: exists)."""
-    from ..provenance import file_digest
-
     if not path.is_file():
         return False
     want = entry.get("file_sha256")

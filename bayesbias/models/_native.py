@@ -30,6 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import cache_dir as _cache_dir
+from .priors import c_source, kernel_row
+
 __all__ = ["source", "FLAGS", "library", "cache_dir", "entry_points", "prior_logp",
            "pack_cells", "pack_additive"]
 
@@ -704,15 +707,11 @@ _LIBS: dict = {}
 
 def source() -> str:
     """Return the kernels' C source, with ``prior()`` generated from the priors' table."""
-    from .priors import c_source
-
     return _TEMPLATE.replace("/*@PRIOR@*/", c_source())
 
 
 def cache_dir() -> Path:
     """Folder of the compiled kernels (:func:`bayesbias.config.cache_dir` ``("kernels")``)."""
-    from ..config import cache_dir as _cache_dir
-
     return _cache_dir("kernels")
 
 
@@ -793,8 +792,6 @@ def entry_points(family: str):
 
 def prior_logp(prior, v: float) -> tuple[float, float]:
     """Log-density of `prior` at `v` and its derivative, through the compiled ``prior()``."""
-    from .priors import kernel_row
-
     lib = library()
     if lib is None:
         raise RuntimeError("no compiled kernels (no working C compiler)")

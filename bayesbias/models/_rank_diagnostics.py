@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._stats import _ess, _split_chains, normal_ppf, tied_ranks
+from ..parallel import MAX_THREADS, thread_map
 
 __all__ = ["covered", "rank_diagnostics"]
 
@@ -48,8 +49,6 @@ def rank_diagnostics(ary: np.ndarray, prob: float,
     release the GIL, and the numbers are the same (a 4000-draw crossed fit: 2.1 -> 1.0 s on
     2 cores).
     """
-    from ..parallel import MAX_THREADS, thread_map
-
     n = ary.shape[2]
     if threads is None and ary.size < THREAD_ELEMENTS:
         threads = 1

@@ -20,7 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import CONNECTIONS
+from ..errors import ModelSpecError
+from ._native import entry_points, pack_additive
 from .cells import Cells
+from .priors import kernel_row
 from .spec import ModelSpec
 
 __all__ = ["cell_means", "rotation", "card_lines", "validate", "model_data", "marginal_kernel",
@@ -44,8 +47,6 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
 
 def validate(spec: ModelSpec, source: str) -> None:
     """Refuse priors other than Normal for m and co (the rotation needs them)."""
-    from ..errors import ModelSpecError
-
     for p in ("m", "co"):
         if spec.priors[p].dist != "Normal":
             raise ModelSpecError(
@@ -143,9 +144,7 @@ def _initial_sd(spec: ModelSpec, cells: Cells) -> np.ndarray:
 
 def marginal_kernel(spec: ModelSpec, cells: Cells):
     """Return the sampler's :class:`~bayesbias.models.marginal.Kernel` (log residual sds only)."""
-    from ._native import entry_points, pack_additive
     from .marginal import Kernel
-    from .priors import kernel_row
 
     per = spec.residual_sd == "per_connection"
     n_c = len(CONNECTIONS)

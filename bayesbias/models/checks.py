@@ -31,6 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import CONNECTIONS
+from ..parallel import thread_map
+from ._psis import psislw, tail_draws
+from .families import family_module
 
 __all__ = ["loo_pit", "loo_coverage", "loo_skip_reason", "attribute_dependence", "CHECK_DRAWS",
            "ATTRIBUTE_ALPHA", "coverage_tolerance", "CHECK_ELEMENTS", "LOO_ROWS"]
@@ -90,8 +93,6 @@ def _row_mean_and_sds(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray
     spec = getattr(fit, "spec", None)
     hook = None
     if spec is not None:
-        from .families import family_module
-
         hook = getattr(family_module(spec.family), "row_attribute_effects", None)
     if hook is not None:  # embedding_level: per corpus sample, and the strengths
         idx, effects = hook(post, c, keep)
@@ -185,9 +186,6 @@ def loo_pit(fit, rows=None) -> np.ndarray:
     """
     from scipy.special import ndtr
 
-    from ..parallel import thread_map
-    from ._psis import psislw
-
     y = fit.cells.y if rows is None else fit.cells.y[rows]
     mean, sig, conn = _row_mean_and_sds(fit, rows=rows)
 
@@ -214,8 +212,6 @@ def loo_pit(fit, rows=None) -> np.ndarray:
 
 def loo_skip_reason(fit) -> str | None:
     """Why the coverage check cannot run (too few draws for PSIS's 5 tail draws), else None."""
-    from ._psis import tail_draws
-
     n = len(thinned_draws(fit))
     if tail_draws(n) >= 5:
         return None
@@ -315,7 +311,6 @@ def attribute_dependence(fit) -> float | None:
     n = np.bincount(c.attr_idx, minlength=na).astype(float)
     starts = range(0, keep.size, per_chunk)
     if not getattr(fit, "word_draws", True):  # sums per (attribute, connection) and cell
-        from ..parallel import thread_map
 
         pooled = _attribute_sums(fit)
         fit._word_moments()  # cached before the threads share it

@@ -12,8 +12,11 @@ from .._xarray import xr
 from ..config import CONNECTIONS
 from ..display import card
 from ..errors import ModelSpecError
+from ..verdicts import verdict_changes, verdict_from_fit
 from .fit import Fit
+from .plots import plot_comparison_forest
 from .summaries import resolve_ci, summarise, to_frame
+from .word_summaries import refuse
 
 __all__ = ["Comparison", "compare_fits", "loo_compare", "STEREOTYPE", "NEUTRAL"]
 
@@ -127,8 +130,6 @@ class Comparison:
 
     def plot_forest(self, path=None):
         """Forest plot of the differences: saved at `path`, or returned as a Figure."""
-        from .plots import plot_comparison_forest
-
         return plot_comparison_forest(self, path)
 
     def __repr__(self) -> str:
@@ -193,8 +194,6 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
                              f"(hash {a.spec.hash}) vs {b.spec.name!r} (hash {b.spec.hash})")
     unit = a.unit_dim
     if not (a.word_draws and b.word_draws):
-        from .word_summaries import refuse
-
         raise refuse("comparing two fits word by word (compare)")
     groups = _diff_table(a.group_mean_draws(), b.group_mean_draws(), ci_prob, ci_kind)
     contrasts = _diff_table(a.contrast_draws(), b.contrast_draws(), ci_prob, ci_kind)
@@ -239,7 +238,6 @@ def compare_fits(a: Fit, b: Fit, ci_prob=None, ci_kind=None,
     summary += lines
     if moved_list["neutral"] and not moved_list["stereotype"]:
         summary.append("for these words, only the controls moved")
-    from ..verdicts import verdict_changes, verdict_from_fit
 
     va = verdict_from_fit(a, labels[0], ci_prob, ci_kind, rope)
     vb = verdict_from_fit(b, labels[1], ci_prob, ci_kind, rope)

@@ -32,7 +32,7 @@ import pandas as pd
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, ModelSpecError
 from .cells import Cells, cells_from_table
-from .spec import ModelSpec
+from .spec import ModelSpec, load_spec
 
 __all__ = ["context_cells", "cell_loglik", "cells", "cell_means", "likelihood", "row_sd",
            "card_lines", "fit_context_model", "load_context_spec", "CONTEXT_PRIORS"]
@@ -212,8 +212,6 @@ def row_sd(posterior):
 # -- the names before the context model joined the families -----------------------------------
 def load_context_spec(name_or_path="context") -> ModelSpec:
     """Load a context spec: :func:`~bayesbias.models.load_spec` (deprecated alias)."""
-    from .spec import load_spec
-
     warnings.warn("load_context_spec is deprecated; use bayesbias.models.load_spec",
                   DeprecationWarning, stacklevel=2)
     spec = load_spec(name_or_path)

@@ -60,6 +60,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import CONNECTIONS
+from ._rank_diagnostics import _ess as ess
+from ._rank_diagnostics import _split_chains
+from .families import family_has
 
 __all__ = ["supports", "conditional_moments", "contrast_mixture", "mixture_end_mcse",
            "MAX_MATRIX_BYTES", "MAX_DRAWS"]
@@ -82,8 +85,6 @@ def supports(fit) -> bool:
     The ``hierarchical`` and ``crossed`` families with a Normal ``mu_bar`` prior, on one
     embedding's table.
     """
-    from .families import family_has
-
     spec = fit.spec
     if not family_has(spec.family, "GAUSSIAN_GROUP_MEANS"):
         return False
@@ -102,8 +103,6 @@ def supports(fit) -> bool:
 
 
 def _attribute_effects(spec) -> bool:
-    from .families import family_has
-
     return family_has(spec.family, "ATTRIBUTE_EFFECTS")
 
 
@@ -305,9 +304,6 @@ def contrast_mixture(fit, contrasts) -> tuple[np.ndarray, np.ndarray]:
 
 def _ess(series: np.ndarray) -> float:
     """ArviZ-style split-chain ESS of a (chain, draw) series (its size if constant)."""
-    from ._rank_diagnostics import _ess as ess
-    from ._rank_diagnostics import _split_chains
-
     s = np.asarray(series, float)
     if s.shape[1] < 4 or np.ptp(s) == 0:
         return float(s.size)

@@ -36,9 +36,13 @@ import json
 
 import numpy as np
 
+from .._stats import sorted_counts
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, ModelSpecError
+from . import hierarchical
+from ._native import entry_points
 from .cells import ATTRIBUTE_KINDS, Cells, cell_mean_conditional
+from .priors import kernel_row
 from .spec import ModelSpec
 
 __all__ = ["cell_means", "row_effects", "card_lines", "validate", "marginal_kernel",
@@ -94,8 +98,6 @@ def card_lines(spec: ModelSpec, unit: str, s: str) -> list[str]:
 
 def simulate_cell_means(spec: ModelSpec, rng, n_u: int, unit: str, given: dict | None):
     """Return true cell means and parameters: those of the hierarchical family."""
-    from . import hierarchical
-
     return hierarchical.simulate_cell_means(spec, rng, n_u, unit, given)
 
 
@@ -253,8 +255,6 @@ def _information_ratio(moments: tuple[float, float, float]) -> float:
 
 def cell_means(spec: ModelSpec, cells: Cells):
     """Add the hierarchical cell means ``mu`` to the current PyMC model."""
-    from . import hierarchical
-
     return hierarchical.cell_means(spec, cells)
 
 
@@ -291,8 +291,6 @@ def _cell_layout(cells: Cells):
 
 def _kernel_header(spec: ModelSpec, cells: Cells):
     """Return what both kernel layouts start with: kinds, sd counts, prior rows, sd map."""
-    from .priors import kernel_row
-
     per = spec.residual_sd == "per_connection"
     kind, labels = _kinds(spec, cells)
     ns, no = (_NC if per else 1), max(len(labels), 1)
@@ -367,7 +365,6 @@ def cell_groups(cells: Cells) -> dict:
     cache = cells.__dict__.get("_cell_groups")
     if cache is not None:
         return cache
-    from .._stats import sorted_counts
 
     nc = _NC
     na = int(cells.attributes.size)
@@ -703,7 +700,6 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
     (:func:`classes_are_cheaper`: cells that meet different attributes); without
     `word_draws` no cell means are drawn (:mod:`.word_summaries`).
     """
-    from ._native import entry_points
     from .marginal import Kernel
 
     check_cells(cells)

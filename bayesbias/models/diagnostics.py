@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._stats import bfmi as _bfmi
 from .._xarray import xr
 from ..errors import DiagnosticsError
+from ._rank_diagnostics import covered, rank_diagnostics
 
 __all__ = ["Diagnostics", "SamplerWarning", "diagnose", "check", "RHAT_MAX",
            "ESS_PER_CHAIN_MIN", "BFMI_MIN", "HELPERS"]
@@ -108,8 +110,6 @@ def _chain_draw_stats(blocks: list[np.ndarray]) -> dict[str, np.ndarray]:
     """
     from arviz_base import rcParams
 
-    from ._rank_diagnostics import covered, rank_diagnostics
-
     sizes = [b.shape[2] for b in blocks]
     out = {k: np.empty(sum(sizes)) for k in ("rhat", "ess_bulk", "ess_tail")}
     offsets = np.cumsum([0] + sizes)
@@ -145,7 +145,6 @@ def _sampler_checks(sample_stats: xr.Dataset | None) -> tuple[int, int, np.ndarr
     """
     if sample_stats is None:
         return 0, 0, None, []
-    from .._stats import bfmi as _bfmi
 
     def _count(*names) -> int:
         for v in names:

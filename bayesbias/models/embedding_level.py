@@ -56,8 +56,11 @@ import numpy as np
 
 from ..config import CONNECTIONS, FACTOR_PREFIX
 from ..errors import DistanceTableError
-from .cells import Cells
-from .crossed import attribute_noncentred
+from . import _native
+from ._native import CFunc
+from .cells import ATTRIBUTE_KINDS, Cells, cell_mean_conditional, cells_from_table
+from .crossed import AUTO_RATIO, _moments, _residual_moments, attribute_noncentred
+from .priors import kernel_row
 from .spec import ModelSpec
 
 __all__ = ["cell_means", "likelihood", "attribute_groups", "card_lines", "structure",
@@ -146,8 +149,6 @@ def cells(table, level: str = "word") -> Cells:
     same cells and, with the same seed, the same draws.
     """
     import dataclasses
-
-    from .cells import cells_from_table
 
     order = canonical_order(table)
     if order is None:
@@ -300,8 +301,6 @@ def attributes_per_connection(cells: Cells) -> dict[str, int]:
 
     Stereotypes for associated and different, human attributes, neutral words.
     """
-    from .cells import ATTRIBUTE_KINDS
-
     kinds = _kind_of_connection()
     return {c: max(int((cells.attribute_kind == ATTRIBUTE_KINDS[kinds[j]]).sum()), 1)
             for j, c in enumerate(CONNECTIONS)}
@@ -355,8 +354,6 @@ def strength_noncentred(cells: Cells) -> bool:
     the noise ``s2 (1/n_a + 1/n_d)``; non-centred when ``gamma^2 / noise`` is below
     :data:`~bayesbias.models.crossed.AUTO_RATIO`.
     """
-    from .crossed import AUTO_RATIO
-
     stereo = strength_stereotypes(cells)
     if stereo.size < 2:
         return True
@@ -582,8 +579,6 @@ def _effects(spec: ModelSpec, cells: Cells) -> dict:
     import pymc as pm
     import pytensor.tensor as pt
 
-    from .cells import ATTRIBUTE_KINDS
-
     st = structure(cells)
     if cells.attr_idx is None:
         raise DistanceTableError("the embedding_level model needs the column attribute in "
@@ -730,8 +725,6 @@ def cell_means(spec: ModelSpec, cells: Cells):
     """
     import pymc as pm
     import pytensor.tensor as pt
-
-    from .cells import cell_mean_conditional
 
     eff = _effects(spec, cells)
     layout = attribute_groups(cells, has_strength(spec))
@@ -1185,8 +1178,6 @@ def _library():
     import ctypes
     import os
 
-    from . import _native
-
     if os.environ.get("BAYESBIAS_KERNEL", "").lower() in ("pymc", "numba"):
         return None
     text = _native.source() + _KERNEL_C
@@ -1206,8 +1197,6 @@ def _library():
 
 def _hyper(spec: ModelSpec, cells: Cells):
     """Return the sampled hyperparameters: names, sizes and prior rows, and the roles map."""
-    from .priors import kernel_row
-
     pr = spec.priors
     per = spec.residual_sd == "per_connection"
     strength = has_strength(spec) and strength_stereotypes(cells).size > 0
@@ -1238,8 +1227,6 @@ def _ratio_centred(means: np.ndarray, noise: float) -> tuple[bool, float]:
     :data:`~bayesbias.models.crossed.AUTO_RATIO` (the data pin each value better than the
     prior spreads them). Returns the choice and the anchor sd of a centred set's mean.
     """
-    from .crossed import AUTO_RATIO
-
     means = np.asarray(means, float)
     means = means[np.isfinite(means)]
     if means.size < 2 or not np.isfinite(noise) or noise <= 0:
@@ -1256,8 +1243,6 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
     row-attribute map (:func:`row_attribute` x 4 index, coef) and the choices made
     (name -> centred).
     """
-    from .cells import ATTRIBUTE_KINDS
-
     st = structure(cells)
     blocks, start, _, _ = _hyper(spec, cells)
     names = {b[0] for b in blocks}
@@ -1357,8 +1342,6 @@ def _moments_el(cells: Cells) -> dict:
 
     Per set: the values' rough estimates (means of residuals) and their error variance.
     """
-    from .crossed import _residual_moments
-
     st = structure(cells)
     out = {}
     means, s2, n = _residual_moments(cells)
@@ -1468,7 +1451,6 @@ def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
     between = np.array([np.std(cells.mean[cells.n[:, j] > 0, j])
                         if (cells.n[:, j] > 0).sum() > 1 else 0.1 for j in range(_NC)])
     between = np.clip(np.nan_to_num(between, nan=0.1), 0.01, None)
-    from .crossed import _moments
 
     o2, s2, _ = _moments(cells)
     guess = {"M": mean, "tau": np.log(between), "eta": np.log(np.full(_NC, 0.02)),
@@ -1502,7 +1484,6 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True):
     afterwards from their exact conditionals; the means of the zero-sum effects, which only
     ``mu_bar`` sees, are drawn from their (prior) Normal.
     """
-    from ._native import CFunc
     from .marginal import Kernel
 
     if not native_supported(cells):
@@ -1552,8 +1533,6 @@ def _json_choices(choices: dict) -> str:
 
 def _complete(spec, cells, layout, raw, rng, word_draws):
     """Posterior variables from the kernel's draws (see :func:`marginal_kernel`)."""
-    from .cells import ATTRIBUTE_KINDS
-
     st = structure(cells)
     lead = raw["M"].shape[:2]
     vals = raw["set_values"]

@@ -15,6 +15,8 @@ from .._xarray import xr
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from .cells import Cells
+from .families import family_module
+from .marginal import word_summaries_supported
 from .result import Fit
 from .spec import ModelSpec, load_spec
 
@@ -61,14 +63,11 @@ def load_fit(path, spec=None) -> Fit:
             raise ModelSpecError(
                 f"{path}: fitted with spec {stored.name!r} (hash {stored.hash}), which does not "
                 f"match the requested spec {wanted.name!r} (hash {wanted.hash})")
-    from .marginal import word_summaries_supported
 
     # a fit without per-word draws (bayesbias.models.word_summaries) has its parameters
     summaries = "mu" not in tree["posterior"].data_vars if "posterior" in tree.children \
         else False
     if summaries and word_summaries_supported(stored):
-        from .families import family_module
-
         mod = family_module(stored.family)
         if getattr(mod, "marginal_blocks", None) is None:  # crossed: its sampled parameters
             first = ("mu_bar", "tau", "sigma", "omega", "attribute_effect")

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .._atomic import shipped_dir
-from ..errors import ModelSpecError
+from ..errors import InvalidArgumentError, ModelSpecError
 from .spec import Prior
 
 __all__ = ["METRICS", "METRIC_ALIASES", "STRUCTURES", "GroupSpec", "load_group_spec",
@@ -76,8 +76,6 @@ def metric_name(name: str) -> str:
     key = str(name).strip().lower()
     key = METRIC_ALIASES.get(key, key)
     if key not in METRICS:
-        from ..errors import InvalidArgumentError
-
         raise InvalidArgumentError(f"unknown metric {name!r}; choose from "
                                    f"{', '.join(METRICS)} (or {', '.join(METRIC_ALIASES)})")
     return key

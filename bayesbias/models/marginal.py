@@ -24,7 +24,11 @@ import numpy as np
 
 from .._xarray import xr
 from ..config import CONNECTIONS
+from ._native import entry_points, library, pack_cells
+from ._nutpie import core, run
 from .cells import Cells, cell_mean_conditional
+from .families import family_module
+from .priors import kernel_row
 
 __all__ = ["Block", "Kernel", "supports", "sample_marginal", "conditional_cell_means"]
 
@@ -85,9 +89,6 @@ def supports(spec) -> bool:
     the compiled kernels are available (:func:`bayesbias.models._native.library`; without a
     C compiler the PyMC model is sampled instead).
     """
-    from ._native import library
-    from .families import family_module
-
     mod = family_module(spec.family)
     if getattr(mod, "marginal_kernel", None) is None:
         fn = getattr(mod, "marginal_blocks", None)
@@ -97,9 +98,6 @@ def supports(spec) -> bool:
 
 
 def _layout(spec):
-    from .families import family_module
-    from .priors import kernel_row
-
     mod = family_module(spec.family)
     blocks, fixed = mod.marginal_blocks(spec)
     rows, maps, names = [], [], []
@@ -216,15 +214,11 @@ def conditional_cell_means(m, t, s, cells: Cells, rng) -> np.ndarray:
 def _run_nutpie(kernel: Kernel, init_fn, label: str, draws: int, tune: int, chains: int,
                 cores: int, seed: int, target_accept: float) -> tuple[xr.Dataset, xr.Dataset]:
     """NUTS on `kernel`: ``(posterior, sample_stats)`` without warmup (:mod:`._nutpie`)."""
-    from ._nutpie import run
-
     return run(kernel, init_fn, label, draws, tune, chains, cores, seed, target_accept)
 
 
 def nutpie_lib():
     """Return nutpie's compiled core without importing the ``nutpie`` package (:mod:`._nutpie`)."""
-    from ._nutpie import core
-
     return core()
 
 
@@ -236,9 +230,6 @@ def _blocks_kernel(spec, cells: Cells, word_draws: bool = True,
     (:func:`_grouped_cells`; same posterior, cost independent of the number of words, but
     other rounding, hence other draws than the per-cell kernel).
     """
-    from ._native import entry_points, pack_cells
-    from .families import family_module
-
     mod = family_module(spec.family)
     blocks, priors, maps, offsets, _ = _layout(spec)
     _, fixed = mod.marginal_blocks(spec)
@@ -278,8 +269,6 @@ def word_summaries_supported(spec) -> bool:
     given the parameters and the attribute effects; its ``marginal_kernel`` takes
     ``word_draws`` and ``grouped``).
     """
-    from .families import family_module
-
     mod = family_module(spec.family)
     if getattr(mod, "WORD_SUMMARIES", False):  # its kernel takes word_draws and grouped
         return True
@@ -298,8 +287,6 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     come from the parameters' draws (:mod:`.word_summaries`). `grouped`: evaluate the
     density on groups of cells that share (connection, n) (those families only).
     """
-    from .families import family_module
-
     mod = family_module(spec.family)
     make = getattr(mod, "marginal_kernel", None)
     if not word_draws and not word_summaries_supported(spec):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._atomic import atomic_path
 from ..config import CONNECTIONS
+from ..errors import InvalidArgumentError
 
 __all__ = ["plot_fit_forest", "plot_comparison_forest", "forest_axes", "fit_forest_data",
            "fit_forest_figure", "figure_png", "save_figure", "label_width", "new_figure",
@@ -98,8 +99,6 @@ FIGURE_FORMATS = ("png", "svg", "pdf")
 
 def figure_format(path) -> str:
     """Return the format of a figure at `path` from its suffix (png, svg or pdf)."""
-    from ..errors import InvalidArgumentError
-
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in FIGURE_FORMATS:
         raise InvalidArgumentError(

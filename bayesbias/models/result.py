@@ -9,14 +9,32 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_write_bytes
 from .._xarray import _no_distributed_probe, xr
 from ..config import CONNECTIONS, defaults
 from ..display import card
+from ..errors import ModelSpecError
+from ..provenance import fit_provenance
+from ..verdicts import verdict_from_fit
 from .cells import Cells, normal_logp_rows
+from .checks import (
+    ATTRIBUTE_ALPHA,
+    CHECK_ELEMENTS,
+    _row_moments,
+    attribute_dependence,
+    check_rows,
+    coverage_tolerance,
+    loo_coverage,
+    loo_skip_reason,
+    thinned_draws,
+)
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
 from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
+from .families import family_has, family_module
+from .plots import plot_fit_forest
 from .spec import ModelSpec
 from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
+from .word_summaries import cell_summaries, chunks, fit_moments, fit_shift, refuse, row_intervals
 
 __all__ = ["Fit", "Check", "PPC_TOLERANCE", "ppc_heading", "ppc_rows_note"]
 
@@ -66,7 +84,6 @@ def _model_checks(fit) -> list[Check]:
             out.append(Check("contrast_no_data", False,
                              f"{contrast_label(a, b)}: no data (no {' or '.join(empty)} rows); "
                              "its interval comes from the prior alone and is not a finding"))
-    from .checks import ATTRIBUTE_ALPHA, attribute_dependence, loo_coverage, loo_skip_reason
 
     spec = fit.spec
     fit = _row_view(fit)
@@ -77,8 +94,6 @@ def _model_checks(fit) -> list[Check]:
         out.append(_coverage_check(*loo_coverage(fit)))
     p = attribute_dependence(fit)
     if p is not None and p < ATTRIBUTE_ALPHA:
-        from .families import family_has
-
         # a model with attribute effects of its own: the shift is one it lacks beyond them
         has_own = family_has(spec.family, "ATTRIBUTE_EFFECTS") or family_has(spec.family,
                                                                              "EMBEDDINGS")
@@ -97,8 +112,6 @@ def _model_checks(fit) -> list[Check]:
 
 def _coverage_check(share: float, se: float) -> Check:
     """Return the ``ppc_coverage`` check of LOO coverage `share` (cluster standard error `se`)."""
-    from .checks import coverage_tolerance
-
     tol = coverage_tolerance(se)
     msg = (f"{share:.1%} of the observed distances lie inside their 89% leave-one-out "
            f"predictive interval (expected 89% ± {tol:.1%})")
@@ -119,8 +132,6 @@ def _row_view(fit):
     integrated out, ``sqrt(sigma² + tau_context²)``).
     """
     from types import SimpleNamespace
-
-    from .families import family_module
 
     hook = getattr(family_module(fit.spec.family), "row_sd", None)
     if hook is None:
@@ -178,8 +189,6 @@ class Fit:
         """``moments(keep, sl)`` of the flat cells of a fit without per-word draws (cached)."""
         cache = self.__dict__.setdefault("_cache", {})
         if "word_moments" not in cache:
-            from .word_summaries import fit_moments
-
             cache["word_moments"] = fit_moments(self)
         return cache["word_moments"]
 
@@ -198,8 +207,6 @@ class Fit:
         ``mu_bar`` for the hierarchical families; for the others the average of the cell
         means over the units that have rows in that connection.
         """
-        from .families import family_module
-
         post = self.posterior
         var = family_module(self.spec.family).GROUP_MEAN
         if var is not None:
@@ -222,7 +229,6 @@ class Fit:
         nc = len(CONNECTIONS)
         tot_m = np.zeros((self._n_draws(), nc))
         tot_v = np.zeros((self._n_draws(), nc))
-        from .word_summaries import chunks
 
         conn = np.tile(np.arange(nc), self.cells.n.shape[0])
         for sl in chunks(n.size, self._n_draws()):
@@ -255,8 +261,6 @@ class Fit:
         per-word draws (see :attr:`word_draws`).
         """
         if not self.word_draws:
-            from .word_summaries import refuse
-
             raise refuse("per-word draws (Fit.word_mean_draws)")
         return self.posterior["mu"].rename("mean")
 
@@ -305,8 +309,6 @@ class Fit:
         Of the cell means (``kind="means"``, flat cells) or of per-word contrasts
         (``"contrasts"``, (unit, contrast) flattened).
         """
-        from .word_summaries import cell_summaries, fit_shift
-
         ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
         pairs = contrast_pairs(contrasts) if kind == "contrasts" else None
         key = ("word_summary", kind, ci_prob, ci_kind, tuple(pairs or ()), rope)
@@ -397,8 +399,6 @@ class Fit:
 
     def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:
         """Every named model parameter (not the sampler's auxiliary ones) with intervals."""
-        from .families import family_module
-
         post = self.posterior
         names = family_module(self.spec.family).PARAMETERS
         frames = []
@@ -450,8 +450,6 @@ class Fit:
         return da.transpose(*SAMPLE_DIMS, ...).values
 
     def _cell_sigma(self) -> np.ndarray:
-        from .families import family_module
-
         hook = getattr(family_module(self.spec.family), "row_sd", None)
         sig = self._draws_flat(self.posterior["sigma"] if hook is None
                                else hook(self.posterior))
@@ -473,17 +471,12 @@ class Fit:
         draw share its effect) has no pointwise log-likelihood per row and raises
         :class:`~bayesbias.errors.ModelSpecError`.
         """
-        from ..errors import ModelSpecError
-        from .families import family_module
-
         if getattr(family_module(self.spec.family), "likelihood", None) is not None:
             raise ModelSpecError(
                 f"model {self.spec.name!r}: the rows of one (word, context) cell share its "
                 "context effect, so there is no log-likelihood per row; PSIS-LOO (--loo) "
                 "does not apply to this family")
         if not self.word_draws:
-            from .word_summaries import refuse
-
             raise refuse("the pointwise log-likelihood (PSIS-LOO, --loo)")
         c = self.cells
         mu = self._draws_flat(self.posterior["mu"])
@@ -539,8 +532,6 @@ class Fit:
         return cache[key].copy()
 
     def _ppc(self, probs, ci_kind, seed) -> pd.DataFrame:
-        from .checks import CHECK_ELEMENTS, _row_moments, check_rows, thinned_draws
-
         c = self.cells
         rng = np.random.default_rng(seed)
         # a big table: the fixed random subset of rows the coverage check uses
@@ -598,15 +589,12 @@ class Fit:
         ``sqrt(conditional var + sigma^2)``), over thinned draws; with attribute effects each
         row's (:func:`~bayesbias.models.word_summaries.row_intervals`).
         """
-        from .word_summaries import cell_summaries, fit_shift
-
         _, (m, t, sd) = self._word_moments()
         c = self.cells
         nc = len(CONNECTIONS)
         sig = self._cell_sigma().reshape(-1, nc)
         shift = fit_shift(self)
         if shift is not None:  # attribute effects: each row's own predictive
-            from .word_summaries import row_intervals
 
             v = self._attribute_effects()
             v = v.reshape(-1, v.shape[-1])
@@ -627,8 +615,6 @@ class Fit:
 
         Without `path` the :class:`matplotlib.figure.Figure` is returned (it shows in Jupyter).
         """
-        from .plots import plot_fit_forest
-
         return plot_fit_forest(self, path, ci_prob, ci_kind)
 
     def to_text(self, ci_prob=None, ci_kind=None, ppc: bool = True) -> str:
@@ -681,9 +667,6 @@ class Fit:
         ``provenance`` attribute (JSON) holds `provenance`, by default
         :func:`bayesbias.provenance.fit_provenance` (versions, date, command line, digests).
         """
-        from .._atomic import atomic_write_bytes
-        from ..provenance import fit_provenance
-
         path = Path(path)
         tree = self.with_log_likelihood() if loo else self.idata.copy()
         tree.attrs["provenance"] = json.dumps(provenance if provenance is not None
@@ -707,8 +690,6 @@ def _fit_text(fit) -> str:
     The model, the data, the diagnostics, the verdict and the contrast table; the full
     report is :meth:`~bayesbias.models.Fit.to_text`.
     """
-    from ..verdicts import verdict_from_fit
-
     contrasts = fit.contrasts()
     iv = contrasts.attrs.get("interval", "")
     v = verdict_from_fit(fit)
@@ -720,8 +701,6 @@ def _fit_text(fit) -> str:
 
 def _fit_html(fit) -> str:
     """HTML card of a :class:`~bayesbias.models.Fit` (its ``_repr_html_``)."""
-    from ..verdicts import verdict_from_fit
-
     groups = fit.group_means()
     contrasts = fit.contrasts()
     iv = groups.attrs.get("interval", "")

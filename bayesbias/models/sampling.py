@@ -14,6 +14,7 @@ import pandas as pd
 from .._xarray import xr
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import InvalidArgumentError, ModelSpecError
+from ..inputs.distances import check_spread, single_embedding
 from ..progress import EVERY_SECONDS, chain_callback, progress
 from ..progress import enabled as progress_enabled
 from ..validation import MAX_CHAINS, MAX_DRAWS, validate_int, validate_probability
@@ -22,8 +23,10 @@ from .cells import cells_from_table
 from .diagnostics import HELPERS, check
 from .families import family_module
 from .files import _data_groups
+from .marginal import sample_marginal, supports, word_summaries_supported
 from .result import Fit
 from .spec import load_spec
+from .word_summaries import keep_word_draws as _keep_default
 
 __all__ = ["fit_model", "warn_checks", "fit_memory", "default_target_accept", "SAMPLERS",
            "MAX_DRAWS", "MAX_CHAINS", "MAX_FIT_BYTES", "BYTES_PER_DRAW", "BYTES_PER_CELL",
@@ -225,7 +228,6 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         Passed to the spec (``level``, ``residual_sd``, ``noncentred``, ``priors``).
     """
     from .. import __version__
-    from .marginal import sample_marginal, supports
 
     spec = load_spec(model, **spec_overrides)
     if likelihood not in LIKELIHOODS:
@@ -233,12 +235,9 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
     family = family_module(spec.family)
     if not getattr(family, "EMBEDDINGS", False):
-        from ..inputs.distances import single_embedding
-
         table = single_embedding(table, spec.name, str(table.attrs.get("source", "")))
     layout = getattr(family, "cells", None) or cells_from_table
     cells = layout(table, spec.level)
-    from ..inputs.distances import check_spread
 
     check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = defaults.draws if draws is None else draws
@@ -257,8 +256,6 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise ModelSpecError(f"model {spec.name!r}: the cell-marginal sampler needs the "
                              "nutpie sampler, the sufficient likelihood, a family that "
                              "supports it and a working C compiler (its kernels)")
-    from .marginal import word_summaries_supported
-    from .word_summaries import keep_word_draws as _keep_default
 
     summaries_ok = bool(marginal) and word_summaries_supported(spec)
     # a large fit (per-word draws above WORD_DRAWS_BYTES): its density on groups of cells

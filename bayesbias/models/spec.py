@@ -13,6 +13,7 @@ import numpy as np
 from .._atomic import shipped_dir
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
+from .families import FAMILIES, family_module
 from .priors import DISTRIBUTIONS
 
 __all__ = [
@@ -34,8 +35,6 @@ _BASE_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentr
 
 def _family_keys() -> dict[str, str]:
     """Spec keys of single families: key -> the family it belongs to."""
-    from .families import FAMILIES, family_module
-
     return {k: f for f in FAMILIES for k in getattr(family_module(f), "SPEC_KEYS", {})}
 
 
@@ -45,20 +44,14 @@ def _all_keys() -> set[str]:
 
 def _pooled() -> tuple[str, ...]:
     """Families with pooled cell means (their module sets ``NONCENTRED``)."""
-    from .families import FAMILIES, family_module
-
     return tuple(f for f in FAMILIES if getattr(family_module(f), "NONCENTRED", False))
 
 
 def __getattr__(name):
     # FAMILIES and PRIOR_NAMES come from the family modules (imported on first use).
     if name == "FAMILIES":
-        from .families import FAMILIES
-
         return tuple(FAMILIES)
     if name == "PRIOR_NAMES":
-        from .families import FAMILIES, family_module
-
         return {f: family_module(f).PRIORS for f in FAMILIES}
     raise AttributeError(name)
 
@@ -185,7 +178,6 @@ class ModelSpec:
         if unknown:
             raise ModelSpecError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: "
                                  f"{', '.join(sorted(keys))}")
-        from .families import FAMILIES, family_module
 
         family = _choice(d.get("family"), tuple(FAMILIES), "family", source)
         fam = family_module(family)
@@ -241,7 +233,6 @@ class ModelSpec:
         d = {"name": self.name, "family": self.family, "description": self.description,
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
-        from .families import family_module
 
         fam = family_module(self.family)
         if getattr(fam, "NONCENTRED", False):
@@ -297,7 +288,6 @@ class ModelSpec:
             lines.append(f"  {self.description}")
         lines.append(f"  i: a row; {unit}: its {unit_name}; c: its connection "
                      f"({', '.join(CONNECTIONS)})")
-        from .families import family_module
 
         lines += family_module(self.family).card_lines(self, unit, s)
         lines.append(f"  {s} ~ {p['sigma']}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .._stats import eti, hdi
 from .._xarray import xr
 from ..config import defaults, validate_ci_prob
 from ..validation import POSTERIOR_CI_KINDS as CI_KINDS  # interval kinds of posterior draws
@@ -34,8 +35,6 @@ def interval(draws: xr.DataArray, ci_prob: float | None = None,
     Returns ArviZ's result (dim ``ci_bound`` = lower, upper) with ``ci_prob`` and ``ci_kind``
     attrs.
     """
-    from .._stats import eti, hdi
-
     ci_prob, ci_kind = resolve_ci(ci_prob, ci_kind)
     fn = hdi if ci_kind == "hdi" else eti
     core = list(SAMPLE_DIMS)

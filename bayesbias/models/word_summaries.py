@@ -43,8 +43,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._stats import eti, hdi_sorted
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
+from ..parallel import thread_map
+from .families import family_module
 
 __all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
            "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
@@ -299,7 +302,6 @@ def chunks(n: int, k: int):
 
 def _mts_draws(fit):
     """M, T, S draws of a summary fit, each (draws, connection)."""
-    from .families import family_module
     from .marginal import _mts
 
     mod = family_module(fit.spec.family)
@@ -695,7 +697,6 @@ def cell_summaries(m, t, s, n, ybar, prob, kind, pairs=None, rope=None, extra_sd
             units = np.concatenate(rest)
             tasks.append((units * ncol + j, _direct_summary,
                           (m, t, s, n, ybar, col, units, shift, prob, kind, rope, extra_sd)))
-    from ..parallel import thread_map
 
     results = thread_map(lambda f, a: f(*a), [f for _, f, _ in tasks], [a for _, _, a in tasks])
     for (flat, _, _), got in zip(tasks, results, strict=True):
@@ -709,8 +710,6 @@ def _drawn_interval(mean, sd, probs, kind, seed) -> np.ndarray:
 
     Returns (len(probs), elements, 2): every probability from the same draws (one sort).
     """
-    from .._stats import eti, hdi_sorted
-
     x = (mean + sd * np.random.default_rng(seed).standard_normal(mean.shape)).T
     if kind != "hdi":
         return np.stack([eti(x, p) for p in probs])
@@ -803,8 +802,6 @@ def row_intervals(m, t, s, sig, cells, shift, v, probs, kind: str,
         sd = np.sqrt(sd * sd + sig[:, c] ** 2)
         return [linear_summary(al, be[:, None], sd, ybar[el][:, None], p, kind,
                                interval_draws=SHIFTED_INTERVAL_DRAWS)["ci"] for p in probs]
-
-    from ..parallel import thread_map
 
     for el, got in zip(big, thread_map(group_intervals, big), strict=True):
         for i, ci in enumerate(got):

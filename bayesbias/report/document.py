@@ -28,8 +28,10 @@ import pandas as pd
 from .._atomic import check_output as _check_path
 from .._atomic import spreadsheet_safe, temp_prefix, temporary_dir
 from ..errors import OutputPathError
+from ..models.plots import save_figure
+from ..plain import to_plain
 from .card import CARD_CSS
-from .navigation import NAV_CSS
+from .navigation import NAV_CSS, Slugs, table_html, toc_html, toc_markdown
 
 __all__ = ["Report", "Section", "markdown_table", "check_output", "check_replaceable",
            "safe_name", "unique_names", "MARKER", "REPORT_FILES"]
@@ -174,8 +176,6 @@ def json_values(obj):
 
     JSON has no NaN: an undefined number (the r-hat of a single chain) is written null.
     """
-    from ..plain import to_plain
-
     return to_plain(obj)
 
 
@@ -416,8 +416,6 @@ class Report:
         return md, body
 
     def _render(self, root: Path) -> tuple[str, str]:
-        from .navigation import Slugs, table_html, toc_html, toc_markdown
-
         slug = Slugs()
         slug(self.title)
         toc, anchors = [], {}
@@ -490,8 +488,6 @@ class Report:
                     if callable(fig):
                         fig(path)
                     else:
-                        from ..models.plots import save_figure
-
                         save_figure(fig, path, "png", dpi=110)
                     md.extend([f"![{_md_cell(caption or name)}](figures/{name}.png)", "",
                                caption, ""])

@@ -12,21 +12,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..config import DEFAULT_MODEL, defaults, validate_ci_prob
-from ..errors import InvalidArgumentError
+from ..config import DEFAULT_MODEL, PAPER_MODEL, defaults, validate_ci_prob
+from ..errors import DistanceTableError, InvalidArgumentError
 from ..inputs.datasets import read_table
-from ..inputs.distances import distance_table, n_embeddings
+from ..inputs.distances import distance_table, n_embeddings, single_embedding
 from ..inputs.embeddings import load_embedding
 from ..inputs.ensemble import manifest_path, manifest_table
 from ..inputs.wordlists import load_wordlist
+from ..models.checks import ATTRIBUTE_ALPHA, attribute_dependence
+from ..models.families import family_has
+from ..models.plots import prepare
+from ..models.spec import load_spec
 from ..parallel import JobPool
 from ..progress import once_per_message, progress
 from ..provenance import provenance
 from ..validation import validate_ci_kind
+from ..verdicts import RULE, verdict_from_fit
+from ..verdicts.reconcile import p_bound, sidedness
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
-from .sections import JOB_NAMES, SECTIONS, Glossary, WordListContext, records
+from .sections import JOB_NAMES, SECTIONS, Glossary, WordListContext, records, verdict_cards
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
 
@@ -108,11 +114,6 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
 
 def _check_embeddings(tables, model) -> None:
     """Refuse, before any work, a table the model cannot take (one vs several embeddings)."""
-    from ..errors import DistanceTableError
-    from ..inputs.distances import single_embedding
-    from ..models.families import family_has
-    from ..models.spec import load_spec
-
     spec = load_spec(model)
     many = family_has(spec.family, "EMBEDDINGS")
     for name, table in tables:
@@ -167,12 +168,8 @@ def _choices(report: Report, settings: ReportSettings) -> None:
 
 def _overview(report: Report, contexts: list[WordListContext], glossary: Glossary,
               settings: ReportSettings, paper: dict | None = None) -> pd.DataFrame:
-    from ..verdicts import RULE
-
     iv = f"{settings.ci_prob:.0%} {settings.ci_kind.upper()}"
     sec = report.section("Verdicts", first=True)
-    from ..verdicts.reconcile import p_bound, sidedness
-    from .sections import verdict_cards
 
     verdict_cards(report, contexts, settings)  # under the title: the answer first
     rows = []
@@ -233,7 +230,6 @@ def _omega_label(posterior):
 def _beside_paper(settings: ReportSettings) -> bool:
     """Whether the report fits the paper's model beside the default (one with attribute effects)."""
     from ..models import load_spec
-    from ..models.families import family_has
 
     return family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
 
@@ -244,9 +240,6 @@ def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings,
 
     `paper`: word list key -> the :class:`~bayesbias.parallel.Job` of :func:`paper_model`.
     """
-    from ..config import PAPER_MODEL
-    from ..models.checks import ATTRIBUTE_ALPHA
-
     if not contexts or not _beside_paper(settings):
         return
     s = settings
@@ -303,11 +296,8 @@ def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
     returns ``(Verdict, p or None)``, not the fit. Only what the report shows is computed:
     no sampler diagnostics and no predictive-coverage check of a model shown for comparison.
     """
-    from ..config import PAPER_MODEL
     from ..models import fit_model
-    from ..models.checks import attribute_dependence
     from ..models.result import _row_view
-    from ..verdicts import verdict_from_fit
 
     s = settings
     fit = fit_model(table, PAPER_MODEL, checked=False, **_fit_kwargs(s))
@@ -362,8 +352,6 @@ def run_report(settings: ReportSettings | None = None, jobs: int = 1) -> dict:
 
 
 def _prepare_figures() -> None:
-    from ..models.plots import prepare
-
     prepare()
 
 
@@ -375,8 +363,6 @@ _JOB_MODULES = ("bayesbias.comparators.weat", "bayesbias.comparators.null",
 def _run(settings: ReportSettings, pool: JobPool) -> dict:
     t0 = time.perf_counter()
     out_dir = check_output(settings.output)  # fail before the work, not after
-    from ..models.families import family_has
-    from ..models.spec import load_spec
 
     crossed = family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
     many = family_has(load_spec(settings.model).family, "EMBEDDINGS")

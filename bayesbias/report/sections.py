@@ -17,10 +17,27 @@ from functools import cached_property, partial
 import numpy as np
 import pandas as pd
 
-from ..errors import DistanceTableError, InputDataError
+from ..comparators.mac import mac_from_table
+from ..comparators.weat import weat_class_pairs
+from ..config import PAPER_MODEL
+from ..errors import DistanceTableError, InputDataError, ModelSpecError
+from ..inputs.distances import n_embeddings
+from ..models import load_spec
+from ..models.plots import (
+    FOREST_MAX_UNITS,
+    figure_png,
+    fit_forest_data,
+    fit_forest_figure,
+    label_width,
+    new_figure,
+)
 from ..parallel import Job, JobPool
 from ..plain import DROPPED_KEY, dropped_line
 from ..progress import progress
+from ..verdicts import drivers_sentence, verdict_from_fit, word_drivers
+from ..verdicts.ensemble import ensemble_figure, summarize_ensemble
+from ..verdicts.reconcile import p_bound, weat_sentence
+from .card import VerdictCard, cards_html
 from .document import Report, Section
 
 __all__ = ["WordListContext", "Glossary", "SECTIONS", "records", "diagnostic_advice",
@@ -161,8 +178,6 @@ class WordListContext:
     @cached_property
     def multi(self) -> bool:
         """Whether the table holds two or more embeddings (:mod:`bayesbias.ensemble`)."""
-        from ..inputs.distances import n_embeddings
-
         return n_embeddings(self.table) >= 2
 
     @property
@@ -191,7 +206,6 @@ class WordListContext:
     @cached_property
     def paper_fit(self):
         """The paper's model (:data:`~bayesbias.config.PAPER_MODEL`) beside the default."""
-        from ..config import PAPER_MODEL
         from ..models import SamplerWarning
         from ..verdicts.precision import fit_for_verdict
 
@@ -208,16 +222,12 @@ class WordListContext:
     @cached_property
     def verdict(self):
         """The control-group :class:`~bayesbias.verdicts.Verdict`."""
-        from ..verdicts import verdict_from_fit
-
         s = self.settings
         return verdict_from_fit(self.fit, self.name, s.ci_prob, s.ci_kind, s.rope)
 
     @cached_property
     def drivers(self) -> pd.DataFrame:
         """Per-word verdict contrasts, sorted."""
-        from ..verdicts import word_drivers
-
         s = self.settings
         return word_drivers(self.fit, s.ci_prob, s.ci_kind, s.rope)
 
@@ -256,7 +266,6 @@ class WordListContext:
     def ensemble(self):
         """The :class:`~bayesbias.ensemble.EnsembleSummary` of a multi-embedding table."""
         from ..models import SamplerWarning
-        from ..verdicts.ensemble import summarize_ensemble
 
         s = self.settings
         progress.info(f"{self.name}: each of {self.table['embedding'].nunique()} embeddings "
@@ -285,8 +294,6 @@ class WordListContext:
     @cached_property
     def mac(self):
         """MAC over all classes."""
-        from ..comparators.mac import mac_from_table
-
         return mac_from_table(self.table)
 
 
@@ -297,7 +304,6 @@ def verdict_section(ctx: WordListContext) -> None:
     v = ctx.verdict
     sec = ctx.section
     sec.heading("Verdict")
-    from .card import cards_html
 
     robust = ([robustness_line(ctx.robustness)]
               if getattr(ctx.settings, "robustness", False) else [])
@@ -323,8 +329,6 @@ def verdict_card(ctx: WordListContext, extra=()):
     `extra`: lines for its folded details after the verdict's own (robustness, WEAT,
     warnings); a failed sampler diagnostic adds what to do about it.
     """
-    from .card import VerdictCard
-
     extra = list(extra)
     diag = ctx.results.get("diagnostics") or {}
     if diag and not diag.get("ok", True):
@@ -341,9 +345,6 @@ def verdict_cards(report: Report, contexts: list[WordListContext], settings) -> 
     verdict (when computed); ``results.json`` gets the card under the word list (``card``:
     ``headline`` short, ``details`` separate).
     """
-    from ..verdicts.reconcile import weat_sentence
-    from .card import cards_html
-
     cards = []
     for c in contexts:
         extra = []
@@ -368,8 +369,6 @@ def _extreme_word_contrasts(d: pd.DataFrame, unit: str):
     above, per contrast the third of that many most negative, the third most positive and
     the third with the widest intervals among the rest, in the table's order.
     """
-    from ..models.plots import FOREST_MAX_UNITS
-
     n = d[unit].nunique()
     if n <= FOREST_MAX_UNITS:
         return None, ""
@@ -389,8 +388,6 @@ def _extreme_word_contrasts(d: pd.DataFrame, unit: str):
 
 def drivers_section(ctx: WordListContext) -> None:
     """Which protected words drive each verdict contrast."""
-    from ..verdicts import drivers_sentence
-
     d = ctx.drivers
     if d.empty:
         return
@@ -434,7 +431,6 @@ def bayes_section(ctx: WordListContext) -> None:
     explain = "; ".join(g(t) for t in ("tau", "sigma") if t in names and t not in g.used)
     sec.table(params, f"{ctx.key}_parameters", "Model parameters" + (f" ({explain})"
                                                                       if explain else ""))
-    from ..models.plots import figure_png, fit_forest_data, fit_forest_figure
 
     forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
     ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
@@ -492,8 +488,6 @@ def comparators_section(ctx: WordListContext) -> None:
         "n_permutations": r.n_permutations,
     } for (x, y), r in weats])
     if weats:
-        from ..verdicts.reconcile import p_bound, weat_sentence
-
         shown = weat_df.drop(columns="p_value")
         shown.insert(5, "p", [p_bound(r) for _, r in weats])
         sec.table(shown, f"{ctx.key}_weat", f"WEAT per pair of classes (X targets with their "
@@ -511,8 +505,6 @@ def comparators_section(ctx: WordListContext) -> None:
     (x, y), first = weats[0] if weats else ((None, None), None)
     pair_mac = None
     if first is not None:
-        from ..comparators.mac import mac_from_table
-
         pair = table.loc[table["protected_class"].isin([x, y])
                          & table["attribute_class"].isin([x, y])]
         pair_mac = mac_from_table(pair).mac
@@ -533,7 +525,6 @@ def comparators_section(ctx: WordListContext) -> None:
     observed = {"weat_effect": first.effect_size, "mac": pair_mac}
     q = {k: np.nanquantile(null[k].values, [0.025, 0.975]) for k in observed}
     share = float(np.mean(np.abs(null["weat_effect"].values) >= abs(first.effect_size)))
-    from ..models.plots import figure_png
 
     figure = ctx.pool.submit(
         figure_png, _null_figure, null, observed,
@@ -653,8 +644,6 @@ def ensemble_section(ctx: WordListContext) -> None:
                   f"then each factor averaged over the others), differences from the first "
                   f"level and (numeric levels) the least-squares trend per unit, with {iv}")
     frame = e.to_frame()
-    from ..models.plots import figure_png
-    from ..verdicts.ensemble import ensemble_figure
 
     figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv)
     sec.figure_from(partial(_write_bytes, figure), f"{ctx.key}_embeddings",
@@ -712,7 +701,6 @@ def weat_and_null(table: pd.DataFrame, sd_convention: str, n_permutations: int, 
     without a pair, or the input error that makes it impossible (returned, not raised).
     """
     from ..comparators.null import NullStudy, neutral_pool, run_null_study
-    from ..comparators.weat import weat_class_pairs
 
     weats = weat_class_pairs(table, alternative="two-sided", sd=sd_convention,
                              n_permutations=n_permutations, seed=seed, bootstrap=n_bootstrap,
@@ -743,8 +731,6 @@ def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwar
     table of several embeddings gets the corpus-level verdict refitted with each embedding
     left out (:func:`~bayesbias.ensemble.leave_one_embedding_out`, sampler `fit_kwargs`).
     """
-    from ..errors import ModelSpecError
-    from ..models import load_spec
     from ..studies.sensitivity import check_model, sensitivity
     from ..verdicts.ensemble import leave_one_embedding_out, n_embeddings
 
@@ -836,8 +822,6 @@ JOB_NAMES = tuple(_JOBS)
 
 def _null_figure(null, observed: dict, title: str):
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
-
-    from ..models.plots import label_width, new_figure
 
     width, height = 9.0, 3.5
     fig = new_figure(figsize=(width, height))

@@ -22,11 +22,17 @@ import numpy as np
 import pandas as pd
 from scipy.special import chdtrc
 
+from .._atomic import atomic_path
 from .._xarray import xr
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, InvalidArgumentError
+from ..models import cells_from_table, fit_model, load_spec
 from ..models.cells import ATTRIBUTE_KINDS
+from ..models.families import family_has
+from ..models.plots import new_figure
 from ..parallel import chunks, run_tasks
+from ..testing import simulate_table
+from .exact_posterior import _check, marginal_posterior
 
 __all__ = ["SBCResult", "sbc", "SHAPES", "DEFAULT_MODELS", "rank_bins", "rank_edges"]
 
@@ -87,9 +93,6 @@ def _posterior(fit, n_keep: int) -> dict[str, np.ndarray]:
 
 
 def _exact_posterior(table, spec, n_keep, rng):
-    from ..models import cells_from_table
-    from .exact_posterior import marginal_posterior
-
     cells = cells_from_table(table, spec.level)
     d = marginal_posterior(cells.n, cells.mean, cells.ss, spec).draw(rng, n_keep)
     return _quantities(d["mu_bar"][0], {"tau": d["tau"][0], "sigma": d["sigma"][0]})
@@ -97,10 +100,6 @@ def _exact_posterior(table, spec, n_keep, rng):
 
 def _sbc_chunk(model, n_reps, shape, method, n_keep, fit_kwargs, rng):
     """Ranks (n_reps, quantities) of one chunk of SBC replications."""
-    from ..models import fit_model, load_spec
-    from ..models.families import family_has
-    from ..testing import simulate_table
-
     spec = load_spec(model)
     fit_spec = spec
     if (family_has(spec.family, "NONCENTRED") and family_has(spec.family, "structure_key")
@@ -260,8 +259,6 @@ class SBCResult:
             Draw on these, one per quantity in ``ranks.quantity`` order, instead of on a
             new figure.
         """
-        from ..models.plots import new_figure
-
         qs = list(self.ranks.quantity.values)
         if ax is None:
             ncol = 4
@@ -299,8 +296,6 @@ class SBCResult:
         else:  # the caller's figure: its layout and title are the caller's
             axes.flat[0].set_title(f"{qs[0]} ({R} replications, {bins} bins)", fontsize=8)
         if path is not None:
-            from .._atomic import atomic_path
-
             with atomic_path(path, suffix=".png") as tmp:
                 fig.savefig(tmp, dpi=110, format="png")
             return path
@@ -330,14 +325,10 @@ def sbc(model="hierarchical", *, reps: int = 500, shape="religion", method: str 
     seed, chunk_size, workers, scheduler
         See :func:`bayesbias.parallel.run_tasks`.
     """
-    from ..models import load_spec
-
     spec = load_spec(model)
     if method not in ("nuts", "exact"):
         raise InvalidArgumentError(f"method must be 'nuts' or 'exact', got {method!r}")
     if method == "exact":
-        from .exact_posterior import _check
-
         _check(spec)
     if isinstance(shape, str):
         if shape not in SHAPES:

@@ -40,12 +40,20 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_path
 from .._xarray import xr
-from ..config import CONNECTIONS, defaults
+from ..comparators.mac import class_scores
+from ..comparators.weat import association, permutation_test
+from ..config import CONNECTIONS, DEFAULT_MODEL, defaults
 from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, ModelSpecError
+from ..inputs.distances import check_pilot
+from ..models import cells_from_table, fit_model, load_spec
 from ..models.cells import ATTRIBUTE_KINDS
 from ..models.families import family_has
+from ..models.plots import new_figure
+from ..models.summaries import resolve_ci
 from ..parallel import chunks, run_tasks, task_rng
+from ..verdicts import contrast_evidence
 from .exact_posterior import marginal_posterior, supports
 
 __all__ = ["Design", "Pilot", "DesignResult", "run_design", "designs_grid", "simulate_study",
@@ -184,10 +192,6 @@ class Pilot:
         `model`: default crossed; hierarchical or crossed with per-connection sds. A crossed
         pilot is always fitted with NUTS.
         """
-        from ..config import DEFAULT_MODEL
-        from ..inputs.distances import check_pilot
-        from ..models import cells_from_table, fit_model, load_spec
-
         spec = load_spec(DEFAULT_MODEL if model is None else model)
         _check_spec(spec)
         seed = defaults.seed if seed is None else int(seed)
@@ -334,8 +338,6 @@ def study_table(y: np.ndarray, design: Design) -> pd.DataFrame:
 
 def _evidence(diffs: np.ndarray, ci_prob: float):
     """HDI (..., 2) and P(< 0) of contrast draws (last axis), by :mod:`bayesbias.verdicts`."""
-    from ..verdicts import contrast_evidence
-
     ev = contrast_evidence(diffs, ci_prob, "hdi")
     return np.stack([ev["lower"], ev["upper"]], axis=-1), ev["prob_below_zero"]
 
@@ -350,8 +352,6 @@ def _bayes_exact(spec, n, mean, ss, ci_prob, n_draws, rng):
 
 def _hierarchical_part(spec):
     """Return the hierarchical spec with the crossed spec's priors (for the plug-in analysis)."""
-    from ..models import load_spec
-
     return load_spec("hierarchical", priors={k: spec.priors[k]
                                              for k in ("mu_bar", "tau", "sigma")})
 
@@ -438,8 +438,6 @@ def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng,
 
 
 def _bayes_nuts(spec, y, design, ci_prob, fit_kwargs, rng):
-    from ..models import fit_model
-
     cis, ps = [], []
     for r in range(y.shape[0]):
         table = study_table(y[r], design)
@@ -464,9 +462,6 @@ def frequentist_tests(y: np.ndarray, design: Design, *, n_permutations: int = 20
     ``1 - distance`` with X, Y the protected words and A, B the stereotypes of two classes.
     """
     from scipy import stats
-
-    from ..comparators.mac import class_scores
-    from ..comparators.weat import association, permutation_test
 
     wc, ac, _ = design.layout()
     K = design.classes
@@ -638,9 +633,6 @@ class DesignResult:
 
         Saved as PNG at `path` (returned), or the Figure is returned when `path` is None.
         """
-        from .._atomic import atomic_path
-        from ..models.plots import new_figure
-
         f = self.to_frame()
         fig = new_figure(figsize=(8.6, 4.2))
         ax = fig.subplots()
@@ -725,8 +717,6 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
     fit_kwargs : dict, optional
         For ``method="nuts"``: draws, tune, chains, ...
     """
-    from ..models.summaries import resolve_ci
-
     if method not in METHODS:
         raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "exact" and not (supports(pilot.spec) or (

@@ -43,8 +43,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..config import CONNECTIONS
+from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, InvalidArgumentError
+from ..models import embedding_level
+from ..models.families import family_has
+from ..models.plots import _save, new_figure
+from ..plain import to_plain
+from ..verdicts.ensemble import ensemble_kind
 
 __all__ = ["embeddings_needed", "EmbeddingsDesign", "contrast_variance"]
 
@@ -152,8 +157,6 @@ class EmbeddingsDesign:
 
     def to_dict(self) -> dict:
         """Plain JSON data."""
-        from ..plain import to_plain
-
         return {"kind": self.kind, "pilot_embeddings": self.pilot_embeddings,
                 "ci_prob": self.ci_prob, "target": self.target, "needed": self.needed(),
                 "assurance": to_plain(self.frame), "check": to_plain(self.check),
@@ -165,8 +168,6 @@ class EmbeddingsDesign:
 
         Returns the figure, or writes it to `path` (.png, .svg, .pdf) and returns the path.
         """
-        from ..models.plots import _save, new_figure
-
         fig = new_figure(figsize=(6, 3.6), layout="constrained")
         ax = fig.subplots()
         for c, rows in self.frame.groupby("contrast", sort=False):
@@ -218,11 +219,6 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
         Assurance sought; :meth:`EmbeddingsDesign.needed` gives the fewest K reaching it.
     """
     from scipy.special import ndtr, ndtri
-
-    from ..config import defaults
-    from ..models import embedding_level
-    from ..models.families import family_has
-    from ..verdicts.ensemble import ensemble_kind
 
     if not family_has(fit.spec.family, "EMBEDDINGS"):
         raise InputDataError(f"how many embeddings a claim needs is read from an "

@@ -29,6 +29,7 @@ from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from ..models import priors
 from ..models.cells import cell_mean_conditional
+from ..models.families import family_module
 
 __all__ = ["MarginalPosterior", "marginal_posterior", "supports", "prior_logpdf"]
 
@@ -42,8 +43,6 @@ def supports(spec) -> bool:
 
     Hierarchical family, one residual sd per connection, Normal ``mu_bar`` prior.
     """
-    from ..models.families import family_module
-
     return (getattr(family_module(spec.family), "EXACT_MARGINAL", False)
             and spec.residual_sd == "per_connection" and spec.priors["mu_bar"].dist == "Normal")
 

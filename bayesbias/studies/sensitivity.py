@@ -28,11 +28,24 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..config import CONNECTIONS, defaults
+from .._atomic import atomic_path
+from ..config import CONNECTIONS, DEFAULT_MODEL, defaults
 from ..errors import InputDataError, ModelSpecError
+from ..inputs.distances import check_pilot
+from ..models import cells_from_table, load_spec
 from ..models.families import family_has
+from ..models.plots import new_figure
+from ..models.summaries import resolve_ci
 from ..parallel import chunks, run_tasks
-from .design import VERDICTS, _contrast_index, attribute_variances, verdict_holds
+from ..verdicts import contrast_evidence
+from .design import (
+    VERDICTS,
+    _contrast_index,
+    _hierarchical_part,
+    attribute_variances,
+    subtract_group_effects,
+    verdict_holds,
+)
 from .exact_posterior import marginal_posterior, supports
 
 __all__ = ["Sensitivity", "sensitivity", "check_model", "report_section", "METHOD"]
@@ -66,8 +79,6 @@ class _Rows:
 
     @classmethod
     def from_table(cls, table: pd.DataFrame) -> _Rows:
-        from ..models import cells_from_table
-
         cells = cells_from_table(table, "word")  # validates the table
         if "attribute" not in table.columns:
             raise InputDataError("distance table lacks column 'attribute' (needed to leave "
@@ -119,13 +130,10 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng, rows=None):
         np.random.default_rng(rng), n_draws, common=True)
     mb = post["mu_bar"]
     if rows is not None and max(rows.omega2) > 0:
-        from .design import subtract_group_effects
-
         mb = subtract_group_effects(mb, rows.omega2, rows.group_sizes,
                                     np.random.default_rng([rng, 1]), rows.per_kind)
     d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                   for v in _CONTRASTS], axis=1)                 # (B, K, D)
-    from ..verdicts import contrast_evidence
 
     ev = contrast_evidence(d, ci_prob, "hdi")
     for key in out:
@@ -249,9 +257,6 @@ class Sensitivity:
 
         Saved as PNG at `path` (returned), or the Figure is returned when `path` is None.
         """
-        from .._atomic import atomic_path
-        from ..models.plots import new_figure
-
         top = self.influential(k)
         fig = new_figure(figsize=(7, 0.32 * len(top) + 1.6))
         ax = fig.subplots()
@@ -276,8 +281,6 @@ class Sensitivity:
 def check_model(spec):
     """Return `spec` if sensitivity refits support it, else raise ModelSpecError."""
     if family_has(spec.family, "ATTRIBUTE_EFFECTS"):
-        from .design import _hierarchical_part
-
         if spec.level == "word" and supports(_hierarchical_part(spec)):
             return spec
     if not supports(spec) or spec.level != "word":
@@ -308,11 +311,6 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     seed, chunk_size, workers, scheduler
         See :func:`bayesbias.parallel.run_tasks` (results do not depend on the workers).
     """
-    from ..config import DEFAULT_MODEL
-    from ..inputs.distances import check_pilot
-    from ..models import load_spec
-    from ..models.summaries import resolve_ci
-
     model = DEFAULT_MODEL if model is None else model
     spec = check_model(load_spec(model))
     check_pilot(table, str(table.attrs.get("source", "distance table")))
@@ -324,7 +322,6 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
         method = ("crossed plug-in: attribute deviations removed, exact hierarchical refit on "
                   "the adjusted statistics, each attribute group's mean effect drawn from "
                   "Normal(0, omega / sqrt(n_group))")
-        from .design import _hierarchical_part
 
         rows = _attribute_adjusted(rows, per_kind=spec.attribute_sd == "per_kind")
         spec = _hierarchical_part(spec)
@@ -453,8 +450,6 @@ def report_section(section, sens: Sensitivity, name: str, k: int = 10) -> dict:
 
 def report_builder(ctx) -> None:
     """Report section builder (``bayesbias report --sensitivity``) for one word list."""
-    from ..models import load_spec
-
     s = ctx.settings
     spec = load_spec(s.model)
     try:

@@ -50,10 +50,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..config import defaults, validate_ci_prob
+from .._stats import mcse_quantile
+from ..config import CONNECTIONS, defaults, validate_ci_prob
 from ..display import MUTED, STYLE, escape, frame_html
 from ..errors import InputDataError, InvalidArgumentError
 from ..intervals import posterior_interval as _interval
+from ..models.contrast_mixture import contrast_mixture, mixture_end_mcse, supports
+from ..models.embedding_level import word_means
+from ..models.families import family_has
+from ..models.word_summaries import mixture_interval
+from ..plain import plain_number as num
+from ..report.card import CARD_CSS, VerdictCard
 from ..validation import validate_ci_kind
 
 __all__ = [
@@ -374,8 +381,6 @@ class Verdict:
         ``status``, ``lower``, ``upper``, ``prob_below`` (= ``prob_below_zero``, posterior
         P(contrast < 0)) and ``decisive`` (it decided the code).
         """
-        from ..plain import plain_number as num
-
         return {"name": self.name, "code": self.code, "headline": self.headline,
                 "label": self.label, "finding": self.finding,
                 "details": list(self.details), "notes": list(self.notes), "rule": self.rule,
@@ -696,8 +701,6 @@ def verdict_from_draws(name: str, draws: dict, ci_prob: float | None = None,
 
 
 def _rows_per_connection(fit) -> dict[str, int]:
-    from ..config import CONNECTIONS
-
     n = np.asarray(fit.cells.n).sum(axis=0)
     return {c: int(n[i]) for i, c in enumerate(CONNECTIONS)}
 
@@ -710,9 +713,6 @@ def mixture_evidence(fit, ci_prob: float, ci_kind: str, rope: float | None = Non
     Monte Carlo standard errors (:mod:`bayesbias.models.contrast_mixture`).
     """
     from scipy.special import ndtr
-
-    from ..models.contrast_mixture import contrast_mixture, mixture_end_mcse
-    from ..models.word_summaries import mixture_interval
 
     m, sd = contrast_mixture(fit, contrasts)  # (chain, draw, contrast)
     sd = np.maximum(sd, 1e-300)
@@ -742,8 +742,6 @@ def verdict_from_fit(fit, name: str = "", ci_prob: float | None = None,
     model allows it (:func:`bayesbias.models.contrast_mixture.supports`), else from the
     draws (with :func:`interval_end_mcse`).
     """
-    from ..models.contrast_mixture import supports
-
     rows = _rows_per_connection(fit)
     ci_prob = validate_ci_prob(defaults.ci_prob if ci_prob is None else ci_prob)
     ci_kind = validate_ci_kind(defaults.ci_kind if ci_kind is None else ci_kind)
@@ -777,8 +775,6 @@ def interval_end_mcse(draws: np.ndarray, ends, ci_prob: float | None = None,
     over seeds, quantile MCSE 0.0029; on a skewed posterior the batch estimate is 0.9-1.3x
     the spread over seeds, with a coefficient of variation of 0.19).
     """
-    from .._stats import mcse_quantile
-
     d = np.asarray(draws, dtype=float)
     if d.ndim != 2 or d.shape[1] < 4:
         return tuple(np.nan for _ in ends)
@@ -817,9 +813,6 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
         ``contrast, <unit>, protected_class, mean, lower, upper, prob_below_zero, status``
         (and ``share_in_rope`` with a ROPE).
     """
-    from ..config import CONNECTIONS
-    from ..models.families import family_has
-
     unit = fit.unit_dim
     if pooled and family_has(fit.spec.family, "EMBEDDINGS"):
         return _pooled_word_drivers(fit, ci_prob, ci_kind, rope)
@@ -871,9 +864,7 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
 
 def _pooled_word_drivers(fit, ci_prob, ci_kind, rope) -> pd.DataFrame:
     """:func:`word_drivers` of an embedding-level fit: one row per word across embeddings."""
-    from ..config import CONNECTIONS
     from ..models.contrasts import contrast_label
-    from ..models.embedding_level import word_means
 
     means = word_means(fit.posterior)
     words = [str(w) for w in means["word"].values]
@@ -962,8 +953,6 @@ def _verdict_html(v) -> str:
     Headline, badge and the figure of the four contrasts (:mod:`bayesbias.report.card`),
     then the contrast table and the rule.
     """
-    from ..report.card import CARD_CSS, VerdictCard
-
     frame = v.to_frame().drop(columns="word list")
     return "\n".join([f"<style>{CARD_CSS}</style>",
                       f'<div class="bayesbias-result" style="{STYLE}">',

@@ -34,7 +34,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputDataError, InvalidArgumentError
-from ..inputs.debias import one_thread
+from ..inputs.debias import _alignment, biased_words, one_thread
+from ..inputs.embeddings import as_embedding
+from ..inputs.wordlists import load_wordlist
 from ..intervals import percentile_interval, tail_probabilities
 from ..validation import validate_choice
 
@@ -179,8 +181,6 @@ def cluster_alignment(x, labels, *, n_boot: int = 200, n_null: int = 1000,
     RecoverabilityResult
     """
     from sklearn.cluster import KMeans
-
-    from ..inputs.debias import _alignment
 
     x, classes, codes = _check(x, labels)
     k = len(classes)
@@ -395,10 +395,6 @@ def recoverability(embedding, wordlist, *, original=None, n_per_class: int = 500
     -------
     RecoverabilityTable
     """
-    from ..inputs.debias import biased_words
-    from ..inputs.embeddings import as_embedding
-    from ..inputs.wordlists import load_wordlist
-
     for t in tests:
         validate_choice(t, ("alignment", "linear", "rbf", "mlp", "neighbours"), "test")
     embedding = as_embedding(embedding)
