@@ -22,7 +22,7 @@ from ..comparators.null import (
 from ..comparators.weat import ALTERNATIVES, SD_CONVENTIONS
 from ..config import defaults
 from ..errors import InvalidArgumentError
-from ..inputs.datasets import read_table
+from ..inputs import datasets
 from ..parallel import dask_client
 from ._common import (
     add_distances,
@@ -127,7 +127,7 @@ def run(args) -> int:
             raise InvalidArgumentError("--null resample needs --distances (a distance table "
                                        "with 'none' rows)")
 
-        pool = neutral_pool(read_table(args.distances))
+        pool = neutral_pool(datasets.read_table(args.distances))
     try:
         study = NullStudy(
             null=args.null, targets=tuple(args.targets), attributes=tuple(args.attributes),

@@ -32,7 +32,8 @@ import pandas as pd
 from ..config import defaults, validate_ci_prob
 from ..display import card
 from ..errors import InputDataError, InvalidArgumentError, WordListError
-from ..inputs.embeddings import Embedding, as_embedding, load_embedding, lookup
+from ..inputs import embeddings
+from ..inputs.embeddings import Embedding, as_embedding, lookup
 from ..inputs.wordlists import WordList, default_controls, load_wordlist
 from ..plain import DROPPED_KEY, dropped_line, format_number, plain_number
 from ..progress import progress
@@ -850,7 +851,7 @@ def report_metrics(settings, name: str) -> MetricTable | None:
         return None
     words = set(wl.all_words) | {w for g in (wl.controls or default_controls()).values()
                                  for w in g}
-    emb = load_embedding(s.embedding, words, format=getattr(s, "format", "auto"),
+    emb = embeddings.load_embedding(s.embedding, words, format=getattr(s, "format", "auto"),
                          trust_pickle=getattr(s, "trust_pickle", False))
     return metric_table(emb, wl, on_missing=getattr(s, "on_missing", "drop"),
                         bootstrap=_report_bootstrap(s), ci_prob=getattr(s, "ci_prob", None),

@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..config import FACTOR_PREFIX
 from ..errors import DistanceTableError, InputDataError
+from . import embeddings
 from .distances import distance_table
-from .embeddings import load_embedding
 from .training import MANIFEST, read_manifest
 from .wordlists import load_wordlist
 
@@ -55,7 +55,7 @@ def ensemble_table(paths, wordlist, labels=None, corpus_samples=None,
         raise InputDataError(f"embedding labels repeat: {labels}")
     samples = list(corpus_samples) if corpus_samples is not None else ["original"] * len(paths)
     wl = load_wordlist(wordlist)
-    embs = [load_embedding(p, wl.all_words, format=format) for p in paths]
+    embs = [embeddings.load_embedding(p, wl.all_words, format=format) for p in paths]
     dims = {lab: e.dim for lab, e in zip(labels, embs, strict=True) if e.words}
     if len(set(dims.values())) > 1:
         raise InputDataError("embeddings of different dimensions: " + ", ".join(

@@ -16,10 +16,10 @@ from ..display import card
 from ..errors import ModelSpecError
 from ..provenance import fit_provenance
 from ..verdicts import verdict_from_fit
+from . import checks as _checks_mod
 from .cells import Cells, normal_logp_rows
 from .checks import (
     ATTRIBUTE_ALPHA,
-    CHECK_ELEMENTS,
     _row_moments,
     attribute_dependence,
     check_rows,
@@ -542,7 +542,7 @@ class Fit:
             # each row has its own mean (attribute effects): replicate rows on thinned draws,
             # in chunks of rows on a big table (at most CHECK_ELEMENTS draws x rows at once)
             keep = thinned_draws(self)
-            step = max(1, CHECK_ELEMENTS // keep.size)
+            step = max(1, _checks_mod.CHECK_ELEMENTS // keep.size)
             parts = {p: [] for p in probs}
             for start in range(0, n_sel, step):
                 part = (slice(start, start + step) if subset is None

@@ -18,12 +18,13 @@ from ..inputs.distances import check_spread, single_embedding
 from ..progress import EVERY_SECONDS, chain_callback, progress
 from ..progress import enabled as progress_enabled
 from ..validation import MAX_CHAINS, MAX_DRAWS, validate_int, validate_probability
+from . import marginal as _marginal
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import cells_from_table
 from .diagnostics import HELPERS, check
 from .families import family_module
 from .files import _data_groups
-from .marginal import sample_marginal, supports, word_summaries_supported
+from .marginal import supports, word_summaries_supported
 from .result import Fit
 from .spec import load_spec
 from .word_summaries import keep_word_draws as _keep_default
@@ -284,8 +285,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         # whenever its groups' loop is shorter than its rows (every shipped table)
         cheaper = getattr(family, "grouped_is_cheaper", None)
         grouped = large or (cheaper is not None and cheaper(cells))
-        idata = sample_marginal(spec, cells, draws, tune, chains, cores, seed, target_accept,
-                                word_draws, grouped=grouped)
+        idata = _marginal.sample_marginal(spec, cells, draws, tune, chains, cores, seed,
+                                          target_accept, word_draws, grouped=grouped)
         noncentred = ()
     elif sampler == "nutpie" and likelihood == "sufficient" and \
             not getattr(family, "PM_SAMPLE", False):
