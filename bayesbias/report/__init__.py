@@ -8,8 +8,10 @@ verdicts comes first, the model card and the settings last.
 
 Layout
 ------
+``settings.py``
+    :class:`ReportSettings`: every choice that affects a number in the report.
 ``pipeline.py``
-    :class:`ReportSettings` and :func:`run_report`: reads the tables, runs each section
+    :func:`run_report`: reads the tables, runs each section
     builder for every word list (then the next builder), writes the folder.
 ``sections.py``
     The section builders and :class:`~bayesbias.report.sections.WordListContext`, which
@@ -55,7 +57,8 @@ from .._lazy import lazy_exports
 __getattr__, __dir__ = lazy_exports(__name__, {
     ".document": ("MARKER", "Report", "Section", "check_output", "check_replaceable",
                   "safe_name"),
-    ".pipeline": ("DEFAULT_WORDLISTS", "ReportSettings", "run_report"),
+    ".pipeline": ("run_report",),
+    ".settings": ("DEFAULT_WORDLISTS", "ReportSettings"),
     ".sections": ("SECTIONS", "WordListContext"),
 }, globals())
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 import warnings
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
 
-from ..config import DEFAULT_MODEL, PAPER_MODEL, defaults, validate_ci_prob
-from ..errors import DistanceTableError, InvalidArgumentError
+from ..config import PAPER_MODEL, defaults
+from ..errors import DistanceTableError
 from ..inputs.datasets import read_table
 from ..inputs.distances import distance_table, n_embeddings, single_embedding
 from ..inputs.embeddings import load_embedding
@@ -26,67 +24,17 @@ from ..models.spec import load_spec
 from ..parallel import JobPool
 from ..progress import once_per_message, progress
 from ..provenance import provenance
-from ..validation import validate_ci_kind
 from ..verdicts import RULE, verdict_from_fit
 from ..verdicts.reconcile import p_bound, sidedness
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
 from .sections import JOB_NAMES, SECTIONS, Glossary, WordListContext, records, verdict_cards
+from .settings import DEFAULT_WORDLISTS, ReportSettings
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_WORDLISTS = ("religion", "race", "gender")
-
-
-@dataclass
-class ReportSettings:
-    """Every choice that affects a number in the report."""
-
-    embedding: str | None = "default"
-    wordlists: tuple[str, ...] = DEFAULT_WORDLISTS
-    distances: tuple[str, ...] = ()
-    output: str = "bayesbias-report"
-    on_missing: str = "drop"
-    format: str = "auto"
-    trust_pickle: bool = False
-    model: str = DEFAULT_MODEL
-    ci_prob: float = field(default_factory=lambda: defaults.ci_prob)
-    ci_kind: str = field(default_factory=lambda: defaults.ci_kind)
-    draws: int = field(default_factory=lambda: defaults.draws)
-    tune: int = field(default_factory=lambda: defaults.tune)
-    chains: int = field(default_factory=lambda: defaults.chains)
-    seed: int = field(default_factory=lambda: defaults.seed)
-    sampler: str = "auto"
-    target_accept: float | None = None  # None: each model family's own default
-    rope: float | None = None
-    n_permutations: int = 100_000
-    n_bootstrap: int = 2000
-    null_reps: int = 5000
-    sd_convention: str = "sample"
-    strict: bool = False
-    sensitivity: bool = False
-    robustness: bool = True
-    #: Keep per-word draws in the fits (else above 256 MB of them: per-word summaries).
-    keep_word_draws: bool = False
-
-    def __post_init__(self):
-        self.ci_prob = validate_ci_prob(self.ci_prob)
-        self.ci_kind = validate_ci_kind(self.ci_kind)
-        if self.rope is not None and not (0 <= float(self.rope) < float("inf")):
-            raise InvalidArgumentError(f"rope must be a finite number >= 0, got {self.rope!r}")
-
-    def to_dict(self) -> dict:
-        """Plain JSON data (an encoder source as its own ``to_dict()``)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        if not self.keep_word_draws:  # recorded only when asked (earlier results.json lack it)
-            out.pop("keep_word_draws")
-        if not isinstance(self.embedding, (str, type(None))):
-            out["embedding"] = self.embedding.to_dict()
-        return json.loads(json.dumps(out))
-
 
 def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
     """(display name, table) per word list or distance table, in the order given."""

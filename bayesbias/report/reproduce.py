@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import provenance as _prov
 from ..citation import cite_bayesbias, references
 from ..errors import InputDataError
+from .settings import ReportSettings
 
 __all__ = ["back_matter", "report_inputs", "provenance_section", "cite_section",
            "settings_from_results",
@@ -101,8 +102,6 @@ def settings_from_results(path, output: str | None = None):
     output : str, optional
         The new report folder (default: the recorded one).
     """
-    from .pipeline import ReportSettings
-
     path, data = _read_results(path)
     recorded = data["settings"]
     known = {f.name for f in fields(ReportSettings)}
