@@ -28,7 +28,7 @@ from pathlib import Path
 
 PACKAGE = "bayesbias"
 #: Marker that a module at an old path only re-exports its new home (kept for one release).
-SHIM_MARK = "kept for one release"
+SHIM_MARK = "this old path is kept for one release"
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..progress import progress
+from ..report import ReportSettings
 from ..report.card import VerdictCard, terminal_summary
 from ..report.reproduce import check_inputs, settings_from_results
 from . import build_parser
@@ -121,8 +122,6 @@ def ignored_with_rerun(args) -> list[str]:
 
 
 def _settings(args):
-    from ..report import ReportSettings
-
     return ReportSettings(
         embedding=args.embedding, wordlists=tuple(args.wordlists or DEFAULT_WORDLISTS),
         distances=tuple(args.distances or ()), output=args.output or "bayesbias-report",

@@ -17,9 +17,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..comparators.weat import weat_class_pairs
+from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError
 from ..inputs.distances import ENSEMBLE_COLUMNS, n_embeddings, single_embedding
 from ..inputs.ensemble import ensemble_table, manifest_path, manifest_table
+from ..intervals import posterior_interval
+from ..models.embedding_level import BOOTSTRAP_PREFIX, has_strength, structure
+from ..models.families import family_has
+from ..models.plots import _save, forest_axes, new_figure
+from ..plain import to_plain
+from . import contrast_evidence, verdict_from_fit
+from .reliability import ensemble_reliability
 
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
            "per_embedding_verdicts", "weat_per_embedding",
@@ -60,7 +69,6 @@ def per_embedding_verdicts(table: pd.DataFrame, model: str = "crossed", ci_prob=
     """
     import warnings
 
-    from . import verdict_from_fit
     from .precision import fit_for_verdict
 
     if "embedding" not in table.columns:
@@ -92,8 +100,6 @@ ENSEMBLE_CONTRASTS = ("associated - none", "associated - human", "associated - d
 
 def ensemble_kind(table: pd.DataFrame) -> str:
     """``"bootstrap"``, ``"seeds"``, ``"corpora"`` or ``"mixed"``: what the embeddings vary."""
-    from ..models.embedding_level import BOOTSTRAP_PREFIX
-
     samples = {str(x) for x in table["corpus_sample"].unique()} \
         if "corpus_sample" in table else {"original"}
     boot = [x.rsplit("/", 1)[-1].startswith(BOOTSTRAP_PREFIX) for x in samples]
@@ -159,13 +165,8 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     (word x embedding + corpus sample + training run) / total, with its interval; the other
     columns are posterior means of each part's share.
     """
-    from ..config import CONNECTIONS, defaults
-    from ..intervals import posterior_interval
-    from ..models.embedding_level import has_strength, structure
-
     ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
-    from ..models.families import family_has
 
     if not family_has(fit.spec.family, "EMBEDDINGS"):
         raise InputDataError(f"variance shares need an embedding_level fit, got "
@@ -236,8 +237,6 @@ def weat_per_embedding(table: pd.DataFrame, seed=None, n_permutations: int = 100
     One row per embedding: ``embedding, corpus_sample, X, Y, effect_size, p_value``; empty
     when the table has no pair of classes with stereotypes.
     """
-    from ..comparators.weat import weat_class_pairs
-
     if "embedding" not in table.columns:
         raise InputDataError("the table has no embedding column")
     rows = []
@@ -268,8 +267,6 @@ def factor_contrasts(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame | None:
     (column ``factor`` names it); these need every combination observed, and otherwise the
     frame's ``attrs["note"]`` says why they are missing. None without a factor.
     """
-    from . import contrast_evidence
-
     fac = (fit.cells.sub_cells or {}).get("factor")
     if not fac or "factor_mean" not in fit.posterior:
         return None
@@ -421,8 +418,6 @@ class EnsembleSummary:
 
     def to_dict(self) -> dict:
         """Plain JSON data."""
-        from ..plain import to_plain
-
         rel = (self.reliability.to_dict() if hasattr(self.reliability, "to_dict")
                else {"skipped": str(self.reliability)})
         return {"headline": self.headline(), "kind": self.kind,
@@ -488,8 +483,6 @@ class EnsembleSummary:
 
         Returns the figure, or writes it to `path` (.png, .svg, .pdf) and returns the path.
         """
-        from ..models.plots import _save
-
         fig = ensemble_figure(self.to_frame(), self.verdict.interval_label)
         return _save(fig, path) if path is not None else fig
 
@@ -529,8 +522,6 @@ def class_contrast_clause(verdict) -> str:
 
 def ensemble_figure(frame: pd.DataFrame, interval: str):
     """Draw :meth:`EnsembleSummary.to_frame`: one panel per contrast, pooled row in red."""
-    from ..models.plots import forest_axes, new_figure
-
     n = len(frame)
     fig = new_figure(figsize=(10, 1.2 + 0.22 * n), layout="constrained")
     axes = fig.subplots(1, len(ENSEMBLE_CONTRASTS), sharey=True)
@@ -603,8 +594,6 @@ class EmbeddingRobustness:
 
     def to_dict(self) -> dict:
         """Plain JSON data."""
-        from ..plain import to_plain
-
         return {"kind": "leave one embedding out", "refits": self.n_refits,
                 "baseline": to_plain(self.baseline), "left_out": to_plain(self.left_out),
                 "sentence": self.sentence(), "settings": to_plain(self.settings)}
@@ -632,8 +621,6 @@ def _canonical_labels(table: pd.DataFrame) -> pd.DataFrame:
     takes about a minute). A sample keeps what its name says: bootstrap or not, or
     ``original``.
     """
-    from ..models.embedding_level import BOOTSTRAP_PREFIX
-
     out = table.reset_index(drop=True).copy()
     names = out["embedding"].astype(str).drop_duplicates().tolist()
     out["embedding"] = out["embedding"].astype(str).map(
@@ -663,10 +650,8 @@ def leave_one_embedding_out(table: pd.DataFrame, fit=None, *, ci_prob=None, ci_k
     """
     import warnings
 
-    from ..config import defaults
     from ..models import fit_model
     from ..models.summaries import resolve_ci
-    from . import verdict_from_fit
 
     k = n_embeddings(table)
     if k < 3:
@@ -714,9 +699,6 @@ def summarize_ensemble(table: pd.DataFrame, fit, *, model: str = "crossed", ci_p
     fit_kwargs
         Sampler settings of the single-embedding fits (draws, tune, chains, sampler, ...).
     """
-    from . import verdict_from_fit
-    from .reliability import ensemble_reliability
-
     if n_embeddings(table) < 2:
         raise InputDataError("the table holds one embedding: nothing to compare")
     verdict = verdict_from_fit(fit, str(table.attrs.get("source", "")), ci_prob, ci_kind, rope)
