@@ -12,7 +12,7 @@ from ._xarray import xr
 from .config import CONNECTIONS, defaults
 from .models import fit_model
 from .models.cells import UNIT_DIMS
-from .models.families import family_module
+from .models.families import family
 from .models.fit import CONTRASTS
 from .models.spec import load_spec
 from .models.summaries import resolve_ci, summarise, to_frame
@@ -123,7 +123,7 @@ def simulate_table(model="hierarchical", *, params="realistic", seed: int | None
     p = spec.priors
     prior = params == "prior"
     given = dict(REALISTIC, **(params if isinstance(params, dict) else {}))
-    fam = family_module(spec.family)
+    fam = family(spec.family)
     if hasattr(fam, "simulate_cell_means"):
         mu, truth = fam.simulate_cell_means(spec, rng, n_u, unit_col, None if prior else given)
     else:  # independent cell means

@@ -9,7 +9,7 @@ import numpy as np
 from .._atomic import check_output
 from ..config import DEFAULT_MODEL, defaults
 from ..errors import InvalidArgumentError
-from ..models.families import family_has
+from ..models.families import family
 from ..validation import validate_int
 from ._common import (
     add_ci_prob,
@@ -174,7 +174,7 @@ def run(args) -> int:
             raise InvalidArgumentError("--embeddings needs --pilot-fit: a saved fit of the "
                                        "embedding_level model ('bayesbias fit --model "
                                        "embedding_level -o fit.nc')")
-        if fit is not None and (args.embeddings or family_has(fit.spec.family, "EMBEDDINGS")):
+        if fit is not None and (args.embeddings or family(fit.spec.family).EMBEDDINGS):
             return _embeddings(args, fit)
     pilot = _pilot(args, fit)
     own = pilot.design

@@ -6,7 +6,7 @@ import warnings
 
 from ..errors import BayesbiasError, DistanceTableError, InputDataError
 from ..inputs.wordlists import load_wordlist
-from ..models.families import family_has
+from ..models.families import family
 from ..progress import progress
 from ._common import (
     add_distances,
@@ -179,7 +179,7 @@ def run(args) -> int:
              spec.card())
         return 0
     spec = load_spec(args.model, level=args.level, residual_sd=args.residual_sd)
-    per_embedding = args.sensitivity and family_has(spec.family, "EMBEDDINGS")
+    per_embedding = args.sensitivity and family(spec.family).EMBEDDINGS
     if args.sensitivity and not per_embedding:  # refuse unsupported specs before sampling
         from ..studies.sensitivity import check_model
 
@@ -241,7 +241,7 @@ def run(args) -> int:
         lo = payload["loo"]
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "
                      f"{lo['p']:.1f}, {lo['pareto_k_bad']} rows with Pareto k > 0.7")
-    if n_embeddings(table) >= 2 and family_has(fit.spec.family, "EMBEDDINGS"):
+    if n_embeddings(table) >= 2 and family(fit.spec.family).EMBEDDINGS:
         progress.info(f"each of {n_embeddings(table)} embeddings alone (crossed model)")
         ens = ensemble_summary(table, fit, args)
         payload["ensemble"] = ens.to_dict()

@@ -7,7 +7,7 @@ import numpy as np
 from ..config import CONNECTIONS
 from ..errors import InvalidArgumentError
 from .cells import Cells, normal_logp_cells
-from .families import family_module
+from .families import family as family_of
 from .spec import ModelSpec
 
 __all__ = ["build_model", "cell_data", "model_data", "structure_key", "LIKELIHOODS"]
@@ -24,10 +24,10 @@ def cell_data(cells: Cells) -> dict[str, np.ndarray]:
 
 def model_data(spec: ModelSpec, cells: Cells) -> dict[str, np.ndarray]:
     """Values of every ``pm.Data`` of the sufficient-statistic model (for reusing a build)."""
-    if getattr(family_module(spec.family), "row_effects", None) is not None:
+    if getattr(family_of(spec.family), "row_effects", None) is not None:
         return {}  # a row-level model has no pm.Data (see structure_key)
     out = cell_data(cells)
-    extra = getattr(family_module(spec.family), "model_data", None)
+    extra = getattr(family_of(spec.family), "model_data", None)
     if extra is not None:
         out.update(extra(spec, cells))
     return out
@@ -35,7 +35,7 @@ def model_data(spec: ModelSpec, cells: Cells) -> dict[str, np.ndarray]:
 
 def structure_key(spec: ModelSpec, cells: Cells) -> tuple:
     """Return what fixes a compiled model apart from its data (spec, shapes, cells)."""
-    fam = family_module(spec.family)
+    fam = family_of(spec.family)
     extra = tuple(fam.structure_key(spec, cells)) if hasattr(fam, "structure_key") else ()
     if getattr(fam, "row_effects", None) is not None:
         # a row-level model holds its data as constants, not pm.Data: never reuse it with
@@ -79,7 +79,7 @@ def build_model(spec: ModelSpec, cells: Cells, likelihood: str = "sufficient"):
     if likelihood not in LIKELIHOODS:
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
-    family = family_module(spec.family)
+    family = family_of(spec.family)
     if getattr(family, "row_effects", None) is not None:
         likelihood = "rows"  # a mean per row, not per cell: no cell statistics
     if cells.level != spec.level:

@@ -33,7 +33,7 @@ import numpy as np
 from ..config import CONNECTIONS
 from ..parallel import thread_map
 from ._psis import psislw, tail_draws
-from .families import family_module
+from .families import family
 
 __all__ = ["loo_pit", "loo_coverage", "loo_skip_reason", "attribute_dependence", "CHECK_DRAWS",
            "ATTRIBUTE_ALPHA", "coverage_tolerance", "CHECK_ELEMENTS", "LOO_ROWS"]
@@ -93,7 +93,7 @@ def _row_mean_and_sds(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray
     spec = getattr(fit, "spec", None)
     hook = None
     if spec is not None:
-        hook = getattr(family_module(spec.family), "row_attribute_effects", None)
+        hook = getattr(family(spec.family), "row_attribute_effects", None)
     if hook is not None:  # embedding_level: per corpus sample, and the strengths
         idx, effects = hook(post, c, keep)
         mean += effects[:, idx[rows]]

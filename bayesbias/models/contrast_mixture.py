@@ -62,7 +62,7 @@ import numpy as np
 from ..config import CONNECTIONS
 from ._rank_diagnostics import _ess as ess
 from ._rank_diagnostics import _split_chains
-from .families import family_has
+from .families import family
 
 __all__ = ["supports", "conditional_moments", "contrast_mixture", "mixture_end_mcse",
            "MAX_MATRIX_BYTES", "MAX_DRAWS"]
@@ -86,7 +86,7 @@ def supports(fit) -> bool:
     embedding's table.
     """
     spec = fit.spec
-    if not family_has(spec.family, "GAUSSIAN_GROUP_MEANS"):
+    if not family(spec.family).GAUSSIAN_GROUP_MEANS:
         return False
     prior = spec.priors.get("mu_bar")
     if prior is None or prior.dist != "Normal":
@@ -103,7 +103,7 @@ def supports(fit) -> bool:
 
 
 def _attribute_effects(spec) -> bool:
-    return family_has(spec.family, "ATTRIBUTE_EFFECTS")
+    return family(spec.family).ATTRIBUTE_EFFECTS
 
 
 def _cell_classes(cells):

@@ -15,7 +15,7 @@ from .._xarray import xr
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from .cells import Cells
-from .families import family_module
+from .families import family
 from .marginal import word_summaries_supported
 from .result import Fit
 from .spec import ModelSpec, load_spec
@@ -68,7 +68,7 @@ def load_fit(path, spec=None) -> Fit:
     summaries = "mu" not in tree["posterior"].data_vars if "posterior" in tree.children \
         else False
     if summaries and word_summaries_supported(stored):
-        mod = family_module(stored.family)
+        mod = family(stored.family)
         if getattr(mod, "marginal_blocks", None) is None:  # crossed: its sampled parameters
             first = ("mu_bar", "tau", "sigma", "omega", "attribute_effect")
         else:

@@ -27,7 +27,7 @@ from ..config import CONNECTIONS
 from ._native import entry_points, library, pack_cells
 from ._nutpie import core, run
 from .cells import Cells, cell_mean_conditional
-from .families import family_module
+from .families import family
 from .priors import kernel_row
 
 __all__ = ["Block", "Kernel", "supports", "sample_marginal", "conditional_cell_means"]
@@ -89,7 +89,7 @@ def supports(spec) -> bool:
     the compiled kernels are available (:func:`bayesbias.models._native.library`; without a
     C compiler the PyMC model is sampled instead).
     """
-    mod = family_module(spec.family)
+    mod = family(spec.family)
     if getattr(mod, "marginal_kernel", None) is None:
         fn = getattr(mod, "marginal_blocks", None)
         if fn is None or fn(spec) is None:
@@ -98,7 +98,7 @@ def supports(spec) -> bool:
 
 
 def _layout(spec):
-    mod = family_module(spec.family)
+    mod = family(spec.family)
     blocks, fixed = mod.marginal_blocks(spec)
     rows, maps, names = [], [], []
     for b in blocks:
@@ -230,7 +230,7 @@ def _blocks_kernel(spec, cells: Cells, word_draws: bool = True,
     (:func:`_grouped_cells`; same posterior, cost independent of the number of words, but
     other rounding, hence other draws than the per-cell kernel).
     """
-    mod = family_module(spec.family)
+    mod = family(spec.family)
     blocks, priors, maps, offsets, _ = _layout(spec)
     _, fixed = mod.marginal_blocks(spec)
     names = [b.name for b in blocks]
@@ -258,7 +258,7 @@ def _blocks_kernel(spec, cells: Cells, word_draws: bool = True,
                                   else _cell_array(cells)),
                   logp=logp, expand=expand,
                   init=lambda rng: _initial(blocks, cells, rng), complete=complete,
-                  adaptation=getattr(mod, "ADAPTATION", "diag"))
+                  adaptation=mod.ADAPTATION)
 
 
 def word_summaries_supported(spec) -> bool:
@@ -269,8 +269,8 @@ def word_summaries_supported(spec) -> bool:
     given the parameters and the attribute effects; its ``marginal_kernel`` takes
     ``word_draws`` and ``grouped``).
     """
-    mod = family_module(spec.family)
-    if getattr(mod, "WORD_SUMMARIES", False):  # its kernel takes word_draws and grouped
+    mod = family(spec.family)
+    if mod.WORD_SUMMARIES:  # its kernel takes word_draws and grouped
         return True
     return getattr(mod, "marginal_kernel", None) is None and \
         getattr(mod, "marginal_blocks", None) is not None
@@ -287,7 +287,7 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     come from the parameters' draws (:mod:`.word_summaries`). `grouped`: evaluate the
     density on groups of cells that share (connection, n) (those families only).
     """
-    mod = family_module(spec.family)
+    mod = family(spec.family)
     make = getattr(mod, "marginal_kernel", None)
     if not word_draws and not word_summaries_supported(spec):
         raise ValueError(f"{spec.name}: per-word summaries without draws are not supported")
@@ -295,7 +295,7 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
         raise ValueError(f"{spec.name}: no grouped kernel")
     if make is None:
         kernel = _blocks_kernel(spec, cells, word_draws, grouped)
-    elif getattr(mod, "WORD_SUMMARIES", False):
+    elif mod.WORD_SUMMARIES:
         kernel = make(spec, cells, word_draws=word_draws, grouped=grouped)
     else:
         kernel = make(spec, cells)

@@ -30,7 +30,7 @@ from .checks import (
 )
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
 from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
-from .families import family_has, family_module
+from .families import family
 from .plots import plot_fit_forest
 from .spec import ModelSpec
 from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
@@ -95,8 +95,7 @@ def _model_checks(fit) -> list[Check]:
     p = attribute_dependence(fit)
     if p is not None and p < ATTRIBUTE_ALPHA:
         # a model with attribute effects of its own: the shift is one it lacks beyond them
-        has_own = family_has(spec.family, "ATTRIBUTE_EFFECTS") or family_has(spec.family,
-                                                                             "EMBEDDINGS")
+        has_own = family(spec.family).ATTRIBUTE_EFFECTS or family(spec.family).EMBEDDINGS
         out.append(Check("attribute_dependence", False,
                          f"rows that share an attribute word share a shift this model does not "
                          f"have (attribute-dependence check p = {p:.2g}): its group-level "
@@ -133,7 +132,7 @@ def _row_view(fit):
     """
     from types import SimpleNamespace
 
-    hook = getattr(family_module(fit.spec.family), "row_sd", None)
+    hook = getattr(family(fit.spec.family), "row_sd", None)
     if hook is None:
         return fit
     post = fit.posterior
@@ -208,7 +207,7 @@ class Fit:
         means over the units that have rows in that connection.
         """
         post = self.posterior
-        var = family_module(self.spec.family).GROUP_MEAN
+        var = family(self.spec.family).GROUP_MEAN
         if var is not None:
             out = post[var]
         elif not self.word_draws:
@@ -400,7 +399,7 @@ class Fit:
     def parameters(self, ci_prob=None, ci_kind=None) -> pd.DataFrame:
         """Every named model parameter (not the sampler's auxiliary ones) with intervals."""
         post = self.posterior
-        names = family_module(self.spec.family).PARAMETERS
+        names = family(self.spec.family).PARAMETERS
         frames = []
         for v in names:
             if v not in post:  # an optional level the spec leaves out
@@ -450,7 +449,7 @@ class Fit:
         return da.transpose(*SAMPLE_DIMS, ...).values
 
     def _cell_sigma(self) -> np.ndarray:
-        hook = getattr(family_module(self.spec.family), "row_sd", None)
+        hook = getattr(family(self.spec.family), "row_sd", None)
         sig = self._draws_flat(self.posterior["sigma"] if hook is None
                                else hook(self.posterior))
         if sig.ndim == 2:  # single residual sd
@@ -471,7 +470,7 @@ class Fit:
         draw share its effect) has no pointwise log-likelihood per row and raises
         :class:`~bayesbias.errors.ModelSpecError`.
         """
-        if getattr(family_module(self.spec.family), "likelihood", None) is not None:
+        if getattr(family(self.spec.family), "likelihood", None) is not None:
             raise ModelSpecError(
                 f"model {self.spec.name!r}: the rows of one (word, context) cell share its "
                 "context effect, so there is no log-likelihood per row; PSIS-LOO (--loo) "

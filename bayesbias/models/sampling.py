@@ -22,7 +22,7 @@ from . import marginal as _marginal
 from .base import LIKELIHOODS, build_model, model_data, structure_key
 from .cells import cells_from_table
 from .diagnostics import HELPERS, check
-from .families import family_module
+from .families import family as family_of
 from .files import _data_groups
 from .marginal import supports, word_summaries_supported
 from .result import Fit
@@ -152,12 +152,12 @@ def fit_memory(draws: int, chains: int, n_cells: int, n_attributes: int = 0,
 
 
 def _family_target_accept(family) -> float:
-    return float(getattr(family, "TARGET_ACCEPT", 0.8))
+    return float(family.TARGET_ACCEPT)
 
 
 def default_target_accept(model) -> float:
     """Return the NUTS target acceptance rate `model` (a name or spec) gets when none is given."""
-    return _family_target_accept(family_module(load_spec(model).family))
+    return _family_target_accept(family_of(load_spec(model).family))
 
 
 def _check_settings(draws, tune, chains, target_accept, n_cells: int,
@@ -234,8 +234,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     if likelihood not in LIKELIHOODS:
         raise InvalidArgumentError(
             f"likelihood must be one of {', '.join(LIKELIHOODS)}, got {likelihood!r}")
-    family = family_module(spec.family)
-    if not getattr(family, "EMBEDDINGS", False):
+    family = family_of(spec.family)
+    if not family.EMBEDDINGS:
         table = single_embedding(table, spec.name, str(table.attrs.get("source", "")))
     layout = getattr(family, "cells", None) or cells_from_table
     cells = layout(table, spec.level)
@@ -289,7 +289,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
                                           target_accept, word_draws, grouped=grouped)
         noncentred = ()
     elif sampler == "nutpie" and likelihood == "sufficient" and \
-            not getattr(family, "PM_SAMPLE", False):
+            not family.PM_SAMPLE:
         idata, noncentred = _sample_nutpie(spec, cells, draws, tune, chains, cores, seed,
                                            progressbar, target_accept)
     else:
@@ -326,7 +326,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         wall_time_s=round(wall, 3),
         sampling_time_s=float(idata.posterior.attrs.get("sampling_time", np.nan)),
     )
-    if getattr(family, "NONCENTRED", False) and not marginal:
+    if family.NONCENTRED and not marginal:
         tree.attrs["noncentred"] = json.dumps(list(noncentred))
     if "attribute_noncentred" in idata.posterior.attrs:
         # the attribute groups sampled non-centred (crossed: a JSON list of kinds)

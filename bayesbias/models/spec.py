@@ -13,7 +13,8 @@ import numpy as np
 from .._atomic import shipped_dir
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
-from .families import FAMILIES, family_module
+from .families import FAMILIES
+from .families import family as family_of
 from .priors import DISTRIBUTIONS
 
 __all__ = [
@@ -35,7 +36,7 @@ _BASE_KEYS = {"name", "family", "description", "level", "residual_sd", "noncentr
 
 def _family_keys() -> dict[str, str]:
     """Spec keys of single families: key -> the family it belongs to."""
-    return {k: f for f in FAMILIES for k in getattr(family_module(f), "SPEC_KEYS", {})}
+    return {k: f for f in FAMILIES for k in family_of(f).SPEC_KEYS}
 
 
 def _all_keys() -> set[str]:
@@ -44,7 +45,7 @@ def _all_keys() -> set[str]:
 
 def _pooled() -> tuple[str, ...]:
     """Families with pooled cell means (their module sets ``NONCENTRED``)."""
-    return tuple(f for f in FAMILIES if getattr(family_module(f), "NONCENTRED", False))
+    return tuple(f for f in FAMILIES if family_of(f).NONCENTRED)
 
 
 def __getattr__(name):
@@ -52,7 +53,7 @@ def __getattr__(name):
     if name == "FAMILIES":
         return tuple(FAMILIES)
     if name == "PRIOR_NAMES":
-        return {f: family_module(f).PRIORS for f in FAMILIES}
+        return {f: family_of(f).PRIORS for f in FAMILIES}
     raise AttributeError(name)
 
 
@@ -180,7 +181,7 @@ class ModelSpec:
                                  f"{', '.join(sorted(keys))}")
 
         family = _choice(d.get("family"), tuple(FAMILIES), "family", source)
-        fam = family_module(family)
+        fam = family_of(family)
         level = _choice(d.get("level", "word"), LEVELS, "level", source)
         residual_sd = _choice(d.get("residual_sd", "per_connection"), RESIDUAL_SDS,
                               "residual_sd", source)
@@ -201,7 +202,7 @@ class ModelSpec:
                 _choice(c, CONNECTIONS, "each noncentred entry", source)
         raw = d.get("priors", {})
         needed = fam.PRIORS
-        optional = getattr(fam, "OPTIONAL_PRIORS", ())  # a level the spec may leave out
+        optional = fam.OPTIONAL_PRIORS  # a level the spec may leave out
         extra = sorted(set(raw) - set(needed))
         absent = [p for p in needed if p not in raw and p not in optional]
         if extra or absent:
@@ -223,7 +224,7 @@ class ModelSpec:
                    noncentred=noncentred, priors=priors,
                    description=str(d.get("description", "")),
                    **{k: d.get(k, default)
-                      for k, default in getattr(fam, "SPEC_KEYS", {}).items()})
+                      for k, default in fam.SPEC_KEYS.items()})
         if hasattr(fam, "validate"):
             fam.validate(spec, source)
         return spec
@@ -234,11 +235,11 @@ class ModelSpec:
              "level": self.level, "residual_sd": self.residual_sd,
              "priors": {k: v.to_dict() for k, v in self.priors.items()}}
 
-        fam = family_module(self.family)
-        if getattr(fam, "NONCENTRED", False):
+        fam = family_of(self.family)
+        if fam.NONCENTRED:
             d["noncentred"] = (self.noncentred if self.noncentred == "auto"
                                else list(self.noncentred))
-        for key in getattr(fam, "SPEC_KEYS", {}):
+        for key in fam.SPEC_KEYS:
             d[key] = getattr(self, key)
         return d
 
@@ -289,7 +290,7 @@ class ModelSpec:
         lines.append(f"  i: a row; {unit}: its {unit_name}; c: its connection "
                      f"({', '.join(CONNECTIONS)})")
 
-        lines += family_module(self.family).card_lines(self, unit, s)
+        lines += family_of(self.family).card_lines(self, unit, s)
         lines.append(f"  {s} ~ {p['sigma']}")
         return "\n".join(lines)
 

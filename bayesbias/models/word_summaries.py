@@ -47,7 +47,7 @@ from .._stats import eti, hdi_sorted
 from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from ..parallel import thread_map
-from .families import family_module
+from .families import family
 
 __all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
            "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
@@ -304,7 +304,7 @@ def _mts_draws(fit):
     """M, T, S draws of a summary fit, each (draws, connection)."""
     from .marginal import _mts
 
-    mod = family_module(fit.spec.family)
+    mod = family(fit.spec.family)
     post = fit.idata.posterior
     nc = len(CONNECTIONS)
     if getattr(mod, "marginal_blocks", None) is None:  # crossed: mu_bar, tau, sigma sampled

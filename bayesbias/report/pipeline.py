@@ -18,7 +18,7 @@ from ..inputs.embeddings import load_embedding
 from ..inputs.ensemble import manifest_path, manifest_table
 from ..inputs.wordlists import load_wordlist
 from ..models.checks import ATTRIBUTE_ALPHA, attribute_dependence
-from ..models.families import family_has
+from ..models.families import family
 from ..models.plots import prepare
 from ..models.spec import load_spec
 from ..parallel import JobPool
@@ -63,7 +63,7 @@ def _tables(settings: ReportSettings) -> list[tuple[str, pd.DataFrame]]:
 def _check_embeddings(tables, model) -> None:
     """Refuse, before any work, a table the model cannot take (one vs several embeddings)."""
     spec = load_spec(model)
-    many = family_has(spec.family, "EMBEDDINGS")
+    many = family(spec.family).EMBEDDINGS
     for name, table in tables:
         if not many:
             single_embedding(table, spec.name, name)
@@ -179,7 +179,7 @@ def _beside_paper(settings: ReportSettings) -> bool:
     """Whether the report fits the paper's model beside the default (one with attribute effects)."""
     from ..models import load_spec
 
-    return family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
+    return family(load_spec(settings.model).family).ATTRIBUTE_EFFECTS
 
 
 def _paper_model(sec, contexts: list[WordListContext], settings: ReportSettings,
@@ -312,8 +312,8 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     t0 = time.perf_counter()
     out_dir = check_output(settings.output)  # fail before the work, not after
 
-    crossed = family_has(load_spec(settings.model).family, "ATTRIBUTE_EFFECTS")
-    many = family_has(load_spec(settings.model).family, "EMBEDDINGS")
+    crossed = family(load_spec(settings.model).family).ATTRIBUTE_EFFECTS
+    many = family(load_spec(settings.model).family).EMBEDDINGS
     report = Report(
         "bayesbias report",
         "Are stereotypes closer to their protected words than the control groups are? "

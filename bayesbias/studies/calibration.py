@@ -28,7 +28,7 @@ from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, InvalidArgumentError
 from ..models import cells_from_table, fit_model, load_spec
 from ..models.cells import ATTRIBUTE_KINDS
-from ..models.families import family_has
+from ..models.families import family
 from ..models.plots import new_figure
 from ..parallel import chunks, run_tasks
 from ..testing import simulate_table
@@ -102,7 +102,7 @@ def _sbc_chunk(model, n_reps, shape, method, n_keep, fit_kwargs, rng):
     """Ranks (n_reps, quantities) of one chunk of SBC replications."""
     spec = load_spec(model)
     fit_spec = spec
-    if (family_has(spec.family, "NONCENTRED") and family_has(spec.family, "structure_key")
+    if (family(spec.family).NONCENTRED and hasattr(family(spec.family), "structure_key")
             and spec.noncentred == "auto"):
         # "auto" chooses the parametrisation from each table, so each replication would
         # compile its own model (the family's structure key); a fixed choice has the same

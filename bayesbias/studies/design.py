@@ -49,7 +49,7 @@ from ..errors import DistanceTableError, InputDataError, InvalidArgumentError, M
 from ..inputs.distances import check_pilot
 from ..models import cells_from_table, fit_model, load_spec
 from ..models.cells import ATTRIBUTE_KINDS
-from ..models.families import family_has
+from ..models.families import family
 from ..models.plots import new_figure
 from ..models.summaries import resolve_ci
 from ..parallel import chunks, run_tasks, task_rng
@@ -197,7 +197,7 @@ class Pilot:
         seed = defaults.seed if seed is None else int(seed)
         src = str(table.attrs.get("source", "distance table"))
         check_pilot(table, f"pilot {src}")  # the prior alone would answer otherwise
-        if method == "exact" and family_has(spec.family, "EXACT_MARGINAL"):
+        if method == "exact" and family(spec.family).EXACT_MARGINAL:
             cells = cells_from_table(table, spec.level)
             post = marginal_posterior(cells.n, cells.mean, cells.ss, spec).draw(
                 np.random.default_rng(seed), draws)
@@ -251,8 +251,8 @@ class Pilot:
 
 
 def _check_spec(spec) -> None:
-    if not (family_has(spec.family, "EXACT_MARGINAL")
-            or family_has(spec.family, "ATTRIBUTE_EFFECTS")) or spec.level != "word":
+    if not (family(spec.family).EXACT_MARGINAL
+            or family(spec.family).ATTRIBUTE_EFFECTS) or spec.level != "word":
         raise ModelSpecError(f"model {spec.name!r}: design studies draw new protected words "
                              "from a fitted hierarchy; use a hierarchical or crossed spec at "
                              "level 'word'")
@@ -503,7 +503,7 @@ def _run_chunk(pilot_draws, spec, design, seed, chunk, n_reps, settings, rng):
     """
     truth = _truth(pilot_draws, n_reps, settings["null"], task_rng(seed, (2**20, chunk)))
     y = simulate_study(truth, design, rng)
-    if settings["method"] == "exact" and family_has(spec.family, "ATTRIBUTE_EFFECTS"):
+    if settings["method"] == "exact" and family(spec.family).ATTRIBUTE_EFFECTS:
         ci, p_below = _bayes_crossed_plugin(spec, y, design, settings["ci_prob"],
                                             settings["n_draws"], rng)
     elif settings["method"] == "exact":
@@ -720,7 +720,7 @@ def run_design(pilot: Pilot, designs, *, reps: int = 200, method: str = "exact",
     if method not in METHODS:
         raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "exact" and not (supports(pilot.spec) or (
-            family_has(pilot.spec.family, "ATTRIBUTE_EFFECTS")
+            family(pilot.spec.family).ATTRIBUTE_EFFECTS
             and supports(_hierarchical_part(pilot.spec)))):
         raise ModelSpecError(f"model {pilot.spec.name!r} has no exact marginal form; "
                              "use method='nuts'")

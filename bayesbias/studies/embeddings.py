@@ -46,7 +46,7 @@ import pandas as pd
 from ..config import CONNECTIONS, defaults
 from ..errors import InputDataError, InvalidArgumentError
 from ..models import embedding_level
-from ..models.families import family_has
+from ..models.families import family
 from ..models.plots import _save, new_figure
 from ..plain import to_plain
 from ..verdicts.ensemble import ensemble_kind
@@ -220,7 +220,7 @@ def embeddings_needed(fit, counts=(2, 4, 8, 16, 32), *, ci_prob: float | None = 
     """
     from scipy.special import ndtr, ndtri
 
-    if not family_has(fit.spec.family, "EMBEDDINGS"):
+    if not family(fit.spec.family).EMBEDDINGS:
         raise InputDataError(f"how many embeddings a claim needs is read from an "
                              f"embedding_level fit; this one is {fit.spec.family!r}")
     counts = [int(k) for k in counts]

@@ -29,7 +29,7 @@ from ..config import CONNECTIONS
 from ..errors import ModelSpecError
 from ..models import priors
 from ..models.cells import cell_mean_conditional
-from ..models.families import family_module
+from ..models.families import family
 
 __all__ = ["MarginalPosterior", "marginal_posterior", "supports", "prior_logpdf"]
 
@@ -43,7 +43,7 @@ def supports(spec) -> bool:
 
     Hierarchical family, one residual sd per connection, Normal ``mu_bar`` prior.
     """
-    return (getattr(family_module(spec.family), "EXACT_MARGINAL", False)
+    return (family(spec.family).EXACT_MARGINAL
             and spec.residual_sd == "per_connection" and spec.priors["mu_bar"].dist == "Normal")
 
 

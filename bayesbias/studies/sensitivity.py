@@ -33,7 +33,7 @@ from ..config import CONNECTIONS, DEFAULT_MODEL, defaults
 from ..errors import InputDataError, ModelSpecError
 from ..inputs.distances import check_pilot
 from ..models import cells_from_table, load_spec
-from ..models.families import family_has
+from ..models.families import family
 from ..models.plots import new_figure
 from ..models.summaries import resolve_ci
 from ..parallel import chunks, run_tasks
@@ -280,7 +280,7 @@ class Sensitivity:
 
 def check_model(spec):
     """Return `spec` if sensitivity refits support it, else raise ModelSpecError."""
-    if family_has(spec.family, "ATTRIBUTE_EFFECTS"):
+    if family(spec.family).ATTRIBUTE_EFFECTS:
         if spec.level == "word" and supports(_hierarchical_part(spec)):
             return spec
     if not supports(spec) or spec.level != "word":
@@ -318,7 +318,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     seed = defaults.seed if seed is None else int(seed)
     rows = _Rows.from_table(table)
     name, method = spec.name, METHOD
-    if family_has(spec.family, "ATTRIBUTE_EFFECTS"):
+    if family(spec.family).ATTRIBUTE_EFFECTS:
         method = ("crossed plug-in: attribute deviations removed, exact hierarchical refit on "
                   "the adjusted statistics, each attribute group's mean effect drawn from "
                   "Normal(0, omega / sqrt(n_group))")

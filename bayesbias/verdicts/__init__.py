@@ -57,7 +57,7 @@ from ..errors import InputDataError, InvalidArgumentError
 from ..intervals import posterior_interval as _interval
 from ..models.contrast_mixture import contrast_mixture, mixture_end_mcse, supports
 from ..models.embedding_level import word_means
-from ..models.families import family_has
+from ..models.families import family
 from ..models.word_summaries import mixture_interval
 from ..plain import plain_number as num
 from ..report.card import CARD_CSS, VerdictCard
@@ -814,7 +814,7 @@ def word_drivers(fit, ci_prob: float | None = None, ci_kind: str | None = None,
         (and ``share_in_rope`` with a ROPE).
     """
     unit = fit.unit_dim
-    if pooled and family_has(fit.spec.family, "EMBEDDINGS"):
+    if pooled and family(fit.spec.family).EMBEDDINGS:
         return _pooled_word_drivers(fit, ci_prob, ci_kind, rope)
     if getattr(fit, "word_draws", True):
         da = fit.word_contrast_draws(VERDICT_CONTRASTS)

@@ -24,7 +24,7 @@ from ..inputs.distances import ENSEMBLE_COLUMNS, n_embeddings, single_embedding
 from ..inputs.ensemble import ensemble_table, manifest_path, manifest_table
 from ..intervals import posterior_interval
 from ..models.embedding_level import BOOTSTRAP_PREFIX, has_strength, structure
-from ..models.families import family_has
+from ..models.families import family
 from ..models.plots import _save, forest_axes, new_figure
 from ..plain import to_plain
 from . import contrast_evidence, verdict_from_fit
@@ -168,7 +168,7 @@ def variance_shares(fit, ci_prob=None, ci_kind=None) -> pd.DataFrame:
     ci_prob = defaults.ci_prob if ci_prob is None else ci_prob
     ci_kind = defaults.ci_kind if ci_kind is None else ci_kind
 
-    if not family_has(fit.spec.family, "EMBEDDINGS"):
+    if not family(fit.spec.family).EMBEDDINGS:
         raise InputDataError(f"variance shares need an embedding_level fit, got "
                              f"{fit.spec.family!r}")
     st = structure(fit.cells)
