@@ -10,8 +10,6 @@ import _signal  # built in: no import time in which a signal finds no handler (s
 import os  # already loaded by the interpreter's start-up
 import sys
 
-from .cli import main as cli_main
-
 
 def _early_exit(signum, frame):
     sys.stderr.write(f"bayesbias: {'interrupted' if signum == _signal.SIGINT else 'terminated'}"
@@ -32,4 +30,6 @@ _signal.signal(_signal.SIGTERM, _early_exit)
 
 def main() -> int:
     """Run the command line (see :func:`bayesbias.cli.main`)."""
+    from .cli import main as cli_main
+
     return cli_main()
