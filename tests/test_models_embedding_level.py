@@ -388,7 +388,7 @@ def test_cell_likelihood_is_the_row_marginal(case):
         v, eta, sigma, centre = parts({k: x.copy() for k, x in p.items()})
         sigma = np.broadcast_to(sigma, (4,))
         ref = 0.0
-        for u, j in zip(*c.observed):
+        for u, j in zip(*c.observed, strict=True):
             rows = np.flatnonzero((c.unit_idx == u) & (c.conn_idx == j))
             cov = sigma[j] ** 2 * np.eye(rows.size) + eta[j] ** 2
             ref += multivariate_normal(np.full(rows.size, centre[u, j]), cov).logpdf(
@@ -886,7 +886,7 @@ def _kernel_reference(spec, cells, data, layout, x):
             vals[z0:z0 + size] = s * d
             lp += -0.5 * (zz**2).sum()
     priors = []
-    for name, size, prior in layout["blocks"]:
+    for _name, size, prior in layout["blocks"]:
         priors += [spec.priors[prior]] * size
     for j, p in enumerate(priors):
         lp += float(logpdf(p, hyp[j])) + (x[j] if rows[j, 1] > 0.5 else 0.0)

@@ -640,7 +640,7 @@ def test_report_fits_with_each_models_own_target_accept():
     for model, shown in (("embedding_level", "target_accept 0.95 (the model's default)"),
                          ("crossed", "target_accept 0.8 (the model's default)")):
         seen = {}
-        rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
+        rec = type("R", (), {"choice": lambda self, k, v, seen=seen: seen.__setitem__(k, v)})()
         _choices(rec, ReportSettings(distances=("x",), model=model))
         assert shown in seen["model"], seen["model"]
     seen = {}
