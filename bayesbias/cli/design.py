@@ -156,7 +156,8 @@ def _embeddings(args, fit) -> int:
 def run(args) -> int:
     """Run ``bayesbias design``; return the exit code."""
     from .._atomic import check_output
-    from ..studies.design import VERDICTS, designs_grid, run_design
+    from ..errors import InputDataError
+    from ..studies.design import VERDICTS, _contrast_index, designs_grid, run_design
 
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):
         if path:
@@ -165,6 +166,10 @@ def run(args) -> int:
         if label not in VERDICTS and " - " not in label:
             raise InvalidArgumentError(f"--null-contrast {label!r}: write e.g. "
                                        "'associated - human'")
+        try:
+            _contrast_index(label)
+        except InputDataError as exc:
+            raise InvalidArgumentError(f"--null-contrast: {exc}") from None
     fit = None
     if args.embeddings or args.pilot_fit:
         from ..models import load_fit
