@@ -8,21 +8,35 @@ import warnings
 
 import pytest
 
+#: Test modules that import torch and sentence-transformers (about 5 CPU-s per process): one
+#: work unit of the default run, so that one worker pays for that import, not both.
+TORCH_MODULES = {"test_encoders.py", "test_encoders_light.py", "test_encoders_real.py",
+                 "test_hostile_encoders.py"}
+
 
 def pytest_xdist_make_scheduler(config, log):
     """Spread single tests over the workers when slow tests are selected (``-m slow``).
 
     The default run keeps pyproject's ``--dist loadscope`` (a module's tests on one worker,
-    its module fixtures built once). The slow run is a few dozen independent long tests
-    (README lines, notebooks, coverage studies), 2-4 minutes each, that would otherwise
-    queue behind one another on one worker: work stealing balances them.
+    its module fixtures built once), with the modules of :data:`TORCH_MODULES` as one unit.
+    The slow run is a few dozen independent long tests (README lines, notebooks, coverage
+    studies), 2-4 minutes each, that would otherwise queue behind one another on one worker:
+    work stealing balances them.
     """
-    if config.getoption("dist", None) != "loadscope" or \
-            config.getoption("markexpr", "") == "not slow":
+    if config.getoption("dist", None) != "loadscope":
         return None
-    from xdist.scheduler import WorkStealingScheduling
+    from xdist.scheduler import LoadScopeScheduling, WorkStealingScheduling
 
-    return WorkStealingScheduling(config, log)
+    if config.getoption("markexpr", "") != "not slow":
+        return WorkStealingScheduling(config, log)
+
+    class TorchModulesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in TORCH_MODULES:
+                return "torch modules"
+            return super()._split_scope(nodeid)
+
+    return TorchModulesTogether(config, log)
 
 
 @pytest.fixture(scope="module")

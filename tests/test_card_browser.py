@@ -124,6 +124,7 @@ def _page(tmp_path: Path) -> Path:
     return rep.write(tmp_path / "rep") / "index.html"
 
 
+@pytest.mark.slow  # a browser end to end; the cards' HTML is checked fast in test_card.py
 def test_cards_read_at_a_glance_in_chromium(tmp_path):
     seen = look(_page(tmp_path))
     check(seen, 3)

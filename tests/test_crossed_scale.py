@@ -250,6 +250,7 @@ def test_summary_mean_is_the_mean_of_the_conditional_means(pair):
     np.testing.assert_allclose(ds["sd"].values.reshape(-1), np.sqrt(var), rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_groups_and_cell_by_cell_agree(pair, monkeypatch):
     """Cells summarised per group or one by one (MIN_GROUP) agree.
 

@@ -1,4 +1,7 @@
-"""Leave-one-embedding-out robustness of the corpus-level verdict (ensemble.leave_one_embedding_out)."""
+"""Leave-one-embedding-out robustness of the corpus-level verdict.
+
+:func:`bayesbias.ensemble.leave_one_embedding_out`.
+"""
 
 import json
 import logging

@@ -62,8 +62,9 @@ def _killed_outside_main(code, err, sig) -> bool:
     That is the interpreter's own start-up, the console script's first lines, or the import
     of the package's ``__init__`` (and the light ``errors`` module it reads), which run
     before ``_entry`` installed its handlers (no handler can be in place there without
-    changing Ctrl-C for every library user); or the interpreter's shutdown after the command returned, when Python has put
-    the default handlers back (killed by the signal, nothing on stderr, output complete).
+    changing Ctrl-C for every library user); or the interpreter's shutdown after the command
+    returned, when Python has put the default handlers back (killed by the signal, nothing on
+    stderr, output complete).
     """
     # CPython's start-up reports a KeyboardInterrupt raised while it checks argv[0] itself
     # (frozen frames only) and goes on running the command: any exit code, no frame of ours

@@ -180,6 +180,7 @@ def test_model_builds_with_the_right_variables():
     assert {"loglik", "mu_z", "cell_n"} <= names and "distance" not in names
 
 
+@pytest.mark.slow
 def test_mu_bar_extrapolates_only_for_bootstrap():
     """At a fixed point, mu_bar - M has sd kappa sqrt(1 + 1/R) (bootstrap) or kappa/sqrt(R)
     (corpora), from the prior draws of the missing means."""
@@ -254,6 +255,7 @@ def test_attribute_and_word_sample_levels_recover_their_scales():
         assert covers(post["mu_bar"].sel(connection=c), truth["mu_bar"][c]), c
 
 
+@pytest.mark.slow
 def test_compiled_models_are_reused_across_data_not_labels():
     import pymc as pm
 
@@ -350,8 +352,10 @@ def _unbalanced():
     return t.drop(index=t.index[[0, 7, 40, 41, 90]]).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("case", ["bootstrap", "seeds", "unbalanced", "shared_sd", "factor",
-                                  "run factor"])
+# The unbalanced case in the default run, every case in the slow run (PyTensor compiles).
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c != "unbalanced"
+                                  else c for c in ["bootstrap", "seeds", "unbalanced",
+                                                   "shared_sd", "factor", "run factor"]])
 def test_cell_likelihood_is_the_row_marginal(case):
     """The per-cell log-density equals the rows' exact marginal with each cell deviation
     integrated out: per cell a multivariate Normal of the rows minus their attribute
@@ -384,7 +388,7 @@ def test_cell_likelihood_is_the_row_marginal(case):
         v, eta, sigma, centre = parts({k: x.copy() for k, x in p.items()})
         sigma = np.broadcast_to(sigma, (4,))
         ref = 0.0
-        for u, j in zip(*c.observed):
+        for u, j in zip(*c.observed, strict=True):
             rows = np.flatnonzero((c.unit_idx == u) & (c.conn_idx == j))
             cov = sigma[j] ** 2 * np.eye(rows.size) + eta[j] ** 2
             ref += multivariate_normal(np.full(rows.size, centre[u, j]), cov).logpdf(
@@ -882,7 +886,7 @@ def _kernel_reference(spec, cells, data, layout, x):
             vals[z0:z0 + size] = s * d
             lp += -0.5 * (zz**2).sum()
     priors = []
-    for name, size, prior in layout["blocks"]:
+    for _name, size, prior in layout["blocks"]:
         priors += [spec.priors[prior]] * size
     for j, p in enumerate(priors):
         lp += float(logpdf(p, hyp[j])) + (x[j] if rows[j, 1] > 0.5 else 0.0)

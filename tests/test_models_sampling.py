@@ -88,7 +88,8 @@ warnings.simplefilter("ignore")
 from bayesbias.datasets import published_table
 from bayesbias.models import fit_model
 from bayesbias.testing import simulate_table
-fit = fit_model(published_table("religion", "reddit"), "hierarchical", draws=200, tune=200, chains=2, seed=5)
+fit = fit_model(published_table("religion", "reddit"), "hierarchical", draws=200, tune=200,
+                chains=2, seed=5)
 add = fit_model(simulate_table("additive", seed=4, words_per_class=3)[0], "additive", draws=200,
                 tune=200, chains=2, seed=5)
 np.save(sys.argv[1], np.concatenate([fit.posterior[v].values.ravel()
@@ -104,8 +105,8 @@ def test_same_seed_same_draws_in_one_process(religion_fit):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        again = fit_model(published_table("religion", "reddit"), "hierarchical", draws=300, tune=300,
-                          chains=2, seed=11)
+        again = fit_model(published_table("religion", "reddit"), "hierarchical", draws=300,
+                          tune=300, chains=2, seed=11)
     for v in ("mu_bar", "tau", "sigma", "mu"):
         assert np.array_equal(religion_fit.posterior[v].values, again.posterior[v].values), v
 

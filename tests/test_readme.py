@@ -44,8 +44,10 @@ SLOW_COMMANDS = {"report", "fit", "compare", "simulate", "metric", "classifier",
                  "calibrate", "train", "groups"}
 #: Commands whose default-run lines run as the installed console script.
 AS_SCRIPT = {"wordlists"}
-#: Python blocks that sample (a model fit, many fits) make their document's Python slow.
-SLOW_PYTHON = re.compile(r"\bfit_model\(|\brun_tasks\(")
+#: Python blocks that sample (a model fit, many fits, the group rates' fit) or resample at
+#: length (the recoverability tests' bootstraps and permutations) make their document's
+#: Python slow.
+SLOW_PYTHON = re.compile(r"\bfit_model\(|\brun_tasks\(|\bGroupRates\(|\brecoverability\(")
 #: Options whose lines need an optional extra: option -> (modules, extra). The encoder lines
 #: use the packaged all-MiniLM-L6-v2 on the light route.
 OPTIONAL = {"--encoder": (("tokenizers", "onnxruntime", "onnx"), "contextual")}

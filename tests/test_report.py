@@ -295,6 +295,7 @@ def test_every_verdict_contrast_is_in_the_contrast_table_and_the_forest(hostile_
     assert "p_value" not in weat and (weat["alternative"] == "two-sided").all()
 
 
+@pytest.mark.slow
 def test_verdict_box_carries_the_robustness_line(tmp_path):
     from bayesbias.distances import write_distance_table
     from bayesbias.testing import simulate_table
@@ -328,6 +329,7 @@ def _without_provenance(name: str, text: str) -> str:
     return text[:start] + text[text.index("</section>", start):]
 
 
+@pytest.mark.slow
 def test_rerun_reproduces_the_report_with_any_number_of_processes(hostile_run, tmp_path):
     # `--rerun results.json --jobs 1` against the first run's --jobs 2 (the WEAT, null and
     # figure jobs ran in a worker or here, whichever came first): the settings come back from
@@ -638,7 +640,7 @@ def test_report_fits_with_each_models_own_target_accept():
     for model, shown in (("embedding_level", "target_accept 0.95 (the model's default)"),
                          ("crossed", "target_accept 0.8 (the model's default)")):
         seen = {}
-        rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
+        rec = type("R", (), {"choice": lambda self, k, v, seen=seen: seen.__setitem__(k, v)})()
         _choices(rec, ReportSettings(distances=("x",), model=model))
         assert shown in seen["model"], seen["model"]
     seen = {}

@@ -89,6 +89,7 @@ def test_bimodal_mixture_falls_back_to_the_density_grid():
     np.testing.assert_allclose(iv[0], ref, atol=2e-3)
 
 
+@pytest.mark.slow
 def test_grouped_summaries_interpolate_the_direct_ones():
     """Grouped cells: the interpolated summaries equal the direct per-cell ones.
 
@@ -320,7 +321,7 @@ def test_cli_keep_word_draws(monkeypatch, tmp_path, capsys, quick_verdicts):
 
     monkeypatch.setattr(ws, "WORD_DRAWS_BYTES", 0)
     base = ["fit", "--distances", "published:religion:reddit", "--model", "hierarchical",
-            "--draws", "200", "--tune", "200", "--quiet"]
+            "--draws", "100", "--tune", "100", "--chains", "2", "--quiet"]
     code, _, err = run_main(capsys, base + ["-o", tmp_path / "s.nc"])
     assert code == 0, err
     assert not load_fit(tmp_path / "s.nc").word_draws

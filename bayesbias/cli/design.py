@@ -8,7 +8,7 @@ import numpy as np
 
 from .._atomic import check_output
 from ..config import DEFAULT_MODEL, defaults
-from ..errors import InvalidArgumentError
+from ..errors import InputDataError, InvalidArgumentError
 from ..models.families import family
 from ..validation import validate_int
 from ._common import (
@@ -156,7 +156,7 @@ def _embeddings(args, fit) -> int:
 
 def run(args) -> int:
     """Run ``bayesbias design``; return the exit code."""
-    from ..studies.design import VERDICTS, designs_grid, run_design
+    from ..studies.design import VERDICTS, _contrast_index, designs_grid, run_design
 
     for path, what in ((args.plot, "--plot"), (args.output, "-o")):
         if path:
@@ -165,6 +165,10 @@ def run(args) -> int:
         if label not in VERDICTS and " - " not in label:
             raise InvalidArgumentError(f"--null-contrast {label!r}: write e.g. "
                                        "'associated - human'")
+        try:
+            _contrast_index(label)
+        except InputDataError as exc:
+            raise InvalidArgumentError(f"--null-contrast: {exc}") from None
     fit = None
     if args.embeddings or args.pilot_fit:
         from ..models import load_fit
