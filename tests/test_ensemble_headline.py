@@ -6,12 +6,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesbias.ensemble import ENSEMBLE_CONTRASTS, EnsembleSummary, class_contrast_clause
+from bayesbias.ensemble import ENSEMBLE_CONTRASTS, EnsembleSummary, class_clause
+from bayesbias.verdicts import contrast_evidence
 from bayesbias.reliability import Reliability, cronbach_alpha, read_alpha, read_icc
 
 
+def _evidence(lower, upper, rope=None):
+    """Evidence (status by the verdicts rule) of Normal draws, 90% ETI about (lower, upper)."""
+    mid, sd = (lower + upper) / 2, (upper - lower) / (2 * 1.6449)
+    draws = mid + sd * np.random.default_rng(0).standard_normal(20_000)
+    ev = contrast_evidence(draws[None, :], 0.9, "eti", rope)
+    first = {k: np.asarray(v).reshape(-1)[0] for k, v in ev.items()}
+    return SimpleNamespace(**{k: v if isinstance(v, str) else float(v) for k, v in first.items()})
+
+
 def _verdict(code, lower, upper, rope=None):
-    ev = SimpleNamespace(mean=(lower + upper) / 2, lower=lower, upper=upper)
+    ev = _evidence(lower, upper, rope)
     other = SimpleNamespace(mean=0.0, lower=-0.1, upper=0.1)
 
     def get(c):
@@ -41,12 +51,15 @@ def _v(*a, **k):
     ("stereotype-specific", -0.116, -0.031, None, ""),  # the code already says it
 ])
 def test_class_contrast_clause(code, lo, hi, rope, expect):
-    clause = class_contrast_clause(_v(code, lo, hi, rope))
+    """The ensemble's clause is the verdicts' rule (one function) plus the numbers."""
+    v = _v(code, lo, hi, rope)
+    clause = class_clause(v)
     if not expect:
         assert clause == ""
     else:
+        ev = v["associated - different"]
         assert expect in clause and "`associated - different`" in clause
-        assert f"{lo:+.3f}" in clause and f"{hi:+.3f}" in clause
+        assert f"{ev.lower:+.3f}" in clause and f"{ev.upper:+.3f}" in clause
 
 
 def _summary(verdict, per=None, k=6):
@@ -64,7 +77,8 @@ def test_headline_names_the_class_contrast_in_its_first_sentence():
     s = _summary(_v("undecided at this precision", -0.116, -0.031))
     head = s.headline()
     assert head.startswith("corpus level (6 embeddings, bootstrap): undecided")
-    assert "credibly closer to their own class" in head and "-0.116" in head
+    assert "own-class stereotypes are closer than other classes'" in head
+    assert "`associated - different` -0.07" in head
     assert "single embeddings not fitted" in head and not s.single
     assert s.n_embeddings == 6
 
