@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from bayesbias.ensemble import ENSEMBLE_CONTRASTS, EnsembleSummary, class_clause
-from bayesbias.verdicts import contrast_evidence
 from bayesbias.reliability import Reliability, cronbach_alpha, read_alpha, read_icc
+from bayesbias.verdicts import contrast_evidence
 
 
 def _evidence(lower, upper, rope=None):
@@ -29,7 +29,8 @@ def _verdict(code, lower, upper, rope=None):
             raise KeyError(c)
         return ev if c == "associated - different" else other
 
-    return SimpleNamespace(code=code, rope=rope, interval_label="89% HDI", label=code,
+    return SimpleNamespace(code=code, rope=rope, interval_label="89% HDI", label=code, ci_prob=0.89,
+                           ci_kind="hdi",
                            __getitem__=get, get=get)
 
 
@@ -105,3 +106,52 @@ def test_negative_alpha_is_items_that_covary_negatively():
         off = c.sum() - np.trace(c)
         assert (cronbach_alpha(items) < 0) == (off < 0)
     assert cronbach_alpha(agree) > 0.9 and cronbach_alpha(disagree) < 0
+
+
+class _Recorder:
+    """A report section that keeps what the builder writes."""
+
+    def __init__(self):
+        self.parts = []
+
+    def heading(self, text):
+        self.parts.append(text)
+
+    def text(self, text):
+        self.parts.append(text)
+
+    def bullets(self, lines, css=""):
+        self.parts.extend(lines)
+
+    def table(self, *a, **k):
+        pass
+
+    def figure_from(self, *a, **k):
+        pass
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_report_section_leads_with_the_headline_and_reads_every_reliability_number(single):
+    from bayesbias.report.sections import ensemble_section
+
+    per = pd.DataFrame({"embedding": ["a", "b"], "corpus_sample": ["s1", "s2"],
+                        "verdict": ["no closer than human", "stereotype-specific"],
+                        **{f"{c} {k}": 0.0 for c in ENSEMBLE_CONTRASTS
+                           for k in ("mean", "lower", "upper")}}) if single else None
+    s = _summary(_v("undecided at this precision", -0.116, -0.031), per=per, k=2)
+    sec = _Recorder()
+    ctx = SimpleNamespace(multi=True, ensemble=s, section=sec, iv="89% HDI", key="w",
+                          verdict=s.verdict, results={},
+                          pool=SimpleNamespace(submit=lambda *a, **k: None))
+    ensemble_section(ctx)
+    assert sec.parts[1] == f"**{s.headline()}.**"  # first after the heading
+    assert "own-class stereotypes are closer" in sec.parts[1]
+    rel = next(p for p in sec.parts if p.startswith("Reliability"))
+    readings = s.reliability.readings()
+    assert all(r in rel for r in readings.values())
+    assert "more than noise would make them" in rel  # the negative alpha (-1.71) read
+    text = " ".join(sec.parts)
+    if single:
+        assert "single embeddings would have said otherwise" in text
+    else:
+        assert "Single embeddings not fitted" in text

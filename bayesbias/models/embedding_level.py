@@ -1463,7 +1463,9 @@ def segment_classes(ci, emb, group, n, ybar, segs) -> dict:
         g0 += gm.size
         devs.append(d)
         members.append(idx)
-    cat = (lambda x: np.concatenate(x) if x else np.zeros(0))
+    def cat(x):
+        return np.concatenate(x) if x else np.zeros(0)
+
     return {"conn": np.asarray(conn, float), "size": np.asarray(size, float),
             "pos": np.asarray(pos, float), "g_start": np.asarray(gst, float),
             "emb": cat(pe), "group": cat(pgp), "n": cat(pn), "mean": cat(pm), "G": cat(G),
@@ -1652,7 +1654,6 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     ci = lay["ci"][order]
     n = lay["n"][order]
     ybar = lay["ybar"][order]
-    emb = layout["emb"][order]
     word = layout["word"][order]
     cls = layout["classes"]
     seg_word, seg_conn = word[segs[:-1]], ci[segs[:-1]]
@@ -1681,7 +1682,8 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
             p0, p1 = int(cls["pos"][q]), int(cls["pos"][q + 1])
             c = int(cls["conn"][q])
             pe, pgp = cls["emb"][p0:p1].astype(np.int64), cls["group"][p0:p1].astype(np.int64)
-            u = 1.0 / (eta[sl][:, c, None] ** 2 + sg[sl][:, c, None] ** 2 / cls["n"][None, p0:p1])
+            u = 1.0 / (eta[sl][:, c, None] ** 2
+                       + sg[sl][:, c, None] ** 2 / cls["n"][None, p0:p1])
             b = (cls["mean"][None, p0:p1] - vb[:, pgp] - M[sl][:, c, None]
                  - flat_B[sl][:, pe, c])
             S[:, members] = u.sum(axis=1)[:, None]
