@@ -30,7 +30,7 @@ def _verdict(code, lower, upper, rope=None):
         return ev if c == "associated - different" else other
 
     return SimpleNamespace(code=code, rope=rope, interval_label="89% HDI", label=code, ci_prob=0.89,
-                           ci_kind="hdi",
+                           ci_kind="hdi", to_dict=lambda: {"code": code},
                            __getitem__=get, get=get)
 
 
