@@ -42,7 +42,11 @@ What the group-level mean ``mu_bar`` describes depends on the corpus samples:
   ``d ~ Normal(0, 1)``. Its uncertainty does not shrink with more resamples: averaging B
   resamples of one corpus does not make the corpus bigger.
 
-Sampled by nutpie (or PyMC) on a PyMC model whose likelihood is per cell: each (word@embedding,
+By default sampled by nutpie on a native kernel (:func:`marginal_kernel`, ``el_logp``): the
+cell deviations and the word effects integrated out per class of (word, connection) segments
+(:func:`segment_classes`), so a gradient's cost does not grow with the words. Tables the
+kernel does not cover (:func:`native_supported`), or without a C compiler, are
+sampled by nutpie (or PyMC) on a PyMC model whose likelihood is per cell: each (word@embedding,
 connection) deviation ``eta z`` is integrated out given the other effects
 (:func:`likelihood`, cost O(cells + attributes)), and ``mu`` is drawn from its exact Normal
 conditional (:func:`cell_means`). The row-level form (:func:`row_level_model`) is kept as the
