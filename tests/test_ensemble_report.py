@@ -362,3 +362,15 @@ def test_weat_mac_and_pilots_refuse_several_embeddings():
     assert weat_from_table(one, n_permutations=200, seed=1).effect_size == \
         weat_from_table(plain, n_permutations=200, seed=1).effect_size
     assert mac_from_table(one).mac == mac_from_table(plain).mac
+
+
+@pytest.mark.slow
+def test_fit_no_single_says_what_it_does(tmp_path, capsys):
+    """``fit --no-single`` fits no embedding alone, and its progress does not say it does."""
+    _table().to_csv(tmp_path / "many.csv", index=False)
+    assert main(["fit", "--distances", str(tmp_path / "many.csv"), "--model",
+                 "embedding_level", "--no-single", "--draws", "100", "--tune", "100",
+                 "--chains", "2", "--seed", "1"]) == 0
+    cap = capsys.readouterr()
+    assert "embeddings alone" not in cap.err and "single fits skipped" in cap.err
+    assert "single embeddings not fitted" in cap.out.splitlines()[0]  # the headline

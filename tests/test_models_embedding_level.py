@@ -912,11 +912,13 @@ def _kernel_reference(spec, cells, data, layout, x):
     return lp + multivariate_normal(mean, cov).logpdf(cells.y)
 
 
-@pytest.mark.parametrize("kind", ["bootstrap", "seeds"])
+@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged"])
 def test_native_kernel_density_and_gradient(kind):
     """The kernel's log-density differs from a dense multivariate Normal of the rows (word
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
-    matches finite differences."""
+    matches finite differences. ``ragged``: one word's rows dropped at random, so its
+    segments stand alone (classes of one segment) beside the other words' classes.
+    """
     import ctypes
 
     from bayesbias.models.embedding_level import _library, marginal_kernel
@@ -924,10 +926,19 @@ def test_native_kernel_density_and_gradient(kind):
 
     if _library() is None:
         pytest.skip("no C compiler")
-    t, _ = _table(kind, n_embeddings=3, seed=3)
+    t, _ = _table("bootstrap" if kind == "ragged" else kind, n_embeddings=3, seed=3)
+    if kind == "ragged":
+        first = t["protected_word"] == t["protected_word"].iloc[0]  # one word's rows
+        keep = ~first | (np.random.default_rng(2).random(len(t)) > 0.3)
+        t = t[keep].reset_index(drop=True)
     spec = load_spec("embedding_level")
     c = el_cells(t)
     k = marginal_kernel(spec, c)
+    if kind == "ragged":
+        from bayesbias.models.embedding_level import pack as _pack
+
+        sizes = _pack(spec, c)[1]["classes"]["size"]
+        assert (sizes == 1).any() and (sizes > 1).any()
     from bayesbias.models.embedding_level import pack
 
     data, layout = pack(spec, c)

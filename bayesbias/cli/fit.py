@@ -242,7 +242,11 @@ def run(args) -> int:
         lines.append(f"PSIS-LOO: elpd {lo['elpd']:.1f} (se {lo['se']:.1f}), p_loo "
                      f"{lo['p']:.1f}, {lo['pareto_k_bad']} rows with Pareto k > 0.7")
     if n_embeddings(table) >= 2 and family(fit.spec.family).EMBEDDINGS:
-        progress.info(f"each of {n_embeddings(table)} embeddings alone (crossed model)")
+        if getattr(args, "no_single", False):
+            progress.info(f"the {n_embeddings(table)} embeddings' WEAT and reliability "
+                          "(single fits skipped: --no-single)")
+        else:
+            progress.info(f"each of {n_embeddings(table)} embeddings alone (crossed model)")
         ens = ensemble_summary(table, fit, args)
         payload["ensemble"] = ens.to_dict()
         lines += ["", "many embeddings: " + str(ens)]

@@ -738,14 +738,17 @@ def _build(cc: str, text: str) -> Path | None:
     return target
 
 
-def library():
+def library(extra: str = ""):
     """Return the compiled kernels (a ``ctypes.CDLL``), or None without a working C compiler.
 
-    Set ``BAYESBIAS_KERNEL=pymc`` to do without them (the PyMC model is then sampled).
+    `extra`: C source compiled after the shared kernels into a library of its own (a
+    family's kernel, e.g. :mod:`.embedding_level`'s, so the shared kernels' source and their
+    cached build stay as they are). Set ``BAYESBIAS_KERNEL=pymc`` to do without them (the
+    PyMC model is then sampled).
     """
     if os.environ.get("BAYESBIAS_KERNEL", "").lower() in ("pymc", "numba"):
         return None  # "numba": the name of the former fallback, same meaning
-    text = source()
+    text = source() + extra
     if text in _LIBS:
         return _LIBS[text]
     cc = _compiler()

@@ -42,7 +42,11 @@ What the group-level mean ``mu_bar`` describes depends on the corpus samples:
   ``d ~ Normal(0, 1)``. Its uncertainty does not shrink with more resamples: averaging B
   resamples of one corpus does not make the corpus bigger.
 
-Sampled by nutpie (or PyMC) on a PyMC model whose likelihood is per cell: each (word@embedding,
+By default sampled by nutpie on a native kernel (:func:`marginal_kernel`, ``el_logp``): the
+cell deviations and the word effects integrated out per class of (word, connection) segments
+(:func:`segment_classes`), so a gradient's cost does not grow with the words. Tables the
+kernel does not cover (:func:`native_supported`), or without a C compiler, are
+sampled by nutpie (or PyMC) on a PyMC model whose likelihood is per cell: each (word@embedding,
 connection) deviation ``eta z`` is integrated out given the other effects
 (:func:`likelihood`, cost O(cells + attributes)), and ``mu`` is drawn from its exact Normal
 conditional (:func:`cell_means`). The row-level form (:func:`row_level_model`) is kept as the
@@ -85,6 +89,10 @@ EMBEDDINGS = True
 #: 0.9 left 0-3 divergences in 4 x 1000 draws, at the far tails of the scales (kappa0 large,
 #: tau or omega near 0) in both the centred and the non-centred forms (issue 27).
 TARGET_ACCEPT = 0.95
+#: The native kernel can leave out the draws of the (word@embedding, connection) cell means
+#: (``word_draws=False``): the corpus-level and per-word results need only ``mu_bar`` and
+#: the word effects.
+WORD_DRAWS_OPTIONAL = True
 _NC = len(CONNECTIONS)
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -925,9 +933,9 @@ _KERNEL_C = r"""
  * embedding_level.likelihood. */
 int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
     int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2];
-    int64_t E = (int64_t)data[3], nra = (int64_t)data[4], ncell = (int64_t)data[5];
-    int64_t nseg = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
-    int64_t ncen = (int64_t)data[9];
+    int64_t E = (int64_t)data[3], nra = (int64_t)data[4], npos = (int64_t)data[5];
+    int64_t ncls = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
+    int64_t ncen = (int64_t)data[9], nG = (int64_t)data[10], maxm = (int64_t)data[11];
     const double *priors = data + 16;             /* H x 5 */
     const double *roles = priors + 5 * H;         /* M[4], tau[4], eta[4], sigma[4] indices */
     const double *sets = roles + 16;              /* nset x 5: zstart, size, scale, centred, h */
@@ -935,11 +943,13 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     const double *bcoef = bmap + 16 * E;
     const double *vmap = bcoef + 16 * E;          /* nra x 4 idx, nra x 4 coef */
     const double *vcoef = vmap + 4 * nra;
-    const double *cemb = vcoef + 4 * nra;         /* per cell: embedding, conn, n, ybar, group */
-    const double *cconn = cemb + ncell, *cn = cconn + ncell, *cy = cn + ncell;
-    const double *cgrp = cy + ncell;
-    const double *segs = cgrp + ncell;            /* nseg + 1 starts */
-    const double *gconn = segs + nseg + 1, *gmult = gconn + ng;  /* group: conn, cells x n */
+    /* classes of segments: conn, N segments, first position, start of G */
+    const double *kconn = vcoef + 4 * nra, *kN = kconn + ncls, *kpos = kN + ncls;
+    const double *kG = kpos + ncls + 1;
+    /* positions: embedding, group, n, mean over the class's segments */
+    const double *pemb = kG + ncls, *pgrp = pemb + npos, *pn = pgrp + npos;
+    const double *pmean = pn + npos, *Gall = pmean + npos;  /* centred cross-products */
+    const double *gconn = Gall + nG, *gmult = gconn + ng;  /* group: conn, cells x n */
     const double *pg = gmult + ng, *pa = pg + npair, *pw = pa + npair;
     const double *cen_j = pw + npair, *cen_c = cen_j + ncen, *cen_v = cen_c + ncen;
     const double *ssc = cen_v + ncen, *nm1 = ssc + 4;   /* per conn: sum ss, sum (n - 1) */
@@ -949,14 +959,13 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     int64_t i, j, k, c, s, q;
     int64_t rc = 0;
     if ((int64_t)dim != H + Z) return -1;
-    double lastn[4] = {-1, -1, -1, -1}, lastlv[4] = {0, 0, 0, 0}, lastiv[4] = {0, 0, 0, 0};
-    double *rk, *ivk;
+    double *uu, *bb, *Gu;
     work = (double *)malloc(sizeof(double) * (size_t)(2 * H + 2 * Z + 8 * E + 2 * nra + 3 * ng
-                                                       + 2 * ncell + 2 * 64));
+                                                       + 3 * maxm + 2 * 64));
     if (work == NULL) return -2;
     h = work; gh = h + H; val = gh + H; gval = val + Z; B = gval + Z; gB = B + 4 * E;
     v = gB + 4 * E; gv = v + nra; vb = gv + nra; gvb = vb + ng; quad = gvb + ng;
-    rk = quad + ng; ivk = rk + ncell;
+    uu = quad + ng; bb = uu + maxm; Gu = bb + maxm;
     for (j = 0; j < H; j++) {
         h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
         gh[j] = 0.0;
@@ -1023,48 +1032,53 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
         double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]];
         gv[(int64_t)pa[i]] -= gmult[g] * pw[i] * (v[(int64_t)pa[i]] - vb[g]) / s2;
     }
-    /* segments: one (word, connection) each, its cells' word effect integrated out */
-    for (s = 0; s < nseg; s++) {
-        int64_t lo = (int64_t)segs[s], hi = (int64_t)segs[s + 1];
-        double S = 0.0, P = 0.0, Q = 0.0, slv = 0.0, t2, D, beta;
-        double ge = 0.0, gsn = 0.0, gm = 0.0;
-        c = (int64_t)cconn[lo];
+    /* classes of (word, connection) segments, each segment's word effect integrated out:
+     * log N(r_s; 0, diag(V) + tau^2 11') summed over the N segments of a class, which share
+     * connection and (embedding, group, n) at each position j; r_sj = b_j + d_sj with
+     * b_j = mean_j - vbar_g - M_c - B[e, c] and d the segments' centred means (G = d'd) */
+    for (s = 0; s < ncls; s++) {
+        int64_t p0 = (int64_t)kpos[s], m = (int64_t)kpos[s + 1] - p0;
+        const double *G = Gall + (int64_t)kG[s];
+        double N = kN[s], S = 0.0, Bu = 0.0, uGu = 0.0, sumQ = 0.0, t2, D, P2, lv = 0.0;
+        int full = N > 1.5;
+        c = (int64_t)kconn[s];
         t2 = tau[c] * tau[c];
-        for (k = lo; k < hi; k++) {
-            int64_t e = (int64_t)cemb[k], g = (int64_t)cgrp[k];
-            double r = cy[k] - vb[g] - M[c] - B[4 * e + c], iv;
-            if (cn[k] != lastn[c]) {  /* cells of a connection mostly share n: once per n */
-                double V = eta[c] * eta[c] + sig[c] * sig[c] / cn[k];
-                lastn[c] = cn[k];
-                lastlv[c] = log(V);
-                lastiv[c] = 1.0 / V;
+        for (j = 0; j < m; j++) {
+            int64_t kk = p0 + j, e = (int64_t)pemb[kk], g = (int64_t)pgrp[kk];
+            double V = eta[c] * eta[c] + sig[c] * sig[c] / pn[kk];
+            uu[j] = 1.0 / V;
+            bb[j] = pmean[kk] - vb[g] - M[c] - B[4 * e + c];
+            S += uu[j];
+            Bu += uu[j] * bb[j];
+            lv += log(V);
+        }
+        for (j = 0; j < m; j++) {
+            double t = 0.0;
+            if (full) {
+                const double *row = G + j * m;
+                for (i = 0; i < m; i++) t += row[i] * uu[i];
             }
-            iv = lastiv[c];
-            rk[k] = r;
-            ivk[k] = iv;
-            S += iv;
-            P += r * iv;
-            Q += r * r * iv;
-            slv += lastlv[c];
+            Gu[j] = t;
+            uGu += uu[j] * t;
+            sumQ += uu[j] * ((full ? G[j * m + j] : 0.0) + N * bb[j] * bb[j]);
         }
         D = 1.0 + t2 * S;
-        beta = t2 * P / D;
-        lp += -0.5 * slv - 0.5 * log(D) - 0.5 * (Q - t2 * P * P / D);
-        gtau[c] += tau[c] * (P * P / (D * D) - S / D);
-        for (k = lo; k < hi; k++) {
-            int64_t e = (int64_t)cemb[k], g = (int64_t)cgrp[k];
-            double iv = ivk[k], d = rk[k] - beta;
-            double dr = -d * iv;
-            double dV = (-0.5 + 0.5 * t2 * iv / D + 0.5 * d * d * iv) * iv;
-            gvb[g] -= dr;
-            gm -= dr;
-            gB[4 * e + c] -= dr;
-            ge += dV;
-            gsn += dV / cn[k];
+        P2 = uGu + N * Bu * Bu;
+        lp += -0.5 * N * lv - 0.5 * N * log(D) - 0.5 * sumQ + 0.5 * t2 * P2 / D;
+        gtau[c] += tau[c] * (P2 / (D * D) - N * S / D);
+        for (j = 0; j < m; j++) {
+            int64_t kk = p0 + j, e = (int64_t)pemb[kk], g = (int64_t)pgrp[kk];
+            double u = uu[j], ga = u * N * (bb[j] - t2 * Bu / D);
+            double gu = 0.5 * N / u - 0.5 * N * t2 / D
+                        - 0.5 * ((full ? G[j * m + j] : 0.0) + N * bb[j] * bb[j])
+                        - 0.5 * t2 * t2 * P2 / (D * D) + t2 / D * (Gu[j] + N * bb[j] * Bu);
+            double gV = -u * u * gu;
+            gvb[g] += ga;
+            gM[c] += ga;
+            gB[4 * e + c] += ga;
+            geta[c] += gV * 2.0 * eta[c];
+            gsig[c] += gV * 2.0 * sig[c] / pn[kk];
         }
-        gM[c] += gm;
-        geta[c] += ge * 2.0 * eta[c];
-        gsig[c] += gsn * 2.0 * sig[c];
     }
     for (i = 0; i < npair; i++) gv[(int64_t)pa[i]] += gvb[(int64_t)pg[i]] * pw[i];
     /* back to the set values */
@@ -1174,25 +1188,12 @@ def native_supported(cells: Cells) -> bool:
 
 
 def _library():
-    """Return the compiled embedding-level kernel (``ctypes.CDLL``), or None."""
-    import ctypes
-    import os
+    """Return the compiled embedding-level kernel (``ctypes.CDLL``), or None.
 
-    if os.environ.get("BAYESBIAS_KERNEL", "").lower() in ("pymc", "numba"):
-        return None
-    text = _native.source() + _KERNEL_C
-    if text in _native._LIBS:
-        return _native._LIBS[text]
-    cc = _native._compiler()
-    lib = None
-    if cc is not None:
-        try:
-            path = _native._build(cc, text)
-            lib = ctypes.CDLL(str(path)) if path is not None else None
-        except OSError:
-            lib = None
-    _native._LIBS[text] = lib
-    return lib
+    Built and cached by the shared loader (:func:`._native.library`) with this family's
+    source after the shared kernels'.
+    """
+    return _native.library(_KERNEL_C)
 
 
 def _hyper(spec: ModelSpec, cells: Cells):
@@ -1401,6 +1402,63 @@ def _moments_el(cells: Cells) -> dict:
     return out
 
 
+def segment_classes(ci, emb, group, n, ybar, segs) -> dict:
+    """Group the (word, connection) segments of cells into classes of equal structure.
+
+    A segment is one word's cells in one connection (one per embedding), sorted by
+    embedding; segments with the same connection and the same (embedding, attribute group,
+    row count) at every position form a class (in practice: every word of a protected class
+    in one connection). Given the parameters the segments of a class differ only in their
+    cells' means, so the class's log-density needs only the means per position and the
+    centred cross-products ``G = d'd`` (positions x positions) of the segments' means: its
+    cost grows with the classes and their positions, not with the words.
+
+    Returns ``conn``, ``size`` (segments per class), ``pos`` (first position of each class,
+    and the end), ``g_start``, ``emb``, ``group``, ``n``, ``mean`` (per position), ``G``
+    (flat), ``members`` (each class's segment indices) and ``dev`` (each class's centred
+    means, segments x positions).
+    """
+    keys: dict = {}
+    member: list = []
+    for k in range(segs.size - 1):
+        lo, hi = segs[k], segs[k + 1]
+        sig = (int(ci[lo]), emb[lo:hi].tobytes(), group[lo:hi].tobytes(), n[lo:hi].tobytes())
+        j = keys.setdefault(sig, len(keys))
+        if j == len(member):
+            member.append([])
+        member[j].append(k)
+    conn, size, pos, gst, pe, pgp, pn, pm, G, devs, members = [], [], [0], [], [], [], [], [],\
+        [], [], []
+    g0 = 0
+    for idx in member:
+        idx = np.asarray(idx, dtype=np.int64)
+        lo = segs[idx[0]]
+        m = segs[idx[0] + 1] - lo
+        Y = ybar[segs[idx][:, None] + np.arange(m)[None, :]]  # segments x positions
+        mean = Y.mean(axis=0)
+        d = Y - mean
+        conn.append(ci[lo])
+        size.append(idx.size)
+        pos.append(pos[-1] + m)
+        gst.append(g0)
+        pe.append(emb[lo:lo + m])
+        pgp.append(group[lo:lo + m])
+        pn.append(n[lo:lo + m])
+        pm.append(mean)
+        gm = d.T @ d if idx.size > 1 else np.zeros((0,))
+        G.append(gm.ravel())
+        g0 += gm.size
+        devs.append(d)
+        members.append(idx)
+    def cat(x):
+        return np.concatenate(x) if x else np.zeros(0)
+
+    return {"conn": np.asarray(conn, float), "size": np.asarray(size, float),
+            "pos": np.asarray(pos, float), "g_start": np.asarray(gst, float),
+            "emb": cat(pe), "group": cat(pgp), "n": cat(pn), "mean": cat(pm), "G": cat(G),
+            "members": members, "dev": devs}
+
+
 def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     """One flat float64 array: what ``el_logp`` reads, and the layout for the draws."""
     st = structure(cells)
@@ -1414,7 +1472,9 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     order = np.lexsort((emb, ci, word))
     seg_key = word[order] * _NC + ci[order]
     seg_start = np.flatnonzero(np.r_[True, seg_key[1:] != seg_key[:-1]])
-    segs = np.r_[seg_start, order.size].astype(float)
+    segs = np.r_[seg_start, order.size].astype(np.int64)
+    cls = segment_classes(ci[order], emb[order], lay["group"][order],
+                          lay["n"][order].astype(float), lay["ybar"][order], segs)
     n_g = np.zeros(lay["group_cells"].size)
     n_g[lay["group"]] = lay["n"]
     gmult = lay["group_cells"] * n_g
@@ -1425,16 +1485,18 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     e_n = st["embeddings"].size
     h = rows.shape[0]
     head = np.zeros(16)
-    head[:10] = [h, n_z, sets.shape[0], e_n, vidx.shape[0], order.size, seg_start.size,
-                 gmult.size, lay["pair_group"].size, cj.size]
+    n_cls = cls["size"].size
+    maxm = int(np.diff(cls["pos"]).max()) if n_cls else 1
+    head[:12] = [h, n_z, sets.shape[0], e_n, vidx.shape[0], cls["emb"].size, n_cls,
+                 gmult.size, lay["pair_group"].size, cj.size, cls["G"].size, maxm]
     data = np.ascontiguousarray(np.concatenate([
         head, rows.ravel(), roles, sets.ravel(), bidx.reshape(-1), bcoef.reshape(-1),
-        vidx.ravel(), vcoef.ravel(), emb[order], ci[order], lay["n"][order],
-        lay["ybar"][order], lay["group"][order], segs, lay["group_conn"], gmult,
+        vidx.ravel(), vcoef.ravel(), cls["conn"], cls["size"], cls["pos"], cls["g_start"],
+        cls["emb"], cls["group"], cls["n"], cls["mean"], cls["G"], lay["group_conn"], gmult,
         lay["pair_group"], lay["pair_attr"], lay["pair_weight"], cj, cc, cv, ssc, nm1]
     ).astype(np.float64))
     layout = {"blocks": blocks, "start": start, "parts": parts, "choices": choices,
-              "n_z": n_z, "lay": lay, "order": order, "segs": segs.astype(np.int64),
+              "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
               "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
               else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef)}
     return data, layout
@@ -1575,9 +1637,8 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     ci = lay["ci"][order]
     n = lay["n"][order]
     ybar = lay["ybar"][order]
-    emb = layout["emb"][order]
     word = layout["word"][order]
-    seg_of = np.repeat(np.arange(segs.size - 1), np.diff(segs))
+    cls = layout["classes"]
     seg_word, seg_conn = word[segs[:-1]], ci[segs[:-1]]
     pg, pa, pw = lay["pair_group"], lay["pair_attr"], lay["pair_weight"]
     ng = lay["group_cells"].size
@@ -1591,19 +1652,25 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     units = cells.units.size
     unit_of = lay["ui"][order]
     mu = np.empty((nd, units, _NC)) if word_draws else None
-    chunk = max(1, int(2_000_000 // max(order.size, 1)))
+    chunk = max(1, int(2_000_000 // max(order.size if word_draws else w_n * _NC, 1)))
     for lo in range(0, nd, chunk):
         sl = slice(lo, min(nd, lo + chunk))
         k = sl.stop - sl.start
         vb = np.zeros((k, ng))
         np.add.at(vb.T, pg, (flat_v[sl][:, pa] * pw).T)
-        rbar = ybar[None, :] - vb[:, grp]
-        r = rbar - M[sl][:, ci] - flat_B[sl][:, emb, ci]
-        V = eta[sl][:, ci] ** 2 + sg[sl][:, ci] ** 2 / n[None, :]
-        S = np.zeros((k, segs.size - 1))
-        P = np.zeros((k, segs.size - 1))
-        np.add.at(S.T, seg_of, (1.0 / V).T)
-        np.add.at(P.T, seg_of, (r / V).T)
+        # per class of segments (segment_classes): precision and data of each word effect
+        S = np.empty((k, segs.size - 1))
+        P = np.empty((k, segs.size - 1))
+        for q, members in enumerate(cls["members"]):
+            p0, p1 = int(cls["pos"][q]), int(cls["pos"][q + 1])
+            c = int(cls["conn"][q])
+            pe, pgp = cls["emb"][p0:p1].astype(np.int64), cls["group"][p0:p1].astype(np.int64)
+            u = 1.0 / (eta[sl][:, c, None] ** 2
+                       + sg[sl][:, c, None] ** 2 / cls["n"][None, p0:p1])
+            b = (cls["mean"][None, p0:p1] - vb[:, pgp] - M[sl][:, c, None]
+                 - flat_B[sl][:, pe, c])
+            S[:, members] = u.sum(axis=1)[:, None]
+            P[:, members] = (u * b).sum(axis=1)[:, None] + u @ cls["dev"][q].T
         t2 = tau[sl][:, seg_conn] ** 2
         prec = 1.0 / t2 + S
         draw = P / prec + rng.standard_normal(prec.shape) / np.sqrt(prec)
@@ -1616,6 +1683,7 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
             centre = (M[sl][:, None, :] + flat_B[sl][:, e_u, :]
                       + np.transpose(om, (0, 2, 1))[:, w_u, :])
             m_all = centre + eta[sl][:, None, :] * rng.standard_normal(centre.shape)
+            rbar = ybar[None, :] - vb[:, grp]
             cen = centre[:, unit_of, ci]
             e2, s2 = eta[sl][:, ci] ** 2, sg[sl][:, ci] ** 2
             p2 = 1.0 / e2 + n[None, :] / s2

@@ -289,7 +289,8 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
     """
     mod = family(spec.family)
     make = getattr(mod, "marginal_kernel", None)
-    if not word_draws and not word_summaries_supported(spec):
+    optional = getattr(mod, "WORD_DRAWS_OPTIONAL", False)  # its kernel takes word_draws
+    if not word_draws and not (word_summaries_supported(spec) or optional):
         raise ValueError(f"{spec.name}: per-word summaries without draws are not supported")
     if grouped and not word_summaries_supported(spec):
         raise ValueError(f"{spec.name}: no grouped kernel")
@@ -297,6 +298,8 @@ def sample_marginal(spec, cells: Cells, draws: int, tune: int, chains: int, core
         kernel = _blocks_kernel(spec, cells, word_draws, grouped)
     elif mod.WORD_SUMMARIES:
         kernel = make(spec, cells, word_draws=word_draws, grouped=grouped)
+    elif optional:
+        kernel = make(spec, cells, word_draws=word_draws)
     else:
         kernel = make(spec, cells)
 

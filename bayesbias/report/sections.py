@@ -594,14 +594,18 @@ def ensemble_section(ctx: WordListContext) -> None:
                       for q in ("associated - none", "associated - human",
                                 "associated - different"))
     spread = e.weat_spread()
+    sec.text(f"**{e.headline()}.**")  # the finding first, with a credible class contrast
+    singles = (
+        f"Each embedding alone ({e.model} model, same rule and sampler settings): "
+        + "; ".join(f"{n} {code}" for code, n in counts.items())
+        + f". **{e.disagree} of {e.n_embeddings} single embeddings would have said otherwise** "
+          f"than the corpus level ({ctx.verdict.label})." if e.single else
+        "Single embeddings not fitted (`--no-single`): no per-embedding verdicts.")
     bullets = [
         f"**{e.n_embeddings} embeddings of {ENSEMBLE_TARGET[e.kind]}.** The verdict above is "
         "the corpus-level one (model `embedding_level`)."
         + (f" Note: {e.caveat}." if e.caveat else ""),
-        f"Each embedding alone ({e.model} model, same rule and sampler settings): "
-        + "; ".join(f"{n} {code}" for code, n in counts.items())
-        + f". **{e.disagree} of {e.n_embeddings} single embeddings would have said otherwise** "
-          f"than the corpus level ({ctx.verdict.label}).",
+        singles,
         f"Share of the variation of a protected word's contrast in one embedding that comes "
         f"from training and corpus sampling rather than from which words were chosen: {share}.",
     ]
@@ -612,12 +616,16 @@ def ensemble_section(ctx: WordListContext) -> None:
             f"{spread['sd']:.2f}); p < 0.05 in {spread['n_p_below_0.05']} of "
             f"{len(e.weat)} embeddings.")
     rel = e.reliability
-    bullets.append(
-        "Reliability (Du, Fang & Nguyen 2021): " + (
-            f"test-retest ICC(2,1) across embeddings {rel.test_retest:.3f}, inter-rater "
-            f"ICC(3,1) across scoring rules (none, human, different) {rel.inter_rater:.3f}, "
-            f"internal consistency (Cronbach's alpha across stereotypes) {rel.internal:.3f}."
-            if hasattr(rel, "to_dict") else f"not computed ({rel})."))
+    if hasattr(rel, "readings"):  # each number with one sentence on how to read it
+        r = rel.readings()
+        bullets.append(
+            "Reliability (Du, Fang & Nguyen 2021): "
+            f"test-retest ICC(2,1) across embeddings {rel.test_retest:.3f}: "
+            f"{r['test_retest']}. Inter-rater ICC(3,1) across scoring rules (none, human, "
+            f"different) {rel.inter_rater:.3f}: {r['inter_rater']}. Internal consistency "
+            f"(Cronbach's alpha across stereotypes) {rel.internal:.3f}: {r['internal']}.")
+    else:
+        bullets.append(f"Reliability (Du, Fang & Nguyen 2021): not computed ({rel}).")
     if e.factor is not None:
         crossed = e.factor["factor"].nunique() > 1
         for name, f in e.factor[e.factor["contrast"] == "associated - none"].groupby(

@@ -27,7 +27,7 @@ from ..models.embedding_level import BOOTSTRAP_PREFIX, has_strength, structure
 from ..models.families import family
 from ..models.plots import _save, forest_axes, new_figure
 from ..plain import to_plain
-from . import contrast_evidence, verdict_from_fit
+from . import class_contrast_clause, contrast_evidence, verdict_from_fit
 from .reliability import ensemble_reliability
 
 __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embedding",
@@ -35,7 +35,7 @@ __all__ = ["ensemble_table", "manifest_table", "manifest_path", "single_embeddin
            "variance_shares", "summarize_ensemble", "EnsembleSummary", "factor_contrasts",
            "n_embeddings", "ensemble_kind", "ensemble_caveat", "ENSEMBLE_COLUMNS",
            "ENSEMBLE_CONTRASTS", "leave_one_embedding_out", "EmbeddingRobustness",
-           "class_contrast_clause", "CLASS_CONTRAST"]
+           "class_clause", "CLASS_CONTRAST"]
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +51,11 @@ def __getattr__(name: str):
 
 
 def _class_contrast_flag(verdict) -> str:
-    """Return "closer", "further" or "": :func:`class_contrast_clause`'s case for `verdict`."""
-    clause = class_contrast_clause(verdict)
+    """Return "closer", "further" or "": the case of the class-contrast clause for `verdict`."""
+    try:
+        clause = class_contrast_clause(verdict.code, verdict[CLASS_CONTRAST])
+    except (KeyError, IndexError):
+        return ""
     return "" if not clause else ("closer" if "closer" in clause else "further")
 
 
@@ -391,14 +394,14 @@ class EnsembleSummary:
         """Return one sentence: the corpus-level verdict and what it leaves out.
 
         A credible class contrast the verdict code does not name
-        (:func:`class_contrast_clause`), and how many embeddings alone differ.
+        (:func:`class_clause`), and how many embeddings alone differ.
         """
         k, n = self.disagree, self.n_embeddings
-        clause = class_contrast_clause(self.verdict)
+        clause = class_clause(self.verdict)
         singles = (f"{k} of {n} single embeddings would have said otherwise" if self.single
                    else "single embeddings not fitted")
         return (f"corpus level ({n} embeddings, {self.kind}): {self.verdict.label}"
-                + (f", {clause}" if clause else "") + f"; {singles}"
+                + clause + f"; {singles}"
                 + (" (borderline: an interval end sits on its threshold; not a finding)"
                    if getattr(self.verdict, "borderline", False) else ""))
 
@@ -492,32 +495,23 @@ class EnsembleSummary:
 CLASS_CONTRAST = "associated - different"
 
 
-def class_contrast_clause(verdict) -> str:
-    """Return the clause naming a credible class contrast the verdict code leaves out, or "".
+def class_clause(verdict) -> str:
+    """Return the headline's clause for a credible class contrast, with its numbers, or "".
 
-    When the verdict is not "stereotype-specific" but the interval of ``associated -
-    different`` lies wholly below 0 (below ``-rope`` with a ROPE), stereotypes sit closer to
-    their own class's words than to other classes' words: a class-specific association the
-    control-aware code does not claim (it also needs the controls). Wholly above 0 (above
-    ``rope``): the reverse. The same rule as the verdict's intervals.
+    The rule is :func:`bayesbias.verdicts.class_contrast_clause` (the one single-embedding
+    verdicts use): when the control-aware code is not "stereotype-specific" but
+    ``associated - different`` is credibly below (above) 0, its clause, followed here by the
+    contrast's mean and interval.
     """
-    if verdict.code == "stereotype-specific":
-        return ""
     try:
         ev = verdict[CLASS_CONTRAST]
     except (KeyError, IndexError):
         return ""
-    bound = float(verdict.rope or 0.0)
-    iv = verdict.interval_label
-    numbers = f"`{CLASS_CONTRAST}` {ev.mean:+.3f}, {iv} {ev.lower:+.3f} to {ev.upper:+.3f}"
-    if ev.upper < -bound:
-        return (f"but stereotypes are credibly closer to their own class's words than to other "
-                f"classes' ({numbers}): a class-specific association, without the controls "
-                f"needed for \"stereotype-specific\"")
-    if ev.lower > bound:
-        return (f"but stereotypes are credibly further from their own class's words than from "
-                f"other classes' ({numbers})")
-    return ""
+    clause = class_contrast_clause(verdict.code, ev)
+    if not clause:
+        return ""
+    return (f"{clause} (`{CLASS_CONTRAST}` {ev.mean:+.3f}, {verdict.interval_label} "
+            f"{ev.lower:+.3f} to {ev.upper:+.3f})")
 
 
 def ensemble_figure(frame: pd.DataFrame, interval: str):
