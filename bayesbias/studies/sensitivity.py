@@ -122,7 +122,8 @@ def _analyse(spec, n, mean, ss, ci_prob, n_draws, rng, rows=None):
         from .design import subtract_group_effects
 
         mb = subtract_group_effects(mb, rows.omega2, rows.group_sizes,
-                                    np.random.default_rng([rng, 1]), rows.per_kind)
+                                    np.random.default_rng([rng, 1]), rows.per_kind,
+                                    common=True)
     d = np.stack([mb[..., _contrast_index(v)[0]] - mb[..., _contrast_index(v)[1]]
                   for v in _CONTRASTS], axis=1)                 # (B, K, D)
     from ..verdicts import contrast_evidence
