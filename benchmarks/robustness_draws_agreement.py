@@ -3,8 +3,10 @@ r"""Issue 49 check (run by hand): the report's cheaper robustness refits against
 The report's robustness line (:func:`bayesbias.studies.sensitivity.sensitivity`: every word
 left out in turn, 200 word lists resampled within class) drew 4,000 posterior draws per refit
 in batches of 25 refits. This script runs, per shipped word list on the embedded default and
-per seed, the reference (``--ref-draws`` 4000, batches of 25) and each candidate
-(draws/batch pairs, common random numbers as always) and reports how they agree:
+per seed, the reference (``--ref-draws`` 4000, batches of 25, sample HDI of the draws) and
+each candidate ``DRAWS:BATCH[:ESTIMATOR]`` (``draws``: sample HDI; ``mixture``: the
+Rao-Blackwellised Normal mixture over the scale draws; common random numbers as always; the
+same batches give the same resampled lists) and reports how they agree:
 
 - the share of resampled lists under which each verdict contrast holds (its difference
   from the reference against the share's own Monte Carlo se over 200 lists, and against the
@@ -13,7 +15,7 @@ per seed, the reference (``--ref-draws`` 4000, batches of 25) and each candidate
   verdict; the overlap of the 10 most influential words.
 
     PYTHONPATH=$PWD python benchmarks/robustness_draws_agreement.py --seeds 1,2 \
-        --candidates 1000:25,2000:25 \
+        --candidates 1000:25,2000:25,250:25:mixture,1000:25:mixture \
         --out benchmarks/results/robustness_draws_agreement.json
 """
 
@@ -41,6 +43,12 @@ def summary(sens) -> dict:
             "top10": sens.influential(10)["word"].astype(str).tolist()}
 
 
+def parse(spec: str) -> tuple:
+    """``"1000:25"`` -> (1000, 25, "draws"); ``"250:25:mixture"`` -> (250, 25, "mixture")."""
+    parts = spec.split(":")
+    return int(parts[0]), int(parts[1]), parts[2] if len(parts) > 2 else "draws"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="1,2")
@@ -58,19 +66,20 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     wls = [load_wordlist(n) for n in args.lists.split(",")]
     emb = load_embedding("default", list(dict.fromkeys(w for wl in wls for w in wl.all_words)))
-    configs = [(args.ref_draws, args.ref_chunk)] + [
-        tuple(int(x) for x in c.split(":")) for c in args.candidates.split(",") if c]
+    configs = [(args.ref_draws, args.ref_chunk, "draws")] + [
+        parse(c) for c in args.candidates.split(",") if c]
     out_path = Path(args.out)
     done = json.loads(out_path.read_text()) if out_path.exists() else {}
     for wl in wls:
         table = distance_table(emb, wl, on_missing="drop")
         for seed in (int(s) for s in args.seeds.split(",")):
-            for draws, chunk in configs:
-                key = f"{wl.name}|{seed}|{draws}|{chunk}"
+            for draws, chunk, est in configs:
+                key = f"{wl.name}|{seed}|{draws}|{chunk}" + ("" if est == "draws" else f"|{est}")
                 if key in done:
                     continue
                 t, c = time.perf_counter(), time.process_time()
-                sens = sensitivity(table, "crossed", n_draws=draws, chunk_size=chunk, seed=seed)
+                sens = sensitivity(table, "crossed", n_draws=draws, chunk_size=chunk, seed=seed,
+                                   estimator=est)
                 done[key] = dict(summary(sens), wall=time.perf_counter() - t,
                                  cpu=time.process_time() - c)
                 out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,14 +91,19 @@ def main(argv=None) -> int:
 
 
 def report(done: dict, configs) -> None:
-    """Print the agreement of every candidate with the reference, per list and seed."""
-    ref = configs[0]
+    """Print each candidate's agreement with the reference and with the mixture of 1,000."""
+    exact = (1000, 25, "mixture")
+    for ref in [configs[0]] + ([exact] if exact in configs[1:] else []):
+        _report(done, ref, [c for c in configs if c != ref])
+
+
+def _report(done: dict, ref, candidates) -> None:
     rows = {}
     for key, rec in done.items():
-        name, seed, draws, chunk = key.split("|")
-        rows.setdefault((name, int(seed)), {})[(int(draws), int(chunk))] = rec
+        name, seed, *conf = key.split("|")
+        rows.setdefault((name, int(seed)), {})[parse(":".join(conf))] = rec
     n_lists = 200
-    for cand in configs[1:]:
+    for cand in candidates:
         diffs, z, flips_same, holds_same, overlap, cpu_ratio = [], [], 0, 0, [], []
         n = 0
         for _key, recs in sorted(rows.items()):
@@ -112,7 +126,8 @@ def report(done: dict, configs) -> None:
         if not n:
             continue
         diffs, z = np.array(diffs), np.array(z)
-        print(f"{cand[0]} draws, batches of {cand[1]} vs {ref[0]}/{ref[1]}: {n} (list, seed); "
+        print(f"{cand[0]} draws ({cand[2]}), batches of {cand[1]} vs {ref[0]}/{ref[1]} ({ref[2]}): "
+              f"{n} (list, seed); "
               f"verdict shares: max |diff| {np.abs(diffs).max():.3f}, mean diff "
               f"{diffs.mean():+.4f}, max |z| {np.abs(z).max():.2f} (se of a share over "
               f"{n_lists} lists); baseline verdicts equal {holds_same}/{n}; flip sets equal "

@@ -158,7 +158,8 @@ def _choices(report: Report, settings: ReportSettings) -> None:
     report.choice("robustness", "each verdict box gives the share of 200 resampled word "
                                 "lists under which each verdict contrast holds and the words "
                                 "whose removal flips one (exact refits of the hierarchical "
-                                f"model, {ROBUSTNESS_DRAWS:,} posterior draws each); for a table "
+                                f"model, intervals from the Normal mixture over {ROBUSTNESS_DRAWS} "
+                                "scale draws); for a table "
                                 "of several embeddings, the refits of the "
                                 "embedding_level model with each embedding left out in turn "
                                 "(--no-robustness leaves it out)" if s.robustness else
