@@ -73,28 +73,36 @@ def main(argv=None) -> int:
     ap.add_argument("--tree", type=Path, default=REPO,
                     help="the source tree whose bayesbias runs, first on PYTHONPATH (default: "
                          "this one; e.g. an export of an earlier commit)")
+    ap.add_argument("--against-tree", type=Path, default=None,
+                    help="also time the default report of this source tree (e.g. an export "
+                         "of an earlier commit) in the same rotation: the change's own effect")
     ap.add_argument("--no-save", action="store_true", help="do not append to the results file")
     args = ap.parse_args(argv)
+    commands = dict(COMMANDS)
+    trees = dict.fromkeys(commands, args.tree)
+    if args.against_tree is not None:
+        commands["default (earlier tree)"] = COMMANDS["default"]
+        trees["default (earlier tree)"] = args.against_tree
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "?"
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "bayesbias"],
                            capture_output=True, text=True).stdout.strip()
     load0 = os.getloadavg()
-    runs = {name: [] for name in COMMANDS}
+    runs = {name: [] for name in commands}
     lines = []
     with tempfile.TemporaryDirectory(prefix="bench_report_default_") as tmp:
         tmp = Path(tmp)
 
         def one(name: str, tag: str):
             cache = Path(tempfile.mkdtemp(dir=tmp)) if args.cold else None
-            return run_once(COMMANDS[name], tmp / f"{tag}_{len(os.listdir(tmp))}", cache,
-                            args.tree)
+            return run_once(commands[name], tmp / f"{tag}_{len(os.listdir(tmp))}", cache,
+                            trees[name])
 
         if not (args.cold or args.no_warmup):
-            for name in COMMANDS:
+            for name in commands:
                 one(name, "warmup")
         for r in range(args.rounds):
-            order = list(COMMANDS) if r % 2 == 0 else list(COMMANDS)[::-1]
+            order = list(commands) if r % 2 == 0 else list(commands)[::-1]
             for name in order:
                 res = one(name, "run")
                 runs[name].append(res)
@@ -118,6 +126,14 @@ def main(argv=None) -> int:
         f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)}); CPU ratio "
         f"{statistics.median(cpu_ratios):.2f}x (target: wall <= 1.00x)",
     ]
+    if args.against_tree is not None:
+        e = runs["default (earlier tree)"]
+        summary.append(
+            f"default, this tree / earlier tree ({args.against_tree}): wall median of rounds "
+            f"{statistics.median(a['wall'] / b['wall'] for a, b in zip(d, e, strict=True)):.2f}x,"
+            f" CPU {statistics.median(a['cpu'] / b['cpu'] for a, b in zip(d, e, strict=True)):.2f}x"
+            f"; earlier tree's default / baseline: wall "
+            f"{statistics.median(a['wall'] / b['wall'] for a, b in zip(e, h, strict=True)):.2f}x")
     commit = f"commit {commit}"
     if args.tree.resolve() != REPO:
         commit, dirty = f"tree {args.tree}", ""

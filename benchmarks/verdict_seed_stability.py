@@ -114,7 +114,12 @@ def summarise(name, rec):
     runs = rec["runs"]
     codes = Counter(r["code"] for r in runs)
     banned = sum(len(r["banned"]) for r in runs)
-    print(f"{name}: {len(runs)} seeds, codes {dict(codes)}, banned phrases {banned}, "
+    # borderline counted apart (never a finding): codes, and contrasts whose status is it
+    border = sum(str(r["code"]).startswith("borderline") for r in runs)
+    border_c = sum(c["status"] in ("borderline", "imprecise") for r in runs
+                   for c in r["contrasts"])
+    print(f"{name}: {len(runs)} seeds, codes {dict(codes)}, borderline codes {border}, "
+          f"borderline contrasts {border_c}, banned phrases {banned}, "
           f"fit {np.median([r['fit_s'] for r in runs]):.2f} s, verdict "
           f"{np.median([r['verdict_s'] for r in runs]):.2f} s (medians)")
     for k, lab in enumerate(c["contrast"] for c in runs[0]["contrasts"]):

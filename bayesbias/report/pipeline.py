@@ -29,7 +29,15 @@ from ..verdicts.reconcile import p_bound, sidedness
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
 from .reproduce import back_matter, report_inputs
-from .sections import JOB_NAMES, SECTIONS, Glossary, WordListContext, records, verdict_cards
+from .sections import (
+    JOB_NAMES,
+    ROBUSTNESS_DRAWS,
+    SECTIONS,
+    Glossary,
+    WordListContext,
+    records,
+    verdict_cards,
+)
 from .settings import DEFAULT_WORDLISTS, ReportSettings
 
 __all__ = ["ReportSettings", "run_report", "DEFAULT_WORDLISTS"]
@@ -107,7 +115,9 @@ def _choices(report: Report, settings: ReportSettings) -> None:
     report.choice("robustness", "each verdict box gives the share of 200 resampled word "
                                 "lists under which each verdict contrast holds and the words "
                                 "whose removal flips one (exact refits of the hierarchical "
-                                "model); for a table of several embeddings, the refits of the "
+                                f"model, intervals from the Normal mixture over {ROBUSTNESS_DRAWS} "
+                                "scale draws); for a table "
+                                "of several embeddings, the refits of the "
                                 "embedding_level model with each embedding left out in turn "
                                 "(--no-robustness leaves it out)" if s.robustness else
                   "not computed (--no-robustness)")

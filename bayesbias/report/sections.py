@@ -732,6 +732,15 @@ def _wants_robustness(settings) -> bool:
                                                                   False))
 
 
+#: Scale draws per refit of the report's robustness line, whose HDI ends and P(< 0) come
+#: from the Rao-Blackwellised Normal mixture over them (``sensitivity(...,
+#: estimator="mixture")``; ``sensitivity``'s own default is the sample HDI of 4,000 draws).
+#: Checked on the shipped lists with the same resampled lists against the mixture of 1,000
+#: draws and the sample HDI of 4,000 (``benchmarks/robustness_draws_agreement.py``,
+#: docs/validation.md).
+ROBUSTNESS_DRAWS = 250
+
+
 def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwargs):
     """Exact leave-one-out and resampled-list refits of `table`, or why they do not apply.
 
@@ -753,7 +762,8 @@ def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwar
     except ModelSpecError as exc:
         return str(exc)
     try:
-        return sensitivity(table, spec, ci_prob=ci_prob, seed=seed)
+        return sensitivity(table, spec, ci_prob=ci_prob, seed=seed,
+                           n_draws=ROBUSTNESS_DRAWS, estimator="mixture")
     except InputDataError as exc:
         return str(exc)
 

@@ -413,7 +413,7 @@ def attribute_variances(vhat: np.ndarray, kind: np.ndarray, s2, per_attribute: f
 
 
 def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng,
-                           per_kind: bool = False) -> np.ndarray:
+                           per_kind: bool = False, common: bool = False) -> np.ndarray:
     """``mu_bar`` (..., draws, 4) minus each attribute group's mean effect.
 
     The group means of the listed attributes, ``mu_bar``, become population means: the mean
@@ -423,15 +423,18 @@ def subtract_group_effects(mu_bar: np.ndarray, omega2, sizes, rng,
     last two axes, plus a last axis of the 3 groups. With `per_kind` each group's variance was
     estimated from its own n words: every draw then takes it from its scaled inverse
     chi-square distribution (n - 1 degrees of freedom), so a group mean effect is t- rather
-    than Normal-distributed, as in the model where its sd is uncertain.
+    than Normal-distributed, as in the model where its sd is uncertain. With `common`, every
+    leading index (refit) uses the same random numbers per draw (common random numbers).
     """
     mb = np.array(mu_bar, dtype=float, copy=True)
     n = np.maximum(np.asarray(sizes, float), 1)
-    var = np.broadcast_to(np.asarray(omega2, float)[..., None, :], mb.shape[:-1] + (3,))
+    shape = mb.shape[:-1] + (3,)
+    var = np.broadcast_to(np.asarray(omega2, float)[..., None, :], shape)
+    draw_shape = shape[-2:] if common else shape  # (draws, 3): broadcast over the refits
     if per_kind:
         dof = np.maximum(n - 1, 1)
-        var = var * dof / rng.chisquare(dof, size=var.shape)
-    b = np.sqrt(var / n) * rng.standard_normal(mb.shape[:-1] + (3,))
+        var = var * dof / rng.chisquare(dof, size=draw_shape)
+    b = np.sqrt(var / n) * rng.standard_normal(draw_shape)
     for c, g in ((0, 0), (1, 0), (2, 1), (3, 2)):
         mb[..., c] -= b[..., g]
     return mb

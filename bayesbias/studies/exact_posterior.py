@@ -102,12 +102,14 @@ class MarginalPosterior:
         return mhat, 1.0 / np.sqrt(prec)
 
     def draw(self, rng, n_draws: int = 4000, words: bool = False,
-             common: bool = False) -> dict[str, np.ndarray]:
+             common: bool = False, moments: bool = False) -> dict[str, np.ndarray]:
         """Posterior draws: ``mu_bar``, ``tau``, ``sigma`` (B, D, C), and ``mu`` (B, D, W, C).
 
         ``mu`` (per-word cell means; NaN for empty cells) only with `words`. With `common`,
         every batch member uses the same underlying random numbers (common random numbers:
-        differences between members then reflect their data, not Monte Carlo noise).
+        differences between members then reflect their data, not Monte Carlo noise). With
+        `moments`, also ``mu_bar_mean`` and ``mu_bar_sd`` (B, D, C): the Normal of mu_bar
+        given each draw's tau and sigma (for Rao-Blackwellised summaries).
         """
         B, C = self.batch, self.log_tau.shape[1]
 
@@ -118,7 +120,8 @@ class MarginalPosterior:
             return np.broadcast_to(x, (B,) + shape[1:])
 
         T, S = self.log_tau.shape[2], self.log_sigma.shape[2]
-        out = {k: np.empty((B, n_draws, C)) for k in ("mu_bar", "tau", "sigma")}
+        out = {k: np.empty((B, n_draws, C)) for k in ("mu_bar", "tau", "sigma")
+               + (("mu_bar_mean", "mu_bar_sd") if moments else ())}
         if words:
             out["mu"] = np.full((B, n_draws, self.n.shape[1], C), np.nan)
         for c in range(C):
@@ -144,6 +147,8 @@ class MarginalPosterior:
             mhat, sd = self._cond_mu_bar(tau, sigma, c)
             mu_bar = mhat + sd * rand(mhat.shape, normal=True)
             out["mu_bar"][..., c], out["tau"][..., c], out["sigma"][..., c] = mu_bar, tau, sigma
+            if moments:
+                out["mu_bar_mean"][..., c], out["mu_bar_sd"][..., c] = mhat, sd
             if words:
                 n = self.n[:, None, :, c]
                 has = n > 0
