@@ -233,18 +233,24 @@ def _fit_kwargs(settings: ReportSettings) -> dict:
 
 
 def verdict_fit(table: pd.DataFrame, settings: ReportSettings):
-    """Fit the model a word list's verdict rests on, once, at the settings' draws.
+    """Fit the model a word list's verdict rests on, as ``bayesbias fit`` does.
 
-    No precision refits (``verdicts.fit_for_verdict`` drew 4x and 16x more while an interval
-    end lay within Monte Carlo error of its threshold): the verdict reads such an end
-    itself. Sampler warnings are shown in the report, not repeated on stderr.
+    Through :func:`bayesbias.verdicts.fit_for_verdict`: one fit at the settings' draws, and a
+    refit with more draws only where more draws could settle the code (a deciding interval
+    end near the edge of the borderline band); an end on its threshold stays borderline
+    without refits. So ``report`` and ``fit`` give the same verdict for a seed. Sampler
+    warnings are shown in the report, not repeated on stderr.
     """
-    from ..models import SamplerWarning, fit_model
+    from ..models import SamplerWarning
+    from ..verdicts import fit_for_verdict
 
+    s = settings
+    kwargs = _fit_kwargs(s)
+    draws = kwargs.pop("draws")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        return fit_model(table, settings.model, strict=settings.strict,
-                         **_fit_kwargs(settings))
+        return fit_for_verdict(table, s.model, draws=draws, ci_prob=s.ci_prob,
+                               ci_kind=s.ci_kind, rope=s.rope, strict=s.strict, **kwargs)
 
 
 def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
