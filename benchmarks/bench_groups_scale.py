@@ -91,8 +91,7 @@ def main():
     fast = _numba_logp()
     x = np.zeros(kern.ndim)
     g = np.empty(kern.ndim)
-    args_ = (kern.k, kern.n, kern.X, kern.col_order, kern.centred, kern.M, kern.n_ord,
-             kern.pri_mu, kern.pri_sd)
+    args_ = kern.numba_args()
     fast(x, *args_, g)
     t0 = time.perf_counter()
     for _ in range(20):
