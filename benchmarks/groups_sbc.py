@@ -44,9 +44,8 @@ def main():
     for rep in range(args.reps):
         if args.budget and time.perf_counter() - started > args.budget:
             break
-        mu = rng.normal(0, 2)
-        sd = np.abs(rng.normal(0, 1, 3))
-        eta = mu + kern.X @ (sd[kern.col_order] * rng.normal(size=kern.X.shape[1]))
+        _, eta = kern.prior_draw(rng)  # the spec's priors, the model's structure
+        eta = eta[0]
         p = 1 / (1 + np.exp(-eta))
         n = np.full((1, 8), 30)
         k = rng.binomial(n, p)

@@ -32,9 +32,9 @@ from ._common import (
     add_parser,
     add_seed,
     emit,
-    finite_float,
     float_range,
 )
+from ._scored import add_prediction_options, read_table
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +58,13 @@ def register(sub) -> None:
     )
     p.add_argument("--data", required=True,
                    help="CSV or Parquet table, or 'madlibs' for the shipped scored madlibs")
-    p.add_argument("--label", default=None,
-                   help="gold label column (default: toxicity for madlibs; required otherwise)")
-    p.add_argument("--positive", default=None,
-                   help="value of the label column that is the positive class (default: toxic "
-                        "for madlibs; otherwise the label must be 0/1 or True/False)")
-    p.add_argument("--score", default=None,
-                   help="score column (default: TOXICITY@1 for madlibs; none otherwise)")
-    p.add_argument("--pred", default=None, help="predicted label column (default: none, "
-                   "score >= --threshold)")
-    p.add_argument("--threshold", type=finite_float, default=0.5,
-                   help="threshold turning scores into labels (default 0.5)")
+    add_prediction_options(
+        p, label="gold label column (default: toxicity for madlibs; required otherwise)",
+        positive="value of the label column that is the positive class (default: toxic "
+                 "for madlibs; otherwise the label must be 0/1 or True/False)",
+        score="score column (default: TOXICITY@1 for madlibs; none otherwise)",
+        pred="predicted label column (default: none, score >= --threshold)",
+        threshold="threshold turning scores into labels (default 0.5)")
     p.add_argument("--groups", default=None,
                    help="comma-separated boolean group columns (may overlap) (default: none; "
                         "groups from --group-column or the text column)")
@@ -131,14 +127,7 @@ def _read(args) -> tuple[pd.DataFrame, dict]:
         table = madlibs()
         defaults = {"label": "toxicity", "positive": "toxic", "score": "TOXICITY@1"}
     else:
-        path = Path(args.data)
-        if not path.exists():
-            raise InputDataError(f"{path}: no such file")
-        try:
-            table = (pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq")
-                     else pd.read_csv(path))
-        except Exception as exc:  # parser errors vary by engine
-            raise InputDataError(f"{path}: cannot read the table: {exc}") from None
+        table = read_table(args.data)
         defaults = {}
     return table, defaults
 

@@ -16,11 +16,11 @@ from ._common import (
     add_sampling_options,
     add_seed,
     emit,
-    finite_float,
     float_range,
     probability,
     to_jsonable,
 )
+from ._scored import add_prediction_options, read_table
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +58,14 @@ def register(sub) -> None:
     p.add_argument("--metric", default="selection_rate,tpr,fpr",
                    help="comma-separated: selection_rate, tpr, fpr, tnr, fnr, error_rate, "
                         "accuracy, precision, base_rate")
-    p.add_argument("--label", default=None, help="true-label column (default y_true)")
-    p.add_argument("--pred", default=None,
-                   help="predicted-label column (default y_pred, unless --score)")
-    p.add_argument("--score", default=None,
-                   help="score column in [0, 1], predicted positive when >= --threshold "
-                        "(default: none)")
-    p.add_argument("--threshold", type=finite_float, default=0.5,
-                   help="threshold for --score")
-    p.add_argument("--positive", default=None,
-                   help="the positive class when labels are not 0/1, e.g. 'greater than 50K' "
-                        "(default: labels must be 0/1 or True/False)")
+    add_prediction_options(
+        p, label="true-label column (default y_true)",
+        positive="the positive class when labels are not 0/1, e.g. 'greater than 50K' "
+                 "(default: labels must be 0/1 or True/False)",
+        score="score column in [0, 1], predicted positive when >= --threshold "
+              "(default: none)",
+        pred="predicted-label column (default y_pred, unless --score)",
+        threshold="threshold for --score")
     p.add_argument("--bins", action="append", default=None, metavar="COL=E1,E2",
                    help="bin a numeric sensitive column at these edges (left-closed bands; "
                         "age=25,65 gives <25, 25-64, >=65); repeat for several columns "
@@ -119,20 +116,6 @@ def _bins(values) -> dict:
     return out
 
 
-def _read(path: str):
-    import pandas as pd
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputDataError(f"{p}: no such file")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(p)
-        return pd.read_csv(p)
-    except Exception as exc:  # parser errors vary by engine
-        raise InputDataError(f"{p}: cannot read the table: {exc}") from None
-
-
 def _options(args):
     """Return the table and the column options, with --example's defaults filled in."""
     if (args.table is None) == (args.example is None):
@@ -148,7 +131,7 @@ def _options(args):
         sensitive = args.sensitive or ",".join(d["sensitive"])
         bins = _bins(args.bins) if args.bins else {k: list(v) for k, v in d["bins"].items()}
     else:
-        table = _read(args.table)
+        table = read_table(args.table)
         label = args.label or "y_true"
         pred = args.pred or (None if args.score else "y_pred")
         positive = args.positive

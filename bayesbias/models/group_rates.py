@@ -302,13 +302,20 @@ def build_model(k, n, shape, spec: GroupSpec):
                 sd_cols.append(prior.create(f"sd_{o}", shape=(n_metrics,)))
             sd = pt.stack(sd_cols, axis=1)  # (metrics, orders)
             per_order = {o: 0 for o in orders}
+            top_cell = spec.structure == "full" and terms[-1].size == n_cells
             for j, t in enumerate(terms):
+                sd_t = sd[:, orders.index(t.order)][:, None]
+                if top_cell and j == len(terms) - 1:
+                    # the top order of "full" is one effect per cell: Normal(0, sd_top)
+                    z = pm.Normal("z_cell", 0.0, 1.0, shape=(n_metrics, n_cells))
+                    per_order[t.order] = per_order[t.order] + z[:, t.index] * sd_t
+                    continue
                 # zero-sum effects (each axis sums to 0): the intercept and the lower orders
                 # are identified, no ridge for the sampler; non-centred (z * sd)
                 sub = tuple(shape[a] for a in t.attributes)
                 z = pm.ZeroSumNormal(f"z_{j}", sigma=1.0, shape=(n_metrics, *sub),
                                      n_zerosum_axes=len(sub))
-                eff = z.reshape((n_metrics, t.size)) * sd[:, orders.index(t.order)][:, None]
+                eff = z.reshape((n_metrics, t.size)) * sd_t
                 per_order[t.order] = per_order[t.order] + eff[:, t.index]
             for o in orders:
                 parts.append(per_order[o])
@@ -359,17 +366,25 @@ def _zero_sum_basis(levels: int) -> np.ndarray:
 
 
 class Kernel:
-    """Log-density and gradient of the pooled model on the counts, in NumPy.
+    """Log-density and gradient of the pooled model on the counts (NumPy and numba).
 
-    Parameters (one flat vector): ``intercept`` (metrics), ``log sd`` (metrics x orders) and
-    the effects' coordinates in an orthonormal basis of the zero-sum tables (each axis of an
-    effect table sums to 0: the intercept and lower orders are identified, no ridge), so a
-    coordinate of order o is Normal(0, sd_o) exactly as ``pm.ZeroSumNormal``. A coordinate is
-    sampled centred when the data inform it (Fisher information > :attr:`CENTRED_INFO`) and
-    non-centred (``sd * z``) otherwise: data-rich cells have no funnel, sparse ones no ridge.
+    Parameters (one flat vector): ``intercept`` (metrics), ``log sd`` (metrics x orders), then
+    per metric the coordinates of the lower-order effects in an orthonormal basis of the
+    zero-sum tables (each axis sums to 0: the intercept and lower orders are identified), so a
+    coordinate of order o is Normal(0, sd_o) exactly as ``pm.ZeroSumNormal``; and, under
+    ``full``, one value per cell for the top order: the cell's logit ``eta ~ Normal(lower,
+    sd_top)``, non-centred (``lower + sd_top * z``). A cell may instead be sampled centred (as
+    its logit) where its Fisher information ``n p (1 - p)`` exceeds :attr:`CENTRED_INFO`; the
+    default is infinity (never): on the shipped adult_llama table centring the informed cells
+    (threshold 4, 100 or 1000) gave 127-850 divergent transitions per fit against 7 with
+    everything non-centred (docs/groups.md). The lower-order coordinates are non-centred
+    under ``full`` and, under ``additive``, centred where their information exceeds 4.
+    Effects are gathered by index, so a gradient costs O(cells x terms + table sizes x table
+    ranks), not O(cells^2).
     """
 
-    CENTRED_INFO = 4.0
+    CENTRED_INFO = np.inf
+    LOWER_CENTRED_INFO = 4.0
 
     def __init__(self, k, n, shape, spec: GroupSpec):
         self.k = np.asarray(k, dtype=float)
@@ -378,65 +393,127 @@ class Kernel:
         self.spec = spec
         terms = model_terms(tuple(shape), spec.structure)
         self.orders = sorted({t.order for t in terms})
-        cols, col_order = [], []
-        for t in terms:
+        self.n_ord = len(self.orders)
+        # under "full" the top order is one value per cell: sampled as the cells' logits
+        self.top_cell = bool(terms) and spec.structure == "full" and terms[-1].size == self.C
+        lower = terms[:-1] if self.top_cell else terms
+        self.lower = lower
+        bases, col_order, starts = [], [], [0]
+        for t in lower:
             basis = np.ones((1, 1))
             for a in t.attributes:
                 basis = np.kron(basis, _zero_sum_basis(shape[a]))
-            cols.append(basis[t.index])
+            bases.append(basis)
             col_order += [self.orders.index(t.order)] * basis.shape[1]
-        self.X = np.concatenate(cols, axis=1) if cols else np.zeros((self.C, 0))
+            starts.append(starts[-1] + basis.shape[1])
+        self.bases = bases
+        self.D_low = starts[-1]
+        self.D = self.D_low + (self.C if self.top_cell else 0)
         self.col_order = np.asarray(col_order, dtype=np.int64)
-        self.D = self.X.shape[1]
-        self.n_ord = len(self.orders)
-        # per-order part of X, for the finite-population sds
-        self.X_order = [self.X * (self.col_order == j) for j in range(self.n_ord)]
+        # flat layout for numba: term t has basis rows B_flat[b_off[t]:...] (size x rank)
+        self.t_size = np.array([b.shape[0] for b in bases], dtype=np.int64)
+        self.t_rank = np.array([b.shape[1] for b in bases], dtype=np.int64)
+        self.t_coord = np.asarray(starts[:-1], dtype=np.int64)
+        self.t_order = np.array([self.orders.index(t.order) for t in lower], dtype=np.int64)
+        self.b_off = np.concatenate([[0], np.cumsum(self.t_size * self.t_rank)]).astype(np.int64)
+        self.B_flat = (np.concatenate([b.ravel() for b in bases]) if bases else np.zeros(0))
+        self.index = (np.stack([t.index for t in lower]) if lower
+                      else np.zeros((0, self.C), dtype=np.int64))
         pbar = (self.k + 0.5) / (self.n + 1.0)
-        info = (self.n * pbar * (1 - pbar)) @ (self.X**2)  # (M, D)
-        self.centred = info > self.CENTRED_INFO
+        cell_info = self.n * pbar * (1 - pbar)  # (M, C)
+        low_info = np.zeros((self.M, self.D_low))
+        for t, s in enumerate(starts[:-1]):
+            b = bases[t]
+            low_info[:, s:s + b.shape[1]] = cell_info @ (b[lower[t].index] ** 2)
+        if self.top_cell:
+            # lower orders non-centred (they see the data only through the cells' logits)
+            centred_low = np.zeros((self.M, self.D_low), dtype=bool)
+            self.centred = np.concatenate([centred_low, cell_info > self.CENTRED_INFO], axis=1)
+        else:
+            self.centred = low_info > self.LOWER_CENTRED_INFO
         self.ndim = self.M * (1 + self.n_ord + self.D)
         self.pri_mu = np.array(_prior_row(spec.priors["intercept"]))
         self.pri_sd = np.array([_prior_row(spec.priors["sd_main" if o == 1 else
                                                        "sd_interaction"])
                                 for o in self.orders]).reshape(self.n_ord, 3)
         self.w = _variance_weights(self.n)
+        self.raw_logit = np.log(pbar / (1 - pbar))
 
     def split(self, x):
         """Return intercept (M,), log sd (M, n_ord), coordinates (M, D)."""
         M, n_ord = self.M, self.n_ord
         return (x[:M], x[M:M + M * n_ord].reshape(M, n_ord), x[M + M * n_ord:].reshape(M, self.D))
 
-    def effects(self, x):
-        """Return intercept, sd (M, n_ord) and the effect coordinates on their scale (M, D)."""
+    def _tables(self, coef_m):
+        """Each lower term's effect table for one metric's coefficients."""
+        return [b @ coef_m[s:s + b.shape[1]] for b, s in zip(self.bases, self.t_coord, strict=True)]
+
+    def parts(self, x):
+        """Return intercept, sd, and each order's contribution to the logits (M, n_ord, C)."""
         mu, logsd, z = self.split(x)
         sd = np.exp(logsd)
-        sdcol = sd[:, self.col_order]
-        return mu, sd, np.where(self.centred, z, z * sdcol)
+        out = np.zeros((self.M, self.n_ord, self.C))
+        for m in range(self.M):
+            zl = z[m, :self.D_low]
+            cl = self.centred[m, :self.D_low]
+            coef = np.where(cl, zl, zl * sd[m, self.col_order])
+            for t, tab in enumerate(self._tables(coef)):
+                out[m, self.t_order[t]] += tab[self.index[t]]
+            if self.top_cell:
+                zc = z[m, self.D_low:]
+                cc = self.centred[m, self.D_low:]
+                lower = mu[m] + out[m].sum(axis=0)
+                out[m, -1] = np.where(cc, zc - lower, sd[m, -1] * zc)
+        return mu, sd, out
 
     def logp(self, x):
-        """Return the log-density (up to a constant) and its gradient at `x`."""
+        """Return the log-density (up to a constant) and its gradient at `x` (NumPy)."""
         mu, logsd, z = self.split(x)
         sd = np.exp(logsd)
-        sdcol = sd[:, self.col_order]
-        beta = np.where(self.centred, z, z * sdcol)
-        eta = mu[:, None] + beta @ self.X.T
-        # Binomial on the logit scale: k eta - n log(1 + exp(eta)), stable
-        soft = np.logaddexp(0.0, eta)
-        lp = float(np.sum(self.k * eta - self.n * soft))
-        r = self.k - self.n * np.exp(eta - soft)  # k - n sigmoid(eta)
-        g_beta = r @ self.X  # (M, D)
+        g_mu = np.zeros(self.M)
+        g_logsd = np.zeros_like(logsd)
+        g_z = np.zeros_like(z)
+        lp = 0.0
+        for m in range(self.M):
+            zl = z[m, :self.D_low]
+            cl = self.centred[m, :self.D_low]
+            sdcol = sd[m, self.col_order]
+            coef = np.where(cl, zl, zl * sdcol)
+            lp += float(np.sum(np.where(cl, -0.5 * (zl / sdcol) ** 2 - np.log(sdcol),
+                                        -0.5 * zl**2)))
+            lower = np.full(self.C, mu[m])
+            for t, tab in enumerate(self._tables(coef)):
+                lower += tab[self.index[t]]
+            if self.top_cell:
+                s = sd[m, -1]
+                zc = z[m, self.D_low:]
+                cc = self.centred[m, self.D_low:]
+                eta = np.where(cc, zc, lower + s * zc)
+                dev = (zc - lower) / s
+                lp += float(np.sum(np.where(cc, -0.5 * dev**2 - logsd[m, -1], -0.5 * zc**2)))
+            else:
+                eta = lower
+            soft = np.logaddexp(0.0, eta)
+            lp += float(np.sum(self.k[m] * eta - self.n[m] * soft))
+            r = self.k[m] - self.n[m] * np.exp(eta - soft)
+            if self.top_cell:
+                g_z[m, self.D_low:] = np.where(cc, r - dev / s, r * s - zc)
+                g_lower = np.where(cc, dev / s, r)
+                g_logsd[m, -1] += np.sum(np.where(cc, dev**2 - 1.0, r * s * zc))
+            else:
+                g_lower = r
+            g_mu[m] = g_lower.sum()
+            g_coef = np.zeros(self.D_low)
+            for t, (b, st) in enumerate(zip(self.bases, self.t_coord, strict=True)):
+                g_tab = np.bincount(self.index[t], weights=g_lower, minlength=b.shape[0])
+                g_coef[st:st + b.shape[1]] = b.T @ g_tab
+            g_z[m, :self.D_low] = np.where(cl, g_coef - zl / sdcol**2, g_coef * sdcol - zl)
+            per_col = np.where(cl, (zl / sdcol) ** 2 - 1.0, g_coef * zl * sdcol)
+            for j in range(self.n_ord):
+                g_logsd[m, j] += per_col[self.col_order == j].sum()
         lpm, gmu = _prior_logp(self.spec.priors["intercept"], mu)
         lp += float(lpm.sum())
-        g_mu = r.sum(axis=1) + gmu
-        # coordinates: centred ~ N(0, sd), non-centred z ~ N(0, 1)
-        c = self.centred
-        lp += float(np.sum(np.where(c, -0.5 * (z / sdcol) ** 2 - np.log(sdcol), -0.5 * z**2)))
-        g_z = np.where(c, g_beta - z / sdcol**2, g_beta * sdcol - z)
-        # d/d log sd: through the non-centred effects and the centred priors
-        per_col = np.where(c, (z / sdcol) ** 2 - 1.0, g_beta * z * sdcol)
-        g_logsd = np.zeros_like(logsd)
-        for j in range(self.n_ord):
-            g_logsd[:, j] = per_col[:, self.col_order == j].sum(axis=1)
+        g_mu += gmu
         for j, o in enumerate(self.orders):
             prior = self.spec.priors["sd_main" if o == 1 else "sd_interaction"]
             lps, gs = _prior_logp(prior, sd[:, j])
@@ -448,14 +525,42 @@ class Kernel:
 
     def expand(self, x) -> dict:
         """Cell rates, sds and the finite-population sd of every order at `x`."""
-        mu, sd, beta = self.effects(x)
-        eta = mu[:, None] + beta @ self.X.T
-        fsd = np.empty((self.M, self.n_ord))
-        for j in range(self.n_ord):
-            part = beta @ self.X_order[j].T
-            mean = (part * self.w).sum(axis=1, keepdims=True)
-            fsd[:, j] = np.sqrt(((part - mean) ** 2 * self.w).sum(axis=1))
+        mu, sd, parts = self.parts(x)
+        eta = mu[:, None] + parts.sum(axis=1)
+        mean = (parts * self.w[:, None, :]).sum(axis=2, keepdims=True)
+        fsd = np.sqrt(((parts - mean) ** 2 * self.w[:, None, :]).sum(axis=2))
         return {"p": 1.0 / (1.0 + np.exp(-eta)), "sd": sd, "order_sd": fsd, "intercept": mu}
+
+    def numba_args(self) -> tuple:
+        """Return the arrays that :func:`_numba_logp`'s function takes after ``x``."""
+        return (self.k, self.n, self.B_flat, self.b_off, self.t_size, self.t_rank,
+                self.t_coord, self.t_order, np.ascontiguousarray(self.index), self.col_order,
+                np.ascontiguousarray(self.centred), self.M, self.n_ord, self.D_low,
+                int(self.top_cell), self.pri_mu, self.pri_sd)
+
+    def prior_draw(self, rng) -> tuple[np.ndarray, np.ndarray]:
+        """One draw of (intercept, cell logits) from the prior, for simulation-based checks."""
+        def draw(prior, size):
+            d = dict(prior.params)
+            if prior.dist == "Normal":
+                return rng.normal(d["mu"], d["sigma"], size)
+            if prior.dist == "HalfNormal":
+                return np.abs(rng.normal(0, d["sigma"], size))
+            if prior.dist == "HalfCauchy":
+                return np.abs(d["beta"] * rng.standard_cauchy(size))
+            return rng.exponential(1 / d["lam"], size)
+
+        mu = draw(self.spec.priors["intercept"], self.M)
+        sd = np.stack([draw(self.spec.priors["sd_main" if o == 1 else "sd_interaction"],
+                            self.M) for o in self.orders], axis=1) if self.n_ord else None
+        eta = np.repeat(mu[:, None], self.C, axis=1)
+        for m in range(self.M):
+            coef = rng.normal(size=self.D_low) * (sd[m, self.col_order] if self.D_low else 1)
+            for t, tab in enumerate(self._tables(coef)):
+                eta[m] += tab[self.index[t]]
+            if self.top_cell:
+                eta[m] += sd[m, -1] * rng.normal(size=self.C)
+        return mu, eta
 
 
 _PRIOR_CODES = {"Normal": 0, "HalfNormal": 1, "HalfCauchy": 2, "Exponential": 3}
@@ -474,7 +579,10 @@ _NUMBA_LOGP = None
 
 
 def _numba_logp():
-    """Return the log-density and gradient compiled with numba (cached on disk)."""
+    """Return :meth:`Kernel.logp` compiled with numba (cached on disk).
+
+    Called as ``f(x, *kernel.numba_args(), grad)``; returns the log-density and fills `grad`.
+    """
     global _NUMBA_LOGP
     if _NUMBA_LOGP is not None:
         return _NUMBA_LOGP
@@ -494,59 +602,122 @@ def _numba_logp():
         return -a * v, -a
 
     @numba.njit(cache=True, fastmath=False)
-    def logp(x, k, n, X, col_order, centred, M, n_ord, pri_mu, pri_sd, grad):
-        C, D = X.shape
+    def logp(x, k, n, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, centred,
+             M, n_ord, D_low, top_cell, pri_mu, pri_sd, grad):
+        C = k.shape[1]
+        D = centred.shape[1]
+        T = t_size.shape[0]
         lp = 0.0
         for i in range(grad.size):
             grad[i] = 0.0
-        beta = np.empty(D)
+        coef = np.empty(D_low)
+        g_coef = np.empty(D_low)
+        max_size = 1
+        for t in range(T):
+            max_size = max(max_size, t_size[t])
+        tab = np.empty(max_size)
+        lower = np.empty(C)
+        g_lower = np.empty(C)
         for m in range(M):
             mu = x[m]
             off_sd = M + m * n_ord
             off_z = M + M * n_ord + m * D
-            for j in range(D):
+            for j in range(D_low):
                 s = math.exp(x[off_sd + col_order[j]])
                 z = x[off_z + j]
                 if centred[m, j]:
-                    beta[j] = z
+                    coef[j] = z
                     lp += -0.5 * (z / s) ** 2 - math.log(s)
                 else:
-                    beta[j] = z * s
+                    coef[j] = z * s
                     lp += -0.5 * z * z
-            g_beta = np.zeros(D)
-            g_mu = 0.0
             for c in range(C):
-                eta = mu
-                for j in range(D):
-                    eta += beta[j] * X[c, j]
-                if eta > 0:
-                    soft = eta + math.log1p(math.exp(-eta))
+                lower[c] = mu
+            for t in range(T):
+                sz = t_size[t]
+                rk = t_rank[t]
+                o0 = b_off[t]
+                c0 = t_coord[t]
+                for i in range(sz):
+                    acc = 0.0
+                    for r in range(rk):
+                        acc += B[o0 + i * rk + r] * coef[c0 + r]
+                    tab[i] = acc
+                for c in range(C):
+                    lower[c] += tab[index[t, c]]
+            g_mu = 0.0
+            ls = 0.0
+            s = 1.0
+            dev = 0.0
+            if top_cell:
+                ls = x[off_sd + n_ord - 1]
+                s = math.exp(ls)
+            for c in range(C):
+                if top_cell:
+                    zc = x[off_z + D_low + c]
+                    if centred[m, D_low + c]:
+                        eta = zc
+                        dev = (zc - lower[c]) / s
+                        lp += -0.5 * dev * dev - ls
+                    else:
+                        eta = lower[c] + s * zc
+                        lp += -0.5 * zc * zc
                 else:
-                    soft = math.log1p(math.exp(eta))
-                lp += k[m, c] * eta - n[m, c] * soft
-                r = k[m, c] - n[m, c] * math.exp(eta - soft)
-                g_mu += r
-                for j in range(D):
-                    g_beta[j] += r * X[c, j]
+                    eta = lower[c]
+                if n[m, c] > 0 or k[m, c] != 0:
+                    if eta > 0:
+                        soft = eta + math.log1p(math.exp(-eta))
+                    else:
+                        soft = math.log1p(math.exp(eta))
+                    lp += k[m, c] * eta - n[m, c] * soft
+                    r = k[m, c] - n[m, c] * math.exp(eta - soft)
+                else:
+                    r = 0.0
+                if top_cell:
+                    if centred[m, D_low + c]:
+                        grad[off_z + D_low + c] = r - dev / s
+                        g_lower[c] = dev / s
+                        grad[off_sd + n_ord - 1] += dev * dev - 1.0
+                    else:
+                        grad[off_z + D_low + c] = r * s - zc
+                        g_lower[c] = r
+                        grad[off_sd + n_ord - 1] += r * s * zc
+                else:
+                    g_lower[c] = r
+                g_mu += g_lower[c]
+            for t in range(T):
+                sz = t_size[t]
+                rk = t_rank[t]
+                o0 = b_off[t]
+                c0 = t_coord[t]
+                for i in range(sz):
+                    tab[i] = 0.0
+                for c in range(C):
+                    tab[index[t, c]] += g_lower[c]
+                for r in range(rk):
+                    acc = 0.0
+                    for i in range(sz):
+                        acc += B[o0 + i * rk + r] * tab[i]
+                    g_coef[c0 + r] = acc
+            for j in range(D_low):
+                o = col_order[j]
+                s2 = math.exp(x[off_sd + o])
+                z = x[off_z + j]
+                if centred[m, j]:
+                    grad[off_z + j] = g_coef[j] - z / (s2 * s2)
+                    grad[off_sd + o] += (z / s2) ** 2 - 1.0
+                else:
+                    grad[off_z + j] = g_coef[j] * s2 - z
+                    grad[off_sd + o] += g_coef[j] * z * s2
             l0, g0 = prior(int(pri_mu[0]), pri_mu[1], pri_mu[2], mu)
             lp += l0
             grad[m] = g_mu + g0
-            for j in range(D):
-                o = col_order[j]
-                s = math.exp(x[off_sd + o])
-                z = x[off_z + j]
-                if centred[m, j]:
-                    grad[off_z + j] = g_beta[j] - z / (s * s)
-                    grad[off_sd + o] += (z / s) ** 2 - 1.0
-                else:
-                    grad[off_z + j] = g_beta[j] * s - z
-                    grad[off_sd + o] += g_beta[j] * z * s
             for o in range(n_ord):
-                ls = x[off_sd + o]
-                s = math.exp(ls)
-                l1, g1 = prior(int(pri_sd[o, 0]), pri_sd[o, 1], pri_sd[o, 2], s)
-                lp += l1 + ls
-                grad[off_sd + o] += g1 * s + 1.0
+                ls2 = x[off_sd + o]
+                s3 = math.exp(ls2)
+                l1, g1 = prior(int(pri_sd[o, 0]), pri_sd[o, 1], pri_sd[o, 2], s3)
+                lp += l1 + ls2
+                grad[off_sd + o] += g1 * s3 + 1.0
         return lp
 
     _NUMBA_LOGP = logp
@@ -562,8 +733,7 @@ def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept
     shapes = [(M, C), (M, n_ord), (M, n_ord), (M,)] if n_ord else [(M, C), (M,)]
 
     fast = _numba_logp()
-    args = (kern.k, kern.n, np.ascontiguousarray(kern.X), kern.col_order,
-            np.ascontiguousarray(kern.centred), M, n_ord, kern.pri_mu, kern.pri_sd)
+    args = kern.numba_args()
 
     def make_logp():
         def logp(x):
@@ -585,6 +755,13 @@ def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept
         pbar = (kern.k.sum(1) + 0.5) / (kern.n.sum(1) + 1)
         x[:M] = np.log(pbar / (1 - pbar)) + r.uniform(-0.2, 0.2, M)
         x[M:M + M * n_ord] = np.log(0.5) + r.uniform(-0.5, 0.5, M * n_ord)
+        # a centred cell's coordinate is its logit: start it near the raw rate's
+        z = x[M + M * n_ord:].reshape(M, kern.D)
+        cell = np.zeros_like(kern.centred)
+        cell[:, kern.D_low:] = True
+        start = np.zeros_like(z)
+        start[:, kern.D_low:] = kern.raw_logit
+        z[:] = np.where(kern.centred & cell, start + 0.1 * z, z)
         return x
 
     model = from_pyfunc(kern.ndim, make_logp, make_expand, [np.dtype("float64")] * len(names),
