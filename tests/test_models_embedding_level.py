@@ -132,6 +132,18 @@ def test_strengths_centred_when_the_rows_pin_them():
     assert pm.draw(m["stereotype_strength"], random_seed=1).sum() == pytest.approx(0, abs=1e-9)
 
 
+def test_kernel_sets_centred_from_twice_their_noise():
+    # issue 50: the native kernel centres a set when its values' spread beyond their noise is
+    # at least CENTRED_RATIO (2) times the noise: var([-a, a]) = 2 a^2, noise 1
+    from bayesbias.models.embedding_level import CENTRED_RATIO, _ratio_centred
+
+    assert CENTRED_RATIO == 2.0
+    assert _ratio_centred(np.array([-1.5, 1.5]), 1.0) == (True, 1.0)  # ratio 3.5
+    assert not _ratio_centred(np.array([-1.2, 1.2]), 1.0)[0]  # ratio 1.88
+    assert _ratio_centred(np.array([-3.0, 3.0, np.nan]), 1.0)[0]  # NaN left out, ratio 17
+    assert _ratio_centred(np.array([1.0]), 1.0) == (False, 1.0)  # one value: nothing to read
+
+
 @pytest.mark.parametrize("case", ["bootstrap", "factor"])
 def test_row_attribute_effects_rebuild_the_models(case):
     """The checks' per-row attribute effects, rebuilt from posterior variables, equal the
