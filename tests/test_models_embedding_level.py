@@ -924,21 +924,25 @@ def _kernel_reference(spec, cells, data, layout, x):
     return lp + multivariate_normal(mean, cov).logpdf(cells.y)
 
 
-@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged"])
-def test_native_kernel_density_and_gradient(kind):
+@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged", "centred", "noncentred"])
+def test_native_kernel_density_and_gradient(kind, monkeypatch):
     """The kernel's log-density differs from a dense multivariate Normal of the rows (word
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
     matches finite differences. ``ragged``: one word's rows dropped at random, so its
     segments stand alone (classes of one segment) beside the other words' classes.
+    ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``).
     """
     import ctypes
 
+    import bayesbias.models.embedding_level as el
     from bayesbias.models.embedding_level import _library, marginal_kernel
     from bayesbias.models.embedding_level import cells as el_cells
 
     if _library() is None:
         pytest.skip("no C compiler")
-    t, _ = _table("bootstrap" if kind == "ragged" else kind, n_embeddings=3, seed=3)
+    if kind in ("centred", "noncentred"):
+        monkeypatch.setattr(el, "CENTRED_RATIO", -np.inf if kind == "centred" else np.inf)
+    t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
     if kind == "ragged":
         first = t["protected_word"] == t["protected_word"].iloc[0]  # one word's rows
         keep = ~first | (np.random.default_rng(2).random(len(t)) > 0.3)
@@ -956,6 +960,9 @@ def test_native_kernel_density_and_gradient(kind):
     data, layout = pack(spec, c)
     layout["sets"] = data[16 + 5 * int(data[0]) + 16:][:5 * int(data[2])].reshape(-1, 5)
     assert np.array_equal(data, k.data)
+    if kind in ("centred", "noncentred"):
+        flags = set(layout["sets"][:, 3])  # strength_sample: always non-centred
+        assert flags == {0.0} if kind == "noncentred" else 1.0 in flags
     dim = k.dim
     ptr = ctypes.POINTER(ctypes.c_double)
 
