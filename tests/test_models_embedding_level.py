@@ -134,10 +134,14 @@ def test_strengths_centred_when_the_rows_pin_them():
 
 def test_kernel_sets_centred_from_twice_their_noise():
     # issue 50: the native kernel centres a set when its values' spread beyond their noise is
-    # at least CENTRED_RATIO (2) times the noise: var([-a, a]) = 2 a^2, noise 1
-    from bayesbias.models.embedding_level import CENTRED_RATIO, _ratio_centred
+    # at least CENTRED_RATIO (2) times the noise: var([-a, a]) = 2 a^2, noise 1; the
+    # corpus-sample and training-run sets at SAMPLE_CENTRED_RATIO (10)
+    from bayesbias.models.embedding_level import (CENTRED_RATIO, SAMPLE_CENTRED_RATIO,
+                                                  _ratio_centred)
 
-    assert CENTRED_RATIO == 2.0
+    assert CENTRED_RATIO == 2.0 and SAMPLE_CENTRED_RATIO == 10.0
+    # the corpus-sample and training-run sets keep the crossed family's 10
+    assert not _ratio_centred(np.array([-1.5, 1.5]), 1.0, SAMPLE_CENTRED_RATIO)[0]
     assert _ratio_centred(np.array([-1.5, 1.5]), 1.0) == (True, 1.0)  # ratio 3.5
     assert not _ratio_centred(np.array([-1.2, 1.2]), 1.0)[0]  # ratio 1.88
     assert _ratio_centred(np.array([-3.0, 3.0, np.nan]), 1.0)[0]  # NaN left out, ratio 17
@@ -941,7 +945,8 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if _library() is None:
         pytest.skip("no C compiler")
     if kind in ("centred", "noncentred"):
-        monkeypatch.setattr(el, "CENTRED_RATIO", -np.inf if kind == "centred" else np.inf)
+        for name in ("CENTRED_RATIO", "SAMPLE_CENTRED_RATIO"):
+            monkeypatch.setattr(el, name, -np.inf if kind == "centred" else np.inf)
     t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
     if kind == "ragged":
         first = t["protected_word"] == t["protected_word"].iloc[0]  # one word's rows
