@@ -132,6 +132,22 @@ def test_strengths_centred_when_the_rows_pin_them():
     assert pm.draw(m["stereotype_strength"], random_seed=1).sum() == pytest.approx(0, abs=1e-9)
 
 
+def test_kernel_sets_centred_from_twice_their_noise():
+    # issue 50: the native kernel centres a set when its values' spread beyond their noise is
+    # at least CENTRED_RATIO (2) times the noise: var([-a, a]) = 2 a^2, noise 1; the
+    # corpus-sample and training-run sets at SAMPLE_CENTRED_RATIO (10)
+    from bayesbias.models.embedding_level import (CENTRED_RATIO, SAMPLE_CENTRED_RATIO,
+                                                  _ratio_centred)
+
+    assert CENTRED_RATIO == 2.0 and SAMPLE_CENTRED_RATIO == 10.0
+    # the corpus-sample and training-run sets keep the crossed family's 10
+    assert not _ratio_centred(np.array([-1.5, 1.5]), 1.0, SAMPLE_CENTRED_RATIO)[0]
+    assert _ratio_centred(np.array([-1.5, 1.5]), 1.0) == (True, 1.0)  # ratio 3.5
+    assert not _ratio_centred(np.array([-1.2, 1.2]), 1.0)[0]  # ratio 1.88
+    assert _ratio_centred(np.array([-3.0, 3.0, np.nan]), 1.0)[0]  # NaN left out, ratio 17
+    assert _ratio_centred(np.array([1.0]), 1.0) == (False, 1.0)  # one value: nothing to read
+
+
 @pytest.mark.parametrize("case", ["bootstrap", "factor"])
 def test_row_attribute_effects_rebuild_the_models(case):
     """The checks' per-row attribute effects, rebuilt from posterior variables, equal the
@@ -912,21 +928,26 @@ def _kernel_reference(spec, cells, data, layout, x):
     return lp + multivariate_normal(mean, cov).logpdf(cells.y)
 
 
-@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged"])
-def test_native_kernel_density_and_gradient(kind):
+@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged", "centred", "noncentred"])
+def test_native_kernel_density_and_gradient(kind, monkeypatch):
     """The kernel's log-density differs from a dense multivariate Normal of the rows (word
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
     matches finite differences. ``ragged``: one word's rows dropped at random, so its
     segments stand alone (classes of one segment) beside the other words' classes.
+    ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``).
     """
     import ctypes
 
+    import bayesbias.models.embedding_level as el
     from bayesbias.models.embedding_level import _library, marginal_kernel
     from bayesbias.models.embedding_level import cells as el_cells
 
     if _library() is None:
         pytest.skip("no C compiler")
-    t, _ = _table("bootstrap" if kind == "ragged" else kind, n_embeddings=3, seed=3)
+    if kind in ("centred", "noncentred"):
+        for name in ("CENTRED_RATIO", "SAMPLE_CENTRED_RATIO"):
+            monkeypatch.setattr(el, name, -np.inf if kind == "centred" else np.inf)
+    t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
     if kind == "ragged":
         first = t["protected_word"] == t["protected_word"].iloc[0]  # one word's rows
         keep = ~first | (np.random.default_rng(2).random(len(t)) > 0.3)
@@ -944,6 +965,9 @@ def test_native_kernel_density_and_gradient(kind):
     data, layout = pack(spec, c)
     layout["sets"] = data[16 + 5 * int(data[0]) + 16:][:5 * int(data[2])].reshape(-1, 5)
     assert np.array_equal(data, k.data)
+    if kind in ("centred", "noncentred"):
+        flags = set(layout["sets"][:, 3])  # strength_sample: always non-centred
+        assert flags == {0.0} if kind == "noncentred" else 1.0 in flags
     dim = k.dim
     ptr = ctypes.POINTER(ctypes.c_double)
 
