@@ -51,8 +51,8 @@ def test_an_old_module_path_is_its_new_home(old):
 
 def test_names_that_moved_out_of_a_module_still_import_from_it():
     from bayesbias.display import fit_html, verdict_html
-    from bayesbias.ensemble import manifest_table, simulate_ensemble_table, single_embedding
     from bayesbias.encoders.model import EncoderError
+    from bayesbias.ensemble import manifest_table, simulate_ensemble_table, single_embedding
     from bayesbias.testing import simulate_ensemble_table as simulator
     from bayesbias.verdicts import UNSURE_MCSE, fit_for_verdict
 
