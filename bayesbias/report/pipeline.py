@@ -17,6 +17,7 @@ from ..inputs.distances import distance_table, n_embeddings, single_embedding
 from ..inputs.embeddings import load_embedding
 from ..inputs.ensemble import manifest_path, manifest_table
 from ..inputs.wordlists import load_wordlist
+from ..models import SamplerWarning
 from ..models.checks import ATTRIBUTE_ALPHA, attribute_dependence
 from ..models.families import family
 from ..models.plots import prepare
@@ -24,7 +25,7 @@ from ..models.spec import load_spec
 from ..parallel import JobPool
 from ..progress import once_per_message, progress
 from ..provenance import provenance
-from ..verdicts import RULE, verdict_from_fit
+from ..verdicts import RULE, fit_for_verdict, verdict_from_fit
 from ..verdicts.reconcile import p_bound, sidedness
 from .document import Report, check_output, unique_names
 from .navigation import front_matter
@@ -241,9 +242,6 @@ def verdict_fit(table: pd.DataFrame, settings: ReportSettings):
     without refits. So ``report`` and ``fit`` give the same verdict for a seed. Sampler
     warnings are shown in the report, not repeated on stderr.
     """
-    from ..models import SamplerWarning
-    from ..verdicts import fit_for_verdict
-
     s = settings
     kwargs = _fit_kwargs(s)
     draws = kwargs.pop("draws")
