@@ -137,7 +137,20 @@ def conditional_moments(fit, low_rank: bool | None = None) -> tuple[np.ndarray, 
     connection) at the draws kept (every draw up to :data:`MAX_DRAWS` per chain, else
     evenly thinned). See the module docstring for the derivation. `low_rank` (crossed):
     force the Woodbury solve (True) or the dense one (False); None chooses the smaller.
+    Computed once per fit (the verdict of ``fit_for_verdict`` and the report's read them);
+    the arrays returned are shared: do not modify them.
     """
+    cache = fit.__dict__.setdefault("_cache", {}) if hasattr(fit, "__dict__") else {}
+    key = ("conditional_moments", low_rank)
+    if key not in cache:
+        moments = _conditional_moments(fit, low_rank)
+        for a in moments:
+            a.setflags(write=False)
+        cache[key] = moments
+    return cache[key]
+
+
+def _conditional_moments(fit, low_rank):
     cells = fit.cells
     spec = fit.spec
     keep = _thin(fit)

@@ -117,7 +117,9 @@ def _choices(report: Report, settings: ReportSettings) -> None:
                                 "lists under which each verdict contrast holds and the words "
                                 "whose removal flips one (exact refits of the hierarchical "
                                 f"model, intervals from the Normal mixture over {ROBUSTNESS_DRAWS} "
-                                "scale draws); for a table "
+                                "scale draws, for the refits a one-dimensional screen puts "
+                                "near a verdict threshold; the screen decides the rest, as "
+                                "the exact refits would: docs/validation.md); for a table "
                                 "of several embeddings, the refits of the "
                                 "embedding_level model with each embedding left out in turn "
                                 "(--no-robustness leaves it out)" if s.robustness else

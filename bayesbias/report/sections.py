@@ -741,12 +741,16 @@ def _wants_robustness(settings) -> bool:
 ROBUSTNESS_DRAWS = 250
 
 
-def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwargs):
+def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, screen: bool = False,
+               **fit_kwargs):
     """Exact leave-one-out and resampled-list refits of `table`, or why they do not apply.
 
     Returns a ``Sensitivity``, or the reason as a str when `model` has no exact refits. A
     table of several embeddings gets the corpus-level verdict refitted with each embedding
     left out (:func:`~bayesbias.ensemble.leave_one_embedding_out`, sampler `fit_kwargs`).
+    With `screen` (the robustness line alone, no ``--sensitivity`` tables) only the refits a
+    cheap screen puts near a verdict threshold are made exactly (``sensitivity(...,
+    screen=True)``): the line is the same, the numbers of the other refits approximate.
     """
     from ..studies.sensitivity import check_model, sensitivity
     from ..verdicts.ensemble import leave_one_embedding_out, n_embeddings
@@ -763,7 +767,7 @@ def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwar
         return str(exc)
     try:
         return sensitivity(table, spec, ci_prob=ci_prob, seed=seed,
-                           n_draws=ROBUSTNESS_DRAWS, estimator="mixture")
+                           n_draws=ROBUSTNESS_DRAWS, estimator="mixture", screen=screen)
     except InputDataError as exc:
         return str(exc)
 
@@ -803,6 +807,8 @@ def robustness_line(sens) -> str:
     how = ("exact refits" if not str(sens.settings.get("method", "")).startswith("crossed")
            else "refits of the crossed model's hierarchical part with the attribute-word "
                 "effects plugged in")
+    if sens.settings.get("screen"):
+        how += ", made exactly where a screen puts a contrast near 0"
     return (f"Robustness over {n} word lists resampled within each class ({iv} wholly below "
             f"0; {how}): " + "; ".join(parts) + f"; {flip}.")
 
@@ -811,7 +817,10 @@ def _robustness_job(ctx: WordListContext) -> tuple:
     s = ctx.settings
     # the sampler settings of the report's fits (used by the refits of an ensemble's fit)
     sampler = {k: getattr(s, k) for k in ("draws", "tune", "chains", "sampler", "target_accept")}
-    return partial(robustness, **sampler), (ctx.table, s.model, s.ci_prob, s.seed), False
+    # --sensitivity shows every refit's numbers: exact; the line alone reads only verdicts
+    screen = not getattr(s, "sensitivity", False)
+    return (partial(robustness, screen=screen, **sampler), (ctx.table, s.model, s.ci_prob,
+                                                           s.seed), False)
 
 
 def _comparators_job(ctx: WordListContext) -> tuple:
