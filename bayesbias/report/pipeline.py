@@ -363,7 +363,8 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
             ctx.start([name])
     paper = {}
     if _beside_paper(settings):  # the paper's model: a worker's (or, waiting, this one's)
-        paper = {ctx.key: pool.submit(paper_model, ctx.table, ctx.name, settings)
+        paper = {ctx.key: pool.submit(paper_model, ctx.table, ctx.name, settings,
+                                      _label=f"{ctx.name}: the paper's {PAPER_MODEL} model")
                  for ctx in contexts}
     front_matter(report, settings, contexts, glossary)
     # every word list's fit first, while the pool's workers compute what needs only the

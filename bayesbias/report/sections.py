@@ -172,7 +172,8 @@ class WordListContext:
         """Return the job `name` (``"comparators"``, ``"embedding_metrics"``), queued if new."""
         if name not in self.jobs:
             fn, args, here = _JOBS[name](self)
-            self.jobs[name] = self.pool.submit(fn, *args, here=here)
+            self.jobs[name] = self.pool.submit(fn, *args, here=here,
+                                               _label=f"{self.name}: {JOB_LABELS[name]}")
         return self.jobs[name]
 
     @cached_property
@@ -434,7 +435,8 @@ def bayes_section(ctx: WordListContext) -> None:
 
     forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
     ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
-    forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data)
+    forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data,
+                             _label=f"{ctx.name}: forest plot")
     note = forest_data["selection"]
     sec.figure_from(
         partial(_write_bytes, forest),
@@ -528,7 +530,8 @@ def comparators_section(ctx: WordListContext) -> None:
 
     figure = ctx.pool.submit(
         figure_png, _null_figure, null, observed,
-        f"{name}: {x} vs {y}, null from resampled neutral-word similarities", dpi=110)
+        f"{name}: {x} vs {y}, null from resampled neutral-word similarities", dpi=110,
+        _label=f"{ctx.name}: null distribution figure")
     sec.figure_from(
         partial(_write_bytes, figure), f"{ctx.key}_null",
         f"Null distributions of WEAT d and MAC for {x} vs {y} (same list sizes) with the "
@@ -653,7 +656,8 @@ def ensemble_section(ctx: WordListContext) -> None:
                   f"level and (numeric levels) the least-squares trend per unit, with {iv}")
     frame = e.to_frame()
 
-    figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv)
+    figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv,
+                             _label=f"{ctx.name}: embeddings figure")
     sec.figure_from(partial(_write_bytes, figure), f"{ctx.key}_embeddings",
                     f"Each embedding alone (blue, {e.model} model) and the corpus level (red, "
                     f"embedding_level model): {iv} of the three contrasts with stereotypes")
@@ -845,6 +849,10 @@ _JOBS = {"robustness": _robustness_job, "comparators": _comparators_job,
          "embedding_metrics": _metrics_job}
 #: The names of :data:`_JOBS`, in their order.
 JOB_NAMES = tuple(_JOBS)
+#: What each job computes, in the progress lines shown while waiting for it.
+JOB_LABELS = {"robustness": "robustness refits",
+              "comparators": "WEAT permutation tests, bootstrap and null distribution",
+              "embedding_metrics": "embedding-bias metrics"}
 
 
 def _null_figure(null, observed: dict, title: str):

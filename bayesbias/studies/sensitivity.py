@@ -423,15 +423,18 @@ def _screened_refits(rows, spec, loo, res_tasks, ci_prob, n_draws, seed, chunk_s
     n, mean, ss = _variant_stats(rows, [("all", -1)])
     base, draws = _analyse_baseline(spec, n[0], mean[0], ss[0], ci_prob, n_draws, seed, rows)
     sd0 = draws["sd"]
+    progress.info("sensitivity: screening %d left-out words", len(loo))
     cat, exact = _screened(spec, _variant_stats(rows, loo), rows, draws, ci_prob, n_draws,
                            seed, SCREEN_MARGIN["leave_one_out"], sd0, chunk_size)
+    progress.info("sensitivity: %d left-out words screened, %d refitted exactly; screening "
+                  "%d resampled word lists", exact.size, exact.sum(),
+                  sum(args[2] for _, args in res_tasks))
     stats = [_resampled_stats(rows, args[2], task_rng(seed, key)) for key, args in res_tasks]
     stats = tuple(np.concatenate([st[i] for st in stats]) for i in range(3))
     boot, boot_exact = _screened(spec, stats, rows, draws, ci_prob, n_draws, seed,
                                  SCREEN_MARGIN["resampled"], sd0, chunk_size)
-    progress.debug("sensitivity screen: %d of %d left-out words and %d of %d resampled "
-                   "lists refitted exactly", exact.sum(), exact.size, boot_exact.sum(),
-                   boot_exact.size)
+    progress.info("sensitivity: %d resampled word lists screened, %d refitted exactly",
+                  boot_exact.size, boot_exact.sum())
     summary = {"margin_sd": dict(SCREEN_MARGIN), "exact_leave_one_out": int(exact.sum()),
                "exact_resampled": int(boot_exact.sum()), "leave_one_out": int(exact.size),
                "resampled": int(boot_exact.size)}
