@@ -38,7 +38,7 @@ LISTS = ("religion", "race", "gender", "weat1", "weat6", "weat7", "madlibs_ident
 
 
 def errors(table, seed: int) -> dict:
-    """The screen's error on every variant of `table` (left-out words, resampled lists)."""
+    """Return the screen's error on every variant of `table` (left-out words, resampled lists)."""
     from bayesbias.models import load_spec
     from bayesbias.parallel import chunks, task_rng
     from bayesbias.report.sections import ROBUSTNESS_DRAWS

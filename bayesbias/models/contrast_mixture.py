@@ -264,17 +264,19 @@ def _crossed_moments(fit, keep, w1, w2, m0, s0, ui, ci, n, cls, ccon, cn, ybar, 
         gc = ccon[gcls]
         same = (gc[:, None] == gc[None, :]).astype(float)
         scale = np.concatenate([1.0 / gn, np.ones(ng)])
-        step = max(1, int(40_000_000 // (8 * (4 * ng * ng + na * ng))))
+        step = max(1, int(40_000_000 // (8 * (4 * ng * ng + na))))
         r = 2 * ng
+        # G[s] = sum_a kd[a, g] kd[a, h] / dg[s, a]: one product of the draws' inverse
+        # diagonals with the attributes' count products (attributes x groups^2)
+        pairs = (kd[:, :, None] * kd[:, None, :]).reshape(na, ng * ng)
         for lo in range(0, s_tot, step):
             sl = slice(lo, min(lo + step, s_tot))
             inv = 1.0 / dg[sl]  # (S, d)
-            kt = kd.T[None] * inv[:, None, _NC:]  # (S, groups, attributes)
-            g = kt @ kd  # (S, groups, groups)
+            g = (inv[:, _NC:] @ pairs).reshape(-1, ng, ng)  # (S, groups, groups)
             m = np.tile(g, (1, 2, 2)) * scale[None, :, None] * scale[None, None, :]
             m[:, :ng, :ng] += same[None] * inv[:, gc][:, :, None]
             m[:, np.arange(r), np.arange(r)] += 1.0 / lam[sl]
-            kb = (kt @ b[sl][:, _NC:, None])[:, :, 0]  # (S, groups)
+            kb = (inv[:, _NC:] * b[sl][:, _NC:]) @ kd  # (S, groups)
             u = np.concatenate([kb / gn + inv[:, gc] * b[sl][:, gc], kb], axis=1)
             yi4 = np.zeros((kb.shape[0], r, _NC))  # (Y' Dg^-1)[:, :4]
             yi4[:, np.arange(ng), gc] = inv[:, gc]
