@@ -276,12 +276,16 @@ def thread_map(fn: Callable, *iterables, threads: int | None = None) -> list:
 class Job:
     """The result of ``fn(*args, **kwargs)``, computed by a worker or, if none started it, here."""
 
-    def __init__(self, fn, args, kwargs, pool: JobPool | None = None):
+    def __init__(self, fn, args, kwargs, pool: JobPool | None = None, label: str | None = None):
         self._call = (fn, args, kwargs)
         self._pool = pool  # while the job waits for a worker
         self._future = None  # once a worker has it
+        self._slot = None  # the worker's progress slot while it runs the job
         self._done = False
         self._value = None
+        #: What the job computes, in progress lines while this process waits for it.
+        self.label = label or getattr(fn, "__name__", None) or getattr(
+            getattr(fn, "func", None), "__name__", "a job")
 
     def result(self):
         """Wait for the worker's result, or compute it here if no worker has started it.
@@ -297,7 +301,7 @@ class Job:
                 while not future.done() and self._pool._help_one():
                     pass
                 try:
-                    value, records, caught = future.result()
+                    value, records, caught = self._wait(future)
                 except Exception:  # noqa: BLE001 - rerun here to raise the real error
                     value = _MISSING
                 else:
@@ -308,7 +312,41 @@ class Job:
         return self._value
 
 
+    def _wait(self, future):
+        """Return the worker's result; waiting over :data:`WAIT_REPORT_S`, say so.
+
+        Every :data:`~bayesbias.progress.EVERY_SECONDS` a line on the progress logger says
+        what this process waits for, for how long, and the job's latest progress message
+        in the worker (silent when progress is not shown: ``--quiet``, ``--json``).
+        """
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        from .progress import EVERY_SECONDS, enabled
+
+        if not enabled():
+            return future.result()
+        start = time.perf_counter()
+        due = start + WAIT_REPORT_S
+        while True:
+            try:
+                return future.result(timeout=max(0.0, due - time.perf_counter()))
+            except FutureTimeout:
+                pass
+            pool = self._pool
+            latest = pool._latest(self) if pool is not None else ""
+            progress.info("%s: waiting for a worker (%.0f s)%s", self.label,
+                          time.perf_counter() - start, f": {latest}" if latest else "")
+            due += EVERY_SECONDS
+
+
 _MISSING = object()
+
+#: Seconds this process waits for a worker's job before saying so (then every
+#: :data:`~bayesbias.progress.EVERY_SECONDS`).
+WAIT_REPORT_S = 2.0
+
+#: Bytes of a worker's latest progress message kept for the main process.
+SLOT_BYTES = 240
 
 
 class JobPool:
@@ -337,6 +375,8 @@ class JobPool:
         self._busy = 0  # jobs handed to workers and not finished
         self._broken = False  # a worker died: nothing more is handed out
         self._lock = threading.RLock()  # a done callback may run inside _hand_out
+        self._slots = None  # shared memory: each running job's latest progress message
+        self._free_slots: list[int] = []
 
     def _start(self) -> ProcessPoolExecutor:
         import importlib
@@ -344,9 +384,14 @@ class JobPool:
         for item in self.preload:
             item() if callable(item) else importlib.import_module(item)
         method = "fork" if sys.platform == "linux" else "spawn"
+        context = multiprocessing.get_context(method)
+        # one slot per worker for the latest progress message of the job it runs, read
+        # while this process waits for that job (no pipe a busy main process must drain)
+        self._slots = context.Array("c", SLOT_BYTES * (self.jobs - 1))
+        self._free_slots = list(range(self.jobs - 1))
         pool = ProcessPoolExecutor(self.jobs - 1, initializer=_worker_start,
-                                   initargs=(os.getpid(),),
-                                   mp_context=multiprocessing.get_context(method))
+                                   initargs=(os.getpid(), self._slots),
+                                   mp_context=context)
         if method == "fork":
             # The only other threads here are BLAS's idle pool, which OpenBLAS shuts down
             # around fork() itself; Python warns about any thread (DeprecationWarning).
@@ -359,13 +404,15 @@ class JobPool:
         """Queue ``fn(*args, **kwargs)`` (a module-level function with picklable arguments).
 
         With `here`, the job runs in this process when its result is asked for (for inputs
-        that are costly to send, such as a sentence encoder).
+        that are costly to send, such as a sentence encoder). A keyword ``_label`` (not
+        passed on) names the job in the progress lines shown while waiting for it.
         """
+        label = kwargs.pop("_label", None)
         if self.jobs <= 1 or here:
-            return Job(fn, args, kwargs)
+            return Job(fn, args, kwargs, label=label)
         if self._pool is None:
             self._pool = self._start()
-        job = Job(fn, args, kwargs, self)
+        job = Job(fn, args, kwargs, self, label=label)
         with self._lock:
             self._waiting.append(job)
         self._hand_out()
@@ -378,6 +425,9 @@ class JobPool:
         with self._lock:
             if finished is not None:
                 self._busy -= 1
+                slot = getattr(finished, "_bayesbias_slot", None)
+                if slot is not None:
+                    self._free_slots.append(slot)
                 # the executor tells its futures it broke while holding the lock submit
                 # takes: no new job from here then (the jobs left run here)
                 if not finished.cancelled() and isinstance(finished.exception(),
@@ -387,14 +437,33 @@ class JobPool:
                    and self._busy < self.jobs - 1):
                 job = self._waiting[0]
                 fn, args, kwargs = job._call
+                slot = self._free_slots.pop() if self._free_slots else None
+                if slot is not None:
+                    self._write_slot(slot, b"")
                 try:
-                    job._future = self._pool.submit(_run_in_worker, fn, args, kwargs)
+                    job._future = self._pool.submit(_run_in_worker, fn, args, kwargs, slot)
                 except Exception:  # noqa: BLE001 - a worker died: the jobs left run here
                     self._broken = True
+                    if slot is not None:
+                        self._free_slots.append(slot)
                     return
+                job._future._bayesbias_slot = slot
+                job._slot = slot
                 self._waiting.pop(0)
                 self._busy += 1
                 job._future.add_done_callback(self._hand_out)
+
+    def _write_slot(self, slot: int, data: bytes) -> None:
+        _write_slot(self._slots, slot, data)
+
+    def _latest(self, job: Job) -> str:
+        """Return the latest progress message of `job` in its worker ("" if none yet)."""
+        slots, slot = self._slots, job._slot
+        if slots is None or slot is None or job._future is None or job._future.done():
+            return ""
+        with slots.get_lock():
+            raw = slots[slot * SLOT_BYTES:(slot + 1) * SLOT_BYTES]
+        return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace")
 
     def _claim(self, job: Job):
         """Return the worker's future of `job`; None if it was waiting (it is now ours)."""
@@ -479,7 +548,34 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="bayesbias-parent-watch", daemon=True).start()
 
 
-def _worker_start(parent: int | None = None) -> None:
+def _write_slot(slots, slot: int, data: bytes) -> None:
+    """Put `data` (truncated, NUL-terminated) in progress slot `slot` of `slots`."""
+    data = data[:SLOT_BYTES - 1] + b"\0"
+    with slots.get_lock():
+        slots[slot * SLOT_BYTES:slot * SLOT_BYTES + len(data)] = data
+
+
+#: A worker's progress slots (:class:`JobPool`), set when it starts.
+_SLOTS = None
+
+
+class _Live(logging.Handler):
+    """Write each progress record of the job a worker runs into the job's slot."""
+
+    def __init__(self, slot: int):
+        super().__init__(logging.INFO)
+        self.slot = slot
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _write_slot(_SLOTS, self.slot, record.getMessage().encode("utf-8", "replace"))
+        except Exception:  # noqa: BLE001 - progress must never break a job
+            pass
+
+
+def _worker_start(parent: int | None = None, slots=None) -> None:
+    global _SLOTS
+    _SLOTS = slots
     # A worker does not outlive the main process (a SIGKILL of it would leave the worker
     # running, holding the caller's stdout and stderr).
     if parent is not None:
@@ -514,17 +610,25 @@ class _Collect(logging.Handler):
         self.records.append(record)
 
 
-def _run_in_worker(fn, args, kwargs):
-    """Run a job in a worker; return its value with its log records and warnings."""
+def _run_in_worker(fn, args, kwargs, slot=None):
+    """Run a job in a worker; return its value with its log records and warnings.
+
+    Its progress messages also go, as they come, to progress slot `slot` (if given).
+    """
     collect = _Collect()
     logger = logging.getLogger("bayesbias")
     logger.addHandler(collect)
+    live = _Live(slot) if slot is not None and _SLOTS is not None else None
+    if live is not None:
+        progress.addHandler(live)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             value = fn(*args, **kwargs)
     finally:
         logger.removeHandler(collect)
+        if live is not None:
+            progress.removeHandler(live)
     shown = [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
     return value, collect.records, shown
 

@@ -186,3 +186,41 @@ def test_leaving_waits_for_the_executors_manager_thread():
         pool.close(stop=stop)
         assert manager is not None and not manager.is_alive()
         assert executor._executor_manager_thread is None
+
+
+def slow_with_progress(seconds: float) -> int:
+    logging.getLogger("bayesbias.progress").info("step 1 of 2 done")
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_waiting_for_a_workers_job_shows_what_and_how_far(caplog, monkeypatch):
+    import bayesbias.parallel as par
+
+    monkeypatch.setattr(par, "WAIT_REPORT_S", 0.3)
+    monkeypatch.setattr("bayesbias.progress.EVERY_SECONDS", 0.3)
+    with caplog.at_level(logging.INFO, logger="bayesbias.progress"):
+        with JobPool(2) as pool:
+            job = pool.submit(slow_with_progress, 1.5, _label="list: slow job")
+            wait_until(lambda: job._future is not None and job._future.running(),
+                       "the worker runs the job")
+            assert job.result() != os.getpid()
+    waits = [r.getMessage() for r in caplog.records if "waiting for a worker" in
+             r.getMessage()]
+    # a line per 0.3 s once 0.3 s have passed (load may stretch the gaps): what and how far
+    assert 1 <= len(waits) <= 6, waits
+    assert all(w.startswith("list: slow job: waiting for a worker (") for w in waits)
+    assert waits[-1].endswith("): step 1 of 2 done")
+    # the job's own record is still shown once its result is in
+    assert [r.getMessage() for r in caplog.records].count("step 1 of 2 done") == 1
+
+
+def test_waiting_is_silent_when_progress_is_off(caplog, monkeypatch):
+    import bayesbias.parallel as par
+
+    monkeypatch.setattr(par, "WAIT_REPORT_S", 0.1)
+    with caplog.at_level(logging.WARNING, logger="bayesbias.progress"):
+        with JobPool(2) as pool:
+            job = pool.submit(slow_with_progress, 0.6, _label="list: slow job")
+            job.result()
+    assert not [r for r in caplog.records if "waiting" in r.getMessage()]

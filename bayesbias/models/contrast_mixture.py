@@ -137,7 +137,20 @@ def conditional_moments(fit, low_rank: bool | None = None) -> tuple[np.ndarray, 
     connection) at the draws kept (every draw up to :data:`MAX_DRAWS` per chain, else
     evenly thinned). See the module docstring for the derivation. `low_rank` (crossed):
     force the Woodbury solve (True) or the dense one (False); None chooses the smaller.
+    Computed once per fit (the verdict of ``fit_for_verdict`` and the report's read them);
+    the arrays returned are shared: do not modify them.
     """
+    cache = fit.__dict__.setdefault("_cache", {}) if hasattr(fit, "__dict__") else {}
+    key = ("conditional_moments", low_rank)
+    if key not in cache:
+        moments = _conditional_moments(fit, low_rank)
+        for a in moments:
+            a.setflags(write=False)
+        cache[key] = moments
+    return cache[key]
+
+
+def _conditional_moments(fit, low_rank):
     cells = fit.cells
     spec = fit.spec
     keep = _thin(fit)
@@ -251,17 +264,19 @@ def _crossed_moments(fit, keep, w1, w2, m0, s0, ui, ci, n, cls, ccon, cn, ybar, 
         gc = ccon[gcls]
         same = (gc[:, None] == gc[None, :]).astype(float)
         scale = np.concatenate([1.0 / gn, np.ones(ng)])
-        step = max(1, int(40_000_000 // (8 * (4 * ng * ng + na * ng))))
+        step = max(1, int(40_000_000 // (8 * (4 * ng * ng + na))))
         r = 2 * ng
+        # G[s] = sum_a kd[a, g] kd[a, h] / dg[s, a]: one product of the draws' inverse
+        # diagonals with the attributes' count products (attributes x groups^2)
+        pairs = (kd[:, :, None] * kd[:, None, :]).reshape(na, ng * ng)
         for lo in range(0, s_tot, step):
             sl = slice(lo, min(lo + step, s_tot))
             inv = 1.0 / dg[sl]  # (S, d)
-            kt = kd.T[None] * inv[:, None, _NC:]  # (S, groups, attributes)
-            g = kt @ kd  # (S, groups, groups)
+            g = (inv[:, _NC:] @ pairs).reshape(-1, ng, ng)  # (S, groups, groups)
             m = np.tile(g, (1, 2, 2)) * scale[None, :, None] * scale[None, None, :]
             m[:, :ng, :ng] += same[None] * inv[:, gc][:, :, None]
             m[:, np.arange(r), np.arange(r)] += 1.0 / lam[sl]
-            kb = (kt @ b[sl][:, _NC:, None])[:, :, 0]  # (S, groups)
+            kb = (inv[:, _NC:] * b[sl][:, _NC:]) @ kd  # (S, groups)
             u = np.concatenate([kb / gn + inv[:, gc] * b[sl][:, gc], kb], axis=1)
             yi4 = np.zeros((kb.shape[0], r, _NC))  # (Y' Dg^-1)[:, :4]
             yi4[:, np.arange(ng), gc] = inv[:, gc]

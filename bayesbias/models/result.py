@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._atomic import atomic_write_bytes
+from .._stats import hdi_sorted
 from .._xarray import _no_distributed_probe, xr
 from ..config import CONNECTIONS, defaults
 from ..display import card
@@ -547,8 +548,13 @@ class Fit:
                 part = (slice(start, start + step) if subset is None
                         else subset[start:start + step])
                 mean, sd = _row_moments(self, keep, part)
-                rep = xr.DataArray((mean + sd * rng.standard_normal(mean.shape))[None],
-                                   dims=("chain", "draw", "row"))
+                rep = mean + sd * rng.standard_normal(mean.shape)       # (draws, rows)
+                if ci_kind == "hdi":  # one sort for every probability
+                    ranked = np.sort(rep.T, axis=-1)
+                    for p in probs:
+                        parts[p].append(hdi_sorted(ranked, p))
+                    continue
+                rep = xr.DataArray(rep[None], dims=("chain", "draw", "row"))
                 for p in probs:
                     parts[p].append(interval(rep, p, ci_kind).transpose("row", "ci_bound").values)
 

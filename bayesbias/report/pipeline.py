@@ -117,7 +117,9 @@ def _choices(report: Report, settings: ReportSettings) -> None:
                                 "lists under which each verdict contrast holds and the words "
                                 "whose removal flips one (exact refits of the hierarchical "
                                 f"model, intervals from the Normal mixture over {ROBUSTNESS_DRAWS} "
-                                "scale draws); for a table "
+                                "scale draws, for the refits a one-dimensional screen puts "
+                                "near a verdict threshold; the screen decides the rest, as "
+                                "the exact refits would: docs/validation.md); for a table "
                                 "of several embeddings, the refits of the "
                                 "embedding_level model with each embedding left out in turn "
                                 "(--no-robustness leaves it out)" if s.robustness else
@@ -361,7 +363,8 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
             ctx.start([name])
     paper = {}
     if _beside_paper(settings):  # the paper's model: a worker's (or, waiting, this one's)
-        paper = {ctx.key: pool.submit(paper_model, ctx.table, ctx.name, settings)
+        paper = {ctx.key: pool.submit(paper_model, ctx.table, ctx.name, settings,
+                                      _label=f"{ctx.name}: the paper's {PAPER_MODEL} model")
                  for ctx in contexts}
     front_matter(report, settings, contexts, glossary)
     # every word list's fit first, while the pool's workers compute what needs only the

@@ -172,7 +172,8 @@ class WordListContext:
         """Return the job `name` (``"comparators"``, ``"embedding_metrics"``), queued if new."""
         if name not in self.jobs:
             fn, args, here = _JOBS[name](self)
-            self.jobs[name] = self.pool.submit(fn, *args, here=here)
+            self.jobs[name] = self.pool.submit(fn, *args, here=here,
+                                               _label=f"{self.name}: {JOB_LABELS[name]}")
         return self.jobs[name]
 
     @cached_property
@@ -434,7 +435,8 @@ def bayes_section(ctx: WordListContext) -> None:
 
     forest_data = fit_forest_data(fit, s.ci_prob, s.ci_kind, "all")
     ctx.results["forest_contrasts"] = list(forest_data["contrasts"]["contrast"])
-    forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data)
+    forest = ctx.pool.submit(figure_png, fit_forest_figure, forest_data,
+                             _label=f"{ctx.name}: forest plot")
     note = forest_data["selection"]
     sec.figure_from(
         partial(_write_bytes, forest),
@@ -528,7 +530,8 @@ def comparators_section(ctx: WordListContext) -> None:
 
     figure = ctx.pool.submit(
         figure_png, _null_figure, null, observed,
-        f"{name}: {x} vs {y}, null from resampled neutral-word similarities", dpi=110)
+        f"{name}: {x} vs {y}, null from resampled neutral-word similarities", dpi=110,
+        _label=f"{ctx.name}: null distribution figure")
     sec.figure_from(
         partial(_write_bytes, figure), f"{ctx.key}_null",
         f"Null distributions of WEAT d and MAC for {x} vs {y} (same list sizes) with the "
@@ -653,7 +656,8 @@ def ensemble_section(ctx: WordListContext) -> None:
                   f"level and (numeric levels) the least-squares trend per unit, with {iv}")
     frame = e.to_frame()
 
-    figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv)
+    figure = ctx.pool.submit(figure_png, ensemble_figure, frame, iv,
+                             _label=f"{ctx.name}: embeddings figure")
     sec.figure_from(partial(_write_bytes, figure), f"{ctx.key}_embeddings",
                     f"Each embedding alone (blue, {e.model} model) and the corpus level (red, "
                     f"embedding_level model): {iv} of the three contrasts with stereotypes")
@@ -741,12 +745,16 @@ def _wants_robustness(settings) -> bool:
 ROBUSTNESS_DRAWS = 250
 
 
-def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwargs):
+def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, screen: bool = False,
+               **fit_kwargs):
     """Exact leave-one-out and resampled-list refits of `table`, or why they do not apply.
 
     Returns a ``Sensitivity``, or the reason as a str when `model` has no exact refits. A
     table of several embeddings gets the corpus-level verdict refitted with each embedding
     left out (:func:`~bayesbias.ensemble.leave_one_embedding_out`, sampler `fit_kwargs`).
+    With `screen` (the robustness line alone, no ``--sensitivity`` tables) only the refits a
+    cheap screen puts near a verdict threshold are made exactly (``sensitivity(...,
+    screen=True)``): the line is the same, the numbers of the other refits approximate.
     """
     from ..studies.sensitivity import check_model, sensitivity
     from ..verdicts.ensemble import leave_one_embedding_out, n_embeddings
@@ -763,7 +771,7 @@ def robustness(table: pd.DataFrame, model: str, ci_prob: float, seed, **fit_kwar
         return str(exc)
     try:
         return sensitivity(table, spec, ci_prob=ci_prob, seed=seed,
-                           n_draws=ROBUSTNESS_DRAWS, estimator="mixture")
+                           n_draws=ROBUSTNESS_DRAWS, estimator="mixture", screen=screen)
     except InputDataError as exc:
         return str(exc)
 
@@ -803,6 +811,8 @@ def robustness_line(sens) -> str:
     how = ("exact refits" if not str(sens.settings.get("method", "")).startswith("crossed")
            else "refits of the crossed model's hierarchical part with the attribute-word "
                 "effects plugged in")
+    if sens.settings.get("screen"):
+        how += ", made exactly where a screen puts a contrast near 0"
     return (f"Robustness over {n} word lists resampled within each class ({iv} wholly below "
             f"0; {how}): " + "; ".join(parts) + f"; {flip}.")
 
@@ -811,7 +821,10 @@ def _robustness_job(ctx: WordListContext) -> tuple:
     s = ctx.settings
     # the sampler settings of the report's fits (used by the refits of an ensemble's fit)
     sampler = {k: getattr(s, k) for k in ("draws", "tune", "chains", "sampler", "target_accept")}
-    return partial(robustness, **sampler), (ctx.table, s.model, s.ci_prob, s.seed), False
+    # --sensitivity shows every refit's numbers: exact; the line alone reads only verdicts
+    screen = not getattr(s, "sensitivity", False)
+    return (partial(robustness, screen=screen, **sampler), (ctx.table, s.model, s.ci_prob,
+                                                           s.seed), False)
 
 
 def _comparators_job(ctx: WordListContext) -> tuple:
@@ -836,6 +849,10 @@ _JOBS = {"robustness": _robustness_job, "comparators": _comparators_job,
          "embedding_metrics": _metrics_job}
 #: The names of :data:`_JOBS`, in their order.
 JOB_NAMES = tuple(_JOBS)
+#: What each job computes, in the progress lines shown while waiting for it.
+JOB_LABELS = {"robustness": "robustness refits",
+              "comparators": "WEAT permutation tests, bootstrap and null distribution",
+              "embedding_metrics": "embedding-bias metrics"}
 
 
 def _null_figure(null, observed: dict, title: str):
