@@ -937,6 +937,7 @@ def derived(values: dict, m) -> dict:
 #: The compiled kernel's C source (its own library beside :mod:`._native`'s: the single-
 #: embedding kernels' source, and so their cached build, stay as they are).
 _KERNEL_C = r"""
+#include <string.h>
 /* ---- the embedding-level family on per-cell statistics (embedding_level.pack) ----
  * x = (hyper[H], z[Z]). hyper j is exp(x[j]) when its prior row says positive. The z are
  * grouped in sets (zero-sum deviations): value_i = s (z_i - zbar) non-centred, or
@@ -1246,6 +1247,9 @@ static void el_lu_solve(int64_t n, const double *a, const int64_t *piv, double *
     }
 }
 
+static __thread double *el_buf = NULL;
+static __thread size_t el_buf_size = 0;
+
 static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp_,
                         const double *data, const double *noise, double *draw) {
     int64_t H = (int64_t)data[0], nset = (int64_t)data[2];
@@ -1279,9 +1283,17 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     int ok;
     size_t nw = (size_t)(7 * nU + A + nu * nU + ng * ng + 7 * nu * nu + 2 * nu + 3 * maxm * maxm
                          + maxm + dim + 8);
-    w = (double *)calloc(nw, sizeof(double));
-    piv = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nu + 1));
-    if (w == NULL || piv == NULL) { free(w); free(piv); return -2; }
+    /* one work buffer per thread, kept between calls (a fresh calloc this size is a fresh
+     * mapping, its pages faulted in at every gradient) */
+    if (nw + (size_t)nu + 1 > el_buf_size) {
+        free(el_buf);
+        el_buf_size = nw + (size_t)nu + 1;
+        el_buf = (double *)malloc(sizeof(double) * el_buf_size);
+        if (el_buf == NULL) { el_buf_size = 0; return -2; }
+    }
+    w = el_buf;
+    memset(w, 0, sizeof(double) * nw);
+    piv = (int64_t *)(w + nw);
     g0 = w; dvec = g0 + nU; Ainv = dvec + nU; S1 = Ainv + nU; y = S1 + A; dhat = y + nU;
     diagS = dhat + nU; AU = diagS + nU; Cg = AU + nu * nU; Cu = Cg + ng * ng; M = Cu + nu * nu;
     T = M + nu * nu; K = T + nu * nu; MK = K + nu * nu; Cgg = MK + nu * nu;
@@ -1513,8 +1525,6 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
         if (!isfinite(out[j])) { rc = 3; goto done; }
     if (!isfinite(lp1)) rc = 4;
 done:
-    free(w);
-    free(piv);
     return rc;
 }
 
