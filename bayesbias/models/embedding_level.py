@@ -109,6 +109,11 @@ SAMPLE_CENTRED_RATIO = 10.0
 #: conditional, instead of sampling them (issue 50: on the 6 x 2,352-row table their 1,008
 #: non-centred values gave max r-hat 1.014 / bulk ESS 286 at ``psi``).
 ATTRIBUTE_SAMPLE_INTEGRATED = True
+#: ... when their gradient's extra work, about ``attributes x samples^3`` multiply-adds
+#: (:func:`integrate_attribute_sample`), is at most this: 6 samples x 168 attributes is
+#: 36,288 (the issue's table: 3.5 times the sampled kernel's cost per gradient); 32 samples
+#: x 30 attributes (983,040) would cost milliseconds per gradient, so those are sampled.
+INTEGRATED_MAX_WORK = 250_000
 _NC = len(CONNECTIONS)
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -1273,6 +1278,8 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     int64_t nup = (int64_t)gmap[ng];
     const double *upc = gmap + ng + 1, *upi = upc + nup, *upw = upi + nup;
     const double *aptr = upw + nup, *alist = aptr + A + 1;
+    int64_t nb = (int64_t)alist[(int64_t)aptr[A]], b;
+    const double *bptr = alist + (int64_t)aptr[A] + 1;
     double sig[4], eta[4], tau[4], s2[4], psi, psi2, lp0 = 0.0, lp1 = 0.0;
     double gsig[4] = {0, 0, 0, 0}, geta[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double logdetB = 0.0, logdetT, dd = 0.0, trS = 0.0, gpsi;
@@ -1292,14 +1299,16 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
         if (el_buf == NULL) { el_buf_size = 0; return -2; }
     }
     w = el_buf;
-    memset(w, 0, sizeof(double) * nw);
     piv = (int64_t *)(w + nw);
     g0 = w; dvec = g0 + nU; Ainv = dvec + nU; S1 = Ainv + nU; y = S1 + A; dhat = y + nU;
-    diagS = dhat + nU; AU = diagS + nU; Cg = AU + nu * nU; Cu = Cg + ng * ng; M = Cu + nu * nu;
+    diagS = dhat + nU; Cg = diagS + nU; Cu = Cg + ng * ng; M = Cu + nu * nu;
     T = M + nu * nu; K = T + nu * nu; MK = K + nu * nu; Cgg = MK + nu * nu;
     vec = Cgg + nu * nu; vec2 = vec + nu; Prec = vec2 + nu; Y = Prec + maxm * maxm;
     Zm = Y + maxm * maxm; uu = Zm + maxm * maxm; tmpout = uu + maxm;
-    /* (the last nU doubles of w: the draw's perturbation, eps = tmpout + dim) */
+    AU = tmpout + dim + nU;  /* between them the draw's perturbation, eps = tmpout + dim */
+    memset(dvec, 0, sizeof(double) * (size_t)nU);
+    memset(dhat, 0, sizeof(double) * (size_t)nU);
+    memset(Cg, 0, sizeof(double) * (size_t)(ng * ng + 2 * nu * nu));  /* Cg, Cu, M */
     for (c = 0; c < 4; c++) {
         int64_t js = (int64_t)roles[12 + c], je = (int64_t)roles[8 + c], jt = (int64_t)roles[4 + c];
         sig[c] = priors[5 * js + 1] > 0.5 ? exp(x[js]) : x[js];
@@ -1352,9 +1361,9 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     for (q = 0; q < nup; q++) {
         int64_t i0 = (int64_t)upi[q], a = i0 / R, r0 = i0 % R;
         double *col = AU + (int64_t)upc[q] * nU + a * R;
-        for (r = 0; r < R; r++)
-            col[r] += upw[q] * ((r == r0 ? Ainv[a * R + r] : 0.0)
-                                - Ainv[a * R + r] * Ainv[i0] / S1[a]);
+        for (r = 0; r < R; r++)  /* one entry per (column, attribute): set, not added */
+            col[r] = upw[q] * ((r == r0 ? Ainv[a * R + r] : 0.0)
+                               - Ainv[a * R + r] * Ainv[i0] / S1[a]);
     }
     for (q = 0; q < nup; q++) {
         int64_t i0 = (int64_t)upi[q], a = i0 / R;
@@ -1363,17 +1372,23 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
             M[(int64_t)upc[q] * nu + u] += upw[q] * AU[u * nU + i0];
         }
     }
-    /* K = Cu (I + M Cu)^-1 = (I + Cu M)^-1 Cu */
-    for (i = 0; i < nu; i++)
-        for (j = 0; j < nu; j++) {
-            double t = (i == j) ? 1.0 : 0.0;
-            for (k = 0; k < nu; k++) t += Cu[i * nu + k] * M[k * nu + j];
-            T[i * nu + j] = t;
-        }
-    logdetT = el_lu(nu, T, piv, &ok);
-    if (!ok) { rc = 5; goto done; }
-    for (i = 0; i < nu * nu; i++) K[i] = Cu[i];
-    el_lu_solve(nu, T, piv, K, nu);
+    /* K = Cu (I + M Cu)^-1 = (I + Cu M)^-1 Cu, block by block (M, Cu block-diagonal) */
+    logdetT = 0.0;
+    for (b = 0; b < nb; b++) {
+        int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
+        for (i = 0; i < n; i++)
+            for (j = 0; j < n; j++) {
+                double t = (i == j) ? 1.0 : 0.0;
+                for (k = 0; k < n; k++) t += Cu[(o + i) * nu + o + k] * M[(o + k) * nu + o + j];
+                T[i * n + j] = t;
+                MK[i * n + j] = Cu[(o + i) * nu + o + j];
+            }
+        logdetT += el_lu(n, T, piv, &ok);
+        if (!ok) { rc = 5; goto done; }
+        el_lu_solve(n, T, piv, MK, n);
+        for (i = 0; i < n; i++)
+            for (j = 0; j < n; j++) K[(o + i) * nu + o + j] = MK[i * n + j];
+    }
     if (draw != NULL) { /* g + a perturbation with covariance H */
         double *eps = tmpout + dim;
         const double *zp = noise, *zw = noise + nU, *z1 = zw + npair, *z2 = z1 + npos;
@@ -1415,10 +1430,13 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     }
     for (u = 0; u < nu; u++) vec[u] = 0.0;
     for (q = 0; q < nup; q++) vec[(int64_t)upc[q]] += upw[q] * y[(int64_t)upi[q]];
-    for (u = 0; u < nu; u++) {
-        double t = 0.0;
-        for (k = 0; k < nu; k++) t += K[u * nu + k] * vec[k];
-        vec2[u] = t;
+    for (b = 0; b < nb; b++) {
+        int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
+        for (u = o; u < o + n; u++) {
+            double t = 0.0;
+            for (k = o; k < o + n; k++) t += K[u * nu + k] * vec[k];
+            vec2[u] = t;
+        }
     }
     for (k = 0; k < A; k++)
         for (r = 0; r < R; r++) {
@@ -1455,18 +1473,21 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
             trS += t;
         }
     }
-    for (i = 0; i < nu; i++)
-        for (j = 0; j < nu; j++) {
-            double t = 0.0;
-            for (k = 0; k < nu; k++) t += M[i * nu + k] * K[k * nu + j];
-            MK[i * nu + j] = t;
-        }
-    for (i = 0; i < nu; i++)
-        for (j = 0; j < nu; j++) {
-            double t = M[i * nu + j];
-            for (k = 0; k < nu; k++) t -= MK[i * nu + k] * M[k * nu + j];
-            Cgg[i * nu + j] = t;
-        }
+    for (b = 0; b < nb; b++) {
+        int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
+        for (i = o; i < o + n; i++)
+            for (j = o; j < o + n; j++) {
+                double t = 0.0;
+                for (k = o; k < o + n; k++) t += M[i * nu + k] * K[k * nu + j];
+                MK[i * nu + j] = t;
+            }
+        for (i = o; i < o + n; i++)
+            for (j = o; j < o + n; j++) {
+                double t = M[i * nu + j];
+                for (k = o; k < o + n; k++) t -= MK[i * nu + k] * M[k * nu + j];
+                Cgg[i * nu + j] = t;
+            }
+    }
     /* within-cell parts: k_g (diag(pw) - pw pw') per group */
     for (i = 0; i < npair;) {
         int64_t g = (int64_t)pg[i], gu = (int64_t)gmap[g];
@@ -1679,7 +1700,7 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
         add("strength", (stereo.size,), start["gamma"], cen, h)
         choices["strength"] = cen
     if st["attribute_sample_level"]:
-        if ATTRIBUTE_SAMPLE_INTEGRATED:  # not sampled: integrated out by el_logp
+        if integrate_attribute_sample(cells):  # not sampled: integrated out by el_logp
             choices["attribute_sample"] = "integrated"
         else:
             cen, h = _ratio_centred(*mom["attribute_sample"])
@@ -1730,6 +1751,18 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
                     vidx[j, 3], vcoef[j, 3] = parts["strength_sample"][0] + s * r_n + r, sign
     return (np.asarray(sets, float).reshape(-1, 5), parts, (bidx, bcoef), (vidx, vcoef),
             choices, z)
+
+
+def integrate_attribute_sample(cells: Cells) -> bool:
+    """Whether the native kernel integrates the attribute x sample deviations out.
+
+    When the table has that level, :data:`ATTRIBUTE_SAMPLE_INTEGRATED` is set and the extra
+    work per gradient (attributes x samples^3) is at most :data:`INTEGRATED_MAX_WORK`.
+    """
+    st = structure(cells)
+    if not (ATTRIBUTE_SAMPLE_INTEGRATED and st["attribute_sample_level"]):
+        return False
+    return cells.attributes.size * st["samples"].size ** 3 <= INTEGRATED_MAX_WORK
 
 
 def _moments_el(cells: Cells) -> dict:
@@ -1887,7 +1920,8 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     ublock, uidx = [], None
     if integrated:
         r_n = st["samples"].size
-        uidx, ublock, n_u = _integrated_layout(cells, lay, vidx.shape[0], r_n, strength)
+        uidx, ublock, n_u = _integrated_layout(cells, lay, vidx.shape[0], r_n, strength,
+                                                   cls)
         head[12:16] = [cells.attributes.size * r_n, r_n, start["psi"], n_u]
     data = np.ascontiguousarray(np.concatenate([
         head, rows.ravel(), roles, sets.ravel(), bidx.reshape(-1), bcoef.reshape(-1),
@@ -1903,7 +1937,8 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     return data, layout
 
 
-def _integrated_layout(cells: Cells, lay: dict, n_ra: int, r_n: int, strength: bool):
+def _integrated_layout(cells: Cells, lay: dict, n_ra: int, r_n: int, strength: bool,
+                       cls: dict):
     """Where the integrated attribute x sample deviations enter (``el_umarg``'s data).
 
     Returns each row-attribute effect's deviation ``a * R + r`` (:func:`row_attribute`'s
@@ -1927,21 +1962,49 @@ def _integrated_layout(cells: Cells, lay: dict, n_ra: int, r_n: int, strength: b
     cols = []
     for g in range(ng):
         sel = pg == g
-        iu, ww = uidx[pa[sel]], pw[sel]
-        o = np.argsort(iu, kind="stable")
-        key = (iu[o].tobytes(), ww[o].tobytes())
+        iu, inv = np.unique(uidx[pa[sel]], return_inverse=True)
+        ww = np.bincount(inv.reshape(-1), weights=pw[sel])
+        key = (iu.tobytes(), ww.tobytes())
         if key not in keys:
             keys[key] = len(keys)
-            cols.append((iu[o], ww[o]))
+            cols.append((iu, ww))
         gmap[g] = keys[key]
+    # independent blocks: columns sharing an attribute, or the positions of one class
+    n_c = len(cols)
+    parent = np.arange(n_c)
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(members):
+        first = root(int(members[0]))
+        for m in members[1:]:
+            parent[root(int(m))] = first
+
+    col_of = np.concatenate([np.full(c[0].size, k) for k, c in enumerate(cols)])
+    owner = np.concatenate([c[0] for c in cols]) // r_n
+    for a in np.unique(owner):
+        join(np.unique(col_of[owner == a]))
+    for q in range(cls["size"].size):
+        p0, p1 = int(cls["pos"][q]), int(cls["pos"][q + 1])
+        join(np.unique(gmap[cls["group"][p0:p1].astype(np.int64)]))
+    comp = np.array([root(i) for i in range(n_c)])
+    order = np.argsort(comp, kind="stable")  # columns block by block
+    new_of = np.empty(n_c, dtype=np.int64)
+    new_of[order] = np.arange(n_c)
+    gmap = new_of[gmap]
+    cols = [cols[i] for i in order]
+    bptr = np.r_[0, np.flatnonzero(np.diff(comp[order]) != 0) + 1, n_c]
     upc = np.concatenate([np.full(c[0].size, k) for k, c in enumerate(cols)])
     upi = np.concatenate([c[0] for c in cols])
     upw = np.concatenate([c[1] for c in cols])
-    owner = upi // r_n
-    pairs = np.unique(np.stack([owner, upc], axis=1), axis=0)
+    pairs = np.unique(np.stack([upi // r_n, upc], axis=1), axis=0)
     aptr = np.r_[0, np.cumsum(np.bincount(pairs[:, 0], minlength=a_n))]
-    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1]]
-    return uidx, [np.asarray(b, dtype=np.float64) for b in block], len(cols)
+    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1], [bptr.size - 1], bptr]
+    return uidx, [np.asarray(b, dtype=np.float64) for b in block], n_c
 
 
 def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
@@ -2025,8 +2088,9 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True):
                   init=lambda rng: _initial(spec, cells, layout, rng), complete=complete,
                   coords={k: v for k, v in coords.items() if k != "set_value"},
                   attrs={"centred_sets": _json_choices(layout["choices"]),
-                         "kernel": "native (word effects, cell means and attribute x sample deviations "
-                                   "integrated out)"},
+                         "kernel": "native (word effects, cell means" + (
+                             " and attribute x sample deviations" if layout.get("uidx")
+                             is not None else "") + " integrated out)"},
                   dim=h + layout["n_z"], expanded_dim=h + layout["n_z"])
 
 
