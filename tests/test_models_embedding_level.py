@@ -459,8 +459,9 @@ def test_attribute_groups_share_attribute_sets():
 
 @pytest.mark.slow
 def test_per_cell_posterior_matches_the_row_level_model():
-    """mu_bar and the variance shares agree with the row-level model (cell deviations
-    sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
+    """mu_bar, the variance shares, sigma, psi, omega, gamma and two attribute x sample
+    deviations agree with the row-level model (cell deviations and attribute x sample
+    deviations sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
     import pymc as pm
     from arviz_stats.base import array_stats
 
@@ -494,6 +495,16 @@ def test_per_cell_posterior_matches_the_row_level_model():
         agree(new.posterior["mu_bar"].values[..., c], ref.posterior["mu_bar"].values[..., c],
               f"mu_bar[{c}]")
         agree(share(new.posterior, c), share(ref.posterior, c), f"share[{c}]")
+        agree(new.posterior["sigma"].values[..., c], ref.posterior["sigma"].values[..., c],
+              f"sigma[{c}]")
+    # the attribute x sample level, integrated out of the kernel and drawn afterwards
+    assert "attribute x sample" in new.posterior.attrs["kernel"]
+    for name in ("psi", "omega", "gamma"):
+        agree(new.posterior[name].values, ref.posterior[name].values, name)
+    for q in (0, 5):  # two attributes' deviations in the first corpus sample
+        agree(new.posterior["attribute_sample_z"].values[..., q, 0] * new.posterior["psi"].values,
+              ref.posterior["attribute_sample_z"].values[..., q, 0] * ref.posterior["psi"].values,
+              f"psi u[{q}, 0]")
 
 
 @pytest.mark.slow
