@@ -458,7 +458,8 @@ def test_attribute_groups_share_attribute_sets():
 
 
 @pytest.mark.slow
-def test_per_cell_posterior_matches_the_row_level_model():
+@pytest.mark.parametrize("integrated", [False, True])
+def test_per_cell_posterior_matches_the_row_level_model(integrated, monkeypatch):
     """mu_bar, the variance shares, sigma, psi, omega, gamma and two attribute x sample
     deviations agree with the row-level model (cell deviations and attribute x sample
     deviations sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
@@ -468,6 +469,9 @@ def test_per_cell_posterior_matches_the_row_level_model():
     from bayesbias.models import fit_model
     from bayesbias.models.embedding_level import row_level_model
 
+    import bayesbias.models.embedding_level as el
+
+    monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", integrated)
     t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=4, seed=21, words_per_class=3,
                                    stereotypes_per_class=3, n_human=4, n_none=5)
     new = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=4, seed=5)
@@ -497,8 +501,8 @@ def test_per_cell_posterior_matches_the_row_level_model():
         agree(share(new.posterior, c), share(ref.posterior, c), f"share[{c}]")
         agree(new.posterior["sigma"].values[..., c], ref.posterior["sigma"].values[..., c],
               f"sigma[{c}]")
-    # the attribute x sample level, integrated out of the kernel and drawn afterwards
-    assert "attribute x sample" in new.posterior.attrs["kernel"]
+    # the attribute x sample level (integrated: out of the kernel, drawn afterwards)
+    assert ("attribute x sample" in new.posterior.attrs["kernel"]) == integrated
     for name in ("psi", "omega", "gamma"):
         agree(new.posterior[name].values, ref.posterior[name].values, name)
     for q in (0, 5):  # two attributes' deviations in the first corpus sample
@@ -945,13 +949,16 @@ def _kernel_reference(spec, cells, data, layout, x):
     return lp + multivariate_normal(mean, cov).logpdf(cells.y)
 
 
-@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged", "centred", "noncentred"])
+@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged", "centred", "noncentred",
+                                  "integrated", "integrated ragged"])
 def test_native_kernel_density_and_gradient(kind, monkeypatch):
     """The kernel's log-density differs from a dense multivariate Normal of the rows (word
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
     matches finite differences. ``ragged``: one word's rows dropped at random, so its
     segments stand alone (classes of one segment) beside the other words' classes.
     ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``).
+    ``integrated``: the attribute x sample deviations integrated out too
+    (``ATTRIBUTE_SAMPLE_INTEGRATED``; the reference has them in its covariance).
     """
     import ctypes
 
@@ -964,15 +971,17 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if kind in ("centred", "noncentred"):
         for name in ("CENTRED_RATIO", "SAMPLE_CENTRED_RATIO"):
             monkeypatch.setattr(el, name, -np.inf if kind == "centred" else np.inf)
+    monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", kind.startswith("integrated"))
     t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
-    if kind == "ragged":
+    if kind.endswith("ragged"):
         first = t["protected_word"] == t["protected_word"].iloc[0]  # one word's rows
         keep = ~first | (np.random.default_rng(2).random(len(t)) > 0.3)
         t = t[keep].reset_index(drop=True)
     spec = load_spec("embedding_level")
     c = el_cells(t)
     k = marginal_kernel(spec, c)
-    if kind == "ragged":
+    assert (k.data[12] > 0) == kind.startswith("integrated")
+    if kind.endswith("ragged"):
         from bayesbias.models.embedding_level import pack as _pack
 
         sizes = _pack(spec, c)[1]["classes"]["size"]
@@ -1008,7 +1017,7 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-5)
 
 
-def test_integrated_attribute_sample_draws_are_their_conditional():
+def test_integrated_attribute_sample_draws_are_their_conditional(monkeypatch):
     """``el_udraw`` draws the integrated attribute x sample deviations from their exact
     conditional: with no noise it gives the conditional mean of a dense Gaussian computation
     (rows given every other effect, word effects and cell deviations integrated out), to
@@ -1021,6 +1030,7 @@ def test_integrated_attribute_sample_draws_are_their_conditional():
 
     if _library() is None:
         pytest.skip("no C compiler")
+    monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", True)
     t, _ = _table("bootstrap", n_embeddings=3, seed=3)
     spec = load_spec("embedding_level")
     c = el_cells(t)
