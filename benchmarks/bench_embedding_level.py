@@ -159,21 +159,26 @@ def large(embeddings: int, words: int) -> dict:
     t0, c0 = time.perf_counter(), cpu()
     c = el_cells(t)
     t1, c1 = time.perf_counter(), cpu()
-    tree = sample_marginal(spec, c, defaults.draws, defaults.tune, defaults.chains, 2, 1,
+    from bayesbias.models.sampling import default_draws
+
+    tree = sample_marginal(spec, c, default_draws(spec), defaults.tune, defaults.chains, 2, 1,
                            0.95, word_draws=False)
     t2, c2 = time.perf_counter(), cpu()
     from arviz_stats import ess, rhat
 
     post = tree.posterior.to_dataset()[["mu_bar", "tau", "sigma", "eta", "omega", "kappa0",
                                         "kappa", "psi"]]
-    r = max(float(rhat(post)[v].max()) for v in post.data_vars)
-    e = min(float(ess(post)[v].min()) for v in post.data_vars)
+    rh, es = rhat(post), ess(post)
+    r = max(float(rh[v].max()) for v in post.data_vars)
+    e = min(float(es[v].min()) for v in post.data_vars)
+    worst = max(post.data_vars, key=lambda v: float(rh[v].max()))
     div = int(np.asarray(tree.sample_stats["diverging"]).sum())
     return {"rows": len(t), "embeddings": embeddings, "words": words,
             "cells_s": round(t1 - t0, 2), "sample_and_complete_s": round(t2 - t1, 2),
             "cells_cpu_s": round(c1 - c0, 2), "sample_and_complete_cpu_s": round(c2 - c1, 2),
             "sampling_s": round(float(tree.posterior.attrs["sampling_time"]), 2),
-            "max_rhat_main": round(r, 4), "min_ess_bulk_main": round(e), "divergences": div}
+            "max_rhat_main": round(r, 4), "min_ess_bulk_main": round(e), "worst": worst,
+            "divergences": div}
 
 
 def main(argv=None):
