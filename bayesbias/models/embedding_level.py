@@ -51,7 +51,9 @@ connection) deviation ``eta z`` is integrated out given the other effects
 (:func:`likelihood`, cost O(cells + attributes)), and ``mu`` is drawn from its exact Normal
 conditional (:func:`cell_means`). The row-level form (:func:`row_level_model`) is kept as the
 tests' reference. The embedding-level effects are non-centred; the attribute effects as in
-``crossed``. Default target acceptance 0.95 (:data:`TARGET_ACCEPT`).
+``crossed``. Default target acceptance 0.95 (:data:`TARGET_ACCEPT`) and 2,000 draws per chain
+(:data:`DRAWS`). The attribute x sample deviations can be integrated out as well
+(:data:`ATTRIBUTE_SAMPLE_INTEGRATED`, off).
 """
 
 from __future__ import annotations
