@@ -3,6 +3,8 @@
     python benchmarks/bench_embedding_level.py [--table distances.csv] [--reps 3]
     python benchmarks/bench_embedding_level.py --large [--embeddings 32 --words 1000]
 
+``--integrated`` adds the native kernel with the attribute x sample deviations integrated out
+instead of sampled (``embedding_level.ATTRIBUTE_SAMPLE_INTEGRATED``; cold and warm).
 ``--before`` adds the PyMC model this family was sampled with until now
 (``BAYESBIAS_KERNEL=pymc``, compiled by nutpie through numba; timed warm only).
 
@@ -42,6 +44,10 @@ warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 from bayesbias.distances import read_distance_table
 from bayesbias.models import fit_model
+import os
+import bayesbias.models.embedding_level as el
+if "EL_INTEGRATED" in os.environ:
+    el.ATTRIBUTE_SAMPLE_INTEGRATED = os.environ["EL_INTEGRATED"] == "1"
 table = read_distance_table(sys.argv[1])
 model = sys.argv[2]
 if model == "crossed":
@@ -73,6 +79,9 @@ def issue_table(path: Path) -> Path:
 
 def child(table: Path, model: str, cache: str) -> dict:
     env = dict(os.environ, BAYESBIAS_CACHE=cache)
+    if model == "embedding_level_integrated":  # attribute x sample deviations integrated out
+        env["EL_INTEGRATED"] = "1"
+        model = "embedding_level"
     if model == "embedding_level_pymc":  # before: the PyMC model compiled by nutpie (numba)
         env["BAYESBIAS_KERNEL"] = "pymc"
         model = "embedding_level"
@@ -84,9 +93,11 @@ def child(table: Path, model: str, cache: str) -> dict:
     return res
 
 
-def paired(table: Path, reps: int, before: bool = False) -> dict:
+def paired(table: Path, reps: int, before: bool = False,
+           integrated: bool = False) -> dict:
     rows = []
-    models = ("crossed", "embedding_level") + (("embedding_level_pymc",) if before else ())
+    models = ("crossed", "embedding_level") + (("embedding_level_pymc",) if before else ()) \
+        + (("embedding_level_integrated",) if integrated else ())
     for r in range(reps):
         with tempfile.TemporaryDirectory() as cache:
             one = {}
@@ -108,6 +119,13 @@ def paired(table: Path, reps: int, before: bool = False) -> dict:
             ratios = [x[f"embedding_level {mode}"][key] / x[f"crossed {mode}"][key] for x in rows]
             out[f"{mode} {key} ratio"] = {"median": statistics.median(ratios),
                                           "all": [round(v, 2) for v in ratios]}
+    if integrated:
+        for mode in ("cold", "warm"):
+            for key in ("fit_s", "wall_s", "cpu_s"):
+                ratios = [x[f"embedding_level_integrated {mode}"][key] / x[f"crossed {mode}"][key]
+                          for x in rows]
+                out[f"integrated-u {mode} {key} ratio"] = {"median": statistics.median(ratios),
+                                                        "all": [round(v, 2) for v in ratios]}
     if before:
         for key in ("fit_s", "wall_s", "cpu_s"):
             ratios = [x["embedding_level_pymc warm"][key] / x["embedding_level warm"][key]
@@ -141,21 +159,26 @@ def large(embeddings: int, words: int) -> dict:
     t0, c0 = time.perf_counter(), cpu()
     c = el_cells(t)
     t1, c1 = time.perf_counter(), cpu()
-    tree = sample_marginal(spec, c, defaults.draws, defaults.tune, defaults.chains, 2, 1,
+    from bayesbias.models.sampling import default_draws
+
+    tree = sample_marginal(spec, c, default_draws(spec), defaults.tune, defaults.chains, 2, 1,
                            0.95, word_draws=False)
     t2, c2 = time.perf_counter(), cpu()
     from arviz_stats import ess, rhat
 
     post = tree.posterior.to_dataset()[["mu_bar", "tau", "sigma", "eta", "omega", "kappa0",
                                         "kappa", "psi"]]
-    r = max(float(rhat(post)[v].max()) for v in post.data_vars)
-    e = min(float(ess(post)[v].min()) for v in post.data_vars)
+    rh, es = rhat(post), ess(post)
+    r = max(float(rh[v].max()) for v in post.data_vars)
+    e = min(float(es[v].min()) for v in post.data_vars)
+    worst = max(post.data_vars, key=lambda v: float(rh[v].max()))
     div = int(np.asarray(tree.sample_stats["diverging"]).sum())
     return {"rows": len(t), "embeddings": embeddings, "words": words,
             "cells_s": round(t1 - t0, 2), "sample_and_complete_s": round(t2 - t1, 2),
             "cells_cpu_s": round(c1 - c0, 2), "sample_and_complete_cpu_s": round(c2 - c1, 2),
             "sampling_s": round(float(tree.posterior.attrs["sampling_time"]), 2),
-            "max_rhat_main": round(r, 4), "min_ess_bulk_main": round(e), "divergences": div}
+            "max_rhat_main": round(r, 4), "min_ess_bulk_main": round(e), "worst": worst,
+            "divergences": div}
 
 
 def main(argv=None):
@@ -165,6 +188,10 @@ def main(argv=None):
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--before", action="store_true",
                     help="also time the PyMC model the family sampled before (warm)")
+    ap.add_argument("--integrated", action="store_true",
+                    help="also time the kernel with the attribute x sample deviations "
+                         "integrated out (embedding_level.ATTRIBUTE_SAMPLE_INTEGRATED), cold "
+                         "and warm")
     ap.add_argument("--embeddings", type=int, default=32)
     ap.add_argument("--words", type=int, default=1000)
     a = ap.parse_args(argv)
@@ -173,7 +200,7 @@ def main(argv=None):
         return
     with tempfile.TemporaryDirectory() as tmp:
         table = a.table or issue_table(Path(tmp) / "issue_table.csv")
-        print(json.dumps(paired(table, a.reps, a.before), indent=1))
+        print(json.dumps(paired(table, a.reps, a.before, a.integrated), indent=1))
 
 
 if __name__ == "__main__":

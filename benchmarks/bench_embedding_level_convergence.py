@@ -9,6 +9,8 @@ n_embeddings=6, seed=7)`` planted (default means) and null (every connection mea
 Prints one JSON line per table: max r-hat, min bulk and tail ESS (and the parameter with the
 smallest bulk ESS), divergences, and the control-aware verdict. Target: r-hat <= 1.01 and
 bulk ESS >= 400 for every parameter at the default settings (no option given).
+``EL_INTEGRATED=1`` in the environment integrates the attribute x sample deviations out of the
+kernel (``embedding_level.ATTRIBUTE_SAMPLE_INTEGRATED``), ``0`` samples them (the default).
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--tune", type=int, default=None)
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
+    import os
+
+    import bayesbias.models.embedding_level as el
     from bayesbias.models import fit_model
+
+    # EL_INTEGRATED=1 (0): the attribute x sample deviations integrated out (sampled)
+    if "EL_INTEGRATED" in os.environ:
+        el.ATTRIBUTE_SAMPLE_INTEGRATED = os.environ["EL_INTEGRATED"] == "1"
     from bayesbias.verdicts import verdict_from_fit
 
     rows = []

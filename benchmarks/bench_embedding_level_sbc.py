@@ -4,7 +4,8 @@
 
 Each replication draws every parameter from the spec's priors and every effect from the
 model the kernel samples (word effects i.i.d. around ``M``; corpus-sample, attribute,
-stereotype-strength and attribute x sample effects zero-sum, cell deviations ``eta``, rows
+stereotype-strength and attribute x sample effects zero-sum, the last drawn apart when the
+kernel integrates them out; cell deviations ``eta``, rows
 ``sigma``) on the design of a small bootstrap ensemble (4 embeddings, 4 protected words, 3
 stereotypes per class, 3 human and 4 neutral attributes), fits it with ``fit_model`` (2
 chains x 300 draws after 300 tuning steps) and records the rank of the truth among 99
@@ -58,6 +59,11 @@ def simulate(rep: int):
         return np.sum(np.where(idx >= 0, vals[np.maximum(idx, 0).astype(int)] * coef, 0.0), -1)
 
     B, v_row = comb(bidx, bcoef), comb(vidx, vcoef)
+    if lay.get("uidx") is not None:  # attribute x sample deviations the kernel integrates out
+        r_n = int(data[13])
+        z = rng.standard_normal((int(data[12]) // r_n, r_n))
+        u = hyp[lay["start"]["psi"]] * (z - z.mean(axis=1, keepdims=True))
+        v_row = v_row + u.reshape(-1)[lay["uidx"]]
     roles = data[16 + 5 * h_n:16 + 5 * h_n + 16].astype(int)
     m, tau, eta, sig = (hyp[roles[4 * k:4 * k + 4]] for k in range(4))
     st = structure(c)

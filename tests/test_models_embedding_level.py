@@ -458,15 +458,20 @@ def test_attribute_groups_share_attribute_sets():
 
 
 @pytest.mark.slow
-def test_per_cell_posterior_matches_the_row_level_model():
-    """mu_bar and the variance shares agree with the row-level model (cell deviations
-    sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
+@pytest.mark.parametrize("integrated", [False, True])
+def test_per_cell_posterior_matches_the_row_level_model(integrated, monkeypatch):
+    """mu_bar, the variance shares, sigma, psi, omega, gamma and two attribute x sample
+    deviations agree with the row-level model (cell deviations and attribute x sample
+    deviations sampled) within Monte Carlo error: |difference of means| < 4 combined MC se."""
     import pymc as pm
     from arviz_stats.base import array_stats
 
     from bayesbias.models import fit_model
     from bayesbias.models.embedding_level import row_level_model
 
+    import bayesbias.models.embedding_level as el
+
+    monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", integrated)
     t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=4, seed=21, words_per_class=3,
                                    stereotypes_per_class=3, n_human=4, n_none=5)
     new = fit_model(t, "embedding_level", draws=1000, tune=1000, chains=4, seed=5)
@@ -494,6 +499,16 @@ def test_per_cell_posterior_matches_the_row_level_model():
         agree(new.posterior["mu_bar"].values[..., c], ref.posterior["mu_bar"].values[..., c],
               f"mu_bar[{c}]")
         agree(share(new.posterior, c), share(ref.posterior, c), f"share[{c}]")
+        agree(new.posterior["sigma"].values[..., c], ref.posterior["sigma"].values[..., c],
+              f"sigma[{c}]")
+    # the attribute x sample level (integrated: out of the kernel, drawn afterwards)
+    assert ("attribute x sample" in new.posterior.attrs["kernel"]) == integrated
+    for name in ("psi", "omega", "gamma"):
+        agree(new.posterior[name].values, ref.posterior[name].values, name)
+    for q in (0, 5):  # two attributes' deviations in the first corpus sample
+        agree(new.posterior["attribute_sample_z"].values[..., q, 0] * new.posterior["psi"].values,
+              ref.posterior["attribute_sample_z"].values[..., q, 0] * ref.posterior["psi"].values,
+              f"psi u[{q}, 0]")
 
 
 @pytest.mark.slow
@@ -925,16 +940,25 @@ def _kernel_reference(spec, cells, data, layout, x):
     same_c = conn[:, None] == conn[None, :]
     cov = (np.diag(sig[conn] ** 2) + same_c * (unit[:, None] == unit[None, :]) * eta[conn] ** 2
            + same_c * (w[:, None] == w[None, :]) * tau[conn] ** 2)
+    if layout.get("uidx") is not None:  # the attribute x sample deviations, integrated out
+        r_n = int(data[13])
+        psi = hyp[int(data[14])]
+        iu = layout["uidx"][j]
+        a, r = iu // r_n, iu % r_n
+        cov = cov + psi**2 * (a[:, None] == a[None, :]) * ((r[:, None] == r[None, :]) - 1 / r_n)
     return lp + multivariate_normal(mean, cov).logpdf(cells.y)
 
 
-@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged", "centred", "noncentred"])
+@pytest.mark.parametrize("kind", ["bootstrap", "seeds", "ragged", "centred", "noncentred",
+                                  "integrated", "integrated ragged"])
 def test_native_kernel_density_and_gradient(kind, monkeypatch):
     """The kernel's log-density differs from a dense multivariate Normal of the rows (word
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
     matches finite differences. ``ragged``: one word's rows dropped at random, so its
     segments stand alone (classes of one segment) beside the other words' classes.
     ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``).
+    ``integrated``: the attribute x sample deviations integrated out too
+    (``ATTRIBUTE_SAMPLE_INTEGRATED``; the reference has them in its covariance).
     """
     import ctypes
 
@@ -947,15 +971,17 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if kind in ("centred", "noncentred"):
         for name in ("CENTRED_RATIO", "SAMPLE_CENTRED_RATIO"):
             monkeypatch.setattr(el, name, -np.inf if kind == "centred" else np.inf)
+    monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", kind.startswith("integrated"))
     t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
-    if kind == "ragged":
+    if kind.endswith("ragged"):
         first = t["protected_word"] == t["protected_word"].iloc[0]  # one word's rows
         keep = ~first | (np.random.default_rng(2).random(len(t)) > 0.3)
         t = t[keep].reset_index(drop=True)
     spec = load_spec("embedding_level")
     c = el_cells(t)
     k = marginal_kernel(spec, c)
-    if kind == "ragged":
+    assert (k.data[12] > 0) == kind.startswith("integrated")
+    if kind.endswith("ragged"):
         from bayesbias.models.embedding_level import pack as _pack
 
         sizes = _pack(spec, c)[1]["classes"]["size"]
@@ -989,3 +1015,86 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     num = np.array([(logp(x + eps * np.eye(dim)[i])[0] - logp(x - eps * np.eye(dim)[i])[0])
                     / (2 * eps) for i in range(dim)])
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-5)
+
+
+def test_integrated_attribute_sample_draws_are_their_conditional(monkeypatch):
+    """``el_udraw`` draws the integrated attribute x sample deviations from their exact
+    conditional: with no noise it gives the conditional mean of a dense Gaussian computation
+    (rows given every other effect, word effects and cell deviations integrated out), to
+    1e-8; 20,000 draws match its covariance (entries within 5 Monte Carlo sd)."""
+    import ctypes
+
+    import bayesbias.models.embedding_level as el
+    from bayesbias.models.embedding_level import _library, marginal_kernel, row_attribute
+    from bayesbias.models.embedding_level import cells as el_cells
+
+    if _library() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", True)
+    t, _ = _table("bootstrap", n_embeddings=3, seed=3)
+    spec = load_spec("embedding_level")
+    c = el_cells(t)
+    k = marginal_kernel(spec, c)
+    data = k.data
+    _, layout = el.pack(spec, c)
+    assert layout["uidx"] is not None
+    rng = np.random.default_rng(4)
+    x = k.init(rng) + rng.normal(0, 0.3, k.dim)
+    x[int(data[14])] = np.log(0.05)  # psi: a visible share of the rows' variance
+    h_n = int(data[0])
+    rows = data[16:16 + 5 * h_n].reshape(-1, 5)
+    hyp = np.where(rows[:, 1] > 0.5, np.exp(x[:h_n]), x[:h_n])
+    # the mean and covariance of the rows without the deviations (kernel reference, by hand)
+    sets = data[16 + 5 * h_n + 16:][:5 * int(data[2])].reshape(-1, 5)
+    vals = np.zeros(k.dim - h_n)
+    for z0, size, si, cen, _ in sets:
+        zz = x[h_n + int(z0):h_n + int(z0 + size)]
+        vals[int(z0):int(z0 + size)] = (zz - zz.mean()) * (1.0 if cen > 0.5 else hyp[int(si)])
+    bidx, bcoef = layout["bmap"]
+    vidx, vcoef = layout["vmap"]
+
+    def comb(idx, coef):
+        return np.sum(np.where(idx >= 0, vals[np.maximum(idx, 0).astype(int)] * coef, 0.0),
+                      axis=-1)
+
+    B, v_row = comb(bidx, bcoef), comb(vidx, vcoef)
+    roles = data[16 + 5 * h_n:16 + 5 * h_n + 16].astype(int)
+    m, tau, eta, sig = (hyp[roles[4 * q:4 * q + 4]] for q in range(4))
+    st = structure(c)
+    unit, conn = c.unit_idx, c.conn_idx
+    e, w = c.unit_embedding[unit], st["word_of"][unit]
+    j = row_attribute(c, layout["stereo"].size > 0)[0]
+    mean = m[conn] + B[e, conn] + v_row[j]
+    same_c = conn[:, None] == conn[None, :]
+    cov0 = (np.diag(sig[conn] ** 2) + same_c * (unit[:, None] == unit[None, :]) * eta[conn] ** 2
+            + same_c * (w[:, None] == w[None, :]) * tau[conn] ** 2)
+    r_n, n_u, psi = int(data[13]), int(data[12]), hyp[int(data[14])]
+    zmat = np.zeros((c.y.size, n_u))
+    zmat[np.arange(c.y.size), layout["uidx"][j]] = 1.0
+    proj = np.kron(np.eye(n_u // r_n), np.eye(r_n) - 1.0 / r_n)
+    prior = psi**2 * proj
+    cov_y = cov0 + zmat @ prior @ zmat.T
+    gain = prior @ zmat.T @ np.linalg.inv(cov_y)
+    want_mean = gain @ (c.y - mean)
+    want_cov = prior - gain @ zmat @ prior
+    fn = _library().el_udraw
+    fn.restype = ctypes.c_int64
+    ptr = ctypes.POINTER(ctypes.c_double)
+    fn.argtypes = [ctypes.c_uint64, ptr, ptr, ptr, ptr]
+    n_noise = n_u + int(data[8]) + int(data[5]) + int(data[6])
+    xs = np.ascontiguousarray(x)
+
+    def draw(noise):
+        out = np.empty(n_u)
+        assert fn(k.dim, xs.ctypes.data_as(ptr), out.ctypes.data_as(ptr),
+                  np.ascontiguousarray(noise).ctypes.data_as(ptr),
+                  data.ctypes.data_as(ptr)) == 0
+        return out
+
+    np.testing.assert_allclose(draw(np.zeros(n_noise)), want_mean, atol=1e-8)
+    draws = np.array([draw(z) for z in rng.standard_normal((20_000, n_noise))])
+    got = np.cov(draws.T)
+    sd = np.sqrt((np.outer(np.diag(want_cov), np.diag(want_cov)) + want_cov**2) / draws.shape[0])
+    assert np.all(np.abs(got - want_cov) <= 5 * sd + 1e-12)
+    np.testing.assert_allclose(draws.mean(axis=0), want_mean,
+                               atol=5 * np.sqrt(np.diag(want_cov).max() / draws.shape[0]))

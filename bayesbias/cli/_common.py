@@ -42,6 +42,7 @@ __all__ = ["add_parser", "add_json", "add_embedding_options", "emit", "to_jsonab
            "add_ci_prob", "add_bootstrap", "add_sampling_options", "add_global_options",
            "add_option", "add_wordlist", "add_word_sets", "word_sets", "add_parallel_options",
            "add_output", "add_plot", "add_table_source", "add_model_options", "add_rope",
+           "resolve_draws",
            "dropped_line", "printable", "MAX_DRAWS", "MAX_CHAINS", "MAX_RESAMPLES"]
 
 
@@ -281,13 +282,19 @@ def add_plot(parser, help: str = "save the figure (.png, .svg or .pdf)") -> None
 
 
 def add_sampling_options(parser, draws: int | None = None, tune: int | None = None,
-                         chains: int | None = None) -> None:
-    """Add ``--draws``, ``--tune`` and ``--chains`` with their limits (defaults: config)."""
+                         chains: int | None = None, family_draws: bool = False) -> None:
+    """Add ``--draws``, ``--tune`` and ``--chains`` with their limits (defaults: config).
+
+    `family_draws`: ``--draws`` defaults to None, the model family's own default
+    (:func:`resolve_draws` after parsing).
+    """
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
-    parser.add_argument("--draws", type=int_range(1, MAX_DRAWS, "draws"), default=draws,
-                        help=f"posterior draws per chain, 1 to {MAX_DRAWS:,} (default {draws})")
+    shown = f"{draws}; embedding_level 2000" if family_draws else f"{draws}"
+    parser.add_argument("--draws", type=int_range(1, MAX_DRAWS, "draws"),
+                        default=None if family_draws else draws,
+                        help=f"posterior draws per chain, 1 to {MAX_DRAWS:,} (default {shown})")
     parser.add_argument("--tune", type=int_range(1, MAX_DRAWS, "tune"), default=tune,
                         help=f"tuning steps per chain, 1 to {MAX_DRAWS:,} (default {tune})")
     parser.add_argument("--chains", type=int_range(1, MAX_CHAINS, "chains"), default=chains,
@@ -325,6 +332,14 @@ def add_rope(p) -> None:
                         "shown")
 
 
+def resolve_draws(args) -> None:
+    """Set ``args.draws`` to the model family's default when ``--draws`` was not given."""
+    if getattr(args, "draws", 0) is None:
+        from ..models.sampling import default_draws
+
+        args.draws = default_draws(args.model)
+
+
 def add_model_options(p, command: str = "fit") -> None:
     """Model and sampler options shared by ``fit``, ``compare`` and ``report``."""
     from ..models import available_models
@@ -345,7 +360,7 @@ def add_model_options(p, command: str = "fit") -> None:
     p.add_argument("--ci-kind", choices=list(POSTERIOR_CI_KINDS), default=defaults.ci_kind,
                    help="highest-density (hdi) or equal-tailed (eti) intervals "
                         "(default %(default)s)")
-    add_sampling_options(p)
+    add_sampling_options(p, family_draws=True)
     add_seed(p, defaults.seed)
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
                    help="NUTS implementation; auto: nutpie if installed (default %(default)s)")

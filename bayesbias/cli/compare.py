@@ -209,6 +209,9 @@ def _p(p) -> str:
 
 def run(args) -> int:
     """Run ``bayesbias compare``; return the exit code."""
+    from ._common import resolve_draws
+
+    resolve_draws(args)
     from pathlib import Path
 
     from ..models import compare_fits

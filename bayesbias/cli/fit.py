@@ -168,6 +168,9 @@ def ensemble_summary(table, fit, args):
 
 def run(args) -> int:
     """Run ``bayesbias fit``; return the exit code."""
+    from ._common import resolve_draws
+
+    resolve_draws(args)
     from ..inputs.distances import n_embeddings
     from ..models import load_spec
     from ..models.result import ppc_heading

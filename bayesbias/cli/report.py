@@ -121,13 +121,22 @@ def ignored_with_rerun(args) -> list[str]:
             if hasattr(args, name) and getattr(args, name) != getattr(defaults, name, None)]
 
 
+def _draws(args) -> int:
+    """``--draws``, or the model family's default when it was not given."""
+    if args.draws is not None:
+        return args.draws
+    from ..models.sampling import default_draws
+
+    return default_draws(args.model)
+
+
 def _settings(args):
     return ReportSettings(
         embedding=args.embedding, wordlists=tuple(args.wordlists or DEFAULT_WORDLISTS),
         distances=tuple(args.distances or ()), output=args.output or "bayesbias-report",
         on_missing=args.on_missing,
         format=args.format, trust_pickle=args.trust_pickle, model=args.model,
-        ci_prob=args.ci_prob, ci_kind=args.ci_kind, draws=args.draws, tune=args.tune,
+        ci_prob=args.ci_prob, ci_kind=args.ci_kind, draws=_draws(args), tune=args.tune,
         chains=args.chains, seed=args.seed, n_permutations=args.permutations,
         n_bootstrap=args.bootstrap, null_reps=args.null_reps,
         sd_convention=args.sd_convention, strict=args.strict, sampler=args.sampler,

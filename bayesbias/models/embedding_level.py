@@ -51,7 +51,9 @@ connection) deviation ``eta z`` is integrated out given the other effects
 (:func:`likelihood`, cost O(cells + attributes)), and ``mu`` is drawn from its exact Normal
 conditional (:func:`cell_means`). The row-level form (:func:`row_level_model`) is kept as the
 tests' reference. The embedding-level effects are non-centred; the attribute effects as in
-``crossed``. Default target acceptance 0.95 (:data:`TARGET_ACCEPT`).
+``crossed``. Default target acceptance 0.95 (:data:`TARGET_ACCEPT`) and 2,000 draws per chain
+(:data:`DRAWS`). The attribute x sample deviations can be integrated out as well
+(:data:`ATTRIBUTE_SAMPLE_INTEGRATED`, off).
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ EMBEDDINGS = True
 #: 0.9 left 0-3 divergences in 4 x 1000 draws, at the far tails of the scales (kappa0 large,
 #: tau or omega near 0) in both the centred and the non-centred forms (issue 27).
 TARGET_ACCEPT = 0.95
+#: Posterior draws per chain when the caller gives none (the other families: 1,000). Issue
+#: 50: at 1,000 the README's 6-bootstrap table missed r-hat <= 1.01 at 1 of 6 seeds and the
+#: 6 x 2,352-row table at its seed (bulk ESS 286 at ``psi``); at 2,000 every seed of the
+#: README's, planted and null tables passed (max r-hat 1.0046, min bulk ESS 1,032) and the
+#: 6 x 2,352 table too (1.0059, 481), for about 1.5 times the sampling (tuning unchanged).
+DRAWS = 2000
 #: The native kernel can leave out the draws of the (word@embedding, connection) cell means
 #: (``word_draws=False``): the corpus-level and per-word results need only ``mu_bar`` and
 #: the word effects.
@@ -104,6 +112,19 @@ CENTRED_RATIO = 2.0
 #: 2 they gave divergences in 3 of 6 fits of the README's table and 21 of 60 SBC fits (their
 #: scales near 0: a centred funnel), so they keep the crossed family's 10.
 SAMPLE_CENTRED_RATIO = 10.0
+#: Set, the native kernel integrates the attribute x corpus-sample deviations ``psi u[a, r]``
+#: out of the density (``el_umarg``) and draws them afterwards from their exact Normal
+#: conditional, instead of sampling them. Off by default (issue 50): it lifted ``psi``'s bulk
+#: ESS on the 6 x 2,352-row table from 286 to 1,777 and passed every README / planted / null
+#: seed, but a gradient costs 3 times as much and the trajectories are no shorter (the fit
+#: took 2.6-3 times the CPU); 2,000 draws of the sampled form (:data:`DRAWS`) passed the same
+#: checks for less (docs/embedding-level.md).
+ATTRIBUTE_SAMPLE_INTEGRATED = False
+#: ... when their gradient's extra work, about ``attributes x samples^3`` multiply-adds
+#: (:func:`integrate_attribute_sample`), is at most this: 6 samples x 168 attributes is
+#: 36,288 (the issue's table: 3.5 times the sampled kernel's cost per gradient); 32 samples
+#: x 30 attributes (983,040) would cost milliseconds per gradient, so those are sampled.
+INTEGRATED_MAX_WORK = 250_000
 _NC = len(CONNECTIONS)
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -932,6 +953,7 @@ def derived(values: dict, m) -> dict:
 #: The compiled kernel's C source (its own library beside :mod:`._native`'s: the single-
 #: embedding kernels' source, and so their cached build, stay as they are).
 _KERNEL_C = r"""
+#include <string.h>
 /* ---- the embedding-level family on per-cell statistics (embedding_level.pack) ----
  * x = (hyper[H], z[Z]). hyper j is exp(x[j]) when its prior row says positive. The z are
  * grouped in sets (zero-sum deviations): value_i = s (z_i - zbar) non-centred, or
@@ -942,7 +964,8 @@ _KERNEL_C = r"""
  * word[w, c] ~ Normal(0, tau_c) (around M_c) are integrated out per (w, c) segment of cells:
  * log N(r; 0, diag(V) + tau^2 11'). Within-cell sums of squares per connection as in
  * embedding_level.likelihood. */
-int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_,
+                       const double *data, const double *delta, double *gdelta) {
     int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2];
     int64_t E = (int64_t)data[3], nra = (int64_t)data[4], npos = (int64_t)data[5];
     int64_t ncls = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
@@ -964,6 +987,7 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
     const double *pg = gmult + ng, *pa = pg + npair, *pw = pa + npair;
     const double *cen_j = pw + npair, *cen_c = cen_j + ncen, *cen_v = cen_c + ncen;
     const double *ssc = cen_v + ncen, *nm1 = ssc + 4;   /* per conn: sum ss, sum (n - 1) */
+    const double *uidx = nm1 + 4;   /* integrated attribute x sample deviations (el_logp) */
     double *h, *gh, *val, *gval, *B, *gB, *v, *gv, *vb, *gvb, *quad, *work;
     double M[4], tau[4], eta[4], sig[4], gM[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double geta[4] = {0, 0, 0, 0}, gsig[4] = {0, 0, 0, 0}, within[4], lp = 0.0;
@@ -1015,6 +1039,7 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
             int64_t id = (int64_t)vmap[4 * j + i];
             if (id >= 0) t += vcoef[4 * j + i] * val[id];
         }
+        if (delta != NULL && uidx[j] >= 0) t += delta[(int64_t)uidx[j]];
         v[j] = t;
         gv[j] = 0.0;
     }
@@ -1092,6 +1117,12 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
         }
     }
     for (i = 0; i < npair; i++) gv[(int64_t)pa[i]] += gvb[(int64_t)pg[i]] * pw[i];
+    if (gdelta != NULL) {
+        int64_t nU = (int64_t)data[12];
+        for (i = 0; i < nU; i++) gdelta[i] = 0.0;
+        for (j = 0; j < nra; j++)
+            if (uidx[j] >= 0) gdelta[(int64_t)uidx[j]] += gv[j];
+    }
     /* back to the set values */
     for (k = 0; k < 4 * E; k++)
         for (i = 0; i < 4; i++) {
@@ -1162,6 +1193,385 @@ int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const
 done:
     free(work);
     return rc;
+}
+
+/* ---- the attribute x corpus-sample deviations integrated out (el_logp) ----
+ * delta[a, r] = psi u[a, r] (zero-sum over r per attribute) enters the row-attribute effect
+ * v[j] at uidx[j]. Given everything else the log-density of el_core is quadratic in delta:
+ * l(delta) = l0 + g'delta - delta'Q delta / 2 with Q = diag(d) + U Cu U' (U: the groups'
+ * attribute weights, merged where two groups have the same; Cu: -gmult/sigma^2 on each
+ * group, N Prec between the positions of each class). With H = Q + I / psi^2 on the
+ * zero-sum subspace, the marginal is l(dhat) - |dhat|^2 / (2 psi^2) - A (R - 1) log psi
+ * - log det H / 2 (dhat = H^-1 g), evaluated by Woodbury around the per-attribute blocks;
+ * its gradient is el_core's at dhat (the envelope) plus the traces of H^-1 dH. */
+static double el_lu(int64_t n, double *a, int64_t *piv, int *ok) {
+    int64_t i, j, k;
+    double ld = 0.0;
+    int sign = 1;
+    *ok = 1;
+    for (k = 0; k < n; k++) {
+        int64_t p = k;
+        double best = fabs(a[k * n + k]), d;
+        for (i = k + 1; i < n; i++)
+            if (fabs(a[i * n + k]) > best) { best = fabs(a[i * n + k]); p = i; }
+        piv[k] = p;
+        if (!(best > 0.0) || !isfinite(best)) { *ok = 0; return 0.0; }
+        if (p != k) {
+            for (j = 0; j < n; j++) {
+                double t = a[k * n + j];
+                a[k * n + j] = a[p * n + j];
+                a[p * n + j] = t;
+            }
+            sign = -sign;
+        }
+        d = a[k * n + k];
+        if (d < 0.0) sign = -sign;
+        ld += log(fabs(d));
+        for (i = k + 1; i < n; i++) {
+            double f = a[i * n + k] / d;
+            a[i * n + k] = f;
+            if (f != 0.0)
+                for (j = k + 1; j < n; j++) a[i * n + j] -= f * a[k * n + j];
+        }
+    }
+    if (sign < 0) *ok = 0;
+    return ld;
+}
+
+static void el_lu_solve(int64_t n, const double *a, const int64_t *piv, double *b, int64_t m) {
+    int64_t i, j, k;
+    for (k = 0; k < n; k++)
+        if (piv[k] != k)
+            for (j = 0; j < m; j++) {
+                double t = b[k * m + j];
+                b[k * m + j] = b[piv[k] * m + j];
+                b[piv[k] * m + j] = t;
+            }
+    for (i = 0; i < n; i++)
+        for (k = 0; k < i; k++) {
+            double f = a[i * n + k];
+            if (f != 0.0)
+                for (j = 0; j < m; j++) b[i * m + j] -= f * b[k * m + j];
+        }
+    for (i = n - 1; i >= 0; i--) {
+        for (k = i + 1; k < n; k++) {
+            double f = a[i * n + k];
+            if (f != 0.0)
+                for (j = 0; j < m; j++) b[i * m + j] -= f * b[k * m + j];
+        }
+        for (j = 0; j < m; j++) b[i * m + j] /= a[i * n + i];
+    }
+}
+
+static __thread double *el_buf = NULL;
+static __thread size_t el_buf_size = 0;
+
+static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp_,
+                        const double *data, const double *noise, double *draw) {
+    int64_t H = (int64_t)data[0], nset = (int64_t)data[2];
+    int64_t E = (int64_t)data[3], nra = (int64_t)data[4], npos = (int64_t)data[5];
+    int64_t ncls = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
+    int64_t ncen = (int64_t)data[9], nG = (int64_t)data[10], maxm = (int64_t)data[11];
+    int64_t nU = (int64_t)data[12], R = (int64_t)data[13], ipsi = (int64_t)data[14];
+    int64_t nu = (int64_t)data[15], A = nU / R;
+    const double *priors = data + 16, *roles = priors + 5 * H, *sets = roles + 16;
+    const double *bmap = sets + 5 * nset, *bcoef = bmap + 16 * E, *vmap = bcoef + 16 * E;
+    const double *vcoef = vmap + 4 * nra;
+    const double *kconn = vcoef + 4 * nra, *kN = kconn + ncls, *kpos = kN + ncls;
+    const double *kG = kpos + ncls + 1;
+    const double *pemb = kG + ncls, *pgrp = pemb + npos, *pn = pgrp + npos;
+    const double *pmean = pn + npos, *Gall = pmean + npos;
+    const double *gconn = Gall + nG, *gmult = gconn + ng;
+    const double *pg = gmult + ng, *pa = pg + npair, *pw = pa + npair;
+    const double *cen_j = pw + npair, *cen_c = cen_j + ncen, *cen_v = cen_c + ncen;
+    const double *ssc = cen_v + ncen, *nm1 = ssc + 4, *uidx = nm1 + 4;
+    const double *gmap = uidx + nra;
+    int64_t nup = (int64_t)gmap[ng];
+    const double *upc = gmap + ng + 1, *upi = upc + nup, *upw = upi + nup;
+    const double *aptr = upw + nup, *alist = aptr + A + 1;
+    int64_t nb = (int64_t)alist[(int64_t)aptr[A]], b;
+    const double *bptr = alist + (int64_t)aptr[A] + 1;
+    double sig[4], eta[4], tau[4], s2[4], psi, psi2, lp0 = 0.0, lp1 = 0.0;
+    double gsig[4] = {0, 0, 0, 0}, geta[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
+    double logdetB = 0.0, logdetT, dd = 0.0, trS = 0.0, gpsi;
+    double *w, *g0, *dvec, *Ainv, *S1, *y, *dhat, *diagS, *AU, *Cg, *Cu, *M, *T, *K, *MK;
+    double *Cgg, *vec, *vec2, *Prec, *Y, *Zm, *uu, *tmpout;
+    int64_t *piv, i, j, k, c, s, q, u, r;
+    int64_t rc = 0;
+    int ok;
+    size_t nw = (size_t)(7 * nU + A + nu * nU + ng * ng + 7 * nu * nu + 2 * nu + 3 * maxm * maxm
+                         + maxm + dim + 8);
+    /* one work buffer per thread, kept between calls (a fresh calloc this size is a fresh
+     * mapping, its pages faulted in at every gradient) */
+    if (nw + (size_t)nu + 1 > el_buf_size) {
+        free(el_buf);
+        el_buf_size = nw + (size_t)nu + 1;
+        el_buf = (double *)malloc(sizeof(double) * el_buf_size);
+        if (el_buf == NULL) { el_buf_size = 0; return -2; }
+    }
+    w = el_buf;
+    piv = (int64_t *)(w + nw);
+    g0 = w; dvec = g0 + nU; Ainv = dvec + nU; S1 = Ainv + nU; y = S1 + A; dhat = y + nU;
+    diagS = dhat + nU; Cg = diagS + nU; Cu = Cg + ng * ng; M = Cu + nu * nu;
+    T = M + nu * nu; K = T + nu * nu; MK = K + nu * nu; Cgg = MK + nu * nu;
+    vec = Cgg + nu * nu; vec2 = vec + nu; Prec = vec2 + nu; Y = Prec + maxm * maxm;
+    Zm = Y + maxm * maxm; uu = Zm + maxm * maxm; tmpout = uu + maxm;
+    AU = tmpout + dim + nU;  /* between them the draw's perturbation, eps = tmpout + dim */
+    memset(dvec, 0, sizeof(double) * (size_t)nU);
+    memset(dhat, 0, sizeof(double) * (size_t)nU);
+    memset(Cg, 0, sizeof(double) * (size_t)(ng * ng + 2 * nu * nu));  /* Cg, Cu, M */
+    for (c = 0; c < 4; c++) {
+        int64_t js = (int64_t)roles[12 + c], je = (int64_t)roles[8 + c], jt = (int64_t)roles[4 + c];
+        sig[c] = priors[5 * js + 1] > 0.5 ? exp(x[js]) : x[js];
+        eta[c] = priors[5 * je + 1] > 0.5 ? exp(x[je]) : x[je];
+        tau[c] = priors[5 * jt + 1] > 0.5 ? exp(x[jt]) : x[jt];
+        s2[c] = sig[c] * sig[c];
+    }
+    psi = priors[5 * ipsi + 1] > 0.5 ? exp(x[ipsi]) : x[ipsi];
+    psi2 = psi * psi;
+    /* g = d l / d delta at delta = 0 (dhat is zero here) */
+    rc = el_core(dim, x, tmpout, &lp0, data, dhat, g0);
+    if (rc != 0) goto done;
+    /* Q = diag(d) + U Cu U' */
+    for (i = 0; i < npair; i++) {
+        int64_t g = (int64_t)pg[i];
+        dvec[(int64_t)uidx[(int64_t)pa[i]]] += gmult[g] / s2[(int64_t)gconn[g]] * pw[i];
+    }
+    for (q = 0; q < ng; q++) Cg[q * ng + q] -= gmult[q] / s2[(int64_t)gconn[q]];
+    for (s = 0; s < ncls; s++) {
+        int64_t p0 = (int64_t)kpos[s], m = (int64_t)kpos[s + 1] - p0;
+        double N = kN[s], S = 0.0, t2, D;
+        c = (int64_t)kconn[s];
+        t2 = tau[c] * tau[c];
+        for (j = 0; j < m; j++) {
+            uu[j] = 1.0 / (eta[c] * eta[c] + s2[c] / pn[p0 + j]);
+            S += uu[j];
+        }
+        D = 1.0 + t2 * S;
+        for (j = 0; j < m; j++)
+            for (k = 0; k < m; k++)
+                Cg[(int64_t)pgrp[p0 + j] * ng + (int64_t)pgrp[p0 + k]] +=
+                    N * ((j == k ? uu[j] : 0.0) - t2 * uu[j] * uu[k] / D);
+    }
+    for (q = 0; q < ng; q++)
+        for (k = 0; k < ng; k++)
+            Cu[(int64_t)gmap[q] * nu + (int64_t)gmap[k]] += Cg[q * ng + k];
+    /* the per-attribute blocks B = diag(d) + I / psi^2 on the zero-sum subspace */
+    for (k = 0; k < A; k++) {
+        double t = 0.0;
+        for (r = 0; r < R; r++) {
+            i = k * R + r;
+            Ainv[i] = 1.0 / (dvec[i] + 1.0 / psi2);
+            t += Ainv[i];
+            logdetB -= log(Ainv[i]);
+        }
+        S1[k] = t;
+        logdetB += log(t / (double)R);
+    }
+    /* AU = B^+ U (columns u, rows delta), M = U' B^+ U */
+    for (q = 0; q < nup; q++) {
+        int64_t i0 = (int64_t)upi[q], a = i0 / R, r0 = i0 % R;
+        double *col = AU + (int64_t)upc[q] * nU + a * R;
+        for (r = 0; r < R; r++)  /* one entry per (column, attribute): set, not added */
+            col[r] = upw[q] * ((r == r0 ? Ainv[a * R + r] : 0.0)
+                               - Ainv[a * R + r] * Ainv[i0] / S1[a]);
+    }
+    for (q = 0; q < nup; q++) {
+        int64_t i0 = (int64_t)upi[q], a = i0 / R;
+        for (k = (int64_t)aptr[a]; k < (int64_t)aptr[a + 1]; k++) {
+            u = (int64_t)alist[k];
+            M[(int64_t)upc[q] * nu + u] += upw[q] * AU[u * nU + i0];
+        }
+    }
+    /* K = Cu (I + M Cu)^-1 = (I + Cu M)^-1 Cu, block by block (M, Cu block-diagonal) */
+    logdetT = 0.0;
+    for (b = 0; b < nb; b++) {
+        int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
+        for (i = 0; i < n; i++)
+            for (j = 0; j < n; j++) {
+                double t = (i == j) ? 1.0 : 0.0;
+                for (k = 0; k < n; k++) t += Cu[(o + i) * nu + o + k] * M[(o + k) * nu + o + j];
+                T[i * n + j] = t;
+                MK[i * n + j] = Cu[(o + i) * nu + o + j];
+            }
+        logdetT += el_lu(n, T, piv, &ok);
+        if (!ok) { rc = 5; goto done; }
+        el_lu_solve(n, T, piv, MK, n);
+        for (i = 0; i < n; i++)
+            for (j = 0; j < n; j++) K[(o + i) * nu + o + j] = MK[i * n + j];
+    }
+    if (draw != NULL) { /* g + a perturbation with covariance H */
+        double *eps = tmpout + dim;
+        const double *zp = noise, *zw = noise + nU, *z1 = zw + npair, *z2 = z1 + npos;
+        for (i = 0; i < nU; i++) eps[i] = g0[i] + zp[i] / psi;
+        for (i = 0; i < npair;) {
+            int64_t g = (int64_t)pg[i], i1 = i;
+            double kk = sqrt(gmult[g] / s2[(int64_t)gconn[g]]), sum = 0.0;
+            while (i1 < npair && (int64_t)pg[i1] == g) { sum += sqrt(pw[i1]) * zw[i1]; i1++; }
+            for (; i < i1; i++)
+                eps[(int64_t)uidx[(int64_t)pa[i]]] += kk * (sqrt(pw[i]) * zw[i] - pw[i] * sum);
+        }
+        for (s = 0; s < ncls; s++) {
+            int64_t p0 = (int64_t)kpos[s], m = (int64_t)kpos[s + 1] - p0;
+            double N = kN[s], S = 0.0, t2, D, uv = 0.0;
+            c = (int64_t)kconn[s];
+            t2 = tau[c] * tau[c];
+            for (j = 0; j < m; j++) {
+                double V = eta[c] * eta[c] + s2[c] / pn[p0 + j];
+                uu[j] = 1.0 / V;
+                S += uu[j];
+                Y[j] = sqrt(V) * z1[p0 + j] + tau[c] * z2[s];  /* covariance diag(V) + t2 11' */
+                uv += uu[j] * Y[j];
+            }
+            D = 1.0 + t2 * S;
+            for (j = 0; j < m; j++) {
+                double eta_j = sqrt(N) * uu[j] * (Y[j] - t2 * uv / D);  /* sqrt(N) Prec Y */
+                int64_t g = (int64_t)pgrp[p0 + j];
+                for (i = 0; i < npair; i++)
+                    if ((int64_t)pg[i] == g) eps[(int64_t)uidx[(int64_t)pa[i]]] += eta_j * pw[i];
+            }
+        }
+        for (i = 0; i < nU; i++) g0[i] = eps[i];
+    }
+    /* dhat = B^+ g - AU K U' B^+ g */
+    for (k = 0; k < A; k++) {
+        double t = 0.0;
+        for (r = 0; r < R; r++) t += Ainv[k * R + r] * g0[k * R + r];
+        for (r = 0; r < R; r++) y[k * R + r] = Ainv[k * R + r] * (g0[k * R + r] - t / S1[k]);
+    }
+    for (u = 0; u < nu; u++) vec[u] = 0.0;
+    for (q = 0; q < nup; q++) vec[(int64_t)upc[q]] += upw[q] * y[(int64_t)upi[q]];
+    for (b = 0; b < nb; b++) {
+        int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
+        for (u = o; u < o + n; u++) {
+            double t = 0.0;
+            for (k = o; k < o + n; k++) t += K[u * nu + k] * vec[k];
+            vec2[u] = t;
+        }
+    }
+    for (k = 0; k < A; k++)
+        for (r = 0; r < R; r++) {
+            double t = y[k * R + r];
+            for (q = (int64_t)aptr[k]; q < (int64_t)aptr[k + 1]; q++) {
+                u = (int64_t)alist[q];
+                t -= AU[u * nU + k * R + r] * vec2[u];
+            }
+            dhat[k * R + r] = t;
+        }
+    if (draw != NULL) {
+        for (i = 0; i < nU; i++) draw[i] = dhat[i];
+        goto done;
+    }
+    rc = el_core(dim, x, out, &lp1, data, dhat, NULL);
+    if (rc != 0) goto done;
+    for (i = 0; i < nU; i++) dd += dhat[i] * dhat[i];
+    /* diag of Sigma = B^+ - AU K AU' and Cgg = U' Sigma U = M - M K M */
+    for (k = 0; k < A; k++) {
+        int64_t q0 = (int64_t)aptr[k], q1 = (int64_t)aptr[k + 1];
+        for (r = 0; r < R; r++) {
+            i = k * R + r;
+            double t = Ainv[i] - Ainv[i] * Ainv[i] / S1[k];
+            for (q = q0; q < q1; q++) {
+                int64_t u1 = (int64_t)alist[q];
+                double a1 = AU[u1 * nU + i], acc = 0.0;
+                for (j = q0; j < q1; j++) {
+                    int64_t u2 = (int64_t)alist[j];
+                    acc += K[u1 * nu + u2] * AU[u2 * nU + i];
+                }
+                t -= a1 * acc;
+            }
+            diagS[i] = t;
+            trS += t;
+        }
+    }
+    for (b = 0; b < nb; b++) {
+        int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
+        for (i = o; i < o + n; i++)
+            for (j = o; j < o + n; j++) {
+                double t = 0.0;
+                for (k = o; k < o + n; k++) t += M[i * nu + k] * K[k * nu + j];
+                MK[i * nu + j] = t;
+            }
+        for (i = o; i < o + n; i++)
+            for (j = o; j < o + n; j++) {
+                double t = M[i * nu + j];
+                for (k = o; k < o + n; k++) t -= MK[i * nu + k] * M[k * nu + j];
+                Cgg[i * nu + j] = t;
+            }
+    }
+    /* within-cell parts: k_g (diag(pw) - pw pw') per group */
+    for (i = 0; i < npair;) {
+        int64_t g = (int64_t)pg[i], gu = (int64_t)gmap[g];
+        double kk = gmult[g] / s2[(int64_t)gconn[g]], t = -Cgg[gu * nu + gu];
+        while (i < npair && (int64_t)pg[i] == g) {
+            t += pw[i] * diagS[(int64_t)uidx[(int64_t)pa[i]]];
+            i++;
+        }
+        gsig[(int64_t)gconn[g]] += kk * t / sig[(int64_t)gconn[g]];
+    }
+    /* classes: N Prec between positions; Z = Prec Y Prec */
+    for (s = 0; s < ncls; s++) {
+        int64_t p0 = (int64_t)kpos[s], m = (int64_t)kpos[s + 1] - p0;
+        double N = kN[s], S = 0.0, t2, D, sumZ = 0.0, trZ = 0.0, trZn = 0.0;
+        c = (int64_t)kconn[s];
+        t2 = tau[c] * tau[c];
+        for (j = 0; j < m; j++) {
+            uu[j] = 1.0 / (eta[c] * eta[c] + s2[c] / pn[p0 + j]);
+            S += uu[j];
+        }
+        D = 1.0 + t2 * S;
+        for (j = 0; j < m; j++)
+            for (k = 0; k < m; k++) {
+                Prec[j * m + k] = (j == k ? uu[j] : 0.0) - t2 * uu[j] * uu[k] / D;
+                Y[j * m + k] = Cgg[(int64_t)gmap[(int64_t)pgrp[p0 + j]] * nu
+                                   + (int64_t)gmap[(int64_t)pgrp[p0 + k]]];
+            }
+        for (j = 0; j < m; j++)  /* Zm = Y Prec */
+            for (k = 0; k < m; k++) {
+                double t = 0.0;
+                for (i = 0; i < m; i++) t += Y[j * m + i] * Prec[i * m + k];
+                Zm[j * m + k] = t;
+            }
+        for (j = 0; j < m; j++)  /* Prec Zm */
+            for (k = 0; k < m; k++) {
+                double t = 0.0;
+                for (i = 0; i < m; i++) t += Prec[j * m + i] * Zm[i * m + k];
+                sumZ += t;
+                if (j == k) { trZ += t; trZn += t / pn[p0 + j]; }
+            }
+        gtau[c] += N * tau[c] * sumZ;
+        geta[c] += N * eta[c] * trZ;
+        gsig[c] += N * sig[c] * trZn;
+    }
+    gpsi = dd / (psi2 * psi) - (double)(A * (R - 1)) / psi + trS / (psi2 * psi);
+    for (c = 0; c < 4; c++) {
+        int64_t js = (int64_t)roles[12 + c], je = (int64_t)roles[8 + c], jt = (int64_t)roles[4 + c];
+        out[js] += gsig[c] * (priors[5 * js + 1] > 0.5 ? sig[c] : 1.0);
+        out[je] += geta[c] * (priors[5 * je + 1] > 0.5 ? eta[c] : 1.0);
+        out[jt] += gtau[c] * (priors[5 * jt + 1] > 0.5 ? tau[c] : 1.0);
+    }
+    out[ipsi] += gpsi * (priors[5 * ipsi + 1] > 0.5 ? psi : 1.0);
+    lp1 += -dd / (2.0 * psi2) - (double)(A * (R - 1)) * log(psi) - 0.5 * (logdetB + logdetT);
+    logp_[0] = lp1;
+    for (j = 0; j < (int64_t)dim; j++)
+        if (!isfinite(out[j])) { rc = 3; goto done; }
+    if (!isfinite(lp1)) rc = 4;
+done:
+    return rc;
+}
+
+int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
+    if ((int64_t)data[12] > 0) return el_umarg(dim, x, out, logp_, data, NULL, NULL);
+    return el_core(dim, x, out, logp_, data, NULL, NULL);
+}
+
+/* one draw of the integrated deviations delta given x (noise: nU + npair + npos + ncls
+ * standard Normals) */
+int64_t el_udraw(uint64_t dim, const double *x, double *draw, const double *noise,
+                 const double *data) {
+    double lp = 0.0;
+    if ((int64_t)data[12] <= 0) return -1;
+    return el_umarg(dim, x, NULL, &lp, data, noise, draw);
 }
 
 /* expanded: the hyperparameters on their natural scale, then the set values */
@@ -1301,9 +1711,12 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
         add("strength", (stereo.size,), start["gamma"], cen, h)
         choices["strength"] = cen
     if st["attribute_sample_level"]:
-        cen, h = _ratio_centred(*mom["attribute_sample"])
-        add("attribute_sample", (a_n, r_n), start["psi"], cen, h)
-        choices["attribute_sample"] = cen
+        if integrate_attribute_sample(cells):  # not sampled: integrated out by el_logp
+            choices["attribute_sample"] = "integrated"
+        else:
+            cen, h = _ratio_centred(*mom["attribute_sample"])
+            add("attribute_sample", (a_n, r_n), start["psi"], cen, h)
+            choices["attribute_sample"] = cen
         if stereo.size and "phi" in names:
             add("strength_sample", (stereo.size, r_n), start["phi"], False, 1.0)
             choices["strength_sample"] = False
@@ -1336,7 +1749,7 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
         for r in range(rr):
             j = a * rr + r if st["attribute_sample_level"] else a
             vidx[j, 0], vcoef[j, 0] = pos_in_kind[a], 1.0
-            if st["attribute_sample_level"]:
+            if "attribute_sample" in parts:
                 vidx[j, 1], vcoef[j, 1] = parts["attribute_sample"][0] + a * r_n + r, 1.0
     base_n = a_n * rr
     for s, a in enumerate(stereo):
@@ -1349,6 +1762,18 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
                     vidx[j, 3], vcoef[j, 3] = parts["strength_sample"][0] + s * r_n + r, sign
     return (np.asarray(sets, float).reshape(-1, 5), parts, (bidx, bcoef), (vidx, vcoef),
             choices, z)
+
+
+def integrate_attribute_sample(cells: Cells) -> bool:
+    """Whether the native kernel integrates the attribute x sample deviations out.
+
+    When the table has that level, :data:`ATTRIBUTE_SAMPLE_INTEGRATED` is set and the extra
+    work per gradient (attributes x samples^3) is at most :data:`INTEGRATED_MAX_WORK`.
+    """
+    st = structure(cells)
+    if not (ATTRIBUTE_SAMPLE_INTEGRATED and st["attribute_sample_level"]):
+        return False
+    return cells.attributes.size * st["samples"].size ** 3 <= INTEGRATED_MAX_WORK
 
 
 def _moments_el(cells: Cells) -> dict:
@@ -1502,17 +1927,95 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     maxm = int(np.diff(cls["pos"]).max()) if n_cls else 1
     head[:12] = [h, n_z, sets.shape[0], e_n, vidx.shape[0], cls["emb"].size, n_cls,
                  gmult.size, lay["pair_group"].size, cj.size, cls["G"].size, maxm]
+    integrated = st["attribute_sample_level"] and "attribute_sample" not in parts
+    ublock, uidx = [], None
+    if integrated:
+        r_n = st["samples"].size
+        uidx, ublock, n_u = _integrated_layout(cells, lay, vidx.shape[0], r_n, strength,
+                                                   cls)
+        head[12:16] = [cells.attributes.size * r_n, r_n, start["psi"], n_u]
     data = np.ascontiguousarray(np.concatenate([
         head, rows.ravel(), roles, sets.ravel(), bidx.reshape(-1), bcoef.reshape(-1),
         vidx.ravel(), vcoef.ravel(), cls["conn"], cls["size"], cls["pos"], cls["g_start"],
         cls["emb"], cls["group"], cls["n"], cls["mean"], cls["G"], lay["group_conn"], gmult,
-        lay["pair_group"], lay["pair_attr"], lay["pair_weight"], cj, cc, cv, ssc, nm1]
-    ).astype(np.float64))
+        lay["pair_group"], lay["pair_attr"], lay["pair_weight"], cj, cc, cv, ssc, nm1,
+        *ublock]).astype(np.float64))
     layout = {"blocks": blocks, "start": start, "parts": parts, "choices": choices,
               "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
               "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
-              else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef)}
+              else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef),
+              "uidx": uidx}
     return data, layout
+
+
+def _integrated_layout(cells: Cells, lay: dict, n_ra: int, r_n: int, strength: bool,
+                       cls: dict):
+    """Where the integrated attribute x sample deviations enter (``el_umarg``'s data).
+
+    Returns each row-attribute effect's deviation ``a * R + r`` (:func:`row_attribute`'s
+    order; a stereotype's associated and different rows share its own), the data block
+    (that index, each group's merged column, the merged columns' entries, and per
+    attribute the columns holding it) and the number of merged columns. Groups whose
+    attribute weights are the same (a stereotype set read as ``associated`` by one class and
+    ``different`` by another) share one column of U.
+    """
+    a_n = cells.attributes.size
+    uidx = np.tile(np.arange(a_n * r_n), 1)
+    if strength:
+        stereo = strength_stereotypes(cells)
+        extra = (stereo[:, None] * r_n + np.arange(r_n)[None, :]).reshape(-1)
+        uidx = np.concatenate([uidx, extra, extra])
+    assert uidx.size == n_ra
+    pg, pa, pw = lay["pair_group"], lay["pair_attr"], lay["pair_weight"]
+    ng = lay["group_cells"].size
+    keys: dict = {}
+    gmap = np.empty(ng, dtype=np.int64)
+    cols = []
+    for g in range(ng):
+        sel = pg == g
+        iu, inv = np.unique(uidx[pa[sel]], return_inverse=True)
+        ww = np.bincount(inv.reshape(-1), weights=pw[sel])
+        key = (iu.tobytes(), ww.tobytes())
+        if key not in keys:
+            keys[key] = len(keys)
+            cols.append((iu, ww))
+        gmap[g] = keys[key]
+    # independent blocks: columns sharing an attribute, or the positions of one class
+    n_c = len(cols)
+    parent = np.arange(n_c)
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(members):
+        first = root(int(members[0]))
+        for m in members[1:]:
+            parent[root(int(m))] = first
+
+    col_of = np.concatenate([np.full(c[0].size, k) for k, c in enumerate(cols)])
+    owner = np.concatenate([c[0] for c in cols]) // r_n
+    for a in np.unique(owner):
+        join(np.unique(col_of[owner == a]))
+    for q in range(cls["size"].size):
+        p0, p1 = int(cls["pos"][q]), int(cls["pos"][q + 1])
+        join(np.unique(gmap[cls["group"][p0:p1].astype(np.int64)]))
+    comp = np.array([root(i) for i in range(n_c)])
+    order = np.argsort(comp, kind="stable")  # columns block by block
+    new_of = np.empty(n_c, dtype=np.int64)
+    new_of[order] = np.arange(n_c)
+    gmap = new_of[gmap]
+    cols = [cols[i] for i in order]
+    bptr = np.r_[0, np.flatnonzero(np.diff(comp[order]) != 0) + 1, n_c]
+    upc = np.concatenate([np.full(c[0].size, k) for k, c in enumerate(cols)])
+    upi = np.concatenate([c[0] for c in cols])
+    upw = np.concatenate([c[1] for c in cols])
+    pairs = np.unique(np.stack([upi // r_n, upc], axis=1), axis=0)
+    aptr = np.r_[0, np.cumsum(np.bincount(pairs[:, 0], minlength=a_n))]
+    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1], [bptr.size - 1], bptr]
+    return uidx, [np.asarray(b, dtype=np.float64) for b in block], n_c
 
 
 def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
@@ -1568,6 +2071,7 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True):
         return None
     data, layout = pack(spec, cells)
     layout["sets"] = data[16 + 5 * int(data[0]) + 16:][:5 * int(data[2])].reshape(-1, 5)
+    layout["data"] = data
     st = structure(cells)
     blocks = layout["blocks"]
     h = sum(b[1] for b in blocks)
@@ -1595,14 +2099,17 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True):
                   init=lambda rng: _initial(spec, cells, layout, rng), complete=complete,
                   coords={k: v for k, v in coords.items() if k != "set_value"},
                   attrs={"centred_sets": _json_choices(layout["choices"]),
-                         "kernel": "native (word effects and cell means integrated out)"},
+                         "kernel": "native (word effects, cell means" + (
+                             " and attribute x sample deviations" if layout.get("uidx")
+                             is not None else "") + " integrated out)"},
                   dim=h + layout["n_z"], expanded_dim=h + layout["n_z"])
 
 
 def _json_choices(choices: dict) -> str:
     import json
 
-    return json.dumps({k: (list(map(bool, v)) if isinstance(v, list) else bool(v))
+    return json.dumps({k: (list(map(bool, v)) if isinstance(v, list)
+                           else v if isinstance(v, str) else bool(v))
                        for k, v in choices.items()})
 
 
@@ -1633,6 +2140,10 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
 
     B = combine(bidx, bcoef)            # (chain, draw, E, 4)
     v_row = combine(vidx, vcoef)        # (chain, draw, n_ra)
+    delta = None
+    if layout.get("uidx") is not None:  # integrated out: drawn from their conditional
+        delta = _draw_integrated(layout, raw, rng)
+        v_row = v_row + delta[..., layout["uidx"]]
     kinds = np.array([ATTRIBUTE_KINDS.index(k) for k in cells.attribute_kind])
     v = np.zeros(lead + (a_n,))
     shift = np.zeros(lead + (_NC,))
@@ -1747,7 +2258,8 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     if stereo.size:
         out["stereotype_strength"] = (D + ("stereotype",), _split(vals, layout, "strength"))
     if st["attribute_sample_level"]:
-        u = _split(vals, layout, "attribute_sample")
+        u = (delta.reshape(lead + (a_n, r_n)) if delta is not None
+             else _split(vals, layout, "attribute_sample"))
         out["attribute_sample_z"] = (D + ("attribute", "corpus_sample"),
                                      u / raw["psi"][..., None, None])
         if "strength_sample" in layout["parts"]:
@@ -1757,6 +2269,59 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     if word_draws:
         out["mu"] = (D + (cells.unit_dim, "connection"), mu.reshape(lead + (units, _NC)))
     return out
+
+
+def _unconstrained(layout: dict, raw: dict) -> np.ndarray:
+    """Return the kernel's unconstrained point of each draw (draws x dim) from its values.
+
+    Hyperparameters back through ``log`` where positive; a set's values divided by its
+    scale (non-centred) or as they are (centred): their mean is 0, so the kernel gives them
+    back unchanged. What only the sets' priors see (their means) is lost, which no
+    likelihood term reads.
+    """
+    data = layout["data"]
+    h = int(data[0])
+    rows = data[16:16 + 5 * h].reshape(-1, 5)
+    lead = raw["M"].shape[:2]
+    nd = int(np.prod(lead))
+    hyp = np.concatenate([np.asarray(raw[name], float).reshape(nd, -1)
+                          for name, _, _ in layout["blocks"]], axis=1)
+    vals = np.asarray(raw["set_values"], float).reshape(nd, -1).copy()
+    for z0, size, si, cen, _ in layout["sets"]:
+        if cen < 0.5:
+            z0, size = int(z0), int(size)
+            vals[:, z0:z0 + size] /= hyp[:, int(si), None]
+    hyp = np.where(rows[None, :, 1] > 0.5, np.log(hyp), hyp)
+    return np.ascontiguousarray(np.concatenate([hyp, vals], axis=1))
+
+
+def _draw_integrated(layout: dict, raw: dict, rng) -> np.ndarray:
+    """Draw the integrated attribute x sample deviations ``psi u`` given each draw.
+
+    Exact: their conditional is Normal with precision ``Q + I / psi^2`` on the zero-sum
+    subspace; ``el_udraw`` solves it for the conditional mean plus a perturbation of that
+    covariance (the data part and the prior part each drawn). Returns (chain, draw, A * R).
+    """
+    import ctypes
+
+    data = layout["data"]
+    x = _unconstrained(layout, raw)
+    nd, dim = x.shape
+    n_u = int(data[12])
+    n_noise = n_u + int(data[8]) + int(data[5]) + int(data[6])
+    noise = rng.standard_normal((nd, n_noise))
+    out = np.empty((nd, n_u))
+    fn = _library().el_udraw
+    fn.restype = ctypes.c_int64
+    ptr = ctypes.POINTER(ctypes.c_double)
+    fn.argtypes = [ctypes.c_uint64, ptr, ptr, ptr, ptr]
+    dptr = data.ctypes.data_as(ptr)
+    for i in range(nd):
+        rc = fn(dim, x[i].ctypes.data_as(ptr), out[i].ctypes.data_as(ptr),
+                noise[i].ctypes.data_as(ptr), dptr)
+        if rc != 0:
+            raise RuntimeError(f"el_udraw failed (code {rc}) at draw {i}")
+    return out.reshape(raw["M"].shape[:2] + (n_u,))
 
 
 def _level_effect(layout, vals, name, lead):

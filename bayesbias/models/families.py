@@ -83,10 +83,16 @@ class Family:
         Fits can keep Rao-Blackwellised per-word summaries instead of per-word draws
         (:mod:`bayesbias.models.word_summaries`); its ``marginal_kernel`` then takes
         ``word_draws`` and ``grouped``.
+    WORD_DRAWS_OPTIONAL
+        Its ``marginal_kernel`` takes ``word_draws`` and can leave out the cell means' draws
+        (:func:`bayesbias.models.marginal.sample_marginal`), without per-word summaries.
     PM_SAMPLE
         Sampled through ``pm.sample`` rather than nutpie's compiled-model cache.
     TARGET_ACCEPT
         NUTS target acceptance rate when the caller gives none.
+    DRAWS
+        Posterior draws per chain when the caller gives none (None: the configured default,
+        :data:`bayesbias.config.defaults`).
     ADAPTATION
         nutpie's mass-matrix adaptation for the cell-marginal sampler.
 
@@ -139,8 +145,10 @@ class Family:
     EMBEDDINGS: bool = False
     GAUSSIAN_GROUP_MEANS: bool = False
     WORD_SUMMARIES: bool = False
+    WORD_DRAWS_OPTIONAL: bool = False
     PM_SAMPLE: bool = False
     TARGET_ACCEPT: float = 0.8
+    DRAWS: int | None = None
     ADAPTATION: str = "diag"
 
     def card_lines(self, spec, unit: str, s: str) -> list[str]:
@@ -174,7 +182,8 @@ class Family:
 
 _HOOKS = ("PRIORS", "SCALES", "PARAMETERS", "GROUP_MEAN", "OPTIONAL_PRIORS", "NONCENTRED",
           "SPEC_KEYS", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS", "EMBEDDINGS",
-          "GAUSSIAN_GROUP_MEANS", "WORD_SUMMARIES", "PM_SAMPLE", "TARGET_ACCEPT", "ADAPTATION",
+          "GAUSSIAN_GROUP_MEANS", "WORD_SUMMARIES", "WORD_DRAWS_OPTIONAL", "PM_SAMPLE",
+          "TARGET_ACCEPT", "DRAWS", "ADAPTATION",
           "card_lines", "cell_means", "validate", "model_data", "n_effects", "cells",
           *OPTIONAL_HOOKS)
 _REQUIRED = ("PRIORS", "SCALES", "PARAMETERS", "GROUP_MEAN", "card_lines", "cell_means")

@@ -29,7 +29,8 @@ from .result import Fit
 from .spec import load_spec
 from .word_summaries import keep_word_draws as _keep_default
 
-__all__ = ["fit_model", "warn_checks", "fit_memory", "default_target_accept", "SAMPLERS",
+__all__ = ["fit_model", "warn_checks", "fit_memory", "default_target_accept", "default_draws",
+           "SAMPLERS",
            "MAX_DRAWS", "MAX_CHAINS", "MAX_FIT_BYTES", "BYTES_PER_DRAW", "BYTES_PER_CELL",
            "BYTES_PER_ATTRIBUTE"]
 
@@ -155,6 +156,15 @@ def _family_target_accept(family) -> float:
     return float(family.TARGET_ACCEPT)
 
 
+def _family_draws(family) -> int:
+    return int(family.DRAWS or defaults.draws)
+
+
+def default_draws(model) -> int:
+    """Return the posterior draws per chain `model` (a name or spec) gets when none is given."""
+    return _family_draws(family_of(load_spec(model).family))
+
+
 def default_target_accept(model) -> float:
     """Return the NUTS target acceptance rate `model` (a name or spec) gets when none is given."""
     return _family_target_accept(family_of(load_spec(model).family))
@@ -194,7 +204,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         an effect per attribute word; ``"additive"``, ``"separate"``, ...), TOML file or
         spec; see :func:`~bayesbias.models.spec.load_spec`.
     draws, tune, chains, cores : int
-        Sampler settings (defaults in ``bayesbias.config.defaults``); `cores` defaults to
+        Sampler settings (defaults in ``bayesbias.config.defaults``; draws: the family's
+        ``DRAWS`` when it has one, 2,000 for ``embedding_level``); `cores` defaults to
         ``min(chains, 2)``. At most :data:`MAX_DRAWS` draws and :data:`MAX_CHAINS` chains.
     seed : int, optional
         Random seed (default ``bayesbias.config.defaults.seed``); equal seeds give equal draws.
@@ -241,7 +252,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     cells = layout(table, spec.level)
 
     check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
-    draws = defaults.draws if draws is None else draws
+    draws = _family_draws(family) if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
     if target_accept is None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import models
 from .. import verdicts as rule
-from ..config import DEFAULT_MODEL, defaults
+from ..config import DEFAULT_MODEL
 from ..models import sampling
 from ..progress import progress
 from . import MAX_VERDICT_DRAWS, PRECISION_MCSE, Verdict
@@ -66,7 +66,7 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
     fit_model, warn_checks = models.fit_model, sampling.warn_checks
     verdict_from_fit = rule.verdict_from_fit
     model = DEFAULT_MODEL if model is None else model
-    draws = defaults.draws if draws is None else int(draws)
+    draws = sampling.default_draws(model) if draws is None else int(draws)
     # diagnostics and model checks run once, on the fit returned (not on a fit refitted)
     fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
     while draws < max_draws and _needs_draws(verdict_from_fit(fit, "", ci_prob, ci_kind,
