@@ -385,6 +385,9 @@ class Kernel:
 
     CENTRED_INFO = np.inf
     LOWER_CENTRED_INFO = 4.0
+    #: Plug-in top-order sd of the partial centring (None: each cell centred or not by
+    #: :attr:`CENTRED_INFO`).
+    PARTIAL_SD: float | None = None
 
     def __init__(self, k, n, shape, spec: GroupSpec):
         self.k = np.asarray(k, dtype=float)
@@ -431,6 +434,13 @@ class Kernel:
             self.centred = np.concatenate([centred_low, cell_info > self.CENTRED_INFO], axis=1)
         else:
             self.centred = low_info > self.LOWER_CENTRED_INFO
+        # the top-order cells' centring weight w in [0, 1] (0 non-centred, 1 centred):
+        # eta = lower + sd ** (1 - w) * (u - w * lower), u ~ Normal(w * lower, sd ** w)
+        if self.top_cell and self.PARTIAL_SD is not None:
+            ratio = cell_info * self.PARTIAL_SD ** 2
+            self.top_weight = ratio / (1.0 + ratio)
+        else:
+            self.top_weight = self.centred[:, self.D_low:].astype(float)
         self.ndim = self.M * (1 + self.n_ord + self.D)
         self.pri_mu = np.array(_prior_row(spec.priors["intercept"]))
         self.pri_sd = np.array([_prior_row(spec.priors["sd_main" if o == 1 else
@@ -461,9 +471,9 @@ class Kernel:
                 out[m, self.t_order[t]] += tab[self.index[t]]
             if self.top_cell:
                 zc = z[m, self.D_low:]
-                cc = self.centred[m, self.D_low:]
+                w = self.top_weight[m]
                 lower = mu[m] + out[m].sum(axis=0)
-                out[m, -1] = np.where(cc, zc - lower, sd[m, -1] * zc)
+                out[m, -1] = sd[m, -1] ** (1 - w) * (zc - w * lower)
         return mu, sd, out
 
     def logp(self, x):
@@ -487,19 +497,20 @@ class Kernel:
             if self.top_cell:
                 s = sd[m, -1]
                 zc = z[m, self.D_low:]
-                cc = self.centred[m, self.D_low:]
-                eta = np.where(cc, zc, lower + s * zc)
-                dev = (zc - lower) / s
-                lp += float(np.sum(np.where(cc, -0.5 * dev**2 - logsd[m, -1], -0.5 * zc**2)))
+                w = self.top_weight[m]
+                sw = s ** w
+                e = (zc - w * lower) / sw  # the standardised top-order effect
+                eta = lower + s * e
+                lp += float(np.sum(-0.5 * e**2 - w * logsd[m, -1]))
             else:
                 eta = lower
             soft = np.logaddexp(0.0, eta)
             lp += float(np.sum(self.k[m] * eta - self.n[m] * soft))
             r = self.k[m] - self.n[m] * np.exp(eta - soft)
             if self.top_cell:
-                g_z[m, self.D_low:] = np.where(cc, r - dev / s, r * s - zc)
-                g_lower = np.where(cc, dev / s, r)
-                g_logsd[m, -1] += np.sum(np.where(cc, dev**2 - 1.0, r * s * zc))
+                g_z[m, self.D_low:] = r * s / sw - e / sw
+                g_lower = r * (1.0 - w * s / sw) + w * e / sw
+                g_logsd[m, -1] += np.sum(r * (1.0 - w) * s * e + w * (e**2 - 1.0))
             else:
                 g_lower = r
             g_mu[m] = g_lower.sum()
@@ -535,8 +546,8 @@ class Kernel:
         """Return the arrays that :func:`_numba_logp`'s function takes after ``x``."""
         return (self.k, self.n, self.B_flat, self.b_off, self.t_size, self.t_rank,
                 self.t_coord, self.t_order, np.ascontiguousarray(self.index), self.col_order,
-                np.ascontiguousarray(self.centred), self.M, self.n_ord, self.D_low,
-                int(self.top_cell), self.pri_mu, self.pri_sd)
+                np.ascontiguousarray(self.centred), np.ascontiguousarray(self.top_weight),
+                self.M, self.n_ord, self.D_low, int(self.top_cell), self.pri_mu, self.pri_sd)
 
     def prior_draw(self, rng) -> tuple[np.ndarray, np.ndarray]:
         """One draw of (intercept, cell logits) from the prior, for simulation-based checks."""
@@ -603,7 +614,7 @@ def _numba_logp():
 
     @numba.njit(cache=True, fastmath=False)
     def logp(x, k, n, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, centred,
-             M, n_ord, D_low, top_cell, pri_mu, pri_sd, grad):
+             top_weight, M, n_ord, D_low, top_cell, pri_mu, pri_sd, grad):
         C = k.shape[1]
         D = centred.shape[1]
         T = t_size.shape[0]
@@ -648,20 +659,20 @@ def _numba_logp():
             g_mu = 0.0
             ls = 0.0
             s = 1.0
-            dev = 0.0
+            e = 0.0
+            w = 0.0
+            sw = 1.0
             if top_cell:
                 ls = x[off_sd + n_ord - 1]
                 s = math.exp(ls)
             for c in range(C):
                 if top_cell:
                     zc = x[off_z + D_low + c]
-                    if centred[m, D_low + c]:
-                        eta = zc
-                        dev = (zc - lower[c]) / s
-                        lp += -0.5 * dev * dev - ls
-                    else:
-                        eta = lower[c] + s * zc
-                        lp += -0.5 * zc * zc
+                    w = top_weight[m, c]
+                    sw = math.exp(w * ls)
+                    e = (zc - w * lower[c]) / sw
+                    eta = lower[c] + s * e
+                    lp += -0.5 * e * e - w * ls
                 else:
                     eta = lower[c]
                 if n[m, c] > 0 or k[m, c] != 0:
@@ -674,14 +685,9 @@ def _numba_logp():
                 else:
                     r = 0.0
                 if top_cell:
-                    if centred[m, D_low + c]:
-                        grad[off_z + D_low + c] = r - dev / s
-                        g_lower[c] = dev / s
-                        grad[off_sd + n_ord - 1] += dev * dev - 1.0
-                    else:
-                        grad[off_z + D_low + c] = r * s - zc
-                        g_lower[c] = r
-                        grad[off_sd + n_ord - 1] += r * s * zc
+                    grad[off_z + D_low + c] = (r * s - e) / sw
+                    g_lower[c] = r * (1.0 - w * s / sw) + w * e / sw
+                    grad[off_sd + n_ord - 1] += r * (1.0 - w) * s * e + w * (e * e - 1.0)
                 else:
                     g_lower[c] = r
                 g_mu += g_lower[c]
@@ -755,13 +761,12 @@ def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept
         pbar = (kern.k.sum(1) + 0.5) / (kern.n.sum(1) + 1)
         x[:M] = np.log(pbar / (1 - pbar)) + r.uniform(-0.2, 0.2, M)
         x[M:M + M * n_ord] = np.log(0.5) + r.uniform(-0.5, 0.5, M * n_ord)
-        # a centred cell's coordinate is its logit: start it near the raw rate's
+        # a centred cell's coordinate is its logit (a partly centred one, w times it): start
+        # it near the raw rate's
         z = x[M + M * n_ord:].reshape(M, kern.D)
-        cell = np.zeros_like(kern.centred)
-        cell[:, kern.D_low:] = True
-        start = np.zeros_like(z)
-        start[:, kern.D_low:] = kern.raw_logit
-        z[:] = np.where(kern.centred & cell, start + 0.1 * z, z)
+        if kern.top_cell:
+            w = kern.top_weight
+            z[:, kern.D_low:] = w * kern.raw_logit + (1 - 0.9 * w) * z[:, kern.D_low:]
         return x
 
     model = from_pyfunc(kern.ndim, make_logp, make_expand, [np.dtype("float64")] * len(names),
