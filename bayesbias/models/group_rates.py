@@ -379,6 +379,13 @@ class Kernel:
     (threshold 4, 100 or 1000) gave 127-850 divergent transitions per fit against 7 with
     everything non-centred (docs/groups.md). The lower-order coordinates are non-centred
     under ``full`` and, under ``additive``, centred where their information exceeds 4.
+
+    Partial centring (Papaspiliopoulos, Roberts and Skold 2007): with :attr:`PARTIAL_SD` set,
+    a cell of information ``I`` is sampled as ``u ~ Normal(w * lower, sd_top ** w)``, ``eta =
+    lower + sd_top ** (1 - w) * (u - w * lower)``, ``w = I s^2 / (1 + I s^2)`` for the plug-in
+    sd ``s`` (``w = 0`` is non-centred, ``w = 1`` centred); with :attr:`PARTIAL_LOWER` the
+    lower-order coordinates too, by the information the cells pass them. The posterior is
+    the same whatever the weights; only the sampler's geometry changes.
     Effects are gathered by index, so a gradient costs O(cells x terms + table sizes x table
     ranks), not O(cells^2).
     """
@@ -388,6 +395,9 @@ class Kernel:
     #: Plug-in top-order sd of the partial centring (None: each cell centred or not by
     #: :attr:`CENTRED_INFO`).
     PARTIAL_SD: float | None = None
+    #: Whether the lower-order coordinates of ``full`` are partly centred too (with
+    #: :attr:`PARTIAL_SD` as the plug-in sd of their order).
+    PARTIAL_LOWER = False
 
     def __init__(self, k, n, shape, spec: GroupSpec):
         self.k = np.asarray(k, dtype=float)
@@ -441,6 +451,19 @@ class Kernel:
             self.top_weight = ratio / (1.0 + ratio)
         else:
             self.top_weight = self.centred[:, self.D_low:].astype(float)
+        # the lower-order coordinates' weight, likewise: coef = sd ** (1 - w) * u,
+        # u ~ Normal(0, sd ** w); partly centred by the information reaching them through
+        # the cells (each cell's passes the top-order effect of sd PARTIAL_SD)
+        if self.top_cell and self.PARTIAL_LOWER and self.PARTIAL_SD is not None:
+            through = 1.0 / (1.0 / np.maximum(cell_info, 1e-12) + self.PARTIAL_SD ** 2)
+            info = np.zeros((self.M, self.D_low))
+            for t, s in enumerate(starts[:-1]):
+                b = bases[t]
+                info[:, s:s + b.shape[1]] = through @ (b[lower[t].index] ** 2)
+            ratio = info * self.PARTIAL_SD ** 2
+            self.low_weight = ratio / (1.0 + ratio)
+        else:
+            self.low_weight = self.centred[:, :self.D_low].astype(float)
         self.ndim = self.M * (1 + self.n_ord + self.D)
         self.pri_mu = np.array(_prior_row(spec.priors["intercept"]))
         self.pri_sd = np.array([_prior_row(spec.priors["sd_main" if o == 1 else
@@ -465,8 +488,8 @@ class Kernel:
         out = np.zeros((self.M, self.n_ord, self.C))
         for m in range(self.M):
             zl = z[m, :self.D_low]
-            cl = self.centred[m, :self.D_low]
-            coef = np.where(cl, zl, zl * sd[m, self.col_order])
+            sdcol = sd[m, self.col_order]
+            coef = sdcol ** (1 - self.low_weight[m]) * zl
             for t, tab in enumerate(self._tables(coef)):
                 out[m, self.t_order[t]] += tab[self.index[t]]
             if self.top_cell:
@@ -486,11 +509,12 @@ class Kernel:
         lp = 0.0
         for m in range(self.M):
             zl = z[m, :self.D_low]
-            cl = self.centred[m, :self.D_low]
+            wl = self.low_weight[m]
             sdcol = sd[m, self.col_order]
-            coef = np.where(cl, zl, zl * sdcol)
-            lp += float(np.sum(np.where(cl, -0.5 * (zl / sdcol) ** 2 - np.log(sdcol),
-                                        -0.5 * zl**2)))
+            swl = sdcol ** wl
+            el = zl / swl
+            coef = sdcol * el
+            lp += float(np.sum(-0.5 * el**2 - wl * np.log(sdcol)))
             lower = np.full(self.C, mu[m])
             for t, tab in enumerate(self._tables(coef)):
                 lower += tab[self.index[t]]
@@ -518,8 +542,8 @@ class Kernel:
             for t, (b, st) in enumerate(zip(self.bases, self.t_coord, strict=True)):
                 g_tab = np.bincount(self.index[t], weights=g_lower, minlength=b.shape[0])
                 g_coef[st:st + b.shape[1]] = b.T @ g_tab
-            g_z[m, :self.D_low] = np.where(cl, g_coef - zl / sdcol**2, g_coef * sdcol - zl)
-            per_col = np.where(cl, (zl / sdcol) ** 2 - 1.0, g_coef * zl * sdcol)
+            g_z[m, :self.D_low] = (g_coef * sdcol - el) / swl
+            per_col = g_coef * (1.0 - wl) * coef + wl * (el**2 - 1.0)
             for j in range(self.n_ord):
                 g_logsd[m, j] += per_col[self.col_order == j].sum()
         lpm, gmu = _prior_logp(self.spec.priors["intercept"], mu)
@@ -546,7 +570,7 @@ class Kernel:
         """Return the arrays that :func:`_numba_logp`'s function takes after ``x``."""
         return (self.k, self.n, self.B_flat, self.b_off, self.t_size, self.t_rank,
                 self.t_coord, self.t_order, np.ascontiguousarray(self.index), self.col_order,
-                np.ascontiguousarray(self.centred), np.ascontiguousarray(self.top_weight),
+                np.ascontiguousarray(self.low_weight), np.ascontiguousarray(self.top_weight),
                 self.M, self.n_ord, self.D_low, int(self.top_cell), self.pri_mu, self.pri_sd)
 
     def prior_draw(self, rng) -> tuple[np.ndarray, np.ndarray]:
@@ -613,10 +637,10 @@ def _numba_logp():
         return -a * v, -a
 
     @numba.njit(cache=True, fastmath=False)
-    def logp(x, k, n, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, centred,
+    def logp(x, k, n, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight,
              top_weight, M, n_ord, D_low, top_cell, pri_mu, pri_sd, grad):
         C = k.shape[1]
-        D = centred.shape[1]
+        D = D_low + (C if top_cell else 0)
         T = t_size.shape[0]
         lp = 0.0
         for i in range(grad.size):
@@ -634,14 +658,11 @@ def _numba_logp():
             off_sd = M + m * n_ord
             off_z = M + M * n_ord + m * D
             for j in range(D_low):
-                s = math.exp(x[off_sd + col_order[j]])
-                z = x[off_z + j]
-                if centred[m, j]:
-                    coef[j] = z
-                    lp += -0.5 * (z / s) ** 2 - math.log(s)
-                else:
-                    coef[j] = z * s
-                    lp += -0.5 * z * z
+                ls1 = x[off_sd + col_order[j]]
+                wl = low_weight[m, j]
+                el = x[off_z + j] * math.exp(-wl * ls1)
+                coef[j] = math.exp(ls1) * el
+                lp += -0.5 * el * el - wl * ls1
             for c in range(C):
                 lower[c] = mu
             for t in range(T):
@@ -707,14 +728,12 @@ def _numba_logp():
                     g_coef[c0 + r] = acc
             for j in range(D_low):
                 o = col_order[j]
-                s2 = math.exp(x[off_sd + o])
-                z = x[off_z + j]
-                if centred[m, j]:
-                    grad[off_z + j] = g_coef[j] - z / (s2 * s2)
-                    grad[off_sd + o] += (z / s2) ** 2 - 1.0
-                else:
-                    grad[off_z + j] = g_coef[j] * s2 - z
-                    grad[off_sd + o] += g_coef[j] * z * s2
+                ls1 = x[off_sd + o]
+                wl = low_weight[m, j]
+                swl = math.exp(wl * ls1)
+                el = x[off_z + j] / swl
+                grad[off_z + j] = (g_coef[j] * math.exp(ls1) - el) / swl
+                grad[off_sd + o] += g_coef[j] * (1.0 - wl) * coef[j] + wl * (el * el - 1.0)
             l0, g0 = prior(int(pri_mu[0]), pri_mu[1], pri_mu[2], mu)
             lp += l0
             grad[m] = g_mu + g0
