@@ -24,6 +24,7 @@ only the counts (``benchmarks/groups_structured_regression.py``) read them from 
     python benchmarks/groups_accuracy.py --trials 100 --rates low
     python benchmarks/groups_accuracy.py --trials 100 --rates high --n-boot 0
     python benchmarks/groups_accuracy.py --summary
+    python benchmarks/groups_accuracy.py --mc-check 8    # Monte Carlo error of the ends
 
 The fits use 2 chains x 500 draws after 500 tuning steps (``--draws``, ``--chains``; the
 library default is 4 x 1000): the Monte Carlo error this adds to an interval end is reported in
@@ -169,6 +170,41 @@ def summarize(records: list[dict], k_full, n_full) -> dict:
     return out
 
 
+def mc_check(y, p, cell, k_full, n_full, args, seeds: int = 8) -> dict:
+    """Measure the Monte Carlo error of the 90% interval ends.
+
+    Trials 0-2 at rates 0.01 and 0.1 are refitted with `seeds` sampler seeds (same
+    subsample); the ends' spread is compared with the interval's width.
+    """
+    truth, _, inner, _ = cell_sets(k_full, n_full)
+    spec = load_group_spec(structure="full")
+    out = {}
+    for rate in (RATES[0], RATES[4]):
+        rel, flips, cases = [], 0, 0
+        for trial in range(3):
+            idx = subsample(len(y), rate, trial)
+            ks, ns = cell_counts(y[idx], p[idx], cell[idx], C, ["error_rate"])
+            ends = []
+            for s in range(seeds):
+                fit = fit_counts(ks, ns, (5, 2, 3), spec, draws=args.draws, tune=args.tune,
+                                 chains=args.chains, seed=10_000 + 100 * trial + s,
+                                 cores=args.cores, target_accept=args.target_accept)
+                ends.append(np.quantile(fit["p"].reshape(-1, C), [0.05, 0.95], axis=0))
+            ends = np.asarray(ends)  # (seeds, 2, cells)
+            width = ends[:, 1].mean(0) - ends[:, 0].mean(0)
+            rel += (ends.std(0, ddof=1) / width).ravel()[np.tile(inner, 2)].tolist()
+            cov = (ends[:, 0] <= truth) & (truth <= ends[:, 1])  # (seeds, cells)
+            maj = cov.mean(0) >= 0.5
+            flips += int((cov != maj)[:, inner].sum())
+            cases += int(cov[:, inner].size)
+        out[f"{rate:.4f}"] = {"seeds": seeds, "trials": 3,
+                              "median_mc_sd_of_end_over_width": float(np.median(rel)),
+                              "max_mc_sd_of_end_over_width": float(np.max(rel)),
+                              "coverage_flips": flips, "cases": cases}
+        print(f"{rate:.4f}", json.dumps(out[f"{rate:.4f}"]), flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=100)
@@ -183,10 +219,16 @@ def main():
     ap.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     ap.add_argument("--out", default="benchmarks/results/groups_accuracy.jsonl")
     ap.add_argument("--summary", action="store_true", help="summarize --out; no fits")
+    ap.add_argument("--mc-check", type=int, default=0, metavar="SEEDS",
+                    help="only measure the Monte Carlo error of the interval ends")
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)
     y, p, cell, k_full, n_full = fixture()
     path = Path(args.out)
+    if args.mc_check:
+        res = mc_check(y, p, cell, k_full, n_full, args, args.mc_check)
+        path.with_suffix(".mc_check.json").write_text(json.dumps(res, indent=2))
+        return
     records = ([json.loads(line) for line in path.read_text().splitlines() if line.strip()]
                if path.exists() else [])
     if not args.summary:
