@@ -10,7 +10,7 @@ bulk ESS of the intercepts and sds, and the wall time.
 Settings: ``--partial-sd S``: each top-order cell is sampled partly centred, with weight
 ``w = I S^2 / (1 + I S^2)``, ``I = n p (1 - p)`` its Fisher information (``none``: cells are
 centred where ``I`` exceeds ``--centred-info``, otherwise non-centred; ``inf`` = never);
-``--target-accept``.
+``--partial-lower yes``: the lower-order coordinates partly centred too; ``--target-accept``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--partial-sd", nargs="+", default=["default"],
                     help="plug-in top-order sd of the partial centring ('none': by "
                          "--centred-info; 'default': the library's Kernel.PARTIAL_SD)")
+    ap.add_argument("--partial-lower", nargs="+", default=["default"],
+                    help="partly centre the lower orders too: 'yes', 'no' or 'default'")
     ap.add_argument("--target-accept", type=float, default=None,
                     help="default: the library's (fit_counts)")
     ap.add_argument("--out", default="benchmarks/results/groups_mixing.json")
@@ -48,16 +50,19 @@ def main():
                    bins={"age": [25, 65]}, structure="independent", seed=1)
     spec = gr.load_group_spec(structure="full")
     rows = []
-    default_sd = gr.Kernel.PARTIAL_SD
+    default_sd, default_lower = gr.Kernel.PARTIAL_SD, gr.Kernel.PARTIAL_LOWER
     kw = {} if args.target_accept is None else {"target_accept": args.target_accept}
-    for info, psd in itertools.product(args.centred_info, args.partial_sd):
+    settings = itertools.product(args.centred_info, args.partial_sd, args.partial_lower)
+    for info, psd, low in settings:
         gr.Kernel.CENTRED_INFO = info
+        gr.Kernel.PARTIAL_LOWER = default_lower if low == "default" else low == "yes"
         gr.Kernel.PARTIAL_SD = (default_sd if psd == "default" else
                                 None if psd == "none" else float(psd))
         for seed in args.seeds:
             t0 = time.perf_counter()
             fit = gr.fit_counts(g.k, g.n, g.shape, spec, seed=seed, **kw)
             row = {"centred_info": info, "partial_sd": gr.Kernel.PARTIAL_SD,
+                   "partial_lower": gr.Kernel.PARTIAL_LOWER,
                    "target_accept": args.target_accept or "default",
                    "seed": seed, "divergences": fit["divergences"],
                    "rhat_max": fit["rhat_max"], "ess_min": fit["ess_min"],
