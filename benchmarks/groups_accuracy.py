@@ -214,7 +214,8 @@ def main():
     ap.add_argument("--tune", type=int, default=500)
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--cores", type=int, default=1)
-    ap.add_argument("--target-accept", type=float, default=0.9)
+    ap.add_argument("--target-accept", type=float, default=0.9,
+                    help="0.9: the family's default when the 2026-12-07 study ran")
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     ap.add_argument("--out", default="benchmarks/results/groups_accuracy.jsonl")
