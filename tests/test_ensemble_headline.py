@@ -140,7 +140,7 @@ def test_report_section_leads_with_the_headline_and_reads_every_reliability_numb
                            for k in ("mean", "lower", "upper")}}) if single else None
     s = _summary(_v("undecided at this precision", -0.116, -0.031), per=per, k=2)
     sec = _Recorder()
-    ctx = SimpleNamespace(multi=True, ensemble=s, section=sec, iv="89% HDI", key="w",
+    ctx = SimpleNamespace(multi=True, ensemble=s, section=sec, iv="89% HDI", key="w", name="w",
                           verdict=s.verdict, results={},
                           pool=SimpleNamespace(submit=lambda *a, **k: None))
     ensemble_section(ctx)
