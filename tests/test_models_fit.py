@@ -331,6 +331,29 @@ def test_compare_list_means_shift_exactly(religion_fit):
     assert "averages over the shared words" in str(comp)
 
 
+def test_diagnostics_from_the_inputs_sent_to_a_worker_are_the_fits_own(religion_fit):
+    """The report sends :meth:`Fit.diagnostics_inputs` to a worker: pickled, without the
+    sampler's helpers, and :func:`diagnose` of them gives the fit's own numbers."""
+    import copy
+    import pickle
+
+    import pandas as pd
+
+    from bayesbias.models.diagnostics import HELPERS, SAMPLER_CHECKS, diagnose
+
+    post, ss = religion_fit.diagnostics_inputs()
+    assert not set(post.data_vars) & set(HELPERS)
+    assert set(ss.data_vars) <= set(SAMPLER_CHECKS) and "diverging" in ss
+    sent = diagnose(*pickle.loads(pickle.dumps((post, ss))))
+    own = religion_fit.diagnostics()
+    pd.testing.assert_frame_equal(sent.table, own.table)
+    assert sent.to_dict() == own.to_dict()
+    other = copy.copy(religion_fit)
+    other.__dict__["_cache"] = {}
+    other.use_diagnostics(sent)
+    assert other.diagnostics() is sent
+
+
 def test_text_report_names_interval_and_diagnostics(religion_fit):
     text = religion_fit.to_text(ci_prob=0.5, ci_kind="eti")
     assert "50% ETI" in text and "diagnostics:" in text and "associated - none" in text

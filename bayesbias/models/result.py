@@ -30,7 +30,7 @@ from .checks import (
     thinned_draws,
 )
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
-from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
+from .diagnostics import ESS_PER_CHAIN_MIN, HELPERS, RHAT_MAX, SAMPLER_CHECKS, Diagnostics, diagnose
 from .families import family
 from .plots import plot_fit_forest
 from .spec import ModelSpec
@@ -425,6 +425,26 @@ class Fit:
                 else None
             cache[key] = diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
         return cache[key]
+
+    def diagnostics_inputs(self) -> tuple[xr.Dataset, xr.Dataset | None]:
+        """Return what :func:`diagnose` reads: posterior (no helpers) and sample stats checked.
+
+        Small enough to send to a worker process; :meth:`use_diagnostics` takes the result.
+        """
+        post = self.posterior
+        post = post[[v for v in post.data_vars if v not in HELPERS]]
+        if "sample_stats" not in self.idata:
+            return post, None
+        ss = self.idata["sample_stats"].to_dataset()
+        return post, ss[[v for v in SAMPLER_CHECKS if v in ss.data_vars]]
+
+    def use_diagnostics(self, diag: Diagnostics) -> None:
+        """Take `diag` as this fit's :meth:`diagnostics` (at the default thresholds).
+
+        `diag` is :func:`diagnose` of :meth:`diagnostics_inputs`, computed elsewhere.
+        """
+        cache = self.__dict__.setdefault("_cache", {})
+        cache[("diagnostics", RHAT_MAX, ESS_PER_CHAIN_MIN)] = diag
 
     @property
     def checks(self) -> list[Check]:
