@@ -331,27 +331,31 @@ def test_compare_list_means_shift_exactly(religion_fit):
     assert "averages over the shared words" in str(comp)
 
 
-def test_diagnostics_from_the_inputs_sent_to_a_worker_are_the_fits_own(religion_fit):
-    """The report sends :meth:`Fit.diagnostics_inputs` to a worker: pickled, without the
-    sampler's helpers, and :func:`diagnose` of them gives the fit's own numbers."""
+def test_checks_run_on_a_copy_sent_to_a_worker_are_the_fits_own(religion_fit):
+    """A fit's checks run on a pickled copy (the report's worker) are the fit's own.
+
+    :meth:`Fit.run_checks` there, :meth:`Fit.take_checks` here: the same diagnostics, model
+    checks and predictive check.
+    """
     import copy
     import pickle
 
     import pandas as pd
 
-    from bayesbias.models.diagnostics import HELPERS, SAMPLER_CHECKS, diagnose
-
-    post, ss = religion_fit.diagnostics_inputs()
-    assert not set(post.data_vars) & set(HELPERS)
-    assert set(ss.data_vars) <= set(SAMPLER_CHECKS) and "diverging" in ss
-    sent = diagnose(*pickle.loads(pickle.dumps((post, ss))))
-    own = religion_fit.diagnostics()
-    pd.testing.assert_frame_equal(sent.table, own.table)
-    assert sent.to_dict() == own.to_dict()
+    sent = pickle.loads(pickle.dumps(religion_fit))
+    sent.__dict__.pop("_cache", None)
+    sent.__dict__.pop("_checks", None)
+    done = pickle.loads(pickle.dumps(sent.run_checks(seed=5)))
     other = copy.copy(religion_fit)
     other.__dict__["_cache"] = {}
-    other.use_diagnostics(sent)
-    assert other.diagnostics() is sent
+    other._checks = None
+    other.take_checks(done)
+    own = religion_fit.diagnostics()
+    pd.testing.assert_frame_equal(other.diagnostics().table, own.table)
+    assert other.diagnostics().to_dict() == own.to_dict()
+    assert [c.to_dict() for c in other.checks] == [c.to_dict() for c in religion_fit.checks]
+    pd.testing.assert_frame_equal(other.ppc(seed=5), religion_fit.ppc(seed=5))
+    assert other.ppc(seed=5).attrs == religion_fit.ppc(seed=5).attrs
 
 
 def test_text_report_names_interval_and_diagnostics(religion_fit):

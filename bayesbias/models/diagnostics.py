@@ -15,7 +15,7 @@ from ..errors import DiagnosticsError
 from ._rank_diagnostics import covered, rank_diagnostics
 
 __all__ = ["Diagnostics", "SamplerWarning", "diagnose", "check", "RHAT_MAX",
-           "ESS_PER_CHAIN_MIN", "BFMI_MIN", "HELPERS", "SAMPLER_CHECKS"]
+           "ESS_PER_CHAIN_MIN", "BFMI_MIN", "HELPERS"]
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +30,6 @@ ESS_PER_CHAIN_MIN = 100
 
 #: Posterior variables that are the sampler's helpers, not model parameters: kept last.
 HELPERS = ("mu_z", "mu_centred", "w", "attribute_z")
-
-
-#: The sample stats :func:`diagnose` reads (divergences, maximum tree depth, energy).
-SAMPLER_CHECKS = ("diverging", "reached_max_treedepth", "maxdepth_reached", "energy")
 
 
 class SamplerWarning(UserWarning):

@@ -30,7 +30,7 @@ from .checks import (
     thinned_draws,
 )
 from .contrasts import CONTRASTS, contrast_label, contrast_pairs, differences
-from .diagnostics import ESS_PER_CHAIN_MIN, HELPERS, RHAT_MAX, SAMPLER_CHECKS, Diagnostics, diagnose
+from .diagnostics import ESS_PER_CHAIN_MIN, RHAT_MAX, Diagnostics, diagnose
 from .families import family
 from .plots import plot_fit_forest
 from .spec import ModelSpec
@@ -426,25 +426,22 @@ class Fit:
             cache[key] = diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
         return cache[key]
 
-    def diagnostics_inputs(self) -> tuple[xr.Dataset, xr.Dataset | None]:
-        """Return what :func:`diagnose` reads: posterior (no helpers) and sample stats checked.
+    def run_checks(self, seed: int | None = None) -> dict:
+        """Compute the diagnostics, the model checks and the predictive check (at `seed`).
 
-        Small enough to send to a worker process; :meth:`use_diagnostics` takes the result.
+        Returns them as :meth:`take_checks` takes them: so a worker process can compute
+        them on a copy of this fit (the same numbers) while this process goes on.
         """
-        post = self.posterior
-        post = post[[v for v in post.data_vars if v not in HELPERS]]
-        if "sample_stats" not in self.idata:
-            return post, None
-        ss = self.idata["sample_stats"].to_dataset()
-        return post, ss[[v for v in SAMPLER_CHECKS if v in ss.data_vars]]
+        self.diagnostics()
+        self.ppc(seed=seed)
+        cache = self.__dict__["_cache"]
+        return {"checks": self.checks,
+                "cache": {k: v for k, v in cache.items() if k[0] in ("diagnostics", "ppc")}}
 
-    def use_diagnostics(self, diag: Diagnostics) -> None:
-        """Take `diag` as this fit's :meth:`diagnostics` (at the default thresholds).
-
-        `diag` is :func:`diagnose` of :meth:`diagnostics_inputs`, computed elsewhere.
-        """
-        cache = self.__dict__.setdefault("_cache", {})
-        cache[("diagnostics", RHAT_MAX, ESS_PER_CHAIN_MIN)] = diag
+    def take_checks(self, done: dict) -> None:
+        """Take the result of :meth:`run_checks` on a copy of this fit as this fit's own."""
+        self.__dict__.setdefault("_cache", {}).update(done["cache"])
+        self._checks = done["checks"]
 
     @property
     def checks(self) -> list[Check]:

@@ -19,7 +19,6 @@ from ..inputs.ensemble import manifest_path, manifest_table
 from ..inputs.wordlists import load_wordlist
 from ..models import SamplerWarning
 from ..models.checks import ATTRIBUTE_ALPHA, attribute_dependence
-from ..models.diagnostics import diagnose
 from ..models.families import family
 from ..models.plots import prepare
 from ..models.spec import load_spec
@@ -256,26 +255,30 @@ def verdict_fit(table: pd.DataFrame, settings: ReportSettings, checked: bool = T
                                checked=checked, **kwargs)
 
 
-def diagnostics_job(fit, pool: JobPool, name: str):
-    """Queue `fit`'s r-hat, ESS and sampler checks for a worker, ahead of the other jobs.
+def fit_checks(fit, seed: int) -> dict:
+    """Report job: `fit`'s diagnostics, model and predictive checks (:meth:`Fit.run_checks`)."""
+    return fit.run_checks(seed)
 
-    A worker computes them (the same numbers: :func:`~bayesbias.models.diagnostics.diagnose`
-    of :meth:`~bayesbias.models.Fit.diagnostics_inputs`) while this process samples the next
-    word list; with ``jobs=1``, or no worker free in time, this process does when
-    :func:`checked_fit` asks.
+
+def checks_job(fit, pool: JobPool, name: str, settings: ReportSettings):
+    """Queue `fit`'s r-hat and ESS, model checks and predictive check, ahead of other jobs.
+
+    A worker computes them on a copy of the fit (the same numbers) while this process
+    samples the next word list; with ``jobs=1``, or no worker free in time, this process
+    does when :func:`checked_fit` asks.
     """
-    return pool.submit(diagnose, *fit.diagnostics_inputs(), first=True,
-                       _label=f"{name}: r-hat, ESS and divergences")
+    return pool.submit(fit_checks, fit, settings.seed, first=True,
+                       _label=f"{name}: r-hat, ESS, divergences and model checks")
 
 
-def checked_fit(fit, diagnostics, settings: ReportSettings):
+def checked_fit(fit, checks, settings: ReportSettings):
     """Return `fit` with its diagnostics and model checks run, as :func:`verdict_fit` does.
 
-    `diagnostics` is the :class:`~bayesbias.parallel.Job` of :func:`diagnostics_job`.
+    `checks` is the :class:`~bayesbias.parallel.Job` of :func:`checks_job`.
     """
     from ..models import sampling
 
-    fit.use_diagnostics(diagnostics.result())
+    fit.take_checks(checks.result())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         return sampling.warn_checks(fit, bool(settings.strict))
@@ -398,15 +401,15 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     # every word list's fit first, while the pool's workers compute what needs only the
     # tables (robustness refits, comparators, metrics, the paper's model), which the
     # builders then wait for
-    # each fit's r-hat and ESS (hundreds of parameters in the crossed model) go to a worker
-    # while this process samples the next word list; the model checks stay here
+    # each fit's r-hat and ESS (hundreds of parameters in the crossed model), model checks
+    # and predictive check go to a worker while this process samples the next word list
     fitted = []
     for k, ctx in enumerate(contexts, 1):
         s = settings
         progress.info(f"{ctx.name}: fitting the {s.model} model, word list {k} of "
                       f"{len(contexts)} ({s.chains} chains x {s.draws} draws)")
         fit = verdict_fit(ctx.table, settings, checked=False)
-        fitted.append((ctx, fit, diagnostics_job(fit, pool, ctx.name)))
+        fitted.append((ctx, fit, checks_job(fit, pool, ctx.name, settings)))
     for ctx, fit, diag in fitted:
         ctx.fit = checked_fit(fit, diag, settings)  # (WordListContext.fit: cached)
     for build in SECTIONS:
