@@ -281,6 +281,7 @@ class Job:
         self._pool = pool  # while the job waits for a worker
         self._future = None  # once a worker has it
         self._slot = None  # the worker's progress slot while it runs the job
+        self._first = False  # queued ahead of the others (JobPool.submit's `first`)
         self._done = False
         self._value = None
         #: What the job computes, in progress lines while this process waits for it.
@@ -400,12 +401,16 @@ class JobPool:
                 pool.submit(int).result()  # forks the workers now, before any other thread
         return pool
 
-    def submit(self, fn, /, *args, here: bool = False, **kwargs) -> Job:
+    def submit(self, fn, /, *args, here: bool = False, first: bool = False,
+               **kwargs) -> Job:
         """Queue ``fn(*args, **kwargs)`` (a module-level function with picklable arguments).
 
         With `here`, the job runs in this process when its result is asked for (for inputs
-        that are costly to send, such as a sentence encoder). A keyword ``_label`` (not
-        passed on) names the job in the progress lines shown while waiting for it.
+        that are costly to send, such as a sentence encoder). With `first`, a free worker
+        takes it before the jobs queued without `first` (after the earlier `first` ones): for
+        a job on this process's own path that a worker can do while this one goes on. A
+        keyword ``_label`` (not passed on) names the job in the progress lines shown while
+        waiting for it.
         """
         label = kwargs.pop("_label", None)
         if self.jobs <= 1 or here:
@@ -413,8 +418,12 @@ class JobPool:
         if self._pool is None:
             self._pool = self._start()
         job = Job(fn, args, kwargs, self, label=label)
+        job._first = bool(first)
         with self._lock:
-            self._waiting.append(job)
+            at = len(self._waiting)
+            if first:  # behind the waiting `first` jobs, ahead of the others
+                at = next((i for i, j in enumerate(self._waiting) if not j._first), at)
+            self._waiting.insert(at, job)
         self._hand_out()
         return job
 

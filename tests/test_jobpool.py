@@ -67,6 +67,23 @@ def test_results_do_not_depend_on_where_a_job_ran():
         np.testing.assert_array_equal(draws, seeded_draws(seed, 1000)[1])
 
 
+def test_a_first_job_goes_ahead_of_the_waiting_ones():
+    with JobPool(2) as pool:
+        busy = pool.submit(wait_then_pid, 0.5)  # the worker's, while the others queue
+        wait_until(lambda: busy._future is not None, "the worker has the first job")
+        late = [pool.submit(wait_then_pid, 0.01) for _ in range(2)]
+        first = [pool.submit(seeded_draws, s, 10, first=True) for s in (1, 2)]
+        # queued ahead of `late`, in the order submitted
+        assert pool._waiting == [*first, *late]
+        wait_until(lambda: first[0]._future is not None and first[0]._future.done(),
+                   "the worker ran the first `first` job")
+        results = [j.result() for j in first]
+        [j.result() for j in late]
+    assert results[0][0] != os.getpid()  # the worker ran it next, not this process
+    for seed, (_, draws) in zip((1, 2), results, strict=True):
+        np.testing.assert_array_equal(draws, seeded_draws(seed, 10)[1])
+
+
 def test_help_runs_here_what_no_worker_started():
     with JobPool(2) as pool:
         jobs = [pool.submit(wait_then_pid, 0.3) for _ in range(5)]

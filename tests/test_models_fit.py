@@ -331,6 +331,33 @@ def test_compare_list_means_shift_exactly(religion_fit):
     assert "averages over the shared words" in str(comp)
 
 
+def test_checks_run_on_a_copy_sent_to_a_worker_are_the_fits_own(religion_fit):
+    """A fit's checks run on a pickled copy (the report's worker) are the fit's own.
+
+    :meth:`Fit.run_checks` there, :meth:`Fit.take_checks` here: the same diagnostics, model
+    checks and predictive check.
+    """
+    import copy
+    import pickle
+
+    import pandas as pd
+
+    sent = pickle.loads(pickle.dumps(religion_fit))
+    sent.__dict__.pop("_cache", None)
+    sent.__dict__.pop("_checks", None)
+    done = pickle.loads(pickle.dumps(sent.run_checks(seed=5)))
+    other = copy.copy(religion_fit)
+    other.__dict__["_cache"] = {}
+    other._checks = None
+    other.take_checks(done)
+    own = religion_fit.diagnostics()
+    pd.testing.assert_frame_equal(other.diagnostics().table, own.table)
+    assert other.diagnostics().to_dict() == own.to_dict()
+    assert [c.to_dict() for c in other.checks] == [c.to_dict() for c in religion_fit.checks]
+    pd.testing.assert_frame_equal(other.ppc(seed=5), religion_fit.ppc(seed=5))
+    assert other.ppc(seed=5).attrs == religion_fit.ppc(seed=5).attrs
+
+
 def test_text_report_names_interval_and_diagnostics(religion_fit):
     text = religion_fit.to_text(ci_prob=0.5, ci_kind="eti")
     assert "50% ETI" in text and "diagnostics:" in text and "associated - none" in text

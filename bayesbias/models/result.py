@@ -426,6 +426,23 @@ class Fit:
             cache[key] = diagnose(self.posterior, ss, rhat_max, ess_per_chain_min)
         return cache[key]
 
+    def run_checks(self, seed: int | None = None) -> dict:
+        """Compute the diagnostics, the model checks and the predictive check (at `seed`).
+
+        Returns them as :meth:`take_checks` takes them: so a worker process can compute
+        them on a copy of this fit (the same numbers) while this process goes on.
+        """
+        self.diagnostics()
+        self.ppc(seed=seed)
+        cache = self.__dict__["_cache"]
+        return {"checks": self.checks,
+                "cache": {k: v for k, v in cache.items() if k[0] in ("diagnostics", "ppc")}}
+
+    def take_checks(self, done: dict) -> None:
+        """Take the result of :meth:`run_checks` on a copy of this fit as this fit's own."""
+        self.__dict__.setdefault("_cache", {}).update(done["cache"])
+        self._checks = done["checks"]
+
     @property
     def checks(self) -> list[Check]:
         """Model checks a reader must see: contrasts without data, predictive coverage.

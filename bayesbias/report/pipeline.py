@@ -235,14 +235,15 @@ def _fit_kwargs(settings: ReportSettings) -> dict:
                 keep_word_draws=True if s.keep_word_draws else None)
 
 
-def verdict_fit(table: pd.DataFrame, settings: ReportSettings):
+def verdict_fit(table: pd.DataFrame, settings: ReportSettings, checked: bool = True):
     """Fit the model a word list's verdict rests on, as ``bayesbias fit`` does.
 
     Through :func:`bayesbias.verdicts.fit_for_verdict`: one fit at the settings' draws, and a
     refit with more draws only where more draws could settle the code (a deciding interval
     end near the edge of the borderline band); an end on its threshold stays borderline
     without refits. So ``report`` and ``fit`` give the same verdict for a seed. Sampler
-    warnings are shown in the report, not repeated on stderr.
+    warnings are shown in the report, not repeated on stderr. Without `checked`, the
+    diagnostics and model checks are left to :func:`checked_fit`.
     """
     s = settings
     kwargs = _fit_kwargs(s)
@@ -250,7 +251,37 @@ def verdict_fit(table: pd.DataFrame, settings: ReportSettings):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         return fit_for_verdict(table, s.model, draws=draws, ci_prob=s.ci_prob,
-                               ci_kind=s.ci_kind, rope=s.rope, strict=s.strict, **kwargs)
+                               ci_kind=s.ci_kind, rope=s.rope, strict=s.strict,
+                               checked=checked, **kwargs)
+
+
+def fit_checks(fit, seed: int) -> dict:
+    """Report job: `fit`'s diagnostics, model and predictive checks (:meth:`Fit.run_checks`)."""
+    return fit.run_checks(seed)
+
+
+def checks_job(fit, pool: JobPool, name: str, settings: ReportSettings):
+    """Queue `fit`'s r-hat and ESS, model checks and predictive check, ahead of other jobs.
+
+    A worker computes them on a copy of the fit (the same numbers) while this process
+    samples the next word list; with ``jobs=1``, or no worker free in time, this process
+    does when :func:`checked_fit` asks.
+    """
+    return pool.submit(fit_checks, fit, settings.seed, first=True,
+                       _label=f"{name}: r-hat, ESS, divergences and model checks")
+
+
+def checked_fit(fit, checks, settings: ReportSettings):
+    """Return `fit` with its diagnostics and model checks run, as :func:`verdict_fit` does.
+
+    `checks` is the :class:`~bayesbias.parallel.Job` of :func:`checks_job`.
+    """
+    from ..models import sampling
+
+    fit.take_checks(checks.result())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        return sampling.warn_checks(fit, bool(settings.strict))
 
 
 def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
@@ -370,11 +401,17 @@ def _run(settings: ReportSettings, pool: JobPool) -> dict:
     # every word list's fit first, while the pool's workers compute what needs only the
     # tables (robustness refits, comparators, metrics, the paper's model), which the
     # builders then wait for
+    # each fit's r-hat and ESS (hundreds of parameters in the crossed model), model checks
+    # and predictive check go to a worker while this process samples the next word list
+    fitted = []
     for k, ctx in enumerate(contexts, 1):
         s = settings
         progress.info(f"{ctx.name}: fitting the {s.model} model, word list {k} of "
                       f"{len(contexts)} ({s.chains} chains x {s.draws} draws)")
-        ctx.fit = verdict_fit(ctx.table, settings)  # (WordListContext.fit: cached)
+        fit = verdict_fit(ctx.table, settings, checked=False)
+        fitted.append((ctx, fit, checks_job(fit, pool, ctx.name, settings)))
+    for ctx, fit, diag in fitted:
+        ctx.fit = checked_fit(fit, diag, settings)  # (WordListContext.fit: cached)
     for build in SECTIONS:
         for ctx in contexts:
             build(ctx)

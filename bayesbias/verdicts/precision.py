@@ -52,14 +52,16 @@ def _needs_draws(verdict: Verdict) -> bool:
 
 def fit_for_verdict(table, model=None, *, draws: int | None = None,
                     max_draws: int = MAX_VERDICT_DRAWS, ci_prob: float | None = None,
-                    ci_kind: str | None = None, rope: float | None = None, **fit_kwargs):
+                    ci_kind: str | None = None, rope: float | None = None,
+                    checked: bool = True, **fit_kwargs):
     """Fit `model` for a verdict; refit only where more draws could settle it.
 
     A refit with four times the draws per chain (same seed), up to `max_draws`, while
     :func:`_needs_draws`: a deciding end sits near the edge of the borderline band (where
     another seed could say borderline or not), or a deciding contrast read from draws (no
     Rao-Blackwellised estimator) is borderline. An end on its threshold stays borderline
-    without refits: more draws cannot move it.
+    without refits: more draws cannot move it. The fit returned has had its diagnostics
+    and model checks run (``warn_checks``), unless `checked` is False (the caller runs them).
     """
     # the fit, the verdict and the checks are looked up where they live at each call, so a
     # stand-in put there (the tests' plumbing) is the one used
@@ -75,4 +77,4 @@ def fit_for_verdict(table, model=None, *, draws: int | None = None,
         progress.info("an interval end lies within Monte Carlo error of its threshold: "
                       "refitting with %d draws per chain", draws)
         fit = fit_model(table, model, draws=draws, checked=False, **fit_kwargs)
-    return warn_checks(fit, bool(fit_kwargs.get("strict", False)))
+    return warn_checks(fit, bool(fit_kwargs.get("strict", False))) if checked else fit
