@@ -986,6 +986,20 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
 
         sizes = _pack(spec, c)[1]["classes"]["size"]
         assert (sizes == 1).any() and (sizes > 1).any()
+    if kind.startswith("integrated"):  # attributes sharing their block (el_umarg's kinds)
+        from bayesbias.models.embedding_level import pack as _pack
+
+        rep, count, kinds = _pack(spec, c)[1]["kinds"]
+        n_kind = rep.size
+        assert np.array_equal(np.bincount(kinds, minlength=n_kind), count)
+        assert np.array_equal(kinds[rep], np.arange(n_kind))
+        assert np.array_equal(k.data[-(c.attributes.size + 2 * n_kind):],
+                              np.r_[rep, count, kinds])
+        assert count.sum() == c.attributes.size and (count > 1).any()
+        if kind == "integrated ragged":  # a kind of one attribute beside shared ones
+            assert (count == 1).any()
+        else:  # balanced: one kind per attribute kind (stereotypes, human, neutral)
+            assert n_kind < c.attributes.size // 2
     from bayesbias.models.embedding_level import pack
 
     data, layout = pack(spec, c)

@@ -1122,6 +1122,7 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         for (i = 0; i < nU; i++) gdelta[i] = 0.0;
         for (j = 0; j < nra; j++)
             if (uidx[j] >= 0) gdelta[(int64_t)uidx[j]] += gv[j];
+        if (out == NULL) goto done;  /* el_umarg's first pass: only the deviations' gradient */
     }
     /* back to the set values */
     for (k = 0; k < 4 * E; k++)
@@ -1291,6 +1292,9 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     const double *aptr = upw + nup, *alist = aptr + A + 1;
     int64_t nb = (int64_t)alist[(int64_t)aptr[A]], b;
     const double *bptr = alist + (int64_t)aptr[A] + 1;
+    /* kinds of attributes with the same block: representative, count, each attribute's kind */
+    int64_t nkind = (int64_t)bptr[nb + 1];
+    const double *krep = bptr + nb + 2, *kcnt = krep + nkind, *akind = kcnt + nkind;
     double sig[4], eta[4], tau[4], s2[4], psi, psi2, lp0 = 0.0, lp1 = 0.0;
     double gsig[4] = {0, 0, 0, 0}, geta[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double logdetB = 0.0, logdetT, dd = 0.0, trS = 0.0, gpsi;
@@ -1330,7 +1334,7 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     psi = priors[5 * ipsi + 1] > 0.5 ? exp(x[ipsi]) : x[ipsi];
     psi2 = psi * psi;
     /* g = d l / d delta at delta = 0 (dhat is zero here) */
-    rc = el_core(dim, x, tmpout, &lp0, data, dhat, g0);
+    rc = el_core(dim, x, NULL, &lp0, data, dhat, g0);  /* g0 only */
     if (rc != 0) goto done;
     /* Q = diag(d) + U Cu U' */
     for (i = 0; i < npair; i++) {
@@ -1356,31 +1360,44 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     for (q = 0; q < ng; q++)
         for (k = 0; k < ng; k++)
             Cu[(int64_t)gmap[q] * nu + (int64_t)gmap[k]] += Cg[q * ng + k];
-    /* the per-attribute blocks B = diag(d) + I / psi^2 on the zero-sum subspace */
-    for (k = 0; k < A; k++) {
-        double t = 0.0;
+    /* the per-attribute blocks B = diag(d) + I / psi^2 on the zero-sum subspace, once per
+     * kind (its representative's rows), copied to the kind's other attributes */
+    for (b = 0; b < nkind; b++) {
+        double t = 0.0, ld = 0.0;
+        k = (int64_t)krep[b];
         for (r = 0; r < R; r++) {
             i = k * R + r;
             Ainv[i] = 1.0 / (dvec[i] + 1.0 / psi2);
             t += Ainv[i];
-            logdetB -= log(Ainv[i]);
+            ld -= log(Ainv[i]);
         }
         S1[k] = t;
-        logdetB += log(t / (double)R);
+        logdetB += kcnt[b] * (ld + log(t / (double)R));
     }
-    /* AU = B^+ U (columns u, rows delta), M = U' B^+ U */
+    for (k = 0; k < A; k++) {
+        int64_t k0 = (int64_t)krep[(int64_t)akind[k]];
+        if (k0 == k) continue;
+        for (r = 0; r < R; r++) Ainv[k * R + r] = Ainv[k0 * R + r];
+        S1[k] = S1[k0];
+    }
+    /* AU = B^+ U (columns u, rows delta; the representatives' rows only), M = U' B^+ U (each
+     * representative's part times its kind's count) */
     for (q = 0; q < nup; q++) {
         int64_t i0 = (int64_t)upi[q], a = i0 / R, r0 = i0 % R;
         double *col = AU + (int64_t)upc[q] * nU + a * R;
+        if ((int64_t)krep[(int64_t)akind[a]] != a) continue;
         for (r = 0; r < R; r++)  /* one entry per (column, attribute): set, not added */
             col[r] = upw[q] * ((r == r0 ? Ainv[a * R + r] : 0.0)
                                - Ainv[a * R + r] * Ainv[i0] / S1[a]);
     }
     for (q = 0; q < nup; q++) {
         int64_t i0 = (int64_t)upi[q], a = i0 / R;
+        double cnt;
+        if ((int64_t)krep[(int64_t)akind[a]] != a) continue;
+        cnt = kcnt[(int64_t)akind[a]];
         for (k = (int64_t)aptr[a]; k < (int64_t)aptr[a + 1]; k++) {
             u = (int64_t)alist[k];
-            M[(int64_t)upc[q] * nu + u] += upw[q] * AU[u * nU + i0];
+            M[(int64_t)upc[q] * nu + u] += cnt * upw[q] * AU[u * nU + i0];
         }
     }
     /* K = Cu (I + M Cu)^-1 = (I + Cu M)^-1 Cu, block by block (M, Cu block-diagonal) */
@@ -1449,15 +1466,17 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
             vec2[u] = t;
         }
     }
-    for (k = 0; k < A; k++)
+    for (k = 0; k < A; k++) {
+        int64_t k0 = (int64_t)krep[(int64_t)akind[k]];  /* its rows of AU */
         for (r = 0; r < R; r++) {
             double t = y[k * R + r];
             for (q = (int64_t)aptr[k]; q < (int64_t)aptr[k + 1]; q++) {
                 u = (int64_t)alist[q];
-                t -= AU[u * nU + k * R + r] * vec2[u];
+                t -= AU[u * nU + k0 * R + r] * vec2[u];
             }
             dhat[k * R + r] = t;
         }
+    }
     if (draw != NULL) {
         for (i = 0; i < nU; i++) draw[i] = dhat[i];
         goto done;
@@ -1466,8 +1485,11 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     if (rc != 0) goto done;
     for (i = 0; i < nU; i++) dd += dhat[i] * dhat[i];
     /* diag of Sigma = B^+ - AU K AU' and Cgg = U' Sigma U = M - M K M */
-    for (k = 0; k < A; k++) {
-        int64_t q0 = (int64_t)aptr[k], q1 = (int64_t)aptr[k + 1];
+    for (b = 0; b < nkind; b++) {
+        int64_t q0, q1;
+        k = (int64_t)krep[b];
+        q0 = (int64_t)aptr[k];
+        q1 = (int64_t)aptr[k + 1];
         for (r = 0; r < R; r++) {
             i = k * R + r;
             double t = Ainv[i] - Ainv[i] * Ainv[i] / S1[k];
@@ -1481,8 +1503,13 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
                 t -= a1 * acc;
             }
             diagS[i] = t;
-            trS += t;
+            trS += kcnt[b] * t;
         }
+    }
+    for (k = 0; k < A; k++) {
+        int64_t k0 = (int64_t)krep[(int64_t)akind[k]];
+        if (k0 != k)
+            for (r = 0; r < R; r++) diagS[k * R + r] = diagS[k0 * R + r];
     }
     for (b = 0; b < nb; b++) {
         int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
@@ -1944,7 +1971,8 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
               "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
               "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
               else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef),
-              "uidx": uidx}
+              "uidx": uidx, "kinds": tuple(b.astype(np.int64) for b in ublock[-3:])
+              if integrated else None}
     return data, layout
 
 
@@ -2014,8 +2042,41 @@ def _integrated_layout(cells: Cells, lay: dict, n_ra: int, r_n: int, strength: b
     upw = np.concatenate([c[1] for c in cols])
     pairs = np.unique(np.stack([upi // r_n, upc], axis=1), axis=0)
     aptr = np.r_[0, np.cumsum(np.bincount(pairs[:, 0], minlength=a_n))]
-    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1], [bptr.size - 1], bptr]
+    rep, count, kind = block_kinds(a_n, r_n, uidx[pa], pg, pw, upc, upi, upw)
+    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1], [bptr.size - 1], bptr,
+             [rep.size], rep, count, kind]
     return uidx, [np.asarray(b, dtype=np.float64) for b in block], n_c
+
+
+def block_kinds(a_n: int, r_n: int, pair_dev, pg, pw, upc, upi, upw):
+    """Group the attributes whose per-attribute blocks in ``el_umarg`` are the same.
+
+    The same whatever the hyperparameters: attribute ``a``'s block (its deviations'
+    precision ``diag(d) + I / psi^2`` on the zero-sum subspace, and its rows of ``B^+ U``)
+    depends only on the (group, weight) pairs of each of its deviations ``a * R + r`` and on
+    its entries (column, r, weight) in U. Attributes alike in both (in a balanced table,
+    every attribute of a kind) share one. Returns each kind's first attribute (its
+    representative), the kind's number of attributes, and each attribute's kind.
+    """
+    a_of, r_of = pair_dev // r_n, pair_dev % r_n
+    keys: dict = {}
+    kind = np.empty(a_n, dtype=np.int64)
+    by_a = np.argsort(a_of, kind="stable")
+    p_ptr = np.searchsorted(a_of[by_a], np.arange(a_n + 1))
+    u_a = upi // r_n
+    by_u = np.argsort(u_a, kind="stable")
+    u_ptr = np.searchsorted(u_a[by_u], np.arange(a_n + 1))
+    for a in range(a_n):
+        sel = by_a[p_ptr[a]:p_ptr[a + 1]]
+        pk = np.stack([r_of[sel], pg[sel], pw[sel]], axis=1)
+        pk = pk[np.lexsort(pk.T[::-1])]
+        su = by_u[u_ptr[a]:u_ptr[a + 1]]
+        uk = np.stack([upc[su], upi[su] % r_n, upw[su]], axis=1)
+        uk = uk[np.lexsort(uk.T[::-1])]
+        key = (pk.astype(np.float64).tobytes(), uk.astype(np.float64).tobytes())
+        kind[a] = keys.setdefault(key, len(keys))
+    rep = np.array([np.flatnonzero(kind == t)[0] for t in range(len(keys))], dtype=np.int64)
+    return rep, np.bincount(kind, minlength=len(keys)), kind
 
 
 def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
