@@ -1044,11 +1044,17 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         gv[j] = 0.0;
     }
     for (q = 0; q < ng; q++) { vb[q] = 0.0; gvb[q] = 0.0; quad[q] = 0.0; }
-    for (i = 0; i < npair; i++) vb[(int64_t)pg[i]] += pw[i] * v[(int64_t)pa[i]];
-    for (i = 0; i < npair; i++) {
-        int64_t g = (int64_t)pg[i];
-        double d = v[(int64_t)pa[i]] - vb[g];
-        quad[g] += pw[i] * d * d;
+    /* the pairs come group by group: sums per run of one group, kept in registers */
+    for (i = 0; i < npair;) {
+        int64_t g = (int64_t)pg[i], i0 = i;
+        double t = 0.0, t2 = 0.0;
+        for (; i < npair && (int64_t)pg[i] == g; i++) t += pw[i] * v[(int64_t)pa[i]];
+        for (i = i0; i < npair && (int64_t)pg[i] == g; i++) {
+            double d = v[(int64_t)pa[i]] - t;
+            t2 += pw[i] * d * d;
+        }
+        vb[g] += t;
+        quad[g] += t2;
     }
     for (c = 0; c < 4; c++) within[c] = ssc[c];
     for (q = 0; q < ng; q++) within[(int64_t)gconn[q]] += gmult[q] * quad[q];
@@ -1063,10 +1069,11 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         c = (int64_t)cen_c[i];
         gv[(int64_t)cen_j[i]] += cen_v[i] / (sig[c] * sig[c]);
     }
-    for (i = 0; i < npair; i++) {
+    for (i = 0; i < npair;) {
         int64_t g = (int64_t)pg[i];
-        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]];
-        gv[(int64_t)pa[i]] -= gmult[g] * pw[i] * (v[(int64_t)pa[i]] - vb[g]) / s2;
+        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]], k = gmult[g] / s2, b = vb[g];
+        for (; i < npair && (int64_t)pg[i] == g; i++)
+            gv[(int64_t)pa[i]] -= k * pw[i] * (v[(int64_t)pa[i]] - b);
     }
     /* classes of (word, connection) segments, each segment's word effect integrated out:
      * log N(r_s; 0, diag(V) + tau^2 11') summed over the N segments of a class, which share
