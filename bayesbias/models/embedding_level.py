@@ -1058,16 +1058,22 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
     }
     for (c = 0; c < 4; c++) within[c] = ssc[c];
     for (q = 0; q < ng; q++) within[(int64_t)gconn[q]] += gmult[q] * quad[q];
-    for (i = 0; i < ncen; i++) within[(int64_t)cen_c[i]] -= 2.0 * cen_v[i] * v[(int64_t)cen_j[i]];
+    for (i = 0; i < ncen;) {  /* per run of one connection, summed in a register */
+        int64_t c0 = (int64_t)cen_c[i];
+        double t = 0.0;
+        for (; i < ncen && (int64_t)cen_c[i] == c0; i++) t += cen_v[i] * v[(int64_t)cen_j[i]];
+        within[c0] -= 2.0 * t;
+    }
     for (c = 0; c < 4; c++) {
         double s2 = sig[c] * sig[c];
         lp += -nm1[c] * log(sig[c]) - within[c] / (2.0 * s2);
         gsig[c] += -nm1[c] / sig[c] + within[c] / (s2 * sig[c]);
     }
     /* d/dv of the within terms */
-    for (i = 0; i < ncen; i++) {
-        c = (int64_t)cen_c[i];
-        gv[(int64_t)cen_j[i]] += cen_v[i] / (sig[c] * sig[c]);
+    {
+        double is2[4];
+        for (c = 0; c < 4; c++) is2[c] = 1.0 / (sig[c] * sig[c]);
+        for (i = 0; i < ncen; i++) gv[(int64_t)cen_j[i]] += cen_v[i] * is2[(int64_t)cen_c[i]];
     }
     for (i = 0; i < npair;) {
         int64_t g = (int64_t)pg[i];
