@@ -965,7 +965,8 @@ _KERNEL_C = r"""
  * log N(r; 0, diag(V) + tau^2 11'). Within-cell sums of squares per connection as in
  * embedding_level.likelihood. */
 static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_,
-                       const double *data, const double *delta, double *gdelta) {
+                       const double *data, const double *delta, double *gdelta,
+                       double *vkeep, int vreuse) {
     int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2];
     int64_t E = (int64_t)data[3], nra = (int64_t)data[4], npos = (int64_t)data[5];
     int64_t ncls = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
@@ -1033,11 +1034,18 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         B[k] = t;
         gB[k] = 0.0;
     }
+    /* vkeep (el_umarg): the effects without the deviations, kept by its first pass
+     * (vreuse 0) and reused by its second (vreuse 1) */
     for (j = 0; j < nra; j++) {
         double t = 0.0;
-        for (i = 0; i < 4; i++) {
-            int64_t id = (int64_t)vmap[4 * j + i];
-            if (id >= 0) t += vcoef[4 * j + i] * val[id];
+        if (vkeep != NULL && vreuse) {
+            t = vkeep[j];
+        } else {
+            for (i = 0; i < 4; i++) {
+                int64_t id = (int64_t)vmap[4 * j + i];
+                if (id >= 0) t += vcoef[4 * j + i] * val[id];
+            }
+            if (vkeep != NULL) vkeep[j] = t;
         }
         if (delta != NULL && uidx[j] >= 0) t += delta[(int64_t)uidx[j]];
         v[j] = t;
@@ -1312,12 +1320,12 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     double gsig[4] = {0, 0, 0, 0}, geta[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double logdetB = 0.0, logdetT, dd = 0.0, trS = 0.0, gpsi;
     double *w, *g0, *dvec, *Ainv, *S1, *y, *dhat, *diagS, *AU, *Cg, *Cu, *M, *T, *K, *MK;
-    double *Cgg, *vec, *vec2, *Prec, *Y, *Zm, *uu, *tmpout;
+    double *Cgg, *vec, *vec2, *Prec, *Y, *Zm, *uu, *tmpout, *vkeep;
     int64_t *piv, i, j, k, c, s, q, u, r;
     int64_t rc = 0;
     int ok;
     size_t nw = (size_t)(7 * nU + A + nu * nU + ng * ng + 7 * nu * nu + 2 * nu + 3 * maxm * maxm
-                         + maxm + dim + 8);
+                         + maxm + dim + 8 + nra);
     /* one work buffer per thread, kept between calls (a fresh calloc this size is a fresh
      * mapping, its pages faulted in at every gradient) */
     if (nw + (size_t)nu + 1 > el_buf_size) {
@@ -1334,6 +1342,7 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     vec = Cgg + nu * nu; vec2 = vec + nu; Prec = vec2 + nu; Y = Prec + maxm * maxm;
     Zm = Y + maxm * maxm; uu = Zm + maxm * maxm; tmpout = uu + maxm;
     AU = tmpout + dim + nU;  /* between them the draw's perturbation, eps = tmpout + dim */
+    vkeep = AU + nu * nU;
     memset(dvec, 0, sizeof(double) * (size_t)nU);
     memset(dhat, 0, sizeof(double) * (size_t)nU);
     memset(Cg, 0, sizeof(double) * (size_t)(ng * ng + 2 * nu * nu));  /* Cg, Cu, M */
@@ -1347,12 +1356,14 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     psi = priors[5 * ipsi + 1] > 0.5 ? exp(x[ipsi]) : x[ipsi];
     psi2 = psi * psi;
     /* g = d l / d delta at delta = 0 (dhat is zero here) */
-    rc = el_core(dim, x, NULL, &lp0, data, dhat, g0);  /* g0 only */
+    rc = el_core(dim, x, NULL, &lp0, data, NULL, g0, vkeep, 0);  /* g0 only */
     if (rc != 0) goto done;
     /* Q = diag(d) + U Cu U' */
-    for (i = 0; i < npair; i++) {
+    for (i = 0; i < npair;) {  /* the pairs come group by group */
         int64_t g = (int64_t)pg[i];
-        dvec[(int64_t)uidx[(int64_t)pa[i]]] += gmult[g] / s2[(int64_t)gconn[g]] * pw[i];
+        double kk = gmult[g] / s2[(int64_t)gconn[g]];
+        for (; i < npair && (int64_t)pg[i] == g; i++)
+            dvec[(int64_t)uidx[(int64_t)pa[i]]] += kk * pw[i];
     }
     for (q = 0; q < ng; q++) Cg[q * ng + q] -= gmult[q] / s2[(int64_t)gconn[q]];
     for (s = 0; s < ncls; s++) {
@@ -1481,20 +1492,22 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     }
     for (k = 0; k < A; k++) {
         int64_t k0 = (int64_t)krep[(int64_t)akind[k]];  /* its rows of AU */
-        for (r = 0; r < R; r++) {
-            double t = y[k * R + r];
-            for (q = (int64_t)aptr[k]; q < (int64_t)aptr[k + 1]; q++) {
-                u = (int64_t)alist[q];
-                t -= AU[u * nU + k0 * R + r] * vec2[u];
-            }
-            dhat[k * R + r] = t;
+        double *dh = dhat + k * R;
+        for (r = 0; r < R; r++) dh[r] = y[k * R + r];
+        for (q = (int64_t)aptr[k]; q < (int64_t)aptr[k + 1]; q++) {
+            const double *au;
+            double v2;
+            u = (int64_t)alist[q];
+            au = AU + u * nU + k0 * R;
+            v2 = vec2[u];
+            for (r = 0; r < R; r++) dh[r] -= au[r] * v2;
         }
     }
     if (draw != NULL) {
         for (i = 0; i < nU; i++) draw[i] = dhat[i];
         goto done;
     }
-    rc = el_core(dim, x, out, &lp1, data, dhat, NULL);
+    rc = el_core(dim, x, out, &lp1, data, dhat, NULL, vkeep, 1);
     if (rc != 0) goto done;
     for (i = 0; i < nU; i++) dd += dhat[i] * dhat[i];
     /* diag of Sigma = B^+ - AU K AU' and Cgg = U' Sigma U = M - M K M */
@@ -1602,7 +1615,7 @@ done:
 
 int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
     if ((int64_t)data[12] > 0) return el_umarg(dim, x, out, logp_, data, NULL, NULL);
-    return el_core(dim, x, out, logp_, data, NULL, NULL);
+    return el_core(dim, x, out, logp_, data, NULL, NULL, NULL, 0);
 }
 
 /* one draw of the integrated deviations delta given x (noise: nU + npair + npos + ncls
