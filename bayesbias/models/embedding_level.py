@@ -114,16 +114,19 @@ CENTRED_RATIO = 2.0
 SAMPLE_CENTRED_RATIO = 10.0
 #: Set, the native kernel integrates the attribute x corpus-sample deviations ``psi u[a, r]``
 #: out of the density (``el_umarg``) and draws them afterwards from their exact Normal
-#: conditional, instead of sampling them. Off by default (issue 50): it lifted ``psi``'s bulk
-#: ESS on the 6 x 2,352-row table from 286 to 1,777 and passed every README / planted / null
-#: seed, but a gradient costs 3 times as much and the trajectories are no shorter (the fit
-#: took 2.6-3 times the CPU); 2,000 draws of the sampled form (:data:`DRAWS`) passed the same
-#: checks for less (docs/embedding-level.md).
+#: conditional, instead of sampling them. Off by default (issue 50): it lifts ``psi``'s bulk
+#: ESS (6 x 2,352-row table: 286 to 1,777), but a gradient costs 2.5 (that table) to 3 times
+#: (the README's) the sampled kernel's even with the blocks shared per kind of attribute, the
+#: trajectories are no shorter, and at 1,000 draws the 6 x 2,352 table still misses r-hat
+#: 1.01 at ``kappa0`` at 4 of 5 seeds. Per CPU-s it gives more bulk ESS of the worst
+#: parameter on that table, less on the README's; 2,000 draws of the sampled form
+#: (:data:`DRAWS`) pass the checks (docs/embedding-level.md).
 ATTRIBUTE_SAMPLE_INTEGRATED = False
 #: ... when their gradient's extra work, about ``attributes x samples^3`` multiply-adds
 #: (:func:`integrate_attribute_sample`), is at most this: 6 samples x 168 attributes is
-#: 36,288 (the issue's table: 3.5 times the sampled kernel's cost per gradient); 32 samples
-#: x 30 attributes (983,040) would cost milliseconds per gradient, so those are sampled.
+#: 36,288 (the issue's table: 2.5 times the sampled kernel's cost per gradient); 32 samples
+#: x 30 attributes (983,040) cost 0.88 ms per gradient against 0.065 ms sampled (13.5 times,
+#: the blocks of 32 columns), so those are sampled.
 INTEGRATED_MAX_WORK = 250_000
 _NC = len(CONNECTIONS)
 _LOG_2PI = float(np.log(2.0 * np.pi))
