@@ -1069,11 +1069,11 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
     }
     for (c = 0; c < 4; c++) within[c] = ssc[c];
     for (q = 0; q < ng; q++) within[(int64_t)gconn[q]] += gmult[q] * quad[q];
-    for (i = 0; i < ncen;) {  /* per run of one connection, summed in a register */
+    for (i = 0; i < ncen;) {  /* per run of one connection, in a register (same sums) */
         int64_t c0 = (int64_t)cen_c[i];
-        double t = 0.0;
-        for (; i < ncen && (int64_t)cen_c[i] == c0; i++) t += cen_v[i] * v[(int64_t)cen_j[i]];
-        within[c0] -= 2.0 * t;
+        double t = within[c0];
+        for (; i < ncen && (int64_t)cen_c[i] == c0; i++) t -= 2.0 * cen_v[i] * v[(int64_t)cen_j[i]];
+        within[c0] = t;
     }
     for (c = 0; c < 4; c++) {
         double s2 = sig[c] * sig[c];
@@ -1082,15 +1082,15 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
     }
     /* d/dv of the within terms */
     {
-        double is2[4];
-        for (c = 0; c < 4; c++) is2[c] = 1.0 / (sig[c] * sig[c]);
-        for (i = 0; i < ncen; i++) gv[(int64_t)cen_j[i]] += cen_v[i] * is2[(int64_t)cen_c[i]];
+        double s2c[4];
+        for (c = 0; c < 4; c++) s2c[c] = sig[c] * sig[c];
+        for (i = 0; i < ncen; i++) gv[(int64_t)cen_j[i]] += cen_v[i] / s2c[(int64_t)cen_c[i]];
     }
     for (i = 0; i < npair;) {
         int64_t g = (int64_t)pg[i];
-        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]], k = gmult[g] / s2, b = vb[g];
+        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]], gm = gmult[g], b = vb[g];
         for (; i < npair && (int64_t)pg[i] == g; i++)
-            gv[(int64_t)pa[i]] -= k * pw[i] * (v[(int64_t)pa[i]] - b);
+            gv[(int64_t)pa[i]] -= gm * pw[i] * (v[(int64_t)pa[i]] - b) / s2;
     }
     /* classes of (word, connection) segments, each segment's word effect integrated out:
      * log N(r_s; 0, diag(V) + tau^2 11') summed over the N segments of a class, which share
