@@ -4,7 +4,8 @@
     python benchmarks/bench_embedding_level.py --large [--embeddings 32 --words 1000]
 
 ``--integrated`` adds the native kernel with the attribute x sample deviations integrated out
-instead of sampled (``embedding_level.ATTRIBUTE_SAMPLE_INTEGRATED``; cold and warm).
+instead of sampled (``embedding_level.ATTRIBUTE_SAMPLE_INTEGRATED``; cold and warm), at
+``--integrated-draws`` draws per chain (default: the family's).
 ``--before`` adds the PyMC model this family was sampled with until now
 (``BAYESBIAS_KERNEL=pymc``, compiled by nutpie through numba; timed warm only).
 
@@ -55,7 +56,8 @@ if model == "crossed":
     table = table[table["embedding"] == first].drop(columns=["embedding", "corpus_sample"])
     table = table.reset_index(drop=True)
 t1 = time.perf_counter()
-fit = fit_model(table, model, seed=1)
+kw = {"draws": int(os.environ["EL_DRAWS"])} if "EL_DRAWS" in os.environ else {}
+fit = fit_model(table, model, seed=1, **kw)
 t2 = time.perf_counter()
 d = fit.diagnostics().to_dict()
 import resource
@@ -77,11 +79,13 @@ def issue_table(path: Path) -> Path:
     return path
 
 
-def child(table: Path, model: str, cache: str) -> dict:
+def child(table: Path, model: str, cache: str, draws: int | None = None) -> dict:
     env = dict(os.environ, BAYESBIAS_CACHE=cache)
     if model == "embedding_level_integrated":  # attribute x sample deviations integrated out
         env["EL_INTEGRATED"] = "1"
         model = "embedding_level"
+        if draws is not None:
+            env["EL_DRAWS"] = str(draws)
     if model == "embedding_level_pymc":  # before: the PyMC model compiled by nutpie (numba)
         env["BAYESBIAS_KERNEL"] = "pymc"
         model = "embedding_level"
@@ -94,7 +98,7 @@ def child(table: Path, model: str, cache: str) -> dict:
 
 
 def paired(table: Path, reps: int, before: bool = False,
-           integrated: bool = False) -> dict:
+           integrated: bool = False, integrated_draws: int | None = None) -> dict:
     rows = []
     models = ("crossed", "embedding_level") + (("embedding_level_pymc",) if before else ()) \
         + (("embedding_level_integrated",) if integrated else ())
@@ -109,7 +113,8 @@ def paired(table: Path, reps: int, before: bool = False,
                         c = Path(cache) / f"{model}-{r}"
                         c.mkdir()
                         one[f"{model}_cache"] = str(c)
-                    one[f"{model} {mode}"] = child(table, model, one[f"{model}_cache"])
+                    one[f"{model} {mode}"] = child(table, model, one[f"{model}_cache"],
+                                                   integrated_draws)
                     print(f"rep {r} {model} {mode}: " + json.dumps(one[f"{model} {mode}"]),
                           flush=True)
             rows.append(one)
@@ -188,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--before", action="store_true",
                     help="also time the PyMC model the family sampled before (warm)")
+    ap.add_argument("--integrated-draws", type=int, default=None,
+                    help="draws per chain of the integrated form (default: the family's)")
     ap.add_argument("--integrated", action="store_true",
                     help="also time the kernel with the attribute x sample deviations "
                          "integrated out (embedding_level.ATTRIBUTE_SAMPLE_INTEGRATED), cold "
@@ -200,7 +207,8 @@ def main(argv=None):
         return
     with tempfile.TemporaryDirectory() as tmp:
         table = a.table or issue_table(Path(tmp) / "issue_table.csv")
-        print(json.dumps(paired(table, a.reps, a.before, a.integrated), indent=1))
+        print(json.dumps(paired(table, a.reps, a.before, a.integrated, a.integrated_draws),
+                         indent=1))
 
 
 if __name__ == "__main__":

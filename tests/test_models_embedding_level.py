@@ -986,6 +986,20 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
 
         sizes = _pack(spec, c)[1]["classes"]["size"]
         assert (sizes == 1).any() and (sizes > 1).any()
+    if kind.startswith("integrated"):  # attributes sharing their block (el_umarg's kinds)
+        from bayesbias.models.embedding_level import pack as _pack
+
+        rep, count, kinds = _pack(spec, c)[1]["kinds"]
+        n_kind = rep.size
+        assert np.array_equal(np.bincount(kinds, minlength=n_kind), count)
+        assert np.array_equal(kinds[rep], np.arange(n_kind))
+        assert np.array_equal(k.data[-(c.attributes.size + 2 * n_kind):],
+                              np.r_[rep, count, kinds])
+        assert count.sum() == c.attributes.size and (count > 1).any()
+        if kind == "integrated ragged":  # a kind of one attribute beside shared ones
+            assert (count == 1).any()
+        else:  # balanced: one kind per attribute kind (stereotypes, human, neutral)
+            assert n_kind < c.attributes.size // 2
     from bayesbias.models.embedding_level import pack
 
     data, layout = pack(spec, c)
@@ -1017,11 +1031,13 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-5)
 
 
-def test_integrated_attribute_sample_draws_are_their_conditional(monkeypatch):
+@pytest.mark.parametrize("kind", ["balanced", "ragged"])
+def test_integrated_attribute_sample_draws_are_their_conditional(kind, monkeypatch):
     """``el_udraw`` draws the integrated attribute x sample deviations from their exact
     conditional: with no noise it gives the conditional mean of a dense Gaussian computation
     (rows given every other effect, word effects and cell deviations integrated out), to
-    1e-8; 20,000 draws match its covariance (entries within 5 Monte Carlo sd)."""
+    1e-8; 20,000 draws match its covariance (entries within 5 Monte Carlo sd). ``ragged``:
+    some of one word's rows dropped, so some attributes share their block and some do not."""
     import ctypes
 
     import bayesbias.models.embedding_level as el
@@ -1032,12 +1048,18 @@ def test_integrated_attribute_sample_draws_are_their_conditional(monkeypatch):
         pytest.skip("no C compiler")
     monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", True)
     t, _ = _table("bootstrap", n_embeddings=3, seed=3)
+    if kind == "ragged":  # attributes sharing a block beside attributes alone in theirs
+        first = t["protected_word"] == t["protected_word"].iloc[0]
+        keep = ~first | (np.random.default_rng(2).random(len(t)) > 0.3)
+        t = t[keep].reset_index(drop=True)
     spec = load_spec("embedding_level")
     c = el_cells(t)
     k = marginal_kernel(spec, c)
     data = k.data
     _, layout = el.pack(spec, c)
     assert layout["uidx"] is not None
+    count = layout["kinds"][1]
+    assert (count > 1).any() and ((count == 1).any() if kind == "ragged" else True)
     rng = np.random.default_rng(4)
     x = k.init(rng) + rng.normal(0, 0.3, k.dim)
     x[int(data[14])] = np.log(0.05)  # psi: a visible share of the rows' variance

@@ -114,16 +114,19 @@ CENTRED_RATIO = 2.0
 SAMPLE_CENTRED_RATIO = 10.0
 #: Set, the native kernel integrates the attribute x corpus-sample deviations ``psi u[a, r]``
 #: out of the density (``el_umarg``) and draws them afterwards from their exact Normal
-#: conditional, instead of sampling them. Off by default (issue 50): it lifted ``psi``'s bulk
-#: ESS on the 6 x 2,352-row table from 286 to 1,777 and passed every README / planted / null
-#: seed, but a gradient costs 3 times as much and the trajectories are no shorter (the fit
-#: took 2.6-3 times the CPU); 2,000 draws of the sampled form (:data:`DRAWS`) passed the same
-#: checks for less (docs/embedding-level.md).
+#: conditional, instead of sampling them. Off by default (issue 50): it lifts ``psi``'s bulk
+#: ESS (6 x 2,352-row table: 286 to 1,777), but a gradient costs 2.5 (that table) to 3 times
+#: (the README's) the sampled kernel's even with the blocks shared per kind of attribute, the
+#: trajectories are no shorter, and at 1,000 draws the 6 x 2,352 table still misses r-hat
+#: 1.01 at ``kappa0`` at 4 of 5 seeds. Per CPU-s it gives more bulk ESS of the worst
+#: parameter on that table, less on the README's; 2,000 draws of the sampled form
+#: (:data:`DRAWS`) pass the checks (docs/embedding-level.md).
 ATTRIBUTE_SAMPLE_INTEGRATED = False
 #: ... when their gradient's extra work, about ``attributes x samples^3`` multiply-adds
 #: (:func:`integrate_attribute_sample`), is at most this: 6 samples x 168 attributes is
-#: 36,288 (the issue's table: 3.5 times the sampled kernel's cost per gradient); 32 samples
-#: x 30 attributes (983,040) would cost milliseconds per gradient, so those are sampled.
+#: 36,288 (the issue's table: 2.5 times the sampled kernel's cost per gradient); 32 samples
+#: x 30 attributes (983,040) cost 0.88 ms per gradient against 0.065 ms sampled (13.5 times,
+#: the blocks of 32 columns), so those are sampled.
 INTEGRATED_MAX_WORK = 250_000
 _NC = len(CONNECTIONS)
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -965,7 +968,8 @@ _KERNEL_C = r"""
  * log N(r; 0, diag(V) + tau^2 11'). Within-cell sums of squares per connection as in
  * embedding_level.likelihood. */
 static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_,
-                       const double *data, const double *delta, double *gdelta) {
+                       const double *data, const double *delta, double *gdelta,
+                       double *vkeep, int vreuse) {
     int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2];
     int64_t E = (int64_t)data[3], nra = (int64_t)data[4], npos = (int64_t)data[5];
     int64_t ncls = (int64_t)data[6], ng = (int64_t)data[7], npair = (int64_t)data[8];
@@ -1033,40 +1037,60 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         B[k] = t;
         gB[k] = 0.0;
     }
+    /* vkeep (el_umarg): the effects without the deviations, kept by its first pass
+     * (vreuse 0) and reused by its second (vreuse 1) */
     for (j = 0; j < nra; j++) {
         double t = 0.0;
-        for (i = 0; i < 4; i++) {
-            int64_t id = (int64_t)vmap[4 * j + i];
-            if (id >= 0) t += vcoef[4 * j + i] * val[id];
+        if (vkeep != NULL && vreuse) {
+            t = vkeep[j];
+        } else {
+            for (i = 0; i < 4; i++) {
+                int64_t id = (int64_t)vmap[4 * j + i];
+                if (id >= 0) t += vcoef[4 * j + i] * val[id];
+            }
+            if (vkeep != NULL) vkeep[j] = t;
         }
         if (delta != NULL && uidx[j] >= 0) t += delta[(int64_t)uidx[j]];
         v[j] = t;
         gv[j] = 0.0;
     }
     for (q = 0; q < ng; q++) { vb[q] = 0.0; gvb[q] = 0.0; quad[q] = 0.0; }
-    for (i = 0; i < npair; i++) vb[(int64_t)pg[i]] += pw[i] * v[(int64_t)pa[i]];
-    for (i = 0; i < npair; i++) {
-        int64_t g = (int64_t)pg[i];
-        double d = v[(int64_t)pa[i]] - vb[g];
-        quad[g] += pw[i] * d * d;
+    /* the pairs come group by group: sums per run of one group, kept in registers */
+    for (i = 0; i < npair;) {
+        int64_t g = (int64_t)pg[i], i0 = i;
+        double t = 0.0, t2 = 0.0;
+        for (; i < npair && (int64_t)pg[i] == g; i++) t += pw[i] * v[(int64_t)pa[i]];
+        for (i = i0; i < npair && (int64_t)pg[i] == g; i++) {
+            double d = v[(int64_t)pa[i]] - t;
+            t2 += pw[i] * d * d;
+        }
+        vb[g] += t;
+        quad[g] += t2;
     }
     for (c = 0; c < 4; c++) within[c] = ssc[c];
     for (q = 0; q < ng; q++) within[(int64_t)gconn[q]] += gmult[q] * quad[q];
-    for (i = 0; i < ncen; i++) within[(int64_t)cen_c[i]] -= 2.0 * cen_v[i] * v[(int64_t)cen_j[i]];
+    for (i = 0; i < ncen;) {  /* per run of one connection, in a register (same sums) */
+        int64_t c0 = (int64_t)cen_c[i];
+        double t = within[c0];
+        for (; i < ncen && (int64_t)cen_c[i] == c0; i++) t -= 2.0 * cen_v[i] * v[(int64_t)cen_j[i]];
+        within[c0] = t;
+    }
     for (c = 0; c < 4; c++) {
         double s2 = sig[c] * sig[c];
         lp += -nm1[c] * log(sig[c]) - within[c] / (2.0 * s2);
         gsig[c] += -nm1[c] / sig[c] + within[c] / (s2 * sig[c]);
     }
     /* d/dv of the within terms */
-    for (i = 0; i < ncen; i++) {
-        c = (int64_t)cen_c[i];
-        gv[(int64_t)cen_j[i]] += cen_v[i] / (sig[c] * sig[c]);
+    {
+        double s2c[4];
+        for (c = 0; c < 4; c++) s2c[c] = sig[c] * sig[c];
+        for (i = 0; i < ncen; i++) gv[(int64_t)cen_j[i]] += cen_v[i] / s2c[(int64_t)cen_c[i]];
     }
-    for (i = 0; i < npair; i++) {
+    for (i = 0; i < npair;) {
         int64_t g = (int64_t)pg[i];
-        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]];
-        gv[(int64_t)pa[i]] -= gmult[g] * pw[i] * (v[(int64_t)pa[i]] - vb[g]) / s2;
+        double s2 = sig[(int64_t)gconn[g]] * sig[(int64_t)gconn[g]], gm = gmult[g], b = vb[g];
+        for (; i < npair && (int64_t)pg[i] == g; i++)
+            gv[(int64_t)pa[i]] -= gm * pw[i] * (v[(int64_t)pa[i]] - b) / s2;
     }
     /* classes of (word, connection) segments, each segment's word effect integrated out:
      * log N(r_s; 0, diag(V) + tau^2 11') summed over the N segments of a class, which share
@@ -1122,6 +1146,7 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         for (i = 0; i < nU; i++) gdelta[i] = 0.0;
         for (j = 0; j < nra; j++)
             if (uidx[j] >= 0) gdelta[(int64_t)uidx[j]] += gv[j];
+        if (out == NULL) goto done;  /* el_umarg's first pass: only the deviations' gradient */
     }
     /* back to the set values */
     for (k = 0; k < 4 * E; k++)
@@ -1291,16 +1316,19 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     const double *aptr = upw + nup, *alist = aptr + A + 1;
     int64_t nb = (int64_t)alist[(int64_t)aptr[A]], b;
     const double *bptr = alist + (int64_t)aptr[A] + 1;
+    /* kinds of attributes with the same block: representative, count, each attribute's kind */
+    int64_t nkind = (int64_t)bptr[nb + 1];
+    const double *krep = bptr + nb + 2, *kcnt = krep + nkind, *akind = kcnt + nkind;
     double sig[4], eta[4], tau[4], s2[4], psi, psi2, lp0 = 0.0, lp1 = 0.0;
     double gsig[4] = {0, 0, 0, 0}, geta[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double logdetB = 0.0, logdetT, dd = 0.0, trS = 0.0, gpsi;
     double *w, *g0, *dvec, *Ainv, *S1, *y, *dhat, *diagS, *AU, *Cg, *Cu, *M, *T, *K, *MK;
-    double *Cgg, *vec, *vec2, *Prec, *Y, *Zm, *uu, *tmpout;
+    double *Cgg, *vec, *vec2, *Prec, *Y, *Zm, *uu, *tmpout, *vkeep;
     int64_t *piv, i, j, k, c, s, q, u, r;
     int64_t rc = 0;
     int ok;
     size_t nw = (size_t)(7 * nU + A + nu * nU + ng * ng + 7 * nu * nu + 2 * nu + 3 * maxm * maxm
-                         + maxm + dim + 8);
+                         + maxm + dim + 8 + nra);
     /* one work buffer per thread, kept between calls (a fresh calloc this size is a fresh
      * mapping, its pages faulted in at every gradient) */
     if (nw + (size_t)nu + 1 > el_buf_size) {
@@ -1317,6 +1345,7 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     vec = Cgg + nu * nu; vec2 = vec + nu; Prec = vec2 + nu; Y = Prec + maxm * maxm;
     Zm = Y + maxm * maxm; uu = Zm + maxm * maxm; tmpout = uu + maxm;
     AU = tmpout + dim + nU;  /* between them the draw's perturbation, eps = tmpout + dim */
+    vkeep = AU + nu * nU;
     memset(dvec, 0, sizeof(double) * (size_t)nU);
     memset(dhat, 0, sizeof(double) * (size_t)nU);
     memset(Cg, 0, sizeof(double) * (size_t)(ng * ng + 2 * nu * nu));  /* Cg, Cu, M */
@@ -1330,12 +1359,14 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     psi = priors[5 * ipsi + 1] > 0.5 ? exp(x[ipsi]) : x[ipsi];
     psi2 = psi * psi;
     /* g = d l / d delta at delta = 0 (dhat is zero here) */
-    rc = el_core(dim, x, tmpout, &lp0, data, dhat, g0);
+    rc = el_core(dim, x, NULL, &lp0, data, NULL, g0, vkeep, 0);  /* g0 only */
     if (rc != 0) goto done;
     /* Q = diag(d) + U Cu U' */
-    for (i = 0; i < npair; i++) {
+    for (i = 0; i < npair;) {  /* the pairs come group by group */
         int64_t g = (int64_t)pg[i];
-        dvec[(int64_t)uidx[(int64_t)pa[i]]] += gmult[g] / s2[(int64_t)gconn[g]] * pw[i];
+        double kk = gmult[g] / s2[(int64_t)gconn[g]];
+        for (; i < npair && (int64_t)pg[i] == g; i++)
+            dvec[(int64_t)uidx[(int64_t)pa[i]]] += kk * pw[i];
     }
     for (q = 0; q < ng; q++) Cg[q * ng + q] -= gmult[q] / s2[(int64_t)gconn[q]];
     for (s = 0; s < ncls; s++) {
@@ -1356,31 +1387,44 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     for (q = 0; q < ng; q++)
         for (k = 0; k < ng; k++)
             Cu[(int64_t)gmap[q] * nu + (int64_t)gmap[k]] += Cg[q * ng + k];
-    /* the per-attribute blocks B = diag(d) + I / psi^2 on the zero-sum subspace */
-    for (k = 0; k < A; k++) {
-        double t = 0.0;
+    /* the per-attribute blocks B = diag(d) + I / psi^2 on the zero-sum subspace, once per
+     * kind (its representative's rows), copied to the kind's other attributes */
+    for (b = 0; b < nkind; b++) {
+        double t = 0.0, ld = 0.0;
+        k = (int64_t)krep[b];
         for (r = 0; r < R; r++) {
             i = k * R + r;
             Ainv[i] = 1.0 / (dvec[i] + 1.0 / psi2);
             t += Ainv[i];
-            logdetB -= log(Ainv[i]);
+            ld -= log(Ainv[i]);
         }
         S1[k] = t;
-        logdetB += log(t / (double)R);
+        logdetB += kcnt[b] * (ld + log(t / (double)R));
     }
-    /* AU = B^+ U (columns u, rows delta), M = U' B^+ U */
+    for (k = 0; k < A; k++) {
+        int64_t k0 = (int64_t)krep[(int64_t)akind[k]];
+        if (k0 == k) continue;
+        for (r = 0; r < R; r++) Ainv[k * R + r] = Ainv[k0 * R + r];
+        S1[k] = S1[k0];
+    }
+    /* AU = B^+ U (columns u, rows delta; the representatives' rows only), M = U' B^+ U (each
+     * representative's part times its kind's count) */
     for (q = 0; q < nup; q++) {
         int64_t i0 = (int64_t)upi[q], a = i0 / R, r0 = i0 % R;
         double *col = AU + (int64_t)upc[q] * nU + a * R;
+        if ((int64_t)krep[(int64_t)akind[a]] != a) continue;
         for (r = 0; r < R; r++)  /* one entry per (column, attribute): set, not added */
             col[r] = upw[q] * ((r == r0 ? Ainv[a * R + r] : 0.0)
                                - Ainv[a * R + r] * Ainv[i0] / S1[a]);
     }
     for (q = 0; q < nup; q++) {
         int64_t i0 = (int64_t)upi[q], a = i0 / R;
+        double cnt;
+        if ((int64_t)krep[(int64_t)akind[a]] != a) continue;
+        cnt = kcnt[(int64_t)akind[a]];
         for (k = (int64_t)aptr[a]; k < (int64_t)aptr[a + 1]; k++) {
             u = (int64_t)alist[k];
-            M[(int64_t)upc[q] * nu + u] += upw[q] * AU[u * nU + i0];
+            M[(int64_t)upc[q] * nu + u] += cnt * upw[q] * AU[u * nU + i0];
         }
     }
     /* K = Cu (I + M Cu)^-1 = (I + Cu M)^-1 Cu, block by block (M, Cu block-diagonal) */
@@ -1449,25 +1493,32 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
             vec2[u] = t;
         }
     }
-    for (k = 0; k < A; k++)
-        for (r = 0; r < R; r++) {
-            double t = y[k * R + r];
-            for (q = (int64_t)aptr[k]; q < (int64_t)aptr[k + 1]; q++) {
-                u = (int64_t)alist[q];
-                t -= AU[u * nU + k * R + r] * vec2[u];
-            }
-            dhat[k * R + r] = t;
+    for (k = 0; k < A; k++) {
+        int64_t k0 = (int64_t)krep[(int64_t)akind[k]];  /* its rows of AU */
+        double *dh = dhat + k * R;
+        for (r = 0; r < R; r++) dh[r] = y[k * R + r];
+        for (q = (int64_t)aptr[k]; q < (int64_t)aptr[k + 1]; q++) {
+            const double *au;
+            double v2;
+            u = (int64_t)alist[q];
+            au = AU + u * nU + k0 * R;
+            v2 = vec2[u];
+            for (r = 0; r < R; r++) dh[r] -= au[r] * v2;
         }
+    }
     if (draw != NULL) {
         for (i = 0; i < nU; i++) draw[i] = dhat[i];
         goto done;
     }
-    rc = el_core(dim, x, out, &lp1, data, dhat, NULL);
+    rc = el_core(dim, x, out, &lp1, data, dhat, NULL, vkeep, 1);
     if (rc != 0) goto done;
     for (i = 0; i < nU; i++) dd += dhat[i] * dhat[i];
     /* diag of Sigma = B^+ - AU K AU' and Cgg = U' Sigma U = M - M K M */
-    for (k = 0; k < A; k++) {
-        int64_t q0 = (int64_t)aptr[k], q1 = (int64_t)aptr[k + 1];
+    for (b = 0; b < nkind; b++) {
+        int64_t q0, q1;
+        k = (int64_t)krep[b];
+        q0 = (int64_t)aptr[k];
+        q1 = (int64_t)aptr[k + 1];
         for (r = 0; r < R; r++) {
             i = k * R + r;
             double t = Ainv[i] - Ainv[i] * Ainv[i] / S1[k];
@@ -1481,8 +1532,13 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
                 t -= a1 * acc;
             }
             diagS[i] = t;
-            trS += t;
+            trS += kcnt[b] * t;
         }
+    }
+    for (k = 0; k < A; k++) {
+        int64_t k0 = (int64_t)krep[(int64_t)akind[k]];
+        if (k0 != k)
+            for (r = 0; r < R; r++) diagS[k * R + r] = diagS[k0 * R + r];
     }
     for (b = 0; b < nb; b++) {
         int64_t o = (int64_t)bptr[b], n = (int64_t)bptr[b + 1] - o;
@@ -1562,7 +1618,7 @@ done:
 
 int64_t el_logp(uint64_t dim, const double *x, double *out, double *logp_, const double *data) {
     if ((int64_t)data[12] > 0) return el_umarg(dim, x, out, logp_, data, NULL, NULL);
-    return el_core(dim, x, out, logp_, data, NULL, NULL);
+    return el_core(dim, x, out, logp_, data, NULL, NULL, NULL, 0);
 }
 
 /* one draw of the integrated deviations delta given x (noise: nU + npair + npos + ncls
@@ -1944,7 +2000,8 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
               "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
               "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
               else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef),
-              "uidx": uidx}
+              "uidx": uidx, "kinds": tuple(b.astype(np.int64) for b in ublock[-3:])
+              if integrated else None}
     return data, layout
 
 
@@ -2014,8 +2071,41 @@ def _integrated_layout(cells: Cells, lay: dict, n_ra: int, r_n: int, strength: b
     upw = np.concatenate([c[1] for c in cols])
     pairs = np.unique(np.stack([upi // r_n, upc], axis=1), axis=0)
     aptr = np.r_[0, np.cumsum(np.bincount(pairs[:, 0], minlength=a_n))]
-    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1], [bptr.size - 1], bptr]
+    rep, count, kind = block_kinds(a_n, r_n, uidx[pa], pg, pw, upc, upi, upw)
+    block = [uidx, gmap, [upc.size], upc, upi, upw, aptr, pairs[:, 1], [bptr.size - 1], bptr,
+             [rep.size], rep, count, kind]
     return uidx, [np.asarray(b, dtype=np.float64) for b in block], n_c
+
+
+def block_kinds(a_n: int, r_n: int, pair_dev, pg, pw, upc, upi, upw):
+    """Group the attributes whose per-attribute blocks in ``el_umarg`` are the same.
+
+    The same whatever the hyperparameters: attribute ``a``'s block (its deviations'
+    precision ``diag(d) + I / psi^2`` on the zero-sum subspace, and its rows of ``B^+ U``)
+    depends only on the (group, weight) pairs of each of its deviations ``a * R + r`` and on
+    its entries (column, r, weight) in U. Attributes alike in both (in a balanced table,
+    every attribute of a kind) share one. Returns each kind's first attribute (its
+    representative), the kind's number of attributes, and each attribute's kind.
+    """
+    a_of, r_of = pair_dev // r_n, pair_dev % r_n
+    keys: dict = {}
+    kind = np.empty(a_n, dtype=np.int64)
+    by_a = np.argsort(a_of, kind="stable")
+    p_ptr = np.searchsorted(a_of[by_a], np.arange(a_n + 1))
+    u_a = upi // r_n
+    by_u = np.argsort(u_a, kind="stable")
+    u_ptr = np.searchsorted(u_a[by_u], np.arange(a_n + 1))
+    for a in range(a_n):
+        sel = by_a[p_ptr[a]:p_ptr[a + 1]]
+        pk = np.stack([r_of[sel], pg[sel], pw[sel]], axis=1)
+        pk = pk[np.lexsort(pk.T[::-1])]
+        su = by_u[u_ptr[a]:u_ptr[a + 1]]
+        uk = np.stack([upc[su], upi[su] % r_n, upw[su]], axis=1)
+        uk = uk[np.lexsort(uk.T[::-1])]
+        key = (pk.astype(np.float64).tobytes(), uk.astype(np.float64).tobytes())
+        kind[a] = keys.setdefault(key, len(keys))
+    rep = np.array([np.flatnonzero(kind == t)[0] for t in range(len(keys))], dtype=np.int64)
+    return rep, np.bincount(kind, minlength=len(keys)), kind
 
 
 def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
