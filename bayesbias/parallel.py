@@ -33,12 +33,13 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import InputDataError, InvalidArgumentError
-from .progress import progress
+from .progress import EVERY_SECONDS, enabled, progress
 
 __all__ = ["TaskResults", "run_tasks", "task_rng", "chunks", "dask_client", "JobPool", "Job",
            "default_jobs", "usable_cores", "thread_map"]
@@ -320,10 +321,6 @@ class Job:
         what this process waits for, for how long, and the job's latest progress message
         in the worker (silent when progress is not shown: ``--quiet``, ``--json``).
         """
-        from concurrent.futures import TimeoutError as FutureTimeout
-
-        from .progress import EVERY_SECONDS, enabled
-
         if not enabled():
             return future.result()
         start = time.perf_counter()
