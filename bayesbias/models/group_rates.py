@@ -801,8 +801,16 @@ def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept
 TARGET_ACCEPT = 0.95
 
 
+#: Chains sampled at once. One: the log-density is a Python callback (numba inside) that
+#: holds the GIL, so two sampler threads wait on each other. On adult_llama (``bayesbias groups
+#: --example adult_llama --metric tpr,fpr,error_rate``, idle 2-core machine) one thread took
+#: 56 s wall / 57 CPU-s against 95 s / 115 CPU-s for two, with the same draws (chains are
+#: seeded by their index).
+CORES = 1
+
+
 def fit_counts(k, n, shape, spec: GroupSpec, *, draws: int = 1000, tune: int = 1000,
-               chains: int = 4, seed: int = 0, cores: int = 2,
+               chains: int = 4, seed: int = 0, cores: int = CORES,
                target_accept: float = TARGET_ACCEPT) -> dict:
     """Posterior draws of every cell's rate (and of the order sds) from the counts.
 
