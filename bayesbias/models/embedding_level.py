@@ -1288,6 +1288,19 @@ static void el_lu_solve(int64_t n, const double *a, const int64_t *piv, double *
     }
 }
 
+/* a class's per-position weights uu[j] = 1 / (eta^2 + sigma^2 / n_j) and D = 1 + tau^2 sum uu:
+ * its positions' precision is diag(uu) - tau^2 uu uu' / D */
+static double el_class_weights(int64_t m, double eta, double s2, double t2, const double *pn,
+                               double *uu) {
+    double S = 0.0;
+    int64_t j;
+    for (j = 0; j < m; j++) {
+        uu[j] = 1.0 / (eta * eta + s2 / pn[j]);
+        S += uu[j];
+    }
+    return 1.0 + t2 * S;
+}
+
 static __thread double *el_buf = NULL;
 static __thread size_t el_buf_size = 0;
 
@@ -1371,14 +1384,10 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     for (q = 0; q < ng; q++) Cg[q * ng + q] -= gmult[q] / s2[(int64_t)gconn[q]];
     for (s = 0; s < ncls; s++) {
         int64_t p0 = (int64_t)kpos[s], m = (int64_t)kpos[s + 1] - p0;
-        double N = kN[s], S = 0.0, t2, D;
+        double N = kN[s], t2, D;
         c = (int64_t)kconn[s];
         t2 = tau[c] * tau[c];
-        for (j = 0; j < m; j++) {
-            uu[j] = 1.0 / (eta[c] * eta[c] + s2[c] / pn[p0 + j]);
-            S += uu[j];
-        }
-        D = 1.0 + t2 * S;
+        D = el_class_weights(m, eta[c], s2[c], t2, pn + p0, uu);
         for (j = 0; j < m; j++)
             for (k = 0; k < m; k++)
                 Cg[(int64_t)pgrp[p0 + j] * ng + (int64_t)pgrp[p0 + k]] +=
@@ -1568,14 +1577,10 @@ static int64_t el_umarg(uint64_t dim, const double *x, double *out, double *logp
     /* classes: N Prec between positions; Z = Prec Y Prec */
     for (s = 0; s < ncls; s++) {
         int64_t p0 = (int64_t)kpos[s], m = (int64_t)kpos[s + 1] - p0;
-        double N = kN[s], S = 0.0, t2, D, sumZ = 0.0, trZ = 0.0, trZn = 0.0;
+        double N = kN[s], t2, D, sumZ = 0.0, trZ = 0.0, trZn = 0.0;
         c = (int64_t)kconn[s];
         t2 = tau[c] * tau[c];
-        for (j = 0; j < m; j++) {
-            uu[j] = 1.0 / (eta[c] * eta[c] + s2[c] / pn[p0 + j]);
-            S += uu[j];
-        }
-        D = 1.0 + t2 * S;
+        D = el_class_weights(m, eta[c], s2[c], t2, pn + p0, uu);
         for (j = 0; j < m; j++)
             for (k = 0; k < m; k++) {
                 Prec[j * m + k] = (j == k ? uu[j] : 0.0) - t2 * uu[j] * uu[k] / D;
