@@ -43,7 +43,10 @@ log = logging.getLogger(__name__)
 
 STRUCTURES = ("independent", "additive", "full")
 PRIORS = ("intercept", "sd_main", "sd_interaction")
-SCALES = ("sd_main", "sd_interaction")
+#: Priors a spec may leave out: ``sd_term``, the sd of the terms within a cell (only needed
+#: when the table has a term column).
+OPTIONAL_PRIORS = ("sd_term",)
+SCALES = ("sd_main", "sd_interaction", "sd_term")
 
 #: metric -> (denominator, success) over y (truth) and p (prediction), both 0/1:
 #: "all", "y1", "y0", "p1" select the denominator rows; the success is a condition on them.
@@ -137,7 +140,7 @@ class GroupSpec:
         if missing:
             raise ModelSpecError(f"group_rates spec: priors {', '.join(missing)} missing")
         for s in SCALES:
-            if not self.priors[s].positive:
+            if s in self.priors and not self.priors[s].positive:
                 raise ModelSpecError(f"group_rates spec: prior {s!r} must have positive "
                                      f"support, got {self.priors[s]}")
         for name in ("alpha", "beta"):
@@ -158,7 +161,7 @@ class GroupSpec:
         if d.get("family", "group_rates") != "group_rates":
             raise ModelSpecError(f"{source}: family must be 'group_rates', got {d['family']!r}")
         priors = {k: Prior.from_dict(v, k, source) for k, v in d.get("priors", {}).items()}
-        extra = sorted(set(priors) - set(PRIORS))
+        extra = sorted(set(priors) - set(PRIORS) - set(OPTIONAL_PRIORS))
         if extra:
             raise ModelSpecError(f"{source}: unknown priors {', '.join(extra)}; the family's "
                                  f"priors are {', '.join(PRIORS)}")
@@ -171,7 +174,8 @@ class GroupSpec:
         """Return the spec as plain data (round-trips through :meth:`from_dict`)."""
         return {"name": self.name, "family": "group_rates", "description": self.description,
                 "structure": self.structure,
-                "priors": {k: self.priors[k].to_dict() for k in PRIORS},
+                "priors": {k: self.priors[k].to_dict() for k in (*PRIORS, *OPTIONAL_PRIORS)
+                           if k in self.priors},
                 "independent": {"alpha": float(self.alpha), "beta": float(self.beta)}}
 
     @property
@@ -206,6 +210,11 @@ class GroupSpec:
                       f"  sd[m, 1] ~ {p['sd_main']}"]
             if self.structure == "full":
                 lines.append(f"  sd[m, o] ~ {p['sd_interaction']}   (o = 2..A, one per order)")
+        if "sd_term" in p:
+            lines += ["  with a term column (terms j nested in cells c(j)):",
+                      "  k[m, j] ~ Binomial(n[m, j], p[m, j]),  logit p[m, j] = logit p[m, c(j)]"
+                      " + sd_term[m] * u[m, j],  u ~ Normal(0, 1)",
+                      f"  sd_term[m] ~ {p['sd_term']}"]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -399,11 +408,12 @@ class Kernel:
     #: :attr:`PARTIAL_SD` as the plug-in sd of their order).
     PARTIAL_LOWER = False
 
-    def __init__(self, k, n, shape, spec: GroupSpec):
+    def __init__(self, k, n, shape, spec: GroupSpec, terms=None):
         self.k = np.asarray(k, dtype=float)
         self.n = np.asarray(n, dtype=float)
         self.M, self.C = self.k.shape
         self.spec = spec
+        self._set_terms(terms)
         terms = model_terms(tuple(shape), spec.structure)
         self.orders = sorted({t.order for t in terms})
         self.n_ord = len(self.orders)
@@ -465,12 +475,51 @@ class Kernel:
         else:
             self.low_weight = self.centred[:, :self.D_low].astype(float)
         self.ndim = self.M * (1 + self.n_ord + self.D)
+        self.off_term = self.ndim  # log sd_term (M), then u (M, NT), after the cells' part
+        if self.has_terms:
+            self.ndim += self.M * (1 + self.NT)
+            self.pri_term = np.array(_prior_row(spec.priors["sd_term"]))
+        else:
+            self.pri_term = np.zeros(3)
         self.pri_mu = np.array(_prior_row(spec.priors["intercept"]))
         self.pri_sd = np.array([_prior_row(spec.priors["sd_main" if o == 1 else
                                                        "sd_interaction"])
                                 for o in self.orders]).reshape(self.n_ord, 3)
         self.w = _variance_weights(self.n)
         self.raw_logit = np.log(pbar / (1 - pbar))
+
+    def _set_terms(self, terms) -> None:
+        """Terms nested in cells: ``(term_cell (NT,), k (M, NT), n (M, NT))``, sorted by cell.
+
+        The likelihood is then the terms' (a term's logit is its cell's plus ``sd_term * u``);
+        the cells' own ``k``, ``n`` (the sums over their terms) only set the centring.
+        """
+        self.has_terms = terms is not None
+        if not self.has_terms:
+            self.NT = 0
+            self.term_cell = np.zeros(0, dtype=np.int64)
+            self.term_k = self.term_n = np.zeros((self.M, 0))
+            self.term_ptr = np.zeros(self.C + 1, dtype=np.int64)
+            return
+        if "sd_term" not in self.spec.priors:
+            raise ModelSpecError("group_rates spec: a term column needs the prior sd_term "
+                                 "(add it under [priors], as in models/groups/group_rates.toml)")
+        tc, tk, tn = terms
+        self.term_cell = np.asarray(tc, dtype=np.int64)
+        self.term_k = np.ascontiguousarray(tk, dtype=float)
+        self.term_n = np.ascontiguousarray(tn, dtype=float)
+        self.NT = self.term_cell.size
+        if self.term_k.shape != (self.M, self.NT) or self.term_n.shape != (self.M, self.NT):
+            raise InvalidArgumentError("terms: k and n must be (metrics, terms)")
+        if np.any(np.diff(self.term_cell) < 0) or (self.NT and (
+                self.term_cell[0] < 0 or self.term_cell[-1] >= self.C)):
+            raise InvalidArgumentError("terms: term_cell must be sorted cell indices")
+        self.term_ptr = np.searchsorted(self.term_cell, np.arange(self.C + 1)).astype(np.int64)
+
+    def split_terms(self, x):
+        """Return log sd_term (M,) and the terms' standardised deviations u (M, NT)."""
+        o = self.off_term
+        return x[o:o + self.M], x[o + self.M:o + self.M * (1 + self.NT)].reshape(self.M, self.NT)
 
     def split(self, x):
         """Return intercept (M,), log sd (M, n_ord), coordinates (M, D)."""
@@ -506,6 +555,8 @@ class Kernel:
         g_mu = np.zeros(self.M)
         g_logsd = np.zeros_like(logsd)
         g_z = np.zeros_like(z)
+        g_lst = np.zeros(self.M)
+        g_term = np.zeros((self.M, self.NT))
         lp = 0.0
         for m in range(self.M):
             zl = z[m, :self.D_low]
@@ -528,9 +579,20 @@ class Kernel:
                 lp += float(np.sum(-0.5 * e**2 - w * logsd[m, -1]))
             else:
                 eta = lower
-            soft = np.logaddexp(0.0, eta)
-            lp += float(np.sum(self.k[m] * eta - self.n[m] * soft))
-            r = self.k[m] - self.n[m] * np.exp(eta - soft)
+            if self.has_terms:
+                lst, u = self.split_terms(x)
+                st = np.exp(lst[m])
+                et = eta[self.term_cell] + st * u[m]
+                soft = np.logaddexp(0.0, et)
+                lp += float(np.sum(self.term_k[m] * et - self.term_n[m] * soft - 0.5 * u[m]**2))
+                rt = self.term_k[m] - self.term_n[m] * np.exp(et - soft)
+                g_term[m] = rt * st - u[m]
+                g_lst[m] = np.sum(rt * st * u[m])
+                r = np.bincount(self.term_cell, weights=rt, minlength=self.C)
+            else:
+                soft = np.logaddexp(0.0, eta)
+                lp += float(np.sum(self.k[m] * eta - self.n[m] * soft))
+                r = self.k[m] - self.n[m] * np.exp(eta - soft)
             if self.top_cell:
                 g_z[m, self.D_low:] = r * s / sw - e / sw
                 g_lower = r * (1.0 - w * s / sw) + w * e / sw
@@ -554,9 +616,15 @@ class Kernel:
             lps, gs = _prior_logp(prior, sd[:, j])
             lp += float(lps.sum() + logsd[:, j].sum())  # + log-Jacobian of sd = exp(log sd)
             g_logsd[:, j] += gs * sd[:, j] + 1.0
+        parts = [g_mu, g_logsd.ravel(), g_z.ravel()]
+        if self.has_terms:
+            lst, _ = self.split_terms(x)
+            lps, gs = _prior_logp(self.spec.priors["sd_term"], np.exp(lst))
+            lp += float(lps.sum() + lst.sum())
+            parts += [g_lst + gs * np.exp(lst) + 1.0, g_term.ravel()]
         if not np.isfinite(lp):
             return -np.inf, np.zeros_like(x)
-        return lp, np.concatenate([g_mu, g_logsd.ravel(), g_z.ravel()])
+        return lp, np.concatenate(parts)
 
     def expand(self, x) -> dict:
         """Cell rates, sds and the finite-population sd of every order at `x`."""
@@ -564,14 +632,66 @@ class Kernel:
         eta = mu[:, None] + parts.sum(axis=1)
         mean = (parts * self.w[:, None, :]).sum(axis=2, keepdims=True)
         fsd = np.sqrt(((parts - mean) ** 2 * self.w[:, None, :]).sum(axis=2))
-        return {"p": 1.0 / (1.0 + np.exp(-eta)), "sd": sd, "order_sd": fsd, "intercept": mu}
+        out = {"p": 1.0 / (1.0 + np.exp(-eta)), "sd": sd, "order_sd": fsd, "intercept": mu}
+        if self.has_terms:
+            lst, u = self.split_terms(x)
+            et = eta[:, self.term_cell] + np.exp(lst)[:, None] * u
+            out.update(p_term=1.0 / (1.0 + np.exp(-et)), sd_term=np.exp(lst))
+        return out
 
     def numba_args(self) -> tuple:
         """Return the arrays that :func:`_numba_logp`'s function takes after ``x``."""
         return (self.k, self.n, self.B_flat, self.b_off, self.t_size, self.t_rank,
                 self.t_coord, self.t_order, np.ascontiguousarray(self.index), self.col_order,
                 np.ascontiguousarray(self.low_weight), np.ascontiguousarray(self.top_weight),
-                self.M, self.n_ord, self.D_low, int(self.top_cell), self.pri_mu, self.pri_sd)
+                self.M, self.n_ord, self.D_low, int(self.top_cell), self.pri_mu, self.pri_sd,
+                int(self.has_terms), self.term_ptr, self.term_k, self.term_n, self.pri_term,
+                self.off_term)
+
+    def expanded(self) -> tuple[list[str], list[tuple[int, ...]]]:
+        """Names and shapes of what :meth:`expand` (and the native expansion) returns."""
+        M, C, n_ord = self.M, self.C, self.n_ord
+        names = ["p", "sd", "order_sd", "intercept"] if n_ord else ["p", "intercept"]
+        shapes = [(M, C), (M, n_ord), (M, n_ord), (M,)] if n_ord else [(M, C), (M,)]
+        if self.has_terms:
+            names += ["p_term", "sd_term"]
+            shapes += [(M, self.NT), (M,)]
+        return names, shapes
+
+    def native_data(self) -> np.ndarray:
+        """Return the kernel as one float64 buffer for :func:`_numba_native`'s C functions.
+
+        A header of int64 words (:data:`_HEAD`: sizes, then each array's word offset), then
+        the arrays (float64, or int64 stored bit for bit).
+        """
+        f, i = np.float64, np.int64
+        arrays = [("k", self.k, f), ("n", self.n, f), ("B", self.B_flat, f),
+                  ("b_off", self.b_off, i), ("t_size", self.t_size, i),
+                  ("t_rank", self.t_rank, i), ("t_coord", self.t_coord, i),
+                  ("t_order", self.t_order, i), ("index", self.index, i),
+                  ("col_order", self.col_order, i), ("low_weight", self.low_weight, f),
+                  ("top_weight", self.top_weight, f), ("pri_mu", self.pri_mu, f),
+                  ("pri_sd", self.pri_sd, f), ("term_ptr", self.term_ptr, i),
+                  ("term_k", self.term_k, f), ("term_n", self.term_n, f),
+                  ("pri_term", self.pri_term, f), ("w", self.w, f)]
+        head = np.zeros(len(_HEAD), dtype=np.int64)
+        chunks, words = [], len(_HEAD)
+        for name, arr, kind in arrays:
+            a = np.ascontiguousarray(arr, dtype=kind).ravel()
+            head[_H[name]] = words
+            chunks.append(a.view(np.float64))
+            words += a.size
+        names, shapes = self.expanded()
+        head[_H["total"]] = words
+        head[_H["ndim"]] = self.ndim
+        head[_H["n_expanded"]] = sum(int(np.prod(s)) for s in shapes)
+        for key, val in (("M", self.M), ("C", self.C), ("T", len(self.lower)),
+                         ("n_ord", self.n_ord), ("D_low", self.D_low),
+                         ("top_cell", int(self.top_cell)), ("has_terms", int(self.has_terms)),
+                         ("NT", self.NT), ("off_term", self.off_term),
+                         ("B_len", self.B_flat.size)):
+            head[_H[key]] = val
+        return np.concatenate([head.view(np.float64), *chunks])
 
     def prior_draw(self, rng) -> tuple[np.ndarray, np.ndarray]:
         """One draw of (intercept, cell logits) from the prior, for simulation-based checks."""
@@ -638,8 +758,10 @@ def _numba_logp():
 
     @numba.njit(cache=True, fastmath=False, nogil=True)
     def logp(x, k, n, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight,
-             top_weight, M, n_ord, D_low, top_cell, pri_mu, pri_sd, grad):
+             top_weight, M, n_ord, D_low, top_cell, pri_mu, pri_sd, has_terms, term_ptr, term_k,
+             term_n, pri_term, off_term, grad):
         C = k.shape[1]
+        NT = term_k.shape[1]
         D = D_low + (C if top_cell else 0)
         T = t_size.shape[0]
         lp = 0.0
@@ -696,7 +818,28 @@ def _numba_logp():
                     lp += -0.5 * e * e - w * ls
                 else:
                     eta = lower[c]
-                if n[m, c] > 0 or k[m, c] != 0:
+                if has_terms:
+                    # the cell's terms carry its likelihood: logit = eta + sd_term * u
+                    r = 0.0
+                    st = math.exp(x[off_term + m])
+                    o_u = off_term + M + m * NT
+                    for j in range(term_ptr[c], term_ptr[c + 1]):
+                        u = x[o_u + j]
+                        et = eta + st * u
+                        lp += -0.5 * u * u
+                        if term_n[m, j] > 0 or term_k[m, j] != 0:
+                            if et > 0:
+                                soft = et + math.log1p(math.exp(-et))
+                            else:
+                                soft = math.log1p(math.exp(et))
+                            lp += term_k[m, j] * et - term_n[m, j] * soft
+                            rt = term_k[m, j] - term_n[m, j] * math.exp(et - soft)
+                        else:
+                            rt = 0.0
+                        grad[o_u + j] = rt * st - u
+                        grad[off_term + m] += rt * st * u
+                        r += rt
+                elif n[m, c] > 0 or k[m, c] != 0:
                     if eta > 0:
                         soft = eta + math.log1p(math.exp(-eta))
                     else:
@@ -743,20 +886,321 @@ def _numba_logp():
                 l1, g1 = prior(int(pri_sd[o, 0]), pri_sd[o, 1], pri_sd[o, 2], s3)
                 lp += l1 + ls2
                 grad[off_sd + o] += g1 * s3 + 1.0
+            if has_terms:
+                ls4 = x[off_term + m]
+                s4 = math.exp(ls4)
+                l4, g4 = prior(int(pri_term[0]), pri_term[1], pri_term[2], s4)
+                lp += l4 + ls4
+                grad[off_term + m] += g4 * s4 + 1.0
         return lp
 
     _NUMBA_LOGP = logp
     return logp
 
 
+#: Slots of the header of :meth:`Kernel.native_data` (int64 words at the buffer's start):
+#: sizes, then the word offset of every array.
+_HEAD = ("total", "ndim", "n_expanded", "M", "C", "T", "n_ord", "D_low", "top_cell",
+         "has_terms", "NT", "off_term", "k", "n", "B", "b_off", "t_size", "t_rank", "t_coord",
+         "t_order", "index", "col_order", "low_weight", "top_weight", "pri_mu", "pri_sd",
+         "term_ptr", "term_k", "term_n", "pri_term", "w", "B_len")
+_H = {name: i for i, name in enumerate(_HEAD)}
+# the same slots as constants numba compiles in
+_S_TOTAL = 0
+_S_NDIM = 1
+_S_N_EXPANDED = 2
+_S_M = 3
+_S_C = 4
+_S_T = 5
+_S_N_ORD = 6
+_S_D_LOW = 7
+_S_TOP_CELL = 8
+_S_HAS_TERMS = 9
+_S_NT = 10
+_S_OFF_TERM = 11
+_S_K = 12
+_S_N = 13
+_S_B = 14
+_S_B_OFF = 15
+_S_T_SIZE = 16
+_S_T_RANK = 17
+_S_T_COORD = 18
+_S_T_ORDER = 19
+_S_INDEX = 20
+_S_COL_ORDER = 21
+_S_LOW_WEIGHT = 22
+_S_TOP_WEIGHT = 23
+_S_PRI_MU = 24
+_S_PRI_SD = 25
+_S_TERM_PTR = 26
+_S_TERM_K = 27
+_S_TERM_N = 28
+_S_PRI_TERM = 29
+_S_W = 30
+_S_B_LEN = 31
+
+_NUMBA_NATIVE = None
+
+
+def _numba_native():
+    """Return the log-density and expansion as C functions for nutpie (numba ``cfunc``).
+
+    ``logp(dim, x, grad, logp, data)`` and ``expand(dim, expanded, x, out, data)`` read the
+    kernel from one float64 buffer (:meth:`Kernel.native_data`), so nutpie's threads call
+    them without Python (no GIL); compiled once per machine, then cached.
+    """
+    global _NUMBA_NATIVE
+    if _NUMBA_NATIVE is not None:
+        return _NUMBA_NATIVE
+    import math
+
+    import numba
+    from numba import types
+
+    logp = _numba_logp()
+    H = len(_HEAD)
+
+    @numba.njit(cache=True, nogil=True)
+    def expand(x, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight,
+               top_weight, M, C, n_ord, D_low, top_cell, has_terms, term_ptr, NT, off_term, w,
+               out):
+        D = D_low + (C if top_cell else 0)
+        T = t_size.shape[0]
+        max_size = 1
+        for t in range(T):
+            max_size = max(max_size, t_size[t])
+        tab = np.empty(max_size)
+        coef = np.empty(D_low)
+        parts = np.empty((max(n_ord, 1), C))
+        eta = np.empty(C)
+        pos_sd = M * C
+        pos_osd = pos_sd + M * n_ord
+        pos_mu = pos_osd + M * n_ord
+        pos_pt = pos_mu + M
+        pos_st = pos_pt + M * NT
+        for m in range(M):
+            mu = x[m]
+            off_sd = M + m * n_ord
+            off_z = M + M * n_ord + m * D
+            parts[:, :] = 0.0
+            for j in range(D_low):
+                coef[j] = math.exp((1.0 - low_weight[m, j]) * x[off_sd + col_order[j]]) \
+                    * x[off_z + j]
+            for t in range(T):
+                sz = t_size[t]
+                rk = t_rank[t]
+                o0 = b_off[t]
+                c0 = t_coord[t]
+                for i in range(sz):
+                    acc = 0.0
+                    for r in range(rk):
+                        acc += B[o0 + i * rk + r] * coef[c0 + r]
+                    tab[i] = acc
+                o = t_order[t]
+                for c in range(C):
+                    parts[o, c] += tab[index[t, c]]
+            if top_cell:
+                ls = x[off_sd + n_ord - 1]
+                for c in range(C):
+                    lower = mu
+                    for o in range(n_ord - 1):
+                        lower += parts[o, c]
+                    wt = top_weight[m, c]
+                    parts[n_ord - 1, c] = math.exp((1.0 - wt) * ls) * (
+                        x[off_z + D_low + c] - wt * lower)
+            for c in range(C):
+                e = mu
+                for o in range(n_ord):
+                    e += parts[o, c]
+                eta[c] = e
+                out[m * C + c] = 1.0 / (1.0 + math.exp(-e))
+            for o in range(n_ord):
+                out[pos_sd + m * n_ord + o] = math.exp(x[off_sd + o])
+                mean = 0.0
+                for c in range(C):
+                    mean += parts[o, c] * w[m, c]
+                acc = 0.0
+                for c in range(C):
+                    d = parts[o, c] - mean
+                    acc += d * d * w[m, c]
+                out[pos_osd + m * n_ord + o] = math.sqrt(acc)
+            out[pos_mu + m] = mu
+            if has_terms:
+                st = math.exp(x[off_term + m])
+                out[pos_st + m] = st
+                for c in range(C):
+                    for j in range(term_ptr[c], term_ptr[c + 1]):
+                        et = eta[c] + st * x[off_term + M + m * NT + j]
+                        out[pos_pt + m * NT + j] = 1.0 / (1.0 + math.exp(-et))
+
+    ptr = types.CPointer(types.double)
+    sig_logp = types.int64(types.uint64, ptr, ptr, ptr, ptr)
+    sig_expand = types.int64(types.uint64, types.uint64, ptr, ptr, ptr)
+
+    @numba.cfunc(sig_logp, cache=True, nogil=True)
+    def c_logp(dim, x_, grad_, lp_, data_):
+        hd = numba.carray(data_, (H,)).view(np.int64)
+        if dim != hd[_S_NDIM]:
+            return -1
+        total = hd[_S_TOTAL]
+        f = numba.carray(data_, (total,))
+        iv = f.view(np.int64)
+        M, C, T = hd[_S_M], hd[_S_C], hd[_S_T]
+        n_ord, D_low, NT = hd[_S_N_ORD], hd[_S_D_LOW], hd[_S_NT]
+        x = numba.carray(x_, (dim,))
+        grad = numba.carray(grad_, (dim,))
+        o = hd[_S_K]
+        k = f[o:o + M * C].reshape((M, C))
+        o = hd[_S_N]
+        n = f[o:o + M * C].reshape((M, C))
+        o = hd[_S_B]
+        B = f[o:o + hd[_S_B_LEN]]
+        o = hd[_S_B_OFF]
+        b_off = iv[o:o + T + 1]
+        o = hd[_S_T_SIZE]
+        t_size = iv[o:o + T]
+        o = hd[_S_T_RANK]
+        t_rank = iv[o:o + T]
+        o = hd[_S_T_COORD]
+        t_coord = iv[o:o + T]
+        o = hd[_S_T_ORDER]
+        t_order = iv[o:o + T]
+        o = hd[_S_INDEX]
+        index = iv[o:o + T * C].reshape((T, C))
+        o = hd[_S_COL_ORDER]
+        col_order = iv[o:o + D_low]
+        o = hd[_S_LOW_WEIGHT]
+        low_weight = f[o:o + M * D_low].reshape((M, D_low))
+        o = hd[_S_TOP_WEIGHT]
+        top_weight = f[o:o + M * C].reshape((M, C))
+        o = hd[_S_PRI_MU]
+        pri_mu = f[o:o + 3]
+        o = hd[_S_PRI_SD]
+        pri_sd = f[o:o + 3 * n_ord].reshape((n_ord, 3))
+        o = hd[_S_TERM_PTR]
+        term_ptr = iv[o:o + C + 1]
+        o = hd[_S_TERM_K]
+        term_k = f[o:o + M * NT].reshape((M, NT))
+        o = hd[_S_TERM_N]
+        term_n = f[o:o + M * NT].reshape((M, NT))
+        o = hd[_S_PRI_TERM]
+        pri_term = f[o:o + 3]
+        val = logp(x, k, n, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order,
+                   low_weight, top_weight, M, n_ord, D_low, hd[_S_TOP_CELL], pri_mu, pri_sd,
+                   hd[_S_HAS_TERMS], term_ptr, term_k, term_n, pri_term, hd[_S_OFF_TERM],
+                   grad)
+        lp = numba.carray(lp_, (1,))
+        lp[0] = val
+        for i in range(dim):
+            if not math.isfinite(grad[i]):
+                return 3
+        if not math.isfinite(val):
+            return 4
+        return 0
+
+    @numba.cfunc(sig_expand, cache=True, nogil=True)
+    def c_expand(dim, expanded, x_, out_, data_):
+        hd = numba.carray(data_, (H,)).view(np.int64)
+        if dim != hd[_S_NDIM] or expanded != hd[_S_N_EXPANDED]:
+            return -1
+        total = hd[_S_TOTAL]
+        f = numba.carray(data_, (total,))
+        iv = f.view(np.int64)
+        M, C, T = hd[_S_M], hd[_S_C], hd[_S_T]
+        n_ord, D_low, NT = hd[_S_N_ORD], hd[_S_D_LOW], hd[_S_NT]
+        x = numba.carray(x_, (dim,))
+        out = numba.carray(out_, (expanded,))
+        o = hd[_S_B]
+        B = f[o:o + hd[_S_B_LEN]]
+        o = hd[_S_B_OFF]
+        b_off = iv[o:o + T + 1]
+        o = hd[_S_T_SIZE]
+        t_size = iv[o:o + T]
+        o = hd[_S_T_RANK]
+        t_rank = iv[o:o + T]
+        o = hd[_S_T_COORD]
+        t_coord = iv[o:o + T]
+        o = hd[_S_T_ORDER]
+        t_order = iv[o:o + T]
+        o = hd[_S_INDEX]
+        index = iv[o:o + T * C].reshape((T, C))
+        o = hd[_S_COL_ORDER]
+        col_order = iv[o:o + D_low]
+        o = hd[_S_LOW_WEIGHT]
+        low_weight = f[o:o + M * D_low].reshape((M, D_low))
+        o = hd[_S_TOP_WEIGHT]
+        top_weight = f[o:o + M * C].reshape((M, C))
+        o = hd[_S_TERM_PTR]
+        term_ptr = iv[o:o + C + 1]
+        o = hd[_S_W]
+        w = f[o:o + M * C].reshape((M, C))
+        expand(x, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight,
+               top_weight, M, C, n_ord, D_low, hd[_S_TOP_CELL], hd[_S_HAS_TERMS], term_ptr,
+               NT, hd[_S_OFF_TERM], w, out)
+        return 0
+
+    _NUMBA_NATIVE = (c_logp, c_expand, expand)
+    return _NUMBA_NATIVE
+
+
+def _initial(kern: Kernel, seed) -> np.ndarray:
+    """Return a chain's start: intercepts near the pooled logit, log sds near log 0.5."""
+    M, n_ord = kern.M, kern.n_ord
+    r = np.random.default_rng(seed)
+    x = r.uniform(-0.5, 0.5, kern.ndim)
+    pbar = (kern.k.sum(1) + 0.5) / (kern.n.sum(1) + 1)
+    x[:M] = np.log(pbar / (1 - pbar)) + r.uniform(-0.2, 0.2, M)
+    x[M:M + M * n_ord] = np.log(0.5) + r.uniform(-0.5, 0.5, M * n_ord)
+    # a centred cell's coordinate is its logit (a partly centred one, w times it): start
+    # it near the raw rate's
+    z = x[M + M * n_ord:M * (1 + n_ord + kern.D)].reshape(M, kern.D)
+    if kern.top_cell:
+        w = kern.top_weight
+        z[:, kern.D_low:] = w * kern.raw_logit + (1 - 0.9 * w) * z[:, kern.D_low:]
+    if kern.has_terms:
+        x[kern.off_term:kern.off_term + M] = np.log(0.5) + r.uniform(-0.5, 0.5, M)
+    return x
+
+
+@dataclass
+class _NativeModel:
+    """What :func:`bayesbias.models._nutpie.run` samples: the kernel's C functions and data."""
+
+    names: list
+    shapes: list
+    data: np.ndarray
+    logp: object
+    expand: object
+    dim: int
+    expanded_dim: int
+    dims: dict = field(default_factory=dict)
+    coords: dict | None = None
+    adaptation: str = "diag"
+
+
+def _sample_native(kern: Kernel, draws, tune, chains, seed, cores, target_accept):
+    """NUTS on the kernel's numba C functions, by nutpie's core (no Python per gradient)."""
+    from ._nutpie import run
+
+    c_logp, c_expand, _ = _numba_native()
+    names, shapes = kern.expanded()
+    model = _NativeModel(names=names, shapes=shapes, data=kern.native_data(), logp=c_logp,
+                         expand=c_expand, dim=kern.ndim,
+                         expanded_dim=sum(int(np.prod(s)) for s in shapes))
+    return run(model, lambda s: _initial(kern, s), "sampling group rates", draws, tune,
+               chains, cores, seed, target_accept)
+
+
 def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept):
+    """NUTS through nutpie's public ``from_pyfunc``: a Python callback per gradient.
+
+    The driver before the native one (:func:`_sample_native`), kept to check that both give
+    the same draws (``DRIVER = "python"``). Returns ``(posterior, sample_stats)``.
+    """
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    M, C, n_ord = kern.M, kern.C, kern.n_ord
-    names = ["p", "sd", "order_sd", "intercept"] if n_ord else ["p", "intercept"]
-    shapes = [(M, C), (M, n_ord), (M, n_ord), (M,)] if n_ord else [(M, C), (M,)]
-
+    names, shapes = kern.expanded()
     fast = _numba_logp()
     args = kern.numba_args()
 
@@ -770,28 +1214,19 @@ def _sample_kernel(kern: Kernel, draws, tune, chains, seed, cores, target_accept
         return logp
 
     def make_expand(seed1, seed2, chain):
-        if n_ord:
-            return kern.expand
         return lambda x: {k: v for k, v in kern.expand(x).items() if k in names}
 
-    def init(seed):
-        r = np.random.default_rng(seed)
-        x = r.uniform(-0.5, 0.5, kern.ndim)
-        pbar = (kern.k.sum(1) + 0.5) / (kern.n.sum(1) + 1)
-        x[:M] = np.log(pbar / (1 - pbar)) + r.uniform(-0.2, 0.2, M)
-        x[M:M + M * n_ord] = np.log(0.5) + r.uniform(-0.5, 0.5, M * n_ord)
-        # a centred cell's coordinate is its logit (a partly centred one, w times it): start
-        # it near the raw rate's
-        z = x[M + M * n_ord:].reshape(M, kern.D)
-        if kern.top_cell:
-            w = kern.top_weight
-            z[:, kern.D_low:] = w * kern.raw_logit + (1 - 0.9 * w) * z[:, kern.D_low:]
-        return x
-
     model = from_pyfunc(kern.ndim, make_logp, make_expand, [np.dtype("float64")] * len(names),
-                        shapes, names, make_initial_point_fn=init)
-    return nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed,
-                         cores=cores, target_accept=target_accept, progress_bar=False)
+                        shapes, names, make_initial_point_fn=lambda s: _initial(kern, s))
+    trace = nutpie.sample(model, draws=draws, tune=tune, chains=chains, seed=seed,
+                          cores=cores, target_accept=target_accept, progress_bar=False)
+    return trace.posterior.to_dataset(), trace.sample_stats.to_dataset()
+
+
+#: How the sampler calls the log-density: ``"native"`` (numba C functions called by nutpie's
+#: threads, no Python and no GIL per gradient) or ``"python"`` (nutpie's ``from_pyfunc``, a
+#: Python callback per gradient; same draws, slower).
+DRIVER = "native"
 
 
 #: NUTS' target acceptance for this family. 0.95, not the library's usual 0.9: on the shipped
@@ -814,14 +1249,19 @@ PARALLEL_MIN_DIM = 1000
 
 def fit_counts(k, n, shape, spec: GroupSpec, *, draws: int = 1000, tune: int = 1000,
                chains: int = 4, seed: int = 0, cores: int | None = None,
-               target_accept: float = TARGET_ACCEPT) -> dict:
+               target_accept: float = TARGET_ACCEPT, terms=None) -> dict:
     """Posterior draws of every cell's rate (and of the order sds) from the counts.
+
+    `terms`: ``(term_cell, k, n)`` of terms nested in the cells (:class:`Kernel`); the
+    likelihood is then the terms'.
 
     Returns
     -------
     dict
         ``p``: (chain, draw, metric, cell); ``order_sd``: (chain, draw, metric, order) or
         None; ``orders``: the orders; ``divergences``, ``rhat_max``, ``ess_min``, ``seconds``.
+        With terms also ``p_term`` (chain, draw, metric, term) and ``sd_term`` (chain, draw,
+        metric); then ``p`` is the rate of a cell's logit (a term with deviation 0).
         With ``structure = "independent"`` the draws come from the exact Beta posterior.
     """
     k = np.asarray(k, dtype=np.int64)
@@ -831,36 +1271,59 @@ def fit_counts(k, n, shape, spec: GroupSpec, *, draws: int = 1000, tune: int = 1
     if spec.structure == "independent":
         a, b = exact_posterior(k, n, spec.alpha, spec.beta)
         p = rng.beta(a, b, size=(chains, draws, *k.shape))
-        return {"p": p, "order_sd": None, "orders": (), "divergences": 0, "rhat_max": None,
-                "ess_min": None, "seconds": time.perf_counter() - t0, "sampler": "exact"}
-    kern = Kernel(k, n, shape, spec)
+        out = {"p": p, "order_sd": None, "orders": (), "divergences": 0, "rhat_max": None,
+               "ess_min": None, "seconds": time.perf_counter() - t0, "sampler": "exact"}
+        if terms is not None:  # every term its own Beta posterior (no pooling)
+            at, bt = exact_posterior(terms[1], terms[2], spec.alpha, spec.beta)
+            out["p_term"] = rng.beta(at, bt, size=(chains, draws, *at.shape))
+            out["sd_term"] = None
+        return out
+    kern = Kernel(k, n, shape, spec, terms=terms)
     if kern.D == 0 and spec.structure != "independent":
         log.info("one group only: the pooled model is the intercept alone")
     if cores is None:
-        cores = 2 if kern.ndim >= PARALLEL_MIN_DIM else 1
-    trace = _sample_kernel(kern, draws, tune, chains, int(rng.integers(2**31)),
-                           min(cores, chains), target_accept)
-    post = trace["posterior"]
+        if DRIVER == "native":
+            from ..parallel import usable_cores
+
+            cores = usable_cores()
+        else:
+            cores = 2 if kern.ndim >= PARALLEL_MIN_DIM else 1
+    sampler = _sample_native if DRIVER == "native" else _sample_kernel
+    post, stats = sampler(kern, draws, tune, chains, int(rng.integers(2**31)),
+                          min(cores, chains), target_accept)
     p = np.asarray(post["p"].values)
     order_sd = np.asarray(post["order_sd"].values) if "order_sd" in post else None
     sd = np.asarray(post["sd"].values) if "sd" in post else None
     orders = tuple(kern.orders)
-    div = int(np.asarray(trace["sample_stats"]["diverging"].values).sum())
-    rhat_max = ess_min = None
-    try:
-        import arviz as az
-
-        names = [v for v in ("intercept", "sd") if v in post]
-        rhat = az.rhat(trace, var_names=names)
-        ess = az.ess(trace, var_names=names)
-        rhat_max = (float(max(float(np.nanmax(rhat[v].values)) for v in names))
-                    if chains > 1 else None)
-        ess_min = float(min(float(np.nanmin(ess[v].values)) for v in names))
-    except Exception as exc:  # diagnostics are a report, not a condition of the result
-        log.warning("convergence diagnostics failed: %s", exc)
+    div = int(np.asarray(stats["diverging"].values).sum())
+    rhat_max, ess_min = _diagnostics(post, [v for v in ("intercept", "sd", "sd_term")
+                                            if v in post])
     if div:
         log.warning("%d divergent transitions in the group-rates fit; the intervals may be "
                     "off (raise target_accept, or check for cells of extreme rates)", div)
-    return {"p": p, "order_sd": order_sd, "sd": sd, "orders": orders, "divergences": div,
-            "rhat_max": rhat_max, "ess_min": ess_min,
-            "seconds": time.perf_counter() - t0, "sampler": "nutpie"}
+    out = {"p": p, "order_sd": order_sd, "sd": sd, "orders": orders, "divergences": div,
+           "rhat_max": rhat_max, "ess_min": ess_min,
+           "seconds": time.perf_counter() - t0, "sampler": "nutpie"}
+    if kern.has_terms:
+        out["p_term"] = np.asarray(post["p_term"].values)
+        out["sd_term"] = np.asarray(post["sd_term"].values)
+    return out
+
+
+def _diagnostics(post, names) -> tuple[float | None, float | None]:
+    """Largest rank r-hat (None with one chain) and smallest bulk ESS of `names`' values."""
+    try:
+        ary = np.concatenate([np.asarray(post[v].values, dtype=np.float64).reshape(
+            *post[v].shape[:2], -1) for v in names], axis=2)
+        from ._rank_diagnostics import covered, rank_diagnostics
+
+        if covered(ary):
+            d = rank_diagnostics(ary, 0.05)
+            return float(np.nanmax(d["rhat"])), float(np.nanmin(d["ess_bulk"]))
+        from arviz_stats.base import array_stats
+
+        ess = array_stats.ess(ary, chain_axis=0, draw_axis=1, method="bulk")
+        return None, float(np.nanmin(ess))
+    except Exception as exc:  # diagnostics are a report, not a condition of the result
+        log.warning("convergence diagnostics failed: %s", exc)
+        return None, None
