@@ -51,6 +51,8 @@ __all__ = [
     "intersect_groups",
     "counterfactual_frames",
     "madlibs_data",
+    "madlibs_terms",
+    "MADLIBS_TERM_CATEGORIES",
     "MADLIBS_REFERENCE_TERMS",
 ]
 
@@ -61,6 +63,25 @@ MADLIBS_REFERENCE_TERMS: tuple[str, ...] = (
     "lesbian", "gay", "queer", "straight", "bisexual", "homosexual", "heterosexual", "cis",
     "trans", "nonbinary", "black", "white",
 )
+
+
+#: The group of each of the 51 madlibs identity terms. Ethnicity, gender and sexual
+#: orientation are the three vocabularies of the two-slot templates (``*_eth_gen*``,
+#: ``*_eth_sex*``: 17, 6 and 9 terms); religion, age and disability are this package's labels
+#: of the remaining 19 terms.
+MADLIBS_TERM_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "ethnicity": ("african", "african american", "american", "asian", "black", "canadian",
+                  "chinese", "european", "hispanic", "indian", "japanese", "latina", "latino",
+                  "latinx", "mexican", "middle eastern", "white"),
+    "gender": ("cis", "female", "male", "nonbinary", "trans", "transgender"),
+    "sexual orientation": ("bisexual", "gay", "heterosexual", "homosexual", "lesbian", "lgbt",
+                           "lgbtq", "queer", "straight"),
+    "religion": ("buddhist", "catholic", "christian", "jewish", "muslim", "protestant", "sikh",
+                 "taoist"),
+    "age": ("elderly", "middle aged", "millenial", "old", "older", "teenage", "young",
+            "younger"),
+    "disability": ("blind", "deaf", "paralyzed"),
+}
 
 
 @dataclass(frozen=True)
@@ -454,3 +475,24 @@ def madlibs_data(score: str = "TOXICITY@1", *, terms: Sequence[str] | None = Non
                                   threshold=threshold)
     cd.groups.columns = list(groups.columns)
     return cd, full
+
+
+def madlibs_terms(data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Return the madlibs sentences with one identity term, with its term and category.
+
+    Templates ``*identity*``; columns ``term`` and ``category``
+    (:data:`MADLIBS_TERM_CATEGORIES`) added. 3,366 rows: 51 terms x 66 sentences (33 toxic,
+    33 non-toxic), for terms nested in groups (``bayesbias groups TABLE --sensitive category
+    --term term``).
+    """
+    table = madlibs() if data is None else data
+    one = table[table["template"].astype(str).str.contains("identity")].reset_index(drop=True)
+    terms = [t for ts in MADLIBS_TERM_CATEGORIES.values() for t in ts]
+    flags = identity_groups(one, terms)
+    count = flags.sum(axis=1).to_numpy()
+    if np.any(count != 1):
+        raise InputDataError(f"madlibs: {int(np.sum(count != 1))} single-identity sentences do "
+                             "not hold exactly one identity term")
+    category = {t: c for c, ts in MADLIBS_TERM_CATEGORIES.items() for t in ts}
+    term = flags.columns.to_numpy()[flags.to_numpy().argmax(axis=1)]
+    return one.assign(term=term, category=[category[t] for t in term])

@@ -40,7 +40,8 @@ from ..models.group_rates import (
 from ..models.plots import _save, new_figure
 from ..validation import validate_choice, validate_ci_prob
 
-__all__ = ["GroupRates", "Comparison", "prepare_groups", "bin_column", "binary_labels"]
+__all__ = ["GroupRates", "Comparison", "prepare_groups", "prepare_terms", "bin_column",
+           "binary_labels"]
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +193,51 @@ def prepare_groups(sensitive_features, rows: int, bins=None, missing: str = "err
     return cell, levels, list(frame.columns)
 
 
+def prepare_terms(term, cell: np.ndarray, cell_names: list[str], shared: str = "error",
+                  name: str = "term"):
+    """Return each row's term, each term's cell and the terms' names (sorted by cell, name).
+
+    A term is nested in one cell. A label found in two cells is refused, naming the label
+    and the cells (``shared="error"``), or with ``shared="split"`` it is a different term in
+    each cell, named ``"label [cell]"``. Missing terms are refused with their row numbers.
+    """
+    validate_choice(shared, ("error", "split"), "shared_terms")
+    raw = term.to_numpy(dtype=object) if isinstance(term, pd.Series) else \
+        np.asarray(term, dtype=object)
+    if raw.ndim != 1 or len(raw) != len(cell):
+        raise InputDataError(f"{name}: {len(raw)} values, y_true has {len(cell)} rows")
+    s = pd.Series(raw)
+    miss = s.isna().to_numpy() | s.map(lambda v: isinstance(v, str) and not v.strip()) \
+        .to_numpy(dtype=bool)
+    if miss.any():
+        raise InputDataError(f"{name}: missing or empty terms in rows {_rows(miss)}")
+    codes, uniques = pd.factorize(s)
+    labels = np.array([str(u).strip() for u in uniques], dtype=object)
+    # (cell, label) pairs; a label stripped to the same text is one term
+    label_codes, label_names = pd.factorize(pd.Series(labels[codes]))
+    pair = cell.astype(np.int64) * len(label_names) + label_codes
+    pairs = np.unique(pair)
+    p_cell, p_label = pairs // len(label_names), pairs % len(label_names)
+    count = np.bincount(p_label, minlength=len(label_names))
+    if shared == "error" and np.any(count > 1):
+        bad = np.flatnonzero(count > 1)
+        parts = [f"{label_names[b]!r} in " + ", ".join(
+            repr(cell_names[c]) for c in p_cell[p_label == b]) for b in bad[:5]]
+        more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+        raise InputDataError(
+            f"{name}: a term must be nested in one group; found in several: "
+            f"{'; '.join(parts)}{more} (if the same label means a different term in each "
+            f"group, pass shared_terms='split' / --shared-terms split)")
+    names = [str(label_names[lb]) if count[lb] == 1 or shared == "error"
+             else f"{label_names[lb]} [{cell_names[c]}]" for c, lb in zip(p_cell, p_label,
+                                                                           strict=True)]
+    order = np.lexsort((np.array(names, dtype=object).astype(str), p_cell))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    row_term = rank[np.searchsorted(pairs, pair)]
+    return row_term, p_cell[order].astype(np.int64), [names[i] for i in order]
+
+
 # --------------------------------------------------------------------------------------
 # summaries of draws
 
@@ -287,6 +333,17 @@ class GroupRates:
     ci_prob : float
         Probability of every (equal-tailed) interval.
     draws, tune, chains, seed : sampler settings (``draws`` per chain).
+    term : array-like, optional
+        A term per row nested in its cell (identity terms within a group, e.g. "muslim",
+        "christian" within religion). Each term's logit is its cell's plus a deviation
+        ``Normal(0, sd_term)``; the counts are then per term, and a cell's rate is its terms'
+        rates post-stratified by `term_weights` (:attr:`by_term`, :meth:`term_sd`).
+    term_weights : dict or array-like, optional
+        A weight per term (name -> weight, or in :attr:`terms` order) for the cells' rates;
+        default: each metric's observed term sizes.
+    shared_terms : {"error", "split"}
+        A term label found in two cells: refused, naming it and the cells (default); or a
+        different term in each cell (named ``"label [cell]"``).
     """
 
     ci_kind = "eti"
@@ -295,7 +352,8 @@ class GroupRates:
                  y_score=None, threshold: float = 0.5, pos_label=None, bins=None,
                  missing: str = "error", structure: str | None = None, spec=None,
                  weights=None, ci_prob: float = 0.9, draws: int = 1000, tune: int = 1000,
-                 chains: int = 4, seed: int | None = None):
+                 chains: int = 4, seed: int | None = None, term=None, term_weights=None,
+                 shared_terms: str = "error"):
         self.ci_prob = validate_ci_prob(ci_prob)
         self.seed = defaults.seed if seed is None else int(seed)
         if isinstance(metrics, str):
@@ -346,11 +404,28 @@ class GroupRates:
         self.structure = self.spec.structure
         self.cell_names = [" | ".join(c) for c in self._cell_tuples()]
         self._set_weights(weights)
+        self.terms: list[str] = []
+        terms = None
+        if term is not None:
+            self.term_name = str(term.name) if isinstance(term, pd.Series) and \
+                term.name is not None else "term"
+            row_term, self.term_cell, self.terms = prepare_terms(
+                term, cell, self.cell_names, shared_terms, self.term_name)
+            self.term_k, self.term_n = cell_counts(y, pred, row_term, len(self.terms),
+                                                   self.metrics)
+            terms = (self.term_cell, self.term_k, self.term_n)
+            self._set_term_weights(term_weights)
+        elif term_weights is not None:
+            raise InvalidArgumentError("term_weights needs term")
         self.notes = self._notes()
         self.fit_info = fit_counts(self.k, self.n, self.shape, self.spec, draws=draws,
-                                   tune=tune, chains=chains, seed=self.seed)
+                                   tune=tune, chains=chains, seed=self.seed, terms=terms)
         p = self.fit_info["p"]
         self._p = p.reshape(-1, *p.shape[2:])  # (samples, metrics, cells)
+        if terms is not None:
+            pt = self.fit_info["p_term"]
+            self._p_term = pt.reshape(-1, *pt.shape[2:])  # (samples, metrics, terms)
+            self._p = self._cells_from_terms()
         if self.fit_info.get("divergences"):
             self.notes.append(f"{self.fit_info['divergences']} divergent transitions: the "
                               "sampler may not have explored the posterior fully")
@@ -382,8 +457,64 @@ class GroupRates:
         self.weights = np.broadcast_to(w, self.n.shape).astype(float)
         self.weighting = "user weights"
 
+    def _set_term_weights(self, weights) -> None:
+        NT = len(self.terms)
+        if weights is None:
+            self.term_weights = self.term_n.astype(float)
+            self.term_weighting = "observed term sizes"
+            return
+        if isinstance(weights, dict):
+            unknown = [t for t in weights if t not in self.terms]
+            if unknown:
+                raise InvalidArgumentError(f"term_weights: no term "
+                                           f"{', '.join(map(repr, unknown[:5]))}; terms: "
+                                           f"{', '.join(self.terms[:12])}")
+            lost = [t for t in self.terms if t not in weights]
+            if lost:
+                raise InvalidArgumentError(f"term_weights: no weight for the terms "
+                                           f"{', '.join(map(repr, lost[:5]))}")
+            weights = [weights[t] for t in self.terms]
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (NT,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise InvalidArgumentError(f"term_weights: one finite weight >= 0 per term ({NT} "
+                                       "terms, in the order of .terms)")
+        self.term_weights = np.broadcast_to(w, self.term_n.shape).astype(float)
+        self.term_weighting = "user weights"
+
+    def _cells_from_terms(self) -> np.ndarray:
+        """Cell draws post-stratified over their terms (:attr:`term_weights`).
+
+        A cell whose terms all weigh 0 for a metric (none in its denominator) averages its
+        terms equally; a cell with no terms (no rows) keeps the model's cell rate (a term
+        with deviation 0).
+        """
+        out = self._p.copy()
+        has = np.bincount(self.term_cell, minlength=self.n_cells) > 0
+        for i in range(len(self.metrics)):
+            out[:, i][:, has] = (self._p_term[:, i] @ self._term_matrix(i))[:, has]
+        return out
+
+    def _term_matrix(self, i: int) -> np.ndarray:
+        """(terms, cells): each term's share of its cell's rate for metric `i`."""
+        w = self.term_weights[i].copy()
+        tot = np.bincount(self.term_cell, weights=w, minlength=self.n_cells)
+        w[tot[self.term_cell] == 0] = 1.0
+        tot = np.bincount(self.term_cell, weights=w, minlength=self.n_cells)
+        a = np.zeros((len(self.terms), self.n_cells))
+        a[np.arange(len(self.terms)), self.term_cell] = w / tot[self.term_cell]
+        return a
+
     def _notes(self) -> list[str]:
         notes = []
+        if self.terms:
+            for i, m in enumerate(self.metrics):
+                empty = np.flatnonzero(self.term_n[i] == 0)
+                if empty.size:
+                    names = ", ".join(self.terms[t] for t in empty[:8])
+                    more = f" and {empty.size - 8} more" if empty.size > 8 else ""
+                    notes.append(f"{m}: {empty.size} term(s) have no "
+                                 f"{DENOMINATORS[METRICS[m][0]]} ({names}{more}); their {m} "
+                                 "is the model's (their cell's rate and sd_term)")
         for i, m in enumerate(self.metrics):
             empty = np.flatnonzero(self.n[i] == 0)
             if empty.size:
@@ -430,7 +561,16 @@ class GroupRates:
             d["n"], d["k"] = n, k
             with np.errstate(invalid="ignore", divide="ignore"):
                 d["raw"] = np.where(n > 0, k / np.maximum(n, 1), np.nan)
-            if self.structure == "independent":
+            if self.structure == "independent" and self.terms:
+                # the cell is a weighted mean of its terms' exact Betas: mean exact, interval
+                # from the draws
+                a, b = exact_posterior(self.term_k[i], self.term_n[i], self.spec.alpha,
+                                       self.spec.beta)
+                d["mean"] = np.where(np.bincount(self.term_cell, minlength=self.n_cells) > 0,
+                                     (a / (a + b)) @ self._term_matrix(i),
+                                     self.spec.alpha / (self.spec.alpha + self.spec.beta))
+                d["lower"], d["upper"] = _eti(self._p[:, i], self.ci_prob)
+            elif self.structure == "independent":
                 a, b = exact_posterior(k, n, self.spec.alpha, self.spec.beta)
                 d["mean"] = a / (a + b)
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -446,6 +586,69 @@ class GroupRates:
             d["prior_driven"] = n == 0
             frames.append(d)
         return pd.concat(frames, ignore_index=True)
+
+    def term_frame(self) -> pd.DataFrame:
+        """Return the terms as a tidy table: one row per metric and term.
+
+        Its cell, n, k, raw rate, posterior mean and interval (exact Beta under
+        ``independent``), and its share of its cell's rate (``weight``).
+        """
+        from scipy import stats
+
+        if not self.terms:
+            raise InvalidArgumentError("no term column was given (term= / --term)")
+        tuples = self._cell_tuples()
+        lo_q, hi_q = (1 - self.ci_prob) / 2, (1 + self.ci_prob) / 2
+        frames = []
+        for i, m in enumerate(self.metrics):
+            n, k = self.term_n[i], self.term_k[i]
+            d = pd.DataFrame([tuples[c] for c in self.term_cell], columns=self.features)
+            d.insert(0, "metric", m)
+            d[self.term_name] = self.terms
+            d["n"], d["k"] = n, k
+            with np.errstate(invalid="ignore", divide="ignore"):
+                d["raw"] = np.where(n > 0, k / np.maximum(n, 1), np.nan)
+            if self.structure == "independent":
+                a, b = exact_posterior(k, n, self.spec.alpha, self.spec.beta)
+                d["mean"] = a / (a + b)
+                d["lower"] = stats.beta.ppf(lo_q, a, b)
+                d["upper"] = stats.beta.ppf(hi_q, a, b)
+            else:
+                dr = self._p_term[:, i]
+                d["mean"] = dr.mean(axis=0)
+                d["lower"], d["upper"] = _eti(dr, self.ci_prob)
+            d["weight"] = self._term_matrix(i)[np.arange(len(self.terms)), self.term_cell]
+            d["prior_driven"] = n == 0
+            frames.append(d)
+        return pd.concat(frames, ignore_index=True)
+
+    @property
+    def by_term(self) -> pd.DataFrame:
+        """Per term (index: the cell's features and the term): columns (metric, statistic).
+
+        ``weight`` is the term's share of its cell's rate (:attr:`term_weighting`).
+        """
+        t = self.term_frame()
+        stats_ = ["n", "k", "raw", "mean", "lower", "upper", "weight", "prior_driven"]
+        index = pd.MultiIndex.from_frame(t[t.metric == self.metrics[0]][[*self.features,
+                                                                         self.term_name]])
+        parts = {m: t[t.metric == m][stats_].set_axis(index) for m in self.metrics}
+        return pd.concat(parts, axis=1, names=["metric", "statistic"])
+
+    def term_sd(self) -> pd.DataFrame:
+        """Per metric: the sd of the terms' logits around their cell's (posterior)."""
+        if not self.terms:
+            raise InvalidArgumentError("no term column was given (term= / --term)")
+        rows = []
+        sd = self.fit_info.get("sd_term")
+        for i, m in enumerate(self.metrics):
+            if sd is None:
+                rows.append({"metric": m, "mean": np.nan, "lower": np.nan, "upper": np.nan,
+                             "note": f"not estimated (structure {self.structure})"})
+                continue
+            rows.append({"metric": m, **_summary(sd.reshape(-1, sd.shape[-1])[:, i],
+                                                 self.ci_prob), "note": ""})
+        return pd.DataFrame(rows)
 
     @property
     def by_group(self) -> pd.DataFrame:
@@ -798,14 +1001,20 @@ class GroupRates:
             "comparisons": self.comparisons(delta).to_dict(orient="records"),
             "differential_fairness": self.differential_fairness().to_dict(orient="records"),
             "interaction_share": self.interaction_share().to_dict(orient="records"),
-            "fit": {k: v for k, v in self.fit_info.items() if k not in ("p", "order_sd", "sd")},
+            "fit": {k: v for k, v in self.fit_info.items()
+                    if k not in ("p", "order_sd", "sd", "p_term", "sd_term")},
             "notes": list(self.notes),
+            **({"term_column": self.term_name, "term_weighting": self.term_weighting,
+                "terms": self.term_frame().to_dict(orient="records"),
+                "term_sd": self.term_sd().to_dict(orient="records")} if self.terms else {}),
         }
 
     def __str__(self) -> str:
         pct = f"{self.ci_prob:.0%}"
         lines = [f"group rates: {self.rows:,} rows, {self.n_cells} cells "
-                 f"({' x '.join(self.features)}), structure {self.structure}, {pct} intervals"]
+                 f"({' x '.join(self.features)})"
+                 + (f", {len(self.terms)} terms ({self.term_name})" if self.terms else "")
+                 + f", structure {self.structure}, {pct} intervals"]
         pd_opts = {"display.width": 120, "display.max_columns": 20, "display.max_rows": 200}
         with pd.option_context(*[x for kv in pd_opts.items() for x in kv]):
             t = self.to_frame()
@@ -813,6 +1022,16 @@ class GroupRates:
                          upper=t.upper.round(3))
             lines += ["", "cells:", t.drop(columns=[c for c in ("mode",) if c in t])
                       .to_string(index=False)]
+            if self.terms:
+                tf = self.term_frame()
+                tf = tf.assign(raw=tf.raw.round(3), mean=tf["mean"].round(3),
+                               lower=tf.lower.round(3), upper=tf.upper.round(3),
+                               weight=tf.weight.round(3))
+                lines += ["", f"terms ({self.term_name}; a cell's rate is its terms' "
+                          f"post-stratified by {self.term_weighting}):",
+                          tf.to_string(index=False), "",
+                          "sd of the terms' logits within a cell (sd_term):",
+                          self.term_sd().round(3).to_string(index=False)]
             lines += ["", "overall (post-stratified by " + self.weighting + "):",
                       self.overall.round(4).to_string()]
             comp = self.comparisons()

@@ -55,6 +55,14 @@ def register(sub) -> None:
     p.add_argument("--sensitive", default=None,
                    help="comma-separated sensitive columns (required with a table; default: none, "
                         "race,sex,age with --example)")
+    p.add_argument("--term", default=None, metavar="COL",
+                   help="a column of terms nested in the groups (identity terms within a "
+                        "group, e.g. 'muslim', 'christian' within religion): per-term rates "
+                        "with intervals, and each cell's rate post-stratified over its terms "
+                        "(default: none)")
+    p.add_argument("--shared-terms", choices=["error", "split"], default="error",
+                   help="a term label found in two groups: refuse it (naming the term and the "
+                        "groups), or treat it as a different term in each group")
     p.add_argument("--metric", default="selection_rate,tpr,fpr",
                    help="comma-separated: selection_rate, tpr, fpr, tnr, fnr, error_rate, "
                         "accuracy, precision, base_rate")
@@ -144,7 +152,7 @@ def _options(args):
     cols = [c.strip() for c in sensitive.split(",") if c.strip()]
     where = args.table or f"--example {args.example}"
     for flag, c in [("--label", label), ("--pred", pred), ("--score", args.score),
-                    *[("--sensitive", c) for c in cols]]:
+                    ("--term", args.term), *[("--sensitive", c) for c in cols]]:
         if c is not None and c not in table.columns:
             raise InputDataError(f"{where}: {flag} column {c!r} not found; columns: "
                                  f"{', '.join(map(str, table.columns))}")
@@ -164,7 +172,8 @@ def run(args) -> int:
                    sensitive_features=table[cols], metrics=metrics, pos_label=positive,
                    bins=bins, missing=args.missing, structure=args.structure, spec=args.spec,
                    ci_prob=args.ci_prob, draws=args.draws, tune=args.tune, chains=args.chains,
-                   seed=args.seed)
+                   seed=args.seed, term=table[args.term] if args.term else None,
+                   shared_terms=args.shared_terms)
     payload = g.to_dict(delta=args.delta)
     text = str(g) if not args.feature else ""
     if args.feature:

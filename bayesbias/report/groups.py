@@ -42,6 +42,13 @@ def groups_report(g, delta: float = 0.05) -> Report:
            "(crosses) are the prior's answer.")
     s.figure_from(lambda path: g.plot(path), "cells")
     s.table(g.to_frame(), "cells")
+    if g.terms:
+        s = rep.section("Terms")
+        s.text(f"Terms ({g.term_name}) nested in the cells: each term's logit is its cell's "
+               f"plus a deviation Normal(0, sd_term); a cell's rate above is its terms' rates "
+               f"post-stratified by {g.term_weighting} (column weight).")
+        s.table(g.term_sd(), "term_sd", "sd of the terms' logits within a cell.")
+        s.table(g.term_frame(), "terms")
     if g.notes:
         rep.section("Notes").bullets(g.notes)
     rep.section("Model").pre(g.spec.card())
