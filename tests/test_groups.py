@@ -346,3 +346,191 @@ def test_sbc_full_structure_is_uniform():
     for name, r in ranks.items():
         counts = np.bincount(np.asarray(r) * 5 // (draws + 1), minlength=5)
         assert stats.chisquare(counts).pvalue > 0.001, (name, counts)
+
+
+# --------------------------------------------------------------------------------------
+# terms nested in the groups
+
+def _term_table(seed=0, groups=3, terms=4, rows=40, sd_term=0.8):
+    """Rows of `groups` groups x `terms` terms each; term logits around their group's."""
+    rng = np.random.default_rng(seed)
+    g_logit = np.linspace(-1.0, 0.5, groups)
+    dev = rng.normal(0, sd_term, (groups, terms))
+    g = np.repeat(np.arange(groups), terms * rows)
+    t = np.repeat(np.arange(groups * terms), rows)
+    p = 1 / (1 + np.exp(-(g_logit[g] + dev.ravel()[t])))
+    y = np.ones(t.size, dtype=int)  # every row a positive: tpr = selection rate
+    pred = (rng.random(t.size) < p).astype(int)
+    return pd.DataFrame({"group": [f"g{i}" for i in g], "term": [f"t{i:02d}" for i in t],
+                         "y": y, "p": pred}), 1 / (1 + np.exp(-(g_logit[:, None] + dev)))
+
+
+def test_terms_independent_are_exact_betas_and_cells_their_weighted_mean():
+    t, _ = _term_table()
+    t = t.iloc[np.random.default_rng(1).permutation(len(t))[:400]].reset_index(drop=True)
+    g = GroupRates(t["y"], t["p"], sensitive_features=t[["group"]], term=t["term"],
+                   metrics=["tpr"], structure="independent", draws=4000, chains=1, seed=3)
+    tf = g.term_frame()
+    a, b = 1 + tf["k"].to_numpy(), 1 + tf["n"].to_numpy() - tf["k"].to_numpy()
+    np.testing.assert_allclose(tf["lower"], stats.beta.ppf(0.05, a, b), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tf["upper"], stats.beta.ppf(0.95, a, b), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tf["mean"], a / (a + b), rtol=0, atol=1e-12)
+    # a cell's rate: its terms' posterior means weighted by their observed sizes
+    cells = g.to_frame()
+    for c, row in cells.iterrows():
+        sel = tf["group"] == row["group"]
+        w = tf.loc[sel, "n"].to_numpy()
+        assert row["mean"] == pytest.approx(np.sum(w * tf.loc[sel, "mean"]) / w.sum(),
+                                            abs=1e-12)
+        np.testing.assert_allclose(tf.loc[sel, "weight"], w / w.sum(), atol=1e-12)
+        # the draws agree with the exact mean within Monte Carlo error (4000 draws)
+        dr = g.draws("tpr")[:, c]
+        assert abs(dr.mean() - row["mean"]) < 4 * dr.std() / np.sqrt(dr.size)
+    # n and k of a cell are its terms' sums
+    assert list(cells["n"]) == list(tf.groupby("group", sort=True)["n"].sum())
+    # user weights: one term carries its cell
+    first = {grp: tf.loc[tf.group == grp, "term"].iloc[0] for grp in tf.group.unique()}
+    w = {term: float(term in first.values()) for term in g.terms}
+    g2 = GroupRates(t["y"], t["p"], sensitive_features=t[["group"]], term=t["term"],
+                    metrics=["tpr"], structure="independent", draws=10, chains=1,
+                    term_weights=w)
+    got = g2.to_frame().set_index("group")["mean"]
+    for grp, term in first.items():
+        assert got[grp] == pytest.approx(tf.set_index("term").loc[term, "mean"], abs=1e-12)
+    assert g2.term_weighting == "user weights"
+    with pytest.raises(InvalidArgumentError, match="no weight"):
+        GroupRates(t["y"], t["p"], sensitive_features=t[["group"]], term=t["term"],
+                   structure="independent", draws=10, chains=1, term_weights={"t00": 1.0})
+
+
+def test_terms_bad_input_names_rows_terms_and_groups():
+    t, _ = _term_table()
+    bad = t.copy()
+    bad.loc[[3, 17], "term"] = np.nan
+    with pytest.raises(InputDataError, match=r"term: missing or empty terms in rows 3, 17"):
+        GroupRates(bad["y"], bad["p"], sensitive_features=bad[["group"]], term=bad["term"],
+                   structure="independent", draws=10, chains=1)
+    shared = t.copy()
+    shared.loc[shared.group == "g2", "term"] = "t00"  # t00 of g0 also in g2
+    with pytest.raises(InputDataError, match=r"'t00' in 'g0', 'g2'"):
+        GroupRates(shared["y"], shared["p"], sensitive_features=shared[["group"]],
+                   term=shared["term"], structure="independent", draws=10, chains=1)
+    g = GroupRates(shared["y"], shared["p"], sensitive_features=shared[["group"]],
+                   term=shared["term"], structure="independent", draws=10, chains=1,
+                   shared_terms="split")
+    assert "t00 [g0]" in g.terms and "t00 [g2]" in g.terms and "t01" in g.terms
+    assert len(g.terms) == 9  # 4 + 4 + 1
+    with pytest.raises(InvalidArgumentError, match="shared_terms"):
+        GroupRates(t["y"], t["p"], sensitive_features=t[["group"]], term=t["term"],
+                   structure="independent", draws=10, chains=1, shared_terms="merge")
+    with pytest.raises(InvalidArgumentError, match="term_weights needs term"):
+        GroupRates(t["y"], t["p"], sensitive_features=t[["group"]], term_weights=[1.0],
+                   structure="independent", draws=10, chains=1)
+
+
+def test_terms_kernel_gradient_numba_and_pymc_density():
+    """With terms: NumPy gradient = finite differences, numba = NumPy, PyMC density equal."""
+    from bayesbias.models.group_rates import _numba_logp, build_model
+
+    t, _ = _term_table(groups=3, terms=3, rows=20)
+    t["sex"] = np.where(np.arange(len(t)) % 2, "a", "b")
+    g = GroupRates(t["y"], t["p"], sensitive_features=t[["group", "sex"]], term=t["term"],
+                   shared_terms="split", metrics=["tpr"], structure="independent", draws=5,
+                   chains=1)
+    spec = load_group_spec(structure="full")
+    terms = (g.term_cell, g.term_k, g.term_n)
+    kern = Kernel(g.k, g.n, g.shape, spec, terms=terms)
+    assert kern.NT == 18 and kern.ndim == 1 + 2 + kern.D + 1 + 18
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=kern.ndim) * 0.4
+    lp, grad = kern.logp(x)
+    eps = 1e-6
+    num = np.array([(kern.logp(x + eps * e)[0] - kern.logp(x - eps * e)[0]) / (2 * eps)
+                    for e in np.eye(kern.ndim)])
+    np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-5)
+    out = np.empty(kern.ndim)
+    assert _numba_logp()(x, *kern.numba_args(), out) == pytest.approx(lp, rel=1e-12)
+    np.testing.assert_allclose(out, grad, rtol=1e-10, atol=1e-10)
+    # the PyMC model with terms: same density up to a constant
+    import pytensor.tensor as pt
+
+    model = build_model(g.k, g.n, g.shape, spec, terms=terms)
+    logp = model.compile_logp()
+    diffs = []
+    for _ in range(3):
+        x = rng.normal(size=kern.ndim) * 0.3
+        mu, logsd, z = kern.split(x)
+        lst, u = kern.split_terms(x)
+        point = {"intercept": mu, "z_cell": z[:, kern.D_low:], "sd_term_log__": lst,
+                 "z_term": u}
+        for j, o in enumerate(kern.orders):
+            point[f"sd_{o}_log__"] = logsd[:, j]
+        for j, (tm, basis, start) in enumerate(zip(kern.lower, kern.bases, kern.t_coord,
+                                                   strict=True)):
+            sub = tuple(g.shape[a] for a in tm.attributes)
+            table = (z[:, start:start + basis.shape[1]] @ basis.T).reshape(1, *sub)
+            rv = model[f"z_{j}"]
+            point[model.rvs_to_values[rv].name] = model.rvs_to_transforms[rv].forward(
+                pt.as_tensor(table)).eval()
+        diffs.append(kern.logp(x)[0] - logp(point))
+    assert np.ptp(diffs) < 1e-8
+
+
+def test_terms_cli_json_report_and_errors(capsys, tmp_path):
+    from bayesbias.cli import main
+
+    t, _ = _term_table(groups=2, terms=3, rows=30)
+    t.to_csv(tmp_path / "t.csv", index=False)
+    args = ["groups", str(tmp_path / "t.csv"), "--sensitive", "group", "--term", "term",
+            "--label", "y", "--pred", "p", "--metric", "tpr", "--quiet", "--draws", "200",
+            "--tune", "300", "--chains", "2", "--seed", "4"]
+    rc = main([*args, "--json", "--report", str(tmp_path / "rep")])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    jsonschema = pytest.importorskip("jsonschema")
+    from bayesbias.schemas import schema
+
+    jsonschema.validate(out, schema("group_rates"))
+    assert out["term_column"] == "term" and len(out["terms"]) == 6
+    assert out["term_weighting"] == "observed term sizes"
+    assert {r["term"] for r in out["terms"]} == {f"t{i:02d}" for i in range(6)}
+    sd = out["term_sd"][0]
+    assert 0 < sd["lower"] < sd["mean"] < sd["upper"]
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "Terms" in html and "sd_term" in html
+    # text output has the term table
+    rc = main(args)
+    assert rc == 0 and "terms (term;" in capsys.readouterr().out
+    t.loc[t.group == "g1", "term"] = "t00"
+    t.to_csv(tmp_path / "shared.csv", index=False)
+    rc = main(["groups", str(tmp_path / "shared.csv"), "--sensitive", "group", "--term",
+               "term", "--label", "y", "--pred", "p", "--metric", "tpr", "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "'t00' in 'g0', 'g1'" in err and "--shared-terms split" in err
+    rc = main(["groups", str(tmp_path / "t.csv"), "--sensitive", "group", "--term", "nope",
+               "--label", "y", "--pred", "p", "--quiet"])
+    assert rc == 2 and "--term column 'nope'" in capsys.readouterr().err
+
+
+def test_madlibs_terms_real_table_end_to_end():
+    """The shipped madlibs: 51 identity terms nested in 6 groups, FPR of TOXICITY@1."""
+    from bayesbias.classifier.data import madlibs_terms
+
+    t = madlibs_terms()
+    assert len(t) == 3366 and t["term"].nunique() == 51 and t["category"].nunique() == 6
+    assert (t.groupby("term")["category"].nunique() == 1).all()
+    g = GroupRates(t["toxicity"], y_score=t["TOXICITY@1"], threshold=0.5, pos_label="toxic",
+                   sensitive_features=t[["category"]], term=t["term"], metrics=["fpr"],
+                   draws=300, tune=500, chains=2, seed=1)
+    tf = g.term_frame().set_index("term")
+    assert (tf["n"] == 33).all()
+    # pooled term rates: between the raw rate and the group's, inside the interval
+    assert tf.loc["gay", "raw"] == 1.0 and 0.9 < tf.loc["gay", "mean"] < 1.0
+    assert tf.loc["straight", "upper"] < tf.loc["gay", "lower"]
+    # equal term sizes: a group's rate is its terms' plain mean, draw by draw
+    dr = g._p_term[:, 0]
+    rel = g.term_cell == g.levels[0].index("religion")
+    np.testing.assert_allclose(g.draws("fpr")[:, g.levels[0].index("religion")],
+                               dr[:, rel].mean(axis=1), atol=1e-12)
+    assert g.term_sd()["lower"].iloc[0] > 1.0  # terms differ far more than their groups

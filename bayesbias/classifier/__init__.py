@@ -38,6 +38,8 @@ __getattr__, __dir__ = lazy_exports(__name__, {
         "identity_terms",
         "intersect_groups",
         "madlibs_data",
+        "madlibs_terms",
+        "MADLIBS_TERM_CATEGORIES",
         "validate_classifier_data",
     ),
     ".generalized": (
@@ -61,6 +63,7 @@ __all__ = [
     # data
     "ClassifierData", "validate_classifier_data", "identity_terms", "identity_groups",
     "intersect_groups", "counterfactual_frames", "madlibs_data", "MADLIBS_REFERENCE_TERMS",
+    "madlibs_terms", "MADLIBS_TERM_CATEGORIES",
     # Bernstein-bounded unfairness
     "bernstein_half_width", "bernstein_min_n", "smallest_claimable_delta",
     "groupwise_disparity", "disparity_intervals", "bbu_by_group", "BBUResult", "CRITERIA",

@@ -282,8 +282,11 @@ def exact_posterior(k, n, alpha: float = 1.0, beta: float = 1.0):
 # --------------------------------------------------------------------------------------
 # the PyMC model and its sampling
 
-def build_model(k, n, shape, spec: GroupSpec):
+def build_model(k, n, shape, spec: GroupSpec, terms=None):
     """Return the PyMC model of the counts ``k``, ``n`` (metrics x cells) on a grid `shape`.
+
+    With `terms` (``(term_cell, k, n)``, as :class:`Kernel`) the likelihood is the terms':
+    ``logit p[m, j] = eta[m, term_cell[j]] + sd_term[m] * z_term[m, j]``.
 
     Data enter as ``pm.Data`` (``k``, ``n``, ``w``: each cell's weight in the between-cell
     variances, 1/#cells with rows per metric), so a compiled model can take new counts of
@@ -292,6 +295,7 @@ def build_model(k, n, shape, spec: GroupSpec):
     import pymc as pm
     import pytensor.tensor as pt
 
+    term_counts = terms
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
     n_metrics, n_cells = k.shape
@@ -336,7 +340,16 @@ def build_model(k, n, shape, spec: GroupSpec):
                 fsd.append(pt.sqrt(((part - mean) ** 2 * wd).sum(axis=1) + 1e-300))
             pm.Deterministic("order_sd", pt.stack(fsd, axis=1))
         pm.Deterministic("p", pm.math.invlogit(eta))
-        pm.Binomial("obs", n=nd, logit_p=eta, observed=kd)
+        if term_counts is None:
+            pm.Binomial("obs", n=nd, logit_p=eta, observed=kd)
+        else:
+            tc, tk, tn = (np.asarray(a) for a in term_counts)
+            sd_term = spec.priors["sd_term"].create("sd_term", shape=(n_metrics,))
+            z_term = pm.Normal("z_term", 0.0, 1.0, shape=(n_metrics, tc.size))
+            eta_t = eta[:, tc] + sd_term[:, None] * z_term
+            pm.Deterministic("p_term", pm.math.invlogit(eta_t))
+            pm.Binomial("obs_term", n=np.asarray(tn, dtype=np.int64), logit_p=eta_t,
+                        observed=np.asarray(tk, dtype=np.int64))
     return model
 
 
@@ -526,7 +539,8 @@ class Kernel:
     def split(self, x):
         """Return intercept (M,), log sd (M, n_ord), coordinates (M, D)."""
         M, n_ord = self.M, self.n_ord
-        return (x[:M], x[M:M + M * n_ord].reshape(M, n_ord), x[M + M * n_ord:].reshape(M, self.D))
+        return (x[:M], x[M:M + M * n_ord].reshape(M, n_ord),
+                x[M + M * n_ord:M * (1 + n_ord + self.D)].reshape(M, self.D))
 
     def _tables(self, coef_m):
         """Each lower term's effect table for one metric's coefficients."""
