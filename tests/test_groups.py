@@ -534,3 +534,28 @@ def test_madlibs_terms_real_table_end_to_end():
     np.testing.assert_allclose(g.draws("fpr")[:, g.levels[0].index("religion")],
                                dr[:, rel].mean(axis=1), atol=1e-12)
     assert g.term_sd()["lower"].iloc[0] > 1.0  # terms differ far more than their groups
+
+
+@pytest.mark.slow
+def test_terms_simulation_recovers_sd_term_and_covers_term_rates():
+    """Known truth (4 groups x 6 terms, sd_term 0.6, 20-80 rows per term), 40 replications.
+
+    Expected: 90% intervals cover the true term rates in about 90% of the 960 term cases
+    (correlated within a replication, so the band is wide: 0.85-0.95), the true sd_term in
+    about 90% of replications (>= 0.75: 3 binomial sds below 0.9 at 40), and the posterior
+    means of sd_term average within 0.15 of 0.6 (their sd over replications is about 0.1).
+    Run with more replications by ``benchmarks/groups_terms_sim.py``.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "groups_terms_sim.py"
+    spec = importlib.util.spec_from_file_location("groups_terms_sim", path)
+    sim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sim)
+    rows = [sim.replicate(r, 4242, 0.6, 400, 400, 2) for r in range(40)]
+    s = sim.summarise(rows, 0.6)
+    assert 0.85 <= s["term_coverage"] <= 0.95, s
+    assert s["sd_term_interval_coverage"] >= 0.75, s
+    assert abs(s["sd_term_posterior_mean_average"] - 0.6) < 0.15, s
+    assert 0.8 <= s["group_coverage"] <= 1.0, s

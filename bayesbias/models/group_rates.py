@@ -1271,8 +1271,9 @@ DRIVER = "native"
 TARGET_ACCEPT = 0.95
 
 
-#: Chains sampled side by side when the model has at least this many dimensions, one at a
-#: time below it. The log-density is a Python callback around a numba function compiled with
+#: With ``DRIVER = "python"``: chains sampled side by side when the model has at least this
+#: many dimensions, one at a time below it (the native driver always runs them side by
+#: side: no GIL). The log-density is a Python callback around a numba function compiled with
 #: ``nogil=True``: a large model's gradient (0.21 ms at 3,822 dimensions) outweighs the GIL's
 #: hand-over, a small one's (6 us at 165) does not. Idle 2-core machine, same draws either way
 #: (chains are seeded by their index): 10**6 rows x 1,000 cells, 2 chains x 300 draws, 13.1 s
