@@ -11,7 +11,8 @@ earlier commit, e.g. ``git archive ae8c3e5 | tar -x -C /tmp/base``) on two fits:
 
 Each process first compiles / loads the kernel on a tiny fit (not timed), then times
 ``fit_counts`` alone: wall seconds and the process's CPU seconds (all threads). The cell
-rates of both trees are compared (the same draws give differences at rounding level only).
+rates of both trees are compared (the same draws give differences at rounding level only;
+otherwise the gap of the posterior means in posterior sds).
 
     python benchmarks/bench_groups_driver.py --against-tree /tmp/base --rounds 2
 """
@@ -95,7 +96,13 @@ def main() -> int:
                 "ratio_wall": med["this"]["wall"] / med["against"]["wall"],
                 "ratio_cpu": med["this"]["cpu"] / med["against"]["cpu"],
                 "max_abs_difference_of_cell_rates": float(np.abs(
-                    draws["this"] - draws["against"]).max())}
+                    draws["this"] - draws["against"]).max()),
+                # when the draws are not the same: the largest gap between the two
+                # posterior means in units of the posterior sd (Monte Carlo noise only:
+                # about 0.1 at a few hundred effective draws)
+                "max_mean_gap_in_sds": float(np.max(np.abs(
+                    draws["this"].mean((0, 1)) - draws["against"].mean((0, 1)))
+                    / draws["against"].std((0, 1))))}
     res["load_average_end"] = list(os.getloadavg())
     Path(a.out).write_text(json.dumps(res, indent=2))
     print(json.dumps({c: {k: v for k, v in d.items() if k != "runs"}

@@ -54,6 +54,9 @@ _S_PRI_TERM = _H["pri_term"]
 _S_W = _H["w"]
 _S_B_LEN = _H["B_len"]
 _S_BT = _H["BT"]
+_S_T_FAC = _H["t_fac"]
+_S_F = _H["F"]
+_S_F_LEN = _H["F_len"]
 
 
 @numba.njit(cache=True, fastmath=False, nogil=True)
@@ -70,7 +73,7 @@ def prior(code, a, b, v):
 @numba.njit(cache=True, fastmath=False, nogil=True)
 def logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_order,
          low_weight, top_weight, M, n_ord, D_low, top_cell, pri_mu, pri_sd, has_terms,
-         term_ptr, term_k, term_n, pri_term, off_term, grad):
+         term_ptr, term_k, term_n, pri_term, off_term, t_fac, F, grad):
     C = k.shape[1]
     NT = term_k.shape[1]
     D = D_low + (C if top_cell else 0)
@@ -84,6 +87,11 @@ def logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_ord
     for t in range(T):
         max_size = max(max_size, t_size[t])
     tab = np.empty(max_size)
+    max_tmp = 1
+    for t in range(T):
+        if t_fac[t, 0]:
+            max_tmp = max(max_tmp, t_fac[t, 3] * t_fac[t, 5])
+    tmpk = np.empty(max_tmp)
     lower = np.empty(C)
     g_lower = np.empty(C)
     sdo = np.empty(max(n_ord, 1))
@@ -117,11 +125,29 @@ def logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_ord
             c0 = t_coord[t]
             for i in range(sz):
                 tab[i] = 0.0
-            for r in range(rk):
-                cr = coef[c0 + r]
-                base = o0 + r * sz
-                for i in range(sz):
-                    tab[i] += BT[base + i] * cr
+            if t_fac[t, 0]:
+                # a two-way table from its two zero-sum bases (Kronecker factors):
+                # tab = Ba @ coef.reshape(Ra, Rb) @ Bb.T, (Ra Rb Lb + La Ra Lb) products
+                # instead of La Lb Ra Rb
+                oa, La, Ra, ob, Lb, Rb = (t_fac[t, 1], t_fac[t, 2], t_fac[t, 3],
+                                          t_fac[t, 4], t_fac[t, 5], t_fac[t, 6])
+                for ra in range(Ra):
+                    for lb in range(Lb):
+                        acc = 0.0
+                        for rb in range(Rb):
+                            acc += coef[c0 + ra * Rb + rb] * F[ob + lb * Rb + rb]
+                        tmpk[ra * Lb + lb] = acc
+                for la in range(La):
+                    for ra in range(Ra):
+                        bar = F[oa + la * Ra + ra]
+                        for lb in range(Lb):
+                            tab[la * Lb + lb] += bar * tmpk[ra * Lb + lb]
+            else:
+                for r in range(rk):
+                    cr = coef[c0 + r]
+                    base = o0 + r * sz
+                    for i in range(sz):
+                        tab[i] += BT[base + i] * cr
             for c in range(C):
                 lower[c] += tab[index[t, c]]
         g_mu = 0.0
@@ -191,11 +217,27 @@ def logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_ord
                 tab[index[t, c]] += g_lower[c]
             for r in range(rk):
                 g_coef[c0 + r] = 0.0
-            for i in range(sz):
-                ti = tab[i]
-                base = o0 + i * rk
-                for r in range(rk):
-                    g_coef[c0 + r] += B[base + r] * ti
+            if t_fac[t, 0]:
+                oa, La, Ra, ob, Lb, Rb = (t_fac[t, 1], t_fac[t, 2], t_fac[t, 3],
+                                          t_fac[t, 4], t_fac[t, 5], t_fac[t, 6])
+                for i in range(Ra * Lb):
+                    tmpk[i] = 0.0
+                for la in range(La):
+                    for ra in range(Ra):
+                        bar = F[oa + la * Ra + ra]
+                        for lb in range(Lb):
+                            tmpk[ra * Lb + lb] += bar * tab[la * Lb + lb]
+                for ra in range(Ra):
+                    for lb in range(Lb):
+                        t2 = tmpk[ra * Lb + lb]
+                        for rb in range(Rb):
+                            g_coef[c0 + ra * Rb + rb] += t2 * F[ob + lb * Rb + rb]
+            else:
+                for i in range(sz):
+                    ti = tab[i]
+                    base = o0 + i * rk
+                    for r in range(rk):
+                        g_coef[c0 + r] += B[base + r] * ti
         for j in range(D_low):
             o = col_order[j]
             ls1 = x[off_sd + o]
@@ -349,10 +391,14 @@ def c_logp(dim, x_, grad_, lp_, data_):
     term_n = f[o:o + M * NT].reshape((M, NT))
     o = hd[_S_PRI_TERM]
     pri_term = f[o:o + 3]
+    o = hd[_S_T_FAC]
+    t_fac = iv[o:o + 7 * T].reshape((T, 7))
+    o = hd[_S_F]
+    F = f[o:o + hd[_S_F_LEN]]
     val = logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_order,
                low_weight, top_weight, M, n_ord, D_low, hd[_S_TOP_CELL], pri_mu, pri_sd,
                hd[_S_HAS_TERMS], term_ptr, term_k, term_n, pri_term, hd[_S_OFF_TERM],
-               grad)
+               t_fac, F, grad)
     lp = numba.carray(lp_, (1,))
     lp[0] = val
     for i in range(dim):

@@ -412,6 +412,11 @@ class Kernel:
     ranks), not O(cells^2).
     """
 
+    #: Whether the numba kernel computes two-way effect tables from their two Kronecker
+    #: factors where that halves the products or better (10 x 10 levels: 1,710 products
+    #: instead of 8,100; 5 x 3 or smaller keep the dense product). The same log-density to
+    #: rounding (1e-16 relative), so not bitwise the same draws as ``False``.
+    KRONECKER = True
     CENTRED_INFO = np.inf
     LOWER_CENTRED_INFO = 4.0
     #: Plug-in top-order sd of the partial centring (None: each cell centred or not by
@@ -457,6 +462,21 @@ class Kernel:
         self.BT_flat = (np.concatenate([b.T.ravel() for b in bases]) if bases else np.zeros(0))
         self.index = (np.stack([t.index for t in lower]) if lower
                       else np.zeros((0, self.C), dtype=np.int64))
+        # two-way tables also by their Kronecker factors (the numba kernel's fast path),
+        # where that takes less than half the products of the dense basis:
+        # row t = [factored, offset of Ba in F, La, Ra, offset of Bb, Lb, Rb]
+        self.t_fac = np.zeros((len(lower), 7), dtype=np.int64)
+        factors, off = [], 0
+        for j, t in enumerate(lower):
+            if not (self.KRONECKER and len(t.attributes) == 2):
+                continue
+            la, lb = (shape[a] for a in t.attributes)
+            if 2 * ((la - 1) * (lb - 1) * lb + la * (la - 1) * lb) < la * lb * (la - 1) * (lb - 1):
+                ba, bb = (_zero_sum_basis(shape[a]) for a in t.attributes)
+                self.t_fac[j] = [1, off, *ba.shape, off + ba.size, *bb.shape]
+                factors += [ba.ravel(), bb.ravel()]
+                off += ba.size + bb.size
+        self.F_flat = np.concatenate(factors) if factors else np.zeros(0)
         pbar = (self.k + 0.5) / (self.n + 1.0)
         cell_info = self.n * pbar * (1 - pbar)  # (M, C)
         low_info = np.zeros((self.M, self.D_low))
@@ -662,7 +682,7 @@ class Kernel:
                 np.ascontiguousarray(self.low_weight), np.ascontiguousarray(self.top_weight),
                 self.M, self.n_ord, self.D_low, int(self.top_cell), self.pri_mu, self.pri_sd,
                 int(self.has_terms), self.term_ptr, self.term_k, self.term_n, self.pri_term,
-                self.off_term)
+                self.off_term, self.t_fac, self.F_flat)
 
     def expanded(self) -> tuple[list[str], list[tuple[int, ...]]]:
         """Names and shapes of what :meth:`expand` (and the native expansion) returns."""
@@ -689,7 +709,8 @@ class Kernel:
                   ("top_weight", self.top_weight, f), ("pri_mu", self.pri_mu, f),
                   ("pri_sd", self.pri_sd, f), ("term_ptr", self.term_ptr, i),
                   ("term_k", self.term_k, f), ("term_n", self.term_n, f),
-                  ("pri_term", self.pri_term, f), ("w", self.w, f), ("BT", self.BT_flat, f)]
+                  ("pri_term", self.pri_term, f), ("w", self.w, f), ("BT", self.BT_flat, f),
+                  ("t_fac", self.t_fac, i), ("F", self.F_flat, f)]
         head = np.zeros(len(_HEAD), dtype=np.int64)
         chunks, words = [], len(_HEAD)
         for name, arr, kind in arrays:
@@ -705,7 +726,7 @@ class Kernel:
                          ("n_ord", self.n_ord), ("D_low", self.D_low),
                          ("top_cell", int(self.top_cell)), ("has_terms", int(self.has_terms)),
                          ("NT", self.NT), ("off_term", self.off_term),
-                         ("B_len", self.B_flat.size)):
+                         ("B_len", self.B_flat.size), ("F_len", self.F_flat.size)):
             head[_H[key]] = val
         return np.concatenate([head.view(np.float64), *chunks])
 
@@ -761,7 +782,8 @@ def _numba_logp():
 _HEAD = ("total", "ndim", "n_expanded", "M", "C", "T", "n_ord", "D_low", "top_cell",
          "has_terms", "NT", "off_term", "k", "n", "B", "b_off", "t_size", "t_rank", "t_coord",
          "t_order", "index", "col_order", "low_weight", "top_weight", "pri_mu", "pri_sd",
-         "term_ptr", "term_k", "term_n", "pri_term", "w", "B_len", "BT")
+         "term_ptr", "term_k", "term_n", "pri_term", "w", "B_len", "BT", "t_fac", "F",
+         "F_len")
 _H = {name: i for i, name in enumerate(_HEAD)}
 
 
