@@ -13,6 +13,13 @@ the top-order interaction, which is one value per cell) and every order has its 
 Structures: ``full`` (every order, the default), ``additive`` (order 1 only) and
 ``independent`` (no pooling: ``p ~ Beta(alpha, beta)``, conjugate and exact, no sampling).
 
+With terms nested in the cells (identity terms within a group), the counts are per term j
+and ``logit p[m, j] = logit p[m, c(j)] + sd_term[m] * u[m, j]``, ``u ~ Normal(0, 1)``.
+
+NUTS (nutpie) calls the numba-compiled log-density and expansion
+(:mod:`bayesbias.models._group_rates_numba`) as C functions from its own threads
+(:data:`DRIVER`).
+
 The spec (priors and default structure) is ``models/groups/group_rates.toml``; priors are rows
 of :data:`bayesbias.models.priors.DISTRIBUTIONS` read through
 :class:`~bayesbias.models.spec.Prior`. This family models classifier counts, not distance
