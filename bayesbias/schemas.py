@@ -250,7 +250,8 @@ SCHEMAS: dict[str, dict] = {
                             "fit": _OBJ, "notes": _LIST, "written": _LIST},
                            {"feature_comparisons": _LIST, "against_reference": _LIST,
                             "labelling_plan": _OBJ, "term_column": _STR,
-                            "term_weighting": _STR, "terms": _LIST, "term_sd": _LIST},
+                            "term_weighting": _STR, "terms": _LIST, "term_sd": _LIST,
+                            "term_gaps": _LIST},
                            description="GroupRates.to_dict(): every cell, group and gap "
                                        "with its interval (bayesbias groups)"),
     "bbu": _result({"confidence": {"type": "number"}, "gamma": {"type": "number"},

@@ -493,6 +493,7 @@ def test_terms_cli_json_report_and_errors(capsys, tmp_path):
     jsonschema.validate(out, schema("group_rates"))
     assert out["term_column"] == "term" and len(out["terms"]) == 6
     assert out["term_weighting"] == "observed term sizes"
+    assert [r["group"] for r in out["term_gaps"]] == ["g0", "g1"]
     assert {r["term"] for r in out["terms"]} == {f"t{i:02d}" for i in range(6)}
     sd = out["term_sd"][0]
     assert 0 < sd["lower"] < sd["mean"] < sd["upper"]
@@ -534,6 +535,11 @@ def test_madlibs_terms_real_table_end_to_end():
     np.testing.assert_allclose(g.draws("fpr")[:, g.levels[0].index("religion")],
                                dr[:, rel].mean(axis=1), atol=1e-12)
     assert g.term_sd()["lower"].iloc[0] > 1.0  # terms differ far more than their groups
+    gaps = g.term_gaps(delta=0.05).set_index("group")
+    assert len(gaps) == 6 and (gaps["terms"] == [8, 3, 17, 6, 8, 9]).all()
+    so = gaps.loc["sexual orientation"]
+    assert so["verdict"] == "gap larger than 0.05"
+    assert "high: gay" in so["drivers"] or "high: homosexual" in so["drivers"]
 
 
 @pytest.mark.slow

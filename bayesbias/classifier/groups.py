@@ -635,6 +635,29 @@ class GroupRates:
         parts = {m: t[t.metric == m][stats_].set_axis(index) for m in self.metrics}
         return pd.concat(parts, axis=1, names=["metric", "statistic"])
 
+    def term_gaps(self, delta: float = 0.05) -> pd.DataFrame:
+        """Per metric and cell: the gap between its terms (max - min over terms with rows).
+
+        With interval, P(gap > `delta`), the verdict and the terms most often highest and
+        lowest (``drivers``); cells with fewer than two such terms are left out.
+        """
+        if not self.terms:
+            raise InvalidArgumentError("no term column was given (term= / --term)")
+        rows = []
+        for i, m in enumerate(self.metrics):
+            for c in np.unique(self.term_cell):
+                sel = np.flatnonzero((self.term_cell == c) & (self.term_n[i] > 0))
+                if sel.size < 2:
+                    continue
+                dr = self._p_term[:, i][:, sel]
+                comp = Comparison("term gap (max - min)", m, dr.max(axis=1) - dr.min(axis=1),
+                                  delta, self.ci_prob,
+                                  _drivers(dr.argmax(axis=1), dr.argmin(axis=1),
+                                           [self.terms[j] for j in sel]))
+                rows.append({"group": self.cell_names[c], "terms": int(sel.size),
+                             **comp.row()})
+        return pd.DataFrame(rows)
+
     def term_sd(self) -> pd.DataFrame:
         """Per metric: the sd of the terms' logits around their cell's (posterior)."""
         if not self.terms:
@@ -1006,7 +1029,9 @@ class GroupRates:
             "notes": list(self.notes),
             **({"term_column": self.term_name, "term_weighting": self.term_weighting,
                 "terms": self.term_frame().to_dict(orient="records"),
-                "term_sd": self.term_sd().to_dict(orient="records")} if self.terms else {}),
+                "term_sd": self.term_sd().to_dict(orient="records"),
+                "term_gaps": self.term_gaps(delta).to_dict(orient="records")}
+               if self.terms else {}),
         }
 
     def __str__(self) -> str:
@@ -1031,7 +1056,9 @@ class GroupRates:
                           f"post-stratified by {self.term_weighting}):",
                           tf.to_string(index=False), "",
                           "sd of the terms' logits within a cell (sd_term):",
-                          self.term_sd().round(3).to_string(index=False)]
+                          self.term_sd().round(3).to_string(index=False), "",
+                          "gaps between the terms of a cell:",
+                          self.term_gaps().round(4).to_string(index=False)]
             lines += ["", "overall (post-stratified by " + self.weighting + "):",
                       self.overall.round(4).to_string()]
             comp = self.comparisons()

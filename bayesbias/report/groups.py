@@ -48,6 +48,8 @@ def groups_report(g, delta: float = 0.05) -> Report:
                f"plus a deviation Normal(0, sd_term); a cell's rate above is its terms' rates "
                f"post-stratified by {g.term_weighting} (column weight).")
         s.table(g.term_sd(), "term_sd", "sd of the terms' logits within a cell.")
+        s.table(g.term_gaps(delta), "term_gaps",
+                f"Gap between the terms of each cell (max - min), verdict against {delta:g}.")
         s.table(g.term_frame(), "terms")
     if g.notes:
         rep.section("Notes").bullets(g.notes)
