@@ -4,9 +4,20 @@ The default sampler compiles nothing per table (a cached C kernel, loaded once p
 process); model tests that need the PyMC/PyTensor path build one small model each.
 """
 
+import os
 import warnings
 
 import pytest
+
+# One OpenMP and one OpenBLAS thread per pytest-xdist worker (a user's setting wins): two
+# workers on two cores already fill the machine, and each worker's extra threads spun on
+# every small tensor or matrix operation (torch's libgomp: tests/test_encoders.py 15.5 ->
+# 11.9 CPU-s, its CLI test 4.0 -> 1.5 s; OpenBLAS: the embedding-level, word-summary and
+# WEAT modules 31.7 -> 29.5 CPU-s). Set before any test module imports numpy or torch;
+# subprocesses inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 #: Test modules that import torch and sentence-transformers (about 5 CPU-s per process): one
 #: work unit of the default run, so that one worker pays for that import, not both.
