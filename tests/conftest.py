@@ -23,13 +23,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 #: work unit of the default run, so that one worker pays for that import, not both.
 TORCH_MODULES = {"test_encoders.py", "test_encoders_light.py", "test_encoders_real.py",
                  "test_hostile_encoders.py"}
+#: The default run's longest work units (CPU-s of a full run's ``--durations=0``, loaded
+#: machine: 75, 57, 30, 30, 29, 22, 21, 20), handed out first, longest first: a long module
+#: started last would keep one worker busy while the other idles (xdist orders the rest by
+#: their number of tests).
+LONGEST_FIRST = ("test_models_embedding_level.py", "torch modules", "test_models_fit.py",
+                 "test_xarray_lazy.py", "test_word_summaries.py", "test_weat.py",
+                 "test_models_cli.py", "test_notebook_api.py")
 
 
 def pytest_xdist_make_scheduler(config, log):
     """Spread single tests over the workers when slow tests are selected (``-m slow``).
 
     The default run keeps pyproject's ``--dist loadscope`` (a module's tests on one worker,
-    its module fixtures built once), with the modules of :data:`TORCH_MODULES` as one unit.
+    its module fixtures built once), with the modules of :data:`TORCH_MODULES` as one unit,
+    and the units of :data:`LONGEST_FIRST` handed out first.
     The slow run is a few dozen independent long tests (README lines, notebooks, coverage
     studies), 2-4 minutes each, that would otherwise queue behind one another on one worker:
     work stealing balances them.
@@ -46,6 +54,12 @@ def pytest_xdist_make_scheduler(config, log):
             if nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in TORCH_MODULES:
                 return "torch modules"
             return super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            for name in reversed(LONGEST_FIRST):
+                for scope in [s for s in self.workqueue if s.rsplit("/", 1)[-1] == name]:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return TorchModulesTogether(config, log)
 
