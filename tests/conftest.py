@@ -23,13 +23,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 #: work unit of the default run, so that one worker pays for that import, not both.
 TORCH_MODULES = {"test_encoders.py", "test_encoders_light.py", "test_encoders_real.py",
                  "test_hostile_encoders.py"}
-#: The default run's longest work units (CPU-s of a full run's ``--durations=0``, loaded
-#: machine: 75, 57, 30, 30, 29, 22, 21, 20), handed out first, longest first: a long module
-#: started last would keep one worker busy while the other idles (xdist orders the rest by
-#: their number of tests).
-LONGEST_FIRST = ("test_models_embedding_level.py", "torch modules", "test_models_fit.py",
-                 "test_xarray_lazy.py", "test_word_summaries.py", "test_weat.py",
-                 "test_models_cli.py", "test_notebook_api.py")
+#: The default run's longest work units (seconds in a full run's ``--durations=0`` on the
+#: shared machine: 38, 32, 21, 16, 14, 13, 12), handed out first, longest first: a long
+#: module started last would keep one worker busy while the other idles (xdist orders the
+#: rest by their number of tests). Replayed on those durations, the two workers' sums differ
+#: by 4 s instead of 14.
+LONGEST_FIRST = ("test_models_embedding_level.py", "torch modules", "test_word_summaries.py",
+                 "test_xarray_lazy.py", "test_models_cli.py", "test_notebook_api.py",
+                 "test_models_fit.py")
 
 
 def pytest_xdist_make_scheduler(config, log):
