@@ -1,8 +1,5 @@
 """bayesbias._stats gives scipy.stats' and arviz_stats' numbers (exactly or to 1e-12)."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import xarray as xr
@@ -85,20 +82,3 @@ def test_summaries_interval_identical_to_arviz(religion_fit):
             got = interval(da, 0.9, kind)
             xr.testing.assert_identical(got, ref)
             assert got["ci_bound"].attrs == ref["ci_bound"].attrs, name
-
-
-def test_report_modules_do_not_import_scipy_stats_or_arviz_stats():
-    code = (
-        "import sys, numpy as np\n"
-        "import bayesbias.report.sections, bayesbias.comparators.metrics\n"
-        "from bayesbias.intervals import normal_quantile, posterior_interval\n"
-        "from bayesbias.comparators.ect import ect\n"
-        "from bayesbias.models._rank_diagnostics import rank_diagnostics\n"
-        "from bayesbias.verdicts import interval_end_mcse\n"
-        "rng = np.random.default_rng(0)\n"
-        "d = rng.normal(size=(3, 4, 100))\n"
-        "rank_diagnostics(d, 0.94); normal_quantile(0.95); posterior_interval(d[0], 0.9)\n"
-        "interval_end_mcse(d[0], (-1.0, 1.0)); ect(d[0], d[1], d[2])\n"
-        "print(sorted(m for m in ('scipy.stats', 'arviz_stats') if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stderr

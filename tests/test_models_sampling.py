@@ -241,25 +241,6 @@ def test_no_module_of_the_package_imports_numba():
     assert not found
 
 
-def test_the_default_sampler_skips_nutpies_wrapper():
-    """A default fit drives nutpie's compiled core: the ``nutpie`` package is not imported."""
-    import subprocess
-    import sys
-
-    code = ("import sys, warnings; warnings.simplefilter('ignore')\n"
-            "from bayesbias.models import fit_model, _native\n"
-            "from bayesbias.testing import simulate_table\n"
-            "t, _ = simulate_table(seed=1, words_per_class=2, n_human=4, n_none=6)\n"
-            "f = fit_model(t, 'hierarchical', draws=50, tune=50, chains=1)\n"
-            "print(int(f.idata.attrs['marginal']), _native.library() is not None,"
-            " 'nutpie' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    if out[1] != "True":
-        pytest.skip("no working C compiler")
-    assert out == ["1", "True", "False"]
-
-
 def test_without_a_c_compiler_the_cell_marginal_sampler_is_refused(monkeypatch):
     """Without compiled kernels the cell-marginal sampler is refused, before any sampling.
 

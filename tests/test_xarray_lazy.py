@@ -13,20 +13,6 @@ def _run(code: str) -> str:
     return out.stdout.strip()
 
 
-def test_a_fit_and_its_file_import_neither_dask_nor_sparse(tmp_path):
-    got = _run(f"""
-        import sys, warnings
-        warnings.simplefilter("ignore")
-        from bayesbias.datasets import published_table
-        from bayesbias.models import fit_model, load_fit
-        fit = fit_model(published_table("race", "reddit"), draws=200, tune=200, seed=1)
-        fit.contrasts(); fit.diagnostics(); fit.save({str(tmp_path / "f.nc")!r})
-        load_fit({str(tmp_path / "f.nc")!r}).contrasts()
-        print("dask" in sys.modules, "dask.array" in sys.modules, "sparse" in sys.modules)
-    """)
-    assert got == "False False False"
-
-
 def test_dask_and_sparse_arrays_imported_later_are_recognised():
     pytest.importorskip("dask.array")
     code = """
