@@ -2223,15 +2223,23 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     vidx, vcoef = layout["vmap"]
 
     def combine(idx, coef):
-        acc = np.zeros(lead + idx.shape[:-1])
+        # sum over t of vals[idx] * coef where idx >= 0, term by term in t's order (as a
+        # masked loop would: an unused term adds an exact 0)
+        # (in blocks of draws: cache-sized temporaries)
+        flat = vals.reshape(-1, vals.shape[-1])
+        acc = np.zeros((flat.shape[0],) + idx.shape[:-1])
+        terms = []
         for t in range(idx.shape[-1]):
             i = idx[..., t].astype(np.int64)
             ok = i >= 0
             if ok.any():
-                part = np.zeros(lead + idx.shape[:-1])
-                part[..., ok] = vals[..., i[ok]] * coef[..., t][ok]
-                acc += part
-        return acc
+                terms.append((np.where(ok, i, 0), np.where(ok, coef[..., t], 0.0)))
+        step = max(1, (1 << 16) // max(int(np.prod(idx.shape[:-1])), 1))
+        for lo in range(0, flat.shape[0], step):
+            part = acc[lo:lo + step]
+            for i, c in terms:
+                part += flat[lo:lo + step, i] * c
+        return acc.reshape(lead + idx.shape[:-1])
 
     B = combine(bidx, bcoef)            # (chain, draw, E, 4)
     v_row = combine(vidx, vcoef)        # (chain, draw, n_ra)
@@ -2261,6 +2269,13 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     seg_word, seg_conn = word[segs[:-1]], ci[segs[:-1]]
     pg, pa, pw = lay["pair_group"], lay["pair_attr"], lay["pair_weight"]
     ng = lay["group_cells"].size
+    # np.add.at(vb.T, pg, ...) as whole columns: the j-th pair of every group at once, so
+    # each group's sum takes its pairs in the same order
+    rank = np.empty(pg.size, dtype=np.int64)
+    by = np.argsort(pg, kind="stable")
+    first = np.searchsorted(pg[by], pg[by])
+    rank[by] = np.arange(pg.size) - first
+    ranks = [np.flatnonzero(rank == j) for j in range(int(rank.max(initial=-1)) + 1)]
     flat_v = v_row.reshape(-1, v_row.shape[-1])
     flat_B = B.reshape(-1, e_n, _NC)
     M = raw["M"].reshape(-1, _NC)
@@ -2276,7 +2291,9 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
         sl = slice(lo, min(nd, lo + chunk))
         k = sl.stop - sl.start
         vb = np.zeros((k, ng))
-        np.add.at(vb.T, pg, (flat_v[sl][:, pa] * pw).T)
+        terms = flat_v[sl][:, pa] * pw
+        for at in ranks:
+            vb[:, pg[at]] += terms[:, at]
         # per class of segments (segment_classes): precision and data of each word effect
         S = np.empty((k, segs.size - 1))
         P = np.empty((k, segs.size - 1))
