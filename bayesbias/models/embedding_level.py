@@ -2441,3 +2441,70 @@ def _level_effect(layout, vals, name, lead):
     h = _split(vals, layout, f"{name}_vs_none")
     size = g.shape[-1]
     return g[..., None, :] + np.concatenate([h, np.zeros(lead + (1, size))], axis=-2)
+
+
+def cell_moments(fit):
+    """Return ``moments(keep, sl, cells)`` of a fit without per-cell draws (cached on the fit).
+
+    Given a draw of the parameters, the word effects, the embedding effects (corpus sample,
+    training run) and the attribute effects, each (word@embedding, connection) cell mean is
+    Normal, independently of the others, as :func:`_complete` draws it: precision ``1/eta^2
+    + n/sigma^2``, mean ``(centre/eta^2 + n (ybar - vbar)/sigma^2) / precision`` with
+    ``centre = M + B[e] + omega[w]`` and ``vbar`` the mean attribute effect of the cell's
+    rows; an empty cell is ``Normal(centre, eta)``. ``moments`` returns these conditional
+    means and sds, (draws, cells), for the flat (unit, connection) cells ``cells`` (or the
+    slice `sl` of all) at the flat draws `keep` (None: all), rebuilt from the posterior.
+    """
+    import scipy.sparse as sp
+
+    cache = fit.__dict__.setdefault("_cache", {})
+    if "cell_moments" in cache:
+        return cache["cell_moments"]
+    cells = fit.cells
+    post = fit.posterior
+    st = structure(cells)
+    lay = attribute_groups(cells, "stereotype_strength" in post)
+    units = cells.units.size
+    n = cells.n.reshape(-1).astype(float)
+    ybar = np.nan_to_num(cells.mean).reshape(-1)
+    group = -np.ones(units * _NC, dtype=np.int64)
+    group[lay["ui"].astype(np.int64) * _NC + lay["ci"]] = lay["group"]
+    emb_u = cells.unit_embedding.astype(np.int64)
+    word_u = st["word_of"].astype(np.int64)
+    ng = lay["group_cells"].size
+    n_ra = row_attribute(cells, "stereotype_strength" in post)[1]
+    share = sp.csr_matrix((lay["pair_weight"], (lay["pair_group"], lay["pair_attr"])),
+                          shape=(max(ng, 1), n_ra))
+
+    def flat(name):
+        x = post[name].transpose("chain", "draw", ...).values
+        return x.reshape(-1, *x.shape[2:])
+
+    big_m, omega, eta = flat("M"), flat("word_effect"), flat("eta")  # M + word_effect: raw
+    sig = fit._cell_sigma().reshape(-1, _NC)
+    emb_eff = np.zeros((big_m.shape[0], st["embeddings"].size, _NC))
+    if "sample_effect" in post:  # (draws, connection, sample) -> each embedding's
+        emb_eff += np.transpose(flat("sample_effect")[:, :, st["sample_of"]], (0, 2, 1))
+    if "run_effect" in post:
+        emb_eff += np.transpose(flat("run_effect"), (0, 2, 1))
+
+    def moments(keep, sl, idx=None):
+        idx = np.arange(n.size)[sl] if idx is None else np.asarray(idx, dtype=np.int64)
+        k = np.arange(big_m.shape[0]) if keep is None else np.asarray(keep)
+        u, c = idx // _NC, idx % _NC
+        centre = big_m[k][:, c] + emb_eff[k][:, emb_u[u], c] + omega[k][:, c, word_u[u]]
+        e = eta[k][:, c]
+        g = group[idx]
+        has = g >= 0
+        if not has.any():
+            return centre, e
+        _, rows = row_attribute_effects(post, cells, k)
+        vbar = np.asarray(share @ rows.T).T  # (draws, groups)
+        e2, s2 = e * e, sig[k][:, c] ** 2
+        prec = 1.0 / e2 + n[idx] / s2
+        rbar = ybar[idx] - vbar[:, np.where(has, g, 0)]
+        mean = np.where(has, (centre / e2 + n[idx] * rbar / s2) / prec, centre)
+        return mean, np.where(has, 1.0 / np.sqrt(prec), e)
+
+    cache["cell_moments"] = moments
+    return moments
