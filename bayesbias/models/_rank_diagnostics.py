@@ -40,10 +40,10 @@ THREAD_ELEMENTS = 1_000_000
 
 
 #: Elements (chains x draws x parameters) of one block of columns: each step's temporaries
-#: stay in the processor's cache (a block of 32 columns at 4 x 2000 draws: 2 MB). Whole
-#: arrays of 2,052 such columns, one pass per step through 130 MB temporaries, took 3.3x
-#: as long (9.0 -> 2.7 s on one core, the embedding-level fit of 6 x 2,352 rows); the
-#: numbers are the same (each column's own).
+#: stay in the processor's cache (a block of 32 columns at 4 x 2000 draws: 2 MB). The
+#: whole array of the embedding-level fit of 6 x 2,352 rows (2,052 columns), one pass per
+#: step through 130 MB temporaries, took 9.0 s on one core (under a profiler) against 2.7 s
+#: in blocks, at a load of about 2; the numbers are the same (each column's own).
 BLOCK_ELEMENTS = 256_000
 
 
