@@ -2222,31 +2222,40 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     bidx, bcoef = layout["bmap"]
     vidx, vcoef = layout["vmap"]
 
-    def combine(idx, coef):
-        # sum over t of vals[idx] * coef where idx >= 0, term by term in t's order (as a
-        # masked loop would: an unused term adds an exact 0)
-        # (in blocks of draws: cache-sized temporaries)
-        flat = vals.reshape(-1, vals.shape[-1])
-        acc = np.zeros((flat.shape[0],) + idx.shape[:-1])
-        terms = []
+    flat_vals = vals.reshape(-1, vals.shape[-1])
+
+    def terms_of(idx, coef):
+        # the terms vals[idx[..., t]] * coef[..., t] with idx >= 0, in t's order (an unused
+        # term would add an exact 0)
+        out = []
         for t in range(idx.shape[-1]):
             i = idx[..., t].astype(np.int64)
             ok = i >= 0
             if ok.any():
-                terms.append((np.where(ok, i, 0), np.where(ok, coef[..., t], 0.0)))
-        step = max(1, (1 << 16) // max(int(np.prod(idx.shape[:-1])), 1))
-        for lo in range(0, flat.shape[0], step):
-            part = acc[lo:lo + step]
-            for i, c in terms:
-                part += flat[lo:lo + step, i] * c
-        return acc.reshape(lead + idx.shape[:-1])
+                out.append((np.where(ok, i, 0), np.where(ok, coef[..., t], 0.0)))
+        return out
 
-    B = combine(bidx, bcoef)            # (chain, draw, E, 4)
-    v_row = combine(vidx, vcoef)        # (chain, draw, n_ra)
+    def combine(terms, shape, lo, hi):
+        # their sum at the flat draws lo:hi, term by term (as a masked loop adds them)
+        acc = np.zeros((hi - lo,) + shape)
+        for i, c in terms:
+            acc += flat_vals[lo:hi, i] * c
+        return acc
+
+    def combined(idx, coef):  # at every draw, in blocks of draws (cache-sized temporaries)
+        terms, shape = terms_of(idx, coef), idx.shape[:-1]
+        step = max(1, (1 << 16) // max(int(np.prod(shape)), 1))
+        nd_all = flat_vals.shape[0]
+        return np.concatenate([combine(terms, shape, lo, min(lo + step, nd_all))
+                               for lo in range(0, nd_all, step)]).reshape(lead + shape)
+
+    B = combined(bidx, bcoef)           # (chain, draw, E, 4)
+    # the row-attribute effects (draws, n_ra): summed per block of draws where they are used
+    v_terms, n_ra = terms_of(vidx, vcoef), vidx.shape[0]
     delta = None
     if layout.get("uidx") is not None:  # integrated out: drawn from their conditional
         delta = _draw_integrated(layout, raw, rng)
-        v_row = v_row + delta[..., layout["uidx"]]
+        flat_delta = delta.reshape(-1, delta.shape[-1])
     kinds = np.array([ATTRIBUTE_KINDS.index(k) for k in cells.attribute_kind])
     v = np.zeros(lead + (a_n,))
     shift = np.zeros(lead + (_NC,))
@@ -2276,7 +2285,6 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     first = np.searchsorted(pg[by], pg[by])
     rank[by] = np.arange(pg.size) - first
     ranks = [np.flatnonzero(rank == j) for j in range(int(rank.max(initial=-1)) + 1)]
-    flat_v = v_row.reshape(-1, v_row.shape[-1])
     flat_B = B.reshape(-1, e_n, _NC)
     M = raw["M"].reshape(-1, _NC)
     tau, eta, sg = (raw["tau"].reshape(-1, _NC), raw["eta"].reshape(-1, _NC),
@@ -2291,9 +2299,16 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
         sl = slice(lo, min(nd, lo + chunk))
         k = sl.stop - sl.start
         vb = np.zeros((k, ng))
-        terms = flat_v[sl][:, pa] * pw
-        for at in ranks:
-            vb[:, pg[at]] += terms[:, at]
+        sub = max(1, (1 << 16) // max(n_ra, 1))
+        for a in range(sl.start, sl.stop, sub):  # blocks of draws: cache-sized temporaries
+            b = min(a + sub, sl.stop)
+            v_row = combine(v_terms, (n_ra,), a, b)
+            if delta is not None:
+                v_row = v_row + flat_delta[a:b][:, layout["uidx"]]
+            terms = v_row[:, pa] * pw
+            part = vb[a - sl.start:b - sl.start]
+            for at in ranks:
+                part[:, pg[at]] += terms[:, at]
         # per class of segments (segment_classes): precision and data of each word effect
         S = np.empty((k, segs.size - 1))
         P = np.empty((k, segs.size - 1))
