@@ -2299,7 +2299,7 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
         sl = slice(lo, min(nd, lo + chunk))
         k = sl.stop - sl.start
         vb = np.zeros((k, ng))
-        sub = max(1, (1 << 16) // max(n_ra, 1))
+        sub = max(64, (1 << 16) // max(n_ra, 1))
         for a in range(sl.start, sl.stop, sub):  # blocks of draws: cache-sized temporaries
             b = min(a + sub, sl.stop)
             v_row = combine(v_terms, (n_ra,), a, b)
