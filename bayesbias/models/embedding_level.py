@@ -901,13 +901,19 @@ def row_attribute_effects(posterior, cells: Cells, keep: np.ndarray) -> tuple[np
     (draws, effects), rebuilt from the posterior: what the model checks add to a row's
     cell mean.
     """
+    strength = "stereotype_strength" in posterior
+    return row_attribute(cells, strength)[0], attribute_effect_draws(posterior, cells, keep)
+
+
+def attribute_effect_draws(posterior, cells: Cells, keep: np.ndarray,
+                           st: dict | None = None) -> np.ndarray:
+    """Return the effects of :func:`row_attribute_effects` at the flat draws `keep`."""
     def flat(name):
         x = posterior[name].transpose("chain", "draw", ...).values
         return x.reshape(-1, *x.shape[2:])[keep]
 
-    st = structure(cells)
+    st = structure(cells) if st is None else st
     strength = "stereotype_strength" in posterior
-    idx = row_attribute(cells, strength)[0]
     v = flat("attribute_effect")
     r = st["samples"].size if st["attribute_sample_level"] else 1
 
@@ -933,7 +939,7 @@ def row_attribute_effects(posterior, cells: Cells, keep: np.ndarray) -> tuple[np
             half = half + flat("phi")[:, None, None] * w / 2
         rows = np.concatenate([rows, (base + half).reshape(keep.size, -1),
                                (base - half).reshape(keep.size, -1)], axis=1)
-    return idx, rows
+    return rows
 
 
 def row_sd(posterior):
@@ -2513,7 +2519,7 @@ def cell_moments(fit):
         has = g >= 0
         if not has.any():
             return centre, e
-        _, rows = row_attribute_effects(post, cells, k)
+        rows = attribute_effect_draws(post, cells, k, st)
         vbar = np.asarray(share @ rows.T).T  # (draws, groups)
         e2, s2 = e * e, sig[k][:, c] ** 2
         prec = 1.0 / e2 + n[idx] / s2
