@@ -20,11 +20,13 @@ included): on a loaded machine the steadier measure. Without ``--table`` the tab
 simulated at the issue's size: 6 embeddings x 2,352 rows (14 protected words, 30
 stereotypes per class, 48 human and 60 neutral attributes).
 
-``--large`` times the sampler on 32 embeddings x 1,000 protected words (960,000 rows) in
-this process, without per-cell draws (``sample_marginal(..., word_draws=False)``:
-``fit_model`` refuses to keep 32,000 x 4 cell means x 4,000 draws in memory); prints the
-wall time of the cells, of the kernel's build, sampling and the posterior's completion, and
-the process's CPU seconds (all threads) for the cells and for the rest.
+``--large`` times ``fit_model`` on 32 embeddings x 1,000 protected words (960,000 rows) in
+this process, at the default settings: without per-cell draws (32,000 x 4 cell means x
+8,000 draws would be 8 GB; the model checks, the predictive check and the per-word
+summaries come from the cell means' conditional moments, ``embedding_level.cell_moments``).
+Prints the wall and CPU seconds (all threads) of the cells, the fit (sampling, posterior
+completion, diagnostics and model checks, each also apart), the predictive check and the
+summary, the peak RSS, and the diagnostics of every parameter and of the main ones.
 """
 
 from __future__ import annotations
@@ -141,49 +143,73 @@ def paired(table: Path, reps: int, before: bool = False,
 
 
 def large(embeddings: int, words: int) -> dict:
+    import resource
     import warnings
 
     import numpy as np
 
-    from bayesbias.config import defaults
+    import bayesbias.models.embedding_level as el
+    import bayesbias.models.marginal as mg
+    import bayesbias.models.result as res
     from bayesbias.ensemble import simulate_ensemble_table
-    from bayesbias.models import load_spec
-    from bayesbias.models.embedding_level import cells as el_cells
-    from bayesbias.models.marginal import sample_marginal
+    from bayesbias.models import fit_model
 
     warnings.simplefilter("ignore")
-    t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=embeddings,
-                                   words_per_class=words // 2, seed=1)
-    import resource
 
     def cpu():
         ru = resource.getrusage(resource.RUSAGE_SELF)
         return ru.ru_utime + ru.ru_stime
 
-    spec = load_spec("embedding_level")
+    phases = {}
+
+    def timed(mod, name, label):  # wall and CPU seconds of one step inside fit_model
+        f = getattr(mod, name)
+
+        def g(*a, **k):
+            t, c = time.perf_counter(), cpu()
+            out = f(*a, **k)
+            w0, c0 = phases.get(label, (0.0, 0.0))
+            phases[label] = (w0 + time.perf_counter() - t, c0 + cpu() - c)
+            return out
+        setattr(mod, name, g)
+
+    for mod, name, label in ((el, "cells", "cells"), (mg, "_run_nutpie", "sampling"),
+                             (el, "_complete", "complete"), (res, "diagnose", "diagnostics"),
+                             (res, "_model_checks", "model_checks")):
+        timed(mod, name, label)
+    t, _ = simulate_ensemble_table(kind="bootstrap", n_embeddings=embeddings,
+                                   words_per_class=words // 2, seed=1)
     t0, c0 = time.perf_counter(), cpu()
-    c = el_cells(t)
+    fit = fit_model(t, "embedding_level", seed=1)
     t1, c1 = time.perf_counter(), cpu()
-    from bayesbias.models.sampling import default_draws
-
-    tree = sample_marginal(spec, c, default_draws(spec), defaults.tune, defaults.chains, 2, 1,
-                           0.95, word_draws=False)
+    ppc = fit.ppc()
     t2, c2 = time.perf_counter(), cpu()
-    from arviz_stats import ess, rhat
-
-    post = tree.posterior.to_dataset()[["mu_bar", "tau", "sigma", "eta", "omega", "kappa0",
-                                        "kappa", "psi"]]
-    rh, es = rhat(post), ess(post)
-    r = max(float(rh[v].max()) for v in post.data_vars)
-    e = min(float(es[v].min()) for v in post.data_vars)
-    worst = max(post.data_vars, key=lambda v: float(rh[v].max()))
-    div = int(np.asarray(tree.sample_stats["diverging"]).sum())
+    fit.summary()
+    t3, c3 = time.perf_counter(), cpu()
+    diag = fit.diagnostics()
+    main_vars = ("mu_bar", "tau", "sigma", "eta", "omega", "gamma", "kappa0", "kappa", "psi",
+                 "phi")
+    tab = diag.table
+    main = tab[tab["parameter"].str.split("[").str[0].isin(main_vars)]
+    worst = tab.loc[tab["rhat"].idxmax(), "parameter"]
     return {"rows": len(t), "embeddings": embeddings, "words": words,
-            "cells_s": round(t1 - t0, 2), "sample_and_complete_s": round(t2 - t1, 2),
-            "cells_cpu_s": round(c1 - c0, 2), "sample_and_complete_cpu_s": round(c2 - c1, 2),
-            "sampling_s": round(float(tree.posterior.attrs["sampling_time"]), 2),
-            "max_rhat_main": round(r, 4), "min_ess_bulk_main": round(e), "worst": worst,
-            "divergences": div}
+            "word_draws": fit.word_draws,
+            "fit_model_s": round(t1 - t0, 2), "fit_model_cpu_s": round(c1 - c0, 2),
+            **{f"{k}_s": round(w, 2) for k, (w, _) in phases.items()},
+            **{f"{k}_cpu_s": round(c, 2) for k, (_, c) in phases.items()},
+            "ppc_s": round(t2 - t1, 2), "ppc_cpu_s": round(c2 - c1, 2),
+            "summary_s": round(t3 - t2, 2), "summary_cpu_s": round(c3 - c2, 2),
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),
+            "max_rhat": round(float(tab["rhat"].max()), 4), "worst": worst,
+            "min_ess_bulk": round(float(tab["ess_bulk"].min())),
+            "max_rhat_main": round(float(main["rhat"].max()), 4),
+            "min_ess_bulk_main": round(float(main["ess_bulk"].min())),
+            "divergences": diag.divergences,
+            "checks": [c.code + (": ok" if c.ok else ": FAILED") for c in fit.checks],
+            "ppc_inside_89": round(float(ppc["inside_0.89"].iloc[-1]), 4),
+            "sampling_time_s": round(float(fit.idata.attrs["sampling_time_s"]), 2),
+            "n_parameters": len(tab), "mean_tree_steps": round(float(np.mean(
+                fit.idata.sample_stats["n_steps"].values)), 1)}
 
 
 def main(argv=None):

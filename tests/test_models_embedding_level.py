@@ -1120,3 +1120,43 @@ def test_integrated_attribute_sample_draws_are_their_conditional(kind, monkeypat
     assert np.all(np.abs(got - want_cov) <= 5 * sd + 1e-12)
     np.testing.assert_allclose(draws.mean(axis=0), want_mean,
                                atol=5 * np.sqrt(np.diag(want_cov).max() / draws.shape[0]))
+
+
+def test_cell_moments_are_the_conditional_the_cell_means_are_drawn_from():
+    """``cell_moments`` rebuilds, from the posterior, the Normal each drawn cell mean came
+    from: (mu - mean) / sd is standard Normal over draws and cells (no bias, unit spread;
+    tolerances about 5 standard errors at 2 x 400 draws x 64 cells)."""
+    from bayesbias.models import fit_model
+    from bayesbias.models.embedding_level import cell_moments
+
+    t, _ = _table()
+    f = fit_model(t, "embedding_level", draws=400, tune=400, chains=2, seed=3, checked=False)
+    mean, sd = cell_moments(f)(None, slice(None))
+    mu = f.posterior["mu"].transpose("chain", "draw", ...).values.reshape(mean.shape[0], -1)
+    z = (mu - mean) / sd
+    assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
+    assert np.abs(z.mean(axis=0)).max() < 0.3  # per cell: 800 draws, se 0.035
+
+
+def test_a_fit_without_cell_mean_draws_checks_and_summarises():
+    """keep_word_draws=False: no per-cell draws; the model checks, the predictive check and
+    the per-word means come from the cell means' conditional moments, and agree with a fit
+    that keeps the draws (same seed: the same sampled parameters)."""
+    from bayesbias.models import fit_model
+
+    t, _ = _table()
+    kw = dict(draws=400, tune=400, chains=2, seed=3)
+    full = fit_model(t, "embedding_level", **kw)
+    lean = fit_model(t, "embedding_level", keep_word_draws=False, **kw)
+    assert full.word_draws and not lean.word_draws
+    np.testing.assert_array_equal(full.posterior["tau"].values, lean.posterior["tau"].values)
+    assert [c.code for c in lean.checks] == [c.code for c in full.checks]
+    a, b = full.word_means(), lean.word_means()
+    assert np.isfinite(b[["mean", "sd"]].to_numpy()).all()
+    # the same posterior: means within a few Monte Carlo errors, sds within 15%
+    assert (np.abs(a["mean"] - b["mean"]) < 0.2 * a["sd"]).all()
+    assert np.allclose(a["sd"], b["sd"], rtol=0.15)
+    pa, pb = full.ppc(), lean.ppc()
+    assert abs(pa["inside_0.89"].iloc[-1] - pb["inside_0.89"].iloc[-1]) < 0.03
+    wc = lean.word_contrasts()
+    assert len(wc) == len(full.word_contrasts()) and np.isfinite(wc["mean"]).all()

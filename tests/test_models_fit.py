@@ -538,6 +538,33 @@ def test_rank_diagnostics_split_over_threads_are_the_same_numbers():
             np.testing.assert_array_equal(got[k], one[k], err_msg=f"{k}, {threads} threads")
 
 
+def test_rank_diagnostics_in_cache_sized_blocks_are_the_same_numbers(monkeypatch):
+    """Blocks of a few columns give the very numbers of one pass over all (bit for bit)."""
+    from bayesbias.models import _rank_diagnostics as rd
+
+    rng = np.random.default_rng(6)
+    ary = rng.normal(size=(4, 400, 11))
+    ary[:, 1::3] = ary[:, :-1:3]
+    whole = rd._rank_diagnostics(ary, 0.89)
+    monkeypatch.setattr(rd, "BLOCK_ELEMENTS", 3 * 4 * 400)  # blocks of 3 columns
+    for threads in (1, 2):
+        got = rd.rank_diagnostics(ary, 0.89, threads=threads)
+        for k in whole:
+            np.testing.assert_array_equal(got[k], whole[k], err_msg=f"{k}, {threads} threads")
+
+
+def test_sorted_quantile_is_numpys_quantile_bit_for_bit():
+    """The quantile of sorted rows equals np.quantile (linear) exactly, ties and ends too."""
+    from bayesbias.models._rank_diagnostics import sorted_quantile
+
+    rng = np.random.default_rng(7)
+    for m in (4, 5, 8, 999, 8000):
+        x = np.sort(np.round(rng.normal(size=(20, m)), 1), axis=1)
+        for p in (0.0, 0.03, 0.055, 1 / 3, 0.5, 0.945, 0.97, 1.0):
+            np.testing.assert_array_equal(sorted_quantile(x, p), np.quantile(x, p, axis=1),
+                                          err_msg=f"m={m}, p={p}")
+
+
 def test_fit_for_verdict_refits_with_more_draws_while_borderline_from_draws(monkeypatch):
     """The refit loop of fit_for_verdict: four times the draws while a deciding contrast is
     borderline and read from draws (no Rao-Blackwellised estimator), up to the cap.

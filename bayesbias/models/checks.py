@@ -310,7 +310,11 @@ def attribute_dependence(fit) -> float | None:
     na = c.attributes.size
     n = np.bincount(c.attr_idx, minlength=na).astype(float)
     starts = range(0, keep.size, per_chunk)
-    if not getattr(fit, "word_draws", True):  # sums per (attribute, connection) and cell
+    spec = getattr(fit, "spec", None)
+    own_rows = spec is not None and \
+        getattr(family(spec.family), "row_attribute_effects", None) is not None
+    if not getattr(fit, "word_draws", True) and not own_rows:
+        # sums per (attribute, connection) and cell
 
         pooled = _attribute_sums(fit)
         fit._word_moments()  # cached before the threads share it

@@ -901,13 +901,19 @@ def row_attribute_effects(posterior, cells: Cells, keep: np.ndarray) -> tuple[np
     (draws, effects), rebuilt from the posterior: what the model checks add to a row's
     cell mean.
     """
+    strength = "stereotype_strength" in posterior
+    return row_attribute(cells, strength)[0], attribute_effect_draws(posterior, cells, keep)
+
+
+def attribute_effect_draws(posterior, cells: Cells, keep: np.ndarray,
+                           st: dict | None = None) -> np.ndarray:
+    """Return the effects of :func:`row_attribute_effects` at the flat draws `keep`."""
     def flat(name):
         x = posterior[name].transpose("chain", "draw", ...).values
         return x.reshape(-1, *x.shape[2:])[keep]
 
-    st = structure(cells)
+    st = structure(cells) if st is None else st
     strength = "stereotype_strength" in posterior
-    idx = row_attribute(cells, strength)[0]
     v = flat("attribute_effect")
     r = st["samples"].size if st["attribute_sample_level"] else 1
 
@@ -933,7 +939,7 @@ def row_attribute_effects(posterior, cells: Cells, keep: np.ndarray) -> tuple[np
             half = half + flat("phi")[:, None, None] * w / 2
         rows = np.concatenate([rows, (base + half).reshape(keep.size, -1),
                                (base - half).reshape(keep.size, -1)], axis=1)
-    return idx, rows
+    return rows
 
 
 def row_sd(posterior):
@@ -2222,23 +2228,40 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     bidx, bcoef = layout["bmap"]
     vidx, vcoef = layout["vmap"]
 
-    def combine(idx, coef):
-        acc = np.zeros(lead + idx.shape[:-1])
+    flat_vals = vals.reshape(-1, vals.shape[-1])
+
+    def terms_of(idx, coef):
+        # the terms vals[idx[..., t]] * coef[..., t] with idx >= 0, in t's order (an unused
+        # term would add an exact 0)
+        out = []
         for t in range(idx.shape[-1]):
             i = idx[..., t].astype(np.int64)
             ok = i >= 0
             if ok.any():
-                part = np.zeros(lead + idx.shape[:-1])
-                part[..., ok] = vals[..., i[ok]] * coef[..., t][ok]
-                acc += part
+                out.append((np.where(ok, i, 0), np.where(ok, coef[..., t], 0.0)))
+        return out
+
+    def combine(terms, shape, lo, hi):
+        # their sum at the flat draws lo:hi, term by term (as a masked loop adds them)
+        acc = np.zeros((hi - lo,) + shape)
+        for i, c in terms:
+            acc += flat_vals[lo:hi, i] * c
         return acc
 
-    B = combine(bidx, bcoef)            # (chain, draw, E, 4)
-    v_row = combine(vidx, vcoef)        # (chain, draw, n_ra)
+    def combined(idx, coef):  # at every draw, in blocks of draws (cache-sized temporaries)
+        terms, shape = terms_of(idx, coef), idx.shape[:-1]
+        step = max(1, (1 << 16) // max(int(np.prod(shape)), 1))
+        nd_all = flat_vals.shape[0]
+        return np.concatenate([combine(terms, shape, lo, min(lo + step, nd_all))
+                               for lo in range(0, nd_all, step)]).reshape(lead + shape)
+
+    B = combined(bidx, bcoef)           # (chain, draw, E, 4)
+    # the row-attribute effects (draws, n_ra): summed per block of draws where they are used
+    v_terms, n_ra = terms_of(vidx, vcoef), vidx.shape[0]
     delta = None
     if layout.get("uidx") is not None:  # integrated out: drawn from their conditional
         delta = _draw_integrated(layout, raw, rng)
-        v_row = v_row + delta[..., layout["uidx"]]
+        flat_delta = delta.reshape(-1, delta.shape[-1])
     kinds = np.array([ATTRIBUTE_KINDS.index(k) for k in cells.attribute_kind])
     v = np.zeros(lead + (a_n,))
     shift = np.zeros(lead + (_NC,))
@@ -2261,7 +2284,13 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
     seg_word, seg_conn = word[segs[:-1]], ci[segs[:-1]]
     pg, pa, pw = lay["pair_group"], lay["pair_attr"], lay["pair_weight"]
     ng = lay["group_cells"].size
-    flat_v = v_row.reshape(-1, v_row.shape[-1])
+    # np.add.at(vb.T, pg, ...) as whole columns: the j-th pair of every group at once, so
+    # each group's sum takes its pairs in the same order
+    rank = np.empty(pg.size, dtype=np.int64)
+    by = np.argsort(pg, kind="stable")
+    first = np.searchsorted(pg[by], pg[by])
+    rank[by] = np.arange(pg.size) - first
+    ranks = [np.flatnonzero(rank == j) for j in range(int(rank.max(initial=-1)) + 1)]
     flat_B = B.reshape(-1, e_n, _NC)
     M = raw["M"].reshape(-1, _NC)
     tau, eta, sg = (raw["tau"].reshape(-1, _NC), raw["eta"].reshape(-1, _NC),
@@ -2276,7 +2305,16 @@ def _complete(spec, cells, layout, raw, rng, word_draws):
         sl = slice(lo, min(nd, lo + chunk))
         k = sl.stop - sl.start
         vb = np.zeros((k, ng))
-        np.add.at(vb.T, pg, (flat_v[sl][:, pa] * pw).T)
+        sub = max(64, (1 << 16) // max(n_ra, 1))
+        for a in range(sl.start, sl.stop, sub):  # blocks of draws: cache-sized temporaries
+            b = min(a + sub, sl.stop)
+            v_row = combine(v_terms, (n_ra,), a, b)
+            if delta is not None:
+                v_row = v_row + flat_delta[a:b][:, layout["uidx"]]
+            terms = v_row[:, pa] * pw
+            part = vb[a - sl.start:b - sl.start]
+            for at in ranks:
+                part[:, pg[at]] += terms[:, at]
         # per class of segments (segment_classes): precision and data of each word effect
         S = np.empty((k, segs.size - 1))
         P = np.empty((k, segs.size - 1))
@@ -2424,3 +2462,70 @@ def _level_effect(layout, vals, name, lead):
     h = _split(vals, layout, f"{name}_vs_none")
     size = g.shape[-1]
     return g[..., None, :] + np.concatenate([h, np.zeros(lead + (1, size))], axis=-2)
+
+
+def cell_moments(fit):
+    """Return ``moments(keep, sl, cells)`` of a fit without per-cell draws (cached on the fit).
+
+    Given a draw of the parameters, the word effects, the embedding effects (corpus sample,
+    training run) and the attribute effects, each (word@embedding, connection) cell mean is
+    Normal, independently of the others, as :func:`_complete` draws it: precision ``1/eta^2
+    + n/sigma^2``, mean ``(centre/eta^2 + n (ybar - vbar)/sigma^2) / precision`` with
+    ``centre = M + B[e] + omega[w]`` and ``vbar`` the mean attribute effect of the cell's
+    rows; an empty cell is ``Normal(centre, eta)``. ``moments`` returns these conditional
+    means and sds, (draws, cells), for the flat (unit, connection) cells ``cells`` (or the
+    slice `sl` of all) at the flat draws `keep` (None: all), rebuilt from the posterior.
+    """
+    import scipy.sparse as sp
+
+    cache = fit.__dict__.setdefault("_cache", {})
+    if "cell_moments" in cache:
+        return cache["cell_moments"]
+    cells = fit.cells
+    post = fit.posterior
+    st = structure(cells)
+    lay = attribute_groups(cells, "stereotype_strength" in post)
+    units = cells.units.size
+    n = cells.n.reshape(-1).astype(float)
+    ybar = np.nan_to_num(cells.mean).reshape(-1)
+    group = -np.ones(units * _NC, dtype=np.int64)
+    group[lay["ui"].astype(np.int64) * _NC + lay["ci"]] = lay["group"]
+    emb_u = cells.unit_embedding.astype(np.int64)
+    word_u = st["word_of"].astype(np.int64)
+    ng = lay["group_cells"].size
+    n_ra = row_attribute(cells, "stereotype_strength" in post)[1]
+    share = sp.csr_matrix((lay["pair_weight"], (lay["pair_group"], lay["pair_attr"])),
+                          shape=(max(ng, 1), n_ra))
+
+    def flat(name):
+        x = post[name].transpose("chain", "draw", ...).values
+        return x.reshape(-1, *x.shape[2:])
+
+    big_m, omega, eta = flat("M"), flat("word_effect"), flat("eta")  # M + word_effect: raw
+    sig = fit._cell_sigma().reshape(-1, _NC)
+    emb_eff = np.zeros((big_m.shape[0], st["embeddings"].size, _NC))
+    if "sample_effect" in post:  # (draws, connection, sample) -> each embedding's
+        emb_eff += np.transpose(flat("sample_effect")[:, :, st["sample_of"]], (0, 2, 1))
+    if "run_effect" in post:
+        emb_eff += np.transpose(flat("run_effect"), (0, 2, 1))
+
+    def moments(keep, sl, idx=None):
+        idx = np.arange(n.size)[sl] if idx is None else np.asarray(idx, dtype=np.int64)
+        k = np.arange(big_m.shape[0]) if keep is None else np.asarray(keep)
+        u, c = idx // _NC, idx % _NC
+        centre = big_m[k][:, c] + emb_eff[k][:, emb_u[u], c] + omega[k][:, c, word_u[u]]
+        e = eta[k][:, c]
+        g = group[idx]
+        has = g >= 0
+        if not has.any():
+            return centre, e
+        rows = attribute_effect_draws(post, cells, k, st)
+        vbar = np.asarray(share @ rows.T).T  # (draws, groups)
+        e2, s2 = e * e, sig[k][:, c] ** 2
+        prec = 1.0 / e2 + n[idx] / s2
+        rbar = ybar[idx] - vbar[:, np.where(has, g, 0)]
+        mean = np.where(has, (centre / e2 + n[idx] * rbar / s2) / prec, centre)
+        return mean, np.where(has, 1.0 / np.sqrt(prec), e)
+
+    cache["cell_moments"] = moments
+    return moments

@@ -30,7 +30,7 @@ FAMILIES = {"hierarchical": ".hierarchical", "offsets": ".offsets", "additive": 
 OPTIONAL_HOOKS = ("structure_key", "row_effects", "simulate_cell_means",
                   "simulate_row_effects", "likelihood", "row_attribute_effects", "row_sd",
                   "marginal_blocks", "derived", "marginal_kernel", "native_supported",
-                  "grouped_is_cheaper")
+                  "grouped_is_cheaper", "cell_moments")
 
 
 class Family:
@@ -126,6 +126,11 @@ class Family:
     grouped_is_cheaper(cells)
         Evaluate the marginal density on groups of cells (or classes) rather than rows
         (absent: only for a large fit).
+    cell_moments(fit)
+        ``moments(keep, sl, cells)``: each cell mean's Normal conditional (means, sds) at
+        the given draws, for a fit without per-cell draws whose cell means need more than
+        M, T, S (with ``WORD_DRAWS_OPTIONAL``: such fits are made when the draws would be
+        too big; the checks and per-word summaries use it).
 
     A new family is one subclass (or one module of these names) in :data:`FAMILIES` and one
     spec file in ``models/`` (``tests/test_models_spec.py`` checks each).

@@ -35,7 +35,15 @@ from .families import family
 from .plots import plot_fit_forest
 from .spec import ModelSpec
 from .summaries import SAMPLE_DIMS, interval, resolve_ci, summarise, to_frame
-from .word_summaries import cell_summaries, chunks, fit_moments, fit_shift, refuse, row_intervals
+from .word_summaries import (
+    cell_summaries,
+    chunks,
+    drawn_summaries,
+    fit_moments,
+    fit_shift,
+    refuse,
+    row_intervals,
+)
 
 __all__ = ["Fit", "Check", "PPC_TOLERANCE", "ppc_heading", "ppc_rows_note"]
 
@@ -138,7 +146,8 @@ def _row_view(fit):
         return fit
     post = fit.posterior
     return SimpleNamespace(cells=fit.cells, posterior=post.assign(sigma=hook(post)),
-                           spec=fit.spec)
+                           spec=fit.spec, idata=fit.idata, word_draws=fit.word_draws,
+                           _word_moments=fit._word_moments)
 
 
 class Fit:
@@ -189,7 +198,9 @@ class Fit:
         """``moments(keep, sl)`` of the flat cells of a fit without per-word draws (cached)."""
         cache = self.__dict__.setdefault("_cache", {})
         if "word_moments" not in cache:
-            cache["word_moments"] = fit_moments(self)
+            own = getattr(family(self.spec.family), "cell_moments", None)
+            # a family whose cell means need more than M, T, S (embedding_level): its own
+            cache["word_moments"] = (own(self), None) if own is not None else fit_moments(self)
         return cache["word_moments"]
 
     def _n_draws(self) -> int:
@@ -315,7 +326,15 @@ class Fit:
         cache = self.__dict__.setdefault("_cache", {})
         if key in cache:
             return cache[key]
-        _, (m, t, sd) = self._word_moments()
+        moments, mts = self._word_moments()
+        if mts is None:  # the family's own conditional moments: over thinned draws
+            cache[key] = drawn_summaries(moments, self.cells.n.shape, self._n_draws(),
+                                         ci_prob, ci_kind, pairs and [
+                                             (CONNECTIONS.index(a), CONNECTIONS.index(b))
+                                             for a, b in pairs], rope,
+                                         int(self.idata.attrs.get("seed", 0)))
+            return cache[key]
+        _, (m, t, sd) = moments, mts
         idx = None if pairs is None else [(CONNECTIONS.index(a), CONNECTIONS.index(b))
                                           for a, b in pairs]
         cache[key] = cell_summaries(m, t, sd, self.cells.n, self.cells.mean, ci_prob, ci_kind,
@@ -555,7 +574,8 @@ class Fit:
         subset = check_rows(self)
         sel = slice(None) if subset is None else subset
         n_sel = c.n_rows if subset is None else subset.size
-        if "attribute_effect" in self.posterior and self.word_draws:
+        own = getattr(family(self.spec.family), "cell_moments", None) is not None
+        if "attribute_effect" in self.posterior and (self.word_draws or own):
             # each row has its own mean (attribute effects): replicate rows on thinned draws,
             # in chunks of rows on a big table (at most CHECK_ELEMENTS draws x rows at once)
             keep = thinned_draws(self)

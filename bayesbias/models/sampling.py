@@ -269,7 +269,11 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
                              "nutpie sampler, the sufficient likelihood, a family that "
                              "supports it and a working C compiler (its kernels)")
 
-    summaries_ok = bool(marginal) and word_summaries_supported(spec)
+    # a family whose kernel can leave out the cell means' draws (embedding_level: its
+    # checks and per-word summaries from their conditional moments, ``cell_moments``)
+    optional = bool(marginal) and getattr(family, "WORD_DRAWS_OPTIONAL", False) \
+        and getattr(family, "cell_moments", None) is not None
+    summaries_ok = bool(marginal) and (word_summaries_supported(spec) or optional)
     # a large fit (per-word draws above WORD_DRAWS_BYTES): its density on groups of cells
     large = summaries_ok and not _keep_default(
         validate_int(draws, "draws", low=1, high=MAX_DRAWS),
@@ -280,7 +284,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         raise ModelSpecError(f"model {spec.name!r}: per-word summaries without per-word draws "
                              "need the cell-marginal sampler (nutpie, sufficient likelihood) "
                              "and a family whose cell means are independent given its "
-                             "parameters (hierarchical, separate, crossed)")
+                             "parameters (hierarchical, separate, crossed, embedding_level)")
     else:
         word_draws = bool(keep_word_draws)
     draws, tune, chains = _check_settings(draws, tune, chains, target_accept, cells.n.size,
@@ -295,7 +299,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         # the density on groups of cells: for a large fit, and for the crossed family
         # whenever its groups' loop is shorter than its rows (every shipped table)
         cheaper = getattr(family, "grouped_is_cheaper", None)
-        grouped = large or (cheaper is not None and cheaper(cells))
+        grouped = (large and word_summaries_supported(spec)) or \
+            (cheaper is not None and cheaper(cells))
         idata = _marginal.sample_marginal(spec, cells, draws, tune, chains, cores, seed,
                                           target_accept, word_draws, grouped=grouped)
         noncentred = ()

@@ -51,7 +51,7 @@ from .families import family
 
 __all__ = ["WORD_DRAWS_BYTES", "INTERVAL_DRAWS", "WordDrawsError", "keep_word_draws",
            "mixture_moments", "mixture_interval", "mixture_cdf", "cell_summaries",
-           "linear_summary", "fit_shift", "MIN_GROUP"]
+           "linear_summary", "fit_shift", "MIN_GROUP", "drawn_summaries"]
 
 
 #: Per-word draws above this many bytes (8 per draw and cell: 4 chains x 1,000 draws x 4
@@ -828,3 +828,48 @@ def row_intervals(m, t, s, sig, cells, shift, v, probs, kind: str,
             out[:, e] = _drawn_interval(mean, np.sqrt(sd, out=sd), probs, kind,
                                         [20240105, sl.start])
     return out[:, inv.ravel()]
+
+
+def drawn_summaries(moments, shape, total: int, prob: float, kind: str, pairs=None,
+                    rope: float | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Summaries of every cell mean, or of every per-unit contrast, from conditional moments.
+
+    For a family whose cell means are Normal given more than M, T, S (embedding_level: given
+    the parameters and the word, embedding and attribute effects; its ``cell_moments``):
+    ``moments(keep, None, cells)`` gives their conditional means and sds, (draws, cells). Over
+    :data:`INTERVAL_DRAWS` evenly thinned of the `total` draws: mean and sd of the Normal
+    mixture, ``P(< 0)`` and the ROPE share as means of the Normal probabilities, the interval
+    from one draw of each Normal per draw (seeded by `seed`). A contrast of two connections
+    of one unit: the difference of two conditionally independent Normals. Keys and layout
+    as :func:`cell_summaries` (flat over (unit, connection) or (unit, pair)), `shape` the
+    cells' (units, connections).
+    """
+    from scipy.special import ndtr
+
+    n_u, nc = shape
+    keep = thinned(total)
+    cols = [(c,) for c in range(nc)] if pairs is None else [tuple(p) for p in pairs]
+    size = n_u * len(cols)
+    out = {k: np.empty(size) for k in ("mean", "sd", "prob_below_zero")}
+    out["share_in_rope"] = np.full(size, np.nan)
+    out["ci"] = np.empty((size, 2))
+    step = max(1, CHUNK_ELEMENTS // (keep.size * nc))
+    for lo in range(0, n_u, step):
+        units = np.arange(lo, min(n_u, lo + step))
+        m, s = moments(keep, None, (units[:, None] * nc + np.arange(nc)).ravel())
+        m, s = m.reshape(keep.size, units.size, nc), s.reshape(keep.size, units.size, nc)
+        for j, col in enumerate(cols):
+            if len(col) == 1:
+                mean, sd = m[..., col[0]], s[..., col[0]]
+            else:
+                mean = m[..., col[0]] - m[..., col[1]]
+                sd = np.sqrt(s[..., col[0]] ** 2 + s[..., col[1]] ** 2)
+            at = units * len(cols) + j
+            out["mean"][at], out["sd"][at] = mixture_moments(mean, sd)
+            out["prob_below_zero"][at] = ndtr(-mean / sd).mean(axis=0)
+            if rope is not None:
+                out["share_in_rope"][at] = (ndtr((rope - mean) / sd)
+                                            - ndtr((-rope - mean) / sd)).mean(axis=0)
+            out["ci"][at] = _drawn_interval(mean, sd, [prob], kind,
+                                            [int(seed), 20240105, j, lo])[0]
+    return out
