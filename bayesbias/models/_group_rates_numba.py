@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import types
 
-from .group_rates import _H, _HEAD
+from ._group_rates_layout import _H, _HEAD
 
 _N_HEAD = len(_HEAD)
 # the header's slots, as constants numba compiles in

@@ -41,6 +41,7 @@ import numpy as np
 
 from .._atomic import shipped_dir
 from ..errors import InvalidArgumentError, ModelSpecError
+from ._group_rates_layout import _H, _HEAD
 from .spec import Prior
 
 __all__ = ["METRICS", "METRIC_ALIASES", "STRUCTURES", "GroupSpec", "load_group_spec",
@@ -782,16 +783,6 @@ def _numba_logp():
     from ._group_rates_numba import logp
 
     return logp
-
-
-#: Slots of the header of :meth:`Kernel.native_data` (int64 words at the buffer's start):
-#: sizes, then the word offset of every array.
-_HEAD = ("total", "ndim", "n_expanded", "M", "C", "T", "n_ord", "D_low", "top_cell",
-         "has_terms", "NT", "off_term", "k", "n", "B", "b_off", "t_size", "t_rank", "t_coord",
-         "t_order", "index", "col_order", "low_weight", "top_weight", "pri_mu", "pri_sd",
-         "term_ptr", "term_k", "term_n", "pri_term", "w", "B_len", "BT", "t_fac", "F",
-         "F_len")
-_H = {name: i for i, name in enumerate(_HEAD)}
 
 
 def _numba_native():
