@@ -505,23 +505,25 @@ class GroupRates:
         return a
 
     def _notes(self) -> list[str]:
+        def listed(names: list[str]) -> str:
+            more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+            return ", ".join(names[:8]) + more
+
         notes = []
         if self.terms:
             for i, m in enumerate(self.metrics):
                 empty = np.flatnonzero(self.term_n[i] == 0)
                 if empty.size:
-                    names = ", ".join(self.terms[t] for t in empty[:8])
-                    more = f" and {empty.size - 8} more" if empty.size > 8 else ""
+                    names = listed([self.terms[t] for t in empty])
                     notes.append(f"{m}: {empty.size} term(s) have no "
-                                 f"{DENOMINATORS[METRICS[m][0]]} ({names}{more}); their {m} "
+                                 f"{DENOMINATORS[METRICS[m][0]]} ({names}); their {m} "
                                  "is the model's (their cell's rate and sd_term)")
         for i, m in enumerate(self.metrics):
             empty = np.flatnonzero(self.n[i] == 0)
             if empty.size:
-                names = ", ".join(self.cell_names[c] for c in empty[:8])
-                more = f" and {empty.size - 8} more" if empty.size > 8 else ""
+                names = listed([self.cell_names[c] for c in empty])
                 notes.append(f"{m}: {empty.size} cell(s) have no {DENOMINATORS[METRICS[m][0]]} "
-                             f"({names}{more}); their {m} is undefined from data and the "
+                             f"({names}); their {m} is undefined from data and the "
                              f"model's prior (pooled through the other cells) answers; they "
                              f"are left out of the comparisons")
             if self.n[i].sum() == 0:

@@ -341,26 +341,12 @@ _PTR = types.CPointer(types.double)
 _SIG_LOGP = types.int64(types.uint64, _PTR, _PTR, _PTR, _PTR)
 _SIG_EXPAND = types.int64(types.uint64, types.uint64, _PTR, _PTR, _PTR)
 
-@numba.cfunc(_SIG_LOGP, cache=True, nogil=True)
-def c_logp(dim, x_, grad_, lp_, data_):
-    hd = numba.carray(data_, (_N_HEAD,)).view(np.int64)
-    if dim != hd[_S_NDIM]:
-        return -1
-    total = hd[_S_TOTAL]
-    f = numba.carray(data_, (total,))
-    iv = f.view(np.int64)
-    M, C, T = hd[_S_M], hd[_S_C], hd[_S_T]
-    n_ord, D_low, NT = hd[_S_N_ORD], hd[_S_D_LOW], hd[_S_NT]
-    x = numba.carray(x_, (dim,))
-    grad = numba.carray(grad_, (dim,))
-    o = hd[_S_K]
-    k = f[o:o + M * C].reshape((M, C))
-    o = hd[_S_N]
-    n = f[o:o + M * C].reshape((M, C))
+@numba.njit(cache=True, nogil=True)
+def _shared_views(f, iv, hd):
+    """Return the arrays both C functions read from the buffer: effect layout and weights."""
+    M, C, T, D_low = hd[_S_M], hd[_S_C], hd[_S_T], hd[_S_D_LOW]
     o = hd[_S_B]
     B = f[o:o + hd[_S_B_LEN]]
-    o = hd[_S_BT]
-    BT = f[o:o + hd[_S_B_LEN]]
     o = hd[_S_B_OFF]
     b_off = iv[o:o + T + 1]
     o = hd[_S_T_SIZE]
@@ -379,12 +365,34 @@ def c_logp(dim, x_, grad_, lp_, data_):
     low_weight = f[o:o + M * D_low].reshape((M, D_low))
     o = hd[_S_TOP_WEIGHT]
     top_weight = f[o:o + M * C].reshape((M, C))
+    o = hd[_S_TERM_PTR]
+    term_ptr = iv[o:o + C + 1]
+    return (B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight,
+            top_weight, term_ptr)
+
+
+@numba.cfunc(_SIG_LOGP, cache=True, nogil=True)
+def c_logp(dim, x_, grad_, lp_, data_):
+    hd = numba.carray(data_, (_N_HEAD,)).view(np.int64)
+    if dim != hd[_S_NDIM]:
+        return -1
+    total = hd[_S_TOTAL]
+    f = numba.carray(data_, (total,))
+    iv = f.view(np.int64)
+    M, C, T = hd[_S_M], hd[_S_C], hd[_S_T]
+    n_ord, D_low, NT = hd[_S_N_ORD], hd[_S_D_LOW], hd[_S_NT]
+    x = numba.carray(x_, (dim,))
+    grad = numba.carray(grad_, (dim,))
+    o = hd[_S_K]
+    k = f[o:o + M * C].reshape((M, C))
+    o = hd[_S_N]
+    n = f[o:o + M * C].reshape((M, C))
+    o = hd[_S_BT]
+    BT = f[o:o + hd[_S_B_LEN]]
     o = hd[_S_PRI_MU]
     pri_mu = f[o:o + 3]
     o = hd[_S_PRI_SD]
     pri_sd = f[o:o + 3 * n_ord].reshape((n_ord, 3))
-    o = hd[_S_TERM_PTR]
-    term_ptr = iv[o:o + C + 1]
     o = hd[_S_TERM_K]
     term_k = f[o:o + M * NT].reshape((M, NT))
     o = hd[_S_TERM_N]
@@ -395,6 +403,8 @@ def c_logp(dim, x_, grad_, lp_, data_):
     t_fac = iv[o:o + 7 * T].reshape((T, 7))
     o = hd[_S_F]
     F = f[o:o + hd[_S_F_LEN]]
+    (B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight, top_weight,
+     term_ptr) = _shared_views(f, iv, hd)
     val = logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_order,
                low_weight, top_weight, M, n_ord, D_low, hd[_S_TOP_CELL], pri_mu, pri_sd,
                hd[_S_HAS_TERMS], term_ptr, term_k, term_n, pri_term, hd[_S_OFF_TERM],
@@ -416,34 +426,14 @@ def c_expand(dim, expanded, x_, out_, data_):
     total = hd[_S_TOTAL]
     f = numba.carray(data_, (total,))
     iv = f.view(np.int64)
-    M, C, T = hd[_S_M], hd[_S_C], hd[_S_T]
+    M, C = hd[_S_M], hd[_S_C]
     n_ord, D_low, NT = hd[_S_N_ORD], hd[_S_D_LOW], hd[_S_NT]
     x = numba.carray(x_, (dim,))
     out = numba.carray(out_, (expanded,))
-    o = hd[_S_B]
-    B = f[o:o + hd[_S_B_LEN]]
-    o = hd[_S_B_OFF]
-    b_off = iv[o:o + T + 1]
-    o = hd[_S_T_SIZE]
-    t_size = iv[o:o + T]
-    o = hd[_S_T_RANK]
-    t_rank = iv[o:o + T]
-    o = hd[_S_T_COORD]
-    t_coord = iv[o:o + T]
-    o = hd[_S_T_ORDER]
-    t_order = iv[o:o + T]
-    o = hd[_S_INDEX]
-    index = iv[o:o + T * C].reshape((T, C))
-    o = hd[_S_COL_ORDER]
-    col_order = iv[o:o + D_low]
-    o = hd[_S_LOW_WEIGHT]
-    low_weight = f[o:o + M * D_low].reshape((M, D_low))
-    o = hd[_S_TOP_WEIGHT]
-    top_weight = f[o:o + M * C].reshape((M, C))
-    o = hd[_S_TERM_PTR]
-    term_ptr = iv[o:o + C + 1]
     o = hd[_S_W]
     w = f[o:o + M * C].reshape((M, C))
+    (B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight, top_weight,
+     term_ptr) = _shared_views(f, iv, hd)
     expand(x, B, b_off, t_size, t_rank, t_coord, t_order, index, col_order, low_weight,
            top_weight, M, C, n_ord, D_low, hd[_S_TOP_CELL], hd[_S_HAS_TERMS], term_ptr,
            NT, hd[_S_OFF_TERM], w, out)
