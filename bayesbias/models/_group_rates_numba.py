@@ -71,6 +71,18 @@ def prior(code, a, b, v):
     return -a * v, -a
 
 @numba.njit(cache=True, fastmath=False, nogil=True)
+def binomial_logit(k, n, eta):
+    """Return the Binomial log-likelihood of `k` of `n` at logit `eta` and its derivative."""
+    if n <= 0 and k == 0:
+        return 0.0, 0.0
+    if eta > 0:
+        soft = eta + math.log1p(math.exp(-eta))
+    else:
+        soft = math.log1p(math.exp(eta))
+    return k * eta - n * soft, k - n * math.exp(eta - soft)
+
+
+@numba.njit(cache=True, fastmath=False, nogil=True)
 def logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_order,
          low_weight, top_weight, M, n_ord, D_low, top_cell, pri_mu, pri_sd, has_terms,
          term_ptr, term_k, term_n, pri_term, off_term, t_fac, F, grad):
@@ -178,27 +190,14 @@ def logp(x, k, n, B, BT, b_off, t_size, t_rank, t_coord, t_order, index, col_ord
                     u = x[o_u + j]
                     et = eta + st * u
                     lp += -0.5 * u * u
-                    if term_n[m, j] > 0 or term_k[m, j] != 0:
-                        if et > 0:
-                            soft = et + math.log1p(math.exp(-et))
-                        else:
-                            soft = math.log1p(math.exp(et))
-                        lp += term_k[m, j] * et - term_n[m, j] * soft
-                        rt = term_k[m, j] - term_n[m, j] * math.exp(et - soft)
-                    else:
-                        rt = 0.0
+                    lp_j, rt = binomial_logit(term_k[m, j], term_n[m, j], et)
+                    lp += lp_j
                     grad[o_u + j] = rt * st - u
                     grad[off_term + m] += rt * st * u
                     r += rt
-            elif n[m, c] > 0 or k[m, c] != 0:
-                if eta > 0:
-                    soft = eta + math.log1p(math.exp(-eta))
-                else:
-                    soft = math.log1p(math.exp(eta))
-                lp += k[m, c] * eta - n[m, c] * soft
-                r = k[m, c] - n[m, c] * math.exp(eta - soft)
             else:
-                r = 0.0
+                lp_c, r = binomial_logit(k[m, c], n[m, c], eta)
+                lp += lp_c
             if top_cell:
                 grad[off_z + D_low + c] = (r * s - e) / sw
                 g_lower[c] = r * (1.0 - w * s / sw) + w * e / sw
