@@ -889,6 +889,17 @@ def test_an_unordered_table_still_names_its_bad_row():
 
 # ---- the native kernel (word effects and cell means integrated out) ----------------------
 
+def _effects_and_roles(layout, vals, data, h_n, hyp):
+    """Per-row effect sums B and v of the kernel's maps, and (m, tau, eta, sig) per cell."""
+    def comb(idx, coef):
+        return np.sum(np.where(idx >= 0, vals[np.maximum(idx, 0).astype(int)] * coef, 0.0),
+                      axis=-1)
+
+    roles = data[16 + 5 * h_n:16 + 5 * h_n + 16].astype(int)
+    return (comb(*layout["bmap"]), comb(*layout["vmap"]),
+            tuple(hyp[roles[4 * q:4 * q + 4]] for q in range(4)))
+
+
 def _kernel_reference(spec, cells, data, layout, x):
     """Log-density at `x` by a dense multivariate Normal of the rows (everything Gaussian
     integrated out by hand), plus the sets' and the hyperparameters' priors."""
@@ -921,16 +932,7 @@ def _kernel_reference(spec, cells, data, layout, x):
         priors += [spec.priors[prior]] * size
     for j, p in enumerate(priors):
         lp += float(logpdf(p, hyp[j])) + (x[j] if rows[j, 1] > 0.5 else 0.0)
-    bidx, bcoef = layout["bmap"]
-    vidx, vcoef = layout["vmap"]
-
-    def comb(idx, coef):
-        return np.sum(np.where(idx >= 0, vals[np.maximum(idx, 0).astype(int)] * coef, 0.0),
-                      axis=-1)
-
-    B, v_row = comb(bidx, bcoef), comb(vidx, vcoef)
-    roles = data[16 + 5 * h_n:16 + 5 * h_n + 16].astype(int)
-    m, tau, eta, sig = (hyp[roles[4 * k:4 * k + 4]] for k in range(4))
+    B, v_row, (m, tau, eta, sig) = _effects_and_roles(layout, vals, data, h_n, hyp)
     st = structure(cells)
     unit, conn = cells.unit_idx, cells.conn_idx
     e = cells.unit_embedding[unit]
@@ -1072,16 +1074,7 @@ def test_integrated_attribute_sample_draws_are_their_conditional(kind, monkeypat
     for z0, size, si, cen, _ in sets:
         zz = x[h_n + int(z0):h_n + int(z0 + size)]
         vals[int(z0):int(z0 + size)] = (zz - zz.mean()) * (1.0 if cen > 0.5 else hyp[int(si)])
-    bidx, bcoef = layout["bmap"]
-    vidx, vcoef = layout["vmap"]
-
-    def comb(idx, coef):
-        return np.sum(np.where(idx >= 0, vals[np.maximum(idx, 0).astype(int)] * coef, 0.0),
-                      axis=-1)
-
-    B, v_row = comb(bidx, bcoef), comb(vidx, vcoef)
-    roles = data[16 + 5 * h_n:16 + 5 * h_n + 16].astype(int)
-    m, tau, eta, sig = (hyp[roles[4 * q:4 * q + 4]] for q in range(4))
+    B, v_row, (m, tau, eta, sig) = _effects_and_roles(layout, vals, data, h_n, hyp)
     st = structure(c)
     unit, conn = c.unit_idx, c.conn_idx
     e, w = c.unit_embedding[unit], st["word_of"][unit]
