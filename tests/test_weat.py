@@ -270,12 +270,15 @@ def test_normal_approximation_has_the_exact_re_partition_moments():
 # and the Monte Carlo route's (seeded, never 0, 100,000 splits; above).
 @pytest.mark.slow
 @pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
-def test_normal_approximation_matches_monte_carlo_for_thousands_of_words(alternative):
-    # skewed association values (5% outliers), 1,000 + 1,200 words: the Normal p is within
-    # 4 Monte Carlo standard errors (+ 0.001) of 20,000 random splits' p
+@pytest.mark.parametrize("n_x, n_y, shift", [(1000, 1200, 0.03), (500, 600, 0.045)])
+def test_normal_approximation_matches_monte_carlo_for_hundreds_of_words(alternative, n_x,
+                                                                         n_y, shift):
+    # skewed association values (5% outliers), from the threshold (500 per set) up: the
+    # Normal p is within 4 Monte Carlo standard errors (+ 0.001) of 20,000 random splits' p
     rng = np.random.default_rng(7)
-    v = np.where(rng.random(2200) < 0.05, rng.normal(3, 1, 2200), rng.normal(0, 0.3, 2200))
-    sx, sy = v[:1000] + 0.03, v[1000:]
+    n = n_x + n_y
+    v = np.where(rng.random(n) < 0.05, rng.normal(3, 1, n), rng.normal(0, 0.3, n))
+    sx, sy = v[:n_x] + shift, v[n_x:]
     mc = permutation_test(sx, sy, alternative=alternative, n_permutations=20_000, seed=3,
                           normal_min=math.inf)
     assert mc.method == "monte-carlo"
@@ -298,8 +301,10 @@ def test_normal_approximation_is_labelled_and_batched():
     assert batch.shape == (5,) and ((batch > 0) & (batch < 1)).all()
     # every split equal: p = 1, never a division by zero
     assert float(normal_permutation_p(np.ones(1000), np.ones(1000))) == 1.0
-    # below the size the Monte Carlo splits stay
-    assert weat_from_similarities(xa[:999], xb[:999], ya, yb, n_permutations=200,
+    # from defaults.normal_permutation_min (500) words per set the Normal; below it the
+    # Monte Carlo splits stay
+    assert weat_from_similarities(xa[:500], xb[:500], ya, yb).permutation == "normal"
+    assert weat_from_similarities(xa[:499], xb[:499], ya, yb, n_permutations=200,
                                   seed=1).permutation == "monte-carlo"
 
 
