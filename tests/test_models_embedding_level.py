@@ -918,9 +918,14 @@ def _kernel_reference(spec, cells, data, layout, x):
     for z0, size, si, cen, anchor in sets:
         z0, size = int(z0), int(size)
         zz = z[z0:z0 + size]
-        d = zz - zz.mean()
         s = hyp[int(si)]
-        if cen > 0.5:
+        if cen == 2.0:  # shifted: zz are the e of z = s m p / (1 + s^2 p) + e / sqrt(1 + ...)
+            mp = data[int(anchor):int(anchor) + 2 * size].reshape(size, 2)
+            den = 1.0 + s**2 * mp[:, 1]
+            zz = s * mp[:, 0] / den + zz / np.sqrt(den)
+            lp += -0.5 * np.log(den).sum()
+        d = zz - zz.mean()
+        if cen == 1.0:
             vals[z0:z0 + size] = d
             lp += -(size - 1) * np.log(s) - (d**2).sum() / (2 * s**2) \
                 - zz.mean() ** 2 / (2 * anchor**2)
@@ -958,7 +963,8 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
     matches finite differences. ``ragged``: one word's rows dropped at random, so its
     segments stand alone (classes of one segment) beside the other words' classes.
-    ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``).
+    ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``;
+    otherwise the attribute x sample deviations are shifted, ``SHIFTED_SETS``).
     ``integrated``: the attribute x sample deviations integrated out too
     (``ATTRIBUTE_SAMPLE_INTEGRATED``; the reference has them in its covariance).
     """
@@ -973,6 +979,7 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if kind in ("centred", "noncentred"):
         for name in ("CENTRED_RATIO", "SAMPLE_CENTRED_RATIO"):
             monkeypatch.setattr(el, name, -np.inf if kind == "centred" else np.inf)
+        monkeypatch.setattr(el, "SHIFTED_SETS", ())
     monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", kind.startswith("integrated"))
     t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
     if kind.endswith("ragged"):
@@ -1010,6 +1017,9 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if kind in ("centred", "noncentred"):
         flags = set(layout["sets"][:, 3])  # strength_sample: always non-centred
         assert flags == {0.0} if kind == "noncentred" else 1.0 in flags
+    elif kind != "seeds" and not kind.startswith("integrated"):  # attribute x sample: shifted
+        assert set(layout["sets"][:, 3]) >= {2.0} and layout["choices"]["attribute_sample"] \
+            == "shifted"
     dim = k.dim
     ptr = ctypes.POINTER(ctypes.c_double)
 

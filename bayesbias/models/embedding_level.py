@@ -122,6 +122,15 @@ SAMPLE_CENTRED_RATIO = 10.0
 #: parameter on that table, less on the README's; 2,000 draws of the sampled form
 #: (:data:`DRAWS`) pass the checks (docs/embedding-level.md).
 ATTRIBUTE_SAMPLE_INTEGRATED = False
+#: Zero-sum sets sampled *shifted*: non-centred, ``z = a(s) + b(s) e`` with ``e`` sampled,
+#: ``a``, ``b`` the conditional mean and sd of ``z`` given the scale ``s`` if each value's data
+#: (its residual mean ``m``, precision ``p``) stood alone: ``a = s m p / (1 + s^2 p)``,
+#: ``b = (1 + s^2 p)^(-1/2)``. The posterior is the same (a change of variables, its Jacobian
+#: in the density); the ridge between ``s`` and ``z``'s projection on the data, which a
+#: diagonal mass matrix cannot follow, is straightened. Issue 50: ``psi``, at 0.003 against a
+#: per-value noise sd of 0.02, had r-hat 1.0102 / 1.0134 (6 x 2,352 seed 4; 32 x 1,000) with
+#: its draws correlated 0.93 with that projection (docs/embedding-level.md).
+SHIFTED_SETS = ("attribute_sample",)
 #: ... when their gradient's extra work, about ``attributes x samples^3`` multiply-adds
 #: (:func:`integrate_attribute_sample`), is at most this: 6 samples x 168 attributes is
 #: 36,288 (the issue's table: 2.5 times the sampled kernel's cost per gradient); 32 samples
@@ -966,13 +975,36 @@ _KERNEL_C = r"""
 /* ---- the embedding-level family on per-cell statistics (embedding_level.pack) ----
  * x = (hyper[H], z[Z]). hyper j is exp(x[j]) when its prior row says positive. The z are
  * grouped in sets (zero-sum deviations): value_i = s (z_i - zbar) non-centred, or
- * z_i - zbar centred with density s^-(n-1) exp(-|d|^2 / 2 s^2) and zbar ~ Normal(0, h).
+ * z_i - zbar centred with density s^-(n-1) exp(-|d|^2 / 2 s^2) and zbar ~ Normal(0, h),
+ * or shifted (centred flag 2): non-centred with z_i = a_i(s) + b_i(s) e_i, the sampled e_i,
+ * a_i = s m_i / (1 + s^2 p_i), b_i = (1 + s^2 p_i)^(-1/2) (m_i p_i, p_i at data[h + 2i],
+ * data[h + 2i + 1], h in the set's last column): z's conditional mean and sd given s when
+ * the data pin value i at m_i with precision p_i, so z's ridge with s is sampled straight.
  * Embedding effects B[e, c] and row-attribute effects v[j] are sums of up to 4 coef x value.
  * Per non-empty cell k (word w, embedding e, connection c, n rows, mean ybar, group g):
  * r_k = ybar - vbar_g - M_c - B[e, c], V_k = eta_c^2 + sigma_c^2 / n. The word effects
  * word[w, c] ~ Normal(0, tau_c) (around M_c) are integrated out per (w, c) segment of cells:
  * log N(r; 0, diag(V) + tau^2 11'). Within-cell sums of squares per connection as in
  * embedding_level.likelihood. */
+/* a shifted set's z (el_core's comment) from its e at scale sc; with zb given, also b_i,
+ * dz_i/dsc at fixed e and d log b_i / dsc (zb: 3 n values); returns sum log b_i */
+static double el_shift(int64_t n, double sc, const double *mp, const double *e, double *z,
+                       double *zb) {
+    int64_t i;
+    double s2 = sc * sc, t = 0.0;
+    for (i = 0; i < n; i++) {
+        double p = mp[2 * i + 1], den = 1.0 + s2 * p, b = 1.0 / sqrt(den);
+        z[i] = sc * mp[2 * i] / den + b * e[i];
+        t += -0.5 * log(den);
+        if (zb != NULL) {
+            zb[3 * i] = b;
+            zb[3 * i + 1] = mp[2 * i] * (1.0 - s2 * p) / (den * den) - sc * p * b / den * e[i];
+            zb[3 * i + 2] = -sc * p / den;
+        }
+    }
+    return t;
+}
+
 static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_,
                        const double *data, const double *delta, double *gdelta,
                        double *vkeep, int vreuse) {
@@ -998,19 +1030,20 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
     const double *cen_j = pw + npair, *cen_c = cen_j + ncen, *cen_v = cen_c + ncen;
     const double *ssc = cen_v + ncen, *nm1 = ssc + 4;   /* per conn: sum ss, sum (n - 1) */
     const double *uidx = nm1 + 4;   /* integrated attribute x sample deviations (el_logp) */
-    double *h, *gh, *val, *gval, *B, *gB, *v, *gv, *vb, *gvb, *quad, *work;
+    double *h, *gh, *val, *gval, *B, *gB, *v, *gv, *vb, *gvb, *quad, *work, *zs, *zb;
+    double lshift = 0.0;
     double M[4], tau[4], eta[4], sig[4], gM[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double geta[4] = {0, 0, 0, 0}, gsig[4] = {0, 0, 0, 0}, within[4], lp = 0.0;
     int64_t i, j, k, c, s, q;
     int64_t rc = 0;
     if ((int64_t)dim != H + Z) return -1;
     double *uu, *bb, *Gu;
-    work = (double *)malloc(sizeof(double) * (size_t)(2 * H + 2 * Z + 8 * E + 2 * nra + 3 * ng
+    work = (double *)malloc(sizeof(double) * (size_t)(2 * H + 6 * Z + 8 * E + 2 * nra + 3 * ng
                                                        + 3 * maxm + 2 * 64));
     if (work == NULL) return -2;
     h = work; gh = h + H; val = gh + H; gval = val + Z; B = gval + Z; gB = B + 4 * E;
     v = gB + 4 * E; gv = v + nra; vb = gv + nra; gvb = vb + ng; quad = gvb + ng;
-    uu = quad + ng; bb = uu + maxm; Gu = bb + maxm;
+    uu = quad + ng; bb = uu + maxm; Gu = bb + maxm; zs = Gu + maxm; zb = zs + Z;
     for (j = 0; j < H; j++) {
         h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
         gh[j] = 0.0;
@@ -1021,16 +1054,21 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         eta[c] = h[(int64_t)roles[8 + c]];
         sig[c] = h[(int64_t)roles[12 + c]];
     }
-    /* set values */
+    /* set values (zs: the z of each set, shifted or as sampled) */
     for (s = 0; s < nset; s++) {
         int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
         double sc = h[(int64_t)sets[5 * s + 2]], zbar = 0.0;
-        int cent = sets[5 * s + 3] > 0.5;
-        for (i = 0; i < n; i++) zbar += x[H + z0 + i];
+        int mode = (int)(sets[5 * s + 3] + 0.5);
+        if (mode == 2)
+            lshift += el_shift(n, sc, data + (int64_t)sets[5 * s + 4], x + H + z0, zs + z0,
+                               zb + 3 * z0);
+        else
+            for (i = 0; i < n; i++) zs[z0 + i] = x[H + z0 + i];
+        for (i = 0; i < n; i++) zbar += zs[z0 + i];
         zbar /= (double)n;
         for (i = 0; i < n; i++) {
-            double d = x[H + z0 + i] - zbar;
-            val[z0 + i] = cent ? d : sc * d;
+            double d = zs[z0 + i] - zbar;
+            val[z0 + i] = mode == 1 ? d : sc * d;
             gval[z0 + i] = 0.0;
         }
     }
@@ -1176,14 +1214,24 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
         int64_t si = (int64_t)sets[5 * s + 2];
         double sc = h[si], zbar = 0.0, gbar = 0.0;
-        int cent = sets[5 * s + 3] > 0.5;
+        int mode = (int)(sets[5 * s + 3] + 0.5);
         for (i = 0; i < n; i++) {
-            zbar += x[H + z0 + i];
+            zbar += zs[z0 + i];
             gbar += gval[z0 + i];
         }
         zbar /= (double)n;
         gbar /= (double)n;
-        if (cent) {
+        if (mode == 2) {  /* d/de = b d/dz; d/dsc adds dz/dsc at fixed e and log b's */
+            double gs = 0.0;
+            for (i = 0; i < n; i++) {
+                double z = zs[z0 + i], gz = sc * (gval[z0 + i] - gbar) - z;
+                const double *w = zb + 3 * (z0 + i);
+                lp += -0.5 * z * z;
+                gs += gval[z0 + i] * (z - zbar) + gz * w[1] + w[2];
+                out[H + z0 + i] = w[0] * gz;
+            }
+            gh[si] += gs;
+        } else if (mode == 1) {
             double an = sets[5 * s + 4], ss = 0.0;
             for (i = 0; i < n; i++) {
                 double d = x[H + z0 + i] - zbar;
@@ -1205,6 +1253,7 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
             gh[si] += gs;
         }
     }
+    lp += lshift;
     for (j = 0; j < H; j++) {
         double pgr, pl = prior((int)priors[5 * j], priors[5 * j + 2], priors[5 * j + 3],
                                priors[5 * j + 4], h[j], &pgr);
@@ -1651,13 +1700,15 @@ int64_t el_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
     for (s = 0; s < nset; s++) {
         int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
         double sc = out[(int64_t)sets[5 * s + 2]], zbar = 0.0;
-        int cent = sets[5 * s + 3] > 0.5;
-        for (i = 0; i < n; i++) zbar += x[H + z0 + i];
+        int mode = (int)(sets[5 * s + 3] + 0.5);
+        double *z = out + H + z0;
+        if (mode == 2)
+            el_shift(n, sc, data + (int64_t)sets[5 * s + 4], x + H + z0, z, NULL);
+        else
+            for (i = 0; i < n; i++) z[i] = x[H + z0 + i];
+        for (i = 0; i < n; i++) zbar += z[i];
         zbar /= (double)n;
-        for (i = 0; i < n; i++) {
-            double d = x[H + z0 + i] - zbar;
-            out[H + z0 + i] = cent ? d : sc * d;
-        }
+        for (i = 0; i < n; i++) z[i] = mode == 1 ? z[i] - zbar : sc * (z[i] - zbar);
     }
     return 0;
 }
@@ -1743,15 +1794,21 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
     z = 0
     mom = _moments_el(cells)
 
-    def add(name, shape, scale_idx, centred, anchor):
+    shifts = {}
+
+    def add(name, shape, scale_idx, centred, anchor, shift=None):
         nonlocal z
         size = int(np.prod(shape))
         parts[name] = (z, shape)
         n_set = shape[-1]
-        cen = np.broadcast_to(np.asarray(centred, bool), (size // n_set,))
+        cen = np.broadcast_to(np.asarray(centred, bool), (size // n_set,)).astype(float)
         sc = np.broadcast_to(np.asarray(scale_idx, float), (size // n_set,))
+        if shift is not None:  # shifted (flag 2); pack puts the data's offset in the anchor
+            shifts[z] = np.asarray(shift, float).reshape(size, 2)
+            cen = np.full(size // n_set, 2.0)
         for i in range(size // n_set):
-            sets.append([z + i * n_set, n_set, sc[i], float(cen[i]), anchor])
+            sets.append([z + i * n_set, n_set, sc[i], cen[i],
+                         2.0 * (z + i * n_set) if shift is not None else anchor])
         z += size
 
     if st["sample_level"]:
@@ -1780,6 +1837,10 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
     if st["attribute_sample_level"]:
         if integrate_attribute_sample(cells):  # not sampled: integrated out by el_logp
             choices["attribute_sample"] = "integrated"
+        elif "attribute_sample" in SHIFTED_SETS:
+            add("attribute_sample", (a_n, r_n), start["psi"], False, 1.0,
+                shift=mom["attribute_sample_data"])
+            choices["attribute_sample"] = "shifted"
         else:
             cen, h = _ratio_centred(*mom["attribute_sample"])
             add("attribute_sample", (a_n, r_n), start["psi"], cen, h)
@@ -1827,8 +1888,11 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
                 vidx[j, 2], vcoef[j, 2] = parts["strength"][0] + s, sign
                 if "strength_sample" in parts:
                     vidx[j, 3], vcoef[j, 3] = parts["strength_sample"][0] + s * r_n + r, sign
+    shift = np.zeros((z, 2))
+    for z0, arr in shifts.items():
+        shift[z0:z0 + arr.shape[0]] = arr
     return (np.asarray(sets, float).reshape(-1, 5), parts, (bidx, bcoef), (vidx, vcoef),
-            choices, z)
+            choices, z, shift if shifts else None)
 
 
 def integrate_attribute_sample(cells: Cells) -> bool:
@@ -1904,6 +1968,11 @@ def _moments_el(cells: Cells) -> dict:
     m_ar = s_ar / np.maximum(c_ar, 1)
     dev = (m_ar - m_ar.mean(axis=1, keepdims=True)).ravel()
     out["attribute_sample"] = (dev, s2 / max(float(np.median(c_ar)), 1.0))
+    # for the shifted form: each deviation's data (its residual mean) and that mean's
+    # precision, rows over the residual variance without the attribute effects
+    sig2 = _moments(cells)[1]
+    prec = c_ar.ravel() / sig2
+    out["attribute_sample_data"] = np.stack([dev * prec, prec], axis=1)
     return out
 
 
@@ -1968,7 +2037,7 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
     """One flat float64 array: what ``el_logp`` reads, and the layout for the draws."""
     st = structure(cells)
     blocks, start, rows, roles = _hyper(spec, cells)
-    sets, parts, (bidx, bcoef), (vidx, vcoef), choices, n_z = _layout_sets(spec, cells)
+    sets, parts, (bidx, bcoef), (vidx, vcoef), choices, n_z, shift = _layout_sets(spec, cells)
     strength = "gamma" in start
     lay = attribute_groups(cells, strength)
     ui, ci = lay["ui"], lay["ci"]
@@ -2007,6 +2076,14 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
         cls["emb"], cls["group"], cls["n"], cls["mean"], cls["G"], lay["group_conn"], gmult,
         lay["pair_group"], lay["pair_attr"], lay["pair_weight"], cj, cc, cv, ssc, nm1,
         *ublock]).astype(np.float64))
+    if shift is not None:  # the shifted sets' (m p, p) per value, their offsets in the sets
+        base = data.size
+        data = np.ascontiguousarray(np.concatenate([data, shift.ravel()]))
+        rows_at = 16 + rows.size + roles.size
+        flags = data[rows_at + 3:rows_at + sets.size:5]
+        anchors = data[rows_at + 4:rows_at + sets.size:5]
+        anchors[flags == 2.0] += base
+        data[rows_at + 4:rows_at + sets.size:5] = anchors
     layout = {"blocks": blocks, "start": start, "parts": parts, "choices": choices,
               "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
               "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
@@ -2142,7 +2219,7 @@ def _initial(spec: ModelSpec, cells: Cells, layout: dict, rng) -> np.ndarray:
     # a centred set's values are on the scale of its sd: start them small
     sets = layout["sets"]
     for z0, size, _, cen, _ in sets:
-        if cen > 0.5:
+        if cen == 1.0:
             jitter[int(z0):int(z0 + size)] *= 0.01
     x[h:] = jitter
     return x
@@ -2420,10 +2497,16 @@ def _unconstrained(layout: dict, raw: dict) -> np.ndarray:
     hyp = np.concatenate([np.asarray(raw[name], float).reshape(nd, -1)
                           for name, _, _ in layout["blocks"]], axis=1)
     vals = np.asarray(raw["set_values"], float).reshape(nd, -1).copy()
-    for z0, size, si, cen, _ in layout["sets"]:
-        if cen < 0.5:
-            z0, size = int(z0), int(size)
+    for z0, size, si, cen, off in layout["sets"]:
+        z0, size = int(z0), int(size)
+        if cen != 1.0:
             vals[:, z0:z0 + size] /= hyp[:, int(si), None]
+        if cen == 2.0:  # shifted: e = (z - a) / b
+            mp = data[int(off):int(off) + 2 * size].reshape(size, 2)
+            sc = hyp[:, int(si), None]
+            den = 1.0 + sc**2 * mp[None, :, 1]
+            vals[:, z0:z0 + size] = ((vals[:, z0:z0 + size] - sc * mp[None, :, 0] / den)
+                                     * np.sqrt(den))
     hyp = np.where(rows[None, :, 1] > 0.5, np.log(hyp), hyp)
     return np.ascontiguousarray(np.concatenate([hyp, vals], axis=1))
 
