@@ -919,11 +919,12 @@ def _kernel_reference(spec, cells, data, layout, x):
         z0, size = int(z0), int(size)
         zz = z[z0:z0 + size]
         s = hyp[int(si)]
-        if cen == 2.0:  # shifted: zz are the e of z = s m p / (1 + s^2 p) + e / sqrt(1 + ...)
+        if cen == 2.0:  # shifted: zz are the e of z = a + b (e - ebar) + ebar
             mp = data[int(anchor):int(anchor) + 2 * size].reshape(size, 2)
             den = 1.0 + s**2 * mp[:, 1]
-            zz = s * mp[:, 0] / den + zz / np.sqrt(den)
-            lp += -0.5 * np.log(den).sum()
+            jac = np.diag(1 / np.sqrt(den)) @ (np.eye(size) - 1 / size) + 1 / size
+            zz = s * mp[:, 0] / den + jac @ zz
+            lp += np.linalg.slogdet(jac)[1]
         d = zz - zz.mean()
         if cen == 1.0:
             vals[z0:z0 + size] = d
