@@ -919,8 +919,13 @@ def _kernel_reference(spec, cells, data, layout, x):
         z0, size = int(z0), int(size)
         zz = z[z0:z0 + size]
         s = hyp[int(si)]
-        if cen == 2.0:  # shifted: zz are the e of z = a + b (e - ebar) + ebar
+        if cen >= 2.0:  # shifted: zz are the e of z = a + b (e - ebar) + ebar
             mp = data[int(anchor):int(anchor) + 2 * size].reshape(size, 2)
+            if cen == 3.0:  # rotated too: e = Q eta
+                q = data[int(anchor) + 2 * size:int(anchor) + 2 * size + size**2]
+                q = q.reshape(size, size)
+                assert np.allclose(q @ q.T, np.eye(size))
+                zz = q @ zz
             den = 1.0 + s**2 * mp[:, 1]
             jac = np.diag(1 / np.sqrt(den)) @ (np.eye(size) - 1 / size) + 1 / size
             zz = s * mp[:, 0] / den + jac @ zz

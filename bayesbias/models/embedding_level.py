@@ -142,6 +142,8 @@ INTEGRATED_MAX_WORK = 250_000
 #: named here are centred or non-centred by :data:`CENTRED_RATIO`.
 SHIFTED_SETS = ("attribute_sample", "strength_sample", "sample_shared", "sample_vs_none",
                 "run_shared", "run_vs_none", "attribute", "strength")
+#: nutpie's mass-matrix adaptation of the native kernel ("diag" or "low_rank").
+ADAPTATION = "diag"
 _NC = len(CONNECTIONS)
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -1014,6 +1016,17 @@ static double el_shift(int64_t n, double sc, const double *mp, const double *e, 
     return t + log(ib / (double)n);
 }
 
+/* y = Q x (t 0) or Q' x (t 1), Q n x n row-major; returns y */
+static double *el_rotate(int64_t n, const double *Q, const double *x, double *y, int t) {
+    int64_t i, j;
+    for (i = 0; i < n; i++) {
+        double a = 0.0;
+        for (j = 0; j < n; j++) a += (t ? Q[j * n + i] : Q[i * n + j]) * x[j];
+        y[i] = a;
+    }
+    return y;
+}
+
 static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_,
                        const double *data, const double *delta, double *gdelta,
                        double *vkeep, int vreuse) {
@@ -1039,7 +1052,7 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
     const double *cen_j = pw + npair, *cen_c = cen_j + ncen, *cen_v = cen_c + ncen;
     const double *ssc = cen_v + ncen, *nm1 = ssc + 4;   /* per conn: sum ss, sum (n - 1) */
     const double *uidx = nm1 + 4;   /* integrated attribute x sample deviations (el_logp) */
-    double *h, *gh, *val, *gval, *B, *gB, *v, *gv, *vb, *gvb, *quad, *work, *zs, *zb;
+    double *h, *gh, *val, *gval, *B, *gB, *v, *gv, *vb, *gvb, *quad, *work, *zs, *zb, *er;
     double lshift = 0.0;
     double M[4], tau[4], eta[4], sig[4], gM[4] = {0, 0, 0, 0}, gtau[4] = {0, 0, 0, 0};
     double geta[4] = {0, 0, 0, 0}, gsig[4] = {0, 0, 0, 0}, within[4], lp = 0.0;
@@ -1047,12 +1060,12 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
     int64_t rc = 0;
     if ((int64_t)dim != H + Z) return -1;
     double *uu, *bb, *Gu;
-    work = (double *)malloc(sizeof(double) * (size_t)(2 * H + 6 * Z + 8 * E + 2 * nra + 3 * ng
+    work = (double *)malloc(sizeof(double) * (size_t)(2 * H + 7 * Z + 8 * E + 2 * nra + 3 * ng
                                                        + 3 * maxm + 2 * 64));
     if (work == NULL) return -2;
     h = work; gh = h + H; val = gh + H; gval = val + Z; B = gval + Z; gB = B + 4 * E;
     v = gB + 4 * E; gv = v + nra; vb = gv + nra; gvb = vb + ng; quad = gvb + ng;
-    uu = quad + ng; bb = uu + maxm; Gu = bb + maxm; zs = Gu + maxm; zb = zs + Z;
+    uu = quad + ng; bb = uu + maxm; Gu = bb + maxm; zs = Gu + maxm; zb = zs + Z; er = zb + 3 * Z;
     for (j = 0; j < H; j++) {
         h[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
         gh[j] = 0.0;
@@ -1068,9 +1081,11 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
         double sc = h[(int64_t)sets[5 * s + 2]], zbar = 0.0;
         int mode = (int)(sets[5 * s + 3] + 0.5);
-        if (mode == 2)
-            lshift += el_shift(n, sc, data + (int64_t)sets[5 * s + 4], x + H + z0, zs + z0,
-                               zb + 3 * z0);
+        if (mode >= 2)
+            lshift += el_shift(n, sc, data + (int64_t)sets[5 * s + 4],
+                               mode == 3 ? el_rotate(n, data + (int64_t)sets[5 * s + 4] + 2 * n,
+                                                     x + H + z0, er + z0, 0) : x + H + z0,
+                               zs + z0, zb + 3 * z0);
         else
             for (i = 0; i < n; i++) zs[z0 + i] = x[H + z0 + i];
         for (i = 0; i < n; i++) zbar += zs[z0 + i];
@@ -1230,7 +1245,7 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
         }
         zbar /= (double)n;
         gbar /= (double)n;
-        if (mode == 2) {  /* dz_i/de_j = b_i (d_ij - 1/n) + 1/n; d/dsc: dz/dsc at fixed e
+        if (mode >= 2) {  /* dz_i/de_j = b_i (d_ij - 1/n) + 1/n; d/dsc: dz/dsc at fixed e
                            * and the log-Jacobian's sum log b + log mean(1/b) */
             double gs = 0.0, sgz = 0.0, sbgz = 0.0, slb = 0.0, sib = 0.0;
             for (i = 0; i < n; i++) {
@@ -1245,6 +1260,10 @@ static int64_t el_core(uint64_t dim, const double *x, double *out, double *logp_
                 out[H + z0 + i] = w[0] * gz;
             }
             for (i = 0; i < n; i++) out[H + z0 + i] += (sgz - sbgz) / (double)n;
+            if (mode == 3) {  /* d/deta = Q' d/de */
+                for (i = 0; i < n; i++) er[z0 + i] = out[H + z0 + i];
+                el_rotate(n, data + (int64_t)sets[5 * s + 4] + 2 * n, er + z0, out + H + z0, 1);
+            }
             gh[si] += gs - slb / sib;
         } else if (mode == 1) {
             double an = sets[5 * s + 4], ss = 0.0;
@@ -1710,14 +1729,22 @@ int64_t el_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
                   const double *data) {
     int64_t H = (int64_t)data[0], Z = (int64_t)data[1], nset = (int64_t)data[2], i, j, s;
     const double *priors = data + 16, *sets = priors + 5 * H + 16;
-    if ((int64_t)dim != H + Z || (int64_t)expanded != H + Z) return -1;
+    double *x_e = (double *)malloc(sizeof(double) * (size_t)(Z > 0 ? Z : 1));
+    if ((int64_t)dim != H + Z || (int64_t)expanded != H + Z || x_e == NULL) {
+        free(x_e);
+        return -1;
+    }
     for (j = 0; j < H; j++) out[j] = priors[5 * j + 1] > 0.5 ? exp(x[j]) : x[j];
     for (s = 0; s < nset; s++) {
         int64_t z0 = (int64_t)sets[5 * s], n = (int64_t)sets[5 * s + 1];
         double sc = out[(int64_t)sets[5 * s + 2]], zbar = 0.0;
         int mode = (int)(sets[5 * s + 3] + 0.5);
         double *z = out + H + z0;
-        if (mode == 2)
+        if (mode == 3) {  /* e = Q eta in z's place, then z from e */
+            el_rotate(n, data + (int64_t)sets[5 * s + 4] + 2 * n, x + H + z0, z, 0);
+            for (i = 0; i < n; i++) x_e[z0 + i] = z[i];
+            el_shift(n, sc, data + (int64_t)sets[5 * s + 4], x_e + z0, z, NULL);
+        } else if (mode == 2)
             el_shift(n, sc, data + (int64_t)sets[5 * s + 4], x + H + z0, z, NULL);
         else
             for (i = 0; i < n; i++) z[i] = x[H + z0 + i];
@@ -1725,6 +1752,7 @@ int64_t el_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
         zbar /= (double)n;
         for (i = 0; i < n; i++) z[i] = mode == 1 ? z[i] - zbar : sc * (z[i] - zbar);
     }
+    free(x_e);
     return 0;
 }
 """
@@ -1811,7 +1839,9 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
 
     shifts = {}
 
-    def add(name, shape, scale_idx, centred, anchor, shift=None):
+    rotations = {}
+
+    def add(name, shape, scale_idx, centred, anchor, shift=None, rotation=None):
         nonlocal z
         size = int(np.prod(shape))
         parts[name] = (z, shape)
@@ -1821,6 +1851,9 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
         if shift is not None:  # shifted (flag 2); pack puts the data's offset in the anchor
             shifts[z] = np.asarray(shift, float).reshape(size, 2)
             cen = np.full(size // n_set, 2.0)
+            if rotation is not None:  # one set, e = Q eta (flag 3)
+                rotations[z] = np.asarray(rotation, float)
+                cen = np.full(1, 3.0)
         for i in range(size // n_set):
             sets.append([z + i * n_set, n_set, sc[i], cen[i],
                          2.0 * (z + i * n_set) if shift is not None else anchor])
@@ -1834,10 +1867,11 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
             out.append(np.stack([(means - means.mean()) * prec, prec], axis=1))
         return np.concatenate(out)
 
-    def add_set(name, shape, scale_idx, pairs, ratio, weight=1.0, key=None):
+    def add_set(name, shape, scale_idx, pairs, ratio, weight=1.0, key=None, rotation=None):
         key = name if key is None else key
         if key in SHIFTED_SETS:
-            add(name, shape, scale_idx, False, 1.0, shift=shift_of(pairs, weight))
+            add(name, shape, scale_idx, False, 1.0, shift=shift_of(pairs, weight),
+                rotation=rotation)
             choices[name] = "shifted"
             return
         cen = [_ratio_centred(*m, ratio)[0] for m in pairs]
@@ -1862,7 +1896,7 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
         if idx.size:
             add_set(f"attribute_{label}", (idx.size,), start["omega"],
                     [(mom["attribute"][0][idx], mom["attribute"][1])], CENTRED_RATIO,
-                    key="attribute")
+                    key="attribute", rotation=class_rotation(cells, idx))
     if stereo.size:
         add_set("strength", (stereo.size,), start["gamma"], [mom["strength"]], CENTRED_RATIO)
     if st["attribute_sample_level"]:
@@ -1928,7 +1962,32 @@ def _layout_sets(spec: ModelSpec, cells: Cells):
     for z0, arr in shifts.items():
         shift[z0:z0 + arr.shape[0]] = arr
     return (np.asarray(sets, float).reshape(-1, 5), parts, (bidx, bcoef), (vidx, vcoef),
-            choices, z, shift if shifts else None)
+            choices, z, (shift, rotations) if shifts else None)
+
+
+def class_rotation(cells: Cells, idx: np.ndarray) -> np.ndarray | None:
+    """Return the rotation of a shifted attribute set whose attributes have classes, or None.
+
+    A stereotype's class is that of the words its ``associated`` rows hold. The mean effect of
+    one class's stereotypes against another's trades off against the classes' word effects
+    (it moves every ``associated`` and ``different`` cell of a class's words), so the data
+    pin it far less than each stereotype's own deviation: sampled as one of the set's
+    coordinates it gets its own scale in a diagonal mass matrix (issue 50: 32 x 1,000, its
+    bulk ESS 315 against ~7,000 within the classes). Columns of the orthogonal ``Q`` (``e =
+    Q eta``): the mean, the class contrasts, then the rest. None when fewer than 2 classes.
+    """
+    own = CONNECTIONS.index("associated")
+    rows = cells.conn_idx == own
+    cls = np.full(cells.attributes.size, "", dtype=object)
+    cls[cells.attr_idx[rows]] = cells.unit_class[cells.unit_idx[rows]].astype(str)
+    labels, of = np.unique(cls[idx].astype(str), return_inverse=True)
+    n = idx.size
+    if labels.size < 2 or "" in labels:
+        return None
+    ind = np.eye(labels.size)[of.reshape(-1)]
+    contrasts = ind[:, 1:] / ind[:, 1:].sum(axis=0) - ind[:, :1] / ind[:, 0].sum()
+    q, _ = np.linalg.qr(np.c_[np.ones(n), contrasts, np.eye(n)])
+    return q[:, :n]
 
 
 def integrate_attribute_sample(cells: Cells) -> bool:
@@ -2125,12 +2184,19 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
         lay["pair_group"], lay["pair_attr"], lay["pair_weight"], cj, cc, cv, ssc, nm1,
         *ublock]).astype(np.float64))
     if shift is not None:  # the shifted sets' (m p, p) per value, their offsets in the sets
+        shift, rotations = shift
         base = data.size
-        data = np.ascontiguousarray(np.concatenate([data, shift.ravel()]))
+        blocks_r = [shift.ravel()]
         rows_at = 16 + rows.size + roles.size
-        flags = data[rows_at + 3:rows_at + sets.size:5]
-        anchors = data[rows_at + 4:rows_at + sets.size:5]
-        anchors[flags == 2.0] += base
+        anchors = sets[:, 4].copy()
+        anchors[sets[:, 3] == 2.0] += base
+        at = base + shift.size
+        for k in np.flatnonzero(sets[:, 3] == 3.0):  # a rotated set: its (m p, p), then Q
+            z0, n = int(sets[k, 0]), int(sets[k, 1])
+            blocks_r.append(np.r_[shift[z0:z0 + n].ravel(), rotations[z0].ravel()])
+            anchors[k] = at
+            at += blocks_r[-1].size
+        data = np.ascontiguousarray(np.concatenate([data, *blocks_r]))
         data[rows_at + 4:rows_at + sets.size:5] = anchors
     layout = {"blocks": blocks, "start": start, "parts": parts, "choices": choices,
               "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
@@ -2328,7 +2394,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True):
                          "kernel": "native (word effects, cell means" + (
                              " and attribute x sample deviations" if layout.get("uidx")
                              is not None else "") + " integrated out)"},
-                  dim=h + layout["n_z"], expanded_dim=h + layout["n_z"])
+                  dim=h + layout["n_z"], expanded_dim=h + layout["n_z"],
+                  adaptation=ADAPTATION)
 
 
 def _json_choices(choices: dict) -> str:
@@ -2549,7 +2616,7 @@ def _unconstrained(layout: dict, raw: dict) -> np.ndarray:
         z0, size = int(z0), int(size)
         if cen != 1.0:
             vals[:, z0:z0 + size] /= hyp[:, int(si), None]
-        if cen == 2.0:  # shifted: z - a = b (e - ebar) + ebar solved for e
+        if cen >= 2.0:  # shifted: z - a = b (e - ebar) + ebar solved for e
             mp = data[int(off):int(off) + 2 * size].reshape(size, 2)
             sc = hyp[:, int(si), None]
             den = 1.0 + sc**2 * mp[None, :, 1]
@@ -2557,6 +2624,9 @@ def _unconstrained(layout: dict, raw: dict) -> np.ndarray:
             ib = np.sqrt(den)
             t = (y * ib).mean(axis=1, keepdims=True) / ib.mean(axis=1, keepdims=True)
             vals[:, z0:z0 + size] = t + (y - t) * ib
+        if cen == 3.0:  # and rotated: eta = Q' e
+            q = data[int(off) + 2 * size:int(off) + 2 * size + size * size].reshape(size, size)
+            vals[:, z0:z0 + size] = vals[:, z0:z0 + size] @ q
     hyp = np.where(rows[None, :, 1] > 0.5, np.log(hyp), hyp)
     return np.ascontiguousarray(np.concatenate([hyp, vals], axis=1))
 
