@@ -2198,12 +2198,13 @@ def pack(spec: ModelSpec, cells: Cells) -> tuple[np.ndarray, dict]:
             at += blocks_r[-1].size
         data = np.ascontiguousarray(np.concatenate([data, *blocks_r]))
         data[rows_at + 4:rows_at + sets.size:5] = anchors
+    shift_at = base if shift is not None else data.size
     layout = {"blocks": blocks, "start": start, "parts": parts, "choices": choices,
               "n_z": n_z, "lay": lay, "order": order, "segs": segs, "classes": cls,
               "word": word, "emb": emb, "stereo": strength_stereotypes(cells) if strength
               else np.zeros(0, dtype=np.int64), "bmap": (bidx, bcoef), "vmap": (vidx, vcoef),
-              "uidx": uidx, "kinds": tuple(b.astype(np.int64) for b in ublock[-3:])
-              if integrated else None}
+              "shift_at": shift_at, "uidx": uidx,
+              "kinds": tuple(b.astype(np.int64) for b in ublock[-3:]) if integrated else None}
     return data, layout
 
 
