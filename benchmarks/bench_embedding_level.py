@@ -22,7 +22,7 @@ stereotypes per class, 48 human and 60 neutral attributes).
 
 ``--large`` times ``fit_model`` on 32 embeddings x 1,000 protected words (960,000 rows) in
 this process, at the default settings: without per-cell draws (32,000 x 4 cell means x
-8,000 draws would be 8 GB; the model checks, the predictive check and the per-word
+4,000 draws would be 4 GB; the model checks, the predictive check and the per-word
 summaries come from the cell means' conditional moments, ``embedding_level.cell_moments``).
 Prints the wall and CPU seconds (all threads) of the cells, the fit (sampling, posterior
 completion, diagnostics and model checks, each also apart), the predictive check and the

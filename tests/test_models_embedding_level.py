@@ -900,6 +900,37 @@ def _effects_and_roles(layout, vals, data, h_n, hyp):
             tuple(hyp[roles[4 * q:4 * q + 4]] for q in range(4)))
 
 
+def _sets_reference(data, sets, z, hyp):
+    """Return the zero-sum sets' values at `z` and their log prior density (with the shifted
+    sets' Jacobian), from the formulas of the kernel's comment."""
+    vals = np.zeros_like(z)
+    lp = 0.0
+    for z0, size, si, cen, anchor in sets:
+        z0, size = int(z0), int(size)
+        zz = z[z0:z0 + size]
+        s = hyp[int(si)]
+        if cen >= 2.0:  # shifted: zz are the e of z = a + b (e - ebar) + ebar
+            mp = data[int(anchor):int(anchor) + 2 * size].reshape(size, 2)
+            if cen == 3.0:  # rotated too: e = Q eta
+                q = data[int(anchor) + 2 * size:int(anchor) + 2 * size + size**2]
+                q = q.reshape(size, size)
+                assert np.allclose(q @ q.T, np.eye(size))
+                zz = q @ zz
+            den = 1.0 + s**2 * mp[:, 1]
+            jac = np.diag(1 / np.sqrt(den)) @ (np.eye(size) - 1 / size) + 1 / size
+            zz = s * mp[:, 0] / den + jac @ zz
+            lp += np.linalg.slogdet(jac)[1]
+        d = zz - zz.mean()
+        if cen == 1.0:
+            vals[z0:z0 + size] = d
+            lp += -(size - 1) * np.log(s) - (d**2).sum() / (2 * s**2) \
+                - zz.mean() ** 2 / (2 * anchor**2)
+        else:
+            vals[z0:z0 + size] = s * d
+            lp += -0.5 * (zz**2).sum()
+    return vals, lp
+
+
 def _kernel_reference(spec, cells, data, layout, x):
     """Log-density at `x` by a dense multivariate Normal of the rows (everything Gaussian
     integrated out by hand), plus the sets' and the hyperparameters' priors."""
@@ -912,21 +943,7 @@ def _kernel_reference(spec, cells, data, layout, x):
     rows = data[16:16 + 5 * h_n].reshape(-1, 5)
     hyp = np.where(rows[:, 1] > 0.5, np.exp(x[:h_n]), x[:h_n])
     z = x[h_n:]
-    sets = layout["sets"]
-    vals = np.zeros_like(z)
-    lp = 0.0
-    for z0, size, si, cen, anchor in sets:
-        z0, size = int(z0), int(size)
-        zz = z[z0:z0 + size]
-        d = zz - zz.mean()
-        s = hyp[int(si)]
-        if cen > 0.5:
-            vals[z0:z0 + size] = d
-            lp += -(size - 1) * np.log(s) - (d**2).sum() / (2 * s**2) \
-                - zz.mean() ** 2 / (2 * anchor**2)
-        else:
-            vals[z0:z0 + size] = s * d
-            lp += -0.5 * (zz**2).sum()
+    vals, lp = _sets_reference(data, layout["sets"], z, hyp)
     priors = []
     for _name, size, prior in layout["blocks"]:
         priors += [spec.priors[prior]] * size
@@ -958,7 +975,8 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     effects, cell deviations integrated out by hand) by a constant, to 1e-8; its gradient
     matches finite differences. ``ragged``: one word's rows dropped at random, so its
     segments stand alone (classes of one segment) beside the other words' classes.
-    ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``).
+    ``centred`` / ``noncentred``: every zero-sum set in that form (``CENTRED_RATIO``;
+    otherwise the attribute x sample deviations are shifted, ``SHIFTED_SETS``).
     ``integrated``: the attribute x sample deviations integrated out too
     (``ATTRIBUTE_SAMPLE_INTEGRATED``; the reference has them in its covariance).
     """
@@ -973,6 +991,7 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if kind in ("centred", "noncentred"):
         for name in ("CENTRED_RATIO", "SAMPLE_CENTRED_RATIO"):
             monkeypatch.setattr(el, name, -np.inf if kind == "centred" else np.inf)
+        monkeypatch.setattr(el, "SHIFTED_SETS", ())
     monkeypatch.setattr(el, "ATTRIBUTE_SAMPLE_INTEGRATED", kind.startswith("integrated"))
     t, _ = _table(kind if kind == "seeds" else "bootstrap", n_embeddings=3, seed=3)
     if kind.endswith("ragged"):
@@ -995,7 +1014,8 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
         n_kind = rep.size
         assert np.array_equal(np.bincount(kinds, minlength=n_kind), count)
         assert np.array_equal(kinds[rep], np.arange(n_kind))
-        assert np.array_equal(k.data[-(c.attributes.size + 2 * n_kind):],
+        end = _pack(spec, c)[1]["shift_at"]  # el_umarg's data ends where the shifts begin
+        assert np.array_equal(k.data[end - (c.attributes.size + 2 * n_kind):end],
                               np.r_[rep, count, kinds])
         assert count.sum() == c.attributes.size and (count > 1).any()
         if kind == "integrated ragged":  # a kind of one attribute beside shared ones
@@ -1010,6 +1030,9 @@ def test_native_kernel_density_and_gradient(kind, monkeypatch):
     if kind in ("centred", "noncentred"):
         flags = set(layout["sets"][:, 3])  # strength_sample: always non-centred
         assert flags == {0.0} if kind == "noncentred" else 1.0 in flags
+    elif kind != "seeds" and not kind.startswith("integrated"):  # attribute x sample: shifted
+        assert set(layout["sets"][:, 3]) >= {2.0} and layout["choices"]["attribute_sample"] \
+            == "shifted"
     dim = k.dim
     ptr = ctypes.POINTER(ctypes.c_double)
 
@@ -1070,10 +1093,7 @@ def test_integrated_attribute_sample_draws_are_their_conditional(kind, monkeypat
     hyp = np.where(rows[:, 1] > 0.5, np.exp(x[:h_n]), x[:h_n])
     # the mean and covariance of the rows without the deviations (kernel reference, by hand)
     sets = data[16 + 5 * h_n + 16:][:5 * int(data[2])].reshape(-1, 5)
-    vals = np.zeros(k.dim - h_n)
-    for z0, size, si, cen, _ in sets:
-        zz = x[h_n + int(z0):h_n + int(z0 + size)]
-        vals[int(z0):int(z0 + size)] = (zz - zz.mean()) * (1.0 if cen > 0.5 else hyp[int(si)])
+    vals = _sets_reference(data, sets, x[h_n:], hyp)[0]
     B, v_row, (m, tau, eta, sig) = _effects_and_roles(layout, vals, data, h_n, hyp)
     st = structure(c)
     unit, conn = c.unit_idx, c.conn_idx
@@ -1153,3 +1173,48 @@ def test_a_fit_without_cell_mean_draws_checks_and_summarises():
     assert abs(pa["inside_0.89"].iloc[-1] - pb["inside_0.89"].iloc[-1]) < 0.03
     wc = lean.word_contrasts()
     assert len(wc) == len(full.word_contrasts()) and np.isfinite(wc["mean"]).all()
+
+
+def test_shifted_sets_expand_and_invert():
+    """The kernel's expansion of a point (the set values) and ``_unconstrained``'s inverse
+    of it give the same values back, to 1e-12, with every set shifted and the stereotype
+    set rotated; the rotation is orthogonal, its first column the mean and its second the
+    contrast of the two classes' stereotypes."""
+    import ctypes
+
+    import bayesbias.models.embedding_level as el
+
+    if el._library() is None:
+        pytest.skip("no C compiler")
+    t, _ = _table("bootstrap", n_embeddings=3, seed=3)
+    spec = load_spec("embedding_level")
+    c = el.cells(t)
+    k = el.marginal_kernel(spec, c)
+    data, lay = k.data, el.pack(spec, c)[1]
+    lay["sets"] = data[16 + 5 * int(data[0]) + 16:][:5 * int(data[2])].reshape(-1, 5)
+    lay["data"] = data
+    assert set(lay["choices"].values()) == {"shifted"} and (lay["sets"][:, 3] == 3.0).sum() == 1
+    kinds = np.array(c.attribute_kind)
+    idx = np.flatnonzero(kinds == "stereotype")
+    q = el.class_rotation(c, idx)
+    assert np.allclose(q.T @ q, np.eye(idx.size))
+    assert np.allclose(np.abs(q[:, 0]), 1 / np.sqrt(idx.size))
+    assert np.unique(np.round(np.abs(q[:, 1]), 12)).size == 1  # +-1/sqrt(n): the contrast
+    ptr = ctypes.POINTER(ctypes.c_double)
+
+    def expand(x):
+        out = np.empty(k.dim)
+        assert k.expand.ctypes(k.dim, k.dim, x.ctypes.data_as(ptr), out.ctypes.data_as(ptr),
+                               data.ctypes.data_as(ptr)) == 0
+        return out
+
+    rng = np.random.default_rng(1)
+    h = sum(b[1] for b in lay["blocks"])
+    outs = np.array([expand(k.init(rng) + rng.normal(0, 0.5, k.dim)) for _ in range(3)])
+    raw, pos = {}, 0
+    for name, size, _ in lay["blocks"]:
+        raw[name] = outs[:, pos:pos + size].reshape(1, 3, *((size,) if size > 1 else ()))
+        pos += size
+    raw["set_values"] = outs[:, h:].reshape(1, 3, -1)
+    back = np.array([expand(np.ascontiguousarray(x)) for x in el._unconstrained(lay, raw)])
+    np.testing.assert_allclose(back, outs, rtol=0, atol=1e-12)

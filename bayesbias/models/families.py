@@ -90,6 +90,8 @@ class Family:
         Sampled through ``pm.sample`` rather than nutpie's compiled-model cache.
     TARGET_ACCEPT
         NUTS target acceptance rate when the caller gives none.
+    PYMC_TARGET_ACCEPT
+        The same for a fit that does not take the cell-marginal sampler (None: ``TARGET_ACCEPT``).
     DRAWS
         Posterior draws per chain when the caller gives none (None: the configured default,
         :data:`bayesbias.config.defaults`).
@@ -153,6 +155,7 @@ class Family:
     WORD_DRAWS_OPTIONAL: bool = False
     PM_SAMPLE: bool = False
     TARGET_ACCEPT: float = 0.8
+    PYMC_TARGET_ACCEPT: float | None = None
     DRAWS: int | None = None
     ADAPTATION: str = "diag"
 
@@ -188,7 +191,7 @@ class Family:
 _HOOKS = ("PRIORS", "SCALES", "PARAMETERS", "GROUP_MEAN", "OPTIONAL_PRIORS", "NONCENTRED",
           "SPEC_KEYS", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS", "EMBEDDINGS",
           "GAUSSIAN_GROUP_MEANS", "WORD_SUMMARIES", "WORD_DRAWS_OPTIONAL", "PM_SAMPLE",
-          "TARGET_ACCEPT", "DRAWS", "ADAPTATION",
+          "TARGET_ACCEPT", "PYMC_TARGET_ACCEPT", "DRAWS", "ADAPTATION",
           "card_lines", "cell_means", "validate", "model_data", "n_effects", "cells",
           *OPTIONAL_HOOKS)
 _REQUIRED = ("PRIORS", "SCALES", "PARAMETERS", "GROUP_MEAN", "card_lines", "cell_means")

@@ -205,7 +205,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         spec; see :func:`~bayesbias.models.spec.load_spec`.
     draws, tune, chains, cores : int
         Sampler settings (defaults in ``bayesbias.config.defaults``; draws: the family's
-        ``DRAWS`` when it has one, 2,000 for ``embedding_level``); `cores` defaults to
+        ``DRAWS`` when it has one); `cores` defaults to
         ``min(chains, 2)``. At most :data:`MAX_DRAWS` draws and :data:`MAX_CHAINS` chains.
     seed : int, optional
         Random seed (default ``bayesbias.config.defaults.seed``); equal seeds give equal draws.
@@ -255,6 +255,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
     draws = _family_draws(family) if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
+    accept_given = target_accept is not None
     if target_accept is None:
         target_accept = _family_target_accept(family)
     n_attr = family.n_effects(cells) if hasattr(family, "n_effects") else 0
@@ -269,6 +270,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
                              "nutpie sampler, the sufficient likelihood, a family that "
                              "supports it and a working C compiler (its kernels)")
 
+    if not accept_given and not marginal and family.PYMC_TARGET_ACCEPT is not None:
+        target_accept = float(family.PYMC_TARGET_ACCEPT)  # the PyMC model's own default
     # a family whose kernel can leave out the cell means' draws (embedding_level: its
     # checks and per-word summaries from their conditional moments, ``cell_moments``)
     optional = bool(marginal) and getattr(family, "WORD_DRAWS_OPTIONAL", False) \
