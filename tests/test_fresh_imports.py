@@ -30,7 +30,16 @@ rank_diagnostics(d, 0.94); normal_quantile(0.95); posterior_interval(d[0], 0.9)
 interval_end_mcse(d[0], (-1.0, 1.0)); ect(d[0], d[1], d[2])
 facts["light"] = sorted(m for m in ("scipy.stats", "arviz_stats") if m in sys.modules)
 
-# 2. a default fit: nutpie's compiled core, not the nutpie package
+# 2. the report's robustness refits (exact posterior, crossed plug-in): the priors' closed
+# forms (no fit yet: simulate_table below imports scipy.stats)
+from bayesbias.datasets import published_table
+from bayesbias.report.sections import ROBUSTNESS_DRAWS
+from bayesbias.studies.sensitivity import sensitivity
+sensitivity(published_table("race", "reddit"), "crossed", n_resamples=20,
+            n_draws=ROBUSTNESS_DRAWS, estimator="mixture", screen=True)
+facts["robustness"] = "scipy.stats" in sys.modules
+
+# 3. a default fit: nutpie's compiled core, not the nutpie package
 warnings.simplefilter("ignore")
 from bayesbias.models import fit_model, _native
 from bayesbias.testing import simulate_table
@@ -39,13 +48,14 @@ f = fit_model(t, "hierarchical", draws=50, tune=50, chains=1)
 facts["sampler"] = [int(f.idata.attrs["marginal"]), _native.library() is not None,
                     "nutpie" in sys.modules]
 
-# 3. a fit and its file: neither dask nor sparse
+# 4. a fit and its file: neither dask nor sparse
 from bayesbias.datasets import published_table
 from bayesbias.models import load_fit
 fit = fit_model(published_table("race", "reddit"), draws=200, tune=200, seed=1)
 fit.contrasts(); fit.diagnostics(); fit.save(sys.argv[1])
 load_fit(sys.argv[1]).contrasts()
 facts["xarray"] = ["dask" in sys.modules, "dask.array" in sys.modules, "sparse" in sys.modules]
+
 print(json.dumps(facts))
 """
 
@@ -63,6 +73,11 @@ def facts(tmp_path_factory):
 def test_report_modules_do_not_import_scipy_stats_or_arviz_stats(facts):
     """Moved from tests/test_light_stats.py."""
     assert facts["light"] == []
+
+
+def test_the_robustness_refits_do_not_import_scipy_stats(facts):
+    """The exact posterior's prior densities and quantiles are closed forms (0.7 s saved)."""
+    assert facts["robustness"] is False
 
 
 def test_the_default_sampler_skips_nutpies_wrapper(facts):

@@ -400,6 +400,41 @@ def test_checks_on_a_big_table_hold_bounded_memory_and_agree(monkeypatch):
     assert np.all(diff <= 4 * np.sqrt(0.89 * 0.11 / checked) + 0.01), (ppc, ppc_full)
 
 
+@pytest.mark.parametrize("subset", [False, True])
+def test_run_checks_shares_the_row_moments_and_gives_the_same_numbers(monkeypatch, subset):
+    """Fit.run_checks: the rows' predictive moments once, each check's own numbers.
+
+    The predictive, coverage and attribute checks share the moments; their numbers are those
+    of each check run on its own (bitwise), on all rows and on the big-table subset of rows.
+    """
+    import copy
+
+    from bayesbias.datasets import published_table
+    from bayesbias.models import checks, fit_model
+    from bayesbias.models.result import _model_checks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(published_table("religion", "reddit"), "crossed", draws=200, tune=200,
+                        chains=2, seed=5, checked=False)
+    if subset:
+        monkeypatch.setattr(checks, "CHECK_ELEMENTS", 400 * 1000)  # all 400 draws
+        monkeypatch.setattr(checks, "LOO_ROWS", 1000)
+    alone = copy.deepcopy(fit)
+    ppc, model = alone._ppc((0.89, 0.5), "hdi", 7), _model_checks(alone)
+    calls = []
+    compute = checks._compute_row_mean_and_sds
+    monkeypatch.setattr(checks, "_compute_row_mean_and_sds",
+                        lambda *a, **k: calls.append(1) or compute(*a, **k))
+    done = fit.run_checks(7)
+    # the subset: the attribute check reads fewer draws of all rows (its own moments)
+    assert len(calls) == (2 if subset else 1) and fit._row_moments_memo is None
+    assert [c.to_dict() for c in done["checks"]] == [c.to_dict() for c in model]
+    shared = done["cache"][("ppc", (0.89, 0.5), "hdi", 7)]
+    pd.testing.assert_frame_equal(shared, ppc, check_exact=True)
+    assert shared.attrs == ppc.attrs
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_kernel_does_not_depend_on_row_order(big):
     """The kernel sorts rows by cell: a shuffled table gives the same density and gradient

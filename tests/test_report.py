@@ -647,3 +647,17 @@ def test_report_fits_with_each_models_own_target_accept():
     rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
     _choices(rec, ReportSettings(distances=("x",), target_accept=0.9))
     assert "target_accept 0.9;" in seen["model"]
+
+
+def test_the_worker_inherits_the_robustness_modules_only_when_the_line_is_made():
+    """The refits' modules are imported before the fork when the report makes them.
+
+    The worker runs the refits and this process reads them; not for ``--no-robustness``.
+    """
+    from bayesbias.report.pipeline import _JOB_MODULES, ReportSettings, _job_modules
+
+    assert _job_modules(ReportSettings(robustness=False)) == _JOB_MODULES
+    with_line = _job_modules(ReportSettings())
+    assert with_line[:len(_JOB_MODULES)] == _JOB_MODULES
+    assert with_line[len(_JOB_MODULES):] == ("bayesbias.studies.sensitivity",)
+    assert _job_modules(ReportSettings(robustness=False, sensitivity=True)) == with_line

@@ -28,6 +28,8 @@ subset for the same table), and the attribute check fewer draws (at least
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 from ..config import CONNECTIONS
@@ -74,7 +76,49 @@ def _row_moments(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray]:
 
 def _row_mean_and_sds(fit, keep=None, rows=None) -> tuple[np.ndarray, np.ndarray,
                                                            np.ndarray]:
-    """:func:`_row_moments` with the sd as (draws, connection) and each row's connection."""
+    """:func:`_row_moments` with the sd as (draws, connection) and each row's connection.
+
+    Inside :func:`shared_row_moments`, computed once per (draws, rows) asked for and
+    returned read-only thereafter.
+    """
+    memo = getattr(fit, "_row_moments_memo", None)
+    if memo is None:
+        return _compute_row_mean_and_sds(fit, keep, rows)
+    keep = thinned_draws(fit) if keep is None else keep
+    n = fit.cells.n_rows
+    if rows is None or (isinstance(rows, slice) and rows.indices(n) == (0, n, 1)):
+        key = (keep.tobytes(), None)
+    elif isinstance(rows, np.ndarray):
+        key = (keep.tobytes(), rows.tobytes())
+    else:
+        return _compute_row_mean_and_sds(fit, keep, rows)
+    if key not in memo:
+        out = _compute_row_mean_and_sds(fit, keep, rows)
+        for a in out:
+            a.flags.writeable = False
+        memo[key] = out
+    return memo[key]
+
+
+@contextmanager
+def shared_row_moments(fit):
+    """Within the block, the checks of `fit` share its rows' predictive moments.
+
+    The posterior predictive check, the coverage check and the attribute check each ask for
+    the rows' means and sds at the same thinned draws; inside this block they are computed
+    once (the same arrays, read-only) and dropped when it ends.
+    """
+    if getattr(fit, "_row_moments_memo", None) is not None:  # nested: the outer block's
+        yield
+        return
+    fit._row_moments_memo = {}
+    try:
+        yield
+    finally:
+        fit._row_moments_memo = None
+
+
+def _compute_row_mean_and_sds(fit, keep=None, rows=None):
     c = fit.cells
     post = fit.posterior
     keep = thinned_draws(fit) if keep is None else keep

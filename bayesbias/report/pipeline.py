@@ -342,7 +342,7 @@ def run_report(settings: ReportSettings | None = None, jobs: int = 1) -> dict:
     settings = settings or ReportSettings()
     if not isinstance(settings.embedding, (str, type(None))):
         jobs = 1  # a sentence encoder has started its own threads (torch): no fork after it
-    with JobPool(jobs, preload=_JOB_MODULES) as pool:
+    with JobPool(jobs, preload=_job_modules(settings)) as pool:
         return _run(settings, pool)
 
 
@@ -353,6 +353,21 @@ def _prepare_figures() -> None:
 #: What the report's jobs import first: done before the workers start, then not again.
 _JOB_MODULES = ("bayesbias.comparators.weat", "bayesbias.comparators.null",
                 "bayesbias.comparators.metrics", _prepare_figures)
+
+
+def _job_modules(settings: ReportSettings) -> tuple:
+    """:data:`_JOB_MODULES`, and the robustness refits' modules when the report makes them.
+
+    The refits run in a worker and the verdict boxes here read them (``robustness_line``
+    imports :mod:`bayesbias.studies`): imported once before the fork, not in both processes
+    (0.3 CPU-s with SciPy's special functions, which this process needs for the verdicts
+    anyway).
+    """
+    from .sections import _wants_robustness
+
+    if _wants_robustness(settings):
+        return _JOB_MODULES + ("bayesbias.studies.sensitivity",)
+    return _JOB_MODULES
 
 
 def _run(settings: ReportSettings, pool: JobPool) -> dict:
