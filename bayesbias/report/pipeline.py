@@ -84,9 +84,15 @@ def _check_embeddings(tables, model) -> None:
 
 
 def _choices(report: Report, settings: ReportSettings) -> None:
+    from ..models.families import family as family_of
     from ..models.sampling import default_target_accept
+    from ..models.spec import load_spec
 
     s = settings
+    pymc_accept = family_of(load_spec(s.model).family).PYMC_TARGET_ACCEPT
+    accept = (f"{s.target_accept}" if s.target_accept is not None
+              else f"{default_target_accept(s.model)} (the model's default"
+              + (f"; {pymc_accept} where its PyMC model is sampled)" if pymc_accept else ")"))
     kind_label = {"hdi": "highest-density interval (HDI)",
                   "eti": "equal-tailed (percentile) interval"}[s.ci_kind]
     report.choice("source", ", ".join(s.distances) if s.distances
@@ -96,10 +102,8 @@ def _choices(report: Report, settings: ReportSettings) -> None:
     report.choice("region of practical equivalence",
                   f"±{s.rope:g} (--rope)" if s.rope is not None else "none (--rope not given)")
     report.choice("model", f"{s.model}; sampler {s.sampler}, {s.chains} chains x {s.draws} "
-                           f"draws after {s.tune} tuning steps, target_accept "
-                           + (f"{s.target_accept}" if s.target_accept is not None
-                              else f"{default_target_accept(s.model)} (the model's default)")
-                           + f"; seed {s.seed}")
+                           f"draws after {s.tune} tuning steps, target_accept {accept}; "
+                           f"seed {s.seed}")
     report.choice("WEAT", f"effect size with the {s.sd_convention} sd "
                           f"({'n - 1' if s.sd_convention == 'sample' else 'n'}); "
                           f"two-sided permutation test, exact if at most "
