@@ -165,9 +165,16 @@ def default_draws(model) -> int:
     return _family_draws(family_of(load_spec(model).family))
 
 
-def default_target_accept(model) -> float:
-    """Return the NUTS target acceptance rate `model` (a name or spec) gets when none is given."""
-    return _family_target_accept(family_of(load_spec(model).family))
+def default_target_accept(model, pymc: bool = False) -> float:
+    """Return the NUTS target acceptance rate `model` (a name or spec) gets when none is given.
+
+    ``pymc=True``: the rate when its PyMC model is sampled (a family's
+    ``PYMC_TARGET_ACCEPT``, else the same).
+    """
+    fam = family_of(load_spec(model).family)
+    if pymc and fam.PYMC_TARGET_ACCEPT is not None:
+        return float(fam.PYMC_TARGET_ACCEPT)
+    return _family_target_accept(fam)
 
 
 def _check_settings(draws, tune, chains, target_accept, n_cells: int,

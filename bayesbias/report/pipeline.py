@@ -84,15 +84,13 @@ def _check_embeddings(tables, model) -> None:
 
 
 def _choices(report: Report, settings: ReportSettings) -> None:
-    from ..models.families import family as family_of
     from ..models.sampling import default_target_accept
-    from ..models.spec import load_spec
 
     s = settings
-    pymc_accept = family_of(load_spec(s.model).family).PYMC_TARGET_ACCEPT
+    native, pymc = default_target_accept(s.model), default_target_accept(s.model, pymc=True)
     accept = (f"{s.target_accept}" if s.target_accept is not None
-              else f"{default_target_accept(s.model)} (the model's default"
-              + (f"; {pymc_accept} where its PyMC model is sampled)" if pymc_accept else ")"))
+              else f"{native} (the model's default"
+              + (f"; {pymc} where its PyMC model is sampled)" if pymc != native else ")"))
     kind_label = {"hdi": "highest-density interval (HDI)",
                   "eti": "equal-tailed (percentile) interval"}[s.ci_kind]
     report.choice("source", ", ".join(s.distances) if s.distances
