@@ -373,8 +373,8 @@ def add_model_options(p, command: str = "fit") -> None:
                         "(default: warn only)")
     p.add_argument("--keep-word-draws", action="store_true",
                    help="keep every per-word mean's draws (default: above 256 MB of them, "
-                        "about 2,000 protected words; embedding_level: 1,000 words x "
-                        "embeddings at its 2,000 draws, a fit keeps per-word summaries from "
+                        "about 2,000 protected words; embedding_level: 2,000 words x "
+                        "embeddings at its 1,000 draws, a fit keeps per-word summaries from "
                         "its parameters' draws instead); needed to compare "
                         "fits word by word and for --loo")
 
