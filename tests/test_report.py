@@ -652,14 +652,17 @@ def test_report_fits_with_each_models_own_target_accept():
 
 
 def test_the_worker_inherits_the_robustness_modules_only_when_the_line_is_made():
-    """The refits' modules are imported before the fork when the report makes them.
+    """The refits' and the paper model's modules are imported before the fork when used.
 
     The worker runs the refits and this process reads them; not for ``--no-robustness``.
+    The paper's model beside the default comes from its exact posterior; not beside the
+    paper's model itself.
     """
     from bayesbias.report.pipeline import _JOB_MODULES, ReportSettings, _job_modules
 
-    assert _job_modules(ReportSettings(robustness=False)) == _JOB_MODULES
+    exact, refits = ("bayesbias.studies.exact_posterior",), ("bayesbias.studies.sensitivity",)
+    assert _job_modules(ReportSettings(robustness=False)) == _JOB_MODULES + exact
+    assert _job_modules(ReportSettings(robustness=False, model="hierarchical")) == _JOB_MODULES
     with_line = _job_modules(ReportSettings())
-    assert with_line[:len(_JOB_MODULES)] == _JOB_MODULES
-    assert with_line[len(_JOB_MODULES):] == ("bayesbias.studies.sensitivity",)
+    assert with_line == _JOB_MODULES + refits + exact
     assert _job_modules(ReportSettings(robustness=False, sensitivity=True)) == with_line

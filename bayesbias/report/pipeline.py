@@ -292,12 +292,19 @@ def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
     A report job (a worker process fits it while this one fits the default model): it
     returns ``(Verdict, p or None)``, not the fit. Only what the report shows is computed:
     no sampler diagnostics and no predictive-coverage check of a model shown for comparison.
+    The fit is the exact posterior's independent draws
+    (:func:`~bayesbias.studies.exact_posterior.exact_fit`, the settings' chains x draws; a
+    fifth of the sampler's CPU), or NUTS where the grid does not hold the posterior.
     """
     from ..models import fit_model
     from ..models.result import _row_view
+    from ..studies.exact_posterior import exact_fit
 
     s = settings
-    fit = fit_model(table, PAPER_MODEL, checked=False, **_fit_kwargs(s))
+    try:
+        fit = exact_fit(table, PAPER_MODEL, draws=s.draws, chains=s.chains, seed=s.seed)
+    except RuntimeError:  # mass on the grid's edge
+        fit = fit_model(table, PAPER_MODEL, checked=False, **_fit_kwargs(s))
     p = attribute_dependence(_row_view(fit))
     return (verdict_from_fit(fit, name, s.ci_prob, s.ci_kind, s.rope),
             None if p is None else float(p))
@@ -358,7 +365,7 @@ _JOB_MODULES = ("bayesbias.comparators.weat", "bayesbias.comparators.null",
 
 
 def _job_modules(settings: ReportSettings) -> tuple:
-    """:data:`_JOB_MODULES`, and the robustness refits' modules when the report makes them.
+    """:data:`_JOB_MODULES`, and those of the robustness refits and the paper's model when made.
 
     The refits run in a worker and the verdict boxes here read them (``robustness_line``
     imports :mod:`bayesbias.studies`): imported once before the fork, not in both processes
@@ -367,9 +374,9 @@ def _job_modules(settings: ReportSettings) -> tuple:
     """
     from .sections import _wants_robustness
 
-    if _wants_robustness(settings):
-        return _JOB_MODULES + ("bayesbias.studies.sensitivity",)
-    return _JOB_MODULES
+    extra = (("bayesbias.studies.sensitivity",) if _wants_robustness(settings) else ()) \
+        + (("bayesbias.studies.exact_posterior",) if _beside_paper(settings) else ())
+    return _JOB_MODULES + extra
 
 
 def _run(settings: ReportSettings, pool: JobPool) -> dict:

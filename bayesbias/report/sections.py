@@ -19,7 +19,6 @@ import pandas as pd
 
 from ..comparators.mac import mac_from_table
 from ..comparators.weat import weat_class_pairs
-from ..config import PAPER_MODEL
 from ..errors import DistanceTableError, InputDataError, ModelSpecError
 from ..inputs.distances import n_embeddings
 from ..models import load_spec
@@ -202,22 +201,6 @@ class WordListContext:
                                    chains=s.chains, seed=s.seed, strict=s.strict,
                                    sampler=s.sampler, target_accept=s.target_accept,
                                    ci_prob=s.ci_prob, ci_kind=s.ci_kind, rope=s.rope,
-                                   keep_word_draws=True if s.keep_word_draws else None)
-
-    @cached_property
-    def paper_fit(self):
-        """The paper's model (:data:`~bayesbias.config.PAPER_MODEL`) beside the default."""
-        from ..models import SamplerWarning
-        from ..verdicts.precision import fit_for_verdict
-
-        s = self.settings
-        progress.info(f"{self.name}: fitting the paper's {PAPER_MODEL} model for comparison")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SamplerWarning)
-            return fit_for_verdict(self.table, PAPER_MODEL, draws=s.draws, tune=s.tune,
-                                   chains=s.chains, seed=s.seed, sampler=s.sampler,
-                                   target_accept=s.target_accept, ci_prob=s.ci_prob,
-                                   ci_kind=s.ci_kind, rope=s.rope,
                                    keep_word_draws=True if s.keep_word_draws else None)
 
     @cached_property
