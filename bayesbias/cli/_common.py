@@ -291,7 +291,7 @@ def add_sampling_options(parser, draws: int | None = None, tune: int | None = No
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
-    shown = f"{draws}; embedding_level 2000" if family_draws else f"{draws}"
+    shown = f"{draws}, or the model family's own" if family_draws else f"{draws}"
     parser.add_argument("--draws", type=int_range(1, MAX_DRAWS, "draws"),
                         default=None if family_draws else draws,
                         help=f"posterior draws per chain, 1 to {MAX_DRAWS:,} (default {shown})")
