@@ -285,8 +285,9 @@ def add_sampling_options(parser, draws: int | None = None, tune: int | None = No
                          chains: int | None = None, family_draws: bool = False) -> None:
     """Add ``--draws``, ``--tune`` and ``--chains`` with their limits (defaults: config).
 
-    `family_draws`: ``--draws`` defaults to None, the model family's own default
-    (:func:`resolve_draws` after parsing).
+    `family_draws`: ``--draws`` and ``--tune`` default to None, the model family's own
+    defaults (:func:`resolve_draws` after parsing; the fit resolves ``--tune``, whose default
+    depends on the sampler the model takes).
     """
     draws = defaults.draws if draws is None else draws
     tune = defaults.tune if tune is None else tune
@@ -295,8 +296,11 @@ def add_sampling_options(parser, draws: int | None = None, tune: int | None = No
     parser.add_argument("--draws", type=int_range(1, MAX_DRAWS, "draws"),
                         default=None if family_draws else draws,
                         help=f"posterior draws per chain, 1 to {MAX_DRAWS:,} (default {shown})")
-    parser.add_argument("--tune", type=int_range(1, MAX_DRAWS, "tune"), default=tune,
-                        help=f"tuning steps per chain, 1 to {MAX_DRAWS:,} (default {tune})")
+    tuned = (f"{tune}, or the model family's own: 500 for crossed's compiled sampler"
+             if family_draws else f"{tune}")
+    parser.add_argument("--tune", type=int_range(1, MAX_DRAWS, "tune"),
+                        default=None if family_draws else tune,
+                        help=f"tuning steps per chain, 1 to {MAX_DRAWS:,} (default {tuned})")
     parser.add_argument("--chains", type=int_range(1, MAX_CHAINS, "chains"), default=chains,
                         help=f"chains, 1 to {MAX_CHAINS} (default {chains})")
 

@@ -180,9 +180,9 @@ def write_compare_report(args, labels, ta, tb, fa, fb, comp, payload) -> Path:
 
     report.choice("sides", f"a = {args.a}, b = {args.b}" + (f"; word list {args.wordlist}"
                                                             if args.wordlist else ""))
+    tune = fa.idata.attrs.get("tune", args.tune)  # the fit's: --tune or the model's default
     report.choice("model", f"{fa.spec.name} (hash {fa.spec.hash}); {args.chains} chains x "
-                           f"{args.draws} draws after {args.tune} tuning steps; seed "
-                           f"{args.seed}")
+                           f"{args.draws} draws after {tune} tuning steps; seed {args.seed}")
     report.choice("interval", f"{iv}; ROPE " + (f"±{args.rope:g}" if args.rope is not None
                                                else "none"))
     provenance_section(report, prov, rerun=False)

@@ -95,6 +95,9 @@ class Family:
     DRAWS
         Posterior draws per chain when the caller gives none (None: the configured default,
         :data:`bayesbias.config.defaults`).
+    TUNE
+        Tuning steps per chain of the cell-marginal sampler when the caller gives none (None,
+        and always for the PyMC model: the configured default).
     ADAPTATION
         nutpie's mass-matrix adaptation for the cell-marginal sampler.
 
@@ -157,6 +160,7 @@ class Family:
     TARGET_ACCEPT: float = 0.8
     PYMC_TARGET_ACCEPT: float | None = None
     DRAWS: int | None = None
+    TUNE: int | None = None
     ADAPTATION: str = "diag"
 
     def card_lines(self, spec, unit: str, s: str) -> list[str]:
@@ -191,7 +195,7 @@ class Family:
 _HOOKS = ("PRIORS", "SCALES", "PARAMETERS", "GROUP_MEAN", "OPTIONAL_PRIORS", "NONCENTRED",
           "SPEC_KEYS", "EXACT_MARGINAL", "ATTRIBUTE_EFFECTS", "EMBEDDINGS",
           "GAUSSIAN_GROUP_MEANS", "WORD_SUMMARIES", "WORD_DRAWS_OPTIONAL", "PM_SAMPLE",
-          "TARGET_ACCEPT", "PYMC_TARGET_ACCEPT", "DRAWS", "ADAPTATION",
+          "TARGET_ACCEPT", "PYMC_TARGET_ACCEPT", "DRAWS", "TUNE", "ADAPTATION",
           "card_lines", "cell_means", "validate", "model_data", "n_effects", "cells",
           *OPTIONAL_HOOKS)
 _REQUIRED = ("PRIORS", "SCALES", "PARAMETERS", "GROUP_MEAN", "card_lines", "cell_means")

@@ -30,6 +30,7 @@ from .spec import load_spec
 from .word_summaries import keep_word_draws as _keep_default
 
 __all__ = ["fit_model", "warn_checks", "fit_memory", "default_target_accept", "default_draws",
+           "default_tune",
            "SAMPLERS",
            "MAX_DRAWS", "MAX_CHAINS", "MAX_FIT_BYTES", "BYTES_PER_DRAW", "BYTES_PER_CELL",
            "BYTES_PER_ATTRIBUTE"]
@@ -165,6 +166,16 @@ def default_draws(model) -> int:
     return _family_draws(family_of(load_spec(model).family))
 
 
+def default_tune(model, pymc: bool = False) -> int:
+    """Return the tuning steps per chain `model` (a name or spec) gets when none is given.
+
+    A family's ``TUNE`` applies to its cell-marginal sampler; ``pymc=True``: the steps when
+    its PyMC model is sampled (always the configured default).
+    """
+    fam = family_of(load_spec(model).family)
+    return int(defaults.tune if pymc or fam.TUNE is None else fam.TUNE)
+
+
 def default_target_accept(model, pymc: bool = False) -> float:
     """Return the NUTS target acceptance rate `model` (a name or spec) gets when none is given.
 
@@ -212,7 +223,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
         spec; see :func:`~bayesbias.models.spec.load_spec`.
     draws, tune, chains, cores : int
         Sampler settings (defaults in ``bayesbias.config.defaults``; draws: the family's
-        ``DRAWS`` when it has one); `cores` defaults to
+        ``DRAWS`` when it has one, tune: its ``TUNE`` for the cell-marginal sampler, e.g.
+        500 for ``crossed``); `cores` defaults to
         ``min(chains, 2)``. At most :data:`MAX_DRAWS` draws and :data:`MAX_CHAINS` chains.
     seed : int, optional
         Random seed (default ``bayesbias.config.defaults.seed``); equal seeds give equal draws.
@@ -260,6 +272,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
 
     check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = _family_draws(family) if draws is None else draws
+    tune_given = tune is not None
     tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
     accept_given = target_accept is not None
@@ -279,6 +292,8 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
 
     if not accept_given and not marginal and family.PYMC_TARGET_ACCEPT is not None:
         target_accept = float(family.PYMC_TARGET_ACCEPT)  # the PyMC model's own default
+    if not tune_given and marginal and family.TUNE is not None:
+        tune = int(family.TUNE)  # the cell-marginal sampler's own default
     # a family whose kernel can leave out the cell means' draws (embedding_level: its
     # checks and per-word summaries from their conditional moments, ``cell_moments``)
     optional = bool(marginal) and getattr(family, "WORD_DRAWS_OPTIONAL", False) \

@@ -84,13 +84,18 @@ def _check_embeddings(tables, model) -> None:
 
 
 def _choices(report: Report, settings: ReportSettings) -> None:
-    from ..models.sampling import default_target_accept
+    from ..models.sampling import default_target_accept, default_tune
 
     s = settings
-    native, pymc = default_target_accept(s.model), default_target_accept(s.model, pymc=True)
-    accept = (f"{s.target_accept}" if s.target_accept is not None
-              else f"{native} (the model's default"
-              + (f"; {pymc} where its PyMC model is sampled)" if pymc != native else ")"))
+
+    def own(value, get) -> str:  # a setting given, or the model's default (per sampler)
+        if value is not None:
+            return f"{value}"
+        native, pymc = get(s.model), get(s.model, pymc=True)
+        return (f"{native} (the model's default"
+                + (f"; {pymc} where its PyMC model is sampled)" if pymc != native else ")"))
+
+    accept, tune = own(s.target_accept, default_target_accept), own(s.tune, default_tune)
     kind_label = {"hdi": "highest-density interval (HDI)",
                   "eti": "equal-tailed (percentile) interval"}[s.ci_kind]
     report.choice("source", ", ".join(s.distances) if s.distances
@@ -100,7 +105,7 @@ def _choices(report: Report, settings: ReportSettings) -> None:
     report.choice("region of practical equivalence",
                   f"±{s.rope:g} (--rope)" if s.rope is not None else "none (--rope not given)")
     report.choice("model", f"{s.model}; sampler {s.sampler}, {s.chains} chains x {s.draws} "
-                           f"draws after {s.tune} tuning steps, target_accept {accept}; "
+                           f"draws after {tune} tuning steps, target_accept {accept}; "
                            f"seed {s.seed}")
     report.choice("WEAT", f"effect size with the {s.sd_convention} sd "
                           f"({'n - 1' if s.sd_convention == 'sample' else 'n'}); "

@@ -33,7 +33,7 @@ class ReportSettings:
     ci_prob: float = field(default_factory=lambda: defaults.ci_prob)
     ci_kind: str = field(default_factory=lambda: defaults.ci_kind)
     draws: int = field(default_factory=lambda: defaults.draws)
-    tune: int = field(default_factory=lambda: defaults.tune)
+    tune: int | None = None  # None: each model family's own default
     chains: int = field(default_factory=lambda: defaults.chains)
     seed: int = field(default_factory=lambda: defaults.seed)
     sampler: str = "auto"
