@@ -92,8 +92,11 @@ def main(argv=None):
             v = verdict_from_fit(fit, name)
             t2 = time.perf_counter()
             text = " ".join([v.headline, *v.details, *v.notes, v.label])
+            diag = fit.diagnostics().to_dict()  # r-hat, ESS, divergences: the fit's warnings
             rec["runs"].append({
                 "seed": seed, "code": v.code, "headline": v.headline, "draws": draws,
+                "tune": int(fit.idata.attrs["tune"]), "max_rhat": diag["max_rhat"],
+                "min_ess_bulk": diag["min_ess_bulk"], "divergences": int(diag["divergences"]),
                 "banned": [b for b in BANNED if b in text],
                 "fit_s": t1 - t0, "verdict_s": t2 - t1,
                 "contrasts": [{"contrast": c.contrast, "status": c.status,
@@ -118,7 +121,11 @@ def summarise(name, rec):
     border = sum(str(r["code"]).startswith("borderline") for r in runs)
     border_c = sum(c["status"] in ("borderline", "imprecise") for r in runs
                    for c in r["contrasts"])
+    warn = [r for r in runs if "max_rhat" in r and (r["max_rhat"] > 1.01
+                                                     or r["min_ess_bulk"] < 400)]
+    div = sum(r.get("divergences", 0) for r in runs)
     print(f"{name}: {len(runs)} seeds, codes {dict(codes)}, borderline codes {border}, "
+          f"fits with an r-hat or ESS warning {len(warn)}, divergences {div}, "
           f"borderline contrasts {border_c}, banned phrases {banned}, "
           f"fit {np.median([r['fit_s'] for r in runs]):.2f} s, verdict "
           f"{np.median([r['verdict_s'] for r in runs]):.2f} s (medians)")
