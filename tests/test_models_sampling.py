@@ -363,3 +363,13 @@ def test_a_changed_nutpie_core_falls_back_to_the_public_api(monkeypatch):
     monkeypatch.setattr(_nutpie, "_core_sampler", changed)
     post2, _ = _nutpie.run(kernel, init, "test", 50, 50, 1, 1, 3, 0.8)
     assert used == [1, 2] and np.array_equal(post["sigma"].values, post2["sigma"].values)
+
+
+def test_the_crossed_sampler_tunes_for_its_own_steps_unless_told():
+    """The family's ``TUNE`` (500) when no tune is given; a given tune wins."""
+    table, _ = simulate_table("crossed", seed=4, words_per_class=3, n_human=10, n_none=10)
+    fit = fit_model(table, "crossed", draws=50, chains=1, seed=1, checked=False)
+    assert fit.idata.attrs["tune"] == 500
+    assert fit.idata["sample_stats"].sizes["draw"] == 50
+    fit = fit_model(table, "crossed", draws=50, tune=60, chains=1, seed=1, checked=False)
+    assert fit.idata.attrs["tune"] == 60

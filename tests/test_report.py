@@ -666,3 +666,31 @@ def test_the_worker_inherits_the_robustness_modules_only_when_the_line_is_made()
     with_line = _job_modules(ReportSettings())
     assert with_line == _JOB_MODULES + refits + exact
     assert _job_modules(ReportSettings(robustness=False, sensitivity=True)) == with_line
+
+
+def test_report_fits_with_each_models_own_tuning_steps():
+    """``--tune`` not given: the model's own (crossed 500 on its compiled sampler)."""
+    from bayesbias.cli import build_parser
+    from bayesbias.models.sampling import default_tune
+    from bayesbias.report.pipeline import ReportSettings, _choices
+
+    assert ReportSettings().tune is None  # fit_model applies the family default
+    assert (default_tune("crossed"), default_tune("crossed", pymc=True)) == (500, 1000)
+    assert default_tune("hierarchical") == default_tune("hierarchical", pymc=True) == 1000
+    for model, shown in (("crossed", "after 500 (the model's default; 1000 where its PyMC "
+                                     "model is sampled) tuning steps"),
+                         ("hierarchical", "after 1000 (the model's default) tuning steps")):
+        seen = {}
+        rec = type("R", (), {"choice": lambda self, k, v, seen=seen: seen.__setitem__(k, v)})()
+        _choices(rec, ReportSettings(distances=("x",), model=model))
+        assert shown in seen["model"], seen["model"]
+    seen = {}
+    rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
+    _choices(rec, ReportSettings(distances=("x",), tune=300))
+    assert "after 300 tuning steps" in seen["model"]
+    for command, extra in (("report", []), ("fit", []), ("compare", ["--a", "x", "--b", "y"])):
+        p = build_parser([command])
+        assert p.parse_args([command, *extra]).tune is None
+        helps = {a.dest: a.help for a in p._subparsers._group_actions[0].choices[command]
+                 ._actions}
+        assert f"{default_tune('crossed')} for crossed" in helps["tune"]
