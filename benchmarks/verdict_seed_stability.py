@@ -61,6 +61,8 @@ def main(argv=None):
     ap.add_argument("--refit", action="store_true",
                     help="refit as fit_for_verdict does (4x draws near the band's edge)")
     ap.add_argument("--out", default="benchmarks/results/verdict_seed_stability.json")
+    ap.add_argument("--tune", type=int, default=None,
+                    help="tuning steps per chain (default: the model's own)")
     args = ap.parse_args(argv)
     from bayesbias.config import defaults
     from bayesbias.models import fit_model
@@ -81,13 +83,14 @@ def main(argv=None):
             draws = defaults.draws
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fit = fit_model(table, "crossed", seed=seed, checked=False)
+                fit = fit_model(table, "crossed", seed=seed, tune=args.tune, checked=False)
                 # fit_for_verdict's loop (without its model checks): 4x the draws while a
                 # deciding end sits near the edge of the borderline band
                 while args.refit and draws < MAX_VERDICT_DRAWS and \
                         _needs_draws(verdict_from_fit(fit, name)):
                     draws = min(4 * draws, MAX_VERDICT_DRAWS)
-                    fit = fit_model(table, "crossed", seed=seed, draws=draws, checked=False)
+                    fit = fit_model(table, "crossed", seed=seed, draws=draws, tune=args.tune,
+                                    checked=False)
             t1 = time.perf_counter()
             v = verdict_from_fit(fit, name)
             t2 = time.perf_counter()
