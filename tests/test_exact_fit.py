@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bayesbias.errors import ModelSpecError
+from bayesbias.errors import InvalidArgumentError, ModelSpecError
 from bayesbias.inputs.distances import distance_table
 from bayesbias.inputs.embeddings import load_embedding
 from bayesbias.inputs.wordlists import load_wordlist
@@ -54,3 +54,13 @@ def test_exact_fit_is_shaped_like_a_sampled_fit_and_reproducible(race):
 def test_exact_fit_needs_the_exact_form(race):
     with pytest.raises(ModelSpecError, match="exact marginal"):
         exact_fit(race, "crossed")
+
+
+def test_exact_fit_refuses_word_draws_it_could_not_keep(race, monkeypatch):
+    """Above WORD_DRAWS_BYTES a typed error: the report's paper model then samples."""
+    import bayesbias.models.word_summaries as ws
+
+    monkeypatch.setattr(ws, "WORD_DRAWS_BYTES", 8 * 4 * 1000 * 40 - 1)
+    with pytest.raises(InvalidArgumentError, match="would take"):
+        exact_fit(race, "hierarchical")
+    exact_fit(race, "hierarchical", draws=999)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import PAPER_MODEL, defaults
-from ..errors import DistanceTableError
+from ..errors import DistanceTableError, InvalidArgumentError
 from ..inputs.datasets import read_table
 from ..inputs.distances import distance_table, n_embeddings, single_embedding
 from ..inputs.embeddings import load_embedding
@@ -299,7 +299,8 @@ def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
     no sampler diagnostics and no predictive-coverage check of a model shown for comparison.
     The fit is the exact posterior's independent draws
     (:func:`~bayesbias.studies.exact_posterior.exact_fit`, the settings' chains x draws; a
-    fifth of the sampler's CPU), or NUTS where the grid does not hold the posterior.
+    fifth of the sampler's CPU), or NUTS where the grid does not hold the posterior or the
+    per-word draws would be too many to keep (the sampled fit keeps summaries).
     """
     from ..models import fit_model
     from ..models.result import _row_view
@@ -308,7 +309,7 @@ def paper_model(table: pd.DataFrame, name: str, settings: ReportSettings):
     s = settings
     try:
         fit = exact_fit(table, PAPER_MODEL, draws=s.draws, chains=s.chains, seed=s.seed)
-    except RuntimeError:  # mass on the grid's edge
+    except (RuntimeError, InvalidArgumentError):  # grid edge; too many per-word draws
         fit = fit_model(table, PAPER_MODEL, checked=False, **_fit_kwargs(s))
     p = attribute_dependence(_row_view(fit))
     return (verdict_from_fit(fit, name, s.ci_prob, s.ci_kind, s.rope),

@@ -27,12 +27,13 @@ import xarray as xr
 from scipy import special
 
 from ..config import CONNECTIONS
-from ..errors import ModelSpecError
+from ..errors import InvalidArgumentError, ModelSpecError
 from ..inputs.distances import check_spread, single_embedding
 from ..models import load_spec, priors
 from ..models.cells import cell_mean_conditional, cells_from_table
 from ..models.families import family
 from ..models.result import Fit
+from ..models.word_summaries import keep_word_draws
 
 __all__ = ["MarginalPosterior", "marginal_posterior", "exact_fit", "supports", "prior_logpdf"]
 
@@ -317,6 +318,10 @@ def exact_fit(table, model: str = "hierarchical", *, draws: int = 1000, chains: 
     ------
     ModelSpecError
         `model` has no exact marginal form (:func:`supports`).
+    InvalidArgumentError
+        The per-word draws would take more than
+        :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` (``fit_model`` keeps
+        per-word summaries instead).
     RuntimeError
         Posterior mass on the edge of the quadrature grid.
     """
@@ -326,6 +331,11 @@ def exact_fit(table, model: str = "hierarchical", *, draws: int = 1000, chains: 
     table = single_embedding(table, spec.name, source)
     check_spread(table, source)
     cells = cells_from_table(table, spec.level)
+    if not keep_word_draws(draws, chains, cells.n.size):
+        raise InvalidArgumentError(
+            f"{source}: {chains} x {draws} draws of {cells.n.size:,} cell means would take "
+            f"{8 * draws * chains * cells.n.size / 1e9:.1f} GB; use fit_model (per-word "
+            "summaries) or fewer draws")
     post = marginal_posterior(cells.n, cells.mean, cells.ss, spec)
     d = post.draw(np.random.default_rng([seed, 1729]), chains * draws, words=True)
 
