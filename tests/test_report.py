@@ -631,24 +631,28 @@ def test_robustness_line_says_how_the_refits_were_made():
     assert "exact refits" not in crossed and "attribute-word effects plugged in" in crossed
 
 
+def _model_line(**settings) -> str:
+    """The report's "model" choice line for these settings."""
+    from bayesbias.report.pipeline import ReportSettings, _choices
+
+    seen = {}
+    rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
+    _choices(rec, ReportSettings(distances=("x",), **settings))
+    return seen["model"]
+
+
 def test_report_fits_with_each_models_own_target_accept():
     # the report used to pass 0.8 to every model: an ensemble's report then sampled
     # embedding_level at 0.8 while `fit` used the family's default (0.95 until its shifted
     # sets, 0.8 since; 0.95 still where its PyMC model is sampled)
-    from bayesbias.report.pipeline import ReportSettings, _choices
+    from bayesbias.report.pipeline import ReportSettings
 
     assert ReportSettings().target_accept is None  # fit_model applies the family default
     for model, shown in (("embedding_level", "target_accept 0.8 (the model's default; 0.95 "
                                              "where its PyMC model is sampled)"),
                          ("crossed", "target_accept 0.8 (the model's default)")):
-        seen = {}
-        rec = type("R", (), {"choice": lambda self, k, v, seen=seen: seen.__setitem__(k, v)})()
-        _choices(rec, ReportSettings(distances=("x",), model=model))
-        assert shown in seen["model"], seen["model"]
-    seen = {}
-    rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
-    _choices(rec, ReportSettings(distances=("x",), target_accept=0.9))
-    assert "target_accept 0.9;" in seen["model"]
+        assert shown in _model_line(model=model)
+    assert "target_accept 0.9;" in _model_line(target_accept=0.9)
 
 
 def test_the_worker_inherits_the_robustness_modules_only_when_the_line_is_made():
@@ -672,7 +676,7 @@ def test_report_fits_with_each_models_own_tuning_steps():
     """``--tune`` not given: the model's own (crossed 500 on its compiled sampler)."""
     from bayesbias.cli import build_parser
     from bayesbias.models.sampling import default_tune
-    from bayesbias.report.pipeline import ReportSettings, _choices
+    from bayesbias.report.pipeline import ReportSettings
 
     assert ReportSettings().tune is None  # fit_model applies the family default
     assert (default_tune("crossed"), default_tune("crossed", pymc=True)) == (500, 1000)
@@ -680,14 +684,8 @@ def test_report_fits_with_each_models_own_tuning_steps():
     for model, shown in (("crossed", "after 500 (the model's default; 1000 where its PyMC "
                                      "model is sampled) tuning steps"),
                          ("hierarchical", "after 1000 (the model's default) tuning steps")):
-        seen = {}
-        rec = type("R", (), {"choice": lambda self, k, v, seen=seen: seen.__setitem__(k, v)})()
-        _choices(rec, ReportSettings(distances=("x",), model=model))
-        assert shown in seen["model"], seen["model"]
-    seen = {}
-    rec = type("R", (), {"choice": lambda self, k, v: seen.__setitem__(k, v)})()
-    _choices(rec, ReportSettings(distances=("x",), tune=300))
-    assert "after 300 tuning steps" in seen["model"]
+        assert shown in _model_line(model=model)
+    assert "after 300 tuning steps" in _model_line(tune=300)
     for command, extra in (("report", []), ("fit", []), ("compare", ["--a", "x", "--b", "y"])):
         p = build_parser([command])
         assert p.parse_args([command, *extra]).tune is None
