@@ -166,14 +166,17 @@ def default_draws(model) -> int:
     return _family_draws(family_of(load_spec(model).family))
 
 
+def _family_tune(family, marginal: bool) -> int:
+    return int(family.TUNE if marginal and family.TUNE is not None else defaults.tune)
+
+
 def default_tune(model, pymc: bool = False) -> int:
     """Return the tuning steps per chain `model` (a name or spec) gets when none is given.
 
     A family's ``TUNE`` applies to its cell-marginal sampler; ``pymc=True``: the steps when
     its PyMC model is sampled (always the configured default).
     """
-    fam = family_of(load_spec(model).family)
-    return int(defaults.tune if pymc or fam.TUNE is None else fam.TUNE)
+    return _family_tune(family_of(load_spec(model).family), marginal=not pymc)
 
 
 def default_target_accept(model, pymc: bool = False) -> float:
@@ -272,8 +275,6 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
 
     check_spread(table, str(table.attrs.get("source", "distance table")))  # else: no end
     draws = _family_draws(family) if draws is None else draws
-    tune_given = tune is not None
-    tune = defaults.tune if tune is None else tune
     chains = defaults.chains if chains is None else chains
     accept_given = target_accept is not None
     if target_accept is None:
@@ -292,8 +293,7 @@ def fit_model(table: pd.DataFrame, model=DEFAULT_MODEL, *, draws: int | None = N
 
     if not accept_given and not marginal and family.PYMC_TARGET_ACCEPT is not None:
         target_accept = float(family.PYMC_TARGET_ACCEPT)  # the PyMC model's own default
-    if not tune_given and marginal and family.TUNE is not None:
-        tune = int(family.TUNE)  # the cell-marginal sampler's own default
+    tune = _family_tune(family, bool(marginal)) if tune is None else tune
     # a family whose kernel can leave out the cell means' draws (embedding_level: its
     # checks and per-word summaries from their conditional moments, ``cell_moments``)
     optional = bool(marginal) and getattr(family, "WORD_DRAWS_OPTIONAL", False) \
