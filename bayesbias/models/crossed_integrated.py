@@ -1,0 +1,249 @@
+"""The crossed model's scale posterior with every Gaussian parameter integrated out.
+
+Exploratory (issue 49; not used by any default). Given the scales ``phi = (tau[c],
+sigma[c], omega[kind])`` the crossed model (:mod:`.crossed`) is linear-Gaussian in the cell
+means ``mu[w, c]``, the attribute effects ``v[a]`` and the group means ``mu_bar[c]`` (Normal
+prior ``N(m0, s0^2)``), so ``log p(y | phi)`` is available in closed form and NUTS need only
+run on the ~11 log scales. With ``theta = (mu_bar, v)`` (d = 4 + attributes), integrating
+each cell mean out leaves ``log p(y, theta | phi) = K - (theta'P theta - 2 b.theta + cc)/2``
+with ``P``, ``b`` as in :mod:`.contrast_mixture`'s docstring and
+
+    cc = 4 m0^2/s0^2 + sum_c SS_c/sigma_c^2 + sum_g w2_g sum_{q in g} ybar_q^2,
+    K  = -N/2 log(2 pi) - 4 log s0 - sum_a log omega[kind(a)]
+         + sum_g cells_g (-(n_g - 1) log sigma_g + log(w2_g / n_g) / 2)
+
+(``SS_c`` the within-cell sums of squares of connection c, ``w2_g = 1/(tau^2 + sigma^2/n)``
+of group g of cells sharing (connection, n, attribute counts), :func:`.crossed.cell_groups`).
+Integrating theta out: ``log p(y | phi) = K - log det P / 2 - (cc - b'P^-1 b)/2`` (the
+``(2 pi)^(d/2)`` cancels the priors'). ``P = Dg + Y diag(lam) Y'`` with ``Dg`` diagonal and
+2 columns of ``Y`` per group, so the Woodbury identity and the matrix determinant lemma
+(``det P = det Dg det(lam) det(diag(1/lam) + Y'Dg^-1 Y)``) cost O(d G^2).
+
+Gradient: ``dF = -tr(P^-1 dP)/2 - dcc/2 + m.db - m'dP m/2`` with ``m = P^-1 b``; ``dP`` is
+diagonal plus ``Y diag(dlam) Y'``, so only ``diag(P^-1)`` and ``diag(Y'P^-1 Y)`` are needed.
+
+Draws of theta given phi: ``x = P^-1 (b + z)`` with ``z ~ N(0, P)`` built from the terms
+of P (each group's within-cell block ``cells u (diag(k) - k k'/n)`` is the covariance of
+``e - k sum(e)/n``, ``e ~ N(0, cells u diag(k))``), so ``x ~ N(P^-1 b, P^-1)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import CONNECTIONS
+from . import priors as _priors
+from .cells import Cells
+from .crossed import _kinds, cell_groups
+from .spec import ModelSpec
+
+__all__ = ["integrated_data", "log_marginal", "log_marginal_grad", "theta_names",
+           "draw_gaussian", "conditional_mu_bar"]
+
+_NC = len(CONNECTIONS)
+_LOG2PI = float(np.log(2 * np.pi))
+
+
+def integrated_data(spec: ModelSpec, cells: Cells) -> dict:
+    """Sufficient statistics of `cells` for :func:`log_marginal` (one pass over the rows).
+
+    Per group g (:func:`.crossed.cell_groups`): connection, n, cells, attribute counts
+    ``kd`` (attributes x groups), sum and sum of squares of its cells' means; per connection:
+    rows per attribute, summed deviations of rows from their cell means per attribute, and
+    within-cell sums of squares; the sd maps and the priors.
+    """
+    if cells.attr_idx is None:
+        raise ValueError("the crossed model needs an attribute in every row")
+    na = int(cells.attributes.size)
+    g = cell_groups(cells)
+    ng = int(g["w"].size)
+    gid = g["gid"]
+    has = gid >= 0
+    gi = gid[has]
+    ybar = np.nan_to_num(cells.mean).reshape(-1)
+    ysum = np.bincount(gi, weights=ybar[has], minlength=ng)
+    ysq = np.bincount(gi, weights=ybar[has] ** 2, minlength=ng)
+    kd = np.zeros((na, ng))
+    gidx = np.repeat(np.arange(ng), np.diff(g["start"]))
+    kd[g["attr"], gidx] = g["k"]
+    flat = cells.row_cells()
+    key = cells.conn_idx.astype(np.int64) * na + cells.attr_idx
+    ksum = np.bincount(key, minlength=_NC * na).reshape(_NC, na).astype(float)
+    dev = np.asarray(cells.y, float) - ybar[flat]
+    dsum = np.bincount(key, weights=dev, minlength=_NC * na).reshape(_NC, na)
+    ss = np.nan_to_num(cells.ss).sum(axis=0).astype(float)
+    kind, labels = _kinds(spec, cells)
+    per = spec.residual_sd == "per_connection"
+    mu_prior = spec.priors["mu_bar"]
+    if mu_prior.dist != "Normal":
+        raise ValueError("the integrated crossed model needs a Normal mu_bar prior")
+    p = dict(mu_prior.params)
+    return {
+        "na": na, "ng": ng, "gc": g["conn"].astype(np.int64), "gn": g["n"].astype(float),
+        "gw": g["w"].astype(float), "kd": kd, "ysum": ysum, "ysq": ysq, "ksum": ksum,
+        "dsum": dsum, "ss": ss, "kind": kind, "nk": max(len(labels), 1),
+        "kind_labels": labels, "ns": _NC if per else 1,
+        "smap": np.arange(_NC) if per else np.zeros(_NC, dtype=np.int64),
+        "m0": float(p["mu"]), "s0": float(p["sigma"]), "n_rows": int(cells.n_rows),
+        "priors": (spec.priors["tau"], spec.priors["sigma"], spec.priors["omega"]),
+    }
+
+
+def theta_names(data: dict) -> list[str]:
+    """Names of the unconstrained coordinates: log tau[4], log sigma[ns], log omega[nk]."""
+    return ([f"log_tau[{c}]" for c in CONNECTIONS]
+            + [f"log_sigma[{i}]" for i in range(data["ns"])]
+            + [f"log_omega[{i}]" for i in range(data["nk"])])
+
+
+def _split(theta, data):
+    theta = np.asarray(theta, float)
+    ns, nk = data["ns"], data["nk"]
+    return (np.exp(theta[:_NC]), np.exp(theta[_NC:_NC + ns]),
+            np.exp(theta[_NC + ns:_NC + ns + nk]))
+
+
+def _system(theta, data):
+    """Dg, Y, lam, b, cc and the pieces the gradient and draws reuse."""
+    tau, sig, om = _split(theta, data)
+    gc, gn, gw, kd = data["gc"], data["gn"], data["gw"], data["kd"]
+    ng, na = data["ng"], data["na"]
+    sig_c = sig[data["smap"]]
+    u = 1.0 / sig_c**2
+    p = 1.0 / om**2
+    w2 = 1.0 / (tau[gc] ** 2 + sig_c[gc] ** 2 / gn)
+    s0, m0 = data["s0"], data["m0"]
+    dg = np.empty(_NC + na)
+    dg[:_NC] = 1.0 / s0**2
+    dg[_NC:] = p[data["kind"]] + u @ data["ksum"]
+    y = np.zeros((_NC + na, 2 * ng))
+    y[gc, np.arange(ng)] = 1.0
+    y[_NC:, :ng] = kd / gn
+    y[_NC:, ng:] = kd
+    lam = np.concatenate([gw * w2, -gw * u[gc] / gn])
+    b = np.zeros(_NC + na)
+    b[:_NC] = m0 / s0**2
+    np.add.at(b, gc, w2 * data["ysum"])
+    b[_NC:] += u @ data["dsum"] + kd @ (w2 * data["ysum"] / gn)
+    cc = _NC * m0**2 / s0**2 + u @ data["ss"] + w2 @ data["ysq"]
+    return dict(tau=tau, sig=sig, om=om, u=u, p=p, w2=w2, dg=dg, y=y, lam=lam, b=b, cc=cc)
+
+
+def _woodbury(s):
+    """Add ``Z = Dg^-1 Y``, ``C = Y'Z``, ``M = diag(1/lam) + C``, its inverse, log det P, m."""
+    dinv = 1.0 / s["dg"]
+    z = dinv[:, None] * s["y"]
+    c = s["y"].T @ z
+    m = c.copy()
+    m[np.diag_indices_from(m)] += 1.0 / s["lam"]
+    sign, logdet_m = np.linalg.slogdet(m)
+    sign_l = np.prod(np.sign(s["lam"]))
+    if sign * sign_l <= 0:
+        raise FloatingPointError("the conditional precision is not positive definite")
+    minv = np.linalg.inv(m)
+    logdet = float(np.log(s["dg"]).sum() + np.log(np.abs(s["lam"])).sum() + logdet_m)
+    mean = dinv * s["b"] - z @ (minv @ (z.T @ s["b"]))
+    s.update(dinv=dinv, z=z, c=c, minv=minv, logdet=logdet, mean=mean)
+    return s
+
+
+def _explicit(s, data):
+    """K of the module docstring (without the prior terms of the log scales)."""
+    gc, gn, gw = data["gc"], data["gn"], data["gw"]
+    sig_c = s["sig"][data["smap"]]
+    return float(-0.5 * data["n_rows"] * _LOG2PI - _NC * np.log(data["s0"])
+                 - np.log(s["om"][data["kind"]]).sum()
+                 + gw @ (-(gn - 1) * np.log(sig_c[gc]) + 0.5 * np.log(s["w2"] / gn)))
+
+
+def _scale_priors(theta, data):
+    """Log priors of tau, sigma, omega at exp(theta) plus the log-Jacobian, and gradient."""
+    ns, nk = data["ns"], data["nk"]
+    parts = (slice(0, _NC), slice(_NC, _NC + ns), slice(_NC + ns, _NC + ns + nk))
+    theta = np.asarray(theta, float)
+    lp, grad = 0.0, np.ones(theta.size)
+    for prior, sl in zip(data["priors"], parts, strict=True):
+        x = np.exp(theta[sl])
+        lp += float(np.sum(_priors.logpdf(prior, x)) + theta[sl].sum())
+        if prior.dist == "Exponential":
+            grad[sl] += -dict(prior.params)["lam"] * x
+        elif prior.dist == "HalfNormal":
+            grad[sl] += -(x / dict(prior.params)["sigma"]) ** 2
+        else:  # central difference of the log density in log x
+            h = 1e-5
+            grad[sl] += (_priors.logpdf(prior, x * np.exp(h))
+                         - _priors.logpdf(prior, x * np.exp(-h))) / (2 * h)
+    return lp, grad
+
+
+def log_marginal(theta, data: dict) -> float:
+    """``log p(y | tau, sigma, omega)`` + log priors + log-Jacobian, at log scales `theta`.
+
+    `data`: :func:`integrated_data`. The cell means, attribute effects and ``mu_bar`` are
+    integrated out exactly (module docstring).
+    """
+    s = _woodbury(_system(theta, data))
+    lp, _ = _scale_priors(theta, data)
+    quad = float(s["b"] @ s["mean"])
+    return _explicit(s, data) - 0.5 * s["logdet"] - 0.5 * (s["cc"] - quad) + lp
+
+
+def log_marginal_grad(theta, data: dict) -> tuple[float, np.ndarray]:
+    """:func:`log_marginal` and its gradient in `theta` (analytic, module docstring)."""
+    theta = np.asarray(theta, float)
+    s = _woodbury(_system(theta, data))
+    ns, nk, ng = data["ns"], data["nk"], data["ng"]
+    gc, gn, gw = data["gc"], data["gn"], data["gw"]
+    lp, grad = _scale_priors(theta, data)
+    m = s["mean"]
+    quad = float(s["b"] @ m)
+    value = _explicit(s, data) - 0.5 * s["logdet"] - 0.5 * (s["cc"] - quad) + lp
+    z, minv, c = s["z"], s["minv"], s["c"]
+    diag_pinv = s["dinv"] - np.einsum("ij,ij->i", z @ minv, z)
+    diag_ypy = np.diag(c) - np.einsum("ij,ji->i", c @ minv, c)
+    ym = s["y"].T @ m
+    h = -0.5 * (diag_pinv + m**2)  # coefficient of d Dg
+    ell = -0.5 * (diag_ypy + ym**2)  # coefficient of d lam
+    hv, mv = h[_NC:], m[_NC:]
+    # F's derivatives in u_c = sigma_c^-2, w2_g, p_k = omega_k^-2
+    d_p = np.bincount(data["kind"], weights=hv, minlength=nk)
+    d_u = (data["ksum"] @ hv - 0.5 * data["ss"] + data["dsum"] @ mv
+           + np.bincount(gc, weights=ell[ng:] * (-gw / gn), minlength=_NC))
+    d_w2 = ell[:ng] * gw - 0.5 * data["ysq"] + data["ysum"] * ym[:ng]
+    # explicit terms
+    d_w2 = d_w2 + 0.5 * gw / s["w2"]
+    tau, sig = s["tau"], s["sig"]
+    sig_c = sig[data["smap"]]
+    smap = data["smap"]
+    g_tau = np.bincount(gc, weights=d_w2 * (-2 * tau[gc] ** 2 * s["w2"] ** 2), minlength=_NC)
+    g_sig = np.bincount(smap[gc], weights=d_w2 * (-2 * sig_c[gc] ** 2 * s["w2"] ** 2 / gn)
+                        - gw * (gn - 1), minlength=ns)
+    g_sig += np.bincount(smap, weights=d_u * (-2 * s["u"]), minlength=ns)
+    g_om = d_p * (-2 * s["p"]) - np.bincount(data["kind"], minlength=nk)
+    grad = grad + np.concatenate([g_tau, g_sig, g_om])
+    return value, grad
+
+
+def conditional_mu_bar(theta, data: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of ``mu_bar`` given the log scales `theta` (Woodbury)."""
+    s = _woodbury(_system(theta, data))
+    z4 = s["z"][:_NC]
+    cov = np.diag(s["dinv"][:_NC]) - z4 @ s["minv"] @ z4.T
+    return s["mean"][:_NC], cov
+
+
+def draw_gaussian(theta, data: dict, rng) -> np.ndarray:
+    """One draw of ``(mu_bar, v)`` given the log scales `theta`: ``P^-1 (b + z)``, z ~ N(0, P)."""
+    s = _woodbury(_system(theta, data))
+    na, ng = data["na"], data["ng"]
+    gc, gn, gw, kd = data["gc"], data["gn"], data["gw"], data["kd"]
+    zs = np.empty(_NC + na)
+    zs[:_NC] = rng.standard_normal(_NC) / data["s0"]
+    zs[_NC:] = rng.standard_normal(na) * np.sqrt(s["p"][data["kind"]])
+    # within-cell blocks: e ~ N(0, cells u diag(k)), e - k sum(e)/n
+    e = rng.standard_normal((na, ng)) * np.sqrt(kd * (gw * s["u"][gc])[None, :])
+    zs[_NC:] += (e - kd * (e.sum(axis=0) / gn)[None, :]).sum(axis=1)
+    # between: sqrt(cells w2) x_g eps_g
+    zs += s["y"][:, :ng] @ (rng.standard_normal(ng) * np.sqrt(gw * s["w2"]))
+    rhs = s["b"] + zs
+    return s["dinv"] * rhs - s["z"] @ (s["minv"] @ (s["z"].T @ rhs))
