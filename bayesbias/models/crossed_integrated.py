@@ -38,6 +38,7 @@ from .crossed import _kinds, cell_groups
 from .spec import ModelSpec
 
 __all__ = ["integrated_data", "log_marginal", "log_marginal_grad", "theta_names",
+           "initial_point", "sample_scales", "posterior_draws",
            "draw_gaussian", "conditional_mu_bar"]
 
 _NC = len(CONNECTIONS)
@@ -247,3 +248,79 @@ def draw_gaussian(theta, data: dict, rng) -> np.ndarray:
     zs += s["y"][:, :ng] @ (rng.standard_normal(ng) * np.sqrt(gw * s["w2"]))
     rhs = s["b"] + zs
     return s["dinv"] * rhs - s["z"] @ (s["minv"] @ (s["z"].T @ rhs))
+
+
+def initial_point(data: dict, rng) -> np.ndarray:
+    """Return a jittered start: tau 0.05, the pooled within-cell sds, omega 0.05 (logs)."""
+    rows = data["ksum"].sum(axis=1)
+    cells = np.bincount(data["gc"], weights=data["gw"], minlength=_NC)
+    within = np.sqrt(np.maximum(data["ss"], 1e-12) / np.maximum(rows - cells, 1.0))
+    if data["ns"] == 1:
+        within = np.sqrt(data["ss"].sum() / max(rows.sum() - cells.sum(), 1.0))[None]
+    base = np.r_[np.full(_NC, np.log(0.05)), np.log(within), np.full(data["nk"], np.log(0.05))]
+    return base + rng.normal(0.0, 0.2, base.size)
+
+
+def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 4,
+                  seed: int = 1, cores: int = 1, target_accept: float = 0.8):
+    """NUTS (nutpie's public API, a Python density) on the log scales only.
+
+    Returns nutpie's trace (posterior ``theta`` (chain, draw, coordinate); sample stats).
+    Exploratory: the density is :func:`log_marginal_grad` in numpy, so the timing is not
+    that of a compiled kernel; the steps per draw and the ESS are.
+    """
+    import nutpie
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    k = _NC + data["ns"] + data["nk"]
+
+    def make_logp():
+        def logp(x):
+            try:
+                return log_marginal_grad(x, data)
+            except (FloatingPointError, np.linalg.LinAlgError):
+                return -np.inf, np.zeros(k)
+        return logp
+
+    def make_expand(seed1, seed2, chain):
+        def expand(x):
+            return {"theta": np.asarray(x, float).copy()}
+        return expand
+
+    def init(s):
+        return initial_point(data, np.random.default_rng(s))
+
+    model = from_pyfunc(k, make_logp, make_expand, [np.dtype("float64")], [(k,)], ["theta"],
+                        coords={"coordinate": theta_names(data)},
+                        dims={"theta": ("coordinate",)}, make_initial_point_fn=init)
+    return nutpie.sample(model, draws=draws, tune=tune, chains=chains, cores=cores, seed=seed,
+                         save_warmup=False, progress_bar=False, target_accept=target_accept)
+
+
+def posterior_draws(theta: np.ndarray, data: dict, seed: int = 0,
+                    effects: bool = False) -> dict:
+    """Scales and Gaussian draws at each (chain, draw) of log scales `theta`.
+
+    Returns ``tau``, ``sigma``, ``omega``, ``mu_bar`` (one draw from its conditional
+    Normal per scale draw) and, with `effects`, ``attribute_effect`` (joint draws of
+    ``(mu_bar, v)`` instead).
+    """
+    theta = np.asarray(theta, float)
+    lead = theta.shape[:-1]
+    flat = theta.reshape(-1, theta.shape[-1])
+    rng = np.random.default_rng(seed)
+    ns, nk = data["ns"], data["nk"]
+    mu = np.empty((flat.shape[0], _NC))
+    v = np.empty((flat.shape[0], data["na"])) if effects else None
+    for i, t in enumerate(flat):
+        if effects:
+            x = draw_gaussian(t, data, rng)
+            mu[i], v[i] = x[:_NC], x[_NC:]
+        else:
+            m, c = conditional_mu_bar(t, data)
+            mu[i] = m + np.linalg.cholesky(c) @ rng.standard_normal(_NC)
+    out = {"tau": np.exp(flat[:, :_NC]), "sigma": np.exp(flat[:, _NC:_NC + ns]),
+           "omega": np.exp(flat[:, _NC + ns:_NC + ns + nk]), "mu_bar": mu}
+    if effects:
+        out["attribute_effect"] = v
+    return {k: a.reshape(lead + a.shape[1:]) for k, a in out.items()}
