@@ -103,3 +103,17 @@ def test_gaussian_draws_match_dense_conditional():
     np.testing.assert_allclose(x.std(axis=0), sd, rtol=0.04)
     corr = np.corrcoef(x.T)
     np.testing.assert_allclose(corr, cov / np.outer(sd, sd), atol=0.04)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_numba_prototype_matches_numpy(name):
+    pytest.importorskip("numba")
+    from bayesbias.models._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
+
+    _, _, data, theta = _case(6, SPECS[name])
+    packed = pack_sparse(data)
+    for t in (theta, theta + 0.7, theta - 0.9):
+        v0, g0 = ci.log_marginal_grad(t, data)
+        v1, g1 = log_marginal_grad_sparse(t, packed)
+        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
+        np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)

@@ -262,19 +262,36 @@ def initial_point(data: dict, rng) -> np.ndarray:
 
 
 def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 4,
-                  seed: int = 1, cores: int = 1, target_accept: float = 0.8):
-    """NUTS (nutpie's public API, a Python density) on the log scales only.
+                  seed: int = 1, cores: int = 1, target_accept: float = 0.8,
+                  kernel: str = "numpy"):
+    """NUTS (nutpie's public API, a Python callback) on the log scales only.
 
     Returns nutpie's trace (posterior ``theta`` (chain, draw, coordinate); sample stats).
-    Exploratory: the density is :func:`log_marginal_grad` in numpy, so the timing is not
-    that of a compiled kernel; the steps per draw and the ESS are.
+    `kernel`: ``"numpy"`` (:func:`log_marginal_grad`) or ``"numba"`` (the compiled sparse
+    prototype, :mod:`._crossed_integrated_numba`). Exploratory: either way nutpie calls back
+    into Python at every step, so the CPU time is an upper bound on a C kernel's.
     """
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
     k = _NC + data["ns"] + data["nk"]
+    if kernel == "numba":
+        from ._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
+
+        packed = pack_sparse(data)
+        log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
+    elif kernel != "numpy":
+        raise ValueError(f"kernel must be numpy or numba, got {kernel!r}")
 
     def make_logp():
+        if kernel == "numba":
+            def logp(x):
+                value, grad = log_marginal_grad_sparse(x, packed)
+                if not np.isfinite(value):
+                    return -np.inf, np.zeros(k)
+                return value, grad
+            return logp
+
         def logp(x):
             try:
                 return log_marginal_grad(x, data)
