@@ -6,10 +6,11 @@ For each shipped list on the default embedding, in one process:
   + 1000 draws)): CPU seconds, leapfrog steps per draw, split-chain ESS of mu_bar, tau,
   sigma, omega;
 - :func:`bayesbias.models.crossed_integrated.sample_scales` (same chains, tune, draws; the
-  density in numpy through nutpie's Python API, so its CPU seconds are not those of a
-  compiled kernel), then mu_bar drawn from its conditional Normal per scale draw: the same
-  numbers, plus the numpy density's cost per evaluation and the CPU per evaluation a
-  compiled kernel would need to cost as much as the default fit and as the hierarchical fit.
+  numba prototype density through nutpie's Python API: a Python callback per step, so an
+  upper bound on a C kernel's CPU), then mu_bar drawn from its conditional Normal per scale
+  draw: the same numbers, plus the density's cost per call (numpy; numba called from
+  Python) and the CPU per evaluation a compiled kernel would need to cost as much as the
+  default fit and as the hierarchical fit.
 
 ``--compare`` (race and gender by default): posterior means of mu_bar, tau, sigma, omega from
 the current sampler's long run (``draws=10000, seed=1``) against the integrated sampler's
@@ -17,7 +18,7 @@ the current sampler's long run (``draws=10000, seed=1``) against the integrated 
 sqrt(ESS)), and the ratio of posterior sds.
 
 Run ``python benchmarks/bench_crossed_integrated.py [--lists religion race gender]
-[--compare race gender] [--long-draws 4000]``; appends to
+[--compare race gender] [--long-draws 10000]``; appends to
 ``benchmarks/results/bench_crossed_integrated.txt``.
 """
 
@@ -34,6 +35,7 @@ import numpy as np
 from bayesbias.inputs.distances import distance_table
 from bayesbias.inputs.embeddings import default_embedding_path, load_embedding
 from bayesbias.inputs.wordlists import load_wordlist
+from bayesbias.models import _crossed_integrated_numba as nb
 from bayesbias.models import crossed_integrated as ci
 from bayesbias.models import fit_model
 from bayesbias.models.cells import cells_from_table
@@ -62,7 +64,7 @@ def _current(t, draws=1000, seed=1):
 
 def _integrated(data, draws=1000, seed=1):
     c0 = time.process_time()
-    tr = ci.sample_scales(data, draws=draws, seed=seed)
+    tr = ci.sample_scales(data, draws=draws, seed=seed, kernel="numba")
     cpu = time.process_time() - c0
     theta = np.asarray(tr.posterior["theta"].transpose("chain", "draw", ...).values)
     c1 = time.process_time()
@@ -81,7 +83,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--lists", nargs="*", default=["religion", "race", "gender"])
     ap.add_argument("--compare", nargs="*", default=["race", "gender"])
-    ap.add_argument("--long-draws", type=int, default=4000)
+    ap.add_argument("--long-draws", type=int, default=10000)
     args = ap.parse_args(argv)
     emb = load_embedding(default_embedding_path())
     spec = load_spec("crossed")
@@ -94,11 +96,17 @@ def main(argv=None):
         _current(t)  # warm-up (kernel compile caches)
         cur, cpu_c, steps_c = _current(t)
         c0 = time.process_time()
-        fit_model(t, "hierarchical", checked=False)
+        hfit = fit_model(t, "hierarchical", checked=False)
         hier_cpu[name] = time.process_time() - c0
+        hsteps = float(hfit.idata.sample_stats["n_steps"].mean())
+        _integrated(data, draws=10)  # warm-up (numba compile)
         integ, cpu_i, cpu_g, steps_i, div = _integrated(data)
         th = ci.initial_point(data, np.random.default_rng(0))
-        per_eval = timeit.timeit(lambda: ci.log_marginal_grad(th, data), number=200) / 200  # noqa: B023
+        per_eval = min(timeit.repeat(lambda: ci.log_marginal_grad(th, data),  # noqa: B023
+                                     number=200, repeat=3)) / 200
+        packed = nb.pack_sparse(data)
+        per_nb = min(timeit.repeat(lambda: nb.log_marginal_grad_sparse(th, packed),  # noqa: B023
+                                   number=2000, repeat=5)) / 2000
         ess_c, ess_i = _min_ess(cur), _min_ess(integ)
         evals = 4 * 1500 * steps_i
         lines.append(
@@ -106,12 +114,15 @@ def main(argv=None):
             f"  current   : CPU {cpu_c:.2f} s, steps/draw {steps_c:.1f}, min ESS "
             + ", ".join(f"{n} {ess_c[n]:.0f}" for n in NAMES)
             + f", ESS(min)/CPU-s {min(ess_c.values()) / cpu_c:.0f}\n"
-            f"  integrated: CPU {cpu_i:.2f} s numpy (+{cpu_g:.2f} s mu_bar draws), steps/draw "
+            f"  integrated: CPU {cpu_i:.2f} s numba via Python (+{cpu_g:.2f} s mu_bar draws), "
+            f"ESS(min)/CPU-s {min(ess_i.values()) / cpu_i:.0f}, steps/draw "
             f"{steps_i:.1f}, divergences {div}, min ESS "
             + ", ".join(f"{n} {ess_i[n]:.0f}" for n in NAMES)
-            + f"\n  numpy density+gradient {per_eval * 1e6:.0f} us/eval; a compiled kernel "
+            + f"\n  density+gradient per call: numpy {per_eval * 1e6:.0f} us, numba "
+            f"{per_nb * 1e6:.1f} us; a compiled kernel "
             f"matches the current CPU at {cpu_c / evals * 1e6:.1f} us/eval, the hierarchical "
-            f"fit's ({hier_cpu[name]:.2f} s) at {hier_cpu[name] / evals * 1e6:.1f} us/eval")
+            f"fit's ({hier_cpu[name]:.2f} s, {hsteps:.1f} steps/draw) at "
+            f"{hier_cpu[name] / evals * 1e6:.1f} us/eval")
         print(lines[-1], flush=True)
     for name in args.compare:
         t = distance_table(emb, load_wordlist(name))
