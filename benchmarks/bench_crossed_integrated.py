@@ -62,16 +62,15 @@ def _current(t, draws=1000, seed=1):
     return out, cpu, steps
 
 
-def _integrated(data, draws=1000, seed=1):
+def _integrated(data, draws=1000, seed=1, kernel="cfunc"):
     c0 = time.process_time()
-    tr = ci.sample_scales(data, draws=draws, seed=seed, kernel="numba")
+    theta, stats = ci.sample_scales(data, draws=draws, seed=seed, kernel=kernel)
     cpu = time.process_time() - c0
-    theta = np.asarray(tr.posterior["theta"].transpose("chain", "draw", ...).values)
     c1 = time.process_time()
     out = ci.posterior_draws(theta, data, seed=seed)
     cpu_gauss = time.process_time() - c1
-    steps = float(tr.sample_stats["n_steps"].mean())
-    div = int(tr.sample_stats["diverging"].sum())
+    steps = float(stats["n_steps"].mean())
+    div = int(stats["diverging"].sum())
     return out, cpu, cpu_gauss, steps, div
 
 

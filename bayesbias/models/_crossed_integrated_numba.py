@@ -29,12 +29,13 @@ def pack_sparse(data: dict) -> tuple:
     ai, gi = np.nonzero(kd)
     ptr = np.zeros(kd.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(ai, minlength=kd.shape[0]), out=ptr[1:])
-    return (data["gc"].astype(np.int64), data["gn"], data["gw"], data["ysum"], data["ysq"],
-            ptr, gi.astype(np.int64), kd[ai, gi], data["ksum"], data["dsum"], data["ss"],
-            data["kind"].astype(np.int64), np.asarray(data["smap"], dtype=np.int64),
+    # index arrays as float64 too (one flat block for the C-callable entry point)
+    return (data["gc"].astype(float), data["gn"], data["gw"], data["ysum"], data["ysq"],
+            ptr.astype(float), gi.astype(float), kd[ai, gi], data["ksum"], data["dsum"],
+            data["ss"], data["kind"].astype(float), np.asarray(data["smap"], dtype=float),
             np.array([data["s0"], data["m0"], float(data["n_rows"])]),
-            np.array(lams), int(data["ns"]), int(data["nk"]), pat.ravel().astype(np.int64),
-            pks[:, 0].astype(np.int64), np.ascontiguousarray(pks[:, 1:].T, dtype=float), mult,
+            np.array(lams), int(data["ns"]), int(data["nk"]), pat.ravel().astype(float),
+            pks[:, 0].astype(float), np.ascontiguousarray(pks[:, 1:].T, dtype=float), mult,
             kcount)
 
 
@@ -88,13 +89,13 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     sigc = np.empty(nc)
     u = np.empty(nc)
     for c in range(nc):
-        sigc[c] = sig[smap[c]]
+        sigc[c] = sig[int(smap[c])]
         u[c] = 1.0 / (sigc[c] * sigc[c])
     p = 1.0 / (om * om)
     w2 = np.empty(ng)
     lam = np.empty(r)
     for g in range(ng):
-        c = gc[g]
+        c = int(gc[g])
         w2[g] = 1.0 / (tau[c] ** 2 + sigc[c] ** 2 / gn[g])
         lam[g] = gw[g] * w2[g]
         lam[ng + g] = -gw[g] * u[c] / gn[g]
@@ -102,7 +103,7 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     dpinv = np.empty(npat)
     logdet = -nc * np.log(s02)
     for j in range(npat):
-        d = p[pkind[j]]
+        d = p[int(pkind[j])]
         for c in range(nc):
             d += u[c] * pksum[c, j]
         dpinv[j] = 1.0 / d
@@ -113,15 +114,15 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
         bb = 0.0
         for c in range(nc):
             bb += u[c] * dsum[c, a]
-        for e in range(ptr[a], ptr[a + 1]):
-            g = kg[e]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            g = int(kg[e])
             bb += kv[e] * w2[g] * ysum[g] / gn[g]
         bv[a] = bb
-        dinv[a] = dpinv[pat[a]]
+        dinv[a] = dpinv[int(pat[a])]
     bmu = np.full(nc, m0 / s02)
     cc = nc * m0 * m0 / s02
     for g in range(ng):
-        bmu[gc[g]] += w2[g] * ysum[g]
+        bmu[int(gc[g])] += w2[g] * ysum[g]
         cc += w2[g] * ysq[g]
     for c in range(nc):
         cc += u[c] * ss[c]
@@ -129,14 +130,14 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     gm = np.zeros((ng, ng))
     kb = np.zeros(ng)
     for a in range(na):
-        for e in range(ptr[a], ptr[a + 1]):
-            kb[kg[e]] += kv[e] * dinv[a] * bv[a]
-            for f in range(ptr[a], ptr[a + 1]):
-                gm[kg[e], kg[f]] += kv[e] * kv[f] * dinv[a]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            kb[int(kg[e])] += kv[e] * dinv[a] * bv[a]
+            for f in range(int(ptr[a]), int(ptr[a + 1])):
+                gm[int(kg[e]), int(kg[f])] += kv[e] * kv[f] * dinv[a]
     cm = np.empty((r, r))
     for g in range(ng):
         for h in range(ng):
-            same = s02 if gc[g] == gc[h] else 0.0
+            same = s02 if int(gc[g]) == int(gc[h]) else 0.0
             cm[g, h] = same + gm[g, h] / (gn[g] * gn[h])
             cm[g, ng + h] = gm[g, h] / gn[g]
             cm[ng + g, h] = gm[g, h] / gn[h]
@@ -155,7 +156,7 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     logdet += ldm
     ytb = np.empty(r)
     for g in range(ng):
-        ytb[g] = s02 * bmu[gc[g]] + kb[g] / gn[g]
+        ytb[g] = s02 * bmu[int(gc[g])] + kb[g] / gn[g]
         ytb[ng + g] = kb[g]
     t = np.zeros(r)
     for i in range(r):
@@ -163,12 +164,12 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
             t[i] += minv[i, j] * ytb[j]
     mmu = s02 * bmu
     for g in range(ng):
-        mmu[gc[g]] -= s02 * t[g]
+        mmu[int(gc[g])] -= s02 * t[g]
     mv = np.empty(na)
     for a in range(na):
         acc = bv[a]
-        for e in range(ptr[a], ptr[a + 1]):
-            g = kg[e]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            g = int(kg[e])
             acc -= kv[e] * (t[g] / gn[g] + t[ng + g])
         mv[a] = dinv[a] * acc
     quad = 0.0
@@ -181,7 +182,7 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     for k in range(nk):
         val -= kcount[k] * np.log(om[k])
     for g in range(ng):
-        c = gc[g]
+        c = int(gc[g])
         val += gw[g] * (-(gn[g] - 1) * np.log(sigc[c]) + 0.5 * np.log(w2[g] / gn[g]))
     val += -0.5 * logdet - 0.5 * (cc - quad)
     grad = np.ones(theta.size)
@@ -199,12 +200,12 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     ell = np.empty(r)
     ym = np.zeros(r)
     for a in range(na):
-        for e in range(ptr[a], ptr[a + 1]):
-            g = kg[e]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            g = int(kg[e])
             ym[g] += kv[e] * mv[a] / gn[g]
             ym[ng + g] += kv[e] * mv[a]
     for g in range(ng):
-        ym[g] += mmu[gc[g]]
+        ym[g] += mmu[int(gc[g])]
     for j in range(r):
         # diag(C - C M^-1 C) with C = M - diag(1/lam): 1/lam - (M^-1)_jj / lam^2
         acc = 1.0 / lam[j] - minv[j, j] / lam[j] ** 2
@@ -213,24 +214,25 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     d_u = np.zeros(nc)
     for a in range(na):
         quadq = 0.0
-        for e in range(ptr[a], ptr[a + 1]):
-            for f in range(ptr[a], ptr[a + 1]):
-                quadq += kv[e] * kv[f] * q[kg[e], kg[f]]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            for f in range(int(ptr[a]), int(ptr[a + 1])):
+                quadq += kv[e] * kv[f] * q[int(kg[e]), int(kg[f])]
         h = -0.5 * (dinv[a] - dinv[a] * dinv[a] * quadq + mv[a] * mv[a])
-        d_p[kind[a]] += h
+        d_p[int(kind[a])] += h
         for c in range(nc):
             d_u[c] += ksum[c, a] * h + dsum[c, a] * mv[a]
     for c in range(nc):
         d_u[c] -= 0.5 * ss[c]
     for g in range(ng):
-        d_u[gc[g]] += ell[ng + g] * (-gw[g] / gn[g])
+        d_u[int(gc[g])] += ell[ng + g] * (-gw[g] / gn[g])
     for g in range(ng):
-        c = gc[g]
+        c = int(gc[g])
         dw = ell[g] * gw[g] - 0.5 * ysq[g] + ysum[g] * ym[g] + 0.5 * gw[g] / w2[g]
         grad[c] += dw * (-2.0 * tau[c] ** 2 * w2[g] ** 2)
-        grad[nc + smap[c]] += dw * (-2.0 * sigc[c] ** 2 * w2[g] ** 2 / gn[g]) - gw[g] * (gn[g] - 1)
+        grad[nc + int(smap[c])] += (dw * (-2.0 * sigc[c] ** 2 * w2[g] ** 2 / gn[g])
+                                    - gw[g] * (gn[g] - 1))
     for c in range(nc):
-        grad[nc + smap[c]] += d_u[c] * (-2.0 * u[c])
+        grad[nc + int(smap[c])] += d_u[c] * (-2.0 * u[c])
     for k in range(nk):
         grad[nc + ns + k] += d_p[k] * (-2.0 * p[k])
     for k in range(nk):
@@ -251,3 +253,87 @@ def log_marginal_grad_sparse(theta, packed: tuple) -> tuple[float, np.ndarray]:
         _inv_logdet = numba.njit(_inv_logdet)
         _compiled = numba.njit(cache=False)(_impl)
     return _compiled(np.asarray(theta, dtype=np.float64), *packed)
+
+
+def pack_flat(packed: tuple) -> np.ndarray:
+    """One float64 block of :func:`pack_sparse`'s arrays: what the C-callable kernel reads.
+
+    Header ``[length, ng, na, nnz, npat, ns, nk]``, then the arrays in :func:`pack_sparse`'s
+    order (``ksum``, ``dsum``, ``pksum`` row-major, 4 rows).
+    """
+    (gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap, consts, lams, ns, nk,
+     pat, pkind, pksum, mult, kcount) = packed
+    body = np.concatenate([gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum.ravel(), dsum.ravel(), ss,
+                           kind, smap, consts, lams, pat, pkind, pksum.ravel(), mult, kcount])
+    head = [0.0, gc.size, kind.size, kg.size, mult.size, ns, nk]
+    head[0] = len(head) + body.size
+    return np.ascontiguousarray(np.concatenate([head, body]), dtype=np.float64)
+
+
+def _flat_logp(x, grad, lp, data):
+    h = data[:7]
+    ng, na, nnz, npat, ns, nk = (int(h[1]), int(h[2]), int(h[3]), int(h[4]), int(h[5]),
+                                 int(h[6]))
+    o = 7
+    sizes = (ng, ng, ng, ng, ng, na + 1, nnz, nnz, 4 * na, 4 * na, 4, na, 4, 3, 3, na, npat,
+             4 * npat, npat, nk)
+    parts = []
+    for sz in sizes:
+        parts.append(data[o:o + sz])
+        o += sz
+    val, g = _impl(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6],
+                   parts[7], parts[8].reshape((4, na)), parts[9].reshape((4, na)), parts[10],
+                   parts[11], parts[12], parts[13], parts[14], ns, nk, parts[15], parts[16],
+                   parts[17].reshape((4, npat)), parts[18], parts[19])
+    lp[0] = val
+    for i in range(x.size):
+        grad[i] = g[i]
+    return 0 if np.isfinite(val) else 1
+
+
+_cfuncs = None
+
+
+def c_entry_points(dim: int):
+    """``(logp, expand)`` C-callable entry points (numba ``cfunc``), as :class:`._native.CFunc`.
+
+    The signatures of :mod:`._native`'s kernels: ``logp(dim, x, grad, logp, data)`` and
+    ``expand(dim, expanded, x, out, data)`` (``out = x``), on :func:`pack_flat`'s block.
+    """
+    global _cfuncs, _inv_logdet, _impl, _flat_logp
+    if _cfuncs is None:
+        import ctypes
+
+        import numba
+        from numba import types
+
+        if not hasattr(_inv_logdet, "py_func"):
+            _inv_logdet = numba.njit(_inv_logdet)
+        if not hasattr(_impl, "py_func"):
+            _impl = numba.njit(_impl)
+        flat = numba.njit(_flat_logp)
+        ptr = types.CPointer(types.float64)
+
+        @numba.cfunc(types.int64(types.uint64, ptr, ptr, ptr, ptr))
+        def logp(n, x, grad, lp, data):
+            length = int(numba.carray(data, 1)[0])
+            return flat(numba.carray(x, n), numba.carray(grad, n), numba.carray(lp, 1),
+                        numba.carray(data, length))
+
+        @numba.cfunc(types.int64(types.uint64, types.uint64, ptr, ptr, ptr))
+        def expand(n, m, x, out, data):
+            xs, os_ = numba.carray(x, n), numba.carray(out, m)
+            for i in range(n):
+                os_[i] = xs[i]
+            return 0
+
+        class _Entry:
+            def __init__(self, cf, argtypes):
+                self.address = cf.address
+                self.ctypes = ctypes.CFUNCTYPE(ctypes.c_int64, *argtypes)(cf.address)
+                self._keep = cf
+
+        dp = ctypes.POINTER(ctypes.c_double)
+        _cfuncs = (_Entry(logp, [ctypes.c_uint64, dp, dp, dp, dp]),
+                   _Entry(expand, [ctypes.c_uint64, ctypes.c_uint64, dp, dp, dp]))
+    return _cfuncs

@@ -264,24 +264,45 @@ def initial_point(data: dict, rng) -> np.ndarray:
 def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 4,
                   seed: int = 1, cores: int = 1, target_accept: float = 0.8,
                   kernel: str = "numpy"):
-    """NUTS (nutpie's public API, a Python callback) on the log scales only.
+    """NUTS on the log scales only: ``(theta (chain, draw, coordinate), sample_stats)``.
 
-    Returns nutpie's trace (posterior ``theta`` (chain, draw, coordinate); sample stats).
-    `kernel`: ``"numpy"`` (:func:`log_marginal_grad`) or ``"numba"`` (the compiled sparse
-    prototype, :mod:`._crossed_integrated_numba`). Exploratory: either way nutpie calls back
-    into Python at every step, so the CPU time is an upper bound on a C kernel's.
+    `kernel`: ``"numpy"`` (:func:`log_marginal_grad`, through nutpie's public API with a
+    Python callback), ``"numba"`` (the compiled sparse prototype of
+    :mod:`._crossed_integrated_numba`, same callback) or ``"cfunc"`` (that prototype as a
+    C-callable function run by bayesbias' nutpie driver, :func:`._nutpie.run`, as the
+    default kernels are: no Python per step). Exploratory.
     """
+    k = _NC + data["ns"] + data["nk"]
+    names = theta_names(data)
+    if kernel == "cfunc":
+        from types import SimpleNamespace
+
+        from . import _crossed_integrated_numba as nb
+        from ._nutpie import run
+
+        logp, expand = nb.c_entry_points(k)
+        kern = SimpleNamespace(data=nb.pack_flat(nb.pack_sparse(data)), dim=k,
+                               expanded_dim=None, logp=logp, expand=expand, names=["theta"],
+                               shapes=[(k,)], dims={"theta": ("coordinate",)},
+                               coords={"coordinate": names}, adaptation="diag")
+
+        def init_fn(s):
+            return initial_point(data, np.random.default_rng([seed, int(s) % (2**63)]))
+
+        post, stats = run(kern, init_fn, "integrated crossed", draws, tune, chains, cores,
+                          seed, target_accept)
+        return np.asarray(post["theta"].transpose("chain", "draw", ...).values), stats
+
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    k = _NC + data["ns"] + data["nk"]
     if kernel == "numba":
         from ._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
 
         packed = pack_sparse(data)
         log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
     elif kernel != "numpy":
-        raise ValueError(f"kernel must be numpy or numba, got {kernel!r}")
+        raise ValueError(f"kernel must be numpy, numba or cfunc, got {kernel!r}")
 
     def make_logp():
         if kernel == "numba":
@@ -308,10 +329,12 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         return initial_point(data, np.random.default_rng(s))
 
     model = from_pyfunc(k, make_logp, make_expand, [np.dtype("float64")], [(k,)], ["theta"],
-                        coords={"coordinate": theta_names(data)},
+                        coords={"coordinate": names},
                         dims={"theta": ("coordinate",)}, make_initial_point_fn=init)
-    return nutpie.sample(model, draws=draws, tune=tune, chains=chains, cores=cores, seed=seed,
-                         save_warmup=False, progress_bar=False, target_accept=target_accept)
+    tr = nutpie.sample(model, draws=draws, tune=tune, chains=chains, cores=cores, seed=seed,
+                       save_warmup=False, progress_bar=False, target_accept=target_accept)
+    theta = np.asarray(tr.posterior["theta"].transpose("chain", "draw", ...).values)
+    return theta, tr.sample_stats.to_dataset()
 
 
 def posterior_draws(theta: np.ndarray, data: dict, seed: int = 0,
