@@ -240,19 +240,21 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     return val, grad
 
 
-_compiled = None
+def _jit():
+    """Compile the module's kernels with numba once (module globals become dispatchers)."""
+    global _inv_logdet, _impl, _flat_logp
+    import numba
+
+    if not hasattr(_impl, "py_func"):
+        _inv_logdet = numba.njit(_inv_logdet)
+        _impl = numba.njit(_impl)
+        _flat_logp = numba.njit(_flat_logp)
 
 
 def log_marginal_grad_sparse(theta, packed: tuple) -> tuple[float, np.ndarray]:
     """:func:`.crossed_integrated.log_marginal_grad` compiled (numba), on :func:`pack_sparse`."""
-    global _compiled
-    if _compiled is None:
-        import numba
-
-        global _inv_logdet
-        _inv_logdet = numba.njit(_inv_logdet)
-        _compiled = numba.njit(cache=False)(_impl)
-    return _compiled(np.asarray(theta, dtype=np.float64), *packed)
+    _jit()
+    return _impl(np.asarray(theta, dtype=np.float64), *packed)
 
 
 def pack_flat(packed: tuple) -> np.ndarray:
@@ -300,18 +302,15 @@ def c_entry_points(dim: int):
     The signatures of :mod:`._native`'s kernels: ``logp(dim, x, grad, logp, data)`` and
     ``expand(dim, expanded, x, out, data)`` (``out = x``), on :func:`pack_flat`'s block.
     """
-    global _cfuncs, _inv_logdet, _impl, _flat_logp
+    global _cfuncs
     if _cfuncs is None:
         import ctypes
 
         import numba
         from numba import types
 
-        if not hasattr(_inv_logdet, "py_func"):
-            _inv_logdet = numba.njit(_inv_logdet)
-        if not hasattr(_impl, "py_func"):
-            _impl = numba.njit(_impl)
-        flat = numba.njit(_flat_logp)
+        _jit()
+        flat = _flat_logp
         ptr = types.CPointer(types.float64)
 
         @numba.cfunc(types.int64(types.uint64, ptr, ptr, ptr, ptr))
