@@ -6,8 +6,8 @@ For each shipped list on the default embedding, in one process:
   + 1000 draws)): CPU seconds, leapfrog steps per draw, split-chain ESS of mu_bar, tau,
   sigma, omega;
 - :func:`bayesbias.models.crossed_integrated.sample_scales` (same chains, tune, draws; the
-  numba prototype density through nutpie's Python API: a Python callback per step, so an
-  upper bound on a C kernel's CPU), then mu_bar drawn from its conditional Normal per scale
+  numba prototype density as a C-callable ``cfunc`` run by bayesbias' nutpie driver, as the
+  default kernels are: no Python per step), then mu_bar drawn from its conditional Normal per scale
   draw: the same numbers, plus the density's cost per call (numpy; numba called from
   Python) and the CPU per evaluation a compiled kernel would need to cost as much as the
   default fit and as the hierarchical fit.
@@ -113,7 +113,8 @@ def main(argv=None):
             f"  current   : CPU {cpu_c:.2f} s, steps/draw {steps_c:.1f}, min ESS "
             + ", ".join(f"{n} {ess_c[n]:.0f}" for n in NAMES)
             + f", ESS(min)/CPU-s {min(ess_c.values()) / cpu_c:.0f}\n"
-            f"  integrated: CPU {cpu_i:.2f} s numba via Python (+{cpu_g:.2f} s mu_bar draws), "
+            f"  integrated: CPU {cpu_i:.2f} s numba cfunc, core driver (+{cpu_g:.2f} s "
+            "mu_bar draws, a Python loop), "
             f"ESS(min)/CPU-s {min(ess_i.values()) / cpu_i:.0f}, steps/draw "
             f"{steps_i:.1f}, divergences {div}, min ESS "
             + ", ".join(f"{n} {ess_i[n]:.0f}" for n in NAMES)
