@@ -149,3 +149,11 @@ def test_scale_sampler_matches_default_sampler(kernel):
             se = np.hypot(x.std() / np.sqrt(_ess(x)), y.std() / np.sqrt(_ess(y)))
             assert abs(x.mean() - y.mean()) < 4.5 * se, (name, j)
             assert y.std() == pytest.approx(x.std(), rel=0.1), (name, j)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_schur_factorisation_matches(name):
+    _, _, data, theta = _case(7, SPECS[name])
+    for t in (theta, theta + 1.0, theta - 1.5):
+        assert ci.log_marginal_schur(t, data) == pytest.approx(ci.log_marginal(t, data),
+                                                               rel=1e-10, abs=1e-9)
