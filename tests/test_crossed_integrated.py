@@ -157,3 +157,13 @@ def test_schur_factorisation_matches(name):
     for t in (theta, theta + 1.0, theta - 1.5):
         assert ci.log_marginal_schur(t, data) == pytest.approx(ci.log_marginal(t, data),
                                                                rel=1e-10, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_schur_gradient_matches(name):
+    _, _, data, theta = _case(8, SPECS[name])
+    for t in (theta, theta + 1.0, theta - 1.5):
+        v0, g0 = ci.log_marginal_grad(t, data)
+        v1, g1 = ci.log_marginal_schur_grad(t, data)
+        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
+        np.testing.assert_allclose(g1, g0, rtol=1e-8, atol=1e-8)
