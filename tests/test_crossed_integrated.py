@@ -167,3 +167,17 @@ def test_schur_gradient_matches(name):
         v1, g1 = ci.log_marginal_schur_grad(t, data)
         assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
         np.testing.assert_allclose(g1, g0, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_numba_schur_matches_numpy(name):
+    pytest.importorskip("numba")
+    from bayesbias.models._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
+
+    _, _, data, theta = _case(9, SPECS[name])
+    packed = pack_sparse(data)
+    for t in (theta, theta + 0.7, theta - 0.9):
+        v0, g0 = ci.log_marginal_schur_grad(t, data)
+        v1, g1 = log_marginal_grad_sparse(t, packed, schur=True)
+        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
+        np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)

@@ -240,50 +240,269 @@ def _impl(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
     return val, grad
 
 
+def _impl_schur(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap,
+                consts, lams, ns, nk, pat, pkind, pksum, mult, kcount):
+    """:func:`.crossed_integrated.log_marginal_schur_grad` on the sparse counts (same args)."""
+    nc = 4  # connections (CONNECTIONS)
+    ng = gc.size
+    na = ptr.size - 1
+    s0, m0, n_rows = consts[0], consts[1], consts[2]
+    s02 = s0 * s0
+    tau = np.exp(theta[:nc])
+    sig = np.exp(theta[nc:nc + ns])
+    om = np.exp(theta[nc + ns:nc + ns + nk])
+    sigc = np.empty(nc)
+    u = np.empty(nc)
+    for c in range(nc):
+        sigc[c] = sig[int(smap[c])]
+        u[c] = 1.0 / (sigc[c] * sigc[c])
+    p = 1.0 / (om * om)
+    w2 = np.empty(ng)
+    xg = np.empty(ng)
+    cg = np.empty(ng)
+    rc = np.empty(ng)
+    fg = np.empty(ng)
+    a4 = np.full(nc, 1.0 / s02)
+    bmu = np.full(nc, m0 / s02)
+    cc = nc * m0 * m0 / s02
+    for g in range(ng):
+        c = int(gc[g])
+        w2[g] = 1.0 / (tau[c] ** 2 + sigc[c] ** 2 / gn[g])
+        xg[g] = tau[c] ** 2 * u[c]
+        cg[g] = gw[g] * u[c] * xg[g] / (1.0 + gn[g] * xg[g])
+        rc[g] = np.sqrt(cg[g])
+        fg[g] = gw[g] * w2[g] / gn[g]
+        a4[c] += gw[g] * w2[g]
+        bmu[c] += w2[g] * ysum[g]
+        cc += w2[g] * ysq[g]
+    for c in range(nc):
+        cc += u[c] * ss[c]
+    npat = mult.size
+    dpinv = np.empty(npat)
+    logdet = 0.0  # log det P = log det P_vv + log det T (T holds mu_bar's prior)
+    for j in range(npat):
+        d = p[int(pkind[j])]
+        for c in range(nc):
+            d += u[c] * pksum[c, j]
+        dpinv[j] = 1.0 / d
+        logdet += mult[j] * np.log(d)
+    dinv = np.empty(na)
+    bv = np.empty(na)
+    gm = np.zeros((ng, ng))
+    kb = np.zeros(ng)
+    for a in range(na):
+        bb = 0.0
+        for c in range(nc):
+            bb += u[c] * dsum[c, a]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            g = int(kg[e])
+            bb += kv[e] * w2[g] * ysum[g] / gn[g]
+        bv[a] = bb
+        di = dpinv[int(pat[a])]
+        dinv[a] = di
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            ge = int(kg[e])
+            kb[ge] += kv[e] * di * bb
+            for f in range(int(ptr[a]), int(ptr[a + 1])):
+                gm[ge, int(kg[f])] += kv[e] * kv[f] * di
+    # S = I - rc Gm rc: Cholesky, inverse, rg = rc S^-1 rc
+    el = np.zeros((ng, ng))
+    for i in range(ng):
+        for j in range(i + 1):
+            acc = (1.0 if i == j else 0.0) - rc[i] * gm[i, j] * rc[j]
+            for k in range(j):
+                acc -= el[i, k] * el[j, k]
+            if i == j:
+                if acc <= 0.0:
+                    return -np.inf, np.zeros(theta.size)
+                el[i, i] = np.sqrt(acc)
+                logdet += np.log(acc)
+            else:
+                el[i, j] = acc / el[j, j]
+    linv = np.zeros((ng, ng))
+    for j in range(ng):
+        linv[j, j] = 1.0 / el[j, j]
+        for i in range(j + 1, ng):
+            acc = 0.0
+            for k in range(j, i):
+                acc -= el[i, k] * linv[k, j]
+            linv[i, j] = acc / el[i, i]
+    rg = np.empty((ng, ng))
+    for i in range(ng):
+        for j in range(ng):
+            acc = 0.0
+            for k in range(max(i, j), ng):
+                acc += linv[k, i] * linv[k, j]
+            rg[i, j] = rc[i] * acc * rc[j]
+    # W = F + rg Gm F (groups x 4); K'tb = Gm W; K'tv = kb + Gm rg kb
+    gmf = np.zeros((ng, nc))
+    for g in range(ng):
+        for h in range(ng):
+            gmf[g, int(gc[h])] += gm[g, h] * fg[h]
+    wm = np.zeros((ng, nc))
+    rkb = np.zeros(ng)
+    for g in range(ng):
+        wm[g, int(gc[g])] += fg[g]
+        for h in range(ng):
+            rkb[g] += rg[g, h] * kb[h]
+            for c in range(nc):
+                wm[g, c] += rg[g, h] * gmf[h, c]
+    ktb = np.zeros((ng, nc))
+    ktv = kb.copy()
+    for g in range(ng):
+        for h in range(ng):
+            ktv[g] += gm[g, h] * rkb[h]
+            for c in range(nc):
+                ktb[g, c] += gm[g, h] * wm[h, c]
+    # Schur complement T = A4 - F'K'tb (4 x 4), r = bmu - F'K'tv
+    tm = np.zeros((nc, nc))
+    rr = bmu.copy()
+    for c in range(nc):
+        tm[c, c] = a4[c]
+    for g in range(ng):
+        cgi = int(gc[g])
+        rr[cgi] -= fg[g] * ktv[g]
+        for c in range(nc):
+            tm[cgi, c] -= fg[g] * ktb[g, c]
+    for i in range(nc):  # symmetrise (rounding)
+        for j in range(i):
+            tm[i, j] = tm[j, i] = 0.5 * (tm[i, j] + tm[j, i])
+    tinv, ldt, sgn = _inv_logdet(tm)
+    if sgn <= 0:
+        return -np.inf, np.zeros(theta.size)
+    logdet += ldt
+    m_mu = tinv @ rr
+    # m_v[a] = dinv_a (bv_a + K_a z), z = rg kb - F m_mu - rg Gm F m_mu = rkb - W m_mu
+    z = rkb.copy()
+    for g in range(ng):
+        for c in range(nc):
+            z[g] -= wm[g, c] * m_mu[c]
+    m_v = np.empty(na)
+    km = np.zeros(ng)
+    quad = 0.0
+    for c in range(nc):
+        quad += bmu[c] * m_mu[c]
+    for a in range(na):
+        acc = bv[a]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            acc += kv[e] * z[int(kg[e])]
+        m_v[a] = dinv[a] * acc
+        quad += bv[a] * m_v[a]
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            km[int(kg[e])] += kv[e] * m_v[a]
+    val = -0.5 * n_rows * np.log(2 * np.pi) - nc * np.log(s0)
+    for k in range(nk):
+        val -= kcount[k] * np.log(om[k])
+    for g in range(ng):
+        c = int(gc[g])
+        val += gw[g] * (-(gn[g] - 1) * np.log(sigc[c]) + 0.5 * np.log(w2[g] / gn[g]))
+    val += -0.5 * logdet - 0.5 * (cc - quad)
+    grad = np.ones(theta.size)
+    for i in range(theta.size):
+        lm = lams[0] if i < nc else (lams[1] if i < nc + ns else lams[2])
+        x = np.exp(theta[i])
+        val += np.log(lm) - lm * x + theta[i]
+        grad[i] -= lm * x
+    # Q = rg + W T^-1 W' (diag of Sigma_vv through rows of K)
+    wt = wm @ tinv
+    q = rg.copy()
+    for g in range(ng):
+        for h in range(ng):
+            for c in range(nc):
+                q[g, h] += wt[g, c] * wm[h, c]
+    d_p = np.zeros(nk)
+    d_u = np.zeros(nc)
+    for a in range(na):
+        quadq = 0.0
+        for e in range(int(ptr[a]), int(ptr[a + 1])):
+            for f in range(int(ptr[a]), int(ptr[a + 1])):
+                quadq += kv[e] * kv[f] * q[int(kg[e]), int(kg[f])]
+        h = -0.5 * (dinv[a] + dinv[a] * dinv[a] * quadq + m_v[a] * m_v[a])
+        d_p[int(kind[a])] += h
+        for c in range(nc):
+            d_u[c] += ksum[c, a] * h + dsum[c, a] * m_v[a]
+    for c in range(nc):
+        d_u[c] -= 0.5 * ss[c]
+    # per group: K'Sigma_vv K diagonal, K'Sigma_vm = -(ktb T^-1)
+    grg = gm @ rg
+    kt = ktb @ tinv
+    for g in range(ng):
+        c = int(gc[g])
+        kvk = gm[g, g]
+        for h in range(ng):
+            kvk += grg[g, h] * gm[h, g]
+        for k in range(nc):
+            kvk += kt[g, k] * ktb[g, k]
+        d_c = 0.5 * (kvk + km[g] ** 2)
+        d_f = kt[g, c] - m_mu[c] * km[g]
+        h4 = -0.5 * (tinv[c, c] + m_mu[c] ** 2)
+        dw = (gw[g] * h4 + d_f * gw[g] / gn[g] + ysum[g] * (m_mu[c] + km[g] / gn[g])
+              - 0.5 * ysq[g] + 0.5 * gw[g] / w2[g])
+        x1 = 1.0 + gn[g] * xg[g]
+        dc_dlt = gw[g] * u[c] * 2.0 * xg[g] / (x1 * x1)
+        dc_dls = -2.0 * gw[g] * u[c] * xg[g] / x1 - 2.0 * gw[g] * u[c] * xg[g] / (x1 * x1)
+        grad[c] += dw * (-2.0 * tau[c] ** 2 * w2[g] ** 2) + d_c * dc_dlt
+        grad[nc + int(smap[c])] += (dw * (-2.0 * sigc[c] ** 2 * w2[g] ** 2 / gn[g])
+                                    + d_c * dc_dls - gw[g] * (gn[g] - 1))
+    for c in range(nc):
+        grad[nc + int(smap[c])] += d_u[c] * (-2.0 * u[c])
+    for k in range(nk):
+        grad[nc + ns + k] += d_p[k] * (-2.0 * p[k]) - kcount[k]
+    return val, grad
+
+
 def _jit():
     """Compile the module's kernels with numba once (module globals become dispatchers)."""
-    global _inv_logdet, _impl, _flat_logp
+    global _inv_logdet, _impl, _impl_schur, _flat_logp
     import numba
 
     if not hasattr(_impl, "py_func"):
         _inv_logdet = numba.njit(_inv_logdet)
         _impl = numba.njit(_impl)
+        _impl_schur = numba.njit(_impl_schur)
         _flat_logp = numba.njit(_flat_logp)
 
 
-def log_marginal_grad_sparse(theta, packed: tuple) -> tuple[float, np.ndarray]:
-    """:func:`.crossed_integrated.log_marginal_grad` compiled (numba), on :func:`pack_sparse`."""
+def log_marginal_grad_sparse(theta, packed: tuple,
+                             schur: bool = False) -> tuple[float, np.ndarray]:
+    """:func:`.crossed_integrated.log_marginal_grad` compiled (numba), on :func:`pack_sparse`.
+
+    `schur`: through the rank-G Cholesky factorisation
+    (:func:`.crossed_integrated.log_marginal_schur_grad`) instead of the indefinite Woodbury.
+    """
     _jit()
-    return _impl(np.asarray(theta, dtype=np.float64), *packed)
+    fn = _impl_schur if schur else _impl
+    return fn(np.asarray(theta, dtype=np.float64), *packed)
 
 
-def pack_flat(packed: tuple) -> np.ndarray:
+def pack_flat(packed: tuple, schur: bool = False) -> np.ndarray:
     """One float64 block of :func:`pack_sparse`'s arrays: what the C-callable kernel reads.
 
-    Header ``[length, ng, na, nnz, npat, ns, nk]``, then the arrays in :func:`pack_sparse`'s
+    Header ``[length, ng, na, nnz, npat, ns, nk, schur]``, then the arrays in :func:`pack_sparse`'s
     order (``ksum``, ``dsum``, ``pksum`` row-major, 4 rows).
     """
     (gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind, smap, consts, lams, ns, nk,
      pat, pkind, pksum, mult, kcount) = packed
     body = np.concatenate([gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum.ravel(), dsum.ravel(), ss,
                            kind, smap, consts, lams, pat, pkind, pksum.ravel(), mult, kcount])
-    head = [0.0, gc.size, kind.size, kg.size, mult.size, ns, nk]
+    head = [0.0, gc.size, kind.size, kg.size, mult.size, ns, nk, float(schur)]
     head[0] = len(head) + body.size
     return np.ascontiguousarray(np.concatenate([head, body]), dtype=np.float64)
 
 
 def _flat_logp(x, grad, lp, data):
-    h = data[:7]
+    h = data[:8]
     ng, na, nnz, npat, ns, nk = (int(h[1]), int(h[2]), int(h[3]), int(h[4]), int(h[5]),
                                  int(h[6]))
-    o = 7
+    o = 8
     sizes = (ng, ng, ng, ng, ng, na + 1, nnz, nnz, 4 * na, 4 * na, 4, na, 4, 3, 3, na, npat,
              4 * npat, npat, nk)
     parts = []
     for sz in sizes:
         parts.append(data[o:o + sz])
         o += sz
-    val, g = _impl(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6],
+    fn = _impl_schur if h[7] != 0.0 else _impl
+    val, g = fn(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6],
                    parts[7], parts[8].reshape((4, na)), parts[9].reshape((4, na)), parts[10],
                    parts[11], parts[12], parts[13], parts[14], ns, nk, parts[15], parts[16],
                    parts[17].reshape((4, npat)), parts[18], parts[19])

@@ -270,18 +270,20 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
     Python callback), ``"numba"`` (the compiled sparse prototype of
     :mod:`._crossed_integrated_numba`, same callback) or ``"cfunc"`` (that prototype as a
     C-callable function run by bayesbias' nutpie driver, :func:`._nutpie.run`, as the
-    default kernels are: no Python per step). Exploratory.
+    default kernels are: no Python per step), ``"cfunc_schur"`` (the same on the rank-G
+    Cholesky factorisation, :func:`log_marginal_schur_grad`). Exploratory.
     """
     k = _NC + data["ns"] + data["nk"]
     names = theta_names(data)
-    if kernel == "cfunc":
+    if kernel in ("cfunc", "cfunc_schur"):
         from types import SimpleNamespace
 
         from . import _crossed_integrated_numba as nb
         from ._nutpie import run
 
         logp, expand = nb.c_entry_points(k)
-        kern = SimpleNamespace(data=nb.pack_flat(nb.pack_sparse(data)), dim=k,
+        kern = SimpleNamespace(data=nb.pack_flat(nb.pack_sparse(data),
+                                                 schur=kernel == "cfunc_schur"), dim=k,
                                expanded_dim=None, logp=logp, expand=expand, names=["theta"],
                                shapes=[(k,)], dims={"theta": ("coordinate",)},
                                coords={"coordinate": names}, adaptation="diag")
@@ -302,7 +304,7 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         packed = pack_sparse(data)
         log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
     elif kernel != "numpy":
-        raise ValueError(f"kernel must be numpy, numba or cfunc, got {kernel!r}")
+        raise ValueError(f"kernel must be numpy, numba, cfunc or cfunc_schur, got {kernel!r}")
 
     def make_logp():
         if kernel == "numba":
