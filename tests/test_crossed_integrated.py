@@ -181,3 +181,13 @@ def test_numba_schur_matches_numpy(name):
         v1, g1 = log_marginal_grad_sparse(t, packed, schur=True)
         assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
         np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_attribute_types_collapse_matches(name):
+    _, _, data, theta = _case(10, SPECS[name])
+    ty = ci.attribute_types(data)
+    assert ty["count"].sum() == data["na"]
+    for t in (theta, theta + 1.0, theta - 1.5):
+        assert ci.log_marginal_types(t, data, ty) == pytest.approx(ci.log_marginal_schur(t, data),
+                                                                   rel=1e-10, abs=1e-9)
