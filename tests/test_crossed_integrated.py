@@ -191,3 +191,14 @@ def test_attribute_types_collapse_matches(name):
     for t in (theta, theta + 1.0, theta - 1.5):
         assert ci.log_marginal_types(t, data, ty) == pytest.approx(ci.log_marginal_schur(t, data),
                                                                    rel=1e-10, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_attribute_types_gradient_matches(name):
+    _, _, data, theta = _case(12, SPECS[name])
+    ty = ci.attribute_types(data)
+    for t in (theta, theta + 1.0, theta - 1.5):
+        v0, g0 = ci.log_marginal_schur_grad(t, data)
+        v1, g1 = ci.log_marginal_types_grad(t, data, ty)
+        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
+        np.testing.assert_allclose(g1, g0, rtol=1e-8, atol=1e-8)

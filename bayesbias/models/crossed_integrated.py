@@ -494,29 +494,41 @@ def attribute_types(data: dict) -> dict:
 
 
 def log_marginal_types(theta, data: dict, types: dict | None = None) -> float:
-    """:func:`log_marginal_schur` with every attribute sum collapsed onto :func:`attribute_types`.
+    """:func:`log_marginal_schur` with every attribute sum collapsed onto types (value only)."""
+    return log_marginal_types_grad(theta, data, types)[0]
 
-    Within a type every attribute has the same diagonal precision and counts, and its linear
-    term is ``u.dsum[:, a] + beta_type``, so the sums over attributes need only each type's
-    count and first two moments of ``dsum``: O(types x groups^2 + groups^3) per evaluation,
-    independent of the number of attributes (value only; the sketch of the fast kernel).
+
+def log_marginal_types_grad(theta, data: dict,
+                            types: dict | None = None) -> tuple[float, np.ndarray]:
+    """:func:`log_marginal_schur_grad` with every attribute sum collapsed onto types.
+
+    Within an :func:`attribute_types` type every attribute has the same diagonal precision
+    and counts, and its linear term is ``u.dsum[:, a] + beta_type``, so the sums over
+    attributes need only each type's count and first two moments of ``dsum``:
+    O(types x groups^2 + groups^3) per evaluation, independent of the number of attributes
+    (the sketch of the fast kernel).
     """
+    theta = np.asarray(theta, float)
     ty = attribute_types(data) if types is None else types
+    ns, nk = data["ns"], data["nk"]
     tau, sig, om = _split(theta, data)
     gc, gn, gw = data["gc"], data["gn"], data["gw"]
     ng = gc.size
-    u = 1.0 / sig[data["smap"]] ** 2
+    smap = data["smap"]
+    sig_c = sig[smap]
+    u = 1.0 / sig_c**2
     p = 1.0 / om**2
-    w2 = 1.0 / (tau[gc] ** 2 + 1.0 / (u[gc] * gn))
+    w2 = 1.0 / (tau[gc] ** 2 + sig_c[gc] ** 2 / gn)
     x = tau[gc] ** 2 * u[gc]
     c = gw * u[gc] * x / (1.0 + gn * x)
     s0, m0 = data["s0"], data["m0"]
-    kt, nt = ty["k"], ty["count"]
-    dv = p[ty["kind"]] + ty["ksum"] @ u
+    kt, nt, tkind = ty["k"], ty["count"], ty["kind"]
+    dv = p[tkind] + ty["ksum"] @ u
     dinv = 1.0 / dv
     beta = kt @ (w2 * data["ysum"] / gn)
-    b1 = ty["d1"] @ u + nt * beta
-    b2 = np.einsum("i,tij,j->t", u, ty["d2"], u) + 2 * beta * (ty["d1"] @ u) + nt * beta**2
+    du = ty["d1"] @ u
+    b1 = du + nt * beta  # sum of b_v over the type
+    b2 = np.einsum("i,tij,j->t", u, ty["d2"], u) + 2 * beta * du + nt * beta**2
     gm = kt.T @ ((nt * dinv)[:, None] * kt)
     kb = kt.T @ (dinv * b1)
     rc = np.sqrt(c)
@@ -531,16 +543,46 @@ def log_marginal_types(theta, data: dict, types: dict | None = None) -> float:
     bmu = np.full(_NC, m0 / s0**2)
     np.add.at(bmu, gc, w2 * data["ysum"])
     rkb = rg @ kb
-    schur = np.diag(a4) - f.T @ (gm @ wm)
-    r = bmu - f.T @ (kb + gm @ rkb)
-    m_mu = np.linalg.solve(schur, r)
+    ktb = gm @ wm
+    schur = np.diag(a4) - f.T @ ktb
+    tinv = np.linalg.inv(schur)
+    m_mu = tinv @ (bmu - f.T @ (kb + gm @ rkb))
     z = rkb - wm @ m_mu
-    quad = float(bmu @ m_mu + np.sum(dinv * (b2 + (kt @ z) * b1)))
+    kz = kt @ z
+    quad = float(bmu @ m_mu + np.sum(dinv * (b2 + kz * b1)))
     logdet = float(nt @ np.log(dv) + 2 * np.log(np.diag(chol)).sum()
                    + np.linalg.slogdet(schur)[1])
     cc = _NC * m0**2 / s0**2 + u @ data["ss"] + w2 @ data["ysq"]
     explicit = float(-0.5 * data["n_rows"] * _LOG2PI - _NC * np.log(s0)
-                     - nt @ np.log(om[ty["kind"]])
-                     + gw @ (-(gn - 1) * np.log(1 / np.sqrt(u[gc])) + 0.5 * np.log(w2 / gn)))
-    lp, _ = _scale_priors(theta, data)
-    return explicit - 0.5 * logdet - 0.5 * (cc - quad) + lp
+                     - nt @ np.log(om[tkind])
+                     + gw @ (-(gn - 1) * np.log(sig_c[gc]) + 0.5 * np.log(w2 / gn)))
+    lp, grad = _scale_priors(theta, data)
+    value = explicit - 0.5 * logdet - 0.5 * (cc - quad) + lp
+    # per type: sums of m_v, m_v^2, dsum m_v (m_v[a] = dinv (b_v[a] + k.z))
+    sm = dinv * (b1 + nt * kz)
+    sm2 = dinv**2 * (b2 + 2 * kz * b1 + nt * kz**2)
+    sdm = dinv[:, None] * (np.einsum("tij,j->ti", ty["d2"], u) + beta[:, None] * ty["d1"]
+                           + kz[:, None] * ty["d1"])  # types x 4
+    q = rg + wm @ tinv @ wm.T
+    diag_vv = dinv + dinv**2 * np.einsum("tg,gh,th->t", kt, q, kt)
+    hsum = -0.5 * (nt * diag_vv + sm2)  # sum of h over the type
+    km = kt.T @ sm
+    d_u = ty["ksum"].T @ hsum + sdm.sum(axis=0) - 0.5 * data["ss"]
+    d_p = np.bincount(tkind, weights=hsum, minlength=nk)
+    h4 = -0.5 * (np.diag(tinv) + m_mu**2)
+    kvk = np.diag(gm + gm @ rg @ gm) + np.einsum("gc,cd,gd->g", ktb, tinv, ktb)
+    ksvm = -(ktb @ tinv)
+    d_c = 0.5 * (kvk + km**2)
+    d_f = -(ksvm[np.arange(ng), gc] + m_mu[gc] * km)
+    d_w2 = (gw * h4[gc] + d_f * gw / gn + data["ysum"] * (m_mu[gc] + km / gn)
+            - 0.5 * data["ysq"] + 0.5 * gw / w2)
+    ug = u[gc]
+    dc_dlt = gw * ug * 2 * x / (1 + gn * x) ** 2
+    dc_dls = -2 * gw * ug * x / (1 + gn * x) - 2 * gw * ug * x / (1 + gn * x) ** 2
+    g_tau = np.bincount(gc, weights=d_w2 * (-2 * tau[gc] ** 2 * w2**2) + d_c * dc_dlt,
+                        minlength=_NC)
+    g_sig = np.bincount(smap[gc], weights=d_w2 * (-2 * sig_c[gc] ** 2 * w2**2 / gn)
+                        + d_c * dc_dls - gw * (gn - 1), minlength=ns)
+    g_sig += np.bincount(smap, weights=d_u * (-2 * u), minlength=ns)
+    g_om = d_p * (-2 * p) - np.bincount(tkind, weights=nt, minlength=nk)
+    return value, grad + np.concatenate([g_tau, g_sig, g_om])
