@@ -202,3 +202,19 @@ def test_attribute_types_gradient_matches(name):
         v1, g1 = ci.log_marginal_types_grad(t, data, ty)
         assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
         np.testing.assert_allclose(g1, g0, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_numba_types_matches_numpy(name):
+    pytest.importorskip("numba")
+    from bayesbias.models import _crossed_integrated_numba as nb
+
+    _, _, data, theta = _case(13, SPECS[name])
+    ty = ci.attribute_types(data)
+    packed = nb.pack_types(data, ty)
+    nb._jit()
+    for t in (theta, theta + 0.7, theta - 0.9):
+        v0, g0 = ci.log_marginal_types_grad(t, data, ty)
+        v1, g1 = nb._impl_types(np.asarray(t, float), *packed)
+        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
+        np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)

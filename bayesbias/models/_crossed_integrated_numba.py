@@ -451,9 +451,296 @@ def _impl_schur(theta, gc, gn, gw, ysum, ysq, ptr, kg, kv, ksum, dsum, ss, kind,
     return val, grad
 
 
+def pack_types(data: dict, types: dict) -> tuple:
+    """Return the arrays :func:`_impl_types` reads (index arrays as float64)."""
+    lams = []
+    for prior in data["priors"]:
+        if prior.dist != "Exponential":
+            raise ValueError("the prototype kernel takes Exponential scale priors")
+        lams.append(float(dict(prior.params)["lam"]))
+    return (data["gc"].astype(float), data["gn"], data["gw"], data["ysum"], data["ysq"],
+            data["ss"], np.asarray(data["smap"], dtype=float),
+            np.array([data["s0"], data["m0"], float(data["n_rows"])]), np.array(lams),
+            int(data["ns"]), int(data["nk"]), types["count"], types["kind"].astype(float),
+            np.ascontiguousarray(types["ksum"], dtype=float),
+            np.ascontiguousarray(types["k"], dtype=float), types["d1"],
+            np.ascontiguousarray(types["d2"].reshape(-1, 16)))
+
+
+def _chol_inv(a):
+    """Cholesky of a small positive-definite `a`: (inverse, log det), or log det -inf."""
+    n = a.shape[0]
+    el = np.zeros((n, n))
+    logdet = 0.0
+    for i in range(n):
+        for j in range(i + 1):
+            acc = a[i, j]
+            for k in range(j):
+                acc -= el[i, k] * el[j, k]
+            if i == j:
+                if acc <= 0.0:
+                    return el, -np.inf
+                el[i, i] = np.sqrt(acc)
+                logdet += np.log(acc)
+            else:
+                el[i, j] = acc / el[j, j]
+    linv = np.zeros((n, n))
+    for j in range(n):
+        linv[j, j] = 1.0 / el[j, j]
+        for i in range(j + 1, n):
+            acc = 0.0
+            for k in range(j, i):
+                acc -= el[i, k] * linv[k, j]
+            linv[i, j] = acc / el[i, i]
+    inv = np.empty((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            acc = 0.0
+            for k in range(i, n):
+                acc += linv[k, i] * linv[k, j]
+            inv[i, j] = acc
+            inv[j, i] = acc
+    return inv, logdet
+
+
+def _impl_types(theta, gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk, tn, tkind,
+                tksum, tk, d1, d2):
+    """:func:`.crossed_integrated.log_marginal_types_grad` compiled (same formulas)."""
+    nc = 4  # connections (CONNECTIONS)
+    ng = gc.size
+    nt = tn.size
+    s0, m0, n_rows = consts[0], consts[1], consts[2]
+    s02 = s0 * s0
+    tau = np.exp(theta[:nc])
+    sig = np.exp(theta[nc:nc + ns])
+    om = np.exp(theta[nc + ns:nc + ns + nk])
+    sigc = np.empty(nc)
+    u = np.empty(nc)
+    for c in range(nc):
+        sigc[c] = sig[int(smap[c])]
+        u[c] = 1.0 / (sigc[c] * sigc[c])
+    p = 1.0 / (om * om)
+    w2 = np.empty(ng)
+    xg = np.empty(ng)
+    rc = np.empty(ng)
+    fg = np.empty(ng)
+    a4 = np.full(nc, 1.0 / s02)
+    bmu = np.full(nc, m0 / s02)
+    cc = nc * m0 * m0 / s02
+    val = -0.5 * n_rows * np.log(2 * np.pi) - nc * np.log(s0)
+    for g in range(ng):
+        c = int(gc[g])
+        w2[g] = 1.0 / (tau[c] ** 2 + sigc[c] ** 2 / gn[g])
+        xg[g] = tau[c] ** 2 * u[c]
+        rc[g] = np.sqrt(gw[g] * u[c] * xg[g] / (1.0 + gn[g] * xg[g]))
+        fg[g] = gw[g] * w2[g] / gn[g]
+        a4[c] += gw[g] * w2[g]
+        bmu[c] += w2[g] * ysum[g]
+        cc += w2[g] * ysq[g]
+        val += gw[g] * (-(gn[g] - 1) * np.log(sigc[c]) + 0.5 * np.log(w2[g] / gn[g]))
+    for c in range(nc):
+        cc += u[c] * ss[c]
+    # per type
+    dinv = np.empty(nt)
+    beta = np.empty(nt)
+    b1 = np.empty(nt)
+    b2 = np.empty(nt)
+    du2 = np.empty((nt, nc))  # d2 u
+    logdet = 0.0
+    gm = np.zeros((ng, ng))
+    kb = np.zeros(ng)
+    for t in range(nt):
+        d = p[int(tkind[t])]
+        for c in range(nc):
+            d += tksum[t, c] * u[c]
+        dinv[t] = 1.0 / d
+        logdet += tn[t] * np.log(d)
+        val -= tn[t] * np.log(om[int(tkind[t])])
+        bt = 0.0
+        for g in range(ng):
+            bt += tk[t, g] * w2[g] * ysum[g] / gn[g]
+        beta[t] = bt
+        du = 0.0
+        q2 = 0.0
+        for i in range(nc):
+            du += d1[t, i] * u[i]
+            acc = 0.0
+            for j in range(nc):
+                acc += d2[t, i * nc + j] * u[j]
+            du2[t, i] = acc
+            q2 += u[i] * acc
+        b1[t] = du + tn[t] * bt
+        b2[t] = q2 + 2 * bt * du + tn[t] * bt * bt
+        for g in range(ng):
+            if tk[t, g] != 0.0:
+                kb[g] += tk[t, g] * dinv[t] * b1[t]
+                for h in range(ng):
+                    gm[g, h] += tn[t] * dinv[t] * tk[t, g] * tk[t, h]
+    sm_ = np.empty((ng, ng))
+    for i in range(ng):
+        for j in range(ng):
+            sm_[i, j] = (1.0 if i == j else 0.0) - rc[i] * gm[i, j] * rc[j]
+    sinv, lds = _chol_inv(sm_)
+    if not np.isfinite(lds):
+        return -np.inf, np.zeros(theta.size)
+    logdet += lds
+    rg = np.empty((ng, ng))
+    for i in range(ng):
+        for j in range(ng):
+            rg[i, j] = rc[i] * sinv[i, j] * rc[j]
+    gmf = np.zeros((ng, nc))
+    for g in range(ng):
+        for h in range(ng):
+            gmf[g, int(gc[h])] += gm[g, h] * fg[h]
+    wm = np.zeros((ng, nc))
+    rkb = np.zeros(ng)
+    for g in range(ng):
+        wm[g, int(gc[g])] += fg[g]
+        for h in range(ng):
+            rkb[g] += rg[g, h] * kb[h]
+            for c in range(nc):
+                wm[g, c] += rg[g, h] * gmf[h, c]
+    ktb = np.zeros((ng, nc))
+    ktv = kb.copy()
+    grg = np.zeros((ng, ng))
+    for g in range(ng):
+        for h in range(ng):
+            ktv[g] += gm[g, h] * rkb[h]
+            for c in range(nc):
+                ktb[g, c] += gm[g, h] * wm[h, c]
+            for k in range(ng):
+                grg[g, h] += gm[g, k] * rg[k, h]
+    tm = np.zeros((nc, nc))
+    rr = bmu.copy()
+    for c in range(nc):
+        tm[c, c] = a4[c]
+    for g in range(ng):
+        cgi = int(gc[g])
+        rr[cgi] -= fg[g] * ktv[g]
+        for c in range(nc):
+            tm[cgi, c] -= fg[g] * ktb[g, c]
+    for i in range(nc):
+        for j in range(i):
+            tm[i, j] = tm[j, i] = 0.5 * (tm[i, j] + tm[j, i])
+    tinv, ldt = _chol_inv(tm)
+    if not np.isfinite(ldt):
+        return -np.inf, np.zeros(theta.size)
+    logdet += ldt
+    m_mu = np.zeros(nc)
+    quad = 0.0
+    for i in range(nc):
+        for j in range(nc):
+            m_mu[i] += tinv[i, j] * rr[j]
+    for c in range(nc):
+        quad += bmu[c] * m_mu[c]
+    z = rkb.copy()
+    for g in range(ng):
+        for c in range(nc):
+            z[g] -= wm[g, c] * m_mu[c]
+    wt = np.zeros((ng, nc))
+    for g in range(ng):
+        for c in range(nc):
+            for k in range(nc):
+                wt[g, c] += wm[g, k] * tinv[k, c]
+    q = rg.copy()
+    for g in range(ng):
+        for h in range(ng):
+            for c in range(nc):
+                q[g, h] += wt[g, c] * wm[h, c]
+    km = np.zeros(ng)
+    d_p = np.zeros(nk)
+    d_u = np.zeros(nc)
+    for t in range(nt):
+        kz = 0.0
+        kqk = 0.0
+        for g in range(ng):
+            if tk[t, g] != 0.0:
+                kz += tk[t, g] * z[g]
+                for h in range(ng):
+                    kqk += tk[t, g] * q[g, h] * tk[t, h]
+        quad += dinv[t] * (b2[t] + kz * b1[t])
+        sm = dinv[t] * (b1[t] + tn[t] * kz)
+        sm2 = dinv[t] ** 2 * (b2[t] + 2 * kz * b1[t] + tn[t] * kz * kz)
+        hs = -0.5 * (tn[t] * (dinv[t] + dinv[t] ** 2 * kqk) + sm2)
+        d_p[int(tkind[t])] += hs
+        for c in range(nc):
+            d_u[c] += tksum[t, c] * hs + dinv[t] * (du2[t, c] + (beta[t] + kz) * d1[t, c])
+        for g in range(ng):
+            km[g] += tk[t, g] * sm
+    val += -0.5 * logdet - 0.5 * (cc - quad)
+    grad = np.ones(theta.size)
+    for i in range(theta.size):
+        lm = lams[0] if i < nc else (lams[1] if i < nc + ns else lams[2])
+        x = np.exp(theta[i])
+        val += np.log(lm) - lm * x + theta[i]
+        grad[i] -= lm * x
+    for c in range(nc):
+        d_u[c] -= 0.5 * ss[c]
+    kt_ = np.zeros(nc)
+    for g in range(ng):
+        c = int(gc[g])
+        kvk = gm[g, g]
+        for h in range(ng):
+            kvk += grg[g, h] * gm[h, g]
+        for k in range(nc):
+            kt_[k] = 0.0
+            for j in range(nc):
+                kt_[k] += ktb[g, j] * tinv[j, k]
+        for k in range(nc):
+            kvk += kt_[k] * ktb[g, k]
+        ksv = kt_[c]
+        d_c = 0.5 * (kvk + km[g] ** 2)
+        d_f = ksv - m_mu[c] * km[g]
+        h4 = -0.5 * (tinv[c, c] + m_mu[c] ** 2)
+        dw = (gw[g] * h4 + d_f * gw[g] / gn[g] + ysum[g] * (m_mu[c] + km[g] / gn[g])
+              - 0.5 * ysq[g] + 0.5 * gw[g] / w2[g])
+        x1 = 1.0 + gn[g] * xg[g]
+        dc_dlt = gw[g] * u[c] * 2.0 * xg[g] / (x1 * x1)
+        dc_dls = -2.0 * gw[g] * u[c] * xg[g] / x1 - 2.0 * gw[g] * u[c] * xg[g] / (x1 * x1)
+        grad[c] += dw * (-2.0 * tau[c] ** 2 * w2[g] ** 2) + d_c * dc_dlt
+        grad[nc + int(smap[c])] += (dw * (-2.0 * sigc[c] ** 2 * w2[g] ** 2 / gn[g])
+                                    + d_c * dc_dls - gw[g] * (gn[g] - 1))
+    for c in range(nc):
+        grad[nc + int(smap[c])] += d_u[c] * (-2.0 * u[c])
+    for k in range(nk):
+        grad[nc + ns + k] += d_p[k] * (-2.0 * p[k])
+    for t in range(nt):
+        grad[nc + ns + int(tkind[t])] -= tn[t]
+    return val, grad
+
+
+def pack_types_flat(packed: tuple) -> np.ndarray:
+    """One float64 block of :func:`pack_types`'s arrays: header ``[length, ng, nt, ns, nk]``."""
+    (gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk, tn, tkind, tksum, tk, d1,
+     d2) = packed
+    body = np.concatenate([gc, gn, gw, ysum, ysq, ss, smap, consts, lams, tn, tkind,
+                           tksum.ravel(), tk.ravel(), d1.ravel(), d2.ravel()])
+    head = [0.0, gc.size, tn.size, ns, nk]
+    head[0] = len(head) + body.size
+    return np.ascontiguousarray(np.concatenate([head, body]), dtype=np.float64)
+
+
+def _flat_types(x, grad, lp, data):
+    ng, nt, ns, nk = int(data[1]), int(data[2]), int(data[3]), int(data[4])
+    o = 5
+    sizes = (ng, ng, ng, ng, ng, 4, 4, 3, 3, nt, nt, 4 * nt, ng * nt, 4 * nt, 16 * nt)
+    parts = []
+    for sz in sizes:
+        parts.append(data[o:o + sz])
+        o += sz
+    val, g = _impl_types(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
+                         parts[6], parts[7], parts[8], ns, nk, parts[9], parts[10],
+                         parts[11].reshape((nt, 4)), parts[12].reshape((nt, ng)),
+                         parts[13].reshape((nt, 4)), parts[14].reshape((nt, 16)))
+    lp[0] = val
+    for i in range(x.size):
+        grad[i] = g[i]
+    return 0 if np.isfinite(val) else 1
+
+
 def _jit():
     """Compile the module's kernels with numba once (module globals become dispatchers)."""
-    global _inv_logdet, _impl, _impl_schur, _flat_logp
+    global _inv_logdet, _impl, _impl_schur, _flat_logp, _chol_inv, _impl_types, _flat_types
     import numba
 
     if not hasattr(_impl, "py_func"):
@@ -461,6 +748,9 @@ def _jit():
         _impl = numba.njit(_impl)
         _impl_schur = numba.njit(_impl_schur)
         _flat_logp = numba.njit(_flat_logp)
+        _chol_inv = numba.njit(_chol_inv)
+        _impl_types = numba.njit(_impl_types)
+        _flat_types = numba.njit(_flat_types)
 
 
 def log_marginal_grad_sparse(theta, packed: tuple,
@@ -501,11 +791,14 @@ def _flat_logp(x, grad, lp, data):
     for sz in sizes:
         parts.append(data[o:o + sz])
         o += sz
-    fn = _impl_schur if h[7] != 0.0 else _impl
-    val, g = fn(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6],
-                   parts[7], parts[8].reshape((4, na)), parts[9].reshape((4, na)), parts[10],
-                   parts[11], parts[12], parts[13], parts[14], ns, nk, parts[15], parts[16],
-                   parts[17].reshape((4, npat)), parts[18], parts[19])
+    args = (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6],
+            parts[7], parts[8].reshape((4, na)), parts[9].reshape((4, na)), parts[10],
+            parts[11], parts[12], parts[13], parts[14], ns, nk, parts[15], parts[16],
+            parts[17].reshape((4, npat)), parts[18], parts[19])
+    if h[7] != 0.0:
+        val, g = _impl_schur(x, *args)
+    else:
+        val, g = _impl(x, *args)
     lp[0] = val
     for i in range(x.size):
         grad[i] = g[i]
@@ -513,6 +806,31 @@ def _flat_logp(x, grad, lp, data):
 
 
 _cfuncs = None
+_cfuncs_types = None
+
+
+def c_entry_points_types():
+    """``(logp, expand)`` C-callable entry points of the type-collapsed density.
+
+    As :func:`c_entry_points`, on :func:`pack_types_flat`'s block.
+    """
+    global _cfuncs_types
+    if _cfuncs_types is None:
+        import numba
+        from numba import types
+
+        _jit()
+        flat = _flat_types
+        ptr = types.CPointer(types.float64)
+
+        @numba.cfunc(types.int64(types.uint64, ptr, ptr, ptr, ptr))
+        def logp(n, x, grad, lp, data):
+            length = int(numba.carray(data, 1)[0])
+            return flat(numba.carray(x, n), numba.carray(grad, n), numba.carray(lp, 1),
+                        numba.carray(data, length))
+
+        _cfuncs_types = (_entry(logp, 1), c_entry_points(0)[1])
+    return _cfuncs_types
 
 
 def c_entry_points(dim: int):
@@ -523,8 +841,6 @@ def c_entry_points(dim: int):
     """
     global _cfuncs
     if _cfuncs is None:
-        import ctypes
-
         import numba
         from numba import types
 
@@ -545,13 +861,18 @@ def c_entry_points(dim: int):
                 os_[i] = xs[i]
             return 0
 
-        class _Entry:
-            def __init__(self, cf, argtypes):
-                self.address = cf.address
-                self.ctypes = ctypes.CFUNCTYPE(ctypes.c_int64, *argtypes)(cf.address)
-                self._keep = cf
+        _cfuncs = (_entry(logp, 1), _entry(expand, 2))
+    return _cfuncs
+
+
+class _entry:  # noqa: N801
+    """A numba ``cfunc`` as :class:`._native.CFunc`: its ``address`` and ``ctypes``."""
+
+    def __init__(self, cf, n_sizes: int):
+        import ctypes
 
         dp = ctypes.POINTER(ctypes.c_double)
-        _cfuncs = (_Entry(logp, [ctypes.c_uint64, dp, dp, dp, dp]),
-                   _Entry(expand, [ctypes.c_uint64, ctypes.c_uint64, dp, dp, dp]))
-    return _cfuncs
+        args = [ctypes.c_uint64] * n_sizes + [dp] * (5 - n_sizes)
+        self.address = cf.address
+        self.ctypes = ctypes.CFUNCTYPE(ctypes.c_int64, *args)(cf.address)
+        self._keep = cf

@@ -271,19 +271,24 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
     :mod:`._crossed_integrated_numba`, same callback) or ``"cfunc"`` (that prototype as a
     C-callable function run by bayesbias' nutpie driver, :func:`._nutpie.run`, as the
     default kernels are: no Python per step), ``"cfunc_schur"`` (the same on the rank-G
-    Cholesky factorisation, :func:`log_marginal_schur_grad`). Exploratory.
+    Cholesky factorisation, :func:`log_marginal_schur_grad`) or ``"cfunc_types"`` (attribute
+    sums collapsed onto types, :func:`log_marginal_types_grad`). Exploratory.
     """
     k = _NC + data["ns"] + data["nk"]
     names = theta_names(data)
-    if kernel in ("cfunc", "cfunc_schur"):
+    if kernel in ("cfunc", "cfunc_schur", "cfunc_types"):
         from types import SimpleNamespace
 
         from . import _crossed_integrated_numba as nb
         from ._nutpie import run
 
-        logp, expand = nb.c_entry_points(k)
-        kern = SimpleNamespace(data=nb.pack_flat(nb.pack_sparse(data),
-                                                 schur=kernel == "cfunc_schur"), dim=k,
+        if kernel == "cfunc_types":
+            logp, expand = nb.c_entry_points_types()
+            block = nb.pack_types_flat(nb.pack_types(data, attribute_types(data)))
+        else:
+            logp, expand = nb.c_entry_points(k)
+            block = nb.pack_flat(nb.pack_sparse(data), schur=kernel == "cfunc_schur")
+        kern = SimpleNamespace(data=block, dim=k,
                                expanded_dim=None, logp=logp, expand=expand, names=["theta"],
                                shapes=[(k,)], dims={"theta": ("coordinate",)},
                                coords={"coordinate": names}, adaptation="diag")
@@ -304,7 +309,8 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         packed = pack_sparse(data)
         log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
     elif kernel != "numpy":
-        raise ValueError(f"kernel must be numpy, numba, cfunc or cfunc_schur, got {kernel!r}")
+        raise ValueError(f"kernel must be numpy, numba, cfunc, cfunc_schur or cfunc_types, "
+                         f"got {kernel!r}")
 
     def make_logp():
         if kernel == "numba":
