@@ -6,8 +6,9 @@ For each shipped list on the default embedding, in one process:
   + 1000 draws)): CPU seconds, leapfrog steps per draw, split-chain ESS of mu_bar, tau,
   sigma, omega;
 - :func:`bayesbias.models.crossed_integrated.sample_scales` (same chains, tune, draws; the
-  numba prototype density as a C-callable ``cfunc`` run by bayesbias' nutpie driver, as the
-  default kernels are: no Python per step), then mu_bar drawn from its conditional Normal per scale
+  numba prototype of the type-collapsed density, ``kernel="cfunc_types"``, a C-callable
+  ``cfunc`` run by bayesbias' nutpie driver as the default kernels are: no Python per step),
+  then mu_bar drawn from its conditional Normal per scale
   draw: the same numbers, plus the density's cost per call (numpy; numba called from
   Python) and the CPU per evaluation a compiled kernel would need to cost as much as the
   default fit and as the hierarchical fit.
@@ -62,7 +63,7 @@ def _current(t, draws=1000, seed=1):
     return out, cpu, steps
 
 
-def _integrated(data, draws=1000, seed=1, kernel="cfunc"):
+def _integrated(data, draws=1000, seed=1, kernel="cfunc_types"):
     c0 = time.process_time()
     theta, stats = ci.sample_scales(data, draws=draws, seed=seed, kernel=kernel)
     cpu = time.process_time() - c0
@@ -106,6 +107,9 @@ def main(argv=None):
         packed = nb.pack_sparse(data)
         per_nb = min(timeit.repeat(lambda: nb.log_marginal_grad_sparse(th, packed),  # noqa: B023
                                    number=2000, repeat=5)) / 2000
+        ty = ci.attribute_types(data)
+        per_ty = min(timeit.repeat(lambda: ci.log_marginal_types_grad(th, data, ty),  # noqa: B023
+                                   number=200, repeat=3)) / 200
         ess_c, ess_i = _min_ess(cur), _min_ess(integ)
         evals = 4 * 1500 * steps_i
         lines.append(
@@ -113,12 +117,13 @@ def main(argv=None):
             f"  current   : CPU {cpu_c:.2f} s, steps/draw {steps_c:.1f}, min ESS "
             + ", ".join(f"{n} {ess_c[n]:.0f}" for n in NAMES)
             + f", ESS(min)/CPU-s {min(ess_c.values()) / cpu_c:.0f}\n"
-            f"  integrated: CPU {cpu_i:.2f} s numba cfunc, core driver (+{cpu_g:.2f} s "
+            f"  integrated: CPU {cpu_i:.2f} s cfunc_types, core driver (+{cpu_g:.2f} s "
             "mu_bar draws, a Python loop), "
             f"ESS(min)/CPU-s {min(ess_i.values()) / cpu_i:.0f}, steps/draw "
             f"{steps_i:.1f}, divergences {div}, min ESS "
             + ", ".join(f"{n} {ess_i[n]:.0f}" for n in NAMES)
-            + f"\n  density+gradient per call: numpy {per_eval * 1e6:.0f} us, numba "
+            + f"\n  density+gradient per call from Python: numpy Woodbury {per_eval * 1e6:.0f} "
+            f"us, numpy types ({ty['count'].size}) {per_ty * 1e6:.0f} us, numba sparse Woodbury "
             f"{per_nb * 1e6:.1f} us; a compiled kernel "
             f"matches the current CPU at {cpu_c / evals * 1e6:.1f} us/eval, the hierarchical "
             f"fit's ({hier_cpu[name]:.2f} s, {hsteps:.1f} steps/draw) at "
