@@ -215,6 +215,9 @@ def test_numba_types_matches_numpy(name):
     nb._jit()
     for t in (theta, theta + 0.7, theta - 0.9):
         v0, g0 = ci.log_marginal_types_grad(t, data, ty)
-        v1, g1 = nb._impl_types(np.asarray(t, float), *packed)
+        v1, g1, m1, c1 = nb._impl_types(np.asarray(t, float), *packed)
         assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
         np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)
+        m0, c0 = ci.conditional_mu_bar(t, data)
+        np.testing.assert_allclose(m1, m0, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(c1, c0, rtol=1e-8, atol=1e-14)

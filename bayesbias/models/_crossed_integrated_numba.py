@@ -505,7 +505,10 @@ def _chol_inv(a):
 
 def _impl_types(theta, gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk, tn, tkind,
                 tksum, tk, d1, d2):
-    """:func:`.crossed_integrated.log_marginal_types_grad` compiled (same formulas)."""
+    """:func:`.crossed_integrated.log_marginal_types_grad` compiled (same formulas).
+
+    Returns the value, the gradient, and mu_bar's conditional mean and covariance.
+    """
     nc = 4  # connections (CONNECTIONS)
     ng = gc.size
     nt = tn.size
@@ -582,7 +585,7 @@ def _impl_types(theta, gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk, tn
             sm_[i, j] = (1.0 if i == j else 0.0) - rc[i] * gm[i, j] * rc[j]
     sinv, lds = _chol_inv(sm_)
     if not np.isfinite(lds):
-        return -np.inf, np.zeros(theta.size)
+        return -np.inf, np.zeros(theta.size), np.zeros(nc), np.zeros((nc, nc))
     logdet += lds
     rg = np.empty((ng, ng))
     for i in range(ng):
@@ -624,7 +627,7 @@ def _impl_types(theta, gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk, tn
             tm[i, j] = tm[j, i] = 0.5 * (tm[i, j] + tm[j, i])
     tinv, ldt = _chol_inv(tm)
     if not np.isfinite(ldt):
-        return -np.inf, np.zeros(theta.size)
+        return -np.inf, np.zeros(theta.size), np.zeros(nc), np.zeros((nc, nc))
     logdet += ldt
     m_mu = np.zeros(nc)
     quad = 0.0
@@ -706,7 +709,7 @@ def _impl_types(theta, gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk, tn
         grad[nc + ns + k] += d_p[k] * (-2.0 * p[k])
     for t in range(nt):
         grad[nc + ns + int(tkind[t])] -= tn[t]
-    return val, grad
+    return val, grad, m_mu, tinv
 
 
 def pack_types_flat(packed: tuple) -> np.ndarray:
@@ -728,7 +731,7 @@ def _flat_types(x, grad, lp, data):
     for sz in sizes:
         parts.append(data[o:o + sz])
         o += sz
-    val, g = _impl_types(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
+    val, g, _, _ = _impl_types(x, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5],
                          parts[6], parts[7], parts[8], ns, nk, parts[9], parts[10],
                          parts[11].reshape((nt, 4)), parts[12].reshape((nt, ng)),
                          parts[13].reshape((nt, 4)), parts[14].reshape((nt, 16)))
@@ -738,9 +741,30 @@ def _flat_types(x, grad, lp, data):
     return 0 if np.isfinite(val) else 1
 
 
+def _mu_bar_draws(thetas, normals, gc, gn, gw, ysum, ysq, ss, smap, consts, lams, ns, nk,
+                  tn, tkind, tksum, tk, d1, d2):
+    """One draw of mu_bar per row of `thetas` from its conditional Normal (`normals`: N(0,1))."""
+    out = np.empty((thetas.shape[0], 4))
+    for s in range(thetas.shape[0]):
+        _, _, m, cov = _impl_types(thetas[s], gc, gn, gw, ysum, ysq, ss, smap, consts, lams,
+                                   ns, nk, tn, tkind, tksum, tk, d1, d2)
+        el = np.linalg.cholesky(cov)
+        out[s] = m + el @ normals[s]
+    return out
+
+
+def mu_bar_draws(thetas: np.ndarray, packed: tuple, seed: int = 0) -> np.ndarray:
+    """mu_bar drawn from its conditional Normal at each row of `thetas` (compiled loop)."""
+    _jit()
+    rng = np.random.default_rng(seed)
+    thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+    return _mu_bar_draws(thetas, rng.standard_normal((thetas.shape[0], 4)), *packed)
+
+
 def _jit():
     """Compile the module's kernels with numba once (module globals become dispatchers)."""
     global _inv_logdet, _impl, _impl_schur, _flat_logp, _chol_inv, _impl_types, _flat_types
+    global _mu_bar_draws
     import numba
 
     if not hasattr(_impl, "py_func"):
@@ -751,6 +775,7 @@ def _jit():
         _chol_inv = numba.njit(_chol_inv)
         _impl_types = numba.njit(_impl_types)
         _flat_types = numba.njit(_flat_types)
+        _mu_bar_draws = numba.njit(_mu_bar_draws)
 
 
 def log_marginal_grad_sparse(theta, packed: tuple,

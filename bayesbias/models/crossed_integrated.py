@@ -346,12 +346,12 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
 
 
 def posterior_draws(theta: np.ndarray, data: dict, seed: int = 0,
-                    effects: bool = False) -> dict:
+                    effects: bool = False, compiled: bool = False) -> dict:
     """Scales and Gaussian draws at each (chain, draw) of log scales `theta`.
 
     Returns ``tau``, ``sigma``, ``omega``, ``mu_bar`` (one draw from its conditional
     Normal per scale draw) and, with `effects`, ``attribute_effect`` (joint draws of
-    ``(mu_bar, v)`` instead).
+    ``(mu_bar, v)`` instead). `compiled`: mu_bar by the numba prototype (no effects).
     """
     theta = np.asarray(theta, float)
     lead = theta.shape[:-1]
@@ -360,7 +360,11 @@ def posterior_draws(theta: np.ndarray, data: dict, seed: int = 0,
     ns, nk = data["ns"], data["nk"]
     mu = np.empty((flat.shape[0], _NC))
     v = np.empty((flat.shape[0], data["na"])) if effects else None
-    for i, t in enumerate(flat):
+    if compiled and not effects:
+        from . import _crossed_integrated_numba as nb
+
+        mu = nb.mu_bar_draws(flat, nb.pack_types(data, attribute_types(data)), seed)
+    for i, t in enumerate(flat if (effects or not compiled) else []):
         if effects:
             x = draw_gaussian(t, data, rng)
             mu[i], v[i] = x[:_NC], x[_NC:]
