@@ -120,7 +120,7 @@ def test_numba_prototype_matches_numpy(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["numpy", "cfunc"])
+@pytest.mark.parametrize("kernel", ["numpy", "cfunc", "cfunc_types"])
 def test_scale_sampler_matches_default_sampler(kernel):
     """NUTS on the log scales + Gaussian draws against the default crossed fit.
 
@@ -128,7 +128,7 @@ def test_scale_sampler_matches_default_sampler(kernel):
     tau, sigma, omega agree within 4.5 combined MCSEs (15 quantities), sds within 10%.
     """
     pytest.importorskip("nutpie")
-    if kernel == "cfunc":
+    if kernel.startswith("cfunc"):
         pytest.importorskip("numba")
     from bayesbias.models import fit_model
 
