@@ -270,12 +270,56 @@ def test_only_the_deciding_contrasts_make_a_verdict_borderline():
     assert v.code == "borderline vs human"
 
 
-@pytest.mark.slow
-def test_crossed_posterior_matches_pymc_row_level_model():
-    """The kernel sampler and PyMC's row-level model give the same posterior (within
-    4.5 Monte Carlo standard errors of the difference, group means and contrasts)."""
+def test_the_sampler_runs_on_the_scales_unless_there_are_many_cell_groups(monkeypatch):
+    """Few groups of cells: NUTS on the log scales, mu_bar and the effects drawn exactly
+    given them; above ``MAX_INTEGRATED_GROUPS`` the kernel on every parameter."""
+    from bayesbias.models import crossed, fit_model
+
+    t = _table(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(t, "crossed", draws=60, tune=60, chains=1, seed=1, checked=False)
+        assert "mu_bar and the attribute effects integrated out" in fit.posterior.attrs["sampled"]
+        monkeypatch.setattr(crossed, "MAX_INTEGRATED_GROUPS", 0)
+        full = fit_model(t, "crossed", draws=60, tune=60, chains=1, seed=1, checked=False)
+    assert "sampled" not in full.posterior.attrs and "attribute_noncentred" in full.posterior.attrs
+    for f in (fit, full):
+        assert set(f.posterior.data_vars) == {"mu_bar", "tau", "sigma", "omega",
+                                              "attribute_effect", "mu"}
+
+
+@pytest.mark.parametrize("list_name", ["race", "gender"])
+def test_compiled_conditional_moments_match_the_woodbury_solve(list_name):
+    """The verdict's mixture: mu_bar's moments given the scales from the compiled scales-only
+    form equal the sparse Woodbury and the dense solve (two independent constructions) to
+    1e-10 relative (double rounding of sums of a few hundred terms)."""
+    from bayesbias.inputs.distances import distance_table
+    from bayesbias.inputs.embeddings import default_embedding_path, load_embedding
+    from bayesbias.inputs.wordlists import load_wordlist
+    from bayesbias.models import contrast_mixture as cm
     from bayesbias.models import fit_model
 
+    t = distance_table(load_embedding(default_embedding_path()), load_wordlist(list_name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_model(t, "crossed", draws=40, tune=40, chains=2, seed=2, checked=False)
+    m, c = cm._conditional_moments(fit, None)
+    for low_rank in (True, False):
+        m2, c2 = cm._conditional_moments(fit, low_rank)
+        np.testing.assert_allclose(m, m2, rtol=1e-10)
+        np.testing.assert_allclose(c, c2, rtol=1e-8, atol=1e-12 * np.abs(c).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["scales", "every parameter"])
+def test_crossed_posterior_matches_pymc_row_level_model(route, monkeypatch):
+    """Both kernel samplers (on the scales with the rest integrated out, the default for few
+    groups of cells; on every parameter) and PyMC's row-level model give the same posterior
+    (within 4.5 Monte Carlo standard errors of the difference, group means and contrasts)."""
+    from bayesbias.models import crossed, fit_model
+
+    if route != "scales":
+        monkeypatch.setattr(crossed, "MAX_INTEGRATED_GROUPS", 0)
     t = _table(7, words=4, human=10, none=12)
     # 4 stereotypes per class: at target_accept 0.8 a chain of either sampler can stall in
     # the stereotype sd's long tail (seed 3 of the grouped kernel, seed 4 of the row

@@ -62,6 +62,9 @@ import numpy as np
 from ..config import CONNECTIONS
 from ._rank_diagnostics import _ess as ess
 from ._rank_diagnostics import _split_chains
+from . import _cxi_shim as _cxi
+from .crossed import integrated as _integrated
+from .crossed import integrated_data
 from .families import family
 
 __all__ = ["supports", "conditional_moments", "contrast_mixture", "mixture_end_mcse",
@@ -179,8 +182,22 @@ def _conditional_moments(fit, low_rank):
         idx = np.arange(_NC)
         cov[:, idx, idx] = 1.0 / prec
         return mean.reshape(lead + (_NC,)), cov.reshape(lead + (_NC, _NC))
+    if low_rank is None and _integrated(spec, cells):
+        return _integrated_moments(fit, keep)
     return _crossed_moments(fit, keep, w1, w2, m0, s0, ui, ci, n, cls, ccon, cn, ybar, lead,
                             low_rank)
+
+
+def _integrated_moments(fit, keep):
+    """Conditional moments of mu_bar from the compiled scales-only form (:mod:`.crossed_integrated`)."""
+    lead = None
+    parts = []
+    for name in ("tau", "sigma", "omega"):
+        a = _draws(fit, name, keep)
+        lead = a.shape[:2]
+        parts.append(a.reshape(lead + (-1,)))
+    data = integrated_data(fit.spec, fit.cells)
+    return _cxi.conditional_moments_c(np.log(np.concatenate(parts, axis=-1)), data)
 
 
 def _groups(k, cls, ccon, cn):

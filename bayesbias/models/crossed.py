@@ -11,13 +11,19 @@ stereotypes, human attributes and neutral words have an sd each, ``v[a] ~ Normal
 omega[kind(a)])``: on the shipped tables stereotype words vary more than the controls, and
 one shared sd would make the stereotype contrasts' intervals too narrow.
 
-Default sampler: nutpie on ``(mu_bar, tau, sigma, omega, v)`` with the cell means integrated
-out given ``v`` (a C kernel, :mod:`._native`: on groups of cells sharing (connection, n,
-attribute multiset), :func:`cell_groups`, or row by row when that is shorter), then
-each ``mu[w, c]`` drawn from its exact conditional, or, above
-:data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word summaries
-Rao-Blackwellised over the draws (:mod:`.word_summaries`). The attribute effects are
-sampled centred when the data say more about each of them than the spread between them,
+Default sampler: nutpie on the scales alone, ``log (tau, sigma, omega)`` (about a dozen
+values). Given them the model is linear-Gaussian, so the cell means, the attribute effects
+and ``mu_bar`` are integrated out exactly (:mod:`.crossed_integrated`: on the groups of cells
+sharing (connection, n, attribute multiset), :func:`cell_groups`, with the attributes
+collapsed onto a few types; a C kernel, :mod:`._native`); then ``(mu_bar, v)`` are drawn
+jointly from their Gaussian conditional at every draw, and each ``mu[w, c]`` from its own,
+or, above :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word
+summaries are Rao-Blackwellised over the draws (:mod:`.word_summaries`). The verdict's
+mixture reads mu_bar's conditional moments from the same form. With more than
+:data:`MAX_INTEGRATED_GROUPS` groups (protected words meeting many different attribute
+sets) or a non-Normal ``mu_bar`` prior, nutpie samples ``(mu_bar, tau, sigma, omega, v)``
+with the cell means integrated out given ``v`` (on the groups of cells, or row by row when
+that is shorter). There the attribute effects are sampled centred when the data say more about each of them than the spread between them,
 non-centred otherwise, in coordinates free of two ridges (the kernel's comment in
 :mod:`._native`): each attribute kind's mean effect is sampled apart from ``mu_bar``, always
 non-centred (the rows never see it), and, centred, the raw effects' mean per kind, which
@@ -39,6 +45,8 @@ import numpy as np
 from .._stats import sorted_counts
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, ModelSpecError
+from . import _cxi_shim as _cxi
+from . import crossed_integrated as _ci
 from . import hierarchical
 from ._native import entry_points
 from .cells import ATTRIBUTE_KINDS, Cells, cell_mean_conditional
@@ -84,6 +92,10 @@ AUTO_RATIO = 10.0
 #: lists x 10 seeds, r-hat above 1.01 in 1 of 70 fits (2 of 70 at 1,000), min bulk ESS
 #: 529-3,637 (624-3,363), 27% less CPU per fit (docs/speed-and-progress.md; issue 49).
 TUNE = 500
+
+#: Most groups of cells (:func:`cell_groups`) for which the sampler runs on the scales alone
+#: (:func:`integrated`); its cost per step grows with their cube.
+MAX_INTEGRATED_GROUPS = 64
 _NC = len(CONNECTIONS)
 
 
@@ -708,6 +720,8 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
     from .marginal import Kernel
 
     check_cells(cells)
+    if integrated(spec, cells):
+        return Kernel(**_integrated_kernel(spec, cells, word_draws))
     layout = "crossed"
     if grouped:
         layout = "crossed_classes" if classes_are_cheaper(cells) else "crossed_grouped"
@@ -756,6 +770,106 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
                       [k for k, f in zip(ATTRIBUTE_KINDS, noncentred, strict=True) if f])},
                   dim=8 + (_NC if per else 1) + max(len(labels), 1) + 3 + na,
                   expanded_dim=8 + (_NC if per else 1) + max(len(labels), 1) + na)
+
+
+def integrated_data(spec: ModelSpec, cells: Cells) -> dict:
+    """Sufficient statistics of `cells` for :func:`.crossed_integrated.log_marginal` (one pass over the rows).
+
+    Per group g (:func:`.crossed.cell_groups`): connection, n, cells, attribute counts
+    ``kd`` (attributes x groups), sum and sum of squares of its cells' means; per connection:
+    rows per attribute, summed deviations of rows from their cell means per attribute, and
+    within-cell sums of squares; the sd maps and the priors.
+    """
+    if cells.attr_idx is None:
+        raise ValueError("the crossed model needs an attribute in every row")
+    na = int(cells.attributes.size)
+    g = cell_groups(cells)
+    ng = int(g["w"].size)
+    gid = g["gid"]
+    has = gid >= 0
+    gi = gid[has]
+    ybar = np.nan_to_num(cells.mean).reshape(-1)
+    ysum = np.bincount(gi, weights=ybar[has], minlength=ng)
+    ysq = np.bincount(gi, weights=ybar[has] ** 2, minlength=ng)
+    kd = np.zeros((na, ng))
+    gidx = np.repeat(np.arange(ng), np.diff(g["start"]))
+    kd[g["attr"], gidx] = g["k"]
+    flat = cells.row_cells()
+    key = cells.conn_idx.astype(np.int64) * na + cells.attr_idx
+    ksum = np.bincount(key, minlength=_NC * na).reshape(_NC, na).astype(float)
+    dev = np.asarray(cells.y, float) - ybar[flat]
+    dsum = np.bincount(key, weights=dev, minlength=_NC * na).reshape(_NC, na)
+    ss = np.nan_to_num(cells.ss).sum(axis=0).astype(float)
+    kind, labels = _kinds(spec, cells)
+    per = spec.residual_sd == "per_connection"
+    mu_prior = spec.priors["mu_bar"]
+    if mu_prior.dist != "Normal":
+        raise ValueError("the integrated crossed model needs a Normal mu_bar prior")
+    p = dict(mu_prior.params)
+    return {
+        "na": na, "ng": ng, "gc": g["conn"].astype(np.int64), "gn": g["n"].astype(float),
+        "gw": g["w"].astype(float), "kd": kd, "ysum": ysum, "ysq": ysq, "ksum": ksum,
+        "dsum": dsum, "ss": ss, "kind": kind, "nk": max(len(labels), 1),
+        "kind_labels": labels, "ns": _NC if per else 1,
+        "smap": np.arange(_NC) if per else np.zeros(_NC, dtype=np.int64),
+        "m0": float(p["mu"]), "s0": float(p["sigma"]), "n_rows": int(cells.n_rows),
+        "priors": (spec.priors["tau"], spec.priors["sigma"], spec.priors["omega"]),
+    }
+
+
+def integrated(spec: ModelSpec, cells: Cells) -> bool:
+    """Whether the sampler runs on the scales alone (:mod:`.crossed_integrated`).
+
+    It does with a Normal ``mu_bar`` prior, at most :data:`MAX_INTEGRATED_GROUPS` groups of
+    cells (:func:`cell_groups`) and a C compiler.
+    """
+    prior = spec.priors.get("mu_bar")
+    if prior is None or prior.dist != "Normal" or cells.attr_idx is None:
+        return False
+    if cell_groups(cells)["w"].size > MAX_INTEGRATED_GROUPS:
+        return False
+    return _cxi.entry_points() is not None
+
+
+def _integrated_kernel(spec: ModelSpec, cells: Cells, word_draws: bool) -> dict:
+    """The :class:`~bayesbias.models.marginal.Kernel`'s fields on the log scales (module doc)."""
+    per = spec.residual_sd == "per_connection"
+    _, labels = _kinds(spec, cells)
+    data = integrated_data(spec, cells)
+    draws_data = _cxi.pack_draws_c(data)
+    logp, expand = _cxi.entry_points()
+    k = _NC + data["ns"] + data["nk"]
+
+    def complete(raw, rng):
+        lead = raw["tau"].shape[:2]
+        theta = np.log(np.concatenate([raw[n].reshape(lead + (-1,))
+                                       for n in ("tau", "sigma", "omega")], axis=-1))
+        mu_bar, v = _cxi.draw_c(theta, draws_data, rng)
+        sd_dims = ("chain", "draw", "connection") if per else ("chain", "draw")
+        o_dims = ("chain", "draw", "attribute_kind") if labels else ("chain", "draw")
+        out = {"mu_bar": (("chain", "draw", "connection"), mu_bar),
+               "tau": (("chain", "draw", "connection"), raw["tau"]),
+               "sigma": (sd_dims, raw["sigma"]),
+               "omega": (o_dims, raw["omega"]),
+               "attribute_effect": (("chain", "draw", "attribute"), v)}
+        if word_draws:
+            sig = raw["sigma"] if per else np.repeat(raw["sigma"][..., None], _NC, axis=-1)
+            out["mu"] = (("chain", "draw", cells.unit_dim, "connection"),
+                         conditional_cell_means(mu_bar, raw["tau"], sig, v, cells, rng))
+        return out
+
+    coords = {"attribute": cells.attributes.tolist()}
+    if labels:
+        coords["attribute_kind"] = labels
+    return dict(names=["tau", "sigma", "omega"],
+                  shapes=[(_NC,), (_NC,) if per else (), (len(labels),) if labels else ()],
+                  dims={"tau": ("connection",), **({"sigma": ("connection",)} if per else {}),
+                        **({"omega": ("attribute_kind",)} if labels else {})},
+                  data=_cxi.pack_types_c(data), logp=logp, expand=expand,
+                  init=lambda rng: _ci.initial_point(data, rng), complete=complete,
+                  coords=coords, attrs={"sampled": "tau, sigma, omega (mu_bar and the "
+                                        "attribute effects integrated out)"},
+                  dim=k, expanded_dim=k)
 
 
 def derived(values: dict, m) -> dict:

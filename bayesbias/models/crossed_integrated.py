@@ -33,61 +33,13 @@ import numpy as np
 
 from ..config import CONNECTIONS
 from . import priors as _priors
-from .cells import Cells
-from .crossed import _kinds, cell_groups
-from .spec import ModelSpec
 
-__all__ = ["integrated_data", "log_marginal", "log_marginal_grad", "theta_names",
+__all__ = ["log_marginal", "log_marginal_grad", "theta_names",
            "initial_point", "sample_scales", "posterior_draws",
            "draw_gaussian", "conditional_mu_bar"]
 
 _NC = len(CONNECTIONS)
 _LOG2PI = float(np.log(2 * np.pi))
-
-
-def integrated_data(spec: ModelSpec, cells: Cells) -> dict:
-    """Sufficient statistics of `cells` for :func:`log_marginal` (one pass over the rows).
-
-    Per group g (:func:`.crossed.cell_groups`): connection, n, cells, attribute counts
-    ``kd`` (attributes x groups), sum and sum of squares of its cells' means; per connection:
-    rows per attribute, summed deviations of rows from their cell means per attribute, and
-    within-cell sums of squares; the sd maps and the priors.
-    """
-    if cells.attr_idx is None:
-        raise ValueError("the crossed model needs an attribute in every row")
-    na = int(cells.attributes.size)
-    g = cell_groups(cells)
-    ng = int(g["w"].size)
-    gid = g["gid"]
-    has = gid >= 0
-    gi = gid[has]
-    ybar = np.nan_to_num(cells.mean).reshape(-1)
-    ysum = np.bincount(gi, weights=ybar[has], minlength=ng)
-    ysq = np.bincount(gi, weights=ybar[has] ** 2, minlength=ng)
-    kd = np.zeros((na, ng))
-    gidx = np.repeat(np.arange(ng), np.diff(g["start"]))
-    kd[g["attr"], gidx] = g["k"]
-    flat = cells.row_cells()
-    key = cells.conn_idx.astype(np.int64) * na + cells.attr_idx
-    ksum = np.bincount(key, minlength=_NC * na).reshape(_NC, na).astype(float)
-    dev = np.asarray(cells.y, float) - ybar[flat]
-    dsum = np.bincount(key, weights=dev, minlength=_NC * na).reshape(_NC, na)
-    ss = np.nan_to_num(cells.ss).sum(axis=0).astype(float)
-    kind, labels = _kinds(spec, cells)
-    per = spec.residual_sd == "per_connection"
-    mu_prior = spec.priors["mu_bar"]
-    if mu_prior.dist != "Normal":
-        raise ValueError("the integrated crossed model needs a Normal mu_bar prior")
-    p = dict(mu_prior.params)
-    return {
-        "na": na, "ng": ng, "gc": g["conn"].astype(np.int64), "gn": g["n"].astype(float),
-        "gw": g["w"].astype(float), "kd": kd, "ysum": ysum, "ysq": ysq, "ksum": ksum,
-        "dsum": dsum, "ss": ss, "kind": kind, "nk": max(len(labels), 1),
-        "kind_labels": labels, "ns": _NC if per else 1,
-        "smap": np.arange(_NC) if per else np.zeros(_NC, dtype=np.int64),
-        "m0": float(p["mu"]), "s0": float(p["sigma"]), "n_rows": int(cells.n_rows),
-        "priors": (spec.priors["tau"], spec.priors["sigma"], spec.priors["omega"]),
-    }
 
 
 def theta_names(data: dict) -> list[str]:
