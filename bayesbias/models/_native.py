@@ -929,7 +929,8 @@ static int cxi_factor(const cxi_data *D, const double *x, cxi_work *W) {
         for (c = 0; c < 4; c++) tm[4 * cg + c] -= W->fg[g] * W->ktb[4 * g + c];
     }
     for (i = 0; i < 4; i++)
-        for (j = 0; j < i; j++) tm[4 * i + j] = tm[4 * j + i] = 0.5 * (tm[4 * i + j] + tm[4 * j + i]);
+        for (j = 0; j < i; j++)
+            tm[4 * i + j] = tm[4 * j + i] = 0.5 * (tm[4 * i + j] + tm[4 * j + i]);
     if (cxi_chol_inv(4, tm, W->tinv, el4, li4, &lds)) return 4;
     W->logdet += lds;
     for (i = 0; i < 4; i++) {

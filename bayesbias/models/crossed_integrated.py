@@ -39,7 +39,8 @@ from .spec import ModelSpec
 
 __all__ = ["integrated_data", "log_marginal", "log_marginal_grad", "theta_names",
            "initial_point", "sample_scales", "posterior_draws",
-           "draw_gaussian", "conditional_mu_bar"]
+           "draw_gaussian", "conditional_mu_bar", "pack_types_c", "pack_draws_c",
+           "n_normals", "entry_points", "conditional_moments_c", "draw_c"]
 
 _NC = len(CONNECTIONS)
 _LOG2PI = float(np.log(2 * np.pi))
@@ -272,10 +273,38 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
     C-callable function run by bayesbias' nutpie driver, :func:`._nutpie.run`, as the
     default kernels are: no Python per step), ``"cfunc_schur"`` (the same on the rank-G
     Cholesky factorisation, :func:`log_marginal_schur_grad`) or ``"cfunc_types"`` (attribute
-    sums collapsed onto types, :func:`log_marginal_types_grad`). Exploratory.
+    sums collapsed onto types, :func:`log_marginal_types_grad`) or ``"c"`` (the same
+    density as C, :func:`entry_points` on :func:`pack_types_c`'s block, by the same driver;
+    theta is the log of its expanded tau, sigma, omega). Exploratory.
     """
     k = _NC + data["ns"] + data["nk"]
     names = theta_names(data)
+    if kernel == "c":
+        from types import SimpleNamespace
+
+        from ._nutpie import run
+
+        points = entry_points()
+        if points is None:
+            raise RuntimeError("kernel='c' needs the compiled kernels (a C compiler)")
+        ns, nk = data["ns"], data["nk"]
+        kern = SimpleNamespace(data=pack_types_c(data), dim=k, expanded_dim=k,
+                               logp=points[0], expand=points[1],
+                               names=["tau", "sigma", "omega"], shapes=[(_NC,), (ns,), (nk,)],
+                               dims={"tau": ("connection",), "sigma": ("sigma_index",),
+                                     "omega": ("omega_index",)},
+                               coords={"sigma_index": [str(i) for i in range(ns)],
+                                       "omega_index": [str(i) for i in range(nk)]},
+                               adaptation="diag")
+
+        def init_c(s):
+            return initial_point(data, np.random.default_rng([seed, int(s) % (2**63)]))
+
+        post, stats = run(kern, init_c, "integrated crossed", draws, tune, chains, cores,
+                          seed, target_accept)
+        scales = [np.asarray(post[n].transpose("chain", "draw", ...).values)
+                  for n in ("tau", "sigma", "omega")]
+        return np.log(np.concatenate(scales, axis=-1)), stats
     if kernel in ("cfunc", "cfunc_schur", "cfunc_types"):
         from types import SimpleNamespace
 
@@ -309,8 +338,8 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         packed = pack_sparse(data)
         log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
     elif kernel != "numpy":
-        raise ValueError(f"kernel must be numpy, numba, cfunc, cfunc_schur or cfunc_types, "
-                         f"got {kernel!r}")
+        raise ValueError(f"kernel must be numpy, numba, cfunc, cfunc_schur, cfunc_types or "
+                         f"c, got {kernel!r}")
 
     def make_logp():
         if kernel == "numba":
@@ -649,7 +678,7 @@ def _pack_c(data, types, full):
 
 
 def n_normals(packed: np.ndarray) -> int:
-    """Standard normals ``cxi_draw`` takes per draw: ``4 + na + nnz + ng`` (its docstring)."""
+    """Return how many standard normals ``cxi_draw`` takes per draw: ``4 + na + nnz + ng``."""
     return int(4 + packed[5] + packed[6] + packed[1])
 
 
