@@ -699,6 +699,497 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
     }
     return 0;
 }
+
+/* ---- the crossed model with mu_bar and the attribute effects integrated out: NUTS on the
+ * log scales x = (log tau[4], log sigma[ns], log omega[nk]) only (layout of
+ * crossed_integrated.pack_types_c, and with the per-attribute part of pack_draws_c). The
+ * formulas are crossed_integrated.log_marginal_types_grad's: every sum over attributes
+ * collapsed onto the attribute types (same kind, rows per connection and counts per group),
+ * the v block of the conditional precision P factorised through S = I - C^1/2 K'Dv^-1 K C^1/2
+ * (groups x groups, Cholesky) and the 4 x 4 Schur complement T of mu_bar (Cholesky). ---- */
+typedef struct {
+    int64_t ng, nt, ns, nk, na, nnz, full;
+    const double *gc, *gn, *gw, *ysum, *ysq, *ss, *smap, *consts, *priors, *tn, *tkind;
+    const double *tksum, *tk, *d1, *d2, *kind, *ksum, *dsum, *eptr, *eg, *ek;
+} cxi_data;
+
+/* header [length, ng, nt, ns, nk, na, nnz, full]; 0, or -1 if the block is inconsistent */
+static int cxi_parse(const double *data, cxi_data *D) {
+    int64_t o = 8, ng, nt;
+    D->ng = ng = (int64_t)data[1];
+    D->nt = nt = (int64_t)data[2];
+    D->ns = (int64_t)data[3];
+    D->nk = (int64_t)data[4];
+    D->na = (int64_t)data[5];
+    D->nnz = (int64_t)data[6];
+    D->full = data[7] > 0.5;
+    if (ng < 1 || nt < 1 || D->ns < 1 || D->ns > 4 || D->nk < 1 || D->nk > 60) return -1;
+    D->gc = data + o; o += ng;
+    D->gn = data + o; o += ng;
+    D->gw = data + o; o += ng;
+    D->ysum = data + o; o += ng;
+    D->ysq = data + o; o += ng;
+    D->ss = data + o; o += 4;
+    D->smap = data + o; o += 4;
+    D->consts = data + o; o += 3;
+    D->priors = data + o; o += 15;
+    D->tn = data + o; o += nt;
+    D->tkind = data + o; o += nt;
+    D->tksum = data + o; o += 4 * nt;
+    D->tk = data + o; o += nt * ng;
+    D->d1 = data + o; o += 4 * nt;
+    D->d2 = data + o; o += 16 * nt;
+    if (D->full) {
+        D->kind = data + o; o += D->na;
+        D->ksum = data + o; o += 4 * D->na;
+        D->dsum = data + o; o += 4 * D->na;
+        D->eptr = data + o; o += D->na + 1;
+        D->eg = data + o; o += D->nnz;
+        D->ek = data + o; o += D->nnz;
+    }
+    return o == (int64_t)data[0] ? 0 : -1;
+}
+
+/* the factorisation at one x, and what the gradient and the draws reuse */
+typedef struct {
+    double tau[4], sigc[4], u[4], a4[4], bmu[4], tinv[16], m_mu[4], om[64], p[64];
+    double cc, logdet, val;
+    /* groups */
+    double *w2, *xg, *rc, *fg, *kb, *rkb, *ktv, *z, *km;
+    /* types */
+    double *dinv, *beta, *b1, *b2, *du2;
+    /* groups x groups, groups x 4 */
+    double *gm, *rg, *el, *linv, *grg, *q, *sinv, *wm, *ktb, *gmf, *wt;
+} cxi_work;
+
+static int64_t cxi_work_size(int64_t ng, int64_t nt) {
+    return 9 * ng + 8 * nt + 7 * ng * ng + 4 * 4 * ng;
+}
+
+static void cxi_work_init(cxi_work *W, double *buf, int64_t ng, int64_t nt) {
+    double *o = buf;
+    W->w2 = o; o += ng; W->xg = o; o += ng; W->rc = o; o += ng; W->fg = o; o += ng;
+    W->kb = o; o += ng; W->rkb = o; o += ng; W->ktv = o; o += ng; W->z = o; o += ng;
+    W->km = o; o += ng;
+    W->dinv = o; o += nt; W->beta = o; o += nt; W->b1 = o; o += nt; W->b2 = o; o += nt;
+    W->du2 = o; o += 4 * nt;
+    W->gm = o; o += ng * ng; W->rg = o; o += ng * ng; W->el = o; o += ng * ng;
+    W->linv = o; o += ng * ng; W->grg = o; o += ng * ng; W->q = o; o += ng * ng;
+    W->sinv = o; o += ng * ng;
+    W->wm = o; o += 4 * ng; W->ktb = o; o += 4 * ng; W->gmf = o; o += 4 * ng;
+    W->wt = o;
+}
+
+/* Cholesky of the symmetric positive-definite n x n matrix a (row-major, lower triangle
+ * read): its inverse (full) and log det. el, linv: n x n scratch. 0, or 1 if not PD. */
+static int cxi_chol_inv(int64_t n, const double *a, double *inv, double *el, double *linv,
+                        double *logdet) {
+    int64_t i, j, k;
+    double ld = 0.0;
+    for (i = 0; i < n * n; i++) {
+        el[i] = 0.0;
+        linv[i] = 0.0;
+    }
+    for (i = 0; i < n; i++)
+        for (j = 0; j <= i; j++) {
+            double acc = a[i * n + j];
+            for (k = 0; k < j; k++) acc -= el[i * n + k] * el[j * n + k];
+            if (i == j) {
+                if (!(acc > 0.0)) return 1;
+                el[i * n + i] = sqrt(acc);
+                ld += log(acc);
+            } else {
+                el[i * n + j] = acc / el[j * n + j];
+            }
+        }
+    for (j = 0; j < n; j++) {
+        linv[j * n + j] = 1.0 / el[j * n + j];
+        for (i = j + 1; i < n; i++) {
+            double acc = 0.0;
+            for (k = j; k < i; k++) acc -= el[i * n + k] * linv[k * n + j];
+            linv[i * n + j] = acc / el[i * n + i];
+        }
+    }
+    for (i = 0; i < n; i++)
+        for (j = 0; j <= i; j++) {
+            double acc = 0.0;
+            for (k = i; k < n; k++) acc += linv[k * n + i] * linv[k * n + j];
+            inv[i * n + j] = acc;
+            inv[j * n + i] = acc;
+        }
+    *logdet = ld;
+    return 0;
+}
+
+/* everything up to mu_bar's conditional mean m_mu and covariance tinv; W->val: the explicit
+ * terms K (no priors). 0, or 4 if S or T is not positive definite (or not finite). */
+static int cxi_factor(const cxi_data *D, const double *x, cxi_work *W) {
+    int64_t ng = D->ng, nt = D->nt, ns = D->ns, nk = D->nk, g, h, c, j, t, i;
+    double s0 = D->consts[0], m0 = D->consts[1], n_rows = D->consts[2], s02 = s0 * s0, lds;
+    double tm[16], rr[4], el4[16], li4[16];
+    for (c = 0; c < 4; c++) W->tau[c] = exp(x[c]);
+    for (c = 0; c < 4; c++) {
+        W->sigc[c] = exp(x[4 + (int64_t)D->smap[c]]);
+        W->u[c] = 1.0 / (W->sigc[c] * W->sigc[c]);
+        W->a4[c] = 1.0 / s02;
+        W->bmu[c] = m0 / s02;
+    }
+    for (j = 0; j < nk; j++) {
+        W->om[j] = exp(x[4 + ns + j]);
+        W->p[j] = 1.0 / (W->om[j] * W->om[j]);
+    }
+    W->cc = 4.0 * m0 * m0 / s02;
+    W->val = -0.5 * n_rows * LOG_2PI - 4.0 * log(s0);
+    for (g = 0; g < ng; g++) {
+        double tc, sc, uc, gn = D->gn[g], gw = D->gw[g];
+        c = (int64_t)D->gc[g];
+        tc = W->tau[c];
+        sc = W->sigc[c];
+        uc = W->u[c];
+        W->w2[g] = 1.0 / (tc * tc + sc * sc / gn);
+        W->xg[g] = tc * tc * uc;
+        W->rc[g] = sqrt(gw * uc * W->xg[g] / (1.0 + gn * W->xg[g]));
+        W->fg[g] = gw * W->w2[g] / gn;
+        W->a4[c] += gw * W->w2[g];
+        W->bmu[c] += W->w2[g] * D->ysum[g];
+        W->cc += W->w2[g] * D->ysq[g];
+        W->val += gw * (-(gn - 1.0) * log(sc) + 0.5 * log(W->w2[g] / gn));
+    }
+    for (c = 0; c < 4; c++) W->cc += W->u[c] * D->ss[c];
+    W->logdet = 0.0;
+    for (i = 0; i < ng * ng; i++) W->gm[i] = 0.0;
+    for (g = 0; g < ng; g++) W->kb[g] = 0.0;
+    for (t = 0; t < nt; t++) {
+        int64_t kt = (int64_t)D->tkind[t];
+        const double *tk = D->tk + t * ng;
+        double d = W->p[kt], bt = 0.0, du = 0.0, q2 = 0.0, tn = D->tn[t];
+        for (c = 0; c < 4; c++) d += D->tksum[4 * t + c] * W->u[c];
+        W->dinv[t] = 1.0 / d;
+        W->logdet += tn * log(d);
+        W->val -= tn * log(W->om[kt]);
+        for (g = 0; g < ng; g++) bt += tk[g] * W->w2[g] * D->ysum[g] / D->gn[g];
+        W->beta[t] = bt;
+        for (i = 0; i < 4; i++) {
+            double acc = 0.0;
+            du += D->d1[4 * t + i] * W->u[i];
+            for (j = 0; j < 4; j++) acc += D->d2[16 * t + 4 * i + j] * W->u[j];
+            W->du2[4 * t + i] = acc;
+            q2 += W->u[i] * acc;
+        }
+        W->b1[t] = du + tn * bt;
+        W->b2[t] = q2 + 2.0 * bt * du + tn * bt * bt;
+        for (g = 0; g < ng; g++) {
+            if (tk[g] != 0.0) {
+                W->kb[g] += tk[g] * W->dinv[t] * W->b1[t];
+                for (h = 0; h < ng; h++) W->gm[g * ng + h] += tn * W->dinv[t] * tk[g] * tk[h];
+            }
+        }
+    }
+    /* S = I - rc Gm rc (in q), its inverse, rg = rc S^-1 rc */
+    for (g = 0; g < ng; g++)
+        for (h = 0; h < ng; h++)
+            W->q[g * ng + h] = (g == h ? 1.0 : 0.0) - W->rc[g] * W->gm[g * ng + h] * W->rc[h];
+    if (cxi_chol_inv(ng, W->q, W->sinv, W->el, W->linv, &lds)) return 4;
+    W->logdet += lds;
+    for (g = 0; g < ng; g++)
+        for (h = 0; h < ng; h++)
+            W->rg[g * ng + h] = W->rc[g] * W->sinv[g * ng + h] * W->rc[h];
+    /* Gm F (in gmf), W = F + rg Gm F, rg kb, K'tb = Gm W, K'tv = kb + Gm rg kb */
+    for (i = 0; i < 4 * ng; i++) {
+        W->gmf[i] = 0.0;
+        W->wm[i] = 0.0;
+        W->ktb[i] = 0.0;
+    }
+    for (g = 0; g < ng; g++)
+        for (h = 0; h < ng; h++) W->gmf[4 * g + (int64_t)D->gc[h]] += W->gm[g * ng + h] * W->fg[h];
+    for (g = 0; g < ng; g++) {
+        W->wm[4 * g + (int64_t)D->gc[g]] += W->fg[g];
+        W->rkb[g] = 0.0;
+        for (h = 0; h < ng; h++) {
+            W->rkb[g] += W->rg[g * ng + h] * W->kb[h];
+            for (c = 0; c < 4; c++) W->wm[4 * g + c] += W->rg[g * ng + h] * W->gmf[4 * h + c];
+        }
+    }
+    for (g = 0; g < ng; g++) {
+        W->ktv[g] = W->kb[g];
+        for (h = 0; h < ng; h++) {
+            W->ktv[g] += W->gm[g * ng + h] * W->rkb[h];
+            for (c = 0; c < 4; c++) W->ktb[4 * g + c] += W->gm[g * ng + h] * W->wm[4 * h + c];
+        }
+    }
+    /* T = A4 - F'K'tb, r = bmu - F'K'tv; T^-1, m_mu = T^-1 r */
+    for (i = 0; i < 16; i++) tm[i] = 0.0;
+    for (c = 0; c < 4; c++) {
+        tm[5 * c] = W->a4[c];
+        rr[c] = W->bmu[c];
+    }
+    for (g = 0; g < ng; g++) {
+        int64_t cg = (int64_t)D->gc[g];
+        rr[cg] -= W->fg[g] * W->ktv[g];
+        for (c = 0; c < 4; c++) tm[4 * cg + c] -= W->fg[g] * W->ktb[4 * g + c];
+    }
+    for (i = 0; i < 4; i++)
+        for (j = 0; j < i; j++)
+            tm[4 * i + j] = tm[4 * j + i] = 0.5 * (tm[4 * i + j] + tm[4 * j + i]);
+    if (cxi_chol_inv(4, tm, W->tinv, el4, li4, &lds)) return 4;
+    W->logdet += lds;
+    for (i = 0; i < 4; i++) {
+        W->m_mu[i] = 0.0;
+        for (j = 0; j < 4; j++) W->m_mu[i] += W->tinv[4 * i + j] * rr[j];
+    }
+    for (g = 0; g < ng; g++) {
+        W->z[g] = W->rkb[g];
+        for (c = 0; c < 4; c++) W->z[g] -= W->wm[4 * g + c] * W->m_mu[c];
+    }
+    for (i = 0; i < 16; i++)
+        if (!isfinite(W->tinv[i])) return 4;
+    return 0;
+}
+
+/* the workspace: on the stack when small */
+#define CXI_STACK 4096
+
+int64_t cxi_logp(uint64_t dim, const double *x, double *out, double *logp_,
+                 const double *data) {
+    cxi_data D;
+    cxi_work W;
+    double stack[CXI_STACK], *buf = stack, quad = 0.0, val, grad[68], d_u[4], d_p[64], kt_[4];
+    int64_t ng, nt, ns, nk, k, g, h, c, t, j, size;
+    int64_t rc = 0;
+    if (cxi_parse(data, &D)) return -1;
+    ng = D.ng; nt = D.nt; ns = D.ns; nk = D.nk;
+    k = 4 + ns + nk;
+    if ((int64_t)dim != k) return -1;
+    size = cxi_work_size(ng, nt);
+    if (size > CXI_STACK) {
+        buf = (double *)malloc(sizeof(double) * (size_t)size);
+        if (buf == NULL) return -2;
+    }
+    cxi_work_init(&W, buf, ng, nt);
+    if (cxi_factor(&D, x, &W)) { rc = 4; goto done; }
+    for (c = 0; c < 4; c++) quad += W.bmu[c] * W.m_mu[c];
+    /* Q = rg + W T^-1 W' */
+    for (g = 0; g < ng; g++)
+        for (c = 0; c < 4; c++) {
+            double acc = 0.0;
+            for (j = 0; j < 4; j++) acc += W.wm[4 * g + j] * W.tinv[4 * j + c];
+            W.wt[4 * g + c] = acc;
+        }
+    for (g = 0; g < ng; g++)
+        for (h = 0; h < ng; h++) {
+            double acc = W.rg[g * ng + h];
+            for (c = 0; c < 4; c++) acc += W.wt[4 * g + c] * W.wm[4 * h + c];
+            W.q[g * ng + h] = acc;
+        }
+    for (g = 0; g < ng; g++) W.km[g] = 0.0;
+    for (c = 0; c < 4; c++) d_u[c] = 0.0;
+    for (j = 0; j < nk; j++) d_p[j] = 0.0;
+    for (t = 0; t < nt; t++) {
+        const double *tk = D.tk + t * ng;
+        double kz = 0.0, kqk = 0.0, di = W.dinv[t], tn = D.tn[t], sm, sm2, hs;
+        for (g = 0; g < ng; g++) {
+            if (tk[g] != 0.0) {
+                kz += tk[g] * W.z[g];
+                for (h = 0; h < ng; h++) kqk += tk[g] * W.q[g * ng + h] * tk[h];
+            }
+        }
+        quad += di * (W.b2[t] + kz * W.b1[t]);
+        sm = di * (W.b1[t] + tn * kz);
+        sm2 = di * di * (W.b2[t] + 2.0 * kz * W.b1[t] + tn * kz * kz);
+        hs = -0.5 * (tn * (di + di * di * kqk) + sm2);
+        d_p[(int64_t)D.tkind[t]] += hs;
+        for (c = 0; c < 4; c++)
+            d_u[c] += D.tksum[4 * t + c] * hs
+                      + di * (W.du2[4 * t + c] + (W.beta[t] + kz) * D.d1[4 * t + c]);
+        for (g = 0; g < ng; g++) W.km[g] += tk[g] * sm;
+    }
+    val = W.val - 0.5 * W.logdet - 0.5 * (W.cc - quad);
+    for (j = 0; j < k; j++) grad[j] = 0.0;
+    for (c = 0; c < 4; c++) d_u[c] -= 0.5 * D.ss[c];
+    /* Gm rg */
+    for (g = 0; g < ng; g++)
+        for (h = 0; h < ng; h++) {
+            double acc = 0.0;
+            for (j = 0; j < ng; j++) acc += W.gm[g * ng + j] * W.rg[j * ng + h];
+            W.grg[g * ng + h] = acc;
+        }
+    for (g = 0; g < ng; g++) {
+        double gn = D.gn[g], gw = D.gw[g], w2 = W.w2[g], xg = W.xg[g];
+        double kvk, d_c, d_f, h4, dw, x1, dc_dlt, dc_dls, tc, sc, uc, mm, kmg = W.km[g];
+        c = (int64_t)D.gc[g];
+        tc = W.tau[c];
+        sc = W.sigc[c];
+        uc = W.u[c];
+        mm = W.m_mu[c];
+        kvk = W.gm[g * ng + g];
+        for (h = 0; h < ng; h++) kvk += W.grg[g * ng + h] * W.gm[h * ng + g];
+        for (j = 0; j < 4; j++) {
+            kt_[j] = 0.0;
+            for (h = 0; h < 4; h++) kt_[j] += W.ktb[4 * g + h] * W.tinv[4 * h + j];
+        }
+        for (j = 0; j < 4; j++) kvk += kt_[j] * W.ktb[4 * g + j];
+        d_c = 0.5 * (kvk + kmg * kmg);
+        d_f = kt_[c] - mm * kmg;
+        h4 = -0.5 * (W.tinv[5 * c] + mm * mm);
+        dw = (gw * h4 + d_f * gw / gn + D.ysum[g] * (mm + kmg / gn) - 0.5 * D.ysq[g]
+              + 0.5 * gw / w2);
+        x1 = 1.0 + gn * xg;
+        dc_dlt = gw * uc * 2.0 * xg / (x1 * x1);
+        dc_dls = -2.0 * gw * uc * xg / x1 - 2.0 * gw * uc * xg / (x1 * x1);
+        grad[c] += dw * (-2.0 * tc * tc * w2 * w2) + d_c * dc_dlt;
+        grad[4 + (int64_t)D.smap[c]] += (dw * (-2.0 * sc * sc * w2 * w2 / gn) + d_c * dc_dls
+                                        - gw * (gn - 1.0));
+    }
+    for (c = 0; c < 4; c++) grad[4 + (int64_t)D.smap[c]] += d_u[c] * (-2.0 * W.u[c]);
+    for (j = 0; j < nk; j++) grad[4 + ns + j] += d_p[j] * (-2.0 * W.p[j]);
+    for (t = 0; t < nt; t++) grad[4 + ns + (int64_t)D.tkind[t]] -= D.tn[t];
+    /* the scale priors at exp(x), with the log-Jacobian */
+    for (j = 0; j < k; j++) {
+        const double *pr = D.priors + 5 * (j < 4 ? 0 : (j < 4 + ns ? 1 : 2));
+        double v = exp(x[j]), pg, pl = prior((int)pr[0], pr[2], pr[3], pr[4], v, &pg);
+        val += pl + x[j];
+        grad[j] += pg * v + 1.0;
+    }
+    for (j = 0; j < k; j++) {
+        if (!isfinite(grad[j])) { rc = 3; goto done; }
+        out[j] = grad[j];
+    }
+    logp_[0] = val;
+    if (!isfinite(val)) rc = 4;
+done:
+    if (buf != stack) free(buf);
+    return rc;
+}
+
+/* expanded: (tau[4], sigma[ns], omega[nk]) = exp(x) */
+int64_t cxi_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
+                   const double *data) {
+    int64_t k = 4 + (int64_t)data[3] + (int64_t)data[4], j;
+    if ((int64_t)dim != k || (int64_t)expanded != k) return -1;
+    for (j = 0; j < k; j++) out[j] = exp(x[j]);
+    return 0;
+}
+
+/* mu_bar | x, y ~ Normal(mean, cov) at each of n rows of xs (n x k): mean (n x 4), cov
+ * (n x 4 x 4). 0, -1 (bad block), -2 (no memory), or 4 + 10 i at the failed row i. */
+int64_t cxi_moments(int64_t n, const double *xs, const double *data, double *mean,
+                    double *cov) {
+    cxi_data D;
+    cxi_work W;
+    double stack[CXI_STACK], *buf = stack;
+    int64_t k, s, i, size, rc = 0;
+    if (cxi_parse(data, &D)) return -1;
+    k = 4 + D.ns + D.nk;
+    size = cxi_work_size(D.ng, D.nt);
+    if (size > CXI_STACK) {
+        buf = (double *)malloc(sizeof(double) * (size_t)size);
+        if (buf == NULL) return -2;
+    }
+    cxi_work_init(&W, buf, D.ng, D.nt);
+    for (s = 0; s < n; s++) {
+        if (cxi_factor(&D, xs + s * k, &W)) { rc = 4 + 10 * s; break; }
+        for (i = 0; i < 4; i++) mean[4 * s + i] = W.m_mu[i];
+        for (i = 0; i < 16; i++) cov[16 * s + i] = W.tinv[i];
+    }
+    if (buf != stack) free(buf);
+    return rc;
+}
+
+/* One joint draw of (mu_bar, v) | x, y per row of xs (n x k): P^-1 (b + z), z ~ Normal(0, P)
+ * built from P's positive semi-definite terms with the standard normals of that row
+ * (normals: n x m, m = 4 + na + nnz + ng): [0, 4) mu_bar's prior (z_mu += e / s0); [4, 4+na)
+ * the attributes' priors (z_v += e sqrt(p[kind])); [4+na, 4+na+nnz) the within-cell terms,
+ * one per (attribute, group) entry e in the block's order (attribute-major), ee = e
+ * sqrt(k_e cells u), then z_v[a_e] += ee - k_e sum_{e' in g} ee' / n_g; [4+na+nnz, m) the
+ * between-cell terms, eb = e sqrt(cells w2) per group g: z_mu[c_g] += eb,
+ * z_v[a_e] += k_e eb / n_g. P^-1 through S and T (cxi_factor): O(entries + groups^2) per
+ * draw. Needs pack_draws_c's block. 0, -1, -2, or 4 + 10 i at the failed row i. */
+int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const double *data,
+                 double *mu_out, double *v_out) {
+    cxi_data D;
+    cxi_work W;
+    double stack[CXI_STACK], *buf = stack, *rv, *dva, *ee, *sg, rmu[4], xmu[4];
+    int64_t k, s, i, j, a, e, g, h, c, size, m, na, nnz, ng, rc = 0;
+    if (cxi_parse(data, &D) || !D.full) return -1;
+    ng = D.ng;
+    na = D.na;
+    nnz = D.nnz;
+    k = 4 + D.ns + D.nk;
+    m = 4 + na + nnz + ng;
+    size = cxi_work_size(ng, D.nt) + 2 * na + nnz + ng;
+    if (size > CXI_STACK) {
+        buf = (double *)malloc(sizeof(double) * (size_t)size);
+        if (buf == NULL) return -2;
+    }
+    cxi_work_init(&W, buf, ng, D.nt);
+    rv = buf + cxi_work_size(ng, D.nt);
+    dva = rv + na;
+    ee = dva + na;
+    sg = ee + nnz;
+    for (s = 0; s < n; s++) {
+        const double *nr = normals + s * m, *x = xs + s * k;
+        double s0 = D.consts[0];
+        if (cxi_factor(&D, x, &W)) { rc = 4 + 10 * s; break; }
+        for (c = 0; c < 4; c++) rmu[c] = W.bmu[c] + nr[c] / s0;
+        for (g = 0; g < ng; g++) sg[g] = 0.0;
+        for (a = 0; a < na; a++) {
+            int64_t ka = (int64_t)D.kind[a];
+            double d = W.p[ka], b = 0.0;
+            for (c = 0; c < 4; c++) d += D.ksum[4 * a + c] * W.u[c];
+            dva[a] = 1.0 / d;
+            for (c = 0; c < 4; c++) b += W.u[c] * D.dsum[4 * a + c];
+            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++) {
+                g = (int64_t)D.eg[e];
+                b += D.ek[e] * W.w2[g] * D.ysum[g] / D.gn[g];
+                ee[e] = nr[4 + na + e] * sqrt(D.ek[e] * D.gw[g] * W.u[(int64_t)D.gc[g]]);
+                sg[g] += ee[e];
+            }
+            rv[a] = b + nr[4 + a] * sqrt(W.p[ka]);
+        }
+        for (g = 0; g < ng; g++) {
+            double eb = nr[4 + na + nnz + g] * sqrt(D.gw[g] * W.w2[g]);
+            rmu[(int64_t)D.gc[g]] += eb;
+            sg[g] = sg[g] / D.gn[g];  /* the group's mean of the within terms */
+            W.z[g] = eb / D.gn[g];     /* between term per unit count (z reused) */
+        }
+        for (g = 0; g < ng; g++) W.kb[g] = 0.0;
+        for (a = 0; a < na; a++) {
+            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++) {
+                g = (int64_t)D.eg[e];
+                rv[a] += ee[e] - D.ek[e] * sg[g] + D.ek[e] * W.z[g];
+            }
+            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++)
+                W.kb[(int64_t)D.eg[e]] += D.ek[e] * dva[a] * rv[a];
+        }
+        /* x_mu = T^-1 (r_mu - F'(kb + Gm rg kb)), x_v = Dv^-1 (r_v + K (rg kb - W x_mu)) */
+        for (g = 0; g < ng; g++) {
+            W.rkb[g] = 0.0;
+            for (h = 0; h < ng; h++) W.rkb[g] += W.rg[g * ng + h] * W.kb[h];
+        }
+        for (g = 0; g < ng; g++) {
+            double acc = W.kb[g];
+            for (h = 0; h < ng; h++) acc += W.gm[g * ng + h] * W.rkb[h];
+            rmu[(int64_t)D.gc[g]] -= W.fg[g] * acc;
+        }
+        for (i = 0; i < 4; i++) {
+            xmu[i] = 0.0;
+            for (j = 0; j < 4; j++) xmu[i] += W.tinv[4 * i + j] * rmu[j];
+            mu_out[4 * s + i] = xmu[i];
+        }
+        for (g = 0; g < ng; g++) {
+            W.z[g] = W.rkb[g];
+            for (c = 0; c < 4; c++) W.z[g] -= W.wm[4 * g + c] * xmu[c];
+        }
+        for (a = 0; a < na; a++) {
+            double acc = rv[a];
+            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++)
+                acc += D.ek[e] * W.z[(int64_t)D.eg[e]];
+            v_out[na * s + a] = dva[a] * acc;
+        }
+    }
+    if (buf != stack) free(buf);
+    return rc;
+}
 """
 
 #: Loaded libraries by source key (a registered prior changes the source); None: failed.
@@ -781,13 +1272,16 @@ def entry_points(family: str):
 
     `family`: "cell", "grouped" (the cell kernel on groups of cells), "additive", "crossed",
     "crossed_grouped" (the crossed kernel on groups of cells), "crossed_classes" (on classes
-    of cells that share connection and count).
+    of cells that share connection and count), "crossed_integrated" (the crossed model's log
+    scales with mu_bar and the attribute effects integrated out, on
+    :func:`.crossed_integrated.pack_types_c`'s block; expanded: tau, sigma, omega).
     """
     lib = library()
     if lib is None:
         return None
     prefix = {"cell": "cm", "grouped": "cmg", "additive": "add", "crossed": "cx",
-              "crossed_grouped": "cxg", "crossed_classes": "cxc"}[family]
+              "crossed_grouped": "cxg", "crossed_classes": "cxc",
+              "crossed_integrated": "cxi"}[family]
     expand = {"grouped": "cm", "crossed_grouped": "cx",
               "crossed_classes": "cx"}.get(family, prefix)  # same parameters
     return CFunc(lib, f"{prefix}_logp", 1), CFunc(lib, f"{expand}_expand", 2)

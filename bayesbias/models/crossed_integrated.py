@@ -36,7 +36,8 @@ from . import priors as _priors
 
 __all__ = ["log_marginal", "log_marginal_grad", "theta_names",
            "initial_point", "sample_scales", "posterior_draws",
-           "draw_gaussian", "conditional_mu_bar"]
+           "draw_gaussian", "conditional_mu_bar", "pack_types_c", "pack_draws_c",
+           "n_normals", "entry_points", "conditional_moments_c", "draw_c"]
 
 _NC = len(CONNECTIONS)
 _LOG2PI = float(np.log(2 * np.pi))
@@ -224,10 +225,38 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
     C-callable function run by bayesbias' nutpie driver, :func:`._nutpie.run`, as the
     default kernels are: no Python per step), ``"cfunc_schur"`` (the same on the rank-G
     Cholesky factorisation, :func:`log_marginal_schur_grad`) or ``"cfunc_types"`` (attribute
-    sums collapsed onto types, :func:`log_marginal_types_grad`). Exploratory.
+    sums collapsed onto types, :func:`log_marginal_types_grad`) or ``"c"`` (the same
+    density as C, :func:`entry_points` on :func:`pack_types_c`'s block, by the same driver;
+    theta is the log of its expanded tau, sigma, omega). Exploratory.
     """
     k = _NC + data["ns"] + data["nk"]
     names = theta_names(data)
+    if kernel == "c":
+        from types import SimpleNamespace
+
+        from ._nutpie import run
+
+        points = entry_points()
+        if points is None:
+            raise RuntimeError("kernel='c' needs the compiled kernels (a C compiler)")
+        ns, nk = data["ns"], data["nk"]
+        kern = SimpleNamespace(data=pack_types_c(data), dim=k, expanded_dim=k,
+                               logp=points[0], expand=points[1],
+                               names=["tau", "sigma", "omega"], shapes=[(_NC,), (ns,), (nk,)],
+                               dims={"tau": ("connection",), "sigma": ("sigma_index",),
+                                     "omega": ("omega_index",)},
+                               coords={"sigma_index": [str(i) for i in range(ns)],
+                                       "omega_index": [str(i) for i in range(nk)]},
+                               adaptation="diag")
+
+        def init_c(s):
+            return initial_point(data, np.random.default_rng([seed, int(s) % (2**63)]))
+
+        post, stats = run(kern, init_c, "integrated crossed", draws, tune, chains, cores,
+                          seed, target_accept)
+        scales = [np.asarray(post[n].transpose("chain", "draw", ...).values)
+                  for n in ("tau", "sigma", "omega")]
+        return np.log(np.concatenate(scales, axis=-1)), stats
     if kernel in ("cfunc", "cfunc_schur", "cfunc_types"):
         from types import SimpleNamespace
 
@@ -261,8 +290,8 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         packed = pack_sparse(data)
         log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
     elif kernel != "numpy":
-        raise ValueError(f"kernel must be numpy, numba, cfunc, cfunc_schur or cfunc_types, "
-                         f"got {kernel!r}")
+        raise ValueError(f"kernel must be numpy, numba, cfunc, cfunc_schur, cfunc_types or "
+                         f"c, got {kernel!r}")
 
     def make_logp():
         if kernel == "numba":
@@ -548,3 +577,147 @@ def log_marginal_types_grad(theta, data: dict,
     g_sig += np.bincount(smap, weights=d_u * (-2 * u), minlength=ns)
     g_om = d_p * (-2 * p) - np.bincount(tkind, weights=nt, minlength=nk)
     return value, grad + np.concatenate([g_tau, g_sig, g_om])
+
+
+# -- the compiled kernel (C, :mod:`._native`: cxi_logp, cxi_expand, cxi_moments, cxi_draw) --
+
+#: Header of :func:`pack_types_c`'s block: length, groups, types, ns, nk, attributes,
+#: (attribute, group) entries, whether the per-attribute part of :func:`pack_draws_c` follows.
+_HEAD = 8
+
+
+def pack_types_c(data: dict, types: dict | None = None) -> np.ndarray:
+    """One flat float64 block: what the C density ``cxi_logp`` and ``cxi_moments`` read.
+
+    `data`: :func:`integrated_data`; `types`: :func:`attribute_types` (computed if None).
+    Header ``[length, ng, nt, ns, nk, na, nnz, 0]``, then per group connection, n, cells,
+    sum and sum of squares of the cell means; ``ss`` (4), ``smap`` (4), ``(s0, m0, rows)``,
+    the priors of tau, sigma, omega (:func:`.priors.kernel_row`, 3 x 5); per type count,
+    kind, ``ksum`` (types x 4), ``k`` (types x groups), ``d1`` (types x 4), ``d2``
+    (types x 16).
+    """
+    return _pack_c(data, types, full=False)
+
+
+def pack_draws_c(data: dict, types: dict | None = None) -> np.ndarray:
+    """:func:`pack_types_c`'s block and the per-attribute part ``cxi_draw`` needs.
+
+    Header flag 1, then per attribute kind, ``ksum`` (attributes x 4), ``dsum``
+    (attributes x 4), and the nonzero counts of ``kd`` by attribute (CSR: row pointer
+    (attributes + 1), group, count), attribute-major as ``np.nonzero`` orders them. Also a
+    valid block for ``cxi_logp`` / ``cxi_moments``.
+    """
+    return _pack_c(data, types, full=True)
+
+
+def _pack_c(data, types, full):
+    ty = attribute_types(data) if types is None else types
+    ng, nt, na = int(data["ng"]), int(ty["count"].size), int(data["na"])
+    ai, gi = np.nonzero(data["kd"])
+    rows = np.array([_priors.kernel_row(p) for p in data["priors"]], dtype=float)
+    body = [data["gc"], data["gn"], data["gw"], data["ysum"], data["ysq"], data["ss"],
+            data["smap"], [data["s0"], data["m0"], data["n_rows"]], rows.ravel(),
+            ty["count"], ty["kind"], ty["ksum"].ravel(), ty["k"].ravel(), ty["d1"].ravel(),
+            ty["d2"].reshape(nt, 16).ravel()]
+    if full:
+        ptr = np.zeros(na + 1)
+        np.cumsum(np.bincount(ai, minlength=na), out=ptr[1:])
+        body += [data["kind"], data["ksum"].T.ravel(), data["dsum"].T.ravel(), ptr, gi,
+                 data["kd"][ai, gi]]
+    body = np.concatenate([np.asarray(b, dtype=np.float64).ravel() for b in body])
+    head = [_HEAD + body.size, ng, nt, data["ns"], data["nk"], na, ai.size, float(full)]
+    return np.ascontiguousarray(np.concatenate([np.asarray(head, float), body]))
+
+
+def n_normals(packed: np.ndarray) -> int:
+    """Return how many standard normals ``cxi_draw`` takes per draw: ``4 + na + nnz + ng``."""
+    return int(4 + packed[5] + packed[6] + packed[1])
+
+
+def entry_points():
+    """``(logp, expand)`` of the C kernel as :class:`._native.CFunc` (None without a compiler).
+
+    ``cxi_logp(dim, x, grad, logp, data)``: log density and gradient at log scales x on
+    :func:`pack_types_c`'s block; ``cxi_expand(dim, expanded, x, out, data)``:
+    ``(tau[4], sigma[ns], omega[nk]) = exp(x)``.
+    """
+    from . import _native
+
+    return _native.entry_points("crossed_integrated")
+
+
+def _c_fn(name: str):
+    import ctypes
+
+    from . import _native
+
+    lib = _native.library()
+    if lib is None:
+        raise RuntimeError("no compiled kernels (no working C compiler)")
+    fn = getattr(lib, name)
+    fn.restype = ctypes.c_int64
+    dp = ctypes.POINTER(ctypes.c_double)
+    fn.argtypes = [ctypes.c_int64] + [dp] * (4 if name == "cxi_moments" else 5)
+    return fn
+
+
+def _ptr(a):
+    import ctypes
+
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+
+
+def _rows(thetas, packed):
+    k = _NC + int(packed[3]) + int(packed[4])
+    thetas = np.asarray(thetas, dtype=np.float64)
+    if thetas.shape[-1] != k:
+        raise ValueError(f"thetas: last axis must have {k} log scales, got {thetas.shape}")
+    return thetas.shape[:-1], np.ascontiguousarray(thetas.reshape(-1, k))
+
+
+def _check(rc: int, name: str):
+    if rc == -1:
+        raise ValueError(f"{name}: the packed block does not match (pack_types_c / "
+                         "pack_draws_c)")
+    if rc == -2:
+        raise MemoryError(name)
+    if rc != 0:
+        raise FloatingPointError(f"{name}: the conditional precision is not positive "
+                                 f"definite at row {(rc - 4) // 10}")
+
+
+def conditional_moments_c(thetas, packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean (..., 4) and covariance (..., 4, 4) of ``mu_bar`` at each row of `thetas` (C).
+
+    `thetas` (..., k) log scales; `packed`: :func:`pack_types_c` or :func:`pack_draws_c`.
+    The C port of :func:`conditional_mu_bar`.
+    """
+    lead, flat = _rows(thetas, packed)
+    mean = np.empty((flat.shape[0], _NC))
+    cov = np.empty((flat.shape[0], _NC, _NC))
+    packed = np.ascontiguousarray(packed, dtype=np.float64)
+    rc = _c_fn("cxi_moments")(flat.shape[0], _ptr(flat), _ptr(packed), _ptr(mean), _ptr(cov))
+    _check(int(rc), "cxi_moments")
+    return mean.reshape(lead + (_NC,)), cov.reshape(lead + (_NC, _NC))
+
+
+def draw_c(thetas, packed: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+    """One joint draw of ``(mu_bar (..., 4), v (..., na))`` per row of `thetas` (C).
+
+    `packed`: :func:`pack_draws_c`; the standard normals are
+    ``rng.standard_normal((rows, n_normals(packed)))``, laid out as ``cxi_draw`` documents:
+    per row 4 (mu_bar's prior), na (the attributes' priors), nnz (within-cell, one per
+    (attribute, group) entry in the block's order), ng (between-cell). The C port of
+    :func:`draw_gaussian` (same distribution; that one orders its normals otherwise).
+    """
+    if packed[7] < 0.5:
+        raise ValueError("draw_c needs pack_draws_c's block (with the per-attribute part)")
+    lead, flat = _rows(thetas, packed)
+    n, na = flat.shape[0], int(packed[5])
+    normals = np.ascontiguousarray(rng.standard_normal((n, n_normals(packed))))
+    mu = np.empty((n, _NC))
+    v = np.empty((n, na))
+    packed = np.ascontiguousarray(packed, dtype=np.float64)
+    rc = _c_fn("cxi_draw")(n, _ptr(flat), _ptr(normals), _ptr(packed), _ptr(mu), _ptr(v))
+    _check(int(rc), "cxi_draw")
+    return mu.reshape(lead + (_NC,)), v.reshape(lead + (na,))
