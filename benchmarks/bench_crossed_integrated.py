@@ -49,6 +49,7 @@ from bayesbias.models import crossed_integrated as ci
 from bayesbias.models import fit_model
 from bayesbias.models.cells import cells_from_table
 from bayesbias.models.contrast_mixture import _ess
+from bayesbias.models.crossed import integrated_data
 from bayesbias.models.spec import load_spec
 
 NAMES = ("mu_bar", "tau", "sigma", "omega")
@@ -149,7 +150,7 @@ def main(argv=None):
     hier_cpu = {}
     for name in args.lists:
         t = distance_table(emb, load_wordlist(name))
-        data = ci.integrated_data(spec, cells_from_table(t))
+        data = integrated_data(spec, cells_from_table(t))
         if args.kernel_costs:
             lines.append(f"{name}: attributes {data['na']}, groups {data['ng']}, types "
                          f"{ci.attribute_types(data)['count'].size}\n" + _kernel_costs(data))
@@ -196,7 +197,7 @@ def main(argv=None):
         print(lines[-1], flush=True)
     for name in args.compare:
         t = distance_table(emb, load_wordlist(name))
-        data = ci.integrated_data(spec, cells_from_table(t))
+        data = integrated_data(spec, cells_from_table(t))
         cur, _, _ = _current(t, draws=10000)
         integ, cpu_i, _, steps_i, div = _integrated(data, draws=args.long_draws, seed=2,
                                                     kernel=args.kernel)

@@ -25,9 +25,9 @@ import bench_crossed_integrated as bench  # noqa: E402
 from bayesbias.inputs.distances import distance_table  # noqa: E402
 from bayesbias.inputs.embeddings import default_embedding_path, load_embedding  # noqa: E402
 from bayesbias.inputs.wordlists import load_wordlist  # noqa: E402
-from bayesbias.models import crossed_integrated as ci  # noqa: E402
 from bayesbias.models.cells import cells_from_table  # noqa: E402
 from bayesbias.models.contrast_mixture import _ess  # noqa: E402
+from bayesbias.models.crossed import integrated_data  # noqa: E402
 from bayesbias.models.spec import load_spec  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def _z(a, b):
 
 def main(name="gender"):
     t = distance_table(load_embedding(default_embedding_path()), load_wordlist(name))
-    data = ci.integrated_data(load_spec("crossed"), cells_from_table(t))
+    data = integrated_data(load_spec("crossed"), cells_from_table(t))
     runs = {"default seed 1": bench._current(t, draws=10000, seed=1)[0],
             "default seed 2": bench._current(t, draws=10000, seed=2)[0],
             "integrated seed 3": bench._integrated(data, draws=40000, seed=3)[0]}

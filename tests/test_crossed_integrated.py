@@ -13,7 +13,7 @@ import scipy.stats as st
 from bayesbias.models import crossed_integrated as ci
 from bayesbias.models import priors as P
 from bayesbias.models.cells import cells_from_table
-from bayesbias.models.crossed import _kinds
+from bayesbias.models.crossed import _kinds, integrated_data
 from bayesbias.models.spec import load_spec
 from bayesbias.testing import simulate_table
 
@@ -25,7 +25,7 @@ def _case(seed, overrides):
     t, _ = simulate_table("crossed", seed=seed, n_classes=2, words_per_class=3,
                           stereotypes_per_class=2, n_human=4, n_none=5)
     cells = cells_from_table(t)
-    data = ci.integrated_data(spec, cells)
+    data = integrated_data(spec, cells)
     rng = np.random.default_rng(seed)
     theta = rng.normal(-1.5, 0.5, 4 + data["ns"] + data["nk"])
     return spec, cells, data, theta
@@ -135,7 +135,7 @@ def test_scale_sampler_matches_default_sampler(kernel):
     t, _ = simulate_table("crossed", seed=11, n_classes=2, words_per_class=4,
                           stereotypes_per_class=4, n_human=10, n_none=20)
     ref = fit_model(t, "crossed", checked=False, draws=4000, seed=1)
-    data = ci.integrated_data(load_spec("crossed"), cells_from_table(t))
+    data = integrated_data(load_spec("crossed"), cells_from_table(t))
     theta, stats = ci.sample_scales(data, draws=4000, seed=2, kernel=kernel)
     assert int(stats["diverging"].sum()) == 0
     got = ci.posterior_draws(theta, data, seed=3)
@@ -255,7 +255,7 @@ def c_data():
     emb = load_embedding(default_embedding_path())
     cells = {n: cells_from_table(distance_table(emb, load_wordlist(n)))
              for n in ("religion", "race", "gender")}
-    return {case: ci.integrated_data(load_spec("crossed", **over), cells[name])
+    return {case: integrated_data(load_spec("crossed", **over), cells[name])
             for case, (name, over) in C_CASES.items()}
 
 

@@ -60,9 +60,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import CONNECTIONS
+from . import crossed_integrated as _ci
 from ._rank_diagnostics import _ess as ess
 from ._rank_diagnostics import _split_chains
-from . import _cxi_shim as _cxi
 from .crossed import integrated as _integrated
 from .crossed import integrated_data
 from .families import family
@@ -189,15 +189,15 @@ def _conditional_moments(fit, low_rank):
 
 
 def _integrated_moments(fit, keep):
-    """Conditional moments of mu_bar from the compiled scales-only form (:mod:`.crossed_integrated`)."""
+    """Conditional moments of mu_bar by the compiled scales-only form (C, the same maths)."""
     lead = None
     parts = []
     for name in ("tau", "sigma", "omega"):
         a = _draws(fit, name, keep)
         lead = a.shape[:2]
         parts.append(a.reshape(lead + (-1,)))
-    data = integrated_data(fit.spec, fit.cells)
-    return _cxi.conditional_moments_c(np.log(np.concatenate(parts, axis=-1)), data)
+    packed = _ci.pack_types_c(integrated_data(fit.spec, fit.cells))
+    return _ci.conditional_moments_c(np.log(np.concatenate(parts, axis=-1)), packed)
 
 
 def _groups(k, cls, ccon, cn):

@@ -45,7 +45,6 @@ import numpy as np
 from .._stats import sorted_counts
 from ..config import CONNECTIONS
 from ..errors import DistanceTableError, ModelSpecError
-from . import _cxi_shim as _cxi
 from . import crossed_integrated as _ci
 from . import hierarchical
 from ._native import entry_points
@@ -773,7 +772,7 @@ def marginal_kernel(spec: ModelSpec, cells: Cells, word_draws: bool = True,
 
 
 def integrated_data(spec: ModelSpec, cells: Cells) -> dict:
-    """Sufficient statistics of `cells` for :func:`.crossed_integrated.log_marginal` (one pass over the rows).
+    """Sufficient statistics of `cells` for :mod:`.crossed_integrated` (one pass over rows).
 
     Per group g (:func:`.crossed.cell_groups`): connection, n, cells, attribute counts
     ``kd`` (attributes x groups), sum and sum of squares of its cells' means; per connection:
@@ -828,23 +827,23 @@ def integrated(spec: ModelSpec, cells: Cells) -> bool:
         return False
     if cell_groups(cells)["w"].size > MAX_INTEGRATED_GROUPS:
         return False
-    return _cxi.entry_points() is not None
+    return _ci.entry_points() is not None
 
 
 def _integrated_kernel(spec: ModelSpec, cells: Cells, word_draws: bool) -> dict:
-    """The :class:`~bayesbias.models.marginal.Kernel`'s fields on the log scales (module doc)."""
+    """Return the fields of the :class:`~bayesbias.models.marginal.Kernel` on the scales."""
     per = spec.residual_sd == "per_connection"
     _, labels = _kinds(spec, cells)
     data = integrated_data(spec, cells)
-    draws_data = _cxi.pack_draws_c(data)
-    logp, expand = _cxi.entry_points()
+    draws_data = _ci.pack_draws_c(data)
+    logp, expand = _ci.entry_points()
     k = _NC + data["ns"] + data["nk"]
 
     def complete(raw, rng):
         lead = raw["tau"].shape[:2]
         theta = np.log(np.concatenate([raw[n].reshape(lead + (-1,))
                                        for n in ("tau", "sigma", "omega")], axis=-1))
-        mu_bar, v = _cxi.draw_c(theta, draws_data, rng)
+        mu_bar, v = _ci.draw_c(theta, draws_data, rng)
         sd_dims = ("chain", "draw", "connection") if per else ("chain", "draw")
         o_dims = ("chain", "draw", "attribute_kind") if labels else ("chain", "draw")
         out = {"mu_bar": (("chain", "draw", "connection"), mu_bar),
@@ -862,14 +861,14 @@ def _integrated_kernel(spec: ModelSpec, cells: Cells, word_draws: bool) -> dict:
     if labels:
         coords["attribute_kind"] = labels
     return dict(names=["tau", "sigma", "omega"],
-                  shapes=[(_NC,), (_NC,) if per else (), (len(labels),) if labels else ()],
-                  dims={"tau": ("connection",), **({"sigma": ("connection",)} if per else {}),
-                        **({"omega": ("attribute_kind",)} if labels else {})},
-                  data=_cxi.pack_types_c(data), logp=logp, expand=expand,
-                  init=lambda rng: _ci.initial_point(data, rng), complete=complete,
-                  coords=coords, attrs={"sampled": "tau, sigma, omega (mu_bar and the "
-                                        "attribute effects integrated out)"},
-                  dim=k, expanded_dim=k)
+                shapes=[(_NC,), (_NC,) if per else (), (len(labels),) if labels else ()],
+                dims={"tau": ("connection",), **({"sigma": ("connection",)} if per else {}),
+                      **({"omega": ("attribute_kind",)} if labels else {})},
+                data=draws_data, logp=logp, expand=expand,
+                init=lambda rng: _ci.initial_point(data, rng), complete=complete,
+                coords=coords, attrs={"sampled": "tau, sigma, omega (mu_bar and the "
+                                      "attribute effects integrated out)"},
+                dim=k, expanded_dim=k)
 
 
 def derived(values: dict, m) -> dict:

@@ -29,9 +29,12 @@ of P (each group's within-cell block ``cells u (diag(k) - k k'/n)`` is the covar
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ..config import CONNECTIONS
+from . import _native
 from . import priors as _priors
 
 __all__ = ["log_marginal", "log_marginal_grad", "theta_names",
@@ -641,16 +644,10 @@ def entry_points():
     :func:`pack_types_c`'s block; ``cxi_expand(dim, expanded, x, out, data)``:
     ``(tau[4], sigma[ns], omega[nk]) = exp(x)``.
     """
-    from . import _native
-
     return _native.entry_points("crossed_integrated")
 
 
 def _c_fn(name: str):
-    import ctypes
-
-    from . import _native
-
     lib = _native.library()
     if lib is None:
         raise RuntimeError("no compiled kernels (no working C compiler)")
@@ -662,8 +659,6 @@ def _c_fn(name: str):
 
 
 def _ptr(a):
-    import ctypes
-
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
 
 
