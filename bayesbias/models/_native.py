@@ -710,7 +710,7 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
 typedef struct {
     int64_t ng, nt, ns, nk, na, nnz, full;
     const double *gc, *gn, *gw, *ysum, *ysq, *ss, *smap, *consts, *priors, *tn, *tkind;
-    const double *tksum, *tk, *d1, *d2, *kind, *ksum, *dsum, *eptr, *eg, *ek;
+    const double *tksum, *tk, *d1, *d2, *kind, *ksum, *dsum, *eptr, *eg, *ek, *esq;
 } cxi_data;
 
 /* header [length, ng, nt, ns, nk, na, nnz, full]; 0, or -1 if the block is inconsistent */
@@ -746,6 +746,7 @@ static int cxi_parse(const double *data, cxi_data *D) {
         D->eptr = data + o; o += D->na + 1;
         D->eg = data + o; o += D->nnz;
         D->ek = data + o; o += D->nnz;
+        D->esq = data + o; o += D->nnz;
     }
     return o == (int64_t)data[0] ? 0 : -1;
 }
@@ -1108,7 +1109,8 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
                  double *mu_out, double *v_out) {
     cxi_data D;
     cxi_work W;
-    double stack[CXI_STACK], *buf = stack, *rv, *dva, *ee, *sg, rmu[4], xmu[4];
+    double stack[CXI_STACK], *buf = stack, *rv, *dva, *ee, *sg, *wy, *sq, rmu[4], xmu[4];
+    double sp[64];
     int64_t k, s, i, j, a, e, g, h, c, size, m, na, nnz, ng, rc = 0;
     if (cxi_parse(data, &D) || !D.full) return -1;
     ng = D.ng;
@@ -1116,7 +1118,7 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
     nnz = D.nnz;
     k = 4 + D.ns + D.nk;
     m = 4 + na + nnz + ng;
-    size = cxi_work_size(ng, D.nt) + 2 * na + nnz + ng;
+    size = cxi_work_size(ng, D.nt) + 2 * na + nnz + 3 * ng;
     if (size > CXI_STACK) {
         buf = (double *)malloc(sizeof(double) * (size_t)size);
         if (buf == NULL) return -2;
@@ -1126,12 +1128,19 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
     dva = rv + na;
     ee = dva + na;
     sg = ee + nnz;
+    wy = sg + ng;
+    sq = wy + ng;
     for (s = 0; s < n; s++) {
         const double *nr = normals + s * m, *x = xs + s * k;
         double s0 = D.consts[0];
         if (cxi_factor(&D, x, &W)) { rc = 4 + 10 * s; break; }
         for (c = 0; c < 4; c++) rmu[c] = W.bmu[c] + nr[c] / s0;
-        for (g = 0; g < ng; g++) sg[g] = 0.0;
+        for (j = 0; j < D.nk; j++) sp[j] = sqrt(W.p[j]);
+        for (g = 0; g < ng; g++) {
+            sg[g] = 0.0;
+            wy[g] = W.w2[g] * D.ysum[g] / D.gn[g];
+            sq[g] = sqrt(D.gw[g] * W.u[(int64_t)D.gc[g]]);
+        }
         for (a = 0; a < na; a++) {
             int64_t ka = (int64_t)D.kind[a];
             double d = W.p[ka], b = 0.0;
@@ -1140,11 +1149,11 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
             for (c = 0; c < 4; c++) b += W.u[c] * D.dsum[4 * a + c];
             for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++) {
                 g = (int64_t)D.eg[e];
-                b += D.ek[e] * W.w2[g] * D.ysum[g] / D.gn[g];
-                ee[e] = nr[4 + na + e] * sqrt(D.ek[e] * D.gw[g] * W.u[(int64_t)D.gc[g]]);
+                b += D.ek[e] * wy[g];
+                ee[e] = nr[4 + na + e] * D.esq[e] * sq[g];
                 sg[g] += ee[e];
             }
-            rv[a] = b + nr[4 + a] * sqrt(W.p[ka]);
+            rv[a] = b + nr[4 + a] * sp[ka];
         }
         for (g = 0; g < ng; g++) {
             double eb = nr[4 + na + nnz + g] * sqrt(D.gw[g] * W.w2[g]);

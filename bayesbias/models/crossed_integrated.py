@@ -652,8 +652,8 @@ def pack_draws_c(data: dict, types: dict | None = None) -> np.ndarray:
 
     Header flag 1, then per attribute kind, ``ksum`` (attributes x 4), ``dsum``
     (attributes x 4), and the nonzero counts of ``kd`` by attribute (CSR: row pointer
-    (attributes + 1), group, count), attribute-major as ``np.nonzero`` orders them. Also a
-    valid block for ``cxi_logp`` / ``cxi_moments``.
+    (attributes + 1), group, count, its square root), attribute-major as ``np.nonzero``
+    orders them. Also a valid block for ``cxi_logp`` / ``cxi_moments``.
     """
     return _pack_c(data, types, full=True)
 
@@ -671,7 +671,7 @@ def _pack_c(data, types, full):
         ptr = np.zeros(na + 1)
         np.cumsum(np.bincount(ai, minlength=na), out=ptr[1:])
         body += [data["kind"], data["ksum"].T.ravel(), data["dsum"].T.ravel(), ptr, gi,
-                 data["kd"][ai, gi]]
+                 data["kd"][ai, gi], np.sqrt(data["kd"][ai, gi])]
     body = np.concatenate([np.asarray(b, dtype=np.float64).ravel() for b in body])
     head = [_HEAD + body.size, ng, nt, data["ns"], data["nk"], na, ai.size, float(full)]
     return np.ascontiguousarray(np.concatenate([np.asarray(head, float), body]))
