@@ -4,9 +4,10 @@ Compiled once per machine with the system C compiler, without FMA contraction or
 (so the same IEEE operations run wherever it is built). The priors' part, ``prior()``, is
 generated from the table in :mod:`bayesbias.models.priors`; the rest is written here.
 Checked against PyMC's log density of the same models and closed forms in
-``tests/test_models_likelihood.py``. Why C: ``cc`` builds this file in a fraction of a
-second and ``ctypes`` loads it in milliseconds, while a PyTensor graph compiles again in
-every process and for every table shape (10-30 s each).
+``tests/test_models_likelihood.py`` (the integrated crossed kernel ``cxi_*`` against its
+numpy reference in ``tests/test_crossed_integrated.py``). Why C: ``cc`` builds this file in a
+fraction of a second and ``ctypes`` loads it in milliseconds, while a PyTensor graph compiles
+again in every process and for every table shape (10-30 s each).
 
 Without a working C compiler (or with ``BAYESBIAS_KERNEL=pymc``) :func:`library` returns
 None and :func:`bayesbias.models.fit_model` samples the PyMC model through nutpie's public

@@ -25,6 +25,12 @@ diagonal plus ``Y diag(dlam) Y'``, so only ``diag(P^-1)`` and ``diag(Y'P^-1 Y)``
 Draws of theta given phi: ``x = P^-1 (b + z)`` with ``z ~ N(0, P)`` built from the terms
 of P (each group's within-cell block ``cells u (diag(k) - k k'/n)`` is the covariance of
 ``e - k sum(e)/n``, ``e ~ N(0, cells u diag(k))``), so ``x ~ N(P^-1 b, P^-1)``.
+
+The type-collapsed density (:func:`log_marginal_types_grad`), mu_bar's conditional moments
+and the joint draws are also compiled C (:mod:`._native`: ``cxi_logp``, ``cxi_expand``,
+``cxi_moments``, ``cxi_draw``) on the blocks of :func:`pack_types_c` / :func:`pack_draws_c`:
+:func:`entry_points`, :func:`conditional_moments_c`, :func:`draw_c`,
+``sample_scales(kernel="c")``.
 """
 
 from __future__ import annotations
