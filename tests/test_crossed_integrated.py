@@ -239,6 +239,9 @@ C_CASES = {
         "tau": {"dist": "Gamma", "alpha": 2.0, "beta": 10.0},
         "sigma": {"dist": "LogNormal", "mu": -1.0, "sigma": 1.0},
         "omega": {"dist": "HalfStudentT", "nu": 3.0, "sigma": 0.1}}}),
+    # half the rows at random: cells of many sizes, 56 groups, ~320 types (the kernel's
+    # workspace on the heap)
+    "religion-scattered": ("religion", {}),
 }
 _FD_PRIORS = {"religion-gamma"}
 
@@ -253,9 +256,11 @@ def c_data():
     if ci.entry_points() is None:
         pytest.skip("no C compiler")
     emb = load_embedding(default_embedding_path())
-    cells = {n: cells_from_table(distance_table(emb, load_wordlist(n)))
-             for n in ("religion", "race", "gender")}
-    return {case: integrated_data(load_spec("crossed", **over), cells[name])
+    tables = {n: distance_table(emb, load_wordlist(n)) for n in ("religion", "race", "gender")}
+    cells = {n: cells_from_table(t) for n, t in tables.items()}
+    scattered = tables["religion"].sample(frac=0.5, random_state=0).reset_index(drop=True)
+    cells["religion-scattered"] = cells_from_table(scattered)
+    return {case: integrated_data(load_spec("crossed", **over), cells.get(case, cells[name]))
             for case, (name, over) in C_CASES.items()}
 
 
@@ -289,6 +294,8 @@ def test_c_density_matches_numpy(c_data, case):
     data = c_data[case]
     packed = ci.pack_types_c(data)
     assert packed[0] == packed.size
+    if case == "religion-scattered":
+        assert data["ng"] > 22  # 7 ng^2 + 25 ng + 8 nt > 4096: the heap
     atol = 1e-7 if case in _FD_PRIORS else 1e-9
     for i, t in enumerate(_thetas(data, 20)):
         rc, value, grad = _c_logp(t, packed)
@@ -302,7 +309,8 @@ def test_c_density_matches_numpy(c_data, case):
             np.testing.assert_allclose(grad, g1, rtol=1e-9, atol=atol)
 
 
-@pytest.mark.parametrize("case", ["race", "race-shared", "religion-gamma"])
+@pytest.mark.parametrize("case", ["race", "race-shared", "religion-gamma",
+                                  "religion-scattered"])
 def test_c_gradient_matches_finite_differences(c_data, case):
     """cxi_logp's gradient against central differences of its value (h = 1e-5).
 
@@ -375,7 +383,8 @@ def _dense_draw(theta, data, z):
     return np.linalg.solve(prec, s["b"] + zs), prec, s["b"]
 
 
-@pytest.mark.parametrize("case", ["gender", "race-shared", "religion-gamma"])
+@pytest.mark.parametrize("case", ["gender", "race-shared", "religion-gamma",
+                                  "religion-scattered"])
 def test_c_draws_match_dense_reference(c_data, case):
     """With the same normals cxi_draw equals P^-1 (b + z) solved densely.
 

@@ -4,9 +4,10 @@ Compiled once per machine with the system C compiler, without FMA contraction or
 (so the same IEEE operations run wherever it is built). The priors' part, ``prior()``, is
 generated from the table in :mod:`bayesbias.models.priors`; the rest is written here.
 Checked against PyMC's log density of the same models and closed forms in
-``tests/test_models_likelihood.py``. Why C: ``cc`` builds this file in a fraction of a
-second and ``ctypes`` loads it in milliseconds, while a PyTensor graph compiles again in
-every process and for every table shape (10-30 s each).
+``tests/test_models_likelihood.py`` (the integrated crossed kernel ``cxi_*`` against its
+numpy reference in ``tests/test_crossed_integrated.py``). Why C: ``cc`` builds this file in a
+fraction of a second and ``ctypes`` loads it in milliseconds, while a PyTensor graph compiles
+again in every process and for every table shape (10-30 s each).
 
 Without a working C compiler (or with ``BAYESBIAS_KERNEL=pymc``) :func:`library` returns
 None and :func:`bayesbias.models.fit_model` samples the PyMC model through nutpie's public
@@ -710,12 +711,14 @@ int64_t cx_expand(uint64_t dim, uint64_t expanded, const double *x, double *out,
 typedef struct {
     int64_t ng, nt, ns, nk, na, nnz, full;
     const double *gc, *gn, *gw, *ysum, *ysq, *ss, *smap, *consts, *priors, *tn, *tkind;
-    const double *tksum, *tk, *d1, *d2, *kind, *ksum, *dsum, *eptr, *eg, *ek;
+    const double *tksum, *tptr, *tg, *tv, *d1, *d2, *kind, *ksum, *dsum, *eptr, *eg, *ek;
+    const double *esq;
 } cxi_data;
 
-/* header [length, ng, nt, ns, nk, na, nnz, full]; 0, or -1 if the block is inconsistent */
+/* header [length, ng, nt, ns, nk, na, nnz, full, nnzt]; 0, or -1 if the block is
+ * inconsistent */
 static int cxi_parse(const double *data, cxi_data *D) {
-    int64_t o = 8, ng, nt;
+    int64_t o = 9, ng, nt, nnzt = (int64_t)data[8];
     D->ng = ng = (int64_t)data[1];
     D->nt = nt = (int64_t)data[2];
     D->ns = (int64_t)data[3];
@@ -736,7 +739,9 @@ static int cxi_parse(const double *data, cxi_data *D) {
     D->tn = data + o; o += nt;
     D->tkind = data + o; o += nt;
     D->tksum = data + o; o += 4 * nt;
-    D->tk = data + o; o += nt * ng;
+    D->tptr = data + o; o += nt + 1;  /* the types' counts per group, sparse by type */
+    D->tg = data + o; o += nnzt;
+    D->tv = data + o; o += nnzt;
     D->d1 = data + o; o += 4 * nt;
     D->d2 = data + o; o += 16 * nt;
     if (D->full) {
@@ -746,6 +751,7 @@ static int cxi_parse(const double *data, cxi_data *D) {
         D->eptr = data + o; o += D->na + 1;
         D->eg = data + o; o += D->nnz;
         D->ek = data + o; o += D->nnz;
+        D->esq = data + o; o += D->nnz;
     }
     return o == (int64_t)data[0] ? 0 : -1;
 }
@@ -861,13 +867,16 @@ static int cxi_factor(const cxi_data *D, const double *x, cxi_work *W) {
     for (g = 0; g < ng; g++) W->kb[g] = 0.0;
     for (t = 0; t < nt; t++) {
         int64_t kt = (int64_t)D->tkind[t];
-        const double *tk = D->tk + t * ng;
+        int64_t lo = (int64_t)D->tptr[t], hi = (int64_t)D->tptr[t + 1], e, f;
         double d = W->p[kt], bt = 0.0, du = 0.0, q2 = 0.0, tn = D->tn[t];
         for (c = 0; c < 4; c++) d += D->tksum[4 * t + c] * W->u[c];
         W->dinv[t] = 1.0 / d;
         W->logdet += tn * log(d);
         W->val -= tn * log(W->om[kt]);
-        for (g = 0; g < ng; g++) bt += tk[g] * W->w2[g] * D->ysum[g] / D->gn[g];
+        for (e = lo; e < hi; e++) {
+            g = (int64_t)D->tg[e];
+            bt += D->tv[e] * W->w2[g] * D->ysum[g] / D->gn[g];
+        }
         W->beta[t] = bt;
         for (i = 0; i < 4; i++) {
             double acc = 0.0;
@@ -878,11 +887,11 @@ static int cxi_factor(const cxi_data *D, const double *x, cxi_work *W) {
         }
         W->b1[t] = du + tn * bt;
         W->b2[t] = q2 + 2.0 * bt * du + tn * bt * bt;
-        for (g = 0; g < ng; g++) {
-            if (tk[g] != 0.0) {
-                W->kb[g] += tk[g] * W->dinv[t] * W->b1[t];
-                for (h = 0; h < ng; h++) W->gm[g * ng + h] += tn * W->dinv[t] * tk[g] * tk[h];
-            }
+        for (e = lo; e < hi; e++) {
+            g = (int64_t)D->tg[e];
+            W->kb[g] += D->tv[e] * W->dinv[t] * W->b1[t];
+            for (f = lo; f < hi; f++)
+                W->gm[g * ng + (int64_t)D->tg[f]] += tn * W->dinv[t] * D->tv[e] * D->tv[f];
         }
     }
     /* S = I - rc Gm rc (in q), its inverse, rg = rc S^-1 rc */
@@ -985,13 +994,12 @@ int64_t cxi_logp(uint64_t dim, const double *x, double *out, double *logp_,
     for (c = 0; c < 4; c++) d_u[c] = 0.0;
     for (j = 0; j < nk; j++) d_p[j] = 0.0;
     for (t = 0; t < nt; t++) {
-        const double *tk = D.tk + t * ng;
+        int64_t lo = (int64_t)D.tptr[t], hi = (int64_t)D.tptr[t + 1], e, f;
         double kz = 0.0, kqk = 0.0, di = W.dinv[t], tn = D.tn[t], sm, sm2, hs;
-        for (g = 0; g < ng; g++) {
-            if (tk[g] != 0.0) {
-                kz += tk[g] * W.z[g];
-                for (h = 0; h < ng; h++) kqk += tk[g] * W.q[g * ng + h] * tk[h];
-            }
+        for (e = lo; e < hi; e++) {
+            g = (int64_t)D.tg[e];
+            kz += D.tv[e] * W.z[g];
+            for (f = lo; f < hi; f++) kqk += D.tv[e] * W.q[g * ng + (int64_t)D.tg[f]] * D.tv[f];
         }
         quad += di * (W.b2[t] + kz * W.b1[t]);
         sm = di * (W.b1[t] + tn * kz);
@@ -1001,7 +1009,7 @@ int64_t cxi_logp(uint64_t dim, const double *x, double *out, double *logp_,
         for (c = 0; c < 4; c++)
             d_u[c] += D.tksum[4 * t + c] * hs
                       + di * (W.du2[4 * t + c] + (W.beta[t] + kz) * D.d1[4 * t + c]);
-        for (g = 0; g < ng; g++) W.km[g] += tk[g] * sm;
+        for (e = lo; e < hi; e++) W.km[(int64_t)D.tg[e]] += D.tv[e] * sm;
     }
     val = W.val - 0.5 * W.logdet - 0.5 * (W.cc - quad);
     for (j = 0; j < k; j++) grad[j] = 0.0;
@@ -1108,7 +1116,8 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
                  double *mu_out, double *v_out) {
     cxi_data D;
     cxi_work W;
-    double stack[CXI_STACK], *buf = stack, *rv, *dva, *ee, *sg, rmu[4], xmu[4];
+    double stack[CXI_STACK], *buf = stack, *rv, *dva, *ee, *sg, *wy, *sq, rmu[4], xmu[4];
+    double sp[64];
     int64_t k, s, i, j, a, e, g, h, c, size, m, na, nnz, ng, rc = 0;
     if (cxi_parse(data, &D) || !D.full) return -1;
     ng = D.ng;
@@ -1116,7 +1125,7 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
     nnz = D.nnz;
     k = 4 + D.ns + D.nk;
     m = 4 + na + nnz + ng;
-    size = cxi_work_size(ng, D.nt) + 2 * na + nnz + ng;
+    size = cxi_work_size(ng, D.nt) + 2 * na + nnz + 3 * ng;
     if (size > CXI_STACK) {
         buf = (double *)malloc(sizeof(double) * (size_t)size);
         if (buf == NULL) return -2;
@@ -1126,12 +1135,19 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
     dva = rv + na;
     ee = dva + na;
     sg = ee + nnz;
+    wy = sg + ng;
+    sq = wy + ng;
     for (s = 0; s < n; s++) {
         const double *nr = normals + s * m, *x = xs + s * k;
         double s0 = D.consts[0];
         if (cxi_factor(&D, x, &W)) { rc = 4 + 10 * s; break; }
         for (c = 0; c < 4; c++) rmu[c] = W.bmu[c] + nr[c] / s0;
-        for (g = 0; g < ng; g++) sg[g] = 0.0;
+        for (j = 0; j < D.nk; j++) sp[j] = sqrt(W.p[j]);
+        for (g = 0; g < ng; g++) {
+            sg[g] = 0.0;
+            wy[g] = W.w2[g] * D.ysum[g] / D.gn[g];
+            sq[g] = sqrt(D.gw[g] * W.u[(int64_t)D.gc[g]]);
+        }
         for (a = 0; a < na; a++) {
             int64_t ka = (int64_t)D.kind[a];
             double d = W.p[ka], b = 0.0;
@@ -1140,11 +1156,11 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
             for (c = 0; c < 4; c++) b += W.u[c] * D.dsum[4 * a + c];
             for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++) {
                 g = (int64_t)D.eg[e];
-                b += D.ek[e] * W.w2[g] * D.ysum[g] / D.gn[g];
-                ee[e] = nr[4 + na + e] * sqrt(D.ek[e] * D.gw[g] * W.u[(int64_t)D.gc[g]]);
+                b += D.ek[e] * wy[g];
+                ee[e] = nr[4 + na + e] * D.esq[e] * sq[g];
                 sg[g] += ee[e];
             }
-            rv[a] = b + nr[4 + a] * sqrt(W.p[ka]);
+            rv[a] = b + nr[4 + a] * sp[ka];
         }
         for (g = 0; g < ng; g++) {
             double eb = nr[4 + na + nnz + g] * sqrt(D.gw[g] * W.w2[g]);

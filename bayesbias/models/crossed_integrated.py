@@ -25,6 +25,12 @@ diagonal plus ``Y diag(dlam) Y'``, so only ``diag(P^-1)`` and ``diag(Y'P^-1 Y)``
 Draws of theta given phi: ``x = P^-1 (b + z)`` with ``z ~ N(0, P)`` built from the terms
 of P (each group's within-cell block ``cells u (diag(k) - k k'/n)`` is the covariance of
 ``e - k sum(e)/n``, ``e ~ N(0, cells u diag(k))``), so ``x ~ N(P^-1 b, P^-1)``.
+
+The type-collapsed density (:func:`log_marginal_types_grad`), mu_bar's conditional moments
+and the joint draws are also compiled C (:mod:`._native`: ``cxi_logp``, ``cxi_expand``,
+``cxi_moments``, ``cxi_draw``) on the blocks of :func:`pack_types_c` / :func:`pack_draws_c`:
+:func:`entry_points`, :func:`conditional_moments_c`, :func:`draw_c`,
+``sample_scales(kernel="c")``.
 """
 
 from __future__ import annotations
@@ -585,19 +591,21 @@ def log_marginal_types_grad(theta, data: dict,
 # -- the compiled kernel (C, :mod:`._native`: cxi_logp, cxi_expand, cxi_moments, cxi_draw) --
 
 #: Header of :func:`pack_types_c`'s block: length, groups, types, ns, nk, attributes,
-#: (attribute, group) entries, whether the per-attribute part of :func:`pack_draws_c` follows.
-_HEAD = 8
+#: (attribute, group) entries, whether the per-attribute part of :func:`pack_draws_c` follows,
+#: (type, group) entries.
+_HEAD = 9
 
 
 def pack_types_c(data: dict, types: dict | None = None) -> np.ndarray:
     """One flat float64 block: what the C density ``cxi_logp`` and ``cxi_moments`` read.
 
     `data`: :func:`integrated_data`; `types`: :func:`attribute_types` (computed if None).
-    Header ``[length, ng, nt, ns, nk, na, nnz, 0]``, then per group connection, n, cells,
-    sum and sum of squares of the cell means; ``ss`` (4), ``smap`` (4), ``(s0, m0, rows)``,
-    the priors of tau, sigma, omega (:func:`.priors.kernel_row`, 3 x 5); per type count,
-    kind, ``ksum`` (types x 4), ``k`` (types x groups), ``d1`` (types x 4), ``d2``
-    (types x 16).
+    Header ``[length, ng, nt, ns, nk, na, nnz, 0, nnzt]``, then per group connection, n,
+    cells, sum and sum of squares of the cell means; ``ss`` (4), ``smap`` (4),
+    ``(s0, m0, rows)``, the priors of tau, sigma, omega (:func:`.priors.kernel_row`,
+    3 x 5); per type count, kind, ``ksum`` (types x 4), its counts per group ``k`` sparse
+    by type (CSR: row pointer (types + 1), group, count; nnzt entries), ``d1`` (types x 4),
+    ``d2`` (types x 16).
     """
     return _pack_c(data, types, full=False)
 
@@ -607,8 +615,8 @@ def pack_draws_c(data: dict, types: dict | None = None) -> np.ndarray:
 
     Header flag 1, then per attribute kind, ``ksum`` (attributes x 4), ``dsum``
     (attributes x 4), and the nonzero counts of ``kd`` by attribute (CSR: row pointer
-    (attributes + 1), group, count), attribute-major as ``np.nonzero`` orders them. Also a
-    valid block for ``cxi_logp`` / ``cxi_moments``.
+    (attributes + 1), group, count, its square root), attribute-major as ``np.nonzero``
+    orders them. Also a valid block for ``cxi_logp`` / ``cxi_moments``.
     """
     return _pack_c(data, types, full=True)
 
@@ -617,18 +625,22 @@ def _pack_c(data, types, full):
     ty = attribute_types(data) if types is None else types
     ng, nt, na = int(data["ng"]), int(ty["count"].size), int(data["na"])
     ai, gi = np.nonzero(data["kd"])
+    ti, tg = np.nonzero(ty["k"])
+    tptr = np.zeros(nt + 1)
+    np.cumsum(np.bincount(ti, minlength=nt), out=tptr[1:])
     rows = np.array([_priors.kernel_row(p) for p in data["priors"]], dtype=float)
     body = [data["gc"], data["gn"], data["gw"], data["ysum"], data["ysq"], data["ss"],
             data["smap"], [data["s0"], data["m0"], data["n_rows"]], rows.ravel(),
-            ty["count"], ty["kind"], ty["ksum"].ravel(), ty["k"].ravel(), ty["d1"].ravel(),
-            ty["d2"].reshape(nt, 16).ravel()]
+            ty["count"], ty["kind"], ty["ksum"].ravel(), tptr, tg, ty["k"][ti, tg],
+            ty["d1"].ravel(), ty["d2"].reshape(nt, 16).ravel()]
     if full:
         ptr = np.zeros(na + 1)
         np.cumsum(np.bincount(ai, minlength=na), out=ptr[1:])
         body += [data["kind"], data["ksum"].T.ravel(), data["dsum"].T.ravel(), ptr, gi,
-                 data["kd"][ai, gi]]
+                 data["kd"][ai, gi], np.sqrt(data["kd"][ai, gi])]
     body = np.concatenate([np.asarray(b, dtype=np.float64).ravel() for b in body])
-    head = [_HEAD + body.size, ng, nt, data["ns"], data["nk"], na, ai.size, float(full)]
+    head = [_HEAD + body.size, ng, nt, data["ns"], data["nk"], na, ai.size, float(full),
+            ti.size]
     return np.ascontiguousarray(np.concatenate([np.asarray(head, float), body]))
 
 
