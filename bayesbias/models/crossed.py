@@ -94,7 +94,7 @@ TUNE = 500
 
 #: Most groups of cells (:func:`cell_groups`) for which the sampler runs on the scales alone
 #: (:func:`integrated`); its cost per step grows with their cube.
-MAX_INTEGRATED_GROUPS = 64
+MAX_INTEGRATED_GROUPS = 16
 _NC = len(CONNECTIONS)
 
 
