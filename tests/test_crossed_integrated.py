@@ -105,32 +105,18 @@ def test_gaussian_draws_match_dense_conditional():
     np.testing.assert_allclose(corr, cov / np.outer(sd, sd), atol=0.04)
 
 
-@pytest.mark.parametrize("name", SPECS)
-def test_numba_prototype_matches_numpy(name):
-    pytest.importorskip("numba")
-    from bayesbias.models._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
-
-    _, _, data, theta = _case(6, SPECS[name])
-    packed = pack_sparse(data)
-    for t in (theta, theta + 0.7, theta - 0.9):
-        v0, g0 = ci.log_marginal_grad(t, data)
-        v1, g1 = log_marginal_grad_sparse(t, packed)
-        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
-        np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("kernel", ["numpy", "cfunc", "cfunc_types", "c"])
-def test_scale_sampler_matches_default_sampler(kernel):
-    """NUTS on the log scales + Gaussian draws against the default crossed fit.
+@pytest.mark.parametrize("kernel", ["numpy", "c"])
+def test_scale_sampler_matches_default_sampler(kernel, monkeypatch):
+    """NUTS on the log scales + Gaussian draws against the sampler on every parameter.
 
     A simulated table (per-kind omega, per-connection sigma); posterior means of mu_bar,
     tau, sigma, omega agree within 4.5 combined MCSEs (15 quantities), sds within 10%.
     """
     pytest.importorskip("nutpie")
-    if kernel.startswith("cfunc"):
-        pytest.importorskip("numba")
-    from bayesbias.models import fit_model
+    from bayesbias.models import crossed, fit_model
+
+    monkeypatch.setattr(crossed, "MAX_INTEGRATED_GROUPS", 0)  # the reference: every parameter
 
     t, _ = simulate_table("crossed", seed=11, n_classes=2, words_per_class=4,
                           stereotypes_per_class=4, n_human=10, n_none=20)
@@ -170,20 +156,6 @@ def test_schur_gradient_matches(name):
 
 
 @pytest.mark.parametrize("name", SPECS)
-def test_numba_schur_matches_numpy(name):
-    pytest.importorskip("numba")
-    from bayesbias.models._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
-
-    _, _, data, theta = _case(9, SPECS[name])
-    packed = pack_sparse(data)
-    for t in (theta, theta + 0.7, theta - 0.9):
-        v0, g0 = ci.log_marginal_schur_grad(t, data)
-        v1, g1 = log_marginal_grad_sparse(t, packed, schur=True)
-        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
-        np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)
-
-
-@pytest.mark.parametrize("name", SPECS)
 def test_attribute_types_collapse_matches(name):
     _, _, data, theta = _case(10, SPECS[name])
     ty = ci.attribute_types(data)
@@ -202,25 +174,6 @@ def test_attribute_types_gradient_matches(name):
         v1, g1 = ci.log_marginal_types_grad(t, data, ty)
         assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
         np.testing.assert_allclose(g1, g0, rtol=1e-8, atol=1e-8)
-
-
-@pytest.mark.parametrize("name", SPECS)
-def test_numba_types_matches_numpy(name):
-    pytest.importorskip("numba")
-    from bayesbias.models import _crossed_integrated_numba as nb
-
-    _, _, data, theta = _case(13, SPECS[name])
-    ty = ci.attribute_types(data)
-    packed = nb.pack_types(data, ty)
-    nb._jit()
-    for t in (theta, theta + 0.7, theta - 0.9):
-        v0, g0 = ci.log_marginal_types_grad(t, data, ty)
-        v1, g1, m1, c1 = nb._impl_types(np.asarray(t, float), *packed)
-        assert v1 == pytest.approx(v0, rel=1e-10, abs=1e-9)
-        np.testing.assert_allclose(g1, g0, rtol=1e-9, atol=1e-9)
-        m0, c0 = ci.conditional_mu_bar(t, data)
-        np.testing.assert_allclose(m1, m0, rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(c1, c0, rtol=1e-8, atol=1e-14)
 
 
 # -- the C kernel (bayesbias.models._native: cxi_logp, cxi_moments, cxi_draw) --------------

@@ -23,10 +23,10 @@ mixture reads mu_bar's conditional moments from the same form. With more than
 :data:`MAX_INTEGRATED_GROUPS` groups (protected words meeting many different attribute
 sets) or a non-Normal ``mu_bar`` prior, nutpie samples ``(mu_bar, tau, sigma, omega, v)``
 with the cell means integrated out given ``v`` (on the groups of cells, or row by row when
-that is shorter). There the attribute effects are sampled centred when the data say more about each of them than the spread between them,
-non-centred otherwise, in coordinates free of two ridges (the kernel's comment in
-:mod:`._native`): each attribute kind's mean effect is sampled apart from ``mu_bar``, always
-non-centred (the rows never see it), and, centred, the raw effects' mean per kind, which
+that is shorter). There the attribute effects are sampled centred when the data say more
+about each of them than the spread between them, non-centred otherwise, in coordinates
+free of two ridges (the kernel's comment in :mod:`._native`): each attribute kind's mean
+effect is sampled apart from ``mu_bar``, always non-centred (the rows never see it), and, centred, the raw effects' mean per kind, which
 meets neither the rows nor the effects, gets a fixed Normal density on the deviations'
 scale (:func:`_anchor_sds`). With the omega-scaled density it had until 2026-12 it was a
 ridge correlated with omega: on a 5M-row table of 15,528 words and 11 stereotypes, 3 of 6

@@ -1,6 +1,7 @@
 """The crossed model's scale posterior with every Gaussian parameter integrated out.
 
-Exploratory (issue 49; not used by any default). Given the scales ``phi = (tau[c],
+The default sampler of the crossed family (:mod:`.crossed`) for tables with few groups of
+cells. Given the scales ``phi = (tau[c],
 sigma[c], omega[kind])`` the crossed model (:mod:`.crossed`) is linear-Gaussian in the cell
 means ``mu[w, c]``, the attribute effects ``v[a]`` and the group means ``mu_bar[c]`` (Normal
 prior ``N(m0, s0^2)``), so ``log p(y | phi)`` is available in closed form and NUTS need only
@@ -36,12 +37,14 @@ and the joint draws are also compiled C (:mod:`._native`: ``cxi_logp``, ``cxi_ex
 from __future__ import annotations
 
 import ctypes
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..config import CONNECTIONS
 from . import _native
 from . import priors as _priors
+from ._nutpie import run
 
 __all__ = ["log_marginal", "log_marginal_grad", "theta_names",
            "initial_point", "sample_scales", "posterior_draws",
@@ -225,26 +228,16 @@ def initial_point(data: dict, rng) -> np.ndarray:
 
 def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 4,
                   seed: int = 1, cores: int = 1, target_accept: float = 0.8,
-                  kernel: str = "numpy"):
+                  kernel: str = "c"):
     """NUTS on the log scales only: ``(theta (chain, draw, coordinate), sample_stats)``.
 
-    `kernel`: ``"numpy"`` (:func:`log_marginal_grad`, through nutpie's public API with a
-    Python callback), ``"numba"`` (the compiled sparse prototype of
-    :mod:`._crossed_integrated_numba`, same callback) or ``"cfunc"`` (that prototype as a
-    C-callable function run by bayesbias' nutpie driver, :func:`._nutpie.run`, as the
-    default kernels are: no Python per step), ``"cfunc_schur"`` (the same on the rank-G
-    Cholesky factorisation, :func:`log_marginal_schur_grad`) or ``"cfunc_types"`` (attribute
-    sums collapsed onto types, :func:`log_marginal_types_grad`) or ``"c"`` (the same
-    density as C, :func:`entry_points` on :func:`pack_types_c`'s block, by the same driver;
-    theta is the log of its expanded tau, sigma, omega). Exploratory.
+    `kernel`: ``"c"`` (the compiled density, :func:`entry_points` on :func:`pack_types_c`'s
+    block, run by bayesbias' nutpie driver as ``fit_model`` runs it) or ``"numpy"``
+    (:func:`log_marginal_grad` through nutpie's public API with a Python callback: an
+    independent route, for the tests).
     """
     k = _NC + data["ns"] + data["nk"]
-    names = theta_names(data)
     if kernel == "c":
-        from types import SimpleNamespace
-
-        from ._nutpie import run
-
         points = entry_points()
         if points is None:
             raise RuntimeError("kernel='c' needs the compiled kernels (a C compiler)")
@@ -266,51 +259,12 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         scales = [np.asarray(post[n].transpose("chain", "draw", ...).values)
                   for n in ("tau", "sigma", "omega")]
         return np.log(np.concatenate(scales, axis=-1)), stats
-    if kernel in ("cfunc", "cfunc_schur", "cfunc_types"):
-        from types import SimpleNamespace
-
-        from . import _crossed_integrated_numba as nb
-        from ._nutpie import run
-
-        if kernel == "cfunc_types":
-            logp, expand = nb.c_entry_points_types()
-            block = nb.pack_types_flat(nb.pack_types(data, attribute_types(data)))
-        else:
-            logp, expand = nb.c_entry_points(k)
-            block = nb.pack_flat(nb.pack_sparse(data), schur=kernel == "cfunc_schur")
-        kern = SimpleNamespace(data=block, dim=k,
-                               expanded_dim=None, logp=logp, expand=expand, names=["theta"],
-                               shapes=[(k,)], dims={"theta": ("coordinate",)},
-                               coords={"coordinate": names}, adaptation="diag")
-
-        def init_fn(s):
-            return initial_point(data, np.random.default_rng([seed, int(s) % (2**63)]))
-
-        post, stats = run(kern, init_fn, "integrated crossed", draws, tune, chains, cores,
-                          seed, target_accept)
-        return np.asarray(post["theta"].transpose("chain", "draw", ...).values), stats
-
+    if kernel != "numpy":
+        raise ValueError(f"kernel must be c or numpy, got {kernel!r}")
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    if kernel == "numba":
-        from ._crossed_integrated_numba import log_marginal_grad_sparse, pack_sparse
-
-        packed = pack_sparse(data)
-        log_marginal_grad_sparse(initial_point(data, np.random.default_rng(0)), packed)
-    elif kernel != "numpy":
-        raise ValueError(f"kernel must be numpy, numba, cfunc, cfunc_schur, cfunc_types or "
-                         f"c, got {kernel!r}")
-
     def make_logp():
-        if kernel == "numba":
-            def logp(x):
-                value, grad = log_marginal_grad_sparse(x, packed)
-                if not np.isfinite(value):
-                    return -np.inf, np.zeros(k)
-                return value, grad
-            return logp
-
         def logp(x):
             try:
                 return log_marginal_grad(x, data)
@@ -327,7 +281,7 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
         return initial_point(data, np.random.default_rng(s))
 
     model = from_pyfunc(k, make_logp, make_expand, [np.dtype("float64")], [(k,)], ["theta"],
-                        coords={"coordinate": names},
+                        coords={"coordinate": theta_names(data)},
                         dims={"theta": ("coordinate",)}, make_initial_point_fn=init)
     tr = nutpie.sample(model, draws=draws, tune=tune, chains=chains, cores=cores, seed=seed,
                        save_warmup=False, progress_bar=False, target_accept=target_accept)
@@ -336,12 +290,12 @@ def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 
 
 
 def posterior_draws(theta: np.ndarray, data: dict, seed: int = 0,
-                    effects: bool = False, compiled: bool = False) -> dict:
-    """Scales and Gaussian draws at each (chain, draw) of log scales `theta`.
+                    effects: bool = False) -> dict:
+    """Scales and Gaussian draws at each (chain, draw) of log scales `theta` (numpy).
 
     Returns ``tau``, ``sigma``, ``omega``, ``mu_bar`` (one draw from its conditional
     Normal per scale draw) and, with `effects`, ``attribute_effect`` (joint draws of
-    ``(mu_bar, v)`` instead). `compiled`: mu_bar by the numba prototype (no effects).
+    ``(mu_bar, v)`` instead).
     """
     theta = np.asarray(theta, float)
     lead = theta.shape[:-1]
@@ -350,11 +304,7 @@ def posterior_draws(theta: np.ndarray, data: dict, seed: int = 0,
     ns, nk = data["ns"], data["nk"]
     mu = np.empty((flat.shape[0], _NC))
     v = np.empty((flat.shape[0], data["na"])) if effects else None
-    if compiled and not effects:
-        from . import _crossed_integrated_numba as nb
-
-        mu = nb.mu_bar_draws(flat, nb.pack_types(data, attribute_types(data)), seed)
-    for i, t in enumerate(flat if (effects or not compiled) else []):
+    for i, t in enumerate(flat):
         if effects:
             x = draw_gaussian(t, data, rng)
             mu[i], v[i] = x[:_NC], x[_NC:]
