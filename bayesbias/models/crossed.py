@@ -13,25 +13,26 @@ one shared sd would make the stereotype contrasts' intervals too narrow.
 
 Default sampler: nutpie on the scales alone, ``log (tau, sigma, omega)`` (about a dozen
 values). Given them the model is linear-Gaussian, so the cell means, the attribute effects
-and ``mu_bar`` are integrated out exactly (:mod:`.crossed_integrated`: on the groups of cells
-sharing (connection, n, attribute multiset), :func:`cell_groups`, with the attributes
+and ``mu_bar`` are integrated out exactly (:mod:`.crossed_integrated`: on the groups of
+cells sharing (connection, n, attribute multiset), :func:`cell_groups`, with the attributes
 collapsed onto a few types; a C kernel, :mod:`._native`); then ``(mu_bar, v)`` are drawn
 jointly from their Gaussian conditional at every draw, and each ``mu[w, c]`` from its own,
 or, above :data:`~bayesbias.models.word_summaries.WORD_DRAWS_BYTES` of them, per-word
 summaries are Rao-Blackwellised over the draws (:mod:`.word_summaries`). The verdict's
 mixture reads mu_bar's conditional moments from the same form. With more than
-:data:`MAX_INTEGRATED_GROUPS` groups (protected words meeting many different attribute
-sets) or a non-Normal ``mu_bar`` prior, nutpie samples ``(mu_bar, tau, sigma, omega, v)``
-with the cell means integrated out given ``v`` (on the groups of cells, or row by row when
-that is shorter). There the attribute effects are sampled centred when the data say more
-about each of them than the spread between them, non-centred otherwise, in coordinates
-free of two ridges (the kernel's comment in :mod:`._native`): each attribute kind's mean
-effect is sampled apart from ``mu_bar``, always non-centred (the rows never see it), and,
-centred, the raw effects' mean per kind, which meets neither the rows nor the effects, gets
-a fixed Normal density on the deviations' scale (:func:`_anchor_sds`). With the omega-scaled density it had until 2026-12 it was a
-ridge correlated with omega: on a 5M-row table of 15,528 words and 11 stereotypes, 3 of 6
-seeds warned with r-hat up to 1.045 and a bulk ESS of 57 for ``omega[stereotype]``; now
-every seed has r-hat <= 1.006 and ESS >= 7,000 (the posterior is the same).
+:data:`MAX_INTEGRATED_GROUPS` groups (protected words meeting many different attribute sets)
+or a non-Normal ``mu_bar`` prior, nutpie samples ``(mu_bar, tau, sigma, omega, v)`` with the
+cell means integrated out given ``v`` (on the groups of cells, or row by row when that is
+shorter). There the attribute effects are sampled centred when the data say more about each
+of them than the spread between them, non-centred otherwise, in coordinates free of two
+ridges (the kernel's comment in :mod:`._native`): each attribute kind's mean effect is
+sampled apart from ``mu_bar``, always non-centred (the rows never see it), and, centred, the
+raw effects' mean per kind, which meets neither the rows nor the effects, gets a fixed
+Normal density on the deviations' scale (:func:`_anchor_sds`). With the omega-scaled density
+it had until 2026-12 it was a ridge correlated with omega: on a 5M-row table of 15,528 words
+and 11 stereotypes, 3 of 6 seeds warned with r-hat up to 1.045 and a bulk ESS of 57 for
+``omega[stereotype]``; now every seed has r-hat <= 1.006 and ESS >= 7,000 (the posterior is
+the same).
 The PyMC model (``--sampler pymc``, ``likelihood="rows"``) is the reference the tests compare
 against, beside a bambi formula model.
 """
