@@ -650,9 +650,10 @@ def test_report_fits_with_each_models_own_target_accept():
     assert ReportSettings().target_accept is None  # fit_model applies the family default
     for model, shown in (("embedding_level", "target_accept 0.8 (the model's default; 0.95 "
                                              "where its PyMC model is sampled)"),
-                         ("crossed", "target_accept 0.8 (the model's default)")):
+                         ("crossed", "target_accept 0.9 (the model's default; 0.8 where "
+                                     "its PyMC model is sampled)")):
         assert shown in _model_line(model=model)
-    assert "target_accept 0.9;" in _model_line(target_accept=0.9)
+    assert "target_accept 0.95;" in _model_line(target_accept=0.95)
 
 
 def test_the_worker_inherits_the_robustness_modules_only_when_the_line_is_made():

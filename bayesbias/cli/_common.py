@@ -369,9 +369,9 @@ def add_model_options(p, command: str = "fit") -> None:
     p.add_argument("--sampler", choices=["auto", "nutpie", "pymc"], default="auto",
                    help="NUTS implementation; auto: nutpie if installed (default %(default)s)")
     p.add_argument("--target-accept", type=probability, default=None,
-                   help="NUTS target acceptance rate (default 0.8); the context model uses "
-                        "its own 0.9 and embedding_level 0.95 unless this is given; raise to "
-                        "0.95-0.99 if there are divergences")
+                   help="NUTS target acceptance rate (default 0.8); the crossed and context "
+                        "models use their own 0.9 and embedding_level 0.95 unless this is "
+                        "given; raise to 0.95-0.99 if there are divergences")
     p.add_argument("--strict", action="store_true",
                    help="exit with status 3 if r-hat, ESS or divergences fail "
                         "(default: warn only)")

@@ -92,6 +92,13 @@ AUTO_RATIO = 10.0
 #: lists x 10 seeds, r-hat above 1.01 in 1 of 70 fits (2 of 70 at 1,000), min bulk ESS
 #: 529-3,637 (624-3,363), 27% less CPU per fit (docs/speed-and-progress.md; issue 49).
 TUNE = 500
+#: NUTS target acceptance of the cell-marginal samplers. On the scales alone, 0.8 left one
+#: divergence in 7 of 1,200 null tables (all with no attribute effect, omega = 0, where
+#: log omega has a funnel-shaped tail); 0.9 removed them (and the 11 r-hat/ESS warnings of
+#: those tables) for about one more leapfrog step per draw (5.6-6.3 -> 6.8-7.0 on the
+#: shipped lists; docs/validation.md). The PyMC model keeps 0.8.
+TARGET_ACCEPT = 0.9
+PYMC_TARGET_ACCEPT = 0.8
 
 #: Most groups of cells (:func:`cell_groups`) for which the sampler runs on the scales alone
 #: (:func:`integrated`); its cost per step grows with their cube.
