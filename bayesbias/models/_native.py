@@ -712,7 +712,6 @@ typedef struct {
     int64_t ng, nt, ns, nk, na, nnz, full;
     const double *gc, *gn, *gw, *ysum, *ysq, *ss, *smap, *consts, *priors, *tn, *tkind;
     const double *tksum, *tptr, *tg, *tv, *d1, *d2, *kind, *ksum, *dsum, *eptr, *eg, *ek;
-    const double *esq;
 } cxi_data;
 
 /* header [length, ng, nt, ns, nk, na, nnz, full, nnzt]; 0, or -1 if the block is
@@ -751,7 +750,6 @@ static int cxi_parse(const double *data, cxi_data *D) {
         D->eptr = data + o; o += D->na + 1;
         D->eg = data + o; o += D->nnz;
         D->ek = data + o; o += D->nnz;
-        D->esq = data + o; o += D->nnz;
     }
     return o == (int64_t)data[0] ? 0 : -1;
 }
@@ -1103,104 +1101,80 @@ int64_t cxi_moments(int64_t n, const double *xs, const double *data, double *mea
     return rc;
 }
 
-/* One joint draw of (mu_bar, v) | x, y per row of xs (n x k): P^-1 (b + z), z ~ Normal(0, P)
- * built from P's positive semi-definite terms with the standard normals of that row
- * (normals: n x m, m = 4 + na + nnz + ng): [0, 4) mu_bar's prior (z_mu += e / s0); [4, 4+na)
- * the attributes' priors (z_v += e sqrt(p[kind])); [4+na, 4+na+nnz) the within-cell terms,
- * one per (attribute, group) entry e in the block's order (attribute-major), ee = e
- * sqrt(k_e cells u), then z_v[a_e] += ee - k_e sum_{e' in g} ee' / n_g; [4+na+nnz, m) the
- * between-cell terms, eb = e sqrt(cells w2) per group g: z_mu[c_g] += eb,
- * z_v[a_e] += k_e eb / n_g. P^-1 through S and T (cxi_factor): O(entries + groups^2) per
- * draw. Needs pack_draws_c's block. 0, -1, -2, or 4 + 10 i at the failed row i. */
+/* One joint draw of (mu_bar, v) | x, y per row of xs (n x k): mu_bar = m_mu + L e_mu
+ * (L L' = T^-1, the Schur complement's inverse), then v | mu_bar ~ Normal(Pvv^-1 (b_v - K F
+ * mu_bar), Pvv^-1) with Pvv^-1 = Dv^-1 + Dv^-1 K rg K' Dv^-1 (cxi_factor's S form), drawn as
+ * the sum of Dv^-1/2 e_v and Dv^-1 K R e_g (R R' = rg). normals: n x m, m = 4 + na + ng:
+ * [0, 4) e_mu, [4, 4 + na) e_v (one per attribute), [4 + na, m) e_g (one per group).
+ * O(entries + groups^3) per draw. Needs pack_draws_c's block. 0, -1, -2, or 4 + 10 i at the
+ * failed row i. */
 int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const double *data,
                  double *mu_out, double *v_out) {
     cxi_data D;
     cxi_work W;
-    double stack[CXI_STACK], *buf = stack, *rv, *dva, *ee, *sg, *wy, *sq, rmu[4], xmu[4];
-    double sp[64];
-    int64_t k, s, i, j, a, e, g, h, c, size, m, na, nnz, ng, rc = 0;
+    double stack[CXI_STACK], *buf = stack, *tv, *dva, *wy, *rz, *lr, *s1, *s2, mu[4];
+    double l4[16], s4a[16], s4b[16], ld;
+    int64_t k, s, i, j, a, e, g, h, c, size, m, na, ng, rc = 0;
     if (cxi_parse(data, &D) || !D.full) return -1;
     ng = D.ng;
     na = D.na;
-    nnz = D.nnz;
     k = 4 + D.ns + D.nk;
-    m = 4 + na + nnz + ng;
-    size = cxi_work_size(ng, D.nt) + 2 * na + nnz + 3 * ng;
+    m = 4 + na + ng;
+    size = cxi_work_size(ng, D.nt) + 2 * na + 2 * ng + 3 * ng * ng;
     if (size > CXI_STACK) {
         buf = (double *)malloc(sizeof(double) * (size_t)size);
         if (buf == NULL) return -2;
     }
     cxi_work_init(&W, buf, ng, D.nt);
-    rv = buf + cxi_work_size(ng, D.nt);
-    dva = rv + na;
-    ee = dva + na;
-    sg = ee + nnz;
-    wy = sg + ng;
-    sq = wy + ng;
+    tv = buf + cxi_work_size(ng, D.nt);
+    dva = tv + na;
+    wy = dva + na;
+    rz = wy + ng;
+    lr = rz + ng;
+    s1 = lr + ng * ng;
+    s2 = s1 + ng * ng;
     for (s = 0; s < n; s++) {
         const double *nr = normals + s * m, *x = xs + s * k;
-        double s0 = D.consts[0];
         if (cxi_factor(&D, x, &W)) { rc = 4 + 10 * s; break; }
-        for (c = 0; c < 4; c++) rmu[c] = W.bmu[c] + nr[c] / s0;
-        for (j = 0; j < D.nk; j++) sp[j] = sqrt(W.p[j]);
-        for (g = 0; g < ng; g++) {
-            sg[g] = 0.0;
-            wy[g] = W.w2[g] * D.ysum[g] / D.gn[g];
-            sq[g] = sqrt(D.gw[g] * W.u[(int64_t)D.gc[g]]);
+        /* mu_bar = m_mu + L e_mu, L the Cholesky factor of T^-1 */
+        if (cxi_chol_inv(4, W.tinv, s4a, l4, s4b, &ld)) { rc = 4 + 10 * s; break; }
+        for (i = 0; i < 4; i++) {
+            mu[i] = W.m_mu[i];
+            for (j = 0; j <= i; j++) mu[i] += l4[4 * i + j] * nr[j];
+            mu_out[4 * s + i] = mu[i];
         }
+        /* R e_g, R the Cholesky factor of rg */
+        if (cxi_chol_inv(ng, W.rg, s1, lr, s2, &ld)) { rc = 4 + 10 * s; break; }
+        for (g = 0; g < ng; g++) {
+            rz[g] = 0.0;
+            for (h = 0; h <= g; h++) rz[g] += lr[g * ng + h] * nr[4 + na + h];
+            wy[g] = W.w2[g] * D.ysum[g] / D.gn[g] - W.fg[g] * mu[(int64_t)D.gc[g]];
+            W.kb[g] = 0.0;
+        }
+        /* t_v = b_v - K F mu_bar, K' Dv^-1 t_v */
         for (a = 0; a < na; a++) {
             int64_t ka = (int64_t)D.kind[a];
-            double d = W.p[ka], b = 0.0;
-            for (c = 0; c < 4; c++) d += D.ksum[4 * a + c] * W.u[c];
+            double d = W.p[ka], t = 0.0;
+            for (c = 0; c < 4; c++) {
+                d += D.ksum[4 * a + c] * W.u[c];
+                t += W.u[c] * D.dsum[4 * a + c];
+            }
             dva[a] = 1.0 / d;
-            for (c = 0; c < 4; c++) b += W.u[c] * D.dsum[4 * a + c];
-            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++) {
-                g = (int64_t)D.eg[e];
-                b += D.ek[e] * wy[g];
-                ee[e] = nr[4 + na + e] * D.esq[e] * sq[g];
-                sg[g] += ee[e];
-            }
-            rv[a] = b + nr[4 + a] * sp[ka];
-        }
-        for (g = 0; g < ng; g++) {
-            double eb = nr[4 + na + nnz + g] * sqrt(D.gw[g] * W.w2[g]);
-            rmu[(int64_t)D.gc[g]] += eb;
-            sg[g] = sg[g] / D.gn[g];  /* the group's mean of the within terms */
-            W.z[g] = eb / D.gn[g];     /* between term per unit count (z reused) */
-        }
-        for (g = 0; g < ng; g++) W.kb[g] = 0.0;
-        for (a = 0; a < na; a++) {
-            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++) {
-                g = (int64_t)D.eg[e];
-                rv[a] += ee[e] - D.ek[e] * sg[g] + D.ek[e] * W.z[g];
-            }
             for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++)
-                W.kb[(int64_t)D.eg[e]] += D.ek[e] * dva[a] * rv[a];
+                t += D.ek[e] * wy[(int64_t)D.eg[e]];
+            tv[a] = t;
+            for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++)
+                W.kb[(int64_t)D.eg[e]] += D.ek[e] * dva[a] * t;
         }
-        /* x_mu = T^-1 (r_mu - F'(kb + Gm rg kb)), x_v = Dv^-1 (r_v + K (rg kb - W x_mu)) */
         for (g = 0; g < ng; g++) {
-            W.rkb[g] = 0.0;
+            W.rkb[g] = rz[g];  /* rg K'Dv^-1 t_v + R e_g: mean and noise share K */
             for (h = 0; h < ng; h++) W.rkb[g] += W.rg[g * ng + h] * W.kb[h];
         }
-        for (g = 0; g < ng; g++) {
-            double acc = W.kb[g];
-            for (h = 0; h < ng; h++) acc += W.gm[g * ng + h] * W.rkb[h];
-            rmu[(int64_t)D.gc[g]] -= W.fg[g] * acc;
-        }
-        for (i = 0; i < 4; i++) {
-            xmu[i] = 0.0;
-            for (j = 0; j < 4; j++) xmu[i] += W.tinv[4 * i + j] * rmu[j];
-            mu_out[4 * s + i] = xmu[i];
-        }
-        for (g = 0; g < ng; g++) {
-            W.z[g] = W.rkb[g];
-            for (c = 0; c < 4; c++) W.z[g] -= W.wm[4 * g + c] * xmu[c];
-        }
         for (a = 0; a < na; a++) {
-            double acc = rv[a];
+            double acc = tv[a];
             for (e = (int64_t)D.eptr[a]; e < (int64_t)D.eptr[a + 1]; e++)
-                acc += D.ek[e] * W.z[(int64_t)D.eg[e]];
-            v_out[na * s + a] = dva[a] * acc;
+                acc += D.ek[e] * W.rkb[(int64_t)D.eg[e]];
+            v_out[na * s + a] = dva[a] * acc + sqrt(dva[a]) * nr[4 + a];
         }
     }
     if (buf != stack) free(buf);

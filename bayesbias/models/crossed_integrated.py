@@ -565,7 +565,7 @@ def pack_draws_c(data: dict, types: dict | None = None) -> np.ndarray:
 
     Header flag 1, then per attribute kind, ``ksum`` (attributes x 4), ``dsum``
     (attributes x 4), and the nonzero counts of ``kd`` by attribute (CSR: row pointer
-    (attributes + 1), group, count, its square root), attribute-major as ``np.nonzero``
+    (attributes + 1), group, count), attribute-major as ``np.nonzero``
     orders them. Also a valid block for ``cxi_logp`` / ``cxi_moments``.
     """
     return _pack_c(data, types, full=True)
@@ -587,7 +587,7 @@ def _pack_c(data, types, full):
         ptr = np.zeros(na + 1)
         np.cumsum(np.bincount(ai, minlength=na), out=ptr[1:])
         body += [data["kind"], data["ksum"].T.ravel(), data["dsum"].T.ravel(), ptr, gi,
-                 data["kd"][ai, gi], np.sqrt(data["kd"][ai, gi])]
+                 data["kd"][ai, gi]]
     body = np.concatenate([np.asarray(b, dtype=np.float64).ravel() for b in body])
     head = [_HEAD + body.size, ng, nt, data["ns"], data["nk"], na, ai.size, float(full),
             ti.size]
@@ -595,8 +595,8 @@ def _pack_c(data, types, full):
 
 
 def n_normals(packed: np.ndarray) -> int:
-    """Return how many standard normals ``cxi_draw`` takes per draw: ``4 + na + nnz + ng``."""
-    return int(4 + packed[5] + packed[6] + packed[1])
+    """Return how many standard normals ``cxi_draw`` takes per draw: ``4 + na + ng``."""
+    return int(4 + packed[5] + packed[1])
 
 
 def entry_points():
@@ -663,9 +663,9 @@ def draw_c(thetas, packed: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
 
     `packed`: :func:`pack_draws_c`; the standard normals are
     ``rng.standard_normal((rows, n_normals(packed)))``, laid out as ``cxi_draw`` documents:
-    per row 4 (mu_bar's prior), na (the attributes' priors), nnz (within-cell, one per
-    (attribute, group) entry in the block's order), ng (between-cell). The C port of
-    :func:`draw_gaussian` (same distribution; that one orders its normals otherwise).
+    per row 4 (mu_bar), na (one per attribute), ng (one per group). mu_bar from its
+    conditional Normal, then v given it; the same distribution as :func:`draw_gaussian`,
+    drawn otherwise.
     """
     if packed[7] < 0.5:
         raise ValueError("draw_c needs pack_draws_c's block (with the per-attribute part)")
