@@ -192,15 +192,18 @@ def _ess(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _geyer_tau(rho: np.ndarray, size: int) -> np.ndarray:
+def _geyer_tau(rho: np.ndarray, size: int, n_draw: int | None = None) -> np.ndarray:
     """Integrated autocorrelation time of each row of `rho` (n, lag): Geyer's sequences.
 
     Geyer's initial positive and initial monotone sequences as ``arviz_stats`` runs them,
     one lag at a time, here for every parameter at once: the sums of consecutive pairs of
     autocorrelations are kept up to the first that is not positive, and replaced by their
-    running minimum.
+    running minimum. `rho` may hold only the first lags of series of `n_draw` draws (by
+    default all of them): the numbers are right for the rows whose first non-positive pair,
+    or last pair, is among them.
     """
-    n_par, n_draw = rho.shape
+    n_par = rho.shape[0]
+    n_draw = rho.shape[1] if n_draw is None else n_draw
     k_max = max((n_draw - 3) // 2, 0)  # pairs the lag loop reaches: 2k - 1 < n_draw - 3
     rho = rho.copy()
     rho[:, 0] = 1.0
