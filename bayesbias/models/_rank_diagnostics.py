@@ -21,7 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._stats import _ess, _geyer_tau, _split_chains, normal_ppf, tied_ranks
+from .._stats import (
+    _ess,
+    _geyer_tau,
+    _split_chains,  # noqa: F401 (contrast_mixture imports it from here)
+    normal_ppf,
+    tied_ranks,
+)
 from ..parallel import thread_map
 
 __all__ = ["covered", "rank_diagnostics", "sorted_quantile"]
@@ -69,34 +75,43 @@ def rank_diagnostics(ary: np.ndarray, prob: float,
 
 
 def _rank_diagnostics(ary: np.ndarray, prob: float) -> dict[str, np.ndarray]:
-    x = np.ascontiguousarray(np.moveaxis(ary, 2, 0))  # (n, chain, draw)
-    split = _split_chains(x)
-    flat = split.reshape(len(split), -1)
-    order = np.argsort(flat, axis=1)
-    ranked = np.take_along_axis(flat, order, axis=1)
+    c, d, n = ary.shape
+    half = d // 2
+    split = np.empty((n, 2 * c, half))  # the split chains, each column's draws contiguous
+    split[:, :c] = np.moveaxis(ary[:, :half], 2, 0)
+    split[:, c:] = np.moveaxis(ary[:, d - half:], 2, 0)
+    flat = split.reshape(n, -1)
+    m = flat.shape[1]
+    # positions in the flattened block: one gather / scatter for all rows (take_along_axis
+    # and put_along_axis build broadcast index arrays: 4x as long)
+    pos = np.argsort(flat, axis=1)
+    pos += np.arange(0, n * m, m)[:, None]
+    ranked = np.take(flat, pos)
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = _z_scale(ranked, order).reshape(split.shape)  # for r-hat and bulk ESS
+        z = _z_scale(ranked, pos).reshape(split.shape)  # for r-hat and bulk ESS
         bulk = _rhat(z)
         # the median of the split draws, as np.median: the mean of the two middle values
-        m = flat.shape[1]
         median = ranked[:, (m - 1) // 2] if m % 2 else \
             np.mean(ranked[:, m // 2 - 1: m // 2 + 1], axis=1)
-        dev = np.abs(flat - median[:, None])
         # |draw - median| in the order of the sorted draws falls, then rises: two runs,
         # which a stable (merge) sort orders in one linear pass
-        dev_sorted = np.take_along_axis(dev, order, axis=1)
-        sub = np.argsort(dev_sorted, axis=1, kind="stable")
-        tail = _rhat(_z_scale(np.take_along_axis(dev_sorted, sub, axis=1),
-                              np.take_along_axis(order, sub, axis=1)).reshape(split.shape))
+        dev = np.abs(ranked - median[:, None])
+        sub = np.argsort(dev, axis=1, kind="stable")
+        sub += np.arange(0, n * m, m)[:, None]
+        tail = _rhat(_z_scale(np.take(dev, sub), np.take(pos, sub)).reshape(split.shape))
+        del dev, sub
         rhat = np.where(tail > bulk, tail, bulk)
         ess_bulk = _ess_direct(z)
+        del z
         low, high = sorted((prob, 1 - prob))
         # the split chains hold every draw when the draws are even: quantiles of sorted data
-        if x.shape[2] % 2 == 0:
+        if d % 2 == 0:
             qs = [sorted_quantile(ranked, p) for p in (low, high)]
         else:
-            qs = [np.quantile(x.reshape(len(x), -1), p, axis=1) for p in (low, high)]
-        ess = [_ess_direct(_split_chains(x <= q[:, None, None]).astype(float)) for q in qs]
+            every = np.moveaxis(ary, 2, 0).reshape(n, -1)
+            qs = [np.quantile(every, p, axis=1) for p in (low, high)]
+        # the split chains' indicators: those of the draws' (the middle draw dropped)
+        ess = [_ess_direct((split <= q[:, None, None]).astype(float)) for q in qs]
         ess_tail = np.where(ess[1] < ess[0], ess[1], ess[0])
     return {"rhat": rhat, "ess_bulk": ess_bulk, "ess_tail": ess_tail}
 
@@ -121,21 +136,22 @@ def sorted_quantile(s: np.ndarray, p: float) -> np.ndarray:
     return b - d * (1 - g) if g >= 0.5 else a + d * g
 
 
-def _z_scale(ranked: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Return the normal scores of the ranks of each row (n, m) from its sorted values and argsort.
+def _z_scale(ranked: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Return the normal scores of the ranks of each row (n, m), flattened.
 
+    `ranked` holds each row's values sorted, `pos` their positions in the flattened rows.
     The ranks are 1..m but at ties (repeated draws: a rejected transition repeats them),
-    so the m normal scores are computed once and the tied positions' average ranks alone
-    are transformed; then all are put in place (``scipy.stats.rankdata``'s ranks).
+    so the m normal scores are computed once and put in place for every row, then the
+    tied positions' average ranks alone are transformed (``scipy.stats.rankdata``'s ranks).
     """
     m = ranked.shape[1]
     scale = m - 2 * _C + 1
-    scores = np.broadcast_to(normal_ppf((np.arange(1, m + 1) - _C) / scale),
-                             ranked.shape).copy()
+    out = np.empty(ranked.size)
+    # np.put repeats the m scores over the rows' positions
+    np.put(out, pos, normal_ppf((np.arange(1, m + 1) - _C) / scale))
     rows, cols, ranks = tied_ranks(ranked)
-    scores[rows, cols] = normal_ppf((ranks - _C) / scale)
-    out = np.empty(ranked.shape)
-    np.put_along_axis(out, order, scores, axis=1)
+    if rows.size:
+        out[pos[rows, cols]] = normal_ppf((ranks - _C) / scale)
     return out
 
 
