@@ -28,7 +28,7 @@ from .._stats import (
     normal_ppf,
     tied_ranks,
 )
-from ..parallel import thread_map
+from ..parallel import MAX_THREADS, thread_map, usable_cores
 
 __all__ = ["covered", "rank_diagnostics", "sorted_quantile"]
 
@@ -60,49 +60,70 @@ def rank_diagnostics(ary: np.ndarray, prob: float,
     `ary` must be :func:`covered`. Each column's numbers are its own, so the columns go in
     blocks of :data:`BLOCK_ELEMENTS` (cache-sized) and a big array's blocks are split over
     threads (:func:`bayesbias.parallel.thread_map`; `threads`, or one per usable core from
-    :data:`THREAD_ELEMENTS` elements): NumPy's sorts and FFTs release the GIL, and the
-    numbers are the same (a 4000-draw crossed fit: 2.1 -> 1.0 s on 2 cores).
+    :data:`THREAD_ELEMENTS` elements): NumPy's sorts release the GIL, and the numbers are
+    the same. Each thread runs its blocks in one set of buffers (:class:`_Work`).
     """
     n = ary.shape[2]
-    if threads is None and ary.size < THREAD_ELEMENTS:
-        threads = 1
+    if threads is None:
+        threads = 1 if ary.size < THREAD_ELEMENTS else min(usable_cores(), MAX_THREADS)
     width = max(1, BLOCK_ELEMENTS // max(ary.shape[0] * ary.shape[1], 1))
     blocks = max(1, -(-n // width))
     bounds = np.linspace(0, n, blocks + 1).astype(int)
-    parts = thread_map(lambda lo, hi: _rank_diagnostics(ary[..., lo:hi], prob), bounds[:-1],
-                       bounds[1:], threads=threads)
+    groups = [g for g in np.array_split(np.arange(blocks), max(1, int(threads))) if g.size]
+
+    def run(group):
+        size = ary.shape[0] * ary.shape[1] * int(np.max(np.diff(bounds)[group]))
+        work = _Work(size)
+        return [_rank_diagnostics(ary[..., bounds[b]:bounds[b + 1]], prob, work)
+                for b in group]
+
+    parts = [p for done in thread_map(run, groups, threads=len(groups)) for p in done]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def _rank_diagnostics(ary: np.ndarray, prob: float) -> dict[str, np.ndarray]:
+class _Work:
+    """Buffers of one block's steps, reused block after block.
+
+    Fresh temporaries cost page faults: the 380 x 4 x 1000 draws of a crossed fit in blocks
+    of 64 columns took 29,000 of them and 45 ms of system time in 135 ms (a 2 MB array
+    freed goes back to the system, and the next block's comes back page by page).
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self.f = [np.empty(size) for _ in range(4)]
+        self.i = np.empty(size, dtype=np.intp)
+        self.eq = np.empty(size, dtype=bool)
+
+    def float(self, k: int, shape: tuple[int, ...]) -> np.ndarray:
+        """Float buffer `k` as an array of `shape` (its first elements)."""
+        return self.f[k][:int(np.prod(shape))].reshape(shape)
+
+
+def _rank_diagnostics(ary: np.ndarray, prob: float,
+                      work: _Work | None = None) -> dict[str, np.ndarray]:
     c, d, n = ary.shape
     half = d // 2
-    split = np.empty((n, 2 * c, half))  # the split chains, each column's draws contiguous
+    if work is None:
+        work = _Work(2 * c * half * n)
+    shape = (n, 2 * c, half)
+    split = work.float(0, shape)  # the split chains, each column's draws contiguous
     split[:, :c] = np.moveaxis(ary[:, :half], 2, 0)
     split[:, c:] = np.moveaxis(ary[:, d - half:], 2, 0)
     flat = split.reshape(n, -1)
     m = flat.shape[1]
     # positions in the flattened block: one gather / scatter for all rows (take_along_axis
     # and put_along_axis build broadcast index arrays: 4x as long)
+    base = np.arange(0, n * m, m)[:, None]
     pos = np.argsort(flat, axis=1)
-    pos += np.arange(0, n * m, m)[:, None]
-    ranked = np.take(flat, pos)
+    pos += base
+    ranked = np.take(flat, pos, out=work.float(1, (n, m)))
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = _z_scale(ranked, pos).reshape(split.shape)  # for r-hat and bulk ESS
-        bulk = _rhat(z)
+        z = _z_scale(ranked, pos, work, work.float(2, shape))  # for r-hat and bulk ESS
+        bulk = _rhat(z, work.float(3, shape))
         # the median of the split draws, as np.median: the mean of the two middle values
         median = ranked[:, (m - 1) // 2] if m % 2 else \
             np.mean(ranked[:, m // 2 - 1: m // 2 + 1], axis=1)
-        # |draw - median| in the order of the sorted draws falls, then rises: two runs,
-        # which a stable (merge) sort orders in one linear pass
-        dev = np.abs(ranked - median[:, None])
-        sub = np.argsort(dev, axis=1, kind="stable")
-        sub += np.arange(0, n * m, m)[:, None]
-        tail = _rhat(_z_scale(np.take(dev, sub), np.take(pos, sub)).reshape(split.shape))
-        del dev, sub
-        rhat = np.where(tail > bulk, tail, bulk)
-        ess_bulk = _ess_direct(z)
-        del z
         low, high = sorted((prob, 1 - prob))
         # the split chains hold every draw when the draws are even: quantiles of sorted data
         if d % 2 == 0:
@@ -110,8 +131,23 @@ def _rank_diagnostics(ary: np.ndarray, prob: float) -> dict[str, np.ndarray]:
         else:
             every = np.moveaxis(ary, 2, 0).reshape(n, -1)
             qs = [np.quantile(every, p, axis=1) for p in (low, high)]
+        # |draw - median| in the order of the sorted draws falls, then rises: two runs,
+        # which a stable (merge) sort orders in one linear pass
+        dev = np.subtract(ranked, median[:, None], out=work.float(3, (n, m)))
+        np.abs(dev, out=dev)
+        sub = np.argsort(dev, axis=1, kind="stable")
+        sub += base
+        folded = np.take(dev, sub, out=work.float(1, (n, m)))  # (ranked no longer needed)
+        where = np.take(pos, sub, out=work.i[:n * m].reshape(n, m))
+        del sub, pos
+        tail = _rhat(_z_scale(folded, where, work, work.float(3, shape)), work.float(1, shape))
+        rhat = np.where(tail > bulk, tail, bulk)
+        ess_bulk = _ess_direct(z, work.float(1, shape))
         # the split chains' indicators: those of the draws' (the middle draw dropped)
-        ess = [_ess_direct((split <= q[:, None, None]).astype(float)) for q in qs]
+        ess = []
+        for q in qs:
+            ind = np.less_equal(split, q[:, None, None], out=work.float(2, shape))
+            ess.append(_ess_direct(ind, work.float(1, shape)))
         ess_tail = np.where(ess[1] < ess[0], ess[1], ess[0])
     return {"rhat": rhat, "ess_bulk": ess_bulk, "ess_tail": ess_tail}
 
@@ -136,22 +172,24 @@ def sorted_quantile(s: np.ndarray, p: float) -> np.ndarray:
     return b - d * (1 - g) if g >= 0.5 else a + d * g
 
 
-def _z_scale(ranked: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Return the normal scores of the ranks of each row (n, m), flattened.
+def _z_scale(ranked: np.ndarray, pos: np.ndarray, work: _Work,
+             out: np.ndarray) -> np.ndarray:
+    """Put the normal scores of the ranks of each row of `ranked` (n, m) in `out`; return it.
 
-    `ranked` holds each row's values sorted, `pos` their positions in the flattened rows.
-    The ranks are 1..m but at ties (repeated draws: a rejected transition repeats them),
-    so the m normal scores are computed once and put in place for every row, then the
-    tied positions' average ranks alone are transformed (``scipy.stats.rankdata``'s ranks).
+    `ranked` holds each row's values sorted, `pos` their positions in the flattened rows
+    (and in `out`). The ranks are 1..m but at ties (repeated draws: a rejected transition
+    repeats them), so the m normal scores are computed once and put in place for every
+    row, then the tied positions' average ranks alone are transformed
+    (``scipy.stats.rankdata``'s ranks).
     """
     m = ranked.shape[1]
     scale = m - 2 * _C + 1
-    out = np.empty(ranked.size)
     # np.put repeats the m scores over the rows' positions
     np.put(out, pos, normal_ppf((np.arange(1, m + 1) - _C) / scale))
-    rows, cols, ranks = tied_ranks(ranked)
+    eq = work.eq[:ranked.shape[0] * (m - 1)].reshape(ranked.shape[0], m - 1)
+    rows, cols, ranks = tied_ranks(ranked, eq)
     if rows.size:
-        out[pos[rows, cols]] = normal_ppf((ranks - _C) / scale)
+        out.reshape(-1)[pos[rows, cols]] = normal_ppf((ranks - _C) / scale)
     return out
 
 
@@ -161,14 +199,15 @@ LAG_ROUND = 8
 DIRECT_LAGS = 32
 
 
-def _ess_direct(x: np.ndarray) -> np.ndarray:
+def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
     """``_ess`` of each row of `x` (n, chain, draw) float64, the first lags summed directly.
 
     Geyer's initial positive sequence stops at the first pair of autocorrelations whose sum
     is not positive: after a few lags on a well-mixed chain. So the autocovariance's lags
     are summed directly, :data:`LAG_ROUND` at a time, for the rows whose sequence has not
     stopped; a row still going after :data:`DIRECT_LAGS` lags takes ``_ess`` (the FFT).
-    The same definition; sums in another order (equal to 1e-13 relative or so).
+    The same definition; sums in another order (equal to 1e-13 relative or so). `buf`
+    (x's shape) takes the centred draws.
     """
     n_par, n_chain, n_draw = x.shape
     size = n_chain * n_draw
@@ -177,7 +216,7 @@ def _ess_direct(x: np.ndarray) -> np.ndarray:
     flat = x.reshape(n_par, -1)
     constant = (flat.max(axis=1) - flat.min(axis=1)) < np.finfo(float).resolution
     means = x.mean(axis=2)
-    centred = x - means[..., None]
+    centred = np.subtract(x, means[..., None], out=buf)
     mean_var = np.einsum("pcd,pcd->pc", centred, centred)
     mean_var /= n_draw
     mean_var = np.mean(mean_var, axis=1) * n_draw / (n_draw - 1.0)
@@ -210,8 +249,22 @@ def _ess_direct(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _rhat(x: np.ndarray) -> np.ndarray:
+def _rhat(x: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Split r-hat of each column of `x` (n, chain, draw); `buf` (x's shape) is scratch."""
     n = x.shape[2]
-    between = n * np.var(np.mean(x, axis=2), axis=1, ddof=1)
-    within = np.mean(np.var(x, axis=2, ddof=1), axis=1)
+    means = np.mean(x, axis=2)
+    between = n * np.var(means, axis=1, ddof=1)
+    within = np.mean(_var_draws(x, means, buf), axis=1)
     return np.sqrt((between / within + n - 1) / n)
+
+
+def _var_draws(x: np.ndarray, means: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """``np.var(x, axis=2, ddof=1)`` given ``np.mean(x, axis=2)``, its very arithmetic.
+
+    The deviations go to `buf` (x's shape) instead of a fresh temporary.
+    """
+    dev = np.subtract(x, means[..., None], out=buf)
+    np.multiply(dev, dev, out=dev)
+    out = np.add.reduce(dev, axis=2)
+    out /= x.shape[2] - 1
+    return out
