@@ -124,6 +124,7 @@ def _rank_diagnostics(ary: np.ndarray, prob: float,
     with np.errstate(divide="ignore", invalid="ignore"):
         z = _z_scale(ranked, pos, work, work.float(2, shape))  # for r-hat and bulk ESS
         bulk = _rhat(z, work.float(3, shape))
+        smallest, largest = ranked[:, 0].copy(), ranked[:, -1].copy()
         # the median of the split draws, as np.median: the mean of the two middle values
         median = ranked[:, (m - 1) // 2] if m % 2 else \
             np.mean(ranked[:, m // 2 - 1: m // 2 + 1], axis=1)
@@ -137,17 +138,20 @@ def _rank_diagnostics(ary: np.ndarray, prob: float,
         # |draw - median|, ordered by the sort of the folded values
         dev = np.subtract(ranked, median[:, None], out=work.float(3, (n, m)))
         np.abs(dev, out=dev)
-        sub, folded = _sorted_rows(dev, base, work, 1, 1)  # (ranked no longer needed)
+        sub, folded = _sorted_rows(dev, base, work, 1, 1, nonnegative=True)  # (ranked:
+        # no longer needed)
         where = np.take(pos, sub, out=work.int(2, (n, m)), mode="clip")  # (no bounds check)
         del sub, pos
         tail = _rhat(_z_scale(folded, where, work, work.float(3, shape)), work.float(1, shape))
         rhat = np.where(tail > bulk, tail, bulk)
-        ess_bulk = _ess_direct(z, work.float(1, shape))
+        # constant normal scores: all draws tied (distinct ranks' scores differ by far more
+        # than the resolution _ess tests)
+        ess_bulk = _ess_direct(z, work.float(1, shape), smallest == largest)
         # the split chains' indicators: those of the draws' (the middle draw dropped)
         ess = []
         for q in qs:
             ind = np.less_equal(split, q[:, None, None], out=work.float(2, shape))
-            ess.append(_ess_direct(ind, work.float(1, shape)))
+            ess.append(_ess_direct(ind, work.float(1, shape), (q >= largest) | (q < smallest)))
         ess_tail = np.where(ess[1] < ess[0], ess[1], ess[0])
     return {"rhat": rhat, "ess_bulk": ess_bulk, "ess_tail": ess_tail}
 
@@ -175,15 +179,16 @@ def sorted_quantile(s: np.ndarray, p: float) -> np.ndarray:
 _SIGN = np.uint64(1 << 63)
 
 
-def _sorted_rows(v: np.ndarray, base: np.ndarray, work: _Work, pos_k: int,
-                 out_k: int) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_rows(v: np.ndarray, base: np.ndarray, work: _Work, pos_k: int, out_k: int,
+                 nonnegative: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Sort each row of `v` (n, m), C-contiguous float64 without NaN.
 
     Returns the flattened positions of each row's values in order (``np.argsort(v, axis=1)
     + base``, up to the order of equal values; in index buffer `pos_k`) and the sorted rows
     (float buffer `out_k`). One sort of 64-bit keys: each value's bits made
-    order-preserving (a negative's flipped, a positive's sign bit set), the lowest of them
-    replaced by its column. NumPy's argsort of float64 rows took 3 to 4 times as long as
+    order-preserving (a negative's flipped, a positive's sign bit set; `nonnegative`: the
+    bits of values >= +0.0 are that already), the lowest of them replaced by its column
+    (as few as the columns need). NumPy's argsort of float64 rows took 3 to 4 times as long as
     its sort of these keys. Two values that differ only in those low bits may come out of
     order: a row whose sorted values are not non-decreasing is sorted again by np.argsort.
     """
@@ -192,11 +197,14 @@ def _sorted_rows(v: np.ndarray, base: np.ndarray, work: _Work, pos_k: int,
     low = np.uint64((1 << bits) - 1)
     u = v.view(np.uint64)
     key = work.key[:v.size].reshape(n, m)
-    np.right_shift(u, np.uint64(63), out=key)
-    np.negative(key, out=key)  # all bits set for a negative value (modulo 2^64)
-    key |= _SIGN
-    key ^= u
-    key &= ~low
+    if nonnegative:
+        np.bitwise_and(u, ~low, out=key)
+    else:
+        np.right_shift(u, np.uint64(63), out=key)
+        np.negative(key, out=key)  # all bits set for a negative value (modulo 2^64)
+        key |= _SIGN
+        key ^= u
+        key &= ~low
     key |= np.arange(m, dtype=np.uint64)
     key.sort(axis=1)
     pos = np.bitwise_and(key, low, out=work.int(pos_k, (n, m)), casting="unsafe")
@@ -237,7 +245,8 @@ LAG_ROUND = 8
 DIRECT_LAGS = 32
 
 
-def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
+def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None,
+                constant: np.ndarray | None = None) -> np.ndarray:
     """``_ess`` of each row of `x` (n, chain, draw) float64, the first lags summed directly.
 
     Geyer's initial positive sequence stops at the first pair of autocorrelations whose sum
@@ -245,17 +254,19 @@ def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
     are summed directly, :data:`LAG_ROUND` at a time, for the rows whose sequence has not
     stopped; a row still going after :data:`DIRECT_LAGS` lags takes ``_ess`` (the FFT).
     The same definition; sums in another order (equal to 1e-13 relative or so). `buf`
-    (x's shape) takes the centred draws.
+    (x's shape) takes the centred draws; `constant` flags the rows whose draws are all
+    equal, if known (else as ``_ess``: max - min below the float resolution).
     """
     n_par, n_chain, n_draw = x.shape
     size = n_chain * n_draw
     k_max = max((n_draw - 3) // 2, 0)
     lags = min(2 * k_max + 2, DIRECT_LAGS)  # rho[2 k_max + 1]: the last lag Geyer's reads
-    flat = x.reshape(n_par, -1)
-    constant = (flat.max(axis=1) - flat.min(axis=1)) < np.finfo(float).resolution
+    if constant is None:
+        flat = x.reshape(n_par, -1)
+        constant = (flat.max(axis=1) - flat.min(axis=1)) < np.finfo(float).resolution
     means = x.mean(axis=2)
     centred = np.subtract(x, means[..., None], out=buf)
-    mean_var = np.einsum("pcd,pcd->pc", centred, centred)
+    mean_var = np.vecdot(centred, centred)
     mean_var /= n_draw
     mean_var = np.mean(mean_var, axis=1) * n_draw / (n_draw - 1.0)
     var_plus = mean_var * (n_draw - 1.0) / n_draw
@@ -269,7 +280,7 @@ def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
         hi = min(lo + LAG_ROUND, lags)
         part = centred if active.size == n_par else centred[active]
         for t in range(max(lo, 1), hi):
-            a = np.einsum("pcd,pcd->pc", part[:, :, t:], part[:, :, :n_draw - t])
+            a = np.vecdot(part[:, :, t:], part[:, :, :n_draw - t])
             a /= n_draw
             rho[active, t] = 1.0 - (mean_var[active] - np.mean(a, axis=1)) / var_plus[active]
         r = rho[active, :hi]
