@@ -200,9 +200,8 @@ def _sorted_rows(v: np.ndarray, base: np.ndarray, work: _Work, pos_k: int, out_k
     if nonnegative:
         np.bitwise_and(u, ~low, out=key)
     else:
-        np.right_shift(u, np.uint64(63), out=key)
-        np.negative(key, out=key)  # all bits set for a negative value (modulo 2^64)
-        key |= _SIGN
+        np.right_shift(v.view(np.int64), 63, out=key.view(np.int64))  # all bits set for a
+        key |= _SIGN  # negative value (the sign bit, shifted arithmetically)
         key ^= u
         key &= ~low
     key |= np.arange(m, dtype=np.uint64)
@@ -279,10 +278,13 @@ def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None,
     while active.size and lo < lags:
         hi = min(lo + LAG_ROUND, lags)
         part = centred if active.size == n_par else centred[active]
-        for t in range(max(lo, 1), hi):
-            a = np.vecdot(part[:, :, t:], part[:, :, :n_draw - t])
-            a /= n_draw
-            rho[active, t] = 1.0 - (mean_var[active] - np.mean(a, axis=1)) / var_plus[active]
+        first = max(lo, 1)
+        acov = np.empty((hi - first, active.size, n_chain))  # this round's lags
+        for t in range(first, hi):
+            np.vecdot(part[:, :, t:], part[:, :, :n_draw - t], out=acov[t - first])
+        acov /= n_draw
+        rho[active, first:hi] = (1.0 - (mean_var[active] - np.mean(acov, axis=2))
+                                 / var_plus[active]).T
         r = rho[active, :hi]
         r[:, 0] = 1.0
         pairs = r[:, 0:hi:2] + r[:, 1:hi:2]
