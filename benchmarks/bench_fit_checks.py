@@ -13,6 +13,10 @@ between calls):
   copy) and as now (:func:`bayesbias.models.result._replicates_by_row`); the two tables
   must be equal (the same normals, the same numbers).
 
+Then the rank diagnostics alone (one thread) on 380 columns of AR(1) chains, 4 x 1000 draws,
+from well mixed to badly (Geyer's sequence running past the directly summed lags: the FFT
+after them), before and after.
+
 Usage::
 
     python benchmarks/bench_fit_checks.py
@@ -20,6 +24,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import time
@@ -147,6 +152,33 @@ def _bench(fit, draws: int, before) -> None:
           f"{times['before'][0] / times['after'][0]:.2f}); tables equal", flush=True)
 
 
+def _ar1(rng, phi: float, n: int = 380) -> np.ndarray:
+    x = np.empty((4, 1000, n))
+    x[:, 0] = rng.normal(size=(4, n))
+    e = rng.normal(size=(4, 1000, n)) * np.sqrt(1 - phi ** 2)
+    for t in range(1, 1000):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    return x
+
+
+def _bench_mixing(before) -> None:
+    from bayesbias.models import _rank_diagnostics as rd
+
+    rng = np.random.default_rng(0)
+    use = types.SimpleNamespace(fn=None)
+    for phi in (0.0, 0.9, 0.99):
+        times = _interleaved(functools.partial(_call_one_thread, use, _ar1(rng, phi)), {
+            "before": _patch(use, "fn", before.rank_diagnostics),
+            "after": _patch(use, "fn", rd.rank_diagnostics)})
+        print(f"380 AR(1) columns, phi {phi}, 4 x 1000 draws, rank diagnostics on one thread: "
+              f"before {times['before'][0]:.3f} s, after {times['after'][0]:.3f} s (CPU ratio "
+              f"{times['before'][0] / times['after'][0]:.2f})", flush=True)
+
+
+def _call_one_thread(use, ary):
+    return use.fn(ary, 0.89, threads=1)
+
+
 def main() -> None:
     from bayesbias.inputs.distances import distance_table
     from bayesbias.inputs.embeddings import default_embedding_path, load_embedding
@@ -160,6 +192,7 @@ def main() -> None:
           f"{REPS} (interleaved)")
     for draws in (1000, 4000):
         _bench(fit_model(table, "crossed", seed=1, draws=draws, checked=False), draws, before)
+    _bench_mixing(before)
 
 
 if __name__ == "__main__":
