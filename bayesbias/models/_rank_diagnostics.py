@@ -101,7 +101,6 @@ class _Work:
     """
 
     def __init__(self, size: int):
-        self.size = size
         self.f = [np.empty(size) for _ in range(4)]
         self.i = [np.empty(size, dtype=np.intp) for _ in range(3)]
         self.key = np.empty(size, dtype=np.uint64)
@@ -299,7 +298,8 @@ def _ess_direct(x: np.ndarray, buf: np.ndarray | None = None,
         r = rho[active, :hi]
         r[:, 0] = 1.0
         pairs = r[:, 0:hi:2] + r[:, 1:hi:2]
-        done = (pairs <= 0).any(axis=1) if hi < 2 * k_max + 2 else \
+        # stopped: a pair not positive (NaN too, as Geyer's loop reads it), or all pairs read
+        done = (~(pairs > 0)).any(axis=1) if hi < 2 * k_max + 2 else \
             np.ones(active.size, dtype=bool)
         if done.any():
             out[active[done]] = size / _geyer_tau(r[done], size, n_draw)
