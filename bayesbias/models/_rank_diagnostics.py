@@ -18,8 +18,9 @@ Hand-written because a fit's diagnostics are on the report's critical path, and 
 the default (crossed) model, which has a parameter per attribute word. On the race list's
 crossed fit, in one process after the fit (CPU seconds per ``fit.diagnostics()``, best of 5,
 interleaved with the previous version, 2026-12-08; ``benchmarks/bench_fit_checks.py``):
-380 parameters x 4 x 1000 draws 0.067 s against 0.161 s for the previous version (FFTs of
-all lags, argsort gathers), x 4000 draws 0.23 s against 0.63 s; in a fresh process (no
+380 parameters x 4 x 1000 draws 0.056-0.067 s against 0.155-0.161 s for the previous
+version (FFTs of all lags, argsort gathers), x 4000 draws 0.21-0.23 s against 0.59-0.63 s
+(three runs, load 1-2.6); in a fresh process (no
 fit before: fresh temporaries cost page faults there) 0.08 s against 0.29 s. Chains that
 mix badly cost no more than before (380 AR(1) columns, 4 x 1000 draws, one thread: 0.05 /
 0.11 / 0.14 s against 0.14 s at autocorrelation 0 / 0.9 / 0.99). The numbers

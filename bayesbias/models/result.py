@@ -69,7 +69,7 @@ def _replicates_by_row(rng: np.random.Generator, mean: np.ndarray, sig: np.ndarr
     of draws at a time and written to each row's contiguous draws: no full-size
     temporaries, no gather of the sds and no transposing copy. On the race list's crossed
     fit (3,250 rows x 1000 draws) ``Fit.ppc`` peaks at 55 MB instead of 78 MB; its time
-    hardly changes (0.071 against 0.074 CPU-s, ``benchmarks/bench_fit_checks.py``): the
+    hardly changes (0.069-0.071 against 0.072-0.074 CPU-s, ``benchmarks/bench_fit_checks.py``): the
     normals themselves, about 30 ms, are most of it, and a cheaper generator would change
     the replicates.
     """
