@@ -38,19 +38,24 @@ def rankdata(a, axis: int = -1) -> np.ndarray:
     return np.moveaxis(out.reshape(shape), -1, axis)
 
 
-def tied_ranks(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tied_ranks(s: np.ndarray, eq: np.ndarray | None = None) \
+        -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions of tied values in the sorted rows of `s` (m, n) and their average ranks.
 
     Returns ``(rows, cols, ranks)``: every other position's rank is its column + 1. Cost
-    grows with the ties, beyond one comparison of neighbours.
+    grows with the ties, beyond one comparison of neighbours (into `eq`, shape (m, n - 1)
+    bool, if given).
     """
-    eq = s[:, 1:] == s[:, :-1]  # position c ties with c + 1
-    before = np.zeros(eq.shape, dtype=bool)
-    before[:, 1:] = eq[:, :-1]
-    after = np.zeros(eq.shape, dtype=bool)
-    after[:, :-1] = eq[:, 1:]
-    rows, first = np.nonzero(eq & ~before)  # runs of ties: columns first .. last + 1
-    last = np.nonzero(eq & ~after)[1]
+    eq = np.equal(s[:, 1:], s[:, :-1], out=eq)  # position c ties with c + 1
+    width = eq.shape[1]
+    tie = np.flatnonzero(eq)
+    row, col = np.divmod(tie, max(width, 1))
+    # runs of ties: consecutive positions of one row, columns first .. last + 1
+    new = np.ones(tie.size, dtype=bool)
+    new[1:] = (tie[1:] != tie[:-1] + 1) | (row[1:] != row[:-1])
+    start = np.flatnonzero(new)
+    rows, first = row[start], col[start]
+    last = col[np.append(start[1:], tie.size) - 1] if tie.size else col
     size = last - first + 2
     rank = 0.5 * (first + last + 3)  # mean of the 1-based ranks first + 1 .. last + 2
     start = np.cumsum(size) - size
@@ -192,15 +197,18 @@ def _ess(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _geyer_tau(rho: np.ndarray, size: int) -> np.ndarray:
+def _geyer_tau(rho: np.ndarray, size: int, n_draw: int | None = None) -> np.ndarray:
     """Integrated autocorrelation time of each row of `rho` (n, lag): Geyer's sequences.
 
     Geyer's initial positive and initial monotone sequences as ``arviz_stats`` runs them,
     one lag at a time, here for every parameter at once: the sums of consecutive pairs of
     autocorrelations are kept up to the first that is not positive, and replaced by their
-    running minimum.
+    running minimum. `rho` may hold only the first lags of series of `n_draw` draws (by
+    default all of them): the numbers are right for the rows whose first non-positive pair,
+    or last pair, is among them.
     """
-    n_par, n_draw = rho.shape
+    n_par = rho.shape[0]
+    n_draw = rho.shape[1] if n_draw is None else n_draw
     k_max = max((n_draw - 3) // 2, 0)  # pairs the lag loop reaches: 2k - 1 < n_draw - 3
     rho = rho.copy()
     rho[:, 0] = 1.0

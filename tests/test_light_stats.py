@@ -31,6 +31,11 @@ def test_rankdata_equals_scipy_with_ties_and_nan():
     ints = rng.integers(0, 4, size=(3, 9))
     assert np.array_equal(light.rankdata(ints), stats.rankdata(ints, axis=-1))
     assert light.rankdata(np.empty((2, 0))).shape == (2, 0)
+    # ties at a row's ends, a row's last value tied with the next row's first, a row all
+    # tied, one column (tied_ranks finds the runs of ties from the tied positions alone)
+    edge = np.array([[1.0, 1, 2, 2], [2, 2, 3, 3], [5, 5, 5, 5], [0, 1, 2, 3], [3, 3, 3, 4]])
+    assert np.array_equal(light.rankdata(edge), stats.rankdata(edge, axis=-1))
+    assert np.array_equal(light.rankdata(np.ones((3, 1))), np.ones((3, 1)))
 
 
 def test_normal_ppf_and_fft_length_equal_scipy():

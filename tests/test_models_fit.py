@@ -553,6 +553,111 @@ def test_rank_diagnostics_in_cache_sized_blocks_are_the_same_numbers(monkeypatch
             np.testing.assert_array_equal(got[k], whole[k], err_msg=f"{k}, {threads} threads")
 
 
+def _ar1(rng, phi, chains=4, draws=1000):
+    """AR(1) draws (chain, draw) with autocorrelation `phi`."""
+    x = np.empty((chains, draws))
+    x[:, 0] = rng.normal(size=chains)
+    e = rng.normal(size=(chains, draws)) * np.sqrt(1 - phi ** 2)
+    for t in range(1, draws):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    return x
+
+
+def test_direct_lag_ess_equals_the_fft_ess_in_every_round_and_the_fallback(monkeypatch):
+    """_ess_direct (lags summed up to Geyer's stop) equals _ess (FFT of all lags) to 1e-12.
+
+    Columns stopping in the first round, in later rounds and never (the FFT fallback),
+    anticorrelated, 0/1 indicators, ties, a constant; and tiny series (2 and 3 draws).
+    """
+    from bayesbias._stats import _ess
+    from bayesbias.models import _rank_diagnostics as rd
+
+    rng = np.random.default_rng(12)
+    cols = [_ar1(rng, phi) for phi in (-0.6, 0.0, 0.3, 0.6, 0.8, 0.9, 0.97, 0.995)]
+    cols += [(_ar1(rng, 0.5) > 1.6).astype(float), (_ar1(rng, 0.95) < -1.2).astype(float),
+             np.round(_ar1(rng, 0.2), 1), np.full((4, 1000), 0.3)]
+    x = np.stack(cols)  # (n, chain, draw)
+    fallback = []
+    monkeypatch.setattr(rd, "_ess", lambda a: fallback.append(len(a)) or _ess(a))
+    got = rd._ess_direct(x)
+    np.testing.assert_allclose(got, _ess(x), rtol=1e-12, atol=0)
+    assert fallback and fallback[0] < len(x)  # some columns, not all, took the FFT
+    assert got[-1] == 4000  # the constant: every draw
+    for draws in (2, 3, 7):
+        y = rng.normal(size=(3, 4, draws))
+        np.testing.assert_allclose(rd._ess_direct(y), _ess(y), rtol=1e-12, atol=0)
+
+
+def test_sorted_rows_sort_exactly_at_ties_and_near_ties():
+    """The packed-key sort of rows is a sort: ties, signed zeros, extremes.
+
+    Also values equal but in the low bits that hold the column (the larger in the lower
+    column: that row comes out of order and is sorted again by argsort).
+    """
+    from bayesbias.models import _rank_diagnostics as rd
+
+    rng = np.random.default_rng(13)
+    v = rng.normal(size=(6, 1000)) * np.array([1, 1e-300, 1e300, 1, 1, 1])[:, None]
+    v[1, :10] = 5e-324  # subnormal
+    v[3, ::7] = 0.0
+    v[3, 1::7] = -0.0
+    v[4] = np.round(v[4], 1)  # many ties
+    v[5, ::2] = np.nextafter(v[5, 1::2], np.inf)  # pairs an ulp apart, the larger first
+    v[0, :3] = [np.inf, -np.inf, np.inf]
+    n, m = v.shape
+    base = np.arange(0, n * m, m)[:, None]
+    pos, out = rd._sorted_rows(v, base, rd._Work(v.size), 0, 0)
+    assert np.array_equal(out, np.sort(v, axis=1))
+    assert np.array_equal(v.ravel()[pos], out)  # positions of the sorted values
+    assert np.array_equal(np.sort(pos - base, axis=1), np.broadcast_to(np.arange(m), v.shape))
+    dev = np.abs(v[3:] - np.median(v[3:], axis=1)[:, None])
+    pos, out = rd._sorted_rows(dev, base[:3], rd._Work(dev.size), 0, 0, nonnegative=True)
+    assert np.array_equal(out, np.sort(dev, axis=1))
+    assert np.array_equal(dev.ravel()[pos], out)
+
+
+def test_rank_diagnostics_equal_arviz_stats_on_autocorrelated_chains():
+    """4 x 1000 draws mixing well to badly, ties and skew: the numbers of arviz_stats."""
+    from arviz_stats.base import array_stats
+
+    from bayesbias.models._rank_diagnostics import rank_diagnostics
+
+    rng = np.random.default_rng(14)
+    cols = [_ar1(rng, phi) for phi in (-0.5, 0.0, 0.5, 0.9, 0.99)]
+    cols += [np.exp(_ar1(rng, 0.3)), np.round(_ar1(rng, 0.7), 1), _ar1(rng, 0.2) ** 3]
+    ary = np.stack(cols, axis=2)  # (chain, draw, n)
+    got = rank_diagnostics(ary, 0.89)
+    want = {"rhat": array_stats.rhat(ary, chain_axis=0, draw_axis=1, method="rank"),
+            "ess_bulk": array_stats.ess(ary, chain_axis=0, draw_axis=1, method="bulk"),
+            "ess_tail": array_stats.ess(ary, chain_axis=0, draw_axis=1, method="tail",
+                                        prob=0.89)}
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=0, err_msg=k)
+
+
+def test_ppc_replicates_in_blocks_are_those_of_one_call(monkeypatch):
+    """_replicates_by_row: the very replicates of one standard_normal call.
+
+    Whatever the block, and the generator is left in the same state.
+    """
+    from bayesbias.models import result
+
+    rng = np.random.default_rng(15)
+    draws, rows = 37, 23
+    mean = rng.normal(size=(draws, rows))
+    sig = rng.uniform(0.1, 1, size=(draws, 4))
+    conn = rng.integers(0, 4, size=rows)
+    want_rng = np.random.default_rng(16)
+    want = (mean + sig[:, conn] * want_rng.standard_normal((draws, rows))).T
+    for block in (1, rows, 5 * rows + 3, 10 ** 6):
+        monkeypatch.setattr(result, "REPLICATE_BLOCK", block)
+        got_rng = np.random.default_rng(16)
+        got = result._replicates_by_row(got_rng, mean, sig, conn)
+        assert got.flags.c_contiguous and np.array_equal(got, want), block
+        assert got_rng.standard_normal() == np.random.default_rng(16).standard_normal(
+            draws * rows + 1)[-1]
+
+
 def test_sorted_quantile_is_numpys_quantile_bit_for_bit():
     """The quantile of sorted rows equals np.quantile (linear) exactly, ties and ends too."""
     from bayesbias.models._rank_diagnostics import sorted_quantile
