@@ -320,7 +320,7 @@ def _dense_draw(theta, data, z):
     The layout :func:`.crossed_integrated.draw_c` documents, on the dense P: mu_bar from
     its marginal Normal (the Cholesky factor of P^-1's 4 x 4 block), then v from its
     conditional given mu_bar, with the noise Dv^-1/2 e_v + Dv^-1 K R e_g (R R' = rg of the
-    numpy Schur form, :func:`.crossed_integrated._schur`).
+    numpy Schur form, :func:`.crossed_integrated._schur`; R = diag(rc) L^-T, L L' = S).
     """
     s = ci._system(theta, data)
     na = data["na"]
@@ -331,9 +331,11 @@ def _dense_draw(theta, data, z):
     pvv = prec[4:, 4:]
     m_v = np.linalg.solve(pvv, s["b"][4:] - prec[4:, :4] @ mu)
     dv = s["dg"][4:]
-    rg = ci._schur(theta, data)["rg"]
-    noise = z[4:4 + na] / np.sqrt(dv) + (data["kd"] @ (np.linalg.cholesky(rg)
-                                                       @ z[4 + na:])) / dv
+    sc = ci._schur(theta, data)
+    rc = np.sqrt(sc["c"])  # R = diag(rc) L^-T with L L' = S: R R' = rg
+    lo = np.linalg.cholesky(np.eye(rc.size) - rc[:, None] * sc["gm"] * rc[None, :])
+    noise = z[4:4 + na] / np.sqrt(dv) + (data["kd"] @ (rc * (np.linalg.inv(lo).T
+                                                              @ z[4 + na:]))) / dv
     return np.concatenate([mu, m_v + noise]), prec, s["b"]
 
 
@@ -419,3 +421,18 @@ def test_c_scale_sampler_matches_numpy_route(c_data):
         x, y = np.exp(theta[..., j]), np.exp(ref[..., j])
         se = np.hypot(x.std() / np.sqrt(_ess(x)), y.std() / np.sqrt(_ess(y)))
         assert abs(x.mean() - y.mean()) < 4 * se, j
+
+
+def test_c_draws_where_a_between_word_sd_is_almost_zero(c_data):
+    """tau -> 0 for one connection (a tail the sampler can visit) leaves rg singular: the
+    draws' square root diag(rc) L^-T needs no factorisation of it; finite draws equal to
+    the dense construction."""
+    data = c_data["gender"]
+    packed = ci.pack_draws_c(data)
+    th = np.array(_thetas(data, 3, n=1))
+    th[:, 1] = -400.0  # tau[different] = 2e-174: tau^2 underflows to 0, so rc = 0 there
+    mu, v = ci.draw_c(th, packed, np.random.default_rng(3))
+    assert np.isfinite(mu).all() and np.isfinite(v).all()
+    z = np.random.default_rng(3).standard_normal((1, ci.n_normals(packed)))[0]
+    x, _, _ = _dense_draw(th[0], data, z)
+    np.testing.assert_allclose(v[0], x[4:], rtol=1e-6, atol=1e-8)

@@ -1104,7 +1104,7 @@ int64_t cxi_moments(int64_t n, const double *xs, const double *data, double *mea
 /* One joint draw of (mu_bar, v) | x, y per row of xs (n x k): mu_bar = m_mu + L e_mu
  * (L L' = T^-1, the Schur complement's inverse), then v | mu_bar ~ Normal(Pvv^-1 (b_v - K F
  * mu_bar), Pvv^-1) with Pvv^-1 = Dv^-1 + Dv^-1 K rg K' Dv^-1 (cxi_factor's S form), drawn as
- * the sum of Dv^-1/2 e_v and Dv^-1 K R e_g (R R' = rg). normals: n x m, m = 4 + na + ng:
+ * the sum of Dv^-1/2 e_v and Dv^-1 K R e_g (R = diag(rc) L^-T, L L' = S: R R' = rg). normals: n x m, m = 4 + na + ng:
  * [0, 4) e_mu, [4, 4 + na) e_v (one per attribute), [4 + na, m) e_g (one per group).
  * O(entries + groups^3) per draw. Needs pack_draws_c's block. 0, -1, -2, or 4 + 10 i at the
  * failed row i. */
@@ -1112,7 +1112,7 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
                  double *mu_out, double *v_out) {
     cxi_data D;
     cxi_work W;
-    double stack[CXI_STACK], *buf = stack, *tv, *dva, *wy, *rz, *lr, *s1, *s2, mu[4];
+    double stack[CXI_STACK], *buf = stack, *tv, *dva, *wy, *rz, mu[4];
     double l4[16], s4a[16], s4b[16], ld;
     int64_t k, s, i, j, a, e, g, h, c, size, m, na, ng, rc = 0;
     if (cxi_parse(data, &D) || !D.full) return -1;
@@ -1120,7 +1120,7 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
     na = D.na;
     k = 4 + D.ns + D.nk;
     m = 4 + na + ng;
-    size = cxi_work_size(ng, D.nt) + 2 * na + 2 * ng + 3 * ng * ng;
+    size = cxi_work_size(ng, D.nt) + 2 * na + 2 * ng;
     if (size > CXI_STACK) {
         buf = (double *)malloc(sizeof(double) * (size_t)size);
         if (buf == NULL) return -2;
@@ -1130,9 +1130,6 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
     dva = tv + na;
     wy = dva + na;
     rz = wy + ng;
-    lr = rz + ng;
-    s1 = lr + ng * ng;
-    s2 = s1 + ng * ng;
     for (s = 0; s < n; s++) {
         const double *nr = normals + s * m, *x = xs + s * k;
         if (cxi_factor(&D, x, &W)) { rc = 4 + 10 * s; break; }
@@ -1143,11 +1140,12 @@ int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const doubl
             for (j = 0; j <= i; j++) mu[i] += l4[4 * i + j] * nr[j];
             mu_out[4 * s + i] = mu[i];
         }
-        /* R e_g, R the Cholesky factor of rg */
-        if (cxi_chol_inv(ng, W.rg, s1, lr, s2, &ld)) { rc = 4 + 10 * s; break; }
+        /* R e_g with R = diag(rc) L^-T (S = L L', cxi_factor's W.linv = L^-1): R R' = rc
+         * S^-1 rc = rg, also where rc -> 0 (tau -> 0) leaves rg singular */
         for (g = 0; g < ng; g++) {
             rz[g] = 0.0;
-            for (h = 0; h <= g; h++) rz[g] += lr[g * ng + h] * nr[4 + na + h];
+            for (h = g; h < ng; h++) rz[g] += W.linv[h * ng + g] * nr[4 + na + h];
+            rz[g] *= W.rc[g];
             wy[g] = W.w2[g] * D.ysum[g] / D.gn[g] - W.fg[g] * mu[(int64_t)D.gc[g]];
             W.kb[g] = 0.0;
         }

@@ -183,7 +183,10 @@ def _conditional_moments(fit, low_rank):
         cov[:, idx, idx] = 1.0 / prec
         return mean.reshape(lead + (_NC,)), cov.reshape(lead + (_NC, _NC))
     if low_rank is None and _integrated(spec, cells):
-        return _integrated_moments(fit, keep)
+        try:
+            return _integrated_moments(fit, keep)
+        except FloatingPointError:  # not factorised at some draw: the solves below
+            pass
     return _crossed_moments(fit, keep, w1, w2, m0, s0, ui, ci, n, cls, ccon, cn, ybar, lead,
                             low_rank)
 
