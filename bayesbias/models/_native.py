@@ -1104,8 +1104,9 @@ int64_t cxi_moments(int64_t n, const double *xs, const double *data, double *mea
 /* One joint draw of (mu_bar, v) | x, y per row of xs (n x k): mu_bar = m_mu + L e_mu
  * (L L' = T^-1, the Schur complement's inverse), then v | mu_bar ~ Normal(Pvv^-1 (b_v - K F
  * mu_bar), Pvv^-1) with Pvv^-1 = Dv^-1 + Dv^-1 K rg K' Dv^-1 (cxi_factor's S form), drawn as
- * the sum of Dv^-1/2 e_v and Dv^-1 K R e_g (R = diag(rc) L^-T, L L' = S: R R' = rg). normals: n x m, m = 4 + na + ng:
- * [0, 4) e_mu, [4, 4 + na) e_v (one per attribute), [4 + na, m) e_g (one per group).
+ * the sum of Dv^-1/2 e_v and Dv^-1 K R e_g (R = diag(rc) L^-T, L L' = S: R R' = rg).
+ * normals: n x m, m = 4 + na + ng: [0, 4) e_mu, [4, 4 + na) e_v (one per attribute),
+ * [4 + na, m) e_g (one per group).
  * O(entries + groups^3) per draw. Needs pack_draws_c's block. 0, -1, -2, or 4 + 10 i at the
  * failed row i. */
 int64_t cxi_draw(int64_t n, const double *xs, const double *normals, const double *data,
