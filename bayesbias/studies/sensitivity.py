@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -95,6 +96,27 @@ class _Rows:
         return cls(cells.y, cells.unit_idx.astype(np.intp), cells.conn_idx.astype(np.intp),
                    attr_codes.astype(np.intp), cells.units, cells.unit_class,
                    np.asarray(attrs, dtype=object), group.astype(object))
+
+    @cached_property
+    def by_connection(self):
+        """Per connection, its rows laid out by unit, in table order: ``(attr, y, y2)``.
+
+        Each (U, R) with R the connection's largest cell: the rows' attribute codes (-1
+        past a cell's last row), y and y**2 (0 there).
+        """
+        out = []
+        for c in range(len(CONNECTIONS)):
+            r = np.flatnonzero(self.conn == c)
+            unit = self.unit[r]
+            order = np.argsort(unit, kind="stable")
+            count = np.bincount(unit, minlength=self.units.size)
+            pos = np.arange(r.size) - np.repeat(np.cumsum(count) - count, count)
+            idx = np.full((self.units.size, max(int(count.max(initial=0)), 1)), -1)
+            idx[unit[order], pos] = r[order]
+            y = np.where(idx >= 0, self.y[idx], 0.0)
+            out.append((np.where(idx >= 0, self.attr[idx], -1), y,
+                        np.where(idx >= 0, self.y[idx] ** 2, 0.0)))
+        return out
 
     def stats(self, attr_weight=None, drop_unit=None):
         """Per (unit, connection) weighted count, sum and sum of squares."""
@@ -329,38 +351,82 @@ def _degenerate(n, ss) -> np.ndarray:
 
 
 def _variant_stats(rows, variants):
-    """Stacked cell counts, means and sums of squares of ("all" / "word" / "attribute") variants."""
-    ns, means, sss = [], [], []
-    for kind, i in variants:
-        if kind == "all":
-            n, s1, s2 = rows.stats()
-        elif kind == "word":
-            n, s1, s2 = rows.stats(drop_unit=i)
-        else:
-            w = np.ones(rows.attrs.size)
-            w[i] = 0.0
-            n, s1, s2 = rows.stats(attr_weight=w)
-        n, mean, ss = _cells(n, s1, s2)
-        ns.append(n), means.append(mean), sss.append(ss)
-    return np.stack(ns), np.stack(means), np.stack(sss)
+    """Stacked cell counts, means and sums of squares of ("all" / "word" / "attribute") variants.
+
+    The numbers of :meth:`_Rows.stats` with the word's or attribute word's rows weighted 0, to
+    the bit, batched: a left-out word empties its own cells and leaves the others as in the
+    whole table; a left-out attribute word changes only its connections' columns, summed
+    over the remaining rows in table order (:func:`_chain_sums`).
+    """
+    whole = rows.stats()
+    V = len(variants)
+    n, s1, s2 = (np.repeat(x[None], V, axis=0) for x in whole)
+    kind = np.array([k for k, _ in variants], dtype=object)
+    index = np.array([i for _, i in variants], dtype=np.intp)
+    words = np.flatnonzero(kind == "word")
+    for x in (n, s1, s2):
+        x[words, index[words]] = 0.0
+    attrs = np.flatnonzero(kind == "attribute")
+    for c, (attr, y, y2) in enumerate(rows.by_connection):
+        hit = attrs[np.isin(index[attrs], attr)]
+        for part in np.array_split(hit, max(1, -(-hit.size * attr.size // _CHUNK))):
+            keep = attr[None] != index[part][:, None, None]       # (V, U, L)
+            n[part, :, c] = (keep & (attr >= 0)).sum(-1)
+            s1[part, :, c] = _chain_sums(np.where(keep, y, 0.0))
+            s2[part, :, c] = _chain_sums(np.where(keep, y2, 0.0))
+    return _cells(n, s1, s2)
+
+
+#: Elements of the (variants or lists, unit, row) blocks of :func:`_variant_stats` and
+#: :func:`_weighted_stats` (bounds their memory: 8 MB a block).
+_CHUNK = 1_000_000
+
+
+def _chain_sums(z):
+    """Sums over the last axis added one term at a time in order, as :func:`numpy.bincount`.
+
+    (:func:`numpy.sum` adds pairwise, in another order.) Its cumulative sum's last term, plus
+    0.0: a sum of signed zeros is +0, as from bincount's +0 start.
+    """
+    if z.shape[-1] == 0:
+        return np.zeros(z.shape[:-1])
+    return np.cumsum(z, axis=-1)[..., -1] + 0.0
+
+
+def _weighted_stats(rows, weight):
+    """:meth:`_Rows.stats` for a batch of attribute weights (L, A): each (L, U, C).
+
+    The same products added in the same order as a call per list (rows of weight 0 add a
+    signed zero, which changes no sum), so the same numbers to the bit.
+    """
+    L, U, C = weight.shape[0], rows.units.size, len(CONNECTIONS)
+    out = tuple(np.zeros((L, U, C)) for _ in range(3))
+    wx = np.concatenate([weight, np.zeros((L, 1))], axis=1)     # -1 (no row): weight 0
+    for c, (attr, y, y2) in enumerate(rows.by_connection):
+        for part in np.array_split(np.arange(L), max(1, -(-L * attr.size // _CHUNK))):
+            w = wx[part][:, attr]                                   # (L, U, R)
+            out[0][part, :, c] = w.sum(-1)  # whole numbers: exact in any order
+            out[1][part, :, c] = _chain_sums(w * y)
+            out[2][part, :, c] = _chain_sums(w * y2)
+    return out
 
 
 def _resampled_stats(rows, n_lists, rng):
     """Stacked cell statistics of `n_lists` word lists resampled within classes."""
-    ns, means, sss = [], [], []
     # each class's members once (the same draws as looking them up per list)
     unit_classes = [np.flatnonzero(rows.unit_class == k) for k in pd.unique(rows.unit_class)]
     attr_groups = [np.flatnonzero(rows.attr_group == g) for g in pd.unique(rows.attr_group)]
-    for _ in range(n_lists):
-        units = np.concatenate([rng.choice(members, size=members.size)
-                                for members in unit_classes])
-        w = np.zeros(rows.attrs.size)
+    units = np.empty((n_lists, rows.units.size), dtype=np.intp)
+    weight = np.zeros((n_lists, rows.attrs.size))
+    for i in range(n_lists):  # the generator's calls in the order of one list at a time
+        units[i] = np.concatenate([rng.choice(members, size=members.size)
+                                   for members in unit_classes])
         for members in attr_groups:
-            np.add.at(w, rng.choice(members, size=members.size), 1.0)
-        n, s1, s2 = rows.stats(attr_weight=w)
-        n, mean, ss = _cells(n[units], s1[units], s2[units])
-        ns.append(n), means.append(mean), sss.append(ss)
-    return np.stack(ns), np.stack(means), np.stack(sss)
+            weight[i] += np.bincount(rng.choice(members, size=members.size),
+                                     minlength=rows.attrs.size)
+    n, s1, s2 = (np.take_along_axis(x, units[:, :, None], axis=1)
+                 for x in _weighted_stats(rows, weight))
+    return _cells(n, s1, s2)
 
 
 def _leave_out_task(rows, spec, variants, ci_prob, n_draws, crn, estimator="draws", *, rng):
