@@ -201,6 +201,11 @@ def _support(grid, mass, floor: float = 1e-10):
     return grid[rows, first], grid[rows, last]
 
 
+#: Below this many terms numpy's sum over an axis adds them one at a time, in order (from
+#: 8 on, in eight interleaved partial sums).
+_SHORT_SUM = 8
+
+
 def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
     """Return the sums over each member's nonempty cells of log v, 1/v, y/v and y^2/v.
 
@@ -223,11 +228,28 @@ def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
     count = np.where(k > 0, np.where(member, n[..., None], 0.0).max(1), 1.0)
     y1 = np.einsum("bw,bwg->bg", y, member)
     y2 = np.einsum("bw,bwg->bg", y * y, member)
-    grow = (slice(None),) + (None,) * (max(np.ndim(tau2), np.ndim(sig2)) - 2) + (slice(None),)
-    v = tau2 + sig2 / count[grow]                                     # (B, ..., G)
-    inv = 1.0 / v
-    logv = (k[grow] * np.log(v)).sum(-1) if log else 0.0
-    return logv, (k[grow] * inv).sum(-1), (y1[grow] * inv).sum(-1), (y2[grow] * inv).sum(-1)
+    nd = max(np.ndim(tau2), np.ndim(sig2))
+    if groups >= _SHORT_SUM:
+        grow = (slice(None),) + (None,) * (nd - 2) + (slice(None),)
+        v = tau2 + sig2 / count[grow]                                 # (B, ..., G)
+        inv = 1.0 / v
+        logv = (k[grow] * np.log(v)).sum(-1) if log else 0.0
+        return (logv, (k[grow] * inv).sum(-1), (y1[grow] * inv).sum(-1),
+                (y2[grow] * inv).sum(-1))
+    # fewer groups: numpy's sum over them adds in order, as this loop over (B, ...) arrays
+    # does (the same numbers; a (B, ..., G) layout with G = 1-3 runs many short inner loops)
+    tau2, sig2 = np.asarray(tau2)[..., 0], np.asarray(sig2)[..., 0]
+    col = (slice(None),) + (None,) * (nd - 2)
+    logv = a = b = q = 0.0
+    for g in range(groups):
+        v = tau2 + sig2 / count[:, g][col]                            # (B, ...)
+        inv = 1.0 / v
+        if log:
+            logv = logv + k[:, g][col] * np.log(v)
+        a = a + k[:, g][col] * inv
+        b = b + y1[:, g][col] * inv
+        q = q + y2[:, g][col] * inv
+    return logv, a, b, q
 
 
 def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec):
