@@ -687,22 +687,26 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     baseline = pd.DataFrame({"contrast": list(_CONTRASTS),
                              **{k: v[0] for k, v in base.items()}})
     baseline["holds"] = verdict_holds(baseline["upper"])
-    recs = []
-    # the baseline's columns as arrays: a pandas lookup per record cost 0.1 s per report list
-    base_mean = baseline["mean"].to_numpy()
-    base_holds = baseline["holds"].to_numpy()
-    for i, (kind, j) in enumerate(loo):
-        word = rows.units[j] if kind == "word" else rows.attrs[j]
-        group = rows.unit_class[j] if kind == "word" else rows.attr_group[j]
-        for c, label in enumerate(_CONTRASTS):
-            up = cat["upper"][i, c]
-            recs.append({"word": str(word), "kind": "protected" if kind == "word"
-                         else "attribute", "group": str(group), "contrast": label,
-                         "mean": cat["mean"][i, c], "lower": cat["lower"][i, c], "upper": up,
-                         "holds": bool(verdict_holds(up)),
-                         "change": cat["mean"][i, c] - base_mean[c],
-                         "flips": bool(verdict_holds(up)) != bool(base_holds[c])}
-                        | ({} if exact is None else {"exact": bool(exact[i])}))
+    # one row per (left-out word, contrast), built by columns (a dict per row cost 30 ms a
+    # list): the records' values and dtypes
+    K = len(_CONTRASTS)
+    is_word = np.array([kind == "word" for kind, _ in loo], dtype=bool)
+    words = [str(rows.units[j] if kind == "word" else rows.attrs[j]) for kind, j in loo]
+    groups = [str(rows.unit_class[j] if kind == "word" else rows.attr_group[j])
+              for kind, j in loo]
+    holds = verdict_holds(cat["upper"])
+    cols = {"word": np.repeat(np.array(words, dtype=object), K),
+            "kind": np.repeat(np.where(is_word, "protected", "attribute").astype(object), K),
+            "group": np.repeat(np.array(groups, dtype=object), K),
+            "contrast": np.tile(np.array(_CONTRASTS, dtype=object), len(loo)),
+            "mean": cat["mean"].ravel(), "lower": cat["lower"].ravel(),
+            "upper": cat["upper"].ravel(), "holds": holds.ravel(),
+            "change": (cat["mean"] - baseline["mean"].to_numpy()).ravel(),
+            "flips": (holds != baseline["holds"].to_numpy()).ravel()}
+    if exact is not None:
+        cols["exact"] = np.repeat(np.asarray(exact, dtype=bool), K)
+    leave_one_out = pd.DataFrame({k: (v.tolist() if v.dtype == object else v)
+                                  for k, v in cols.items()})
     usable = np.isfinite(boot).all(1)  # degenerate lists (see _degenerate) have no posterior
     if not usable.any():
         raise InputDataError("sensitivity: every resampled word list repeats one attribute "
@@ -720,7 +724,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
                 "below zero"}
     if screen:
         settings["screen"] = screened
-    return Sensitivity(baseline, pd.DataFrame(recs), resampled, settings)
+    return Sensitivity(baseline, leave_one_out, resampled, settings)
 
 
 def _attribute_adjusted(rows: _Rows, per_kind: bool = False) -> _Rows:
