@@ -252,6 +252,24 @@ def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
     return logv, a, b, q
 
 
+def _logsumexp(a, axis):
+    """:func:`scipy.special.logsumexp` (keepdims) of a real array, the same numbers.
+
+    Finite `a`: SciPy's steps (1.15-1.18: the largest terms taken out of the sum, ``log1p``
+    of the rest) without its array-API dispatch and its fallback sum of ``exp(a)`` (used
+    only for a result that is not finite); otherwise SciPy itself.
+    """
+    if not np.isfinite(a).all():
+        return special.logsumexp(a, axis=axis, keepdims=True)
+    a_max = a.max(axis=axis, keepdims=True)
+    top = a == a_max
+    m = np.sum(top.astype(a.dtype), axis=axis, keepdims=True, dtype=a.dtype)
+    s = np.sum(np.exp(np.where(top, -np.inf, a) - a_max), axis=axis, keepdims=True,
+               dtype=a.dtype)
+    s = np.where(s == 0, s, s / m)
+    return np.log1p(s) + np.log(m) + a_max
+
+
 def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec):
     """Normalised log posterior of (log tau, log sigma) on the grid, shape (B, T, S)."""
     tau2 = np.exp(2 * lt)[:, :, None, None]                           # (B, T, 1, 1)
@@ -271,7 +289,7 @@ def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec):
     lp = (logml + within
           + prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None] + lt[:, :, None]
           + prior_logpdf(spec.priors["sigma"], np.exp(ls))[:, None, :] + ls[:, None, :])
-    return lp - special.logsumexp(lp, axis=(1, 2), keepdims=True)
+    return lp - _logsumexp(lp, (1, 2))
 
 
 def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
