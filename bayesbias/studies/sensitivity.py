@@ -101,8 +101,8 @@ class _Rows:
     def by_connection(self):
         """Per connection, its rows laid out by unit, in table order: ``(attr, y, y2)``.
 
-        Each (U, R) with R the connection's largest cell: the rows' attribute codes (-1
-        past a cell's last row), y and y**2 (0 there).
+        Each (R, U), R the connection's largest cell: the rows' attribute codes (-1 past a
+        cell's last row), y and y**2 (0 there).
         """
         out = []
         for c in range(len(CONNECTIONS)):
@@ -111,10 +111,10 @@ class _Rows:
             order = np.argsort(unit, kind="stable")
             count = np.bincount(unit, minlength=self.units.size)
             pos = np.arange(r.size) - np.repeat(np.cumsum(count) - count, count)
-            idx = np.full((self.units.size, max(int(count.max(initial=0)), 1)), -1)
-            idx[unit[order], pos] = r[order]
-            y = np.where(idx >= 0, self.y[idx], 0.0)
-            out.append((np.where(idx >= 0, self.attr[idx], -1), y,
+            idx = np.full((max(int(count.max(initial=0)), 1), self.units.size), -1)
+            idx[pos, unit[order]] = r[order]
+            out.append((np.where(idx >= 0, self.attr[idx], -1),
+                        np.where(idx >= 0, self.y[idx], 0.0),
                         np.where(idx >= 0, self.y[idx] ** 2, 0.0)))
         return out
 
@@ -356,7 +356,7 @@ def _variant_stats(rows, variants):
     The numbers of :meth:`_Rows.stats` with the word's or attribute word's rows weighted 0, to
     the bit, batched: a left-out word empties its own cells and leaves the others as in the
     whole table; a left-out attribute word changes only its connections' columns, summed
-    over the remaining rows in table order (:func:`_chain_sums`).
+    over the remaining rows in table order (:func:`_ordered_sum`).
     """
     whole = rows.stats()
     V = len(variants)
@@ -367,30 +367,34 @@ def _variant_stats(rows, variants):
     for x in (n, s1, s2):
         x[words, index[words]] = 0.0
     attrs = np.flatnonzero(kind == "attribute")
-    for c, (attr, y, y2) in enumerate(rows.by_connection):
+    for c, (attr, y, y2) in enumerate(rows.by_connection):        # each (R, U)
         hit = attrs[np.isin(index[attrs], attr)]
         for part in np.array_split(hit, max(1, -(-hit.size * attr.size // _CHUNK))):
-            keep = attr[None] != index[part][:, None, None]       # (V, U, L)
-            n[part, :, c] = (keep & (attr >= 0)).sum(-1)
-            s1[part, :, c] = _chain_sums(np.where(keep, y, 0.0))
-            s2[part, :, c] = _chain_sums(np.where(keep, y2, 0.0))
+            keep = attr[:, None, :] != index[part][None, :, None]  # (R, V, U)
+            n[part, :, c] = (keep & (attr >= 0)[:, None, :]).sum(0)
+            s1[part, :, c] = _ordered_sum(np.where(keep, y[:, None, :], 0.0))
+            s2[part, :, c] = _ordered_sum(np.where(keep, y2[:, None, :], 0.0))
     return _cells(n, s1, s2)
 
 
-#: Elements of the (variants or lists, unit, row) blocks of :func:`_variant_stats` and
+#: Elements of the (row, variant or list, unit) blocks of :func:`_variant_stats` and
 #: :func:`_weighted_stats` (bounds their memory: 8 MB a block).
 _CHUNK = 1_000_000
 
 
-def _chain_sums(z):
-    """Sums over the last axis added one term at a time in order, as :func:`numpy.bincount`.
+def _ordered_sum(z):
+    """Sum over the first axis, one term after another in order, as :func:`numpy.bincount`.
 
-    (:func:`numpy.sum` adds pairwise, in another order.) Its cumulative sum's last term, plus
-    0.0: a sum of signed zeros is +0, as from bincount's +0 start.
+    NumPy reduces a leading axis slice by slice when a slice has two or more elements (a
+    single column, or :func:`numpy.sum` over the last axis, it adds pairwise, in another
+    order; then a cumulative sum). Plus 0.0: a sum of signed zeros is +0, as from
+    bincount's +0 start.
     """
-    if z.shape[-1] == 0:
-        return np.zeros(z.shape[:-1])
-    return np.cumsum(z, axis=-1)[..., -1] + 0.0
+    if z.shape[0] == 0:
+        return np.zeros(z.shape[1:])
+    if z[0].size < 2:
+        return np.cumsum(z, axis=0)[-1] + 0.0
+    return np.add.reduce(z, axis=0) + 0.0
 
 
 def _weighted_stats(rows, weight):
@@ -401,13 +405,13 @@ def _weighted_stats(rows, weight):
     """
     L, U, C = weight.shape[0], rows.units.size, len(CONNECTIONS)
     out = tuple(np.zeros((L, U, C)) for _ in range(3))
-    wx = np.concatenate([weight, np.zeros((L, 1))], axis=1)     # -1 (no row): weight 0
-    for c, (attr, y, y2) in enumerate(rows.by_connection):
+    wx = np.concatenate([weight, np.zeros((L, 1))], axis=1).T    # (A + 1, L); -1: weight 0
+    for c, (attr, y, y2) in enumerate(rows.by_connection):        # each (R, U)
         for part in np.array_split(np.arange(L), max(1, -(-L * attr.size // _CHUNK))):
-            w = wx[part][:, attr]                                   # (L, U, R)
-            out[0][part, :, c] = w.sum(-1)  # whole numbers: exact in any order
-            out[1][part, :, c] = _chain_sums(w * y)
-            out[2][part, :, c] = _chain_sums(w * y2)
+            w = wx[:, part][attr]                                   # (R, U, L)
+            out[0][part, :, c] = w.sum(0).T  # whole numbers: exact in any order
+            out[1][part, :, c] = _ordered_sum(w * y[:, :, None]).T
+            out[2][part, :, c] = _ordered_sum(w * y2[:, :, None]).T
     return out
 
 
