@@ -416,18 +416,29 @@ def _weighted_stats(rows, weight):
 
 
 def _resampled_stats(rows, n_lists, rng):
-    """Stacked cell statistics of `n_lists` word lists resampled within classes."""
+    """Stacked cell statistics of `n_lists` word lists resampled within classes.
+
+    Per list, each protected class's and then each attribute group's members drawn with
+    replacement, one generator call each in that order: ``members[rng.integers(0, k, k)]``,
+    the draws of ``rng.choice(members, k)`` (which calls it; tested).
+    """
     # each class's members once (the same draws as looking them up per list)
     unit_classes = [np.flatnonzero(rows.unit_class == k) for k in pd.unique(rows.unit_class)]
     attr_groups = [np.flatnonzero(rows.attr_group == g) for g in pd.unique(rows.attr_group)]
-    units = np.empty((n_lists, rows.units.size), dtype=np.intp)
-    weight = np.zeros((n_lists, rows.attrs.size))
+    A = rows.attrs.size
+    units = np.empty((n_lists, sum(m.size for m in unit_classes)), dtype=np.intp)
+    picks = np.empty((n_lists, sum(m.size for m in attr_groups)), dtype=np.intp)
+    u_at = np.cumsum([0] + [m.size for m in unit_classes])
+    a_at = np.cumsum([0] + [m.size for m in attr_groups])
     for i in range(n_lists):  # the generator's calls in the order of one list at a time
-        units[i] = np.concatenate([rng.choice(members, size=members.size)
-                                   for members in unit_classes])
-        for members in attr_groups:
-            weight[i] += np.bincount(rng.choice(members, size=members.size),
-                                     minlength=rows.attrs.size)
+        for k, members in enumerate(unit_classes):
+            units[i, u_at[k]:u_at[k + 1]] = members[rng.integers(0, members.size,
+                                                                 size=members.size)]
+        for k, members in enumerate(attr_groups):
+            picks[i, a_at[k]:a_at[k + 1]] = members[rng.integers(0, members.size,
+                                                                 size=members.size)]
+    weight = np.bincount((picks + A * np.arange(n_lists)[:, None]).ravel(),
+                         minlength=n_lists * A).reshape(n_lists, A).astype(float)
     n, s1, s2 = (np.take_along_axis(x, units[:, :, None], axis=1)
                  for x in _weighted_stats(rows, weight))
     return _cells(n, s1, s2)
