@@ -2,8 +2,9 @@
 
 The references below are the code before the batching (one :meth:`_Rows.stats` call per
 left-out word or resampled list, ``rng.choice``, ``_cell_sums`` over a (B, ..., G) layout,
-SciPy's ``logsumexp``); every comparison is bit for bit (``np.array_equal``), since the
-batched sums add the same terms in the same order.
+SciPy's ``logsumexp``, the grid's log posterior recomputing everything per grid); every
+comparison is bit for bit (``np.array_equal``), since the batched sums add the same terms in
+the same order.
 """
 
 import importlib
@@ -81,6 +82,28 @@ def ref_cell_sums(tau2, sig2, n, has, y, log=True):
 
 def ref_logsumexp(a, axis):
     return special.logsumexp(a, axis=axis, keepdims=True)
+
+
+def ref_log_post(lt, ls, nc, mc, sc, has, m0, s0, spec, memo=None):
+    prior_logpdf = E.prior_logpdf
+    tau2 = np.exp(2 * lt)[:, :, None, None]
+    sig2 = np.exp(2 * ls)[:, None, :, None]
+    k = has.sum(-1)
+    ref = np.where(has, mc, 0.0).sum(-1) / np.maximum(k, 1)
+    y = np.where(has, mc - ref[:, None], 0.0)
+    logv, a, b, q = ref_cell_sums(tau2, sig2, nc, has, y)
+    m0c = (m0 - ref)[:, None, None]
+    prec = 1.0 / s0**2 + a
+    mhat = (m0c / s0**2 + b) / prec
+    logml = (-0.5 * logv - 0.5 * np.log(s0**2 * prec)
+             - 0.5 * (q + m0c**2 / s0**2 - prec * mhat**2))
+    df = np.where(has, nc - 1, 0).sum(-1)[:, None, None]
+    tot_ss = np.where(has, sc, 0.0).sum(-1)[:, None, None]
+    within = -df * ls[:, None, :] - tot_ss / (2 * np.exp(2 * ls)[:, None, :])
+    lp = (logml + within
+          + prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None] + lt[:, :, None]
+          + prior_logpdf(spec.priors["sigma"], np.exp(ls))[:, None, :] + ls[:, None, :])
+    return lp - special.logsumexp(lp, axis=(1, 2), keepdims=True)
 
 
 def same(a, b):
@@ -196,6 +219,7 @@ def _reference_module(monkeypatch):
     monkeypatch.setattr(S, "_resampled_stats", ref_resampled_stats)
     monkeypatch.setattr(E, "_cell_sums", ref_cell_sums)
     monkeypatch.setattr(E, "_logsumexp", ref_logsumexp)
+    monkeypatch.setattr(E, "_log_post", ref_log_post)
 
 
 def _frames(s):

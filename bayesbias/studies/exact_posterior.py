@@ -206,14 +206,11 @@ def _support(grid, mass, floor: float = 1e-10):
 _SHORT_SUM = 8
 
 
-def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
-    """Return the sums over each member's nonempty cells of log v, 1/v, y/v and y^2/v.
+def _count_groups(n, has, y):
+    """Each member's distinct cell counts: ``(G, k, count, y1, y2)``.
 
-    ``v = tau^2 + sigma^2 / n``. `tau2` and `sig2` broadcast to ``(B, ..., 1)``; `n`, `has`
-    and `y` (zero in empty cells) are ``(B, W)``. Cells of one member with the same row count
-    share ``v``, so the sums run over a member's distinct counts (one or a few per class when
-    every word meets every attribute word of its kinds) instead of its cells: the same sums to
-    rounding (about 1e-16 relative). ``log=False`` skips the first sum (0).
+    G groups (the most any member has); per member and group (B, G) the number of cells, their
+    count (1 where none), and the sums of y and y**2 over them.
     """
     key = np.where(has, n, np.inf)
     order = np.argsort(key, axis=-1, kind="stable")
@@ -228,6 +225,20 @@ def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
     count = np.where(k > 0, np.where(member, n[..., None], 0.0).max(1), 1.0)
     y1 = np.einsum("bw,bwg->bg", y, member)
     y2 = np.einsum("bw,bwg->bg", y * y, member)
+    return groups, k, count, y1, y2
+
+
+def _cell_sums(tau2, sig2, n, has, y, log: bool = True, grouped=None):
+    """Return the sums over each member's nonempty cells of log v, 1/v, y/v and y^2/v.
+
+    ``v = tau^2 + sigma^2 / n``. `tau2` and `sig2` broadcast to ``(B, ..., 1)``; `n`, `has`
+    and `y` (zero in empty cells) are ``(B, W)``. Cells of one member with the same row count
+    share ``v``, so the sums run over a member's distinct counts (one or a few per class when
+    every word meets every attribute word of its kinds) instead of its cells: the same sums to
+    rounding (about 1e-16 relative). ``log=False`` skips the first sum (0). `grouped`: the
+    :func:`_count_groups` of (`n`, `has`, `y`), when already made.
+    """
+    groups, k, count, y1, y2 = _count_groups(n, has, y) if grouped is None else grouped
     nd = max(np.ndim(tau2), np.ndim(sig2))
     if groups >= _SHORT_SUM:
         grow = (slice(None),) + (None,) * (nd - 2) + (slice(None),)
@@ -270,21 +281,28 @@ def _logsumexp(a, axis):
     return np.log1p(s) + np.log(m) + a_max
 
 
-def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec):
-    """Normalised log posterior of (log tau, log sigma) on the grid, shape (B, T, S)."""
+def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec, memo=None):
+    """Normalised log posterior of (log tau, log sigma) on the grid, shape (B, T, S).
+
+    `memo`: a dict kept between the grids of one connection (what does not depend on them).
+    """
     tau2 = np.exp(2 * lt)[:, :, None, None]                           # (B, T, 1, 1)
     sig2 = np.exp(2 * ls)[:, None, :, None]                           # (B, 1, S, 1)
-    k = has.sum(-1)
-    ref = np.where(has, mc, 0.0).sum(-1) / np.maximum(k, 1)           # centring (B,)
-    y = np.where(has, mc - ref[:, None], 0.0)
-    logv, a, b, q = _cell_sums(tau2, sig2, nc, has, y)
+    memo = {} if memo is None else memo
+    if not memo:
+        k = has.sum(-1)
+        ref = np.where(has, mc, 0.0).sum(-1) / np.maximum(k, 1)       # centring (B,)
+        y = np.where(has, mc - ref[:, None], 0.0)
+        memo.update(ref=ref, grouped=_count_groups(nc, has, y),
+                    df=np.where(has, nc - 1, 0).sum(-1)[:, None, None],
+                    tot_ss=np.where(has, sc, 0.0).sum(-1)[:, None, None])
+    ref, df, tot_ss = memo["ref"], memo["df"], memo["tot_ss"]
+    logv, a, b, q = _cell_sums(tau2, sig2, nc, has, None, grouped=memo["grouped"])
     m0c = (m0 - ref)[:, None, None]
     prec = 1.0 / s0**2 + a
     mhat = (m0c / s0**2 + b) / prec
     logml = (-0.5 * logv - 0.5 * np.log(s0**2 * prec)
              - 0.5 * (q + m0c**2 / s0**2 - prec * mhat**2))
-    df = np.where(has, nc - 1, 0).sum(-1)[:, None, None]
-    tot_ss = np.where(has, sc, 0.0).sum(-1)[:, None, None]
     within = -df * ls[:, None, :] - tot_ss / (2 * np.exp(2 * ls)[:, None, :])
     lp = (logml + within
           + prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None] + lt[:, :, None]
@@ -328,10 +346,11 @@ def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
         lt_lo, lt_hi, ls_lo, ls_hi = _grid_bounds(nc, mc, sc, spec)
         u_t, u_s = np.linspace(0, 1, n_tau), np.linspace(0, 1, n_sigma)
         # pass 1 on the wide grid finds where the mass is; pass 2 resolves it finely
+        memo = {}
         for _ in range(2):
             lt = lt_lo[:, None] + (lt_hi - lt_lo)[:, None] * u_t          # (B, T)
             ls = ls_lo[:, None] + (ls_hi - ls_lo)[:, None] * u_s          # (B, S)
-            lp = _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec)
+            lp = _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec, memo)
             w = np.exp(lp)
             lt_lo, lt_hi = _support(lt, w.sum(2))
             ls_lo, ls_hi = _support(ls, w.sum(1))
