@@ -249,18 +249,22 @@ def _cell_sums(tau2, sig2, n, has, y, log: bool = True, grouped=None):
                 (y2[grow] * inv).sum(-1))
     # fewer groups: numpy's sum over them adds in order, as this loop over (B, ...) arrays
     # does (the same numbers; a (B, ..., G) layout with G = 1-3 runs many short inner loops)
+    # (products and sums in place: the same operations, fewer temporaries)
     tau2, sig2 = np.asarray(tau2)[..., 0], np.asarray(sig2)[..., 0]
     col = (slice(None),) + (None,) * (nd - 2)
-    logv = a = b = q = 0.0
+    sums = None
     for g in range(groups):
+        kg = k[:, g][col]
         v = tau2 + sig2 / count[:, g][col]                            # (B, ...)
-        inv = 1.0 / v
+        inv = np.divide(1.0, v)
+        terms = [kg * inv, y1[:, g][col] * inv, np.multiply(inv, y2[:, g][col], out=inv)]
         if log:
-            logv = logv + k[:, g][col] * np.log(v)
-        a = a + k[:, g][col] * inv
-        b = b + y1[:, g][col] * inv
-        q = q + y2[:, g][col] * inv
-    return logv, a, b, q
+            terms.insert(0, np.multiply(np.log(v, out=v), kg, out=v))
+        if sums is None:  # 0 + the first term, as numpy's sum starts
+            sums = [np.add(t, 0.0, out=t) for t in terms]
+        else:
+            sums = [np.add(s, t, out=s) for s, t in zip(sums, terms, strict=True)]
+    return tuple(sums) if log else (0.0, *sums)
 
 
 def _logsumexp(a, axis):
