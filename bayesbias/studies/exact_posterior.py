@@ -303,15 +303,31 @@ def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec, memo=None):
     ref, df, tot_ss = memo["ref"], memo["df"], memo["tot_ss"]
     logv, a, b, q = _cell_sums(tau2, sig2, nc, has, None, grouped=memo["grouped"])
     m0c = (m0 - ref)[:, None, None]
-    prec = 1.0 / s0**2 + a
-    mhat = (m0c / s0**2 + b) / prec
-    logml = (-0.5 * logv - 0.5 * np.log(s0**2 * prec)
-             - 0.5 * (q + m0c**2 / s0**2 - prec * mhat**2))
-    within = -df * ls[:, None, :] - tot_ss / (2 * np.exp(2 * ls)[:, None, :])
-    lp = (logml + within
-          + prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None] + lt[:, :, None]
-          + prior_logpdf(spec.priors["sigma"], np.exp(ls))[:, None, :] + ls[:, None, :])
-    return lp - _logsumexp(lp, (1, 2))
+    # in place on the (B, T, S) arrays, the operations (and their order) of
+    #   prec = 1 / s0^2 + a;  mhat = (m0c / s0^2 + b) / prec
+    #   logml = -0.5 logv - 0.5 log(s0^2 prec) - 0.5 (q + m0c^2 / s0^2 - prec mhat^2)
+    #   lp = logml + within + log p(tau) + log tau + log p(sigma) + log sigma
+    prec = np.add(a, 1.0 / s0**2, out=a)
+    mhat = np.add(b, m0c / s0**2, out=b)
+    mhat /= prec
+    half_log = np.multiply(prec, s0**2)
+    np.log(half_log, out=half_log)
+    half_log *= 0.5
+    lp = np.multiply(logv, -0.5, out=logv)
+    lp -= half_log
+    inner = np.add(q, m0c**2 / s0**2, out=q)
+    np.square(mhat, out=mhat)
+    mhat *= prec
+    inner -= mhat
+    inner *= 0.5
+    lp -= inner                                                       # logml
+    lp += -df * ls[:, None, :] - tot_ss / (2 * np.exp(2 * ls)[:, None, :])   # within
+    lp += prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None]
+    lp += lt[:, :, None]
+    lp += prior_logpdf(spec.priors["sigma"], np.exp(ls))[:, None, :]
+    lp += ls[:, None, :]
+    lp -= _logsumexp(lp, (1, 2))
+    return lp
 
 
 def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
