@@ -201,14 +201,16 @@ def _support(grid, mass, floor: float = 1e-10):
     return grid[rows, first], grid[rows, last]
 
 
-def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
-    """Return the sums over each member's nonempty cells of log v, 1/v, y/v and y^2/v.
+#: Below this many terms numpy's sum over an axis adds them one at a time, in order (from
+#: 8 on, in eight interleaved partial sums).
+_SHORT_SUM = 8
 
-    ``v = tau^2 + sigma^2 / n``. `tau2` and `sig2` broadcast to ``(B, ..., 1)``; `n`, `has`
-    and `y` (zero in empty cells) are ``(B, W)``. Cells of one member with the same row count
-    share ``v``, so the sums run over a member's distinct counts (one or a few per class when
-    every word meets every attribute word of its kinds) instead of its cells: the same sums to
-    rounding (about 1e-16 relative). ``log=False`` skips the first sum (0).
+
+def _count_groups(n, has, y):
+    """Each member's distinct cell counts: ``(G, k, count, y1, y2)``.
+
+    G groups (the most any member has); per member and group (B, G) the number of cells, their
+    count (1 where none), and the sums of y and y**2 over them.
     """
     key = np.where(has, n, np.inf)
     order = np.argsort(key, axis=-1, kind="stable")
@@ -223,33 +225,109 @@ def _cell_sums(tau2, sig2, n, has, y, log: bool = True):
     count = np.where(k > 0, np.where(member, n[..., None], 0.0).max(1), 1.0)
     y1 = np.einsum("bw,bwg->bg", y, member)
     y2 = np.einsum("bw,bwg->bg", y * y, member)
-    grow = (slice(None),) + (None,) * (max(np.ndim(tau2), np.ndim(sig2)) - 2) + (slice(None),)
-    v = tau2 + sig2 / count[grow]                                     # (B, ..., G)
-    inv = 1.0 / v
-    logv = (k[grow] * np.log(v)).sum(-1) if log else 0.0
-    return logv, (k[grow] * inv).sum(-1), (y1[grow] * inv).sum(-1), (y2[grow] * inv).sum(-1)
+    return groups, k, count, y1, y2
 
 
-def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec):
-    """Normalised log posterior of (log tau, log sigma) on the grid, shape (B, T, S)."""
+def _cell_sums(tau2, sig2, n, has, y, log: bool = True, grouped=None):
+    """Return the sums over each member's nonempty cells of log v, 1/v, y/v and y^2/v.
+
+    ``v = tau^2 + sigma^2 / n``. `tau2` and `sig2` broadcast to ``(B, ..., 1)``; `n`, `has`
+    and `y` (zero in empty cells) are ``(B, W)``. Cells of one member with the same row count
+    share ``v``, so the sums run over a member's distinct counts (one or a few per class when
+    every word meets every attribute word of its kinds) instead of its cells: the same sums to
+    rounding (about 1e-16 relative). ``log=False`` skips the first sum (0). `grouped`: the
+    :func:`_count_groups` of (`n`, `has`, `y`), when already made.
+    """
+    groups, k, count, y1, y2 = _count_groups(n, has, y) if grouped is None else grouped
+    nd = max(np.ndim(tau2), np.ndim(sig2))
+    if groups >= _SHORT_SUM:
+        grow = (slice(None),) + (None,) * (nd - 2) + (slice(None),)
+        v = tau2 + sig2 / count[grow]                                 # (B, ..., G)
+        inv = 1.0 / v
+        logv = (k[grow] * np.log(v)).sum(-1) if log else 0.0
+        return (logv, (k[grow] * inv).sum(-1), (y1[grow] * inv).sum(-1),
+                (y2[grow] * inv).sum(-1))
+    # fewer groups: numpy's sum over them adds in order, as this loop over (B, ...) arrays
+    # does (the same numbers; a (B, ..., G) layout with G = 1-3 runs many short inner loops)
+    # (products and sums in place: the same operations, fewer temporaries)
+    tau2, sig2 = np.asarray(tau2)[..., 0], np.asarray(sig2)[..., 0]
+    col = (slice(None),) + (None,) * (nd - 2)
+    sums = None
+    for g in range(groups):
+        kg = k[:, g][col]
+        v = tau2 + sig2 / count[:, g][col]                            # (B, ...)
+        inv = np.divide(1.0, v)
+        terms = [kg * inv, y1[:, g][col] * inv, np.multiply(inv, y2[:, g][col], out=inv)]
+        if log:
+            terms.insert(0, np.multiply(np.log(v, out=v), kg, out=v))
+        if sums is None:  # 0 + the first term, as numpy's sum starts
+            sums = [np.add(t, 0.0, out=t) for t in terms]
+        else:
+            sums = [np.add(s, t, out=s) for s, t in zip(sums, terms, strict=True)]
+    return tuple(sums) if log else (0.0, *sums)
+
+
+def _logsumexp(a, axis):
+    """:func:`scipy.special.logsumexp` (keepdims) of a real array, the same numbers.
+
+    Finite `a`: SciPy's steps (1.15-1.18: the largest terms taken out of the sum, ``log1p``
+    of the rest) without its array-API dispatch and its fallback sum of ``exp(a)`` (used
+    only for a result that is not finite); otherwise SciPy itself.
+    """
+    if not np.isfinite(a).all():
+        return special.logsumexp(a, axis=axis, keepdims=True)
+    a_max = a.max(axis=axis, keepdims=True)
+    top = a == a_max
+    m = np.sum(top.astype(a.dtype), axis=axis, keepdims=True, dtype=a.dtype)
+    s = np.sum(np.exp(np.where(top, -np.inf, a) - a_max), axis=axis, keepdims=True,
+               dtype=a.dtype)
+    s = np.where(s == 0, s, s / m)
+    return np.log1p(s) + np.log(m) + a_max
+
+
+def _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec, memo=None):
+    """Normalised log posterior of (log tau, log sigma) on the grid, shape (B, T, S).
+
+    `memo`: a dict kept between the grids of one connection (what does not depend on them).
+    """
     tau2 = np.exp(2 * lt)[:, :, None, None]                           # (B, T, 1, 1)
     sig2 = np.exp(2 * ls)[:, None, :, None]                           # (B, 1, S, 1)
-    k = has.sum(-1)
-    ref = np.where(has, mc, 0.0).sum(-1) / np.maximum(k, 1)           # centring (B,)
-    y = np.where(has, mc - ref[:, None], 0.0)
-    logv, a, b, q = _cell_sums(tau2, sig2, nc, has, y)
+    memo = {} if memo is None else memo
+    if not memo:
+        k = has.sum(-1)
+        ref = np.where(has, mc, 0.0).sum(-1) / np.maximum(k, 1)       # centring (B,)
+        y = np.where(has, mc - ref[:, None], 0.0)
+        memo.update(ref=ref, grouped=_count_groups(nc, has, y),
+                    df=np.where(has, nc - 1, 0).sum(-1)[:, None, None],
+                    tot_ss=np.where(has, sc, 0.0).sum(-1)[:, None, None])
+    ref, df, tot_ss = memo["ref"], memo["df"], memo["tot_ss"]
+    logv, a, b, q = _cell_sums(tau2, sig2, nc, has, None, grouped=memo["grouped"])
     m0c = (m0 - ref)[:, None, None]
-    prec = 1.0 / s0**2 + a
-    mhat = (m0c / s0**2 + b) / prec
-    logml = (-0.5 * logv - 0.5 * np.log(s0**2 * prec)
-             - 0.5 * (q + m0c**2 / s0**2 - prec * mhat**2))
-    df = np.where(has, nc - 1, 0).sum(-1)[:, None, None]
-    tot_ss = np.where(has, sc, 0.0).sum(-1)[:, None, None]
-    within = -df * ls[:, None, :] - tot_ss / (2 * np.exp(2 * ls)[:, None, :])
-    lp = (logml + within
-          + prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None] + lt[:, :, None]
-          + prior_logpdf(spec.priors["sigma"], np.exp(ls))[:, None, :] + ls[:, None, :])
-    return lp - special.logsumexp(lp, axis=(1, 2), keepdims=True)
+    # in place on the (B, T, S) arrays, the operations (and their order) of
+    #   prec = 1 / s0^2 + a;  mhat = (m0c / s0^2 + b) / prec
+    #   logml = -0.5 logv - 0.5 log(s0^2 prec) - 0.5 (q + m0c^2 / s0^2 - prec mhat^2)
+    #   lp = logml + within + log p(tau) + log tau + log p(sigma) + log sigma
+    prec = np.add(a, 1.0 / s0**2, out=a)
+    mhat = np.add(b, m0c / s0**2, out=b)
+    mhat /= prec
+    half_log = np.multiply(prec, s0**2)
+    np.log(half_log, out=half_log)
+    half_log *= 0.5
+    lp = np.multiply(logv, -0.5, out=logv)
+    lp -= half_log
+    inner = np.add(q, m0c**2 / s0**2, out=q)
+    np.square(mhat, out=mhat)
+    mhat *= prec
+    inner -= mhat
+    inner *= 0.5
+    lp -= inner                                                       # logml
+    lp += -df * ls[:, None, :] - tot_ss / (2 * np.exp(2 * ls)[:, None, :])   # within
+    lp += prior_logpdf(spec.priors["tau"], np.exp(lt))[:, :, None]
+    lp += lt[:, :, None]
+    lp += prior_logpdf(spec.priors["sigma"], np.exp(ls))[:, None, :]
+    lp += ls[:, None, :]
+    lp -= _logsumexp(lp, (1, 2))
+    return lp
 
 
 def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
@@ -288,10 +366,11 @@ def marginal_posterior(n, mean, ss, spec, *, n_tau: int = N_TAU,
         lt_lo, lt_hi, ls_lo, ls_hi = _grid_bounds(nc, mc, sc, spec)
         u_t, u_s = np.linspace(0, 1, n_tau), np.linspace(0, 1, n_sigma)
         # pass 1 on the wide grid finds where the mass is; pass 2 resolves it finely
+        memo = {}
         for _ in range(2):
             lt = lt_lo[:, None] + (lt_hi - lt_lo)[:, None] * u_t          # (B, T)
             ls = ls_lo[:, None] + (ls_hi - ls_lo)[:, None] * u_s          # (B, S)
-            lp = _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec)
+            lp = _log_post(lt, ls, nc, mc, sc, has, m0, s0, spec, memo)
             w = np.exp(lp)
             lt_lo, lt_hi = _support(lt, w.sum(2))
             ls_lo, ls_hi = _support(ls, w.sum(1))

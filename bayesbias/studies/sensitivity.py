@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -95,6 +96,27 @@ class _Rows:
         return cls(cells.y, cells.unit_idx.astype(np.intp), cells.conn_idx.astype(np.intp),
                    attr_codes.astype(np.intp), cells.units, cells.unit_class,
                    np.asarray(attrs, dtype=object), group.astype(object))
+
+    @cached_property
+    def by_connection(self):
+        """Per connection, its rows laid out by unit, in table order: ``(attr, y, y2)``.
+
+        Each (R, U), R the connection's largest cell: the rows' attribute codes (-1 past a
+        cell's last row), y and y**2 (0 there).
+        """
+        out = []
+        for c in range(len(CONNECTIONS)):
+            r = np.flatnonzero(self.conn == c)
+            unit = self.unit[r]
+            order = np.argsort(unit, kind="stable")
+            count = np.bincount(unit, minlength=self.units.size)
+            pos = np.arange(r.size) - np.repeat(np.cumsum(count) - count, count)
+            idx = np.full((max(int(count.max(initial=0)), 1), self.units.size), -1)
+            idx[pos, unit[order]] = r[order]
+            out.append((np.where(idx >= 0, self.attr[idx], -1),
+                        np.where(idx >= 0, self.y[idx], 0.0),
+                        np.where(idx >= 0, self.y[idx] ** 2, 0.0)))
+        return out
 
     def stats(self, attr_weight=None, drop_unit=None):
         """Per (unit, connection) weighted count, sum and sum of squares."""
@@ -329,38 +351,97 @@ def _degenerate(n, ss) -> np.ndarray:
 
 
 def _variant_stats(rows, variants):
-    """Stacked cell counts, means and sums of squares of ("all" / "word" / "attribute") variants."""
-    ns, means, sss = [], [], []
-    for kind, i in variants:
-        if kind == "all":
-            n, s1, s2 = rows.stats()
-        elif kind == "word":
-            n, s1, s2 = rows.stats(drop_unit=i)
-        else:
-            w = np.ones(rows.attrs.size)
-            w[i] = 0.0
-            n, s1, s2 = rows.stats(attr_weight=w)
-        n, mean, ss = _cells(n, s1, s2)
-        ns.append(n), means.append(mean), sss.append(ss)
-    return np.stack(ns), np.stack(means), np.stack(sss)
+    """Stacked cell counts, means and sums of squares of ("all" / "word" / "attribute") variants.
+
+    The numbers of :meth:`_Rows.stats` with the word's or attribute word's rows weighted 0, to
+    the bit, batched: a left-out word empties its own cells and leaves the others as in the
+    whole table; a left-out attribute word changes only its connections' columns, summed
+    over the remaining rows in table order (:func:`_ordered_sum`).
+    """
+    whole = rows.stats()
+    V = len(variants)
+    n, s1, s2 = (np.repeat(x[None], V, axis=0) for x in whole)
+    kind = np.array([k for k, _ in variants], dtype=object)
+    index = np.array([i for _, i in variants], dtype=np.intp)
+    words = np.flatnonzero(kind == "word")
+    for x in (n, s1, s2):
+        x[words, index[words]] = 0.0
+    attrs = np.flatnonzero(kind == "attribute")
+    for c, (attr, y, y2) in enumerate(rows.by_connection):        # each (R, U)
+        hit = attrs[np.isin(index[attrs], attr)]
+        for part in np.array_split(hit, max(1, -(-hit.size * attr.size // _CHUNK))):
+            keep = attr[:, None, :] != index[part][None, :, None]  # (R, V, U)
+            n[part, :, c] = (keep & (attr >= 0)[:, None, :]).sum(0)
+            s1[part, :, c] = _ordered_sum(np.where(keep, y[:, None, :], 0.0))
+            s2[part, :, c] = _ordered_sum(np.where(keep, y2[:, None, :], 0.0))
+    return _cells(n, s1, s2)
+
+
+#: Elements of the (row, variant or list, unit) blocks of :func:`_variant_stats` and
+#: :func:`_weighted_stats` (bounds their memory: 8 MB a block).
+_CHUNK = 1_000_000
+
+
+def _ordered_sum(z):
+    """Sum over the first axis, one term after another in order, as :func:`numpy.bincount`.
+
+    NumPy reduces a leading axis slice by slice when a slice has two or more elements (a
+    single column, or :func:`numpy.sum` over the last axis, it adds pairwise, in another
+    order; then a cumulative sum). Plus 0.0: a sum of signed zeros is +0, as from
+    bincount's +0 start.
+    """
+    if z.shape[0] == 0:
+        return np.zeros(z.shape[1:])
+    if z[0].size < 2:
+        return np.cumsum(z, axis=0)[-1] + 0.0
+    return np.add.reduce(z, axis=0) + 0.0
+
+
+def _weighted_stats(rows, weight):
+    """:meth:`_Rows.stats` for a batch of attribute weights (L, A): each (L, U, C).
+
+    The same products added in the same order as a call per list (rows of weight 0 add a
+    signed zero, which changes no sum), so the same numbers to the bit.
+    """
+    L, U, C = weight.shape[0], rows.units.size, len(CONNECTIONS)
+    out = tuple(np.zeros((L, U, C)) for _ in range(3))
+    wx = np.concatenate([weight, np.zeros((L, 1))], axis=1).T    # (A + 1, L); -1: weight 0
+    for c, (attr, y, y2) in enumerate(rows.by_connection):        # each (R, U)
+        for part in np.array_split(np.arange(L), max(1, -(-L * attr.size // _CHUNK))):
+            w = wx[:, part][attr]                                   # (R, U, L)
+            out[0][part, :, c] = w.sum(0).T  # whole numbers: exact in any order
+            out[1][part, :, c] = _ordered_sum(w * y[:, :, None]).T
+            out[2][part, :, c] = _ordered_sum(w * y2[:, :, None]).T
+    return out
 
 
 def _resampled_stats(rows, n_lists, rng):
-    """Stacked cell statistics of `n_lists` word lists resampled within classes."""
-    ns, means, sss = [], [], []
+    """Stacked cell statistics of `n_lists` word lists resampled within classes.
+
+    Per list, each protected class's and then each attribute group's members drawn with
+    replacement, one generator call each in that order: ``members[rng.integers(0, k, k)]``,
+    the draws of ``rng.choice(members, k)`` (which calls it; tested).
+    """
     # each class's members once (the same draws as looking them up per list)
     unit_classes = [np.flatnonzero(rows.unit_class == k) for k in pd.unique(rows.unit_class)]
     attr_groups = [np.flatnonzero(rows.attr_group == g) for g in pd.unique(rows.attr_group)]
-    for _ in range(n_lists):
-        units = np.concatenate([rng.choice(members, size=members.size)
-                                for members in unit_classes])
-        w = np.zeros(rows.attrs.size)
-        for members in attr_groups:
-            np.add.at(w, rng.choice(members, size=members.size), 1.0)
-        n, s1, s2 = rows.stats(attr_weight=w)
-        n, mean, ss = _cells(n[units], s1[units], s2[units])
-        ns.append(n), means.append(mean), sss.append(ss)
-    return np.stack(ns), np.stack(means), np.stack(sss)
+    A = rows.attrs.size
+    units = np.empty((n_lists, sum(m.size for m in unit_classes)), dtype=np.intp)
+    picks = np.empty((n_lists, sum(m.size for m in attr_groups)), dtype=np.intp)
+    u_at = np.cumsum([0] + [m.size for m in unit_classes])
+    a_at = np.cumsum([0] + [m.size for m in attr_groups])
+    for i in range(n_lists):  # the generator's calls in the order of one list at a time
+        for k, members in enumerate(unit_classes):
+            units[i, u_at[k]:u_at[k + 1]] = members[rng.integers(0, members.size,
+                                                                 size=members.size)]
+        for k, members in enumerate(attr_groups):
+            picks[i, a_at[k]:a_at[k + 1]] = members[rng.integers(0, members.size,
+                                                                 size=members.size)]
+    weight = np.bincount((picks + A * np.arange(n_lists)[:, None]).ravel(),
+                         minlength=n_lists * A).reshape(n_lists, A).astype(float)
+    n, s1, s2 = (np.take_along_axis(x, units[:, :, None], axis=1)
+                 for x in _weighted_stats(rows, weight))
+    return _cells(n, s1, s2)
 
 
 def _leave_out_task(rows, spec, variants, ci_prob, n_draws, crn, estimator="draws", *, rng):
@@ -621,22 +702,26 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
     baseline = pd.DataFrame({"contrast": list(_CONTRASTS),
                              **{k: v[0] for k, v in base.items()}})
     baseline["holds"] = verdict_holds(baseline["upper"])
-    recs = []
-    # the baseline's columns as arrays: a pandas lookup per record cost 0.1 s per report list
-    base_mean = baseline["mean"].to_numpy()
-    base_holds = baseline["holds"].to_numpy()
-    for i, (kind, j) in enumerate(loo):
-        word = rows.units[j] if kind == "word" else rows.attrs[j]
-        group = rows.unit_class[j] if kind == "word" else rows.attr_group[j]
-        for c, label in enumerate(_CONTRASTS):
-            up = cat["upper"][i, c]
-            recs.append({"word": str(word), "kind": "protected" if kind == "word"
-                         else "attribute", "group": str(group), "contrast": label,
-                         "mean": cat["mean"][i, c], "lower": cat["lower"][i, c], "upper": up,
-                         "holds": bool(verdict_holds(up)),
-                         "change": cat["mean"][i, c] - base_mean[c],
-                         "flips": bool(verdict_holds(up)) != bool(base_holds[c])}
-                        | ({} if exact is None else {"exact": bool(exact[i])}))
+    # one row per (left-out word, contrast), built by columns (a dict per row cost 30 ms a
+    # list): the records' values and dtypes
+    K = len(_CONTRASTS)
+    is_word = np.array([kind == "word" for kind, _ in loo], dtype=bool)
+    words = [str(rows.units[j] if kind == "word" else rows.attrs[j]) for kind, j in loo]
+    groups = [str(rows.unit_class[j] if kind == "word" else rows.attr_group[j])
+              for kind, j in loo]
+    holds = verdict_holds(cat["upper"])
+    cols = {"word": np.repeat(np.array(words, dtype=object), K),
+            "kind": np.repeat(np.where(is_word, "protected", "attribute").astype(object), K),
+            "group": np.repeat(np.array(groups, dtype=object), K),
+            "contrast": np.tile(np.array(_CONTRASTS, dtype=object), len(loo)),
+            "mean": cat["mean"].ravel(), "lower": cat["lower"].ravel(),
+            "upper": cat["upper"].ravel(), "holds": holds.ravel(),
+            "change": (cat["mean"] - baseline["mean"].to_numpy()).ravel(),
+            "flips": (holds != baseline["holds"].to_numpy()).ravel()}
+    if exact is not None:
+        cols["exact"] = np.repeat(np.asarray(exact, dtype=bool), K)
+    leave_one_out = pd.DataFrame({k: (v.tolist() if v.dtype == object else v)
+                                  for k, v in cols.items()})
     usable = np.isfinite(boot).all(1)  # degenerate lists (see _degenerate) have no posterior
     if not usable.any():
         raise InputDataError("sensitivity: every resampled word list repeats one attribute "
@@ -654,7 +739,7 @@ def sensitivity(table: pd.DataFrame, model=None, *, ci_prob: float | None = None
                 "below zero"}
     if screen:
         settings["screen"] = screened
-    return Sensitivity(baseline, pd.DataFrame(recs), resampled, settings)
+    return Sensitivity(baseline, leave_one_out, resampled, settings)
 
 
 def _attribute_adjusted(rows: _Rows, per_kind: bool = False) -> _Rows:
