@@ -383,7 +383,7 @@ def log_marginal_schur_grad(theta, data: dict) -> tuple[float, np.ndarray]:
     """
     theta = np.asarray(theta, float)
     s = _schur(theta, data)
-    ns, nk = data["ns"], data["nk"]
+    nk = data["nk"]
     gc, gn, gw, kd = data["gc"], data["gn"], data["gw"], data["kd"]
     lp, grad = _scale_priors(theta, data)
     value = _explicit(s, data) - 0.5 * s["logdet"] - 0.5 * (s["cc"] - s["quad"]) + lp
@@ -408,10 +408,21 @@ def log_marginal_schur_grad(theta, data: dict) -> tuple[float, np.ndarray]:
             - 0.5 * data["ysq"] + 0.5 * gw / w2)
     d_u = data["ksum"] @ h + data["dsum"] @ m_v - 0.5 * data["ss"]
     d_p = np.bincount(data["kind"], weights=h, minlength=nk)
-    tau, sig, u = s["tau"], s["sig"], s["u"]
-    smap = data["smap"]
-    sig_c = sig[smap]
-    x, ug = s["x"], u[gc]
+    return value, grad + _log_scale_gradient(
+        data, s["tau"], s["sig"][data["smap"]], s["u"], s["p"], w2, s["x"], d_w2, d_c, d_u,
+        d_p, np.bincount(data["kind"], minlength=nk))
+
+
+def _log_scale_gradient(data, tau, sig_c, u, p, w2, x, d_w2, d_c, d_u, d_p, per_kind):
+    """Return the gradient in (log tau, log sigma, log omega).
+
+    From the derivatives in each group's ``w2`` and ``c``, each connection's ``u =
+    1/sigma^2`` and each kind's ``p = 1/omega^2`` (`per_kind`: attributes per kind, from
+    the ``-sum log omega`` term).
+    """
+    gc, gn, gw, smap = data["gc"], data["gn"], data["gw"], data["smap"]
+    ns = data["ns"]
+    ug = u[gc]
     dc_dlt = gw * ug * 2 * x / (1 + gn * x) ** 2
     dc_dls = -2 * gw * ug * x / (1 + gn * x) - 2 * gw * ug * x / (1 + gn * x) ** 2
     g_tau = np.bincount(gc, weights=d_w2 * (-2 * tau[gc] ** 2 * w2**2) + d_c * dc_dlt,
@@ -419,8 +430,7 @@ def log_marginal_schur_grad(theta, data: dict) -> tuple[float, np.ndarray]:
     g_sig = np.bincount(smap[gc], weights=d_w2 * (-2 * sig_c[gc] ** 2 * w2**2 / gn)
                         + d_c * dc_dls - gw * (gn - 1), minlength=ns)
     g_sig += np.bincount(smap, weights=d_u * (-2 * u), minlength=ns)
-    g_om = d_p * (-2 * s["p"]) - np.bincount(data["kind"], minlength=nk)
-    return value, grad + np.concatenate([g_tau, g_sig, g_om])
+    return np.concatenate([g_tau, g_sig, d_p * (-2 * p) - per_kind])
 
 
 def attribute_types(data: dict) -> dict:
@@ -460,7 +470,7 @@ def log_marginal_types_grad(theta, data: dict,
     """
     theta = np.asarray(theta, float)
     ty = attribute_types(data) if types is None else types
-    ns, nk = data["ns"], data["nk"]
+    nk = data["nk"]
     tau, sig, om = _split(theta, data)
     gc, gn, gw = data["gc"], data["gn"], data["gw"]
     ng = gc.size
@@ -526,16 +536,8 @@ def log_marginal_types_grad(theta, data: dict,
     d_f = -(ksvm[np.arange(ng), gc] + m_mu[gc] * km)
     d_w2 = (gw * h4[gc] + d_f * gw / gn + data["ysum"] * (m_mu[gc] + km / gn)
             - 0.5 * data["ysq"] + 0.5 * gw / w2)
-    ug = u[gc]
-    dc_dlt = gw * ug * 2 * x / (1 + gn * x) ** 2
-    dc_dls = -2 * gw * ug * x / (1 + gn * x) - 2 * gw * ug * x / (1 + gn * x) ** 2
-    g_tau = np.bincount(gc, weights=d_w2 * (-2 * tau[gc] ** 2 * w2**2) + d_c * dc_dlt,
-                        minlength=_NC)
-    g_sig = np.bincount(smap[gc], weights=d_w2 * (-2 * sig_c[gc] ** 2 * w2**2 / gn)
-                        + d_c * dc_dls - gw * (gn - 1), minlength=ns)
-    g_sig += np.bincount(smap, weights=d_u * (-2 * u), minlength=ns)
-    g_om = d_p * (-2 * p) - np.bincount(tkind, weights=nt, minlength=nk)
-    return value, grad + np.concatenate([g_tau, g_sig, g_om])
+    return value, grad + _log_scale_gradient(data, tau, sig_c, u, p, w2, x, d_w2, d_c, d_u,
+                                             d_p, np.bincount(tkind, weights=nt, minlength=nk))
 
 
 # -- the compiled kernel (C, :mod:`._native`: cxi_logp, cxi_expand, cxi_moments, cxi_draw) --
