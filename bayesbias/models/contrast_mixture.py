@@ -157,6 +157,11 @@ def _conditional_moments(fit, low_rank):
     cells = fit.cells
     spec = fit.spec
     keep = _thin(fit)
+    if low_rank is None and _attribute_effects(spec) and _integrated(spec, cells):
+        try:
+            return _integrated_moments(fit, keep)
+        except FloatingPointError:  # not factorised at some draw: the solves below
+            pass
     tau = _draws(fit, "tau", keep)
     sig = fit._cell_sigma()[:, keep]
     lead = tau.shape[:2]
@@ -182,23 +187,14 @@ def _conditional_moments(fit, low_rank):
         idx = np.arange(_NC)
         cov[:, idx, idx] = 1.0 / prec
         return mean.reshape(lead + (_NC,)), cov.reshape(lead + (_NC, _NC))
-    if low_rank is None and _integrated(spec, cells):
-        try:
-            return _integrated_moments(fit, keep)
-        except FloatingPointError:  # not factorised at some draw: the solves below
-            pass
     return _crossed_moments(fit, keep, w1, w2, m0, s0, ui, ci, n, cls, ccon, cn, ybar, lead,
                             low_rank)
 
 
 def _integrated_moments(fit, keep):
     """Conditional moments of mu_bar by the compiled scales-only form (C, the same maths)."""
-    lead = None
-    parts = []
-    for name in ("tau", "sigma", "omega"):
-        a = _draws(fit, name, keep)
-        lead = a.shape[:2]
-        parts.append(a.reshape(lead + (-1,)))
+    parts = [_draws(fit, name, keep) for name in ("tau", "sigma", "omega")]
+    parts = [a.reshape(a.shape[:2] + (-1,)) for a in parts]
     packed = _ci.pack_types_c(integrated_data(fit.spec, fit.cells))
     return _ci.conditional_moments_c(np.log(np.concatenate(parts, axis=-1)), packed)
 

@@ -30,21 +30,18 @@ of P (each group's within-cell block ``cells u (diag(k) - k k'/n)`` is the covar
 The type-collapsed density (:func:`log_marginal_types_grad`), mu_bar's conditional moments
 and the joint draws are also compiled C (:mod:`._native`: ``cxi_logp``, ``cxi_expand``,
 ``cxi_moments``, ``cxi_draw``) on the blocks of :func:`pack_types_c` / :func:`pack_draws_c`:
-:func:`entry_points`, :func:`conditional_moments_c`, :func:`draw_c`,
-``sample_scales(kernel="c")``.
+:func:`entry_points`, :func:`conditional_moments_c`, :func:`draw_c`.
 """
 
 from __future__ import annotations
 
 import ctypes
-from types import SimpleNamespace
 
 import numpy as np
 
 from ..config import CONNECTIONS
 from . import _native
 from . import priors as _priors
-from ._nutpie import run
 
 __all__ = ["log_marginal", "log_marginal_grad", "theta_names",
            "initial_point", "sample_scales", "posterior_draws",
@@ -227,40 +224,14 @@ def initial_point(data: dict, rng) -> np.ndarray:
 
 
 def sample_scales(data: dict, draws: int = 1000, tune: int = 500, chains: int = 4,
-                  seed: int = 1, cores: int = 1, target_accept: float = 0.8,
-                  kernel: str = "c"):
-    """NUTS on the log scales only: ``(theta (chain, draw, coordinate), sample_stats)``.
+                  seed: int = 1, cores: int = 1, target_accept: float = 0.8):
+    """NUTS on the log scales through nutpie's public API with a numpy density.
 
-    `kernel`: ``"c"`` (the compiled density, :func:`entry_points` on :func:`pack_types_c`'s
-    block, run by bayesbias' nutpie driver as ``fit_model`` runs it) or ``"numpy"``
-    (:func:`log_marginal_grad` through nutpie's public API with a Python callback: an
-    independent route, for the tests).
+    Returns ``(theta (chain, draw, coordinate), sample_stats)``. :func:`log_marginal_grad`
+    as a Python callback: an independent route to the posterior that ``fit_model`` samples
+    with the C kernel (:func:`.crossed.marginal_kernel`), for the tests.
     """
     k = _NC + data["ns"] + data["nk"]
-    if kernel == "c":
-        points = entry_points()
-        if points is None:
-            raise RuntimeError("kernel='c' needs the compiled kernels (a C compiler)")
-        ns, nk = data["ns"], data["nk"]
-        kern = SimpleNamespace(data=pack_types_c(data), dim=k, expanded_dim=k,
-                               logp=points[0], expand=points[1],
-                               names=["tau", "sigma", "omega"], shapes=[(_NC,), (ns,), (nk,)],
-                               dims={"tau": ("connection",), "sigma": ("sigma_index",),
-                                     "omega": ("omega_index",)},
-                               coords={"sigma_index": [str(i) for i in range(ns)],
-                                       "omega_index": [str(i) for i in range(nk)]},
-                               adaptation="diag")
-
-        def init_c(s):
-            return initial_point(data, np.random.default_rng([seed, int(s) % (2**63)]))
-
-        post, stats = run(kern, init_c, "integrated crossed", draws, tune, chains, cores,
-                          seed, target_accept)
-        scales = [np.asarray(post[n].transpose("chain", "draw", ...).values)
-                  for n in ("tau", "sigma", "omega")]
-        return np.log(np.concatenate(scales, axis=-1)), stats
-    if kernel != "numpy":
-        raise ValueError(f"kernel must be c or numpy, got {kernel!r}")
     import nutpie
     from nutpie.compiled_pyfunc import from_pyfunc
 
